@@ -1,0 +1,219 @@
+"""`FingerprintConfig`: every setting that changes a fingerprint's bits, frozen and JSON round-trippable.
+
+The config travels with an index (Elasticsearch `_meta`, the local store's meta table). Two configs are
+*compatible* when their `identity()` is equal: the identity leaves out where resource files happened to
+live on one machine (paths) and keeps what the files contained (their SHA-256), so the same dictionary
+copied elsewhere still matches, while an edited dictionary does not.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+#: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
+SCHEMA_VERSION = 1
+
+TOKENIZERS = ("jieba", "rjieba", "char")
+WEIGHTINGS = ("tf", "tfidf", "tf_length")
+STRATEGIES = ("auto", "simhash", "minhash")
+
+# Fields that name a file on one machine; identity() keeps their digests instead.
+_PATH_FIELDS = ("synonyms_path", "user_dict_path", "stopwords_path", "idf_path")
+# Fields that only decide what counts as a duplicate at query time; an index serves any value of them.
+_QUERY_FIELDS = ("cosine_threshold",)
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 hex of a file's bytes (what makes a resource file part of a fingerprint)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tokenizer_version(name: str) -> str:
+    """The installed version of a tokenizer backend (part of the config: new dictionaries change tokens)."""
+    if name == "char":
+        return "builtin"
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError as exc:  # pragma: no cover - depends on the environment
+        raise ConfigError(f"tokenizer {name!r} is not installed; pip install {name}") from exc
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """How text becomes a fingerprint.
+
+    Args:
+        bits: SimHash width, 64 (default) or 128.
+        hamming_k: the largest Hamming distance that counts as a near-duplicate; band lookups are built so
+            that *every* pair within this distance shares at least one band key.
+        band_blocks: how many blocks the fingerprint is cut into; 0 means the pigeonhole default k+1.
+        band_key_blocks: how many blocks form one band key (one lookup table per combination); 0 means
+            1 for the pigeonhole layout, ``band_blocks - hamming_k`` for a multi-table layout.
+        probe_radius: look up each band key together with its neighbours within this many bits
+            (lets few, long keys serve a large k); 0 means exact band keys only.
+        tokenizer: ``jieba`` (reference, precise mode), ``rjieba`` (jieba-rs, much faster) or ``char``.
+        shingle: 0 for words; n > 0 for overlapping character n-grams (short texts need them).
+        weighting: ``tf`` (default: robust on a corpus that changes fast), ``tfidf`` or ``tf_length``
+            (term frequency times the word length in characters, design document 004).
+        dims: length of the hashed TF vector stored as a ``dense_vector``.
+        t2s: convert Traditional to Simplified Chinese (OpenCC) before tokenising.
+        stopwords: ``default`` (shipped Chinese + English lists), ``none`` or ``file``
+            (then ``stopwords_path``).
+        cosine_threshold: the TF cosine at or above which two texts are near-duplicates.
+        strategy: ``simhash``, ``minhash`` or ``auto`` (by length, see ``short_text_chars``).
+        short_text_chars: with ``auto``, texts shorter than this (normalised characters) use the
+            MinHash path.
+        minhash_perm / minhash_bands / minhash_ngram: the MinHash LSH parameters for short texts.
+
+    Example:
+        >>> cfg = FingerprintConfig(hamming_k=4)
+        >>> FingerprintConfig.from_json(cfg.to_json()) == cfg
+        True
+    """
+
+    bits: int = 64
+    hamming_k: int = 3
+    band_blocks: int = 0
+    band_key_blocks: int = 0
+    probe_radius: int = 0
+    tokenizer: str = "jieba"
+    tokenizer_version: str = ""
+    shingle: int = 0
+    weighting: str = "tf"
+    dims: int = 256
+    t2s: bool = False
+    stopwords: str = "default"
+    cosine_threshold: float = 0.8
+    strategy: str = "auto"
+    short_text_chars: int = 200
+    minhash_perm: int = 128
+    minhash_bands: int = 32
+    minhash_ngram: int = 2
+    synonyms_path: str | None = None
+    synonyms_sha256: str | None = None
+    user_dict_path: str | None = None
+    user_dict_sha256: str | None = None
+    stopwords_path: str | None = None
+    stopwords_sha256: str | None = None
+    idf_path: str | None = None
+    idf_sha256: str | None = None
+    schema: int = SCHEMA_VERSION
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not self.tokenizer_version:
+            object.__setattr__(self, "tokenizer_version", tokenizer_version(self.tokenizer))
+        for name in _PATH_FIELDS:
+            path = getattr(self, name)
+            digest_field = name.replace("_path", "_sha256")
+            if path is not None and getattr(self, digest_field) is None:
+                try:
+                    object.__setattr__(self, digest_field, file_digest(path))
+                except OSError as exc:
+                    raise ConfigError(f"{name.replace('_path', '')} file {path}: {exc.strerror}") from exc
+        self._validate()
+
+    def _validate(self) -> None:
+        def bad(msg: str) -> ConfigError:
+            return ConfigError(msg)
+
+        if self.schema != SCHEMA_VERSION:
+            raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION})")
+        if self.bits not in (64, 128):
+            raise bad(f"bits must be 64 or 128, got {self.bits}")
+        if not 0 <= self.hamming_k < self.bits // 2:
+            raise bad(f"hamming_k must be between 0 and {self.bits // 2 - 1}, got {self.hamming_k}")
+        if self.tokenizer not in TOKENIZERS:
+            raise bad(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise bad(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
+        if self.weighting == "tfidf" and self.idf_path is None and self.idf_sha256 is None:
+            raise bad("weighting 'tfidf' needs a document-frequency table: set idf_path "
+                      "(build one with esdedup.features.DocumentFrequency)")
+        if self.tokenizer == "char" and self.shingle <= 0:
+            raise bad("tokenizer 'char' needs shingle >= 1 (the n of the character n-grams)")
+        if self.shingle > 0 and self.tokenizer != "char":
+            raise bad("shingle (character n-grams) goes with tokenizer 'char'; word tokenizers use shingle 0")
+        if self.shingle < 0 or self.shingle > 16:
+            raise bad(f"shingle must be between 0 and 16, got {self.shingle}")
+        if not 8 <= self.dims <= 4096:
+            raise bad(f"dims must be between 8 and 4096, got {self.dims}")
+        if self.stopwords not in ("default", "none", "file"):
+            raise bad(f"stopwords must be 'default', 'none' or 'file', got {self.stopwords!r}")
+        if self.stopwords == "file" and self.stopwords_path is None and self.stopwords_sha256 is None:
+            raise bad("stopwords 'file' needs stopwords_path")
+        if not 0.0 < self.cosine_threshold <= 1.0:
+            raise bad(f"cosine_threshold must be in (0, 1], got {self.cosine_threshold}")
+        if self.strategy not in STRATEGIES:
+            raise bad(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        if self.minhash_perm % max(self.minhash_bands, 1) or self.minhash_bands < 1:
+            raise bad(f"minhash_perm ({self.minhash_perm}) must be a multiple of minhash_bands "
+                      f"({self.minhash_bands})")
+        if self.minhash_ngram < 1:
+            raise bad(f"minhash_ngram must be >= 1, got {self.minhash_ngram}")
+        # The band layout validates itself (pigeonhole rule) and raises ConfigError with a suggestion.
+        self.band_layout()
+
+    def band_layout(self):  # -> BandLayout; imported lazily to keep config free of numpy at import
+        from .bands import BandLayout
+
+        return BandLayout.from_config(self)
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if not d["extra"]:
+            d.pop("extra")
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FingerprintConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> FingerprintConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError("config JSON must be an object")
+        return cls.from_dict(data)
+
+    def replace(self, **changes: Any) -> FingerprintConfig:
+        """A copy with some fields changed (re-validated)."""
+        return dataclasses.replace(self, **changes)
+
+    def identity(self) -> dict[str, Any]:
+        """What must match for two fingerprints to be comparable (paths left out, digests kept)."""
+        d = self.to_dict()
+        for name in (*_PATH_FIELDS, *_QUERY_FIELDS, "extra"):
+            d.pop(name, None)
+        return d
+
+    def compatible_with(self, other: FingerprintConfig) -> bool:
+        return self.identity() == other.identity()
+
+    def differences(self, other: FingerprintConfig) -> dict[str, tuple[Any, Any]]:
+        """Field name -> (self's value, other's value) for each field that breaks compatibility."""
+        a, b = self.identity(), other.identity()
+        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}

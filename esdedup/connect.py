@@ -1,0 +1,135 @@
+"""Building an Elasticsearch client from options, environment variables or a config file, safely.
+
+Sources, first wins: explicit arguments, then environment variables ``ESDEDUP_ES_URL``,
+``ESDEDUP_ES_API_KEY``, ``ESDEDUP_ES_USER`` / ``ESDEDUP_ES_PASSWORD``, ``ESDEDUP_ES_CA_CERTS``, then a
+JSON config file (``ESDEDUP_CONFIG`` or ``~/.config/esdedup/config.json``) with the same keys in lower
+case without the prefix (``{"es_url": ..., "api_key": ...}``). TLS certificates are verified unless
+``verify_certs=False`` is given explicitly. Secrets never reach logs or error messages (`esdedup.redact`).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from .errors import ConfigError, ConnectionFailed
+from .redact import redact, redact_url
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    url: str
+    api_key: str | None = field(default=None, repr=False)
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    ca_certs: str | None = None
+    verify_certs: bool = True
+    client_cert: str | None = None
+    client_key: str | None = None
+    request_timeout: float = 30.0
+
+    @property
+    def secrets(self) -> list[str | None]:
+        return [self.api_key, self.password]
+
+    @property
+    def display_url(self) -> str:
+        return redact_url(self.url)
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+
+def _file_settings() -> dict[str, Any]:
+    path = Path(os.environ.get("ESDEDUP_CONFIG") or Path.home() / ".config" / "esdedup" / "config.json")
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object")
+    return data
+
+
+def resolve_settings(url: str | None = None, *, api_key: str | None = None, username: str | None = None,
+                     password: str | None = None, ca_certs: str | None = None, verify_certs: bool = True,
+                     client_cert: str | None = None, client_key: str | None = None,
+                     request_timeout: float = 30.0) -> ConnectionSettings | None:
+    """Merge arguments, environment and config file; None when no Elasticsearch URL is given anywhere
+    (the caller then uses the embedded local store)."""
+    env, conf = os.environ, _file_settings()
+
+    def pick(arg: Any, env_name: str, conf_name: str) -> Any:
+        if arg is not None:
+            return arg
+        return env.get(env_name) or conf.get(conf_name)
+
+    url = pick(url, "ESDEDUP_ES_URL", "es_url")
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"Elasticsearch URL must look like http(s)://host:port, got {redact_url(url)!r}")
+    username = pick(username, "ESDEDUP_ES_USER", "username")
+    password = pick(password, "ESDEDUP_ES_PASSWORD", "password")
+    if parts.username is not None:
+        # Credentials inside the URL: move them out so the URL itself can be shown.
+        username = username or unquote(parts.username)
+        password = password or unquote(parts.password or "")
+        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return ConnectionSettings(
+        url=url.rstrip("/"),
+        api_key=pick(api_key, "ESDEDUP_ES_API_KEY", "api_key"),
+        username=username, password=password,
+        ca_certs=pick(ca_certs, "ESDEDUP_ES_CA_CERTS", "ca_certs"),
+        verify_certs=verify_certs,
+        client_cert=pick(client_cert, "ESDEDUP_ES_CLIENT_CERT", "client_cert"),
+        client_key=pick(client_key, "ESDEDUP_ES_CLIENT_KEY", "client_key"),
+        request_timeout=request_timeout,
+    )
+
+
+def client_kwargs(s: ConnectionSettings) -> dict[str, Any]:
+    kw: dict[str, Any] = {
+        "request_timeout": s.request_timeout,
+        # Whole-request retries on gateway errors and timeouts; per-document 429s are retried by bulk.
+        "retry_on_status": (502, 503, 504),
+        "retry_on_timeout": True,
+        "max_retries": 3,
+    }
+    if s.api_key:
+        kw["api_key"] = s.api_key
+    elif s.username is not None:
+        kw["basic_auth"] = (s.username, s.password or "")
+    if s.url.startswith("https"):
+        kw["verify_certs"] = s.verify_certs
+        if s.ca_certs:
+            kw["ca_certs"] = s.ca_certs
+        if s.client_cert:
+            kw["client_cert"] = s.client_cert
+        if s.client_key:
+            kw["client_key"] = s.client_key
+        if not s.verify_certs:
+            kw["ssl_show_warn"] = False
+            log.warning("TLS certificate verification is OFF for %s", s.display_url)
+    return kw
+
+
+def make_client(s: ConnectionSettings, *, async_: bool = False):
+    """An `Elasticsearch` (or `AsyncElasticsearch`) client for the settings."""
+    import elasticsearch
+
+    cls = elasticsearch.AsyncElasticsearch if async_ else elasticsearch.Elasticsearch
+    try:
+        return cls(s.url, **client_kwargs(s))
+    except (ValueError, TypeError) as exc:
+        raise ConnectionFailed(f"cannot configure a client for {s.display_url}: {s.redact(str(exc))}") from exc

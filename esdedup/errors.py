@@ -1,0 +1,73 @@
+"""Typed errors. The library raises these; the CLI turns each into one line and an exit code.
+
+Exit codes (see the CLI): 1 = failures in the data, 2 = usage/config, 3 = server/connection.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class EsdedupError(Exception):
+    """Base class of every error esdedup raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(EsdedupError, ValueError):
+    """A configuration value is invalid or two settings conflict."""
+
+    exit_code = 2
+
+
+class InputError(EsdedupError):
+    """Input data cannot be read: bad encoding, malformed record, unreadable file."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, source: str | None = None, location: str | None = None,
+                 reason: str | None = None) -> None:
+        super().__init__(message)
+        self.source = source
+        self.location = location
+        self.reason = reason or message
+
+
+class DecodeError(InputError):
+    """A file's bytes are not text in any encoding we accept (never guessed into mojibake)."""
+
+
+class ConfigMismatchError(EsdedupError):
+    """An index was built with a different FingerprintConfig than the one in use."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, stored: dict[str, Any], requested: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.stored = stored
+        self.requested = requested
+
+
+class StoreError(EsdedupError):
+    """The storage backend failed (server down, rejected request, corrupt local store)."""
+
+    exit_code = 3
+
+
+class ConnectionFailed(StoreError):
+    """The server could not be reached or refused the credentials."""
+
+
+class BulkError(StoreError):
+    """Some documents of a bulk request were rejected; `errors` holds one dict per failed document."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, errors: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.errors = errors
+
+
+class IndexNotFound(StoreError):
+    """The named index (or local collection) does not exist."""
+
+    exit_code = 2

@@ -1,0 +1,439 @@
+"""`ingest`: read records, fingerprint them in worker processes, label near-duplicates, write to a store.
+
+Every record read ends in exactly one of: indexed, skipped (a near-duplicate with ``on_duplicate="skip"``,
+or an exact repeat of a record already written in this run) or failed (rejected by the reader or the
+store, or unconfirmed when the store went away); failed and skipped records go to the dead-letter file
+with their source location and reason. So ``read == indexed + skipped + failed`` always holds.
+
+Labels: a document whose near-duplicate is already stored (or was written earlier in this run) gets
+``duplicate_of`` = that document and its ``cluster_id``; otherwise it starts its own cluster. A document
+that is already in the store under the same id keeps its stored labels, so running the same ingest twice
+changes nothing.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from .config import FingerprintConfig
+from .errors import ConfigError, EsdedupError, StoreError
+from .fingerprint import Fingerprint, Fingerprinter
+from .lookup import Thresholds, is_duplicate, is_short, probe_for
+from .normalize import normalize
+from .readers import Record, Rejected, read_records
+from .schema import content_sha1
+from .simhash import hamming_many
+from .store.base import NewDoc, Store, StoredDoc
+
+log = logging.getLogger(__name__)
+
+ON_DUPLICATE = ("index", "label", "skip")
+#: Records fingerprinted per task sent to a worker process.
+BATCH = 256
+
+
+@dataclass
+class IngestSummary:
+    """Counts of one ingest run; ``read == indexed + skipped + failed``."""
+
+    read: int = 0
+    indexed: int = 0
+    created: int = 0
+    updated: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    failed: int = 0
+    retried: int = 0
+    bytes: int = 0
+    resumed_files: int = 0
+    seconds: float = 0.0
+    dead_letter: str | None = None
+    skipped_ids: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and self.error is None
+
+    @property
+    def balanced(self) -> bool:
+        return self.read == self.indexed + self.skipped + self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["skipped_ids"] = d["skipped_ids"][:1000]
+        d["docs_per_s"] = round(self.read / self.seconds, 1) if self.seconds else None
+        d["mb_per_s"] = round(self.bytes / 1e6 / self.seconds, 3) if self.seconds else None
+        return d
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A fingerprinted record, as it comes back from a worker (compact: no exact TF table)."""
+
+    record: Record
+    fp: Fingerprint
+    sha1: str
+
+
+# -- worker processes --------------------------------------------------------------------------------
+_WORKER: Fingerprinter | None = None
+
+
+def _init_worker(config_json: str) -> None:
+    global _WORKER
+    _WORKER = Fingerprinter(FingerprintConfig.from_json(config_json))
+
+
+def _fingerprint_batch(texts: list[str]) -> list[tuple[Fingerprint, str]]:
+    assert _WORKER is not None
+    return _fingerprint_with(_WORKER, texts)
+
+
+def _fingerprint_with(fper: Fingerprinter, texts: list[str]) -> list[tuple[Fingerprint, str]]:
+    out = []
+    for fp, text in zip(fper.fingerprint_many(texts), texts):
+        # The exact TF table stays in the worker: it is not stored, and pickling it would cost more than
+        # computing it.
+        slim = Fingerprint(fp.simhash, fp.bands, fp.vector, {}, fp.length, fp.empty, fp.lsh, fp.minhash,
+                           fp.chars, fp.bits)
+        out.append((slim, content_sha1(normalize(text, t2s=fper.config.t2s))))
+    return out
+
+
+# -- in-run index: the documents written earlier in this run ----------------------------------------
+class RunIndex:
+    """Band key -> documents written in this run, so a run labels duplicates among its own records without
+    waiting for the store to make them searchable."""
+
+    def __init__(self, config: FingerprintConfig) -> None:
+        self.config = config
+        self.by_key: dict[str, list[StoredDoc]] = {}
+
+    def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
+        for k in keys:
+            self.by_key.setdefault(k, []).append(doc)
+
+    def lookup(self, probe: dict[str, list[str]]) -> list[StoredDoc]:
+        seen: dict[str, StoredDoc] = {}
+        for keys in probe.values():
+            for k in keys:
+                for d in self.by_key.get(k, ()):
+                    seen[d.id] = d
+        return list(seen.values())
+
+
+def _best_match(fp: Fingerprint, cands: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
+                exclude: str) -> StoredDoc | None:
+    docs = [d for d in cands if d.id != exclude and not d.empty]
+    if fp.empty or not docs:
+        return None
+    hams = hamming_many(fp.simhash, [d.simhash for d in docs]) if config.bits == 64 else \
+        np.array([(fp.simhash ^ d.simhash).bit_count() for d in docs])
+    coss = np.clip(np.stack([d.vector for d in docs]) @ fp.vector, 0.0, 1.0)
+    short = is_short(fp.chars, config)
+    best = None
+    for d, h, c in zip(docs, hams, coss):
+        if is_duplicate(int(h), float(c), t, short and is_short(d.chars, config)):
+            key = (int(h), -float(c), d.id)
+            if best is None or key < best[0]:
+                best = (key, d)
+    return best[1] if best else None
+
+
+# -- dead letters and checkpoints --------------------------------------------------------------------
+class DeadLetters:
+    """Appends one JSON line per failed or skipped record; the file is created on first use."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path) if path else None
+        self._fh: TextIO | None = None
+        self.count = 0
+
+    def write(self, *, source: str, location: str, reason: str, kind: str, id: str | None = None,
+              excerpt: str | None = None) -> None:
+        self.count += 1
+        if self.path is None:
+            return
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        rec = {"kind": kind, "source": source, "location": location, "reason": reason, "id": id,
+               "excerpt": excerpt}
+        self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+class Checkpoint:
+    """Per input file, the byte offset below which every record has been written (or dead-lettered),
+    or that the whole file is done. Saved atomically after every confirmed batch."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path) if path else None
+        self.files: dict[str, dict[str, Any]] = {}
+        if self.path is not None and self.path.exists():
+            try:
+                self.files = json.loads(self.path.read_text("utf-8")).get("files", {})
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"checkpoint {self.path} is unreadable ({exc}); delete it to start over") from exc
+
+    def skip(self, source: str, offset: int) -> bool:
+        f = self.files.get(source)
+        return bool(f) and (f.get("done", False) or offset < f.get("offset", 0))
+
+    def advance(self, source: str, next_offset: int) -> None:
+        f = self.files.setdefault(source, {"offset": 0})
+        f["offset"] = max(f.get("offset", 0), next_offset)
+
+    def finish(self, source: str) -> None:
+        self.files.setdefault(source, {})["done"] = True
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(json.dumps({"files": self.files}, ensure_ascii=False), "utf-8")
+        os.replace(tmp, self.path)
+
+
+# -- the pipeline ------------------------------------------------------------------------------------
+@dataclass
+class IngestOptions:
+    format: str = "auto"
+    id_field: str = "id"
+    text_field: str = "text"
+    title_field: str = "title"
+    on_duplicate: str = "label"
+    dead_letter: str | Path | None = None
+    workers: int = 0
+    hamming_k: int | None = -1
+    cosine: float | None = -1.0
+    checkpoint: str | Path | None = None
+    resume: bool = False
+    max_record_bytes: int = 64 * 2**20
+    batch: int = BATCH
+
+    def __post_init__(self) -> None:
+        if self.on_duplicate not in ON_DUPLICATE:
+            raise ConfigError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE)}, got {self.on_duplicate!r}")
+        if self.workers < 0:
+            raise ConfigError(f"workers must be >= 0 (0 = one per CPU), got {self.workers}")
+        if self.resume and not self.checkpoint:
+            raise ConfigError("resume needs a checkpoint file")
+
+
+def _doc_id(rec: Record, sha1: str) -> str:
+    return rec.id if rec.id is not None else sha1
+
+
+def _source_fields(rec: Record) -> dict[str, Any]:
+    src = {k: v for k, v in rec.fields.items() if k != "dedup"}
+    if rec.id is not None:
+        src["id"] = rec.id
+    if rec.title is not None:
+        src["title"] = rec.title
+    src["text"] = rec.text
+    return src
+
+
+def _batches(items: Iterable[Record | Rejected], size: int) -> Iterator[list[Record | Rejected]]:
+    batch: list[Record | Rejected] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,
+           options: IngestOptions | None = None,
+           progress: Callable[[IngestSummary], None] | None = None) -> IngestSummary:
+    """Read, fingerprint, label and write every record under ``paths`` into ``store``.
+
+    ``config`` None means: the store's config if it exists, else the default config.
+    Returns the summary; raises ConfigMismatchError before writing anything when the store was built
+    with another config. A store failure mid-run (server gone) ends the run: the summary carries the
+    error, in-flight records count as failed (dead-lettered as unconfirmed), and a re-run completes it.
+    """
+    opts = options or IngestOptions()
+    started = time.monotonic()
+    try:
+        opened = store.open(config, create=config is not None)
+    except EsdedupError as exc:
+        if config is None and type(exc).__name__ == "IndexNotFound":
+            opened = store.open(FingerprintConfig(), create=True)
+        else:
+            raise
+    cfg = opened.config
+    t = Thresholds.resolve(cfg, opts.hamming_k, opts.cosine)
+    summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
+    dead = DeadLetters(opts.dead_letter)
+    ckpt = Checkpoint(opts.checkpoint)
+    if opts.checkpoint and not opts.resume:
+        ckpt.files = {}
+    skip = ckpt.skip if opts.resume else None
+    summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
+    run_index = RunIndex(cfg)
+    written: dict[str, str] = {}  # id -> content sha1 of what this run wrote under it
+
+    records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
+                           title_field=opts.title_field, max_record_bytes=opts.max_record_bytes, skip=skip)
+    workers = opts.workers or (os.cpu_count() or 1)
+    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg.to_json(),)) if workers > 1 else None
+    local = None if pool else Fingerprinter(cfg)
+    last_source: str | None = None
+
+    def submit(batch: list[Record | Rejected]) -> tuple[list[Record | Rejected], Future | list]:
+        texts = [r.text for r in batch if isinstance(r, Record)]
+        if pool is not None:
+            return batch, pool.submit(_fingerprint_batch, texts)
+        return batch, _fingerprint_with(local, texts)  # type: ignore[arg-type]
+
+    try:
+        in_flight: list[tuple[list[Record | Rejected], Future | list]] = []
+        batches = _batches(records, opts.batch)
+        exhausted = False
+        while True:
+            while not exhausted and len(in_flight) < workers + 1:
+                nxt = next(batches, None)
+                if nxt is None:
+                    exhausted = True
+                else:
+                    in_flight.append(submit(nxt))
+            if not in_flight:
+                break
+            batch, fut = in_flight.pop(0)
+            results = fut.result() if isinstance(fut, Future) else fut
+            last_source = _process_batch(batch, results, store, cfg, t, opts, summary, dead, run_index,
+                                         written, ckpt, last_source)
+            if progress:
+                summary.seconds = time.monotonic() - started
+                progress(summary)
+        if last_source is not None:
+            ckpt.finish(last_source)
+        ckpt.save()
+    except StoreError as exc:
+        summary.error = str(exc)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        dead.close()
+        summary.retried += getattr(store, "retried", 0)
+        summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerprint, str]], store: Store,
+                   cfg: FingerprintConfig, t: Thresholds, opts: IngestOptions, summary: IngestSummary,
+                   dead: DeadLetters, run_index: RunIndex, written: dict[str, str], ckpt: Checkpoint,
+                   last_source: str | None) -> str | None:
+    done: list[_Done] = []
+    it = iter(results)
+    for item in batch:
+        summary.read += 1
+        if isinstance(item, Rejected):
+            summary.failed += 1
+            dead.write(source=item.source, location=item.location, reason=item.reason, kind="rejected",
+                       excerpt=item.excerpt)
+            continue
+        fp, sha1 = next(it)
+        summary.bytes += len(item.text.encode("utf-8", "surrogatepass"))
+        done.append(_Done(item, fp, sha1))
+
+    # Look up every fingerprint of the batch in the store at once (one _msearch for Elasticsearch).
+    probes = [probe_for(d.fp, cfg) for d in done]
+    stored = store.lookup(probes) if done else []
+    to_write: list[NewDoc] = []
+    where: dict[str, _Done] = {}
+    for d, probe, found in zip(done, probes, stored):
+        rec, fp = d.record, d.fp
+        doc_id = _doc_id(rec, d.sha1)
+        if doc_id in written:
+            if written[doc_id] == d.sha1:
+                summary.skipped += 1
+                dead.write(source=rec.source, location=rec.location, kind="skipped", id=doc_id,
+                           reason="same id and text as a record already written in this run")
+            else:
+                summary.failed += 1
+                dead.write(source=rec.source, location=rec.location, kind="rejected", id=doc_id,
+                           reason="duplicate id with different text (the first record with this id was kept)",
+                           excerpt=rec.text[:200])
+            continue
+        self_doc = next((s for s in found if s.id == doc_id), None)
+        cluster_id, dup_of = doc_id, None
+        if self_doc is not None and self_doc.simhash == fp.simhash:
+            # Already stored with this content: keep its labels (idempotent re-ingest).
+            cluster_id, dup_of = self_doc.cluster_id or doc_id, self_doc.duplicate_of
+        elif opts.on_duplicate != "index":
+            match = _best_match(fp, list(found) + run_index.lookup(probe), cfg, t, doc_id)
+            if match is not None:
+                dup_of, cluster_id = match.id, match.cluster_id or match.id
+        if dup_of is not None:
+            summary.duplicates += 1
+            if opts.on_duplicate == "skip" and self_doc is None:
+                summary.skipped += 1
+                summary.skipped_ids.append(doc_id)
+                dead.write(source=rec.source, location=rec.location, kind="skipped", id=doc_id,
+                           reason=f"near-duplicate of {dup_of}")
+                written[doc_id] = d.sha1
+                continue
+        new = NewDoc(doc_id, fp, _source_fields(rec), d.sha1, cluster_id,
+                     dup_of if opts.on_duplicate != "index" else None)
+        to_write.append(new)
+        where[doc_id] = d
+        written[doc_id] = d.sha1
+        run_index.add(StoredDoc(doc_id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, cluster_id, dup_of),
+                      fp.bands + fp.lsh)
+
+    confirmed: set[str] = set()
+    try:
+        for res in store.write(to_write):
+            confirmed.add(res.id)
+            d = where[res.id]
+            if res.ok:
+                summary.indexed += 1
+                if res.created:
+                    summary.created += 1
+                else:
+                    summary.updated += 1
+            else:
+                summary.failed += 1
+                dead.write(source=d.record.source, location=d.record.location, kind="rejected", id=res.id,
+                           reason=f"rejected by the store: {res.error}", excerpt=d.record.text[:200])
+    except StoreError as exc:
+        for doc_id, d in where.items():
+            if doc_id not in confirmed:
+                summary.failed += 1
+                dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed", id=doc_id,
+                           reason=f"not confirmed by the store: {exc}")
+        raise
+    # Everything in this batch is accounted for: move the checkpoint past it.
+    for item in batch:
+        if last_source is not None and item.source != last_source:
+            ckpt.finish(last_source)
+        last_source = item.source
+        offset = getattr(item, "offset", None)
+        if offset is not None:
+            ckpt.advance(item.source, offset + 1)
+    ckpt.save()
+    return last_source
+
+
+def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:
+    """The ids ingest gives records without an id: SHA-1 of the normalised text."""
+    return [content_sha1(normalize(x, t2s=config.t2s)) for x in texts]

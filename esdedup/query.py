@@ -1,0 +1,70 @@
+"""Elasticsearch request bodies for band lookups, kNN and fetching fingerprints. Pure: dicts in, dicts out.
+
+A band lookup is a ``bool`` query whose ``should`` clauses are one ``term`` query per band field (a
+``terms`` query when the layout probes neighbours), at least one of which must match; filters narrow it.
+Candidates come back with their SimHash and labels as doc values and their vector from ``_source``, never
+the article text, and are scored exactly client-side (`esdedup.lookup`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .schema import DEDUP
+
+#: Doc-value fields every lookup returns (cheap, columnar).
+FINGERPRINT_FIELDS = ["dedup.simhash", "dedup.tokens", "dedup.chars", "dedup.empty", "dedup.cluster_id",
+                      "dedup.duplicate_of"]
+VECTOR_SOURCE = ["dedup.vector"]
+
+
+def band_query(probe: Mapping[str, Sequence[str]], *, filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The query part of a band lookup.
+
+    >>> band_query({"band_0": ["0:ab"], "band_1": ["1:cd", "1:ce"]})["bool"]["should"]
+    [{'term': {'dedup.band_0': '0:ab'}}, {'terms': {'dedup.band_1': ['1:cd', '1:ce']}}]
+    """
+    should: list[dict[str, Any]] = []
+    for name, keys in probe.items():
+        field = f"{DEDUP}.{name}"
+        if len(keys) == 1:
+            should.append({"term": {field: keys[0]}})
+        elif keys:
+            should.append({"terms": {field: list(keys)}})
+    query: dict[str, Any] = {"bool": {"should": should, "minimum_should_match": 1}}
+    if filters:
+        query["bool"]["filter"] = list(filters)
+    return query
+
+
+def lookup_body(probe: Mapping[str, Sequence[str]], *, size: int = 1000,
+                filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """A full ``_search`` body for one band lookup (also one entry of an ``_msearch``)."""
+    return {"size": size, "query": band_query(probe, filters=filters), "_source": VECTOR_SOURCE,
+            "docvalue_fields": FINGERPRINT_FIELDS, "track_total_hits": False, "sort": ["_doc"]}
+
+
+def msearch_body(index: str, probes: Sequence[Mapping[str, Sequence[str]]], *, size: int = 1000,
+                 filters: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Header/body pairs for ``_msearch``: one band lookup per probe."""
+    out: list[dict[str, Any]] = []
+    for probe in probes:
+        out.append({"index": index})
+        out.append(lookup_body(probe, size=size, filters=filters))
+    return out
+
+
+def knn_body(vector: Sequence[float], *, k: int = 10, num_candidates: int | None = None,
+             filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Top-level ``knn`` on the TF vector (the short-text path), returning fingerprints only."""
+    knn: dict[str, Any] = {"field": "dedup.vector", "query_vector": [float(x) for x in vector], "k": k,
+                           "num_candidates": num_candidates or max(100, 4 * k)}
+    if filters:
+        knn["filter"] = list(filters)
+    return {"knn": knn, "size": k, "_source": VECTOR_SOURCE, "docvalue_fields": FINGERPRINT_FIELDS}
+
+
+def ids_body(ids: Sequence[str]) -> dict[str, Any]:
+    """Fetch the fingerprints of documents by id."""
+    return {"size": len(ids), "query": {"ids": {"values": list(ids)}}, "_source": VECTOR_SOURCE,
+            "docvalue_fields": FINGERPRINT_FIELDS, "track_total_hits": False}

@@ -1,0 +1,153 @@
+"""The stored document layout: field names, the index mapping and fingerprint <-> document conversion.
+
+Both stores use the same names, and `mappings/esdedup-template.json` is this module's output for the
+default config (a test ties the two together). Everything esdedup adds lives under one object field,
+``dedup``, so it never clashes with the article's own fields:
+
+==========================  ==============  ==================================================================
+field                       type            meaning
+==========================  ==============  ==================================================================
+dedup.simhash               keyword         SimHash as fixed-width lowercase hex (16 chars for 64 bits)
+dedup.band_<i>              keyword         band key of table i, ``"<i>:<hex>"``; equal keys = candidate pair
+dedup.lsh_<i>               keyword         MinHash LSH band i for short texts, ``"m<i>:<hex>"``
+dedup.vector                dense_vector    hashed TF vector, unit length, cosine similarity
+dedup.tokens                integer         terms after filtering (document length)
+dedup.chars                 integer         normalised characters
+dedup.empty                 boolean         true when the text has no words (never matches anything)
+dedup.content_sha1          keyword         SHA-1 of the normalised text (exact duplicates)
+dedup.cluster_id            keyword         id of the cluster's representative document
+dedup.duplicate_of          keyword         id of the document this one near-duplicates (absent if none)
+==========================  ==============  ==================================================================
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from importlib import resources as importlib_resources
+from typing import Any
+
+import numpy as np
+
+from .config import FingerprintConfig
+from .fingerprint import Fingerprint
+from .simhash import from_hex, to_hex
+
+DEDUP = "dedup"
+SIMHASH = "dedup.simhash"
+VECTOR = "dedup.vector"
+TOKENS = "dedup.tokens"
+CLUSTER_ID = "dedup.cluster_id"
+DUPLICATE_OF = "dedup.duplicate_of"
+EMPTY = "dedup.empty"
+#: The `_meta` key under which an index carries its FingerprintConfig.
+META_KEY = "esdedup"
+META_SCHEMA = 1
+#: Article fields with a fixed type; any other field of a record is passed through (dynamic mapping).
+ARTICLE_FIELDS = {
+    "id": {"type": "keyword"},
+    "title": {"type": "text"},
+    "text": {"type": "text"},
+    "url": {"type": "keyword", "ignore_above": 2048},
+    "source": {"type": "keyword"},
+    "timestamp": {"type": "date", "format": "strict_date_optional_time||epoch_millis", "ignore_malformed": True},
+}
+
+
+def band_fields(config: FingerprintConfig) -> list[str]:
+    """Short names (inside ``dedup``) of the SimHash band fields, one per table."""
+    return config.band_layout().field_names("band_")
+
+
+def lsh_fields(config: FingerprintConfig) -> list[str]:
+    if config.strategy == "simhash":
+        return []
+    return [f"lsh_{i}" for i in range(config.minhash_bands)]
+
+
+def content_sha1(normalized_text: str) -> str:
+    return hashlib.sha1(normalized_text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def meta_for(config: FingerprintConfig) -> dict[str, Any]:
+    """The `_meta` block that travels with an index."""
+    from . import __version__
+
+    return {META_KEY: {"schema": META_SCHEMA, "esdedup_version": __version__, "config": config.to_dict()}}
+
+
+def config_from_meta(meta: dict[str, Any] | None) -> FingerprintConfig | None:
+    """The config stored in an index's `_meta`, or None when the index was not made by esdedup."""
+    if not meta or META_KEY not in meta:
+        return None
+    return FingerprintConfig.from_dict(dict(meta[META_KEY]["config"]))
+
+
+def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
+    """The index mapping (the ``mappings`` body) for a config."""
+    dedup_props: dict[str, Any] = {
+        "simhash": {"type": "keyword"},
+        "vector": {"type": "dense_vector", "dims": config.dims, "index": True, "similarity": "cosine"},
+        "tokens": {"type": "integer"},
+        "chars": {"type": "integer"},
+        "empty": {"type": "boolean"},
+        "content_sha1": {"type": "keyword"},
+        "cluster_id": {"type": "keyword"},
+        "duplicate_of": {"type": "keyword"},
+    }
+    for name in band_fields(config) + lsh_fields(config):
+        dedup_props[name] = {"type": "keyword"}
+    return {
+        "_meta": meta_for(config),
+        "dynamic": True,
+        "properties": {**copy.deepcopy(ARTICLE_FIELDS),
+                       DEDUP: {"type": "object", "dynamic": "strict", "properties": dedup_props}},
+    }
+
+
+def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
+                 replicas: int = 1) -> dict[str, Any]:
+    """A composable index template body (``PUT _index_template/<name>``) for a config."""
+    return {
+        "index_patterns": index_patterns,
+        "template": {
+            "settings": {"number_of_shards": shards, "number_of_replicas": replicas},
+            "mappings": mapping_for(config),
+        },
+        "_meta": {"description": "esdedup near-duplicate fields: SimHash bands (keyword), TF vector "
+                                 "(dense_vector), cluster labels"},
+    }
+
+
+def shipped_template() -> dict[str, Any]:
+    """`mappings/esdedup-template.json` as shipped in the package."""
+    text = importlib_resources.files("esdedup.mappings").joinpath("esdedup-template.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def dedup_source(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: str | None = None) -> dict[str, Any]:
+    """The ``dedup`` object of a stored document."""
+    d: dict[str, Any] = {
+        "simhash": to_hex(fp.simhash, config.bits),
+        "tokens": fp.length,
+        "chars": fp.chars,
+        "empty": fp.empty,
+    }
+    if not fp.empty:
+        # dense_vector with cosine similarity rejects an all-zero vector, so an empty text stores none.
+        d["vector"] = [round(float(x), 6) for x in fp.vector]
+    for name, key in zip(band_fields(config), fp.bands):
+        d[name] = key
+    for name, key in zip(lsh_fields(config), fp.lsh):
+        d[name] = key
+    if normalized_sha1:
+        d["content_sha1"] = normalized_sha1
+    return d
+
+
+def fingerprint_parts(dedup: dict[str, Any], config: FingerprintConfig) -> tuple[int, np.ndarray, bool]:
+    """(simhash, vector, empty) back from a stored ``dedup`` object."""
+    empty = bool(dedup.get("empty", False))
+    vec = dedup.get("vector")
+    vector = np.asarray(vec, dtype=np.float32) if vec is not None else np.zeros(config.dims, dtype=np.float32)
+    return from_hex(dedup.get("simhash", "0")), vector, empty

@@ -1,0 +1,338 @@
+"""The Elasticsearch store: band keys as keyword fields, the TF vector as a dense_vector, config in `_meta`.
+
+Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes, 429 retried with
+exponential backoff by the helper); documents rejected with a 5xx status are re-sent here a few times with
+the same backoff. Lookups are `_msearch` batches of band queries built by `esdedup.query`.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..config import FingerprintConfig
+from ..errors import BulkError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
+from ..redact import redact
+from ..schema import DEDUP, band_fields, config_from_meta, dedup_source, lsh_fields, mapping_for
+from ..simhash import from_hex
+from .. import query as q
+from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
+from .local import mismatch_error, validate_name
+
+log = logging.getLogger(__name__)
+
+#: Probes per `_msearch` request.
+MSEARCH_BATCH = 100
+#: Largest page of ids/values per request (below Elasticsearch's default max_result_window of 10,000).
+PAGE = 5000
+
+
+@contextlib.contextmanager
+def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
+    """Turn client exceptions into esdedup's typed errors, with secrets removed from the message."""
+    import elasticsearch as es
+
+    try:
+        yield
+    except es.AuthenticationException as exc:
+        raise ConnectionFailed(f"{where}: Elasticsearch refused the credentials (401)") from None
+    except es.AuthorizationException as exc:
+        raise ConnectionFailed(f"{where}: not allowed (403): {redact(str(exc.message), secrets)}") from None
+    except es.NotFoundError as exc:
+        raise IndexNotFound(f"{where}: not found: {redact(str(exc.message), secrets)}") from None
+    except es.ApiError as exc:
+        raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: "
+                         f"{redact(str(exc.message), secrets)}") from None
+    except es.SerializationError as exc:
+        raise StoreError(f"{where}: could not encode or decode a request: {redact(str(exc), secrets)}") from None
+    except es.TransportError as exc:
+        # ConnectionError, ConnectionTimeout, TLS errors: the cause is what matters, not the stack.
+        reason = redact(str(exc.message if hasattr(exc, "message") else exc), secrets)
+        raise ConnectionFailed(f"{where}: cannot reach Elasticsearch: {reason}") from None
+
+
+def _first(fields: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    vals = fields.get(name)
+    return vals[0] if vals else default
+
+
+def hit_to_doc(hit: Mapping[str, Any], dims: int) -> StoredDoc:
+    """A search hit (docvalue fields + vector in _source) as a `StoredDoc`."""
+    f = hit.get("fields", {})
+    src = hit.get("_source") or {}
+    vec = (src.get(DEDUP) or {}).get("vector")
+    vector = np.asarray(vec, dtype=np.float32) if vec is not None else np.zeros(dims, dtype=np.float32)
+    return StoredDoc(hit["_id"], from_hex(_first(f, "dedup.simhash", "0")), vector,
+                     bool(_first(f, "dedup.empty", False)), int(_first(f, "dedup.tokens", 0)),
+                     int(_first(f, "dedup.chars", 0)), _first(f, "dedup.cluster_id"), _first(f, "dedup.duplicate_of"))
+
+
+class ElasticStore:
+    """An Elasticsearch index as a `Store`.
+
+    Args:
+        client: an ``elasticsearch.Elasticsearch`` client (the caller owns it).
+        name: the index name.
+        shards / replicas: used when the index is created.
+        chunk_size / max_chunk_bytes: bulk chunking.
+        max_retries / initial_backoff: bulk retries of 429 (by the helper) and 5xx (here).
+        secrets: strings to keep out of error messages (API key, password).
+    """
+
+    def __init__(self, client: Any, name: str, *, shards: int = 1, replicas: int | None = None,
+                 chunk_size: int = 500, max_chunk_bytes: int = 10 * 2**20, max_retries: int = 8,
+                 initial_backoff: float = 0.5, max_backoff: float = 30.0, display_url: str = "Elasticsearch",
+                 secrets: Sequence[str | None] = ()) -> None:
+        self.client = client
+        self.name = validate_name(name)
+        self.shards, self.replicas = shards, replicas
+        self.chunk_size, self.max_chunk_bytes = chunk_size, max_chunk_bytes
+        self.max_retries, self.initial_backoff, self.max_backoff = max_retries, initial_backoff, max_backoff
+        self.display_url, self.secrets = display_url, list(secrets)
+        self._config: FingerprintConfig | None = None
+        #: Documents re-sent after a retryable rejection (429 or 5xx), for the ingest summary.
+        self.retried = 0
+
+    def _errors(self, what: str):
+        return es_errors(f"{what} ({self.display_url}, index {self.name!r})", self.secrets)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
+        with self._errors("opening index"):
+            exists = bool(self.client.indices.exists(index=self.name))
+            if not exists:
+                if config is None or not create:
+                    raise IndexNotFound(f"index {self.name!r} does not exist at {self.display_url}")
+                settings: dict[str, Any] = {"number_of_shards": self.shards}
+                if self.replicas is not None:
+                    settings["number_of_replicas"] = self.replicas
+                import elasticsearch as es
+
+                try:
+                    self.client.indices.create(index=self.name, settings=settings, mappings=mapping_for(config))
+                except es.BadRequestError as exc:
+                    if exc.error != "resource_already_exists_exception":
+                        raise
+                    return self.open(config, create=False)  # lost a creation race: check it instead
+                self._config = config
+                return OpenResult(config, True)
+            mapping = self.client.indices.get_mapping(index=self.name)
+        meta = next(iter(mapping.body.values()))["mappings"].get("_meta")
+        stored = config_from_meta(meta)
+        if stored is None:
+            raise ConfigError(f"index {self.name!r} exists but was not created by esdedup (no _meta.esdedup); "
+                              "choose another index name")
+        if config is not None and not stored.compatible_with(config):
+            raise mismatch_error(self.name, stored, config)
+        self._config = config if config is not None else stored
+        return OpenResult(self._config, False)
+
+    @property
+    def config(self) -> FingerprintConfig:
+        if self._config is None:
+            raise StoreError("store is not open: call open() first")
+        return self._config
+
+    def close(self) -> None:
+        """The client belongs to the caller; nothing to release here."""
+
+    def drop(self) -> None:
+        with self._errors("deleting index"):
+            self.client.indices.delete(index=self.name, ignore_unavailable=True)
+
+    def refresh(self) -> None:
+        with self._errors("refreshing index"):
+            self.client.indices.refresh(index=self.name)
+
+    def count(self) -> int:
+        with self._errors("counting documents"):
+            return int(self.client.count(index=self.name)["count"])
+
+    # -- writing ---------------------------------------------------------------------------------
+    def _action(self, d: NewDoc) -> dict[str, Any]:
+        dedup = dedup_source(d.fingerprint, self.config, d.content_sha1)
+        if d.cluster_id is not None:
+            dedup["cluster_id"] = d.cluster_id
+        if d.duplicate_of is not None:
+            dedup["duplicate_of"] = d.duplicate_of
+        return {"_op_type": "index", "_index": self.name, "_id": d.id, "_source": {**d.source, DEDUP: dedup}}
+
+    def write(self, docs: Iterable[NewDoc]) -> Iterator[WriteResult]:
+        """Index documents; yields one result per document (order within a chunk may differ on retry)."""
+        from elasticsearch import helpers
+
+        pending: dict[str, dict[str, Any]] = {}
+
+        def actions(source: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+            for a in source:
+                pending[a["_id"]] = a
+                yield a
+
+        todo: Iterable[dict[str, Any]] = (self._action(d) for d in docs)
+        for attempt in range(self.max_retries + 1):
+            retry: list[dict[str, Any]] = []
+            with self._errors("bulk indexing"):
+                for ok, item in helpers.streaming_bulk(
+                        self.client, actions(todo), chunk_size=self.chunk_size,
+                        max_chunk_bytes=self.max_chunk_bytes, raise_on_error=False, raise_on_exception=True,
+                        max_retries=self.max_retries, initial_backoff=self.initial_backoff,
+                        max_backoff=self.max_backoff, yield_ok=True):
+                    info = next(iter(item.values()))
+                    doc_id = str(info.get("_id"))
+                    status = int(info.get("status", 0) or 0)
+                    action = pending.pop(doc_id, None)
+                    if ok:
+                        yield WriteResult(doc_id, True, created=info.get("result") == "created", status=status)
+                    elif status >= 500 and action is not None and attempt < self.max_retries:
+                        retry.append(action)
+                    else:
+                        yield WriteResult(doc_id, False, error=_bulk_reason(info), status=status)
+            if not retry:
+                return
+            self.retried += len(retry)
+            time.sleep(min(self.max_backoff, self.initial_backoff * 2**attempt))
+            todo = retry
+
+    def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
+        from elasticsearch import helpers
+
+        actions = ({"_op_type": "update", "_index": self.name, "_id": i,
+                    "doc": {DEDUP: {"cluster_id": c, "duplicate_of": d}}} for i, (c, d) in labels.items())
+        updated, errors = 0, []
+        with self._errors("writing cluster labels"):
+            for ok, item in helpers.streaming_bulk(self.client, actions, chunk_size=1000, raise_on_error=False,
+                                                   max_retries=self.max_retries,
+                                                   initial_backoff=self.initial_backoff):
+                if ok:
+                    updated += 1
+                else:
+                    errors.append(item)
+        if errors:
+            raise BulkError(f"{len(errors)} cluster labels were rejected, first: "
+                            f"{_bulk_reason(next(iter(errors[0].values())))}", errors)
+        return updated
+
+    # -- reading ---------------------------------------------------------------------------------
+    def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        dims = self.config.dims
+        out: list[list[StoredDoc]] = [[] for _ in probes]
+        todo = [i for i, p in enumerate(probes) if any(p.values())]
+        for start in range(0, len(todo), MSEARCH_BATCH):
+            batch = todo[start : start + MSEARCH_BATCH]
+            with self._errors("band lookup"):
+                resp = self.client.msearch(searches=q.msearch_body(self.name, [probes[i] for i in batch],
+                                                                  size=limit))
+            for i, r in zip(batch, resp["responses"]):
+                if "error" in r:
+                    err = r["error"]
+                    reason = err.get("reason", err) if isinstance(err, dict) else err
+                    raise StoreError(f"band lookup on {self.name!r} failed: {redact(str(reason), self.secrets)}")
+                out[i] = sorted((hit_to_doc(h, dims) for h in r["hits"]["hits"]), key=lambda d: d.id)
+        return out
+
+    def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
+        with self._errors("kNN search"):
+            resp = self.client.search(index=self.name, **q.knn_body(vector, k=k))
+        return [hit_to_doc(h, self.config.dims) for h in resp["hits"]["hits"]]
+
+    def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
+        out: dict[str, StoredDoc] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), PAGE):
+            with self._errors("fetching fingerprints"):
+                resp = self.client.search(index=self.name, **q.ids_body(ids[start : start + PAGE]))
+            out.update((h["_id"], hit_to_doc(h, self.config.dims)) for h in resp["hits"]["hits"])
+        return out
+
+    def get_source(self, doc_id: str) -> dict[str, Any] | None:
+        import elasticsearch as es
+
+        try:
+            with self._errors("fetching document"):
+                resp = self.client.get(index=self.name, id=doc_id, source_excludes=["dedup.vector"])
+        except IndexNotFound:
+            return None
+        except es.NotFoundError:  # pragma: no cover - mapped above
+            return None
+        return resp.get("_source")
+
+    def _fields(self) -> list[str]:
+        return [f"{DEDUP}.{n}" for n in band_fields(self.config) + lsh_fields(self.config)]
+
+    def _values_with_counts(self, field: str, min_count: int) -> Iterator[tuple[str, int]]:
+        """All values of a keyword field held by at least ``min_count`` documents (composite paging)."""
+        after = None
+        while True:
+            comp: dict[str, Any] = {"size": PAGE, "sources": [{"k": {"terms": {"field": field}}}]}
+            if after:
+                comp["after"] = after
+            with self._errors("band aggregation"):
+                resp = self.client.search(index=self.name, size=0, aggs={"keys": {"composite": comp}})
+            agg = resp["aggregations"]["keys"]
+            for b in agg["buckets"]:
+                if b["doc_count"] >= min_count:
+                    yield b["key"]["k"], int(b["doc_count"])
+            after = agg.get("after_key")
+            if not after or not agg["buckets"]:
+                return
+
+    def shared_keys(self, *, max_bucket: int = 1000) -> Iterator[tuple[str, list[str]]]:
+        for field in self._fields():
+            batch: list[tuple[str, int]] = []
+            total = 0
+            for value, n in self._values_with_counts(field, 2):
+                n = min(n, max_bucket)
+                if batch and total + n > PAGE:
+                    yield from self._ids_for(field, batch, max_bucket)
+                    batch, total = [], 0
+                batch.append((value, n))
+                total += n
+            if batch:
+                yield from self._ids_for(field, batch, max_bucket)
+
+    def _ids_for(self, field: str, values: list[tuple[str, int]], max_bucket: int) -> Iterator[tuple[str, list[str]]]:
+        groups: dict[str, list[str]] = {v: [] for v, _ in values}
+        crowded = [v for v, n in values if n >= max_bucket]
+        normal = [v for v, n in values if n < max_bucket]
+        searches: list[tuple[list[str], int]] = [([v], max_bucket) for v in crowded]
+        if normal:
+            searches.append((normal, sum(n for v, n in values if v in set(normal))))
+        for vals, size in searches:
+            with self._errors("fetching band members"):
+                resp = self.client.search(index=self.name, size=size, query={"terms": {field: vals}},
+                                          docvalue_fields=[field], _source=False, track_total_hits=False,
+                                          sort=["_doc"])
+            for h in resp["hits"]["hits"]:
+                for v in h.get("fields", {}).get(field, []):
+                    if v in groups and len(groups[v]) < max_bucket:
+                        groups[v].append(h["_id"])
+        for v, _ in values:
+            ids = sorted(groups[v])
+            if len(ids) > 1:
+                yield v, ids
+
+    def crowded_keys(self, *, min_count: int, limit: int = 20) -> list[tuple[str, int]]:
+        found: list[tuple[str, int]] = []
+        for field in self._fields():
+            with self._errors("crowded band values"):
+                resp = self.client.search(index=self.name, size=0, aggs={"top": {"terms": {
+                    "field": field, "size": limit, "min_doc_count": min_count}}})
+            found.extend((b["key"], int(b["doc_count"])) for b in resp["aggregations"]["top"]["buckets"])
+        return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
+
+
+def _bulk_reason(info: Mapping[str, Any]) -> str:
+    err = info.get("error")
+    if isinstance(err, dict):
+        reason = f"{err.get('type', 'error')}: {err.get('reason', '')}"
+        cause = err.get("caused_by")
+        if isinstance(cause, dict) and cause.get("reason"):
+            reason += f" ({cause.get('reason')})"
+        return reason
+    if err:
+        return str(err)
+    return f"status {info.get('status')}"

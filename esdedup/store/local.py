@@ -1,0 +1,251 @@
+"""The embedded store: one SQLite file per collection, no server.
+
+Tables: ``meta`` (the FingerprintConfig, as in an Elasticsearch index's `_meta`), ``docs`` (one row per
+document: SimHash hex, vector as float32 bytes, labels, article fields as JSON) and ``bands`` (band key,
+document id). Band keys carry their table number (``"2:9f3a"``), so one ``bands`` table whose primary key
+starts with the key is an index on every band at once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import FingerprintConfig
+from ..errors import ConfigError, ConfigMismatchError, IndexNotFound, StoreError
+from ..schema import META_KEY, config_from_meta, meta_for
+from ..simhash import from_hex, to_hex
+from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    id TEXT PRIMARY KEY, simhash TEXT NOT NULL, vector BLOB, tokens INTEGER, chars INTEGER,
+    empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT, duplicate_of TEXT, source TEXT
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS bands (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS bands_by_id ON bands (id);
+"""
+#: Rows per transaction when writing.
+WRITE_BATCH = 2000
+#: Host parameters per statement (SQLite's default limit is 32766).
+_MAX_PARAMS = 30000
+
+
+def default_data_dir() -> Path:
+    """``$ESDEDUP_DATA_DIR``, else ``$XDG_DATA_HOME/esdedup``, else ``~/.local/share/esdedup``."""
+    if os.environ.get("ESDEDUP_DATA_DIR"):
+        return Path(os.environ["ESDEDUP_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "esdedup"
+
+
+def validate_name(name: str) -> str:
+    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
+    if not _NAME.match(name) or name in (".", ".."):
+        raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit, at most 200 characters")
+    return name
+
+
+class LocalStore:
+    """A collection in ``data_dir/<name>.sqlite``."""
+
+    def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
+        self.name = validate_name(name)
+        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.path = self.data_dir / f"{name}.sqlite"
+        self._db: sqlite3.Connection | None = None
+        self._config: FingerprintConfig | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path)
+            except (OSError, sqlite3.Error) as exc:
+                raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        return self._db
+
+    def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
+        if not self.path.exists() and (config is None or not create):
+            raise IndexNotFound(f"local index {self.name!r} does not exist in {self.data_dir}")
+        db = self._connect()
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
+        if row is None:
+            if config is None:
+                raise IndexNotFound(f"local index {self.name!r} has no esdedup config")
+            with db:
+                db.execute("INSERT INTO meta VALUES (?, ?)", (META_KEY, json.dumps(meta_for(config)[META_KEY])))
+            self._config = config
+            return OpenResult(config, True)
+        stored = config_from_meta({META_KEY: json.loads(row[0])})
+        assert stored is not None
+        if config is not None and not stored.compatible_with(config):
+            raise mismatch_error(self.name, stored, config)
+        # Keep the caller's paths (resource files on this machine) when it gave a compatible config.
+        self._config = config if config is not None else stored
+        return OpenResult(self._config, False)
+
+    @property
+    def config(self) -> FingerprintConfig:
+        if self._config is None:
+            raise StoreError("store is not open: call open() first")
+        return self._config
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def drop(self) -> None:
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
+
+    def refresh(self) -> None:
+        """Writes are visible as soon as their transaction commits; nothing to do."""
+
+    def count(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+
+    # -- writing ---------------------------------------------------------------------------------
+    def write(self, docs: Iterable[NewDoc]) -> Iterator[WriteResult]:
+        db = self._connect()
+        bits = self.config.bits
+        batch: list[NewDoc] = []
+
+        def flush() -> list[WriteResult]:
+            ids = [d.id for d in batch]
+            existing = set()
+            for chunk in _chunks(ids, _MAX_PARAMS):
+                q = f"SELECT id FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
+                existing.update(r[0] for r in db.execute(q, chunk))
+            with db:
+                db.executemany("DELETE FROM bands WHERE id = ?", [(i,) for i in ids if i in existing])
+                db.executemany(
+                    "INSERT OR REPLACE INTO docs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    [(d.id, to_hex(d.fingerprint.simhash, bits),
+                      None if d.fingerprint.empty else np.asarray(d.fingerprint.vector, "<f4").tobytes(),
+                      d.fingerprint.length, d.fingerprint.chars, int(d.fingerprint.empty), d.content_sha1,
+                      d.cluster_id, d.duplicate_of, json.dumps(d.source, ensure_ascii=False, default=str))
+                     for d in batch])
+                db.executemany("INSERT OR IGNORE INTO bands VALUES (?, ?)",
+                               [(k, d.id) for d in batch for k in d.fingerprint.bands + d.fingerprint.lsh])
+            results = [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
+            batch.clear()
+            return results
+
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) >= WRITE_BATCH:
+                yield from flush()
+        if batch:
+            yield from flush()
+
+    def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
+        db = self._connect()
+        with db:
+            cur = db.executemany("UPDATE docs SET cluster_id = ?, duplicate_of = ? WHERE id = ?",
+                                 [(c, d, i) for i, (c, d) in labels.items()])
+        return cur.rowcount
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _docs(self, rows: Iterable[tuple]) -> Iterator[StoredDoc]:
+        dims = self.config.dims
+        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of) in rows:
+            vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
+            yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of)
+
+    _COLS = "id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of"
+
+    def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
+        db = self._connect()
+        out: dict[str, StoredDoc] = {}
+        for chunk in _chunks(list(ids), _MAX_PARAMS):
+            q = f"SELECT {self._COLS} FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
+            out.update((d.id, d) for d in self._docs(db.execute(q, chunk)))
+        return out
+
+    def get_source(self, doc_id: str) -> dict[str, Any] | None:
+        row = self._connect().execute("SELECT source FROM docs WHERE id = ?", (doc_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
+
+    def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        db = self._connect()
+        out = []
+        for probe in probes:
+            keys = sorted({k for keys in probe.values() for k in keys})
+            ids: list[str] = []
+            for chunk in _chunks(keys, _MAX_PARAMS):
+                q = f"SELECT DISTINCT id FROM bands WHERE key IN ({','.join('?' * len(chunk))})"
+                ids.extend(r[0] for r in db.execute(q, chunk))
+            ids = sorted(set(ids))[:limit]
+            found = self.get(ids)
+            out.append([found[i] for i in ids if i in found])
+        return out
+
+    def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
+        db = self._connect()
+        q = np.asarray(vector, dtype=np.float32)
+        best: list[tuple[float, str]] = []
+        cur = db.execute("SELECT id, vector FROM docs WHERE empty = 0")
+        while rows := cur.fetchmany(20000):
+            mat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+            sims = mat @ q
+            top = np.argsort(-sims)[:k]
+            best.extend((float(sims[i]), rows[i][0]) for i in top)
+            best = sorted(best, key=lambda x: (-x[0], x[1]))[:k]
+        found = self.get([i for _, i in best])
+        return [found[i] for _, i in best if i in found]
+
+    def shared_keys(self, *, max_bucket: int = 1000) -> Iterator[tuple[str, list[str]]]:
+        db = self._connect()
+        cur = db.execute("SELECT key, id FROM bands WHERE key IN "
+                         "(SELECT key FROM bands GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, id")
+        key, ids = None, []
+        for k, i in cur:
+            if k != key:
+                if key is not None:
+                    yield key, ids[:max_bucket]
+                key, ids = k, []
+            ids.append(i)
+        if key is not None:
+            yield key, ids[:max_bucket]
+
+    def crowded_keys(self, *, min_count: int, limit: int = 20) -> list[tuple[str, int]]:
+        rows = self._connect().execute(
+            "SELECT key, COUNT(*) AS n FROM bands GROUP BY key HAVING n >= ? ORDER BY n DESC, key LIMIT ?",
+            (min_count, limit)).fetchall()
+        return [(k, int(n)) for k, n in rows]
+
+    def iter_ids(self) -> Iterator[str]:
+        yield from (r[0] for r in self._connect().execute("SELECT id FROM docs ORDER BY id"))
+
+    def labels(self) -> dict[str, tuple[str | None, str | None]]:
+        rows = self._connect().execute("SELECT id, cluster_id, duplicate_of FROM docs")
+        return {i: (c, d) for i, c, d in rows}
+
+
+def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintConfig) -> ConfigMismatchError:
+    diffs = stored.differences(requested)
+    shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
+    return ConfigMismatchError(
+        f"index {name!r} was built with a different fingerprint config ({shown}); use the index's config "
+        "(omit the options) or a new index", stored=stored.identity(), requested=requested.identity())
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,77 @@
+"""Word segmentation backends: jieba (the reference, precise mode), rjieba (jieba-rs) and characters.
+
+A `Tokenizer` owns its own dictionary instance, so user words added for one config never leak into
+another. Segmentation of very long text goes piece by piece (`iter_pieces`), which keeps memory bounded.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+
+from .errors import ConfigError
+
+#: Pieces of at most this many characters are segmented at a time (cut at a sentence end or space).
+PIECE_CHARS = 1 << 16
+_BREAK = re.compile(r"[\s。！？；!?;\n]")
+
+
+def iter_pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
+    """Split text into pieces of about ``size`` characters, each ending at a sentence break or space
+    when one is near, so segmentation sees whole sentences and memory stays bounded."""
+    start, n = 0, len(text)
+    while start < n:
+        end = min(start + size, n)
+        if end < n:
+            window = text[end - min(size // 4, end - start) : end]
+            last = None
+            for m in _BREAK.finditer(window):
+                last = m
+            if last is not None:
+                end = end - len(window) + last.end()
+        yield text[start:end]
+        start = end
+
+
+class Tokenizer:
+    """Segments normalised text into words.
+
+    Args:
+        backend: ``jieba``, ``rjieba`` or ``char`` (every character is a token; n-grams are made later).
+        user_words: extra dictionary entries as (word, frequency or None).
+    """
+
+    def __init__(self, backend: str = "jieba", user_words: Sequence[tuple[str, int | None]] = ()) -> None:
+        self.backend = backend
+        if backend == "jieba":
+            import jieba
+
+            self._jieba = jieba.Tokenizer()
+            for word, freq in user_words:
+                self._jieba.add_word(word, freq)
+            self._cut = lambda s: self._jieba.lcut(s, HMM=True)
+        elif backend == "rjieba":
+            import rjieba
+
+            self._rjieba = rjieba.Jieba()
+            for word, freq in user_words:
+                # jieba-rs needs a frequency; None lets it pick one that keeps the word whole.
+                self._rjieba.add_word(word, freq, None)
+            self._cut = lambda s: self._rjieba.cut(s, True)
+        elif backend == "char":
+            self._cut = list
+        else:
+            raise ConfigError(f"unknown tokenizer {backend!r}; use jieba, rjieba or char")
+
+    def cut(self, text: str) -> list[str]:
+        """Segment ``text`` (already normalised) into tokens, spaces and punctuation included."""
+        if len(text) <= PIECE_CHARS:
+            return self._cut(text)
+        out: list[str] = []
+        for piece in iter_pieces(text):
+            out.extend(self._cut(piece))
+        return out
+
+    def cut_pieces(self, text: str) -> Iterable[list[str]]:
+        """Segment piece by piece (bounded memory for huge documents)."""
+        for piece in iter_pieces(text):
+            yield self._cut(piece)
