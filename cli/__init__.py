@@ -1,0 +1,1 @@
+"""The esdedup command line (installed as the ``esdedup_cli`` package; see ``esdedup --help``)."""

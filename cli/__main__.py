@@ -1,0 +1,3 @@
+from esdedup_cli.main import run
+
+run()

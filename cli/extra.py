@@ -1,0 +1,1 @@
+"""Commands that live in their own modules register themselves on import here."""

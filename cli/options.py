@@ -1,0 +1,148 @@
+"""Option groups shared by several commands, as decorators (the sqlite-utils pattern, for typer).
+
+A group decorator adds its options to the command's signature and hands the command one object built
+from them (`Connection`, `FingerprintOptions`), so each option is declared once.
+"""
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from esdedup.redact import redact
+
+Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
+Hamming = Annotated[Optional[int], typer.Option(
+    "--hamming", help="Largest Hamming distance that counts as a duplicate (default: the index's hamming_k).")]
+Cosine = Annotated[Optional[float], typer.Option(
+    "--cosine", help="Smallest TF cosine that counts as a duplicate (default: the index's cosine_threshold).")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+
+
+def _group(name: str, cls: type, params: list[inspect.Parameter]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn, eval_str=True)
+        kept = [p for p in sig.parameters.values() if p.name != name]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = {p.name: kwargs.pop(p.name) for p in params}
+            kwargs[name] = cls(**values)
+            return fn(*args, **kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=kept + params)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorator
+
+
+def _opt(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+
+
+# -- connection ------------------------------------------------------------------------------------------
+@dataclass
+class Connection:
+    es: Optional[str] = None
+    data_dir: Optional[Path] = None
+    ca_certs: Optional[str] = None
+    no_verify_certs: bool = False
+    client_cert: Optional[str] = None
+    client_key: Optional[str] = None
+
+    def redact(self, text: str) -> str:
+        return redact(text)
+
+
+connection_options = _group("conn", Connection, [
+    _opt("es", Annotated[Optional[str], typer.Option(
+        "--es", help="Elasticsearch URL (or ESDEDUP_ES_URL). Without it the embedded local store is used. "
+                     "Put credentials in ESDEDUP_ES_API_KEY or ESDEDUP_ES_USER/ESDEDUP_ES_PASSWORD.")], None),
+    _opt("data_dir", Annotated[Optional[Path], typer.Option(
+        "--data-dir", help="Local store folder (default: ESDEDUP_DATA_DIR or ~/.local/share/esdedup).")], None),
+    _opt("ca_certs", Annotated[Optional[str], typer.Option("--ca-certs", help="CA bundle to verify the server.")], None),
+    _opt("no_verify_certs", Annotated[bool, typer.Option(
+        "--no-verify-certs", help="Do NOT verify the server's TLS certificate (insecure; warned).")], False),
+    _opt("client_cert", Annotated[Optional[str], typer.Option("--client-cert", help="Client certificate (PEM).")], None),
+    _opt("client_key", Annotated[Optional[str], typer.Option("--client-key", help="Client key (PEM).")], None),
+])
+
+
+# -- fingerprint config ------------------------------------------------------------------------------------
+@dataclass
+class FingerprintOptions:
+    config_file: Optional[Path] = None
+    bits: Optional[int] = None
+    hamming_k: Optional[int] = None
+    band_blocks: Optional[int] = None
+    probe_radius: Optional[int] = None
+    tokenizer: Optional[str] = None
+    shingle: Optional[int] = None
+    weighting: Optional[str] = None
+    dims: Optional[int] = None
+    t2s: Optional[bool] = None
+    strategy: Optional[str] = None
+    synonyms: Optional[Path] = None
+    user_dict: Optional[Path] = None
+    stopwords_file: Optional[Path] = None
+    idf: Optional[Path] = None
+
+    def config(self):  # -> FingerprintConfig | None
+        """The config these options describe, or None when none was given (use the index's)."""
+        from esdedup.config import FingerprintConfig
+        from esdedup.errors import ConfigError
+
+        given = {f.name: getattr(self, f.name) for f in fields(self)
+                 if f.name != "config_file" and getattr(self, f.name) is not None}
+        if self.config_file is None and not given:
+            return None
+        base: dict[str, Any] = {}
+        if self.config_file is not None:
+            try:
+                base = FingerprintConfig.from_json(self.config_file.read_text("utf-8")).to_dict()
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {self.config_file}: {exc.strerror}") from exc
+        renames = {"synonyms": "synonyms_path", "user_dict": "user_dict_path", "stopwords_file": "stopwords_path",
+                   "idf": "idf_path"}
+        for k, v in given.items():
+            base[renames.get(k, k)] = str(v) if isinstance(v, Path) else v
+        if "stopwords_path" in base:
+            base["stopwords"] = "file"
+        if "idf_path" in base and "weighting" not in base:
+            base["weighting"] = "tfidf"
+        for path_field in renames.values():
+            # A path changes the digest; drop a stale digest from the config file.
+            if path_field in given or renames.get(path_field) in given:
+                base.pop(path_field.replace("_path", "_sha256"), None)
+        return FingerprintConfig.from_dict(base)
+
+
+fingerprint_options = _group("fp", FingerprintOptions, [
+    _opt("config_file", Annotated[Optional[Path], typer.Option(
+        "--config", help="FingerprintConfig JSON (as printed by 'esdedup info --json').")], None),
+    _opt("bits", Annotated[Optional[int], typer.Option("--bits", help="SimHash width: 64 or 128.")], None),
+    _opt("hamming_k", Annotated[Optional[int], typer.Option(
+        "--hamming-k", help="Largest distance the band layout guarantees to find (default 3).")], None),
+    _opt("band_blocks", Annotated[Optional[int], typer.Option(
+        "--band-blocks", help="Blocks the fingerprint is cut into (default k+1, the pigeonhole layout).")], None),
+    _opt("probe_radius", Annotated[Optional[int], typer.Option(
+        "--probe-radius", help="Probe band keys with neighbours within this many bits.")], None),
+    _opt("tokenizer", Annotated[Optional[str], typer.Option("--tokenizer", help="jieba, rjieba or char.")], None),
+    _opt("shingle", Annotated[Optional[int], typer.Option(
+        "--shingle", help="Character n-gram size (with --tokenizer char).")], None),
+    _opt("weighting", Annotated[Optional[str], typer.Option("--weighting", help="tf, tfidf or tf_length.")], None),
+    _opt("dims", Annotated[Optional[int], typer.Option("--dims", help="Length of the TF vector (default 256).")], None),
+    _opt("t2s", Annotated[Optional[bool], typer.Option(
+        "--t2s/--no-t2s", help="Convert Traditional to Simplified Chinese first.")], None),
+    _opt("strategy", Annotated[Optional[str], typer.Option(
+        "--strategy", help="auto (by length), simhash or minhash.")], None),
+    _opt("synonyms", Annotated[Optional[Path], typer.Option("--synonyms", help="Synonym dictionary file.")], None),
+    _opt("user_dict", Annotated[Optional[Path], typer.Option("--user-dict", help="jieba user dictionary.")], None),
+    _opt("stopwords_file", Annotated[Optional[Path], typer.Option(
+        "--stopwords-file", help="Stopword list replacing the shipped ones.")], None),
+    _opt("idf", Annotated[Optional[Path], typer.Option("--idf", help="Document-frequency table (tf-idf).")], None),
+])

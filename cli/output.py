@@ -1,0 +1,136 @@
+"""Everything the CLI prints: progress, summaries, tables, JSON. Colours and bars only on a terminal."""
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Optional
+
+import typer
+
+
+def _is_tty() -> bool:
+    return sys.stderr.isatty()
+
+
+class Printer:
+    def __init__(self, *, json_out: bool = False, quiet: bool = False) -> None:
+        self.json_out, self.quiet = json_out, quiet
+
+    # -- progress ------------------------------------------------------------------------------------
+    @contextmanager
+    def progress(self) -> Iterator[Optional[Callable[[Any], None]]]:
+        """A callback for the library's progress reports: a live bar on a terminal, a plain line every
+        few seconds otherwise, nothing with --quiet or --json."""
+        if self.quiet or self.json_out:
+            yield None
+            return
+        if _is_tty():
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                          transient=True, console=None) as bar:
+                task = bar.add_task("starting", total=None)
+
+                def update(s: Any) -> None:
+                    bar.update(task, description=_progress_line(s))
+
+                yield update
+            return
+        last = [0.0]
+
+        def plain(s: Any) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 5.0:
+                last[0] = now
+                typer.echo(_progress_line(s), err=True)
+
+        yield plain
+
+    # -- results -----------------------------------------------------------------------------------
+    def summary(self, s: Any, redact: Callable[[str], str]) -> None:
+        d = s.to_dict()
+        if d.get("error"):
+            d["error"] = redact(d["error"])
+        if self.json_out:
+            typer.echo(json.dumps(d, ensure_ascii=False))
+            return
+        if self.quiet and s.ok:
+            return
+        lines = [
+            f"read {s.read} = indexed {s.indexed} (new {s.created}, updated {s.updated}) + skipped {s.skipped}"
+            f" + failed {s.failed}",
+            f"near-duplicates found: {s.duplicates}; retried sends: {s.retried}; "
+            f"{d['docs_per_s'] or 0} docs/s, {d['mb_per_s'] or 0} MB/s in {s.seconds:.1f}s",
+        ]
+        if s.resumed_files:
+            lines.append(f"resumed: {s.resumed_files} files already done were not read again")
+        if (s.failed or s.skipped) and s.dead_letter:
+            lines.append(f"failed and skipped records, with reasons: {s.dead_letter}")
+        typer.echo("\n".join(lines))
+
+    def matches(self, result: Any, *, explain: bool = False) -> None:
+        if self.json_out:
+            typer.echo(json.dumps({"query": result.query, "matches": result.matches}, ensure_ascii=False))
+            return
+        q = result.query
+        typer.echo(f"query simhash {q['simhash']} ({q['tokens']} terms, {q['path']} lookup): "
+                   f"{len(result.matches)} near-duplicate(s)")
+        for m in result.matches:
+            typer.echo(f"  {m['id']}\thamming {m['hamming']}\tcosine {m['cosine']:.4f}")
+            if explain:
+                if m.get("title"):
+                    typer.echo(f"      title: {m['title']}")
+                if "shared_bands" in m:
+                    typer.echo(f"      shared bands: {', '.join(m['shared_bands']) or '(none: found by vector)'}")
+                    typer.echo(f"      exact cosine: {m['exact_cosine']:.4f}")
+                    typer.echo(f"      top shared terms: {' '.join(m['top_shared_terms'])}")
+
+    def pairs(self, report: Any, fmt: str) -> None:
+        if fmt == "jsonl":
+            for p in report.pairs:
+                typer.echo(json.dumps(p.to_dict(), ensure_ascii=False))
+        else:
+            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'cosine':>8}")
+            for p in report.pairs:
+                typer.echo(f"{p.a:<24} {p.b:<24} {p.hamming:>7} {p.cosine:>8.4f}")
+            n_clusters = len(set(report.clusters.values()))
+            typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
+        for key, n in report.crowded:
+            typer.echo(f"warning: band value {key} is shared by {n} documents (boilerplate?); only the first "
+                       f"ones were compared", err=True)
+        if report.labels_written:
+            typer.echo(f"cluster labels written: {report.labels_written}", err=True)
+
+    def info(self, d: dict[str, Any]) -> None:
+        if self.json_out:
+            typer.echo(json.dumps(d, ensure_ascii=False))
+            return
+        typer.echo(f"index {d['index']} ({d['backend']}): {d['documents']} documents")
+        lay = d["band_layout"]
+        typer.echo(f"band layout: {lay['tables']} tables, key widths {lay['key_widths']}, probe radius "
+                   f"{lay['radius']}, finds every pair within Hamming {lay['k']}")
+        typer.echo(f"expected random candidates per lookup: {d['expected_random_candidates_per_lookup']}")
+        typer.echo("config: " + json.dumps(d["config"], ensure_ascii=False, sort_keys=True))
+        for key, n in d["crowded_band_values"]:
+            typer.echo(f"crowded band value: {key} ({n} documents)")
+
+    def compare(self, rows: list[dict[str, Any]], fmt: str) -> None:
+        if fmt == "jsonl":
+            for r in rows:
+                typer.echo(json.dumps(r, ensure_ascii=False))
+            return
+        typer.echo(f"{'a':<30} {'b':<30} {'cosine':>7} {'adj_cos':>7} {'w_jacc':>7} {'average':>7} {'hamming':>7}")
+        for r in rows:
+            if "skipped" in r:
+                typer.echo(f"{r['a']:<30} {r['b']:<30} skipped: {r['skipped']}")
+            else:
+                typer.echo(f"{r['a']:<30} {r['b']:<30} {r['cosine']:>7.4f} {r['adjusted_cosine']:>7.4f} "
+                           f"{r['weighted_jaccard']:>7.4f} {r['average']:>7.4f} {r['hamming']:>7}")
+
+
+def _progress_line(s: Any) -> str:
+    rate = s.read / s.seconds if s.seconds else 0.0
+    mb = s.bytes / 1e6 / s.seconds if s.seconds else 0.0
+    return (f"read {s.read}  indexed {s.indexed}  duplicates {s.duplicates}  failed {s.failed}  "
+            f"{rate:.0f} docs/s  {mb:.2f} MB/s")

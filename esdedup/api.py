@@ -1,0 +1,169 @@
+"""The operations behind the commands, for programs: open a store, look up, list pairs, describe, compare.
+
+Each returns plain data (dataclasses, dicts); none prints.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import FingerprintConfig
+from .errors import ConfigError, IndexNotFound, InputError
+from .fingerprint import Fingerprint, Fingerprinter
+from .lookup import Match, Pair, clusters, find_pairs, shared_bands, similar, similar_knn
+from .readers import decode_bytes
+from .similarity import cosine, novel_similarity, size_ratio_ok
+from .simhash import hamming
+from .store.base import Store
+
+
+def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
+               api_key: str | None = None, username: str | None = None, password: str | None = None,
+               ca_certs: str | None = None, verify_certs: bool = True, client_cert: str | None = None,
+               client_key: str | None = None, shards: int = 1, replicas: int | None = None,
+               client: Any = None) -> Store:
+    """An Elasticsearch store when a URL is given (argument, ``ESDEDUP_ES_URL`` or config file) or a
+    client is passed, else the embedded local store in ``data_dir``. The store is not opened yet."""
+    from .connect import make_client, resolve_settings
+    from .store.elastic import ElasticStore
+    from .store.local import LocalStore
+
+    if client is not None:
+        return ElasticStore(client, index, shards=shards, replicas=replicas)
+    settings = resolve_settings(es_url, api_key=api_key, username=username, password=password,
+                                ca_certs=ca_certs, verify_certs=verify_certs, client_cert=client_cert,
+                                client_key=client_key)
+    if settings is None:
+        return LocalStore(index, data_dir)
+    return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas,
+                        display_url=settings.display_url, secrets=settings.secrets)
+
+
+def read_text_file(path: str | Path) -> str:
+    """A whole text file in any supported encoding (UTF-8/16, GB18030, Big5), strictly decoded."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}", source=str(path)) from exc
+    text, _encoding = decode_bytes(data)
+    return text
+
+
+@dataclass
+class SimilarResult:
+    query: dict[str, Any]
+    matches: list[dict[str, Any]]
+
+
+def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
+               hamming_k: int | None = -1, cosine: float | None = -1.0, top: int = 10, knn: bool = False,
+               explain: bool = False) -> SimilarResult:
+    """Near-duplicates of a text, a file or a stored document (by id), verified exactly."""
+    opened = store.open(None, create=False)
+    config = opened.config
+    fper = Fingerprinter(config)
+    exclude = None
+    if doc_id is not None:
+        src = store.get_source(doc_id)
+        if src is None or not isinstance(src.get("text"), str):
+            raise IndexNotFound(f"no document with id {doc_id!r} (with text) in {store.name!r}")
+        text, exclude = src["text"], doc_id
+    elif path is not None:
+        text = read_text_file(path)
+    assert text is not None
+    fp = fper.fingerprint(text)
+    if knn:
+        matches = similar_knn(store, fp, k=top, cosine=cosine, exclude=exclude)
+    else:
+        matches = similar(store, [fp], hamming_k=hamming_k, cosine=cosine, top=top, exclude=[exclude])[0]
+    rows = [_match_row(m) for m in matches]
+    if explain:
+        for row, m in zip(rows, matches):
+            row.update(_explain(store, fper, fp, m))
+    return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
+                          "empty": fp.empty, "path": "knn" if knn else "bands"}, rows)
+
+
+def _match_row(m: Match) -> dict[str, Any]:
+    return {"id": m.id, "hamming": m.hamming, "cosine": round(m.cosine, 6)}
+
+
+def _explain(store: Store, fper: Fingerprinter, fp: Fingerprint, m: Match) -> dict[str, Any]:
+    src = store.get_source(m.id) or {}
+    other_text = src.get("text") if isinstance(src.get("text"), str) else None
+    out: dict[str, Any] = {"title": src.get("title")}
+    if other_text is not None:
+        other = fper.fingerprint(other_text)
+        out["shared_bands"] = list(shared_bands(fp, other.bands + other.lsh))
+        common = Counter({t: min(w, other.tf.get(t, 0.0)) for t, w in fp.tf.items() if t in other.tf})
+        out["top_shared_terms"] = [t for t, _ in common.most_common(10)]
+        out["exact_cosine"] = round(cosine(fp.tf, other.tf), 6)
+    return out
+
+
+@dataclass
+class PairsReport:
+    pairs: list[Pair]
+    clusters: dict[str, str]
+    crowded: list[tuple[str, int]] = field(default_factory=list)
+    labels_written: int = 0
+
+
+def all_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None = -1.0, max_bucket: int = 1000,
+              write_clusters: bool = False) -> PairsReport:
+    """Every near-duplicate pair and the clusters they form; optionally write ``cluster_id`` back (and
+    ``duplicate_of`` = the cluster's representative) so searches can ``collapse`` on it."""
+    store.open(None, create=False)
+    store.refresh()
+    pairs = sorted(find_pairs(store, hamming_k=hamming_k, cosine=cosine, max_bucket=max_bucket),
+                   key=lambda p: (p.a, p.b))
+    groups = clusters(pairs)
+    report = PairsReport(pairs, groups, store.crowded_keys(min_count=max_bucket, limit=10))
+    if write_clusters and groups:
+        labels = {doc: (root, None if doc == root else root) for doc, root in groups.items()}
+        report.labels_written = store.set_labels(labels)
+        store.refresh()
+    return report
+
+
+def describe(store: Store) -> dict[str, Any]:
+    """Count, config, band layout and crowded band values of an index."""
+    opened = store.open(None, create=False)
+    store.refresh()
+    layout = opened.config.band_layout()
+    n = store.count()
+    return {"index": store.name, "backend": type(store).__name__, "documents": n,
+            "config": opened.config.to_dict(), "band_layout": layout.describe(),
+            "expected_random_candidates_per_lookup": round(layout.expected_random_candidates(n), 4),
+            "crowded_band_values": store.crowded_keys(min_count=max(3, n // 100 or 3), limit=10)}
+
+
+def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
+                  max_ratio: float = 1.5) -> list[dict[str, Any]]:
+    """Design document 004's table for every pair of files: cosine, adjusted cosine, weighted Jaccard,
+    their average and the SimHash Hamming distance; pairs beyond the size ratio are listed as skipped.
+
+    Files are read one at a time and only their term tables are kept, so memory grows with vocabulary,
+    not with text size.
+    """
+    if len(paths) < 2:
+        raise ConfigError("compare needs at least two files")
+    cfg = config or FingerprintConfig(weighting="tf_length", strategy="simhash")
+    fper = Fingerprinter(cfg)
+    prints = []
+    for p in paths:
+        fp = fper.fingerprint(read_text_file(p))
+        prints.append((p, fp, Path(p).stat().st_size))
+    rows = []
+    for i, (pa, fa, sa) in enumerate(prints):
+        for pb, fb, sb in prints[i + 1 :]:
+            row: dict[str, Any] = {"a": pa, "b": pb, "bytes_a": sa, "bytes_b": sb}
+            if not size_ratio_ok(sa, sb, max_ratio):
+                row["skipped"] = f"size ratio {max(sa, sb) / max(1, min(sa, sb)):.2f} > {max_ratio}"
+            else:
+                row.update({k: round(v, 6) for k, v in novel_similarity(fa.tf, fb.tf).items()})
+                row["hamming"] = hamming(fa.simhash, fb.simhash)
+            rows.append(row)
+    return rows

@@ -1,0 +1,205 @@
+"""One contract, two stores: the embedded SQLite store and a real Elasticsearch node must behave alike.
+
+Every test here runs twice (``local`` and ``es``); `test_same_answers_on_both_backends` also checks that
+the two give identical pairs and clusters on the same input.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+
+import numpy as np
+import pytest
+
+from esdedup import FingerprintConfig
+from esdedup.errors import ConfigMismatchError, IndexNotFound
+from esdedup.fingerprint import Fingerprinter
+from esdedup.ingest import IngestOptions, ingest
+from esdedup.lookup import Thresholds, clusters, find_pairs, is_duplicate, probe_for, similar, similar_knn
+from esdedup.schema import content_sha1
+from esdedup.store.base import NewDoc, Store
+from esdedup.store.elastic import ElasticStore
+from esdedup.store.local import LocalStore
+from tests.corpus import make_corpus
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+
+
+def _local(tmp_path) -> Store:
+    return LocalStore(f"c-{uuid.uuid4().hex[:8]}", tmp_path / "data")
+
+
+@pytest.fixture(params=["local", "es"])
+def new_store(request, tmp_path):
+    """A factory of fresh, unopened stores of one backend; everything made is dropped afterwards."""
+    made: list[Store] = []
+
+    def make() -> Store:
+        if request.param == "local":
+            s = _local(tmp_path)
+        else:
+            client = request.getfixturevalue("es_client")
+            s = ElasticStore(client, f"esdedup-contract-{uuid.uuid4().hex[:10]}", shards=2, replicas=0)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.drop()
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    docs, planted = make_corpus(300, 60, seed=11)
+    fper = Fingerprinter(CONFIG)
+    fps = fper.fingerprint_many([d["text"] for d in docs])
+    return docs, planted, fps
+
+
+def _write(store: Store, docs, fps) -> None:
+    results = list(store.write(NewDoc(d["id"], fp, {"id": d["id"], "text": d["text"]}, content_sha1(d["text"]))
+                               for d, fp in zip(docs, fps)))
+    assert all(r.ok for r in results), [r for r in results if not r.ok][:3]
+    assert sorted(r.id for r in results) == sorted(d["id"] for d in docs)
+    store.refresh()
+
+
+def test_open_creates_then_checks_config(new_store):
+    store = new_store()
+    with pytest.raises(IndexNotFound):
+        store.open(None, create=False)
+    assert store.open(CONFIG).created is True
+    assert store.open(CONFIG).created is False
+    assert store.open(None).config.identity() == CONFIG.identity()
+    with pytest.raises(ConfigMismatchError) as err:
+        store.open(CONFIG.replace(hamming_k=5))
+    assert "hamming_k" in str(err.value)
+
+
+def test_write_count_get_and_overwrite(new_store, corpus):
+    docs, _, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, docs[:50], fps[:50])
+    assert store.count() == 50
+    got = store.get([docs[0]["id"], docs[1]["id"], "missing"])
+    assert set(got) == {docs[0]["id"], docs[1]["id"]}
+    assert got[docs[0]["id"]].simhash == fps[0].simhash
+    assert np.allclose(got[docs[0]["id"]].vector, fps[0].vector, atol=1e-5)
+    # Writing the same ids again overwrites: the count does not change and results say "updated".
+    again = list(store.write(NewDoc(d["id"], fp, {"text": d["text"]}, "x") for d, fp in zip(docs[:5], fps[:5])))
+    assert [r.created for r in again] == [False] * 5
+    store.refresh()
+    assert store.count() == 50
+    assert store.get_source(docs[0]["id"])["text"] == docs[0]["text"]
+
+
+def test_lookup_returns_exactly_the_band_matches(new_store, corpus):
+    docs, _, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, docs, fps)
+    probes = [probe_for(fp, CONFIG) for fp in fps[:40]]
+    found = store.lookup(probes)
+    for i, hits in enumerate(found):
+        keys = set(fps[i].bands + fps[i].lsh)
+        expected = {d["id"] for d, fp in zip(docs, fps) if keys & set(fp.bands + fp.lsh)}
+        assert {h.id for h in hits} == expected
+        assert docs[i]["id"] in {h.id for h in hits}
+
+
+def test_find_pairs_matches_brute_force(new_store, corpus):
+    docs, planted, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, docs, fps)
+    t = Thresholds.resolve(CONFIG)
+    got = {(p.a, p.b) for p in find_pairs(store)}
+    # Brute force over all pairs that share a band key, with the same rule: band lookups are exact.
+    expected = set()
+    for (i, a), (j, b) in itertools.combinations(enumerate(fps), 2):
+        if set(a.bands + a.lsh) & set(b.bands + b.lsh):
+            ham = (a.simhash ^ b.simhash).bit_count()
+            cos = float(np.clip(a.vector @ b.vector, 0, 1))
+            short = a.lsh != [] and b.lsh != []
+            if is_duplicate(ham, cos, t, short):
+                expected.add(tuple(sorted((docs[i]["id"], docs[j]["id"]))))
+    assert got == expected
+    # And every pair within Hamming k is among the candidates (the pigeonhole guarantee).
+    for (i, a), (j, b) in itertools.combinations(enumerate(fps), 2):
+        if (a.simhash ^ b.simhash).bit_count() <= CONFIG.hamming_k:
+            assert set(a.bands) & set(b.bands)
+    assert {tuple(sorted(p)) for p in planted} & got, "planted variants should be found"
+
+
+def test_similar_and_knn(new_store, corpus):
+    docs, planted, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, docs, fps)
+    idx = {d["id"]: i for i, d in enumerate(docs)}
+    a, b = planted[0]
+    matches = similar(store, [fps[idx[b]]], exclude=[b])[0]
+    assert a in [m.id for m in matches]
+    near = similar_knn(store, fps[idx[b]], k=5, cosine=0.0, exclude=b)
+    assert near and near[0].cosine >= max(m.cosine for m in near)
+    assert b not in [m.id for m in near]
+    assert a in [m.id for m in near]
+
+
+def test_labels_and_crowded_keys(new_store, corpus):
+    docs, _, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    # Ten copies of one text crowd every band value they hold.
+    _write(store, [{"id": f"same{i}", "text": docs[0]["text"]} for i in range(10)], [fps[0]] * 10)
+    crowded = store.crowded_keys(min_count=10)
+    assert {k for k, _ in crowded} >= set(fps[0].bands)
+    assert all(n == 10 for _, n in crowded)
+    groups = dict(store.shared_keys(max_bucket=4))
+    assert all(len(ids) == 4 for ids in groups.values())
+    assert store.set_labels({"same1": ("same0", "same0")}) == 1
+    store.refresh()
+    got = store.get(["same1"])["same1"]
+    assert (got.cluster_id, got.duplicate_of) == ("same0", "same0")
+
+
+def test_ingest_labels_and_is_idempotent(new_store, tmp_path, corpus):
+    docs, planted, _ = corpus
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs[:200]), "utf-8")
+    store = new_store()
+    opts = IngestOptions(workers=1, dead_letter=tmp_path / "dl.jsonl")
+    first = ingest([path], store, CONFIG, opts)
+    assert first.ok and first.balanced and first.indexed == 200 and first.created == 200
+    store.refresh()
+    second = ingest([path], store, CONFIG, opts)
+    assert second.ok and second.created == 0 and second.updated == 200
+    assert second.duplicates == first.duplicates
+    store.refresh()
+    assert store.count() == 200
+
+
+def test_same_answers_on_both_backends(tmp_path, es_client, corpus):
+    docs, _, _ = corpus
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
+    local = _local(tmp_path)
+    es = ElasticStore(es_client, f"esdedup-contract-{uuid.uuid4().hex[:10]}", shards=2, replicas=0)
+    try:
+        answers = []
+        for store in (local, es):
+            summary = ingest([path], store, CONFIG, IngestOptions(workers=1, dead_letter=tmp_path / "dl.jsonl"))
+            assert summary.ok and summary.balanced
+            store.refresh()
+            pairs = sorted((p.a, p.b, p.hamming, round(p.cosine, 4)) for p in find_pairs(store))
+            labels = {i: (d.cluster_id, d.duplicate_of) for i, d in store.get([d["id"] for d in docs]).items()}
+            answers.append((pairs, clusters((a, b) for a, b, _, _ in pairs), labels))
+        assert answers[0][0] == answers[1][0]
+        assert answers[0][1] == answers[1][1]
+        assert answers[0][2] == answers[1][2]
+        assert answers[0][0], "the corpus has near-duplicates"
+    finally:
+        local.drop()
+        es.drop()
