@@ -30,7 +30,7 @@ def _local(tmp_path) -> Store:
     return LocalStore(f"c-{uuid.uuid4().hex[:8]}", tmp_path / "data")
 
 
-@pytest.fixture(params=["local", "es"])
+@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
 def new_store(request, tmp_path):
     """A factory of fresh, unopened stores of one backend; everything made is dropped afterwards."""
     made: list[Store] = []
@@ -181,6 +181,7 @@ def test_ingest_labels_and_is_idempotent(new_store, tmp_path, corpus):
     assert store.count() == 200
 
 
+@pytest.mark.es
 def test_same_answers_on_both_backends(tmp_path, es_client, corpus):
     docs, _, _ = corpus
     path = tmp_path / "docs.jsonl"

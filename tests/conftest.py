@@ -1,0 +1,189 @@
+"""Shared pytest fixtures: a real Elasticsearch for the integration tests.
+
+Where ``es_url`` / ``es_client`` come from, first match wins:
+
+1. ``ESDEDUP_TEST_ES_URL`` (e.g. ``http://127.0.0.1:9250``): an already running node/cluster.
+2. A Docker engine answers (or ``ESDEDUP_TEST_ES_BACKEND=docker``): testcontainers'
+   ElasticSearchContainer with image ``ESDEDUP_TEST_ES_IMAGE``
+   (default ``docker.elastic.co/elasticsearch/elasticsearch:<ESDEDUP_ES_VERSION or 8.19.21>``).
+3. Otherwise (or ``ESDEDUP_TEST_ES_BACKEND=local``): a local node started through
+   ``scripts/es-local`` (see tests/es_node.py) on free ports with a unique cluster name, stopped
+   at the end of the session.
+
+The nodes start lazily, only when a test requests one of these fixtures. They never skip: when a
+node cannot be started the requesting tests error out with the node's log tail.
+
+``cluster3`` always uses a 3-node local cluster (it kills and restarts nodes).
+Set ``ESDEDUP_TEST_KEEP_ES_LOGS=1`` to keep the local nodes' logs after the session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pytest
+
+try:  # `python -m pytest` from the repo root: tests/ is importable as a (namespace) package
+    from tests.es_node import ESNodeError, LocalCluster
+except ImportError:  # plain `pytest`: pytest puts tests/ itself on sys.path (rootdir conftest)
+    from es_node import ESNodeError, LocalCluster  # type: ignore[no-redef]
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
+
+DEFAULT_ES_VERSION = "8.19.21"
+_ES_FIXTURES = {"es_url", "es_client", "fresh_index"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests using the ES fixtures get the ``es`` marker (and ``cluster3``) even if not decorated,
+    so ``-m "not es"`` reliably deselects everything that needs a node."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _ES_FIXTURES or "cluster3" in names:
+            item.add_marker(pytest.mark.es)
+        if "cluster3" in names:
+            item.add_marker(pytest.mark.cluster3)
+
+
+def _docker_available(timeout: float = 2.0) -> bool:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def _keep_logs() -> bool:
+    return os.environ.get("ESDEDUP_TEST_KEEP_ES_LOGS", "") not in ("", "0", "false", "no")
+
+
+def _start_local(nodes: int, what: str) -> LocalCluster:
+    cluster = LocalCluster(nodes=nodes)
+    try:
+        cluster.start()
+        return cluster
+    except (ESNodeError, OSError, subprocess.SubprocessError) as exc:
+        error = str(exc)
+    try:
+        cluster.stop(purge=False)  # the script already stopped the nodes (logs kept); releases the ports
+    except Exception:
+        pass
+    pytest.fail(
+        f"could not start the local Elasticsearch {what} via scripts/es-local "
+        f"(set ESDEDUP_TEST_ES_URL to use a running node instead):\n{error}",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def es_url() -> Iterator[str]:
+    url = os.environ.get("ESDEDUP_TEST_ES_URL", "").strip()
+    if url:
+        yield url.rstrip("/")
+        return
+
+    backend = os.environ.get("ESDEDUP_TEST_ES_BACKEND", "auto").lower()
+    if backend not in ("auto", "docker", "local"):
+        pytest.fail(f"ESDEDUP_TEST_ES_BACKEND must be auto, docker or local, not {backend!r}", pytrace=False)
+
+    if backend == "docker" or (backend == "auto" and _docker_available()):
+        from testcontainers.community.elasticsearch import ElasticSearchContainer
+
+        version = os.environ.get("ESDEDUP_ES_VERSION", DEFAULT_ES_VERSION)
+        image = os.environ.get(
+            "ESDEDUP_TEST_ES_IMAGE", f"docker.elastic.co/elasticsearch/elasticsearch:{version}"
+        )
+        container = ElasticSearchContainer(image, mem_limit="2G")
+        container.with_env("ES_JAVA_OPTS", "-Xms1g -Xmx1g")
+        container.start()
+        try:
+            yield f"http://{container.get_container_host_ip()}:{container.get_exposed_port(container.port)}"
+        finally:
+            container.stop()
+        return
+
+    cluster = _start_local(1, "test node")
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop(purge=not _keep_logs())
+
+
+@pytest.fixture(scope="session")
+def es_client(es_url: str) -> Iterator[Elasticsearch]:
+    from elasticsearch import Elasticsearch
+
+    client = Elasticsearch(es_url, request_timeout=60)
+    health = client.cluster.health(wait_for_status="yellow", timeout="60s")
+    assert health["status"] in ("yellow", "green"), f"cluster at {es_url} is {health['status']}"
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def fresh_index(es_client: Elasticsearch) -> Iterator[str]:
+    """A unique (not yet existing) index name; the index is deleted after the test."""
+    name = f"esdedup-test-{uuid.uuid4().hex[:12]}"
+    yield name
+    es_client.options(ignore_status=404).indices.delete(index=name)
+
+
+@dataclass
+class Cluster3:
+    """Handle on the 3-node local cluster: client over all nodes plus node kill/restart."""
+
+    cluster: LocalCluster
+    client: Elasticsearch
+    urls: list[str] = field(default_factory=list)
+
+    def client_for(self, *nodes: int, **kwargs: object) -> Elasticsearch:
+        """A client talking only to the given node indices (e.g. the survivors of a kill)."""
+        return self.cluster.client([self.urls[i] for i in nodes], **kwargs)
+
+    def kill(self, i: int) -> None:
+        self.cluster.kill(i)
+
+    def restart(self, i: int) -> str:
+        return self.cluster.restart(i)
+
+    def log_tail(self, i: int, lines: int = 80) -> str:
+        return self.cluster.log_tail(i, lines)
+
+    def alive(self) -> list[bool]:
+        return self.cluster.alive()
+
+    def ensure_all_up(self) -> None:
+        for i, up in enumerate(self.alive()):
+            if not up:
+                self.restart(i)
+
+
+@pytest.fixture(scope="session")
+def _cluster3_session() -> Iterator[Cluster3]:
+    cluster = _start_local(3, "3-node cluster")
+    client = cluster.client(max_retries=3, retry_on_timeout=True)
+    try:
+        yield Cluster3(cluster=cluster, client=client, urls=list(cluster.urls))
+    finally:
+        client.close()
+        cluster.stop(purge=not _keep_logs())
+
+
+@pytest.fixture
+def cluster3(_cluster3_session: Cluster3) -> Iterator[Cluster3]:
+    """The 3-node cluster; nodes a test killed are restarted after it."""
+    yield _cluster3_session
+    _cluster3_session.ensure_all_up()
