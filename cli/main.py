@@ -86,6 +86,19 @@ def opened_store(index: str, conn: o.Connection, *, shards: int = 1, replicas: O
         store.close()
 
 
+def default_checkpoint(index: str, conn: o.Connection) -> Path:
+    """Checkpoints live in the local data folder, one per index and server, never in the working folder."""
+    import hashlib
+
+    from esdedup.connect import resolve_settings
+    from esdedup.store.local import default_data_dir
+
+    base = conn.data_dir or default_data_dir()
+    settings = resolve_settings(conn.es)
+    where = "local" if settings is None else "es-" + hashlib.sha1(settings.url.encode()).hexdigest()[:10]
+    return base / "checkpoints" / f"{where}-{index}.json"
+
+
 # -- ingest --------------------------------------------------------------------------------------------
 @app.command()
 @handles_errors
@@ -108,7 +121,7 @@ def ingest(
     workers: Annotated[int, typer.Option(help="Fingerprinting processes (0 = one per CPU).")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run from its checkpoint.")] = False,
     checkpoint: Annotated[Optional[Path], typer.Option(
-        help="Checkpoint file (default: <index>.checkpoint.json).")] = None,
+        help="Checkpoint file (default: in the data folder, per index and server).")] = None,
     shards: Annotated[int, typer.Option(help="Shards, when the Elasticsearch index is created.")] = 1,
     replicas: Annotated[Optional[int], typer.Option(help="Replicas, when the Elasticsearch index is created.")] = None,
     hamming: o.Hamming = None,
@@ -128,7 +141,7 @@ def ingest(
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
                          hamming_k=-1 if hamming is None else hamming, cosine=-1.0 if cosine is None else cosine,
-                         checkpoint=checkpoint or Path(f"{index}.checkpoint.json"), resume=resume)
+                         checkpoint=checkpoint or default_checkpoint(index, conn), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
         summary = run_ingest([str(p) for p in paths], store, config, opts, progress=progress)

@@ -37,7 +37,7 @@ class Printer:
 
                 yield update
             return
-        last = [0.0]
+        last = [time.monotonic()]  # the first line after 5 s: short runs print only their summary
 
         def plain(s: Any) -> None:
             now = time.monotonic()

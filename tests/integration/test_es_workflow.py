@@ -1,0 +1,274 @@
+"""The Elasticsearch workflow end to end on a real node: ingest, similar, dups, clusters, collapse, diversify.
+
+Indexes have 2 shards so that lookups and aggregations really merge results across shards.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from esdedup import FingerprintConfig
+from esdedup.fingerprint import Fingerprinter
+from esdedup.lookup import Thresholds, is_duplicate, similar
+from esdedup.schema import mapping_for
+from esdedup.search import async_search_diversified, search_diversified
+from esdedup.store import elastic
+from esdedup.store.elastic import ElasticStore
+from esdedup_cli.main import app
+from tests.corpus import make_corpus
+
+pytestmark = pytest.mark.es
+
+runner = CliRunner()
+
+
+def cli(*args: str):
+    result = runner.invoke(app, [str(a) for a in args])
+    return result
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    docs, planted = make_corpus(400, 80, seed=5)
+    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for d in docs:
+            fh.write(json.dumps({**d, "title": d["text"][:12], "url": f"https://example.test/{d['id']}"},
+                                ensure_ascii=False) + "\n")
+    return path, docs, planted
+
+
+def _detectable(docs, planted, config=FingerprintConfig(tokenizer="rjieba")):
+    """The planted pairs that the duplicate rule accepts (SimHash misses some mid-length variants by
+    design; what matters here is that Elasticsearch finds every pair the rule accepts)."""
+    by_id = {d["id"]: d for d in docs}
+    fper = Fingerprinter(config)
+    t = Thresholds.resolve(config)
+    out = []
+    for a, b in planted:
+        fa, fb = fper.fingerprint(by_id[a]["text"]), fper.fingerprint(by_id[b]["text"])
+        ham = (fa.simhash ^ fb.simhash).bit_count()
+        if is_duplicate(ham, float(fa.vector @ fb.vector), t, bool(fa.lsh and fb.lsh)):
+            out.append((a, b))
+    assert len(out) >= len(planted) // 2
+    return out
+
+
+def _ingest(es_url, index, path, tmp_path, *extra):
+    return cli("ingest", path, "--index", index, "--es", es_url, "--workers", "1", "--shards", "2",
+               "--replicas", "0", "--tokenizer", "rjieba", "--dead-letter", tmp_path / "dl.jsonl",
+               "--checkpoint", tmp_path / "ck.json", "--json", *extra)
+
+
+def _all_docs(es_client, index):
+    es_client.indices.refresh(index=index)
+    resp = es_client.search(index=index, size=10000, query={"match_all": {}}, sort=["_doc"])
+    return {h["_id"]: h["_source"] for h in resp["hits"]["hits"]}
+
+
+def test_ingest_labels_and_reingest_changes_nothing(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    path, docs, planted = corpus_file
+    r1 = _ingest(es_url, fresh_index, path, tmp_path)
+    assert r1.exit_code == 0, r1.output
+    s1 = json.loads(r1.stdout.strip().splitlines()[-1])
+    assert s1["read"] == s1["indexed"] == len(docs) and s1["failed"] == 0
+    before = _all_docs(es_client, fresh_index)
+    assert len(before) == len(docs)
+    # Every detectable planted variant was labelled: it points at a document, shares its cluster.
+    labels = {i: (s["dedup"]["cluster_id"], s["dedup"].get("duplicate_of")) for i, s in before.items()}
+    detectable = _detectable(docs, planted)
+    for a, b in detectable:
+        assert labels[b][1] is not None and labels[b][0] == labels[a][0], (a, b, labels[a], labels[b])
+    assert s1["duplicates"] >= len(detectable)
+    # The mapping carries the config in _meta and has 2 shards.
+    mapping = es_client.indices.get_mapping(index=fresh_index)[fresh_index]["mappings"]
+    assert mapping["_meta"]["esdedup"]["config"]["tokenizer"] == "rjieba"
+    assert es_client.indices.get_settings(index=fresh_index)[fresh_index]["settings"]["index"]["number_of_shards"] == "2"
+
+    r2 = _ingest(es_url, fresh_index, path, tmp_path)
+    assert r2.exit_code == 0, r2.output
+    s2 = json.loads(r2.stdout.strip().splitlines()[-1])
+    assert s2["created"] == 0 and s2["updated"] == len(docs)
+    assert _all_docs(es_client, fresh_index) == before
+
+
+def test_skip_mode_does_not_index_near_duplicates(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    path, docs, planted = corpus_file
+    r = _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "skip")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout.strip().splitlines()[-1])
+    assert s["read"] == s["indexed"] + s["skipped"] + s["failed"]
+    assert s["skipped"] == s["duplicates"] > 0
+    stored = _all_docs(es_client, fresh_index)
+    assert len(stored) == s["indexed"]
+    assert set(s["skipped_ids"]).isdisjoint(stored)
+    # Every skipped record is in the dead-letter file with its reason.
+    lines = [json.loads(x) for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
+    skipped = {x["id"] for x in lines if x["kind"] == "skipped"}
+    assert skipped == set(s["skipped_ids"])
+    assert all(x["reason"].startswith("near-duplicate of ") for x in lines if x["kind"] == "skipped")
+
+
+def test_meta_mismatch_is_a_clear_error(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    path, _, _ = corpus_file
+    assert _ingest(es_url, fresh_index, path, tmp_path).exit_code == 0
+    r = _ingest(es_url, fresh_index, path, tmp_path, "--hamming-k", "5")
+    assert r.exit_code == 2
+    assert "different fingerprint config" in r.stderr and "hamming_k" in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_index_not_made_by_esdedup_is_refused(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    es_client.indices.create(index=fresh_index)
+    path, _, _ = corpus_file
+    r = _ingest(es_url, fresh_index, path, tmp_path)
+    assert r.exit_code == 2 and "not created by esdedup" in r.stderr
+
+
+def test_similar_cli_text_id_and_explain(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    path, docs, planted = corpus_file
+    assert _ingest(es_url, fresh_index, path, tmp_path).exit_code == 0
+    by_id = {d["id"]: d for d in docs}
+    a, b = _detectable(docs, planted)[0]
+    r = cli("similar", "--index", fresh_index, "--es", es_url, "--id", b, "--explain", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    ids = [m["id"] for m in out["matches"]]
+    assert a in ids and b not in ids
+    m = out["matches"][ids.index(a)]
+    assert m["shared_bands"] and m["top_shared_terms"] and 0 < m["cosine"] <= 1
+    r = cli("similar", "--index", fresh_index, "--es", es_url, "--text", by_id[a]["text"], "--json")
+    assert a in [m["id"] for m in json.loads(r.stdout)["matches"]]
+    r = cli("similar", "--index", fresh_index, "--es", es_url, "--text", by_id[a]["text"], "--knn", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["matches"][0]["id"] in {a} | {
+        x for x, y in planted if y == a} | {y for x, y in planted if x == a}
+
+
+def test_msearch_batches_equal_single_lookups(es_client, fresh_index, corpus_file, monkeypatch):
+    _, docs, _ = corpus_file
+    config = FingerprintConfig(tokenizer="rjieba")
+    fper = Fingerprinter(config)
+    fps = fper.fingerprint_many([d["text"] for d in docs])
+    store = ElasticStore(es_client, fresh_index, shards=2, replicas=0)
+    store.open(config)
+    from esdedup.schema import content_sha1
+    from esdedup.store.base import NewDoc
+
+    assert all(r.ok for r in store.write(NewDoc(d["id"], fp, {"text": d["text"]}, content_sha1(d["text"]))
+                                         for d, fp in zip(docs, fps)))
+    store.refresh()
+    monkeypatch.setattr(elastic, "MSEARCH_BATCH", 7)  # several _msearch requests for 250 probes
+    batched = similar(store, fps[:250], exclude=[d["id"] for d in docs[:250]])
+    single = [similar(store, [fp], exclude=[d["id"]])[0] for d, fp in zip(docs[:250], fps[:250])]
+    assert batched == single
+    assert any(batched)
+
+
+def test_dups_write_clusters_then_collapse(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    path, docs, planted = corpus_file
+    assert _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "index").exit_code == 0
+    r = cli("dups", "--index", fresh_index, "--es", es_url, "--write-clusters")
+    assert r.exit_code == 0, r.output
+    pairs = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert pairs and all(set(p) == {"a", "b", "hamming", "cosine"} for p in pairs)
+    found = {(p["a"], p["b"]) for p in pairs}
+    assert all(tuple(sorted(p)) in found for p in _detectable(docs, planted))
+    es_client.indices.refresh(index=fresh_index)
+    # Collapse on cluster_id: one hit per cluster; documents of one pair never both appear.
+    resp = es_client.search(index=fresh_index, size=1000, query={"exists": {"field": "dedup.cluster_id"}},
+                            collapse={"field": "dedup.cluster_id"}, _source=False)
+    shown = {h["_id"] for h in resp["hits"]["hits"]}
+    assert all(not ({p["a"], p["b"]} <= shown) for p in pairs)
+    clusters = {h["fields"]["dedup.cluster_id"][0] for h in resp["hits"]["hits"]}
+    assert len(clusters) == len(shown)
+
+
+def test_search_diversified_fills_the_page(es_client, fresh_index):
+    config = FingerprintConfig(tokenizer="rjieba")
+    store = ElasticStore(es_client, fresh_index, shards=2, replicas=0)
+    store.open(config)
+    fper = Fingerprinter(config)
+    base = "台湾居民明日起持台胞证可通关，无需办理签注。国务院台办发言人在例行新闻发布会上宣布了这一消息。"
+    texts = [base + f"第{i}次转载。" for i in range(12)]  # 12 copies of one story
+    texts += [f"关于台胞证的第{i}条独立报道：" + "".join(chr(0x4e00 + (i * 97 + j * 13) % 2000) for j in range(60))
+              for i in range(8)]
+    from esdedup.schema import content_sha1
+    from esdedup.store.base import NewDoc
+
+    docs = [NewDoc(f"t{i:02d}", fp, {"text": t, "rank": 100 - i}, content_sha1(t))
+            for i, (t, fp) in enumerate(zip(texts, fper.fingerprint_many(texts)))]
+    assert all(r.ok for r in store.write(docs))
+    store.refresh()
+    body = {"query": {"function_score": {"query": {"match_all": {}},
+                                         "field_value_factor": {"field": "rank"}, "boost_mode": "replace"}}}
+    resp = search_diversified(es_client, fresh_index, body, size=6, overfetch=1, hamming_k=None, cosine=0.9)
+    ids = [h["_id"] for h in resp["hits"]["hits"]]
+    assert len(ids) == 6 and ids[0] == "t00"
+    assert not any(i in ids for i in (f"t{k:02d}" for k in range(1, 12)))  # the reprints are gone
+    assert resp["diversified"]["rounds"] >= 2  # the first window (6) was mostly duplicates
+
+    async def run():
+        from elasticsearch import AsyncElasticsearch
+
+        client = AsyncElasticsearch(es_client.transport.node_pool.get().base_url)
+        try:
+            return await async_search_diversified(client, fresh_index, body, size=6, overfetch=1,
+                                                  hamming_k=None, cosine=0.9)
+        finally:
+            await client.close()
+
+    assert [h["_id"] for h in asyncio.run(run())["hits"]["hits"]] == ids
+
+
+def test_mapping_command_matches_library(fresh_index):
+    r = cli("mapping", "--index", fresh_index, "--tokenizer", "rjieba", "--dims", "128")
+    assert r.exit_code == 0
+    got = json.loads(r.stdout)["mappings"]
+    want = mapping_for(FingerprintConfig(tokenizer="rjieba", dims=128))
+    assert got == json.loads(json.dumps(want))
+    assert got["properties"]["dedup"]["properties"]["vector"]["dims"] == 128
+
+
+def test_band_lookup_recall_against_brute_force(es_client, fresh_index):
+    """Every pair within Hamming k among 10,000+ documents is found by band collisions (the theorem)."""
+    docs, _ = make_corpus(10_000, 600, seed=23, sentences=(3, 12))
+    config = FingerprintConfig(tokenizer="rjieba", strategy="simhash")
+    fps = Fingerprinter(config).fingerprint_many([d["text"] for d in docs])
+    store = ElasticStore(es_client, fresh_index, shards=2, replicas=0)
+    store.open(config)
+    from esdedup.schema import content_sha1
+    from esdedup.store.base import NewDoc
+
+    assert all(r.ok for r in store.write(NewDoc(d["id"], fp, {}, content_sha1(d["text"]))
+                                         for d, fp in zip(docs, fps)))
+    store.refresh()
+    # Brute force: all pairs within k, by vectorised popcount over the full matrix, block by block.
+    ids = np.array([d["id"] for d in docs])
+    sh = np.array([fp.simhash for fp in fps], dtype=np.uint64)
+    truth = set()
+    for start in range(0, len(sh), 1000):
+        block = sh[start : start + 1000]
+        dist = np.bitwise_count(block[:, None] ^ sh[None, :])
+        for i, j in zip(*np.nonzero(dist <= config.hamming_k)):
+            if start + i < j:
+                truth.add((ids[start + i], ids[j]))
+    assert len(truth) > 600
+    candidates = set()
+    for _key, members in store.shared_keys(max_bucket=100_000):
+        for x in range(len(members)):
+            for y in range(x + 1, len(members)):
+                candidates.add(tuple(sorted((members[x], members[y]))))
+    missed = {tuple(sorted(p)) for p in truth} - candidates
+    assert not missed, f"{len(missed)} pairs within k were not found, e.g. {sorted(missed)[:3]}"
+
+
+def test_unreachable_server_exit_code(tmp_path, corpus_file):
+    path, _, _ = corpus_file
+    r = cli("ingest", path, "--index", "x", "--es", "http://user:s3cret-pw@127.0.0.1:1", "--workers", "1")
+    assert r.exit_code == 3
+    assert "127.0.0.1:1" in r.stderr and "s3cret-pw" not in r.output
+    assert "Traceback" not in r.output

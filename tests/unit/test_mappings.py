@@ -1,0 +1,50 @@
+"""The shipped mapping files are the library's output: a change to fields, band count or vector size that
+is not regenerated into mappings/ fails here."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from esdedup import FingerprintConfig
+from esdedup.schema import band_fields, lsh_fields, mapping_for, shipped_template, template_for
+
+ROOT = Path(__file__).resolve().parents[2]
+# Fields that record where the template was made, not what it means.
+_VOLATILE = ("tokenizer_version",)
+
+
+def _strip(template: dict) -> dict:
+    t = json.loads(json.dumps(template))
+    meta = t["template"]["mappings"]["_meta"]["esdedup"]
+    meta.pop("esdedup_version", None)
+    for k in _VOLATILE:
+        meta["config"].pop(k, None)
+    return t
+
+
+def test_shipped_template_is_the_default_configs_template():
+    shipped = json.loads((ROOT / "mappings" / "esdedup-template.json").read_text("utf-8"))
+    assert _strip(shipped) == _strip(template_for(FingerprintConfig(), ["esdedup-*"]))
+    assert shipped == shipped_template()  # the copy inside the installed package is the same file
+
+
+def test_mapping_has_one_keyword_field_per_band_and_the_vector():
+    config = FingerprintConfig(hamming_k=5, dims=128)
+    props = mapping_for(config)["properties"]["dedup"]["properties"]
+    assert band_fields(config) == [f"band_{i}" for i in range(6)]
+    for name in band_fields(config) + lsh_fields(config):
+        assert props[name] == {"type": "keyword"}
+    assert props["vector"] == {"type": "dense_vector", "dims": 128, "index": True, "similarity": "cosine"}
+    assert mapping_for(config)["_meta"]["esdedup"]["config"] == config.to_dict()
+
+
+def test_only_types_of_the_plain_server():
+    # All of these are mapped by the server module itself; none is x-pack only.
+    allowed = {"keyword", "text", "date", "integer", "boolean", "binary", "dense_vector", "object"}
+
+    def types(props):
+        for spec in props.values():
+            yield spec.get("type", "object")
+            yield from types(spec.get("properties", {}))
+
+    assert set(types(mapping_for(FingerprintConfig())["properties"])) <= allowed
