@@ -1,11 +1,55 @@
 """esdedup: find near-duplicate articles (Chinese first) with SimHash bands and TF vectors, locally or in
-Elasticsearch."""
+Elasticsearch.
+
+The public names are listed in ``__all__`` and documented in docs/api.md. ``diversify`` is imported here
+directly (not lazily) on purpose: a lazy ``diversify`` would be shadowed by the submodule of the same name
+as soon as anything imported ``esdedup.diversify``. Names whose modules pull in more (the store layer)
+are loaded on first use.
+"""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from .bands import BandLayout
 from .config import FingerprintConfig
+from .diversify import diversify
 from .errors import EsdedupError
+from .fingerprint import Fingerprint, Fingerprinter
 from .simhash import hamming
+
+if TYPE_CHECKING:
+    from .api import open_store
+    from .search import search_diversified
 
 __version__ = "0.1.0"
 
-__all__ = ["FingerprintConfig", "EsdedupError", "hamming", "__version__"]
+__all__ = [
+    "BandLayout",
+    "EsdedupError",
+    "Fingerprint",
+    "FingerprintConfig",
+    "Fingerprinter",
+    "__version__",
+    "diversify",
+    "hamming",
+    "open_store",
+    "search_diversified",
+]
+
+# Loaded on first access: name -> module (relative to this package).
+_LAZY = {"open_store": ".api", "search_diversified": ".search"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

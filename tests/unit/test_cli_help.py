@@ -1,0 +1,156 @@
+"""The command line as documentation: every command explains itself with an example, and the exit codes
+follow one policy (0 ok, 1 failures in the data, 2 usage or configuration, 3 server or connection), with
+one ``Error:`` line and never a traceback."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import esdedup_cli.extra  # noqa: F401  (registers the commands that live in other modules)
+import pytest
+import typer
+from esdedup_cli.main import app
+from typer.testing import CliRunner
+
+from esdedup import errors
+
+EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("kibana",),
+                     ("kibana", "export")}
+DOC = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。有关部门表示，这一措施将覆盖所有口岸。"
+
+
+def _runner() -> CliRunner:
+    """stdout and stderr apart: click < 8.2 needs mix_stderr=False, click >= 8.2 always keeps them apart."""
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    paths: list[tuple[str, ...]] = []
+
+    def walk(cmd: Any, path: tuple[str, ...]) -> None:
+        # Duck-typed: recent typer releases bring their own copy of click, so isinstance(click.Group) fails.
+        if path:
+            paths.append(path)
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return paths
+
+
+COMMANDS = _command_paths()
+
+
+@pytest.fixture
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No server configured anywhere, a scratch data dir and working directory."""
+    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD",
+                "ESDEDUP_ES_CA_CERTS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "no-config.json"))
+    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "default-data"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _assert_one_error_line(result) -> str:
+    """Exactly one line on stderr, an ``Error:`` line, and no exception escaped the command."""
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors_ = [line for line in lines if line.startswith("Error:")]
+    assert len(errors_) == 1, result.stderr
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    return errors_[0]
+
+
+# -- help --------------------------------------------------------------------------------------------
+def test_every_expected_command_is_registered() -> None:
+    assert EXPECTED_COMMANDS <= set(COMMANDS), sorted(EXPECTED_COMMANDS - set(COMMANDS))
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=[" ".join(p) for p in COMMANDS])
+def test_help_has_an_example(path: tuple[str, ...]) -> None:
+    result = _runner().invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("Usage: ")
+    examples = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("Example:")]
+    assert examples, f"'esdedup {' '.join(path)} --help' has no 'Example:' line"
+    assert examples[0].startswith(f"Example: esdedup {' '.join(path)}"), examples[0]
+
+
+def test_version() -> None:
+    from esdedup import __version__
+
+    result = _runner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"esdedup {__version__}"
+
+
+# -- exit codes ---------------------------------------------------------------------------------------
+def test_error_classes_follow_the_exit_code_policy() -> None:
+    assert errors.EsdedupError.exit_code == 1
+    assert errors.InputError.exit_code == errors.DecodeError.exit_code == errors.BulkError.exit_code == 1
+    assert errors.ConfigError.exit_code == errors.ConfigMismatchError.exit_code == 2
+    assert errors.IndexNotFound.exit_code == 2
+    assert errors.StoreError.exit_code == errors.ConnectionFailed.exit_code == 3
+
+
+def test_ok_is_0(clean_env: Path) -> None:
+    result = _runner().invoke(app, ["mapping", "--index", "news"])
+    assert result.exit_code == 0, result.stderr
+    assert "dedup" in json.loads(result.stdout)["mappings"]["properties"]
+
+
+def test_missing_index_is_a_usage_error(clean_env: Path) -> None:
+    result = _runner().invoke(app, ["similar", "--index", "missing", "--text", "x", "--data-dir", str(clean_env)])
+    assert result.exit_code == 2
+    line = _assert_one_error_line(result)
+    assert "'missing'" in line and "does not exist" in line
+    assert result.stdout == ""
+
+
+def test_bad_options_are_usage_errors(clean_env: Path) -> None:
+    runner = _runner()
+    neither = runner.invoke(app, ["similar", "--index", "news", "--data-dir", str(clean_env)])
+    assert neither.exit_code == 2 and "exactly one of --text, --id or --file" in neither.stderr
+    assert "Traceback" not in neither.stderr
+    unknown = runner.invoke(app, ["ingest", "x", "--index", "t", "--no-such-option"])
+    assert unknown.exit_code == 2 and "No such option" in unknown.stderr
+    bad_config = runner.invoke(app, ["mapping", "--index", "news", "--bits", "63"])
+    assert bad_config.exit_code == 2
+    assert "bits must be 64 or 128" in _assert_one_error_line(bad_config)
+
+
+def test_malformed_record_is_a_data_failure_and_the_summary_adds_up(clean_env: Path) -> None:
+    sample = clean_env / "sample.jsonl"
+    sample.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n"
+                      + '{"id": "b", "text": broken\n'
+                      + json.dumps({"id": "c", "text": "今天北京天气晴朗，最高气温二十五度，适合户外活动。"},
+                                   ensure_ascii=False) + "\n", "utf-8")
+    result = _runner().invoke(app, ["ingest", str(sample), "--index", "t", "--data-dir", str(clean_env),
+                                    "--workers", "1"])
+    assert result.exit_code == 1, result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    m = re.search(r"read (\d+) = indexed (\d+) \(new (\d+), updated (\d+)\) \+ skipped (\d+) \+ failed (\d+)",
+                  result.stdout)
+    assert m, result.stdout
+    read, indexed, new, updated, skipped, failed = map(int, m.groups())
+    assert (read, indexed, skipped, failed) == (3, 2, 0, 1)
+    assert read == indexed + skipped + failed and indexed == new + updated
+    dead = [json.loads(line) for line in (clean_env / "t.dead-letter.jsonl").read_text("utf-8").splitlines()]
+    assert len(dead) == failed + skipped
+    assert dead[0]["location"] == "line 2" and "JSON" in dead[0]["reason"]
+    assert "t.dead-letter.jsonl" in result.stdout
+
+
+def test_unreachable_server_is_3_with_the_url(clean_env: Path) -> None:
+    (clean_env / "x").write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
+    url = "http://127.0.0.1:1"  # nothing listens on port 1
+    result = _runner().invoke(app, ["ingest", "x", "--index", "t", "--es", url, "--workers", "1"])
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    line = _assert_one_error_line(result)
+    assert url in line and "cannot reach Elasticsearch" in line
