@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -74,7 +74,7 @@ def main(
 
 
 @contextmanager
-def opened_store(index: str, conn: o.Connection, *, shards: int = 1, replicas: Optional[int] = None) -> Iterator[Any]:
+def opened_store(index: str, conn: o.Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
     from esdedup.api import open_store
 
     store = open_store(index, es_url=conn.es, data_dir=conn.data_dir, ca_certs=conn.ca_certs,
@@ -116,14 +116,14 @@ def ingest(
     on_duplicate: Annotated[str, typer.Option(
         help="label: index everything and label near-duplicates; skip: do not index them; index: no labels."
     )] = "label",
-    dead_letter: Annotated[Optional[Path], typer.Option(
+    dead_letter: Annotated[Path | None, typer.Option(
         help="JSONL file for failed and skipped records (default: <index>.dead-letter.jsonl).")] = None,
     workers: Annotated[int, typer.Option(help="Fingerprinting processes (0 = one per CPU).")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run from its checkpoint.")] = False,
-    checkpoint: Annotated[Optional[Path], typer.Option(
+    checkpoint: Annotated[Path | None, typer.Option(
         help="Checkpoint file (default: in the data folder, per index and server).")] = None,
     shards: Annotated[int, typer.Option(help="Shards, when the Elasticsearch index is created.")] = 1,
-    replicas: Annotated[Optional[int], typer.Option(help="Replicas, when the Elasticsearch index is created.")] = None,
+    replicas: Annotated[int | None, typer.Option(help="Replicas, when the Elasticsearch index is created.")] = None,
     hamming: o.Hamming = None,
     cosine: o.Cosine = None,
     json_out: o.JsonOut = False,
@@ -160,9 +160,9 @@ def ingest(
 def similar(
     conn: o.Connection,
     index: o.Index,
-    text: Annotated[Optional[str], typer.Option(help="Find near-duplicates of this text.")] = None,
-    id: Annotated[Optional[str], typer.Option("--id", help="...of this stored document.")] = None,
-    file: Annotated[Optional[Path], typer.Option(help="...of this file's text (any supported encoding).")] = None,
+    text: Annotated[str | None, typer.Option(help="Find near-duplicates of this text.")] = None,
+    id: Annotated[str | None, typer.Option("--id", help="...of this stored document.")] = None,
+    file: Annotated[Path | None, typer.Option(help="...of this file's text (any supported encoding).")] = None,
     hamming: o.Hamming = None,
     cosine: o.Cosine = None,
     top: Annotated[int, typer.Option(help="At most this many results.")] = 10,

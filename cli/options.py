@@ -8,16 +8,16 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from esdedup.redact import redact
 
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
-Hamming = Annotated[Optional[int], typer.Option(
+Hamming = Annotated[int | None, typer.Option(
     "--hamming", help="Largest Hamming distance that counts as a duplicate (default: the index's hamming_k).")]
-Cosine = Annotated[Optional[float], typer.Option(
+Cosine = Annotated[float | None, typer.Option(
     "--cosine", help="Smallest TF cosine that counts as a duplicate (default: the index's cosine_threshold).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
@@ -47,49 +47,50 @@ def _opt(name: str, annotation: Any, default: Any) -> inspect.Parameter:
 # -- connection ------------------------------------------------------------------------------------------
 @dataclass
 class Connection:
-    es: Optional[str] = None
-    data_dir: Optional[Path] = None
-    ca_certs: Optional[str] = None
+    es: str | None = None
+    data_dir: Path | None = None
+    ca_certs: str | None = None
     no_verify_certs: bool = False
-    client_cert: Optional[str] = None
-    client_key: Optional[str] = None
+    client_cert: str | None = None
+    client_key: str | None = None
 
     def redact(self, text: str) -> str:
         return redact(text)
 
 
 connection_options = _group("conn", Connection, [
-    _opt("es", Annotated[Optional[str], typer.Option(
+    _opt("es", Annotated[str | None, typer.Option(
         "--es", help="Elasticsearch URL (or ESDEDUP_ES_URL). Without it the embedded local store is used. "
                      "Put credentials in ESDEDUP_ES_API_KEY or ESDEDUP_ES_USER/ESDEDUP_ES_PASSWORD.")], None),
-    _opt("data_dir", Annotated[Optional[Path], typer.Option(
+    _opt("data_dir", Annotated[Path | None, typer.Option(
         "--data-dir", help="Local store folder (default: ESDEDUP_DATA_DIR or ~/.local/share/esdedup).")], None),
-    _opt("ca_certs", Annotated[Optional[str], typer.Option("--ca-certs", help="CA bundle to verify the server.")], None),
+    _opt("ca_certs", Annotated[str | None, typer.Option("--ca-certs", help="CA bundle to verify the server.")], None),
     _opt("no_verify_certs", Annotated[bool, typer.Option(
         "--no-verify-certs", help="Do NOT verify the server's TLS certificate (insecure; warned).")], False),
-    _opt("client_cert", Annotated[Optional[str], typer.Option("--client-cert", help="Client certificate (PEM).")], None),
-    _opt("client_key", Annotated[Optional[str], typer.Option("--client-key", help="Client key (PEM).")], None),
+    _opt("client_cert", Annotated[str | None, typer.Option("--client-cert", help="Client certificate (PEM).")], None),
+    _opt("client_key", Annotated[str | None, typer.Option("--client-key", help="Client key (PEM).")], None),
 ])
 
 
 # -- fingerprint config ------------------------------------------------------------------------------------
 @dataclass
 class FingerprintOptions:
-    config_file: Optional[Path] = None
-    bits: Optional[int] = None
-    hamming_k: Optional[int] = None
-    band_blocks: Optional[int] = None
-    probe_radius: Optional[int] = None
-    tokenizer: Optional[str] = None
-    shingle: Optional[int] = None
-    weighting: Optional[str] = None
-    dims: Optional[int] = None
-    t2s: Optional[bool] = None
-    strategy: Optional[str] = None
-    synonyms: Optional[Path] = None
-    user_dict: Optional[Path] = None
-    stopwords_file: Optional[Path] = None
-    idf: Optional[Path] = None
+    config_file: Path | None = None
+    bits: int | None = None
+    hamming_k: int | None = None
+    band_blocks: int | None = None
+    probe_radius: int | None = None
+    tokenizer: str | None = None
+    shingle: int | None = None
+    weighting: str | None = None
+    dims: int | None = None
+    vector_index: str | None = None
+    t2s: bool | None = None
+    strategy: str | None = None
+    synonyms: Path | None = None
+    user_dict: Path | None = None
+    stopwords_file: Path | None = None
+    idf: Path | None = None
 
     def config(self):  # -> FingerprintConfig | None
         """The config these options describe, or None when none was given (use the index's)."""
@@ -122,27 +123,30 @@ class FingerprintOptions:
 
 
 fingerprint_options = _group("fp", FingerprintOptions, [
-    _opt("config_file", Annotated[Optional[Path], typer.Option(
+    _opt("config_file", Annotated[Path | None, typer.Option(
         "--config", help="FingerprintConfig JSON (as printed by 'esdedup info --json').")], None),
-    _opt("bits", Annotated[Optional[int], typer.Option("--bits", help="SimHash width: 64 or 128.")], None),
-    _opt("hamming_k", Annotated[Optional[int], typer.Option(
+    _opt("bits", Annotated[int | None, typer.Option("--bits", help="SimHash width: 64 or 128.")], None),
+    _opt("hamming_k", Annotated[int | None, typer.Option(
         "--hamming-k", help="Largest distance the band layout guarantees to find (default 3).")], None),
-    _opt("band_blocks", Annotated[Optional[int], typer.Option(
+    _opt("band_blocks", Annotated[int | None, typer.Option(
         "--band-blocks", help="Blocks the fingerprint is cut into (default k+1, the pigeonhole layout).")], None),
-    _opt("probe_radius", Annotated[Optional[int], typer.Option(
+    _opt("probe_radius", Annotated[int | None, typer.Option(
         "--probe-radius", help="Probe band keys with neighbours within this many bits.")], None),
-    _opt("tokenizer", Annotated[Optional[str], typer.Option("--tokenizer", help="jieba, rjieba or char.")], None),
-    _opt("shingle", Annotated[Optional[int], typer.Option(
+    _opt("tokenizer", Annotated[str | None, typer.Option("--tokenizer", help="jieba, rjieba or char.")], None),
+    _opt("shingle", Annotated[int | None, typer.Option(
         "--shingle", help="Character n-gram size (with --tokenizer char).")], None),
-    _opt("weighting", Annotated[Optional[str], typer.Option("--weighting", help="tf, tfidf or tf_length.")], None),
-    _opt("dims", Annotated[Optional[int], typer.Option("--dims", help="Length of the TF vector (default 256).")], None),
-    _opt("t2s", Annotated[Optional[bool], typer.Option(
+    _opt("weighting", Annotated[str | None, typer.Option("--weighting", help="tf, tfidf or tf_length.")], None),
+    _opt("dims", Annotated[int | None, typer.Option("--dims", help="Length of the TF vector (default 256).")], None),
+    _opt("vector_index", Annotated[str | None, typer.Option(
+        "--vector-index", help="kNN index of the vector: int8_flat (default), flat, int8_hnsw, hnsw or none.")],
+        None),
+    _opt("t2s", Annotated[bool | None, typer.Option(
         "--t2s/--no-t2s", help="Convert Traditional to Simplified Chinese first.")], None),
-    _opt("strategy", Annotated[Optional[str], typer.Option(
+    _opt("strategy", Annotated[str | None, typer.Option(
         "--strategy", help="auto (by length), simhash or minhash.")], None),
-    _opt("synonyms", Annotated[Optional[Path], typer.Option("--synonyms", help="Synonym dictionary file.")], None),
-    _opt("user_dict", Annotated[Optional[Path], typer.Option("--user-dict", help="jieba user dictionary.")], None),
-    _opt("stopwords_file", Annotated[Optional[Path], typer.Option(
+    _opt("synonyms", Annotated[Path | None, typer.Option("--synonyms", help="Synonym dictionary file.")], None),
+    _opt("user_dict", Annotated[Path | None, typer.Option("--user-dict", help="jieba user dictionary.")], None),
+    _opt("stopwords_file", Annotated[Path | None, typer.Option(
         "--stopwords-file", help="Stopword list replacing the shipped ones.")], None),
-    _opt("idf", Annotated[Optional[Path], typer.Option("--idf", help="Document-frequency table (tf-idf).")], None),
+    _opt("idf", Annotated[Path | None, typer.Option("--idf", help="Document-frequency table (tf-idf).")], None),
 ])

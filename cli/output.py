@@ -4,7 +4,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -19,7 +19,7 @@ class Printer:
 
     # -- progress ------------------------------------------------------------------------------------
     @contextmanager
-    def progress(self) -> Iterator[Optional[Callable[[Any], None]]]:
+    def progress(self) -> Iterator[Callable[[Any], None] | None]:
         """A callback for the library's progress reports: a live bar on a terminal, a plain line every
         few seconds otherwise, nothing with --quiet or --json."""
         if self.quiet or self.json_out:
