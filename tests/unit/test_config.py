@@ -1,0 +1,192 @@
+"""FingerprintConfig: JSON round trip, immutability, validation messages, identity and differences."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from esdedup.config import SCHEMA_VERSION, FingerprintConfig, file_digest
+from esdedup.errors import ConfigError
+
+
+@pytest.fixture
+def synonyms_file(tmp_path):
+    path = tmp_path / "synonyms.dict"
+    path.write_text("台胞 台湾居民 台湾同胞\n", encoding="utf-8")
+    return path
+
+
+def test_json_round_trip_default():
+    cfg = FingerprintConfig()
+    text = cfg.to_json()
+    back = FingerprintConfig.from_json(text)
+    assert back == cfg
+    assert back.to_json() == text
+    assert json.loads(text)["schema"] == SCHEMA_VERSION
+
+
+def test_json_round_trip_non_default_fields(synonyms_file):
+    cfg = FingerprintConfig(bits=128, hamming_k=5, tokenizer="char", shingle=3, weighting="tf_length",
+                            dims=512, t2s=True, stopwords="none", cosine_threshold=0.9, strategy="auto",
+                            short_text_chars=120, minhash_perm=64, minhash_bands=16, minhash_ngram=3,
+                            synonyms_path=str(synonyms_file))
+    back = FingerprintConfig.from_json(cfg.to_json())
+    assert back == cfg
+    assert back.synonyms_sha256 == file_digest(synonyms_file)
+    # JSON keeps Chinese readable (ensure_ascii=False) and the keys sorted (stable text for _meta).
+    assert list(json.loads(cfg.to_json())) == sorted(json.loads(cfg.to_json()))
+
+
+def test_round_trip_does_not_rehash_a_moved_file(synonyms_file):
+    cfg = FingerprintConfig(synonyms_path=str(synonyms_file))
+    data = cfg.to_dict()
+    synonyms_file.unlink()  # the digest travels with the config; the file is not needed to read it back
+    back = FingerprintConfig.from_dict(data)
+    assert back.synonyms_sha256 == cfg.synonyms_sha256
+
+
+def test_frozen():
+    cfg = FingerprintConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.bits = 128  # type: ignore[misc]
+    assert cfg.bits == 64
+
+
+def test_replace_revalidates():
+    cfg = FingerprintConfig()
+    assert cfg.replace(hamming_k=5).hamming_k == 5
+    with pytest.raises(ConfigError, match="bits must be 64 or 128"):
+        cfg.replace(bits=32)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"bits": 32}, r"bits must be 64 or 128, got 32"),
+    ({"bits": 100}, r"bits must be 64 or 128"),
+    ({"hamming_k": 32}, r"hamming_k must be between 0 and 31, got 32"),
+    ({"hamming_k": -1}, r"hamming_k must be between 0 and 31"),
+    ({"tokenizer": "ik"}, r"tokenizer must be one of jieba, rjieba, char, got 'ik'"),
+    ({"weighting": "bm25"}, r"weighting must be one of tf, tfidf, tf_length"),
+    ({"weighting": "tfidf"}, r"tfidf.*needs a document-frequency table.*idf_path"),
+    ({"tokenizer": "char"}, r"tokenizer 'char' needs shingle >= 1"),
+    ({"shingle": 2}, r"shingle .* goes with tokenizer 'char'"),
+    ({"dims": 4}, r"dims must be between 8 and 4096"),
+    ({"stopwords": "file"}, r"stopwords 'file' needs stopwords_path"),
+    ({"stopwords": "some"}, r"stopwords must be 'default', 'none' or 'file'"),
+    ({"cosine_threshold": 0.0}, r"cosine_threshold must be in \(0, 1\]"),
+    ({"strategy": "lsh"}, r"strategy must be one of auto, simhash, minhash"),
+    ({"minhash_perm": 100, "minhash_bands": 32}, r"minhash_perm \(100\) must be a multiple of minhash_bands \(32\)"),
+    ({"minhash_ngram": 0}, r"minhash_ngram must be >= 1"),
+    ({"schema": SCHEMA_VERSION + 1}, r"config schema .* is not supported"),
+])
+def test_validation_errors_are_config_errors_with_helpful_text(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        FingerprintConfig(**changes)
+
+
+def test_config_error_is_a_value_error():
+    with pytest.raises(ValueError):
+        FingerprintConfig(bits=7)
+
+
+@pytest.mark.parametrize("changes", [
+    {"hamming_k": 8, "band_blocks": 3, "band_key_blocks": 1},              # needs radius 2
+    {"hamming_k": 3, "band_blocks": 3},                                     # blocks <= k, key_blocks -> 1
+    {"hamming_k": 4, "band_blocks": 6, "band_key_blocks": 3},              # 6 choose 3, needs radius 1
+])
+def test_incompatible_band_layout_names_the_fix(changes):
+    with pytest.raises(ConfigError) as info:
+        FingerprintConfig(**changes)
+    text = str(info.value)
+    assert "can miss pairs at Hamming distance" in text
+    assert "needs radius >=" in text and "pigeonhole" in text
+
+
+def test_band_layout_with_enough_radius_is_accepted():
+    cfg = FingerprintConfig(hamming_k=8, band_blocks=3, band_key_blocks=1, probe_radius=2)
+    layout = cfg.band_layout()
+    assert (layout.blocks, layout.key_blocks, layout.radius) == (3, 1, 2)
+
+
+def test_too_many_tables_is_rejected():
+    with pytest.raises(ConfigError, match="tables"):
+        FingerprintConfig(hamming_k=6, band_blocks=14, band_key_blocks=8)  # C(14, 8) = 3003 tables
+
+
+def test_missing_resource_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="synonyms file .*missing.dict"):
+        FingerprintConfig(synonyms_path=str(tmp_path / "missing.dict"))
+
+
+def test_unknown_fields_and_bad_json():
+    with pytest.raises(ConfigError, match="unknown config field.*colour"):
+        FingerprintConfig.from_dict({"colour": "red"})
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        FingerprintConfig.from_json("{bits: 64")
+    with pytest.raises(ConfigError, match="must be an object"):
+        FingerprintConfig.from_json("[1, 2]")
+
+
+def test_identity_ignores_paths(tmp_path, synonyms_file):
+    copy = tmp_path / "elsewhere" / "syn.dict"
+    copy.parent.mkdir()
+    copy.write_bytes(synonyms_file.read_bytes())
+    a = FingerprintConfig(synonyms_path=str(synonyms_file))
+    b = FingerprintConfig(synonyms_path=str(copy))
+    assert a != b  # the dataclasses differ (paths) ...
+    assert a.identity() == b.identity()  # ... but the fingerprints they make are the same
+    assert "synonyms_path" not in a.identity()
+    assert a.identity()["synonyms_sha256"] == file_digest(copy)
+    assert a.compatible_with(b)
+    assert a.differences(b) == {}
+
+
+def test_identity_ignores_cosine_threshold():
+    a, b = FingerprintConfig(cosine_threshold=0.8), FingerprintConfig(cosine_threshold=0.95)
+    assert a.identity() == b.identity()
+    assert a.compatible_with(b)
+    assert "cosine_threshold" not in a.identity()
+
+
+def test_identity_keeps_digests(tmp_path, synonyms_file):
+    edited = tmp_path / "edited.dict"
+    edited.write_text("台胞 台湾居民\n", encoding="utf-8")
+    a = FingerprintConfig(synonyms_path=str(synonyms_file))
+    b = FingerprintConfig(synonyms_path=str(edited))
+    assert not a.compatible_with(b)
+    diff = a.differences(b)
+    assert set(diff) == {"synonyms_sha256"}
+    assert diff["synonyms_sha256"] == (file_digest(synonyms_file), file_digest(edited))
+    # a config without the dictionary differs in the digest too
+    assert FingerprintConfig().differences(a) == {"synonyms_sha256": (None, a.synonyms_sha256)}
+
+
+def test_identity_keeps_everything_that_changes_bits():
+    base = FingerprintConfig()
+    for changes in ({"bits": 128}, {"hamming_k": 4}, {"tokenizer": "rjieba"}, {"weighting": "tf_length"},
+                    {"dims": 128}, {"t2s": True}, {"stopwords": "none"}, {"tokenizer_version": "0.0.1"}):
+        other = base.replace(**changes)
+        assert not base.compatible_with(other), changes
+        assert set(base.differences(other)) >= set(changes), changes
+
+
+def test_differences_lists_each_field_with_both_values():
+    a = FingerprintConfig(hamming_k=3, dims=256)
+    b = FingerprintConfig(hamming_k=4, dims=512, cosine_threshold=0.9)
+    assert a.differences(b) == {"hamming_k": (3, 4), "dims": (256, 512)}
+    assert b.differences(a) == {"hamming_k": (4, 3), "dims": (512, 256)}
+
+
+def test_tokenizer_version_is_recorded():
+    cfg = FingerprintConfig(tokenizer="rjieba")
+    assert cfg.tokenizer_version and cfg.tokenizer_version[0].isdigit()
+    assert FingerprintConfig(tokenizer="char", shingle=2).tokenizer_version == "builtin"
+
+
+def test_extra_is_not_compared_and_not_in_identity():
+    a = FingerprintConfig(extra={"note": "x"})
+    b = FingerprintConfig()
+    assert a == b
+    assert "extra" not in a.identity()
+    assert "extra" not in b.to_dict()
+    assert a.to_dict()["extra"] == {"note": "x"}

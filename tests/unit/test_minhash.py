@@ -1,0 +1,150 @@
+"""MinHash signatures and LSH keys for short texts: accuracy, determinism, the band formula."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from esdedup import minhash as mh
+from esdedup.features import char_shingles
+
+REPO = Path(__file__).resolve().parents[2]
+TEXT = "近似重复检测：同一篇新闻被多家网站转载"
+# Computed once for schema 1 and frozen: stored LSH keys depend on these values.
+GOLDEN_PREFIX = [551728, 208874638, 474631852, 78688521, 460360726, 27805720, 563275395, 266979748]
+GOLDEN_KEYS = ["m0:527d47432b8d67d5", "m1:94577f1359e3889b"]
+
+
+def _brute_signature(hashes: list[int], n_perm: int) -> list[int]:
+    """The documented permutation family in plain Python integers (no numpy, no overflow)."""
+    p = (1 << 61) - 1
+    person = b"esdedup-mh-v1"
+
+    def h(data: bytes) -> int:
+        return int.from_bytes(hashlib.blake2b(data, digest_size=4, person=person).digest(), "little")
+
+    out = []
+    for i in range(n_perm):
+        a = (h(f"a{i}".encode()) & 0x7FFFFFFF) | 1
+        b = h(f"b{i}".encode())
+        out.append(min(((a * x + b) % p) & 0xFFFFFFFF for x in hashes))
+    return out
+
+
+def _sig(shingles) -> np.ndarray:
+    return mh.signature(mh.shingle_hashes(shingles), 128)
+
+
+def test_golden_signature_and_keys():
+    sig = _sig(char_shingles(TEXT, 2))
+    assert sig.dtype == np.uint32 and sig.shape == (128,)
+    assert sig[:8].tolist() == GOLDEN_PREFIX
+    assert mh.lsh_keys(sig, 32)[:2] == GOLDEN_KEYS
+
+
+def test_signature_matches_the_documented_formula():
+    for shingles in (char_shingles(TEXT, 2), ["a"], [f"s{i}" for i in range(300)]):
+        hashes = mh.shingle_hashes(shingles)
+        assert mh.signature(hashes, 64).tolist() == _brute_signature(hashes.tolist(), 64)
+
+
+def test_signatures_batch_equals_one_by_one():
+    sets = [mh.shingle_hashes([f"{j}-{i}" for i in range(j % 17 + 1)]) for j in range(60)]
+    batch = mh.signatures(sets, 128, group=50)
+    for row, hashes in zip(batch, sets, strict=True):
+        assert row.tolist() == mh.signature(hashes, 128).tolist()
+
+
+_CHILD = f"""
+from esdedup import minhash as mh
+from esdedup.features import char_shingles
+sig = mh.signature(mh.shingle_hashes(char_shingles({TEXT!r}, 2)), 128)
+print(",".join(map(str, sig[:8].tolist())), mh.lsh_keys(sig, 32)[0], hash("x"))
+"""
+
+
+def test_deterministic_across_processes():
+    lines = []
+    for seed in ("3", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+        out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
+                             timeout=120, check=True).stdout.split()
+        lines.append(out)
+    assert lines[0][2] != lines[1][2]  # different str hashes in the two processes
+    assert lines[0][:2] == lines[1][:2] == [",".join(map(str, GOLDEN_PREFIX)), GOLDEN_KEYS[0]]
+
+
+@pytest.mark.parametrize("overlap, size", [(0, 400), (100, 400), (200, 400), (300, 400), (350, 400),
+                                           (400, 400), (50, 100), (90, 100)])
+def test_estimate_close_to_true_jaccard(overlap, size):
+    a = {f"x{i}" for i in range(size)}
+    b = {f"x{i}" for i in range(size - overlap, 2 * size - overlap)}
+    true = len(a & b) / len(a | b)
+    est = mh.estimate_jaccard(_sig(a), _sig(b))
+    # 128 permutations: standard error sqrt(J(1-J)/128) <= 0.045; allow about 3.5 of them
+    assert abs(est - true) <= 0.16, (true, est)
+    if true in (0.0, 1.0):
+        assert est == true
+
+
+def test_estimate_is_unbiased_over_many_pairs():
+    errors = []
+    for k in range(60):
+        a = {f"p{k}-{i}" for i in range(200)}
+        b = {f"p{k}-{i}" for i in range(100, 300)}  # Jaccard 100/300
+        errors.append(mh.estimate_jaccard(_sig(a), _sig(b)) - 1 / 3)
+    assert abs(float(np.mean(errors))) < 0.02
+    assert float(np.std(errors)) < 0.07
+
+
+def test_empty_set_signature():
+    sig = mh.signature(mh.shingle_hashes([]), 128)
+    assert sig.tolist() == [0xFFFFFFFF] * 128
+    with pytest.raises(ValueError):
+        mh.signatures([np.zeros(0, dtype=np.uint64)])
+
+
+def test_shingle_hashes_sorted_unique():
+    h = mh.shingle_hashes(["ab", "bc", "ab", "cd"])
+    assert h.dtype == np.uint64 and len(h) == 3
+    assert h.tolist() == sorted(h.tolist())
+    assert all(v < 1 << 32 for v in h.tolist())
+
+
+def test_lsh_keys_shape_and_sensitivity():
+    sig = _sig(char_shingles(TEXT, 2))
+    keys = mh.lsh_keys(sig, 32)
+    assert len(keys) == 32 and len(set(keys)) == 32
+    assert all(k.startswith(f"m{i}:") and len(k.split(":")[1]) == 16 for i, k in enumerate(keys))
+    other = sig.copy()
+    other[5] ^= 1  # row 5 is in band 1 (4 rows per band)
+    changed = [i for i, (x, y) in enumerate(zip(keys, mh.lsh_keys(other, 32), strict=True)) if x != y]
+    assert changed == [1]
+
+
+def test_collision_probability_formula():
+    # 32 bands of 4 rows, s = 0.5: 1 - (1 - 0.5^4)^32 = 1 - 0.9375^32
+    assert mh.collision_probability(0.5, 32, 4) == pytest.approx(1 - 0.9375**32)
+    assert mh.collision_probability(0.5, 32, 4) == pytest.approx(0.87321, abs=1e-5)
+    assert mh.collision_probability(0.0, 32, 4) == 0.0
+    assert mh.collision_probability(1.0, 32, 4) == 1.0
+    assert mh.collision_probability(0.8, 1, 1) == pytest.approx(0.8)
+    ps = [mh.collision_probability(s / 10, 32, 4) for s in range(11)]
+    assert ps == sorted(ps)
+
+
+def test_collision_probability_matches_band_sharing():
+    """The share of pairs (Jaccard 0.5) that share a band is near the formula's probability."""
+    shared = 0
+    pairs = 150
+    for k in range(pairs):
+        a = {f"c{k}-{i}" for i in range(60)}
+        b = {f"c{k}-{i}" for i in range(20, 80)}  # 40 / 80 = 0.5
+        ka, kb = mh.lsh_keys(_sig(a), 32), mh.lsh_keys(_sig(b), 32)
+        shared += any(x == y for x, y in zip(ka, kb, strict=True))
+    assert abs(shared / pairs - mh.collision_probability(0.5, 32, 4)) < 0.12
