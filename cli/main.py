@@ -52,6 +52,19 @@ def handles_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class _OneLineFormatter(logging.Formatter):
+    """Log lines without stack traces: a library that logs an exception (the Elasticsearch transport
+    does, on every retry) shows its type and message only, redacted."""
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 (logging's name)
+        from esdedup.redact import redact
+
+        return redact(f"  caused by {ei[0].__name__}: {ei[1]}")
+
+    def formatStack(self, stack_info: str) -> str:  # noqa: N802
+        return ""
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"esdedup {__version__}")
@@ -67,6 +80,9 @@ def main(
     # Logging is configured here and nowhere in the library; jieba announces its dictionary on
     # every start, which is noise for a command-line user.
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler:  # the one basicConfig made (not a test harness's)
+            handler.setFormatter(_OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
     import jieba
 
     jieba.setLogLevel(logging.WARNING)

@@ -14,8 +14,8 @@ from .errors import ConfigError, IndexNotFound, InputError
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import Match, Pair, clusters, find_pairs, shared_bands, similar, similar_knn
 from .readers import decode_bytes
-from .similarity import cosine, novel_similarity, size_ratio_ok
 from .simhash import hamming
+from .similarity import cosine, novel_similarity, size_ratio_ok
 from .store.base import Store
 
 
@@ -80,7 +80,7 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
         matches = similar(store, [fp], hamming_k=hamming_k, cosine=cosine, top=top, exclude=[exclude])[0]
     rows = [_match_row(m) for m in matches]
     if explain:
-        for row, m in zip(rows, matches):
+        for row, m in zip(rows, matches, strict=True):
             row.update(_explain(store, fper, fp, m))
     return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
                           "empty": fp.empty, "path": "knn" if knn else "bands"}, rows)

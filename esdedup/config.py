@@ -26,7 +26,10 @@ STRATEGIES = ("auto", "simhash", "minhash")
 # Fields that name a file on one machine; identity() keeps their digests instead.
 _PATH_FIELDS = ("synonyms_path", "user_dict_path", "stopwords_path", "idf_path")
 # Fields that only decide what counts as a duplicate at query time; an index serves any value of them.
-_QUERY_FIELDS = ("cosine_threshold",)
+_QUERY_FIELDS = ("cosine_threshold", "jaccard_threshold", "containment_threshold")
+# Fields that shape the Elasticsearch mapping but not a single fingerprint bit.
+_MAPPING_FIELDS = ("vector_index",)
+VECTOR_INDEXES = ("int8_flat", "flat", "int8_hnsw", "hnsw", "none")
 
 
 def file_digest(path: str | Path) -> str:
@@ -72,10 +75,23 @@ class FingerprintConfig:
         stopwords: ``default`` (shipped Chinese + English lists), ``none`` or ``file``
             (then ``stopwords_path``).
         cosine_threshold: the TF cosine at or above which two texts are near-duplicates.
-        strategy: ``simhash``, ``minhash`` or ``auto`` (by length, see ``short_text_chars``).
-        short_text_chars: with ``auto``, texts shorter than this (normalised characters) use the
-            MinHash path.
-        minhash_perm / minhash_bands / minhash_ngram: the MinHash LSH parameters for short texts.
+        strategy: ``auto`` (default): every text gets a MinHash signature and LSH band keys over its
+            character n-grams, and texts of at least ``short_text_chars`` also get SimHash band keys;
+            ``minhash``: signatures and LSH keys only; ``simhash``: SimHash band keys only (pairs are
+            then judged on Hamming distance and cosine). See `esdedup.lookup` for the rule.
+        short_text_chars: with ``auto``, texts shorter than this (normalised characters) get no SimHash
+            band keys (their SimHash is unstable and its band values collide at random).
+        minhash_perm / minhash_bands / minhash_ngram: the MinHash LSH parameters (signature length, LSH
+            bands, character n-gram size).
+        vector_index: how Elasticsearch indexes ``dedup.vector`` for kNN: ``int8_flat`` (default: exact
+            brute-force kNN over int8-quantised vectors, indexing as cheap as without a vector),
+            ``flat``, ``int8_hnsw`` / ``hnsw`` (approximate graph: faster kNN on millions of documents per
+            shard, but building it costs most of the indexing time) or ``none`` (stored, not searchable
+            by kNN).
+        jaccard_threshold: two texts with signatures are near-duplicates when the MinHash estimate of
+            their character n-gram Jaccard is at least this...
+        containment_threshold: ...or when the estimated share of the smaller text's n-grams found in the
+            other is at least this (one text contains the other); 0 switches containment off.
 
     Example:
         >>> cfg = FingerprintConfig(hamming_k=4)
@@ -101,6 +117,9 @@ class FingerprintConfig:
     minhash_perm: int = 128
     minhash_bands: int = 32
     minhash_ngram: int = 2
+    vector_index: str = "int8_flat"
+    jaccard_threshold: float = 0.5
+    containment_threshold: float = 0.8
     synonyms_path: str | None = None
     synonyms_sha256: str | None = None
     user_dict_path: str | None = None
@@ -113,6 +132,8 @@ class FingerprintConfig:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        if self.tokenizer not in TOKENIZERS:  # before asking importlib for a version of an unknown name
+            raise ConfigError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
         if not self.tokenizer_version:
             object.__setattr__(self, "tokenizer_version", tokenizer_version(self.tokenizer))
         for name in _PATH_FIELDS:
@@ -156,6 +177,12 @@ class FingerprintConfig:
             raise bad("stopwords 'file' needs stopwords_path")
         if not 0.0 < self.cosine_threshold <= 1.0:
             raise bad(f"cosine_threshold must be in (0, 1], got {self.cosine_threshold}")
+        if not 0.0 < self.jaccard_threshold <= 1.0:
+            raise bad(f"jaccard_threshold must be in (0, 1], got {self.jaccard_threshold}")
+        if not 0.0 <= self.containment_threshold <= 1.0:
+            raise bad(f"containment_threshold must be in [0, 1] (0 = off), got {self.containment_threshold}")
+        if self.vector_index not in VECTOR_INDEXES:
+            raise bad(f"vector_index must be one of {', '.join(VECTOR_INDEXES)}, got {self.vector_index!r}")
         if self.strategy not in STRATEGIES:
             raise bad(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         if self.minhash_perm % max(self.minhash_bands, 1) or self.minhash_bands < 1:
@@ -206,7 +233,7 @@ class FingerprintConfig:
     def identity(self) -> dict[str, Any]:
         """What must match for two fingerprints to be comparable (paths left out, digests kept)."""
         d = self.to_dict()
-        for name in (*_PATH_FIELDS, *_QUERY_FIELDS, "extra"):
+        for name in (*_PATH_FIELDS, *_QUERY_FIELDS, *_MAPPING_FIELDS, "extra"):
             d.pop(name, None)
         return d
 

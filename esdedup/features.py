@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
-from .normalize import is_token, is_word_char
+from .normalize import is_token
 
 
 def terms(tokens: Iterable[str], stopwords: frozenset[str] = frozenset(),
@@ -67,7 +67,7 @@ def char_shingles(text: str, n: int) -> list[str]:
     >>> char_shingles("北京, 欢迎你", 2)
     ['北京', '京欢', '欢迎', '迎你']
     """
-    chars = "".join(c for c in text if is_word_char(c))
+    chars = "".join(filter(str.isalnum, text))  # the characters for which is_word_char() is true
     if not chars:
         return []
     if len(chars) <= n:

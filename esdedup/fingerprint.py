@@ -6,25 +6,29 @@ a batch (`fingerprint_many`) does the vote sums for all documents in one numpy p
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 import numpy as np
 
 from . import minhash as mh
 from .bands import BandLayout
 from .config import FingerprintConfig
-from .errors import InputError
-from .features import char_shingles, count_filtered, term_weights, terms
+from .errors import ConfigError, InputError
+from .features import char_shingles, count_filtered, term_of, term_weights, terms
 from .hashing import token_digest
 from .normalize import normalize
 from .resources import Resources, load_resources
 from .simhash import pack_bits, to_hex
-from .tokenize import Tokenizer, iter_pieces
+from .tokenize import PIECE_CHARS, Tokenizer, iter_pieces
 
 #: The term table is cleared when it grows past this many terms (bounds memory on endless streams).
 MAX_CACHED_TERMS = 2_000_000
+_NO_HASHES = np.zeros(0, dtype=np.uint64)
+#: Characters of a long text turned into n-grams at a time (bounds the memory of the MinHash part).
+_SHINGLE_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +46,8 @@ class Fingerprint:
         lsh: MinHash LSH band keys when the short-text path applies, else empty.
         minhash: the MinHash signature when the short-text path applies, else None.
         chars: normalised characters.
+        shingles: distinct character n-grams behind ``minhash`` (0 when there is no signature); with the
+            signature it gives the containment estimate of the short-text rule.
     """
 
     simhash: int
@@ -54,6 +60,7 @@ class Fingerprint:
     minhash: np.ndarray | None = field(default=None, repr=False)
     chars: int = 0
     bits: int = 64
+    shingles: int = 0
 
     @property
     def hex(self) -> str:
@@ -69,50 +76,70 @@ class Fingerprint:
 
 
 class _TermTable:
-    """Term -> row of cached hash data (vote signs for SimHash, bucket and sign for the vector)."""
+    """Term -> row of cached hash data: the SimHash digest bytes, the vector bucket and sign, and the weight
+    of one occurrence (1, the term's length or its idf, by the config's weighting)."""
 
     def __init__(self, bits: int, dims: int) -> None:
         self.bits, self.dims = bits, dims
         self.index: dict[str, int] = {}
-        self.votes = np.zeros((1024, bits), dtype=np.int8)
+        self.terms: list[str] = []  # row -> term
+        self.digest = np.zeros((1024, bits // 8), dtype=np.uint8)  # token_hash bytes, little-endian
         self.bucket = np.zeros(1024, dtype=np.int64)
         self.sign = np.zeros(1024, dtype=np.float32)
+        self.factor = np.ones(1024, dtype=np.float64)
+        self._pending: list[tuple[str, float]] = []
 
-    def rows(self, term_list: Sequence[str]) -> np.ndarray:
-        index = self.index
-        missing = [t for t in term_list if t not in index]
-        if missing:
-            if len(index) + len(missing) > MAX_CACHED_TERMS:
-                index.clear()
-                missing = list(dict.fromkeys(term_list))
-            self._add(missing)
-        return np.fromiter((index[t] for t in term_list), dtype=np.int64, count=len(term_list))
+    def __len__(self) -> int:
+        return len(self.terms)
 
-    def _add(self, new_terms: list[str]) -> None:
-        start = len(self.index)
-        need = start + len(new_terms)
+    def clear(self) -> None:
+        self.index.clear()
+        self.terms.clear()
+        self._pending.clear()
+
+    def reserve(self, term: str, factor: float = 1.0) -> int:
+        """The row of a new term; its hash data is computed by the next `flush` (in one numpy pass)."""
+        row = self.index[term] = len(self.terms)
+        self.terms.append(term)
+        self._pending.append((term, factor))
+        return row
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        new, self._pending = self._pending, []
+        start, need = len(self.terms) - len(new), len(self.terms)
         if need > len(self.bucket):
             size = max(need, 2 * len(self.bucket))
-            self.votes = np.resize(self.votes, (size, self.bits))
+            self.digest = np.resize(self.digest, (size, self.bits // 8))
             self.bucket = np.resize(self.bucket, size)
             self.sign = np.resize(self.sign, size)
-        digests = [token_digest(t, self.bits) for t in new_terms]
+            self.factor = np.resize(self.factor, size)
+        digests = [token_digest(t, self.bits) for t, _ in new]
         nbytes = self.bits // 8
-        raw = np.frombuffer(b"".join(d[:nbytes] for d in digests), dtype=np.uint8).reshape(len(digests), nbytes)
-        self.votes[start:need] = np.unpackbits(raw, axis=1, bitorder="little").astype(np.int8) * 2 - 1
+        self.digest[start:need] = np.frombuffer(b"".join(d[:nbytes] for d in digests),
+                                                dtype=np.uint8).reshape(len(new), nbytes)
         tail = np.frombuffer(b"".join(d[nbytes:] for d in digests), dtype="<u8")
         self.bucket[start:need] = (tail % np.uint64(self.dims)).astype(np.int64)
         self.sign[start:need] = np.where(tail >> np.uint64(63), -1.0, 1.0).astype(np.float32)
-        for i, t in enumerate(new_terms):
-            self.index[t] = start + i
+        self.factor[start:need] = [f for _, f in new]
+
+    def rows(self, term_list: Sequence[str]) -> np.ndarray:
+        """Rows of some terms, adding the new ones."""
+        index = self.index
+        for t in term_list:
+            if t not in index:
+                self.reserve(t)
+        self.flush()
+        return np.fromiter(map(index.__getitem__, term_list), dtype=np.int64, count=len(term_list))
 
 
 class Fingerprinter:
     """Turns text into `Fingerprint`s under one `FingerprintConfig`.
 
     >>> fp = Fingerprinter(FingerprintConfig()).fingerprint("今天天气很好，我们去公园散步。")
-    >>> len(fp.hex), len(fp.bands), fp.vector.shape, fp.empty
-    (16, 4, (256,), False)
+    >>> len(fp.hex), len(fp.bands), len(fp.lsh), fp.vector.shape, fp.empty
+    (16, 0, 32, (256,), False)
 
     Raises:
         InputError: when given bytes or another non-text object.
@@ -126,6 +153,10 @@ class Fingerprinter:
         self.tokenizer = Tokenizer(self.config.tokenizer, self.resources.user_words)
         self._table = _TermTable(self.config.bits, self.config.dims)
         self._term_cache: dict[str, str | None] = {}
+        # Raw token -> code: 2 * row when the token is itself a term (the usual case), 2 * row + 1 when it
+        # stands for another term (a synonym, or spaces stripped), -1 when it is no term (punctuation, a
+        # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
+        self._codes: dict[str, int] = {}
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -173,74 +204,230 @@ class Fingerprinter:
         return term_weights(counts, self.config.weighting, self.resources.idf), sum(counts.values()), norm
 
     def _uses_minhash(self, norm: str) -> bool:
-        s = self.config.strategy
-        return s == "minhash" or (s == "auto" and len(norm) < self.config.short_text_chars)
+        return self.config.strategy in ("auto", "minhash")
 
-    def _minhash_part(self, norm: str) -> tuple[list[str], np.ndarray | None]:
+    def _minhash_part(self, norm: str) -> tuple[list[str], np.ndarray | None, int]:
+        """(LSH band keys, MinHash signature, number of distinct n-grams) on the short-text path."""
         if not self._uses_minhash(norm):
-            return [], None
+            return [], None, 0
         hashes = mh.shingle_hashes(char_shingles(norm, self.config.minhash_ngram))
         if len(hashes) == 0:
-            return [], None
+            return [], None, 0
         sig = mh.signature(hashes, self.config.minhash_perm)
-        return mh.lsh_keys(sig, self.config.minhash_bands), sig
+        return mh.lsh_keys(sig, self.config.minhash_bands), sig, len(hashes)
+
+    def _minhash_parts(self, norms: Sequence[str]) -> list[tuple[list[str], np.ndarray | None, int]]:
+        """`_minhash_part` of many texts, the signatures computed in one batch."""
+        sets = [self._shingle_set(norm) if self._uses_minhash(norm) else _NO_HASHES for norm in norms]
+        todo = [i for i, h in enumerate(sets) if len(h)]
+        sigs = mh.signatures([sets[i] for i in todo], self.config.minhash_perm)
+        out: list[tuple[list[str], np.ndarray | None, int]] = [([], None, 0)] * len(norms)
+        for i, sig in zip(todo, sigs, strict=True):
+            out[i] = (mh.lsh_keys(sig, self.config.minhash_bands), sig, len(sets[i]))
+        return out
+
+    def _shingle_set(self, norm: str) -> np.ndarray:
+        """Hashes of the distinct character n-grams of a text; a long text is read `_SHINGLE_CHUNK`
+        characters at a time, so memory follows the number of distinct n-grams, not the text size."""
+        n = self.config.minhash_ngram
+        if len(norm) <= _SHINGLE_CHUNK:
+            return mh.shingle_hashes(char_shingles(norm, n))
+        chars = "".join(filter(str.isalnum, norm))
+        acc = _NO_HASHES
+        for start in range(0, max(1, len(chars) - n + 1), _SHINGLE_CHUNK):
+            piece = chars[start:start + _SHINGLE_CHUNK + n - 1]
+            acc = np.union1d(acc, mh.shingle_hashes(char_shingles(piece, n), cache=False))
+        return acc
+
+    def _band_keys(self, simhash: int, norm: str) -> list[str]:
+        """SimHash band keys, except for texts that MinHash alone serves: every text with ``minhash``,
+        texts shorter than ``short_text_chars`` with ``auto`` (a few words make an unstable SimHash whose
+        band values collide at random)."""
+        s = self.config.strategy
+        if s == "minhash" or (s == "auto" and len(norm) < self.config.short_text_chars):
+            return []
+        return self.layout.keys(simhash)
 
     def fingerprint(self, text: str) -> Fingerprint:
         """Fingerprint one text."""
         return self.fingerprint_many([text])[0]
 
     def fingerprint_many(self, texts: Iterable[str]) -> list[Fingerprint]:
-        """Fingerprint many texts; vote sums and vectors of a whole batch are computed in numpy passes."""
-        cfg = self.config
-        prepared = [self._prepare(t) for t in texts]
-        n = len(prepared)
-        sums = np.zeros((n, cfg.bits), dtype=np.int64)
-        flat_vectors = np.zeros(n * cfg.dims, dtype=np.float64)
-        docs = [i for i, (w, _, _) in enumerate(prepared) if w]
-        for group in _groups(docs, [len(prepared[i][0]) for i in docs], _ROWS_PER_PASS):
-            r = np.concatenate([self._table.rows(list(prepared[i][0])) for i in group])
-            w = np.concatenate([np.fromiter(prepared[i][0].values(), np.float64, len(prepared[i][0]))
-                                for i in group])
-            sizes = np.array([len(prepared[i][0]) for i in group], dtype=np.int64)
-            owner = np.repeat(np.array(group, dtype=np.int64), sizes)
-            t = self._table
-            # SimHash votes in exact integer arithmetic (weights quantised to 1/1024) so that the bits
-            # never depend on floating-point summation order, CPU or BLAS.
-            wq = np.rint(w * _QUANT).astype(np.int64)
-            offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-            sums[group] = np.add.reduceat(t.votes[r].astype(np.int64) * wq[:, None], offsets, axis=0)
-            flat_vectors += np.bincount(owner * cfg.dims + t.bucket[r], weights=t.sign[r] * w,
-                                        minlength=n * cfg.dims)
-        vectors = flat_vectors.reshape(n, cfg.dims)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0).astype(np.float32)
+        """Fingerprint many texts. Texts are segmented one by one; everything after segmentation (term
+        lookup, SimHash vote sums, vectors) runs in numpy passes over up to `_DOCS_PER_PASS` texts."""
+        out: list[Fingerprint] = []
+        chunk: list[str] = []
+        for text in texts:
+            chunk.append(text)
+            if len(chunk) == _DOCS_PER_PASS:
+                out.extend(self._fingerprint_chunk(chunk))
+                chunk = []
+        if chunk or not out:
+            out.extend(self._fingerprint_chunk(chunk))
+        return out
+
+    def _fingerprint_chunk(self, texts: list[str]) -> list[Fingerprint]:
+        cfg, table = self.config, self._table
+        if len(table) > MAX_CACHED_TERMS:  # between chunks only: the rows of a chunk stay valid
+            table.clear()
+            self._codes.clear()
+        norms = [self.normalize(t) for t in texts]
+        n = len(texts)
+        keys, rows, counts, kept = self._terms_of(norms)
+        weights = counts.astype(np.float64)
+        if cfg.weighting != "tf":
+            weights *= table.factor[rows]
+        owner = np.repeat(np.arange(n, dtype=np.int64), kept)
+        sums = _vote_sums(table, rows, weights, owner, n)
+        vectors = np.bincount(owner * cfg.dims + table.bucket[rows], weights=table.sign[rows] * weights,
+                              minlength=n * cfg.dims).astype(np.float64).reshape(n, cfg.dims)  # int if empty
+        norms_ = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
         simhashes = pack_bits(sums > 0)
-        out = []
-        for i, (w, length, norm) in enumerate(prepared):
-            if not w:
+        lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
+        wl = weights.tolist()
+        ends = np.cumsum(kept).tolist()
+        out, start = [], 0
+        starts = [0, *ends[:-1]]
+        short_parts = self._minhash_parts([norm if ends[i] > starts[i] else "" for i, norm in enumerate(norms)])
+        for i, norm in enumerate(norms):
+            end = ends[i]
+            if end == start:
                 out.append(Fingerprint(0, [], vectors[i], {}, 0, empty=True, chars=len(norm), bits=cfg.bits))
                 continue
-            lsh, sig = self._minhash_part(norm)
-            out.append(Fingerprint(simhashes[i], self.layout.keys(simhashes[i]), vectors[i], w, length,
-                                   lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits))
+            tf = dict(zip(keys[start:end], wl[start:end], strict=True))
+            start = end
+            lsh, sig, n_shingles = short_parts[i]
+            out.append(Fingerprint(simhashes[i], self._band_keys(simhashes[i], norm), vectors[i], tf, lengths[i],
+                                   lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits, shingles=n_shingles))
         return out
+
+    # -- the fast path: raw token counts -> term-table rows --------------------------------------------
+    def _register(self, token: str) -> int:
+        """Code of a token not seen before (see ``self._codes``)."""
+        if self.config.tokenizer == "char":
+            term: str | None = token  # character n-grams are used as they are (see _counts_of_normalized)
+        else:
+            term = term_of(token, self.resources.stopwords, self.resources.synonyms)
+            if term is None:
+                return -1
+        row = self._table.index.get(term)
+        if row is None:
+            row = self._table.reserve(term, self._factor(term))
+        return 2 * row + (term != token)
+
+    def _factor(self, term: str) -> float:
+        """What one occurrence of a term weighs (`term_weights` is count x this factor)."""
+        if self.config.weighting == "tf_length":
+            return float(len(term))
+        if self.config.weighting == "tfidf":
+            if self.resources.idf is None:
+                raise ConfigError("tfidf weighting needs a DocumentFrequency table")
+            return self.resources.idf.idf(term)
+        return 1.0
+
+    def _token_lists(self, norm: str) -> Iterable[list[str]]:
+        """The raw tokens of a normalised text: one list, or one per piece of a long text."""
+        cfg = self.config
+        if cfg.tokenizer == "char":
+            return [char_shingles(norm, cfg.shingle)]
+        if len(norm) <= PIECE_CHARS:  # iter_pieces would yield the text itself
+            return [self.tokenizer.cut(norm)]
+        return map(self.tokenizer.cut, iter_pieces(norm))
+
+    def _token_codes(self, tokens: list[str]) -> list[int]:
+        """The code of each token (see ``self._codes``); a token seen for the first time is filtered."""
+        codes = list(map(self._codes.get, tokens, repeat(-2)))
+        if codes and min(codes) == -2:
+            known, register = self._codes, self._register
+            for i, code in enumerate(codes):
+                if code == -2:
+                    tok = tokens[i]
+                    code = known.get(tok)
+                    if code is None:
+                        code = known[tok] = register(tok)
+                    codes[i] = code
+        return codes
+
+    def _terms_of(self, norms: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """For several normalised texts: their terms, one text after the other, each text's in
+        first-occurrence order (as `count_filtered` gives them); their rows in the term table; their
+        counts; and how many terms each text has."""
+        table = self._table
+        per_text: list[dict[int, int]] = []
+        get = self._codes.get
+        for norm in norms:
+            counts: dict[int, int] = {}  # code -> count, in first-occurrence order
+            pieces = self._token_lists(norm)
+            if isinstance(pieces, list) and len(pieces) == 1:  # the usual case: count codes straight away
+                _count_elements(counts, map(get, pieces[0], repeat(-2)))
+                if -2 in counts:  # some tokens are new (-2): filter those, then count again
+                    counts = {}
+                    _count_elements(counts, self._token_codes(pieces[0]))
+            else:
+                for tokens in pieces:
+                    _count_elements(counts, self._token_codes(tokens))
+            counts.pop(-1, None)  # not terms
+            per_text.append(counts)
+        table.flush()
+        kept = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
+        total = int(kept.sum())
+        codes = np.fromiter(chain.from_iterable(per_text), dtype=np.int64, count=total)
+        counts_ = np.fromiter(chain.from_iterable([c.values() for c in per_text]), dtype=np.int64, count=total)
+        if (codes & 1).any():  # a token stood for another term: merge rows within those texts
+            codes, counts_, kept = _merge_mapped(per_text)
+        rows = codes >> 1
+        return list(map(table.terms.__getitem__, rows.tolist())), rows, counts_, kept
 
 
 _QUANT = 1024.0
-#: Term rows handled per numpy pass (bounds the temporary vote matrix to about 128 MB).
-_ROWS_PER_PASS = 1 << 18
+#: Texts handled per numpy pass, and term rows per pass of the vote sums (bounds temporary arrays).
+_DOCS_PER_PASS = 256
+_ROWS_PER_PASS = 1 << 16
+# _BYTE_BITS[v, k] = bit k of the byte value v (little-endian bit order, as in hashing.py).
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
 
 
-def _groups(items: list[int], sizes: list[int], limit: int) -> Iterable[list[int]]:
-    """Consecutive groups of items whose sizes add up to at most ``limit`` (an item larger than the
-    limit forms a group of its own)."""
-    group: list[int] = []
-    total = 0
-    for item, size in zip(items, sizes):
-        if group and total + size > limit:
-            yield group
-            group, total = [], 0
-        group.append(item)
-        total += size
-    if group:
-        yield group
+def _vote_sums(table: _TermTable, rows: np.ndarray, weights: np.ndarray, owner: np.ndarray,
+               n: int) -> np.ndarray:
+    """SimHash vote sums, shape (n, bits): for text j and bit i, the sum over its terms of the weight
+    (quantised to 1/1024) times +1 where the term's hash has bit i set, else -1.
+
+    Quantised weights make every product and partial sum an integer, so the bits never depend on
+    summation order, CPU or BLAS: float64 adds integers below 2^53 exactly in any order (texts whose
+    total weight reaches 2^52 are summed in int64 instead). Per text, the weight is first added up per
+    (byte position, byte value) of the term hashes, a histogram of 256 bins for each of the bits/8 bytes;
+    the histogram times the bits of each byte value gives, per bit, the weight of the terms that have
+    it set (``ones``), and the sum is ``2 * ones - total``."""
+    nbytes = table.bits // 8
+    wq = np.rint(weights * _QUANT)
+    total = np.bincount(owner, weights=wq, minlength=n)
+    hist = np.zeros(n * nbytes * 256, dtype=np.float64)
+    lanes = np.arange(nbytes, dtype=np.int64) * 256
+    for lo in range(0, len(rows), _ROWS_PER_PASS):
+        hi = lo + _ROWS_PER_PASS
+        index = (owner[lo:hi, None] * (nbytes * 256) + lanes) + table.digest[rows[lo:hi]]
+        hist += np.bincount(index.ravel(), weights=np.repeat(wq[lo:hi], nbytes), minlength=len(hist))
+    ones = (hist.reshape(n, nbytes, 256) @ _BYTE_BITS).reshape(n, table.bits)
+    sums = 2.0 * ones - total[:, None]
+    for j in np.flatnonzero(total >= 2.0**52).tolist():  # pragma: no cover - needs ~4e12 weighted tokens
+        mine = owner == j
+        votes = np.unpackbits(table.digest[rows[mine]], axis=1, bitorder="little").astype(np.int64) * 2 - 1
+        sums[j] = np.sign((votes * wq[mine].astype(np.int64)[:, None]).sum(axis=0))
+    return sums
+
+
+def _merge_mapped(per_text: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes (even: ``2 * row``), counts and sizes with the counts of each row added up per text, rows in
+    the order of their first code."""
+    codes: list[int] = []
+    counts: list[int] = []
+    kept = np.zeros(len(per_text), dtype=np.int64)
+    for i, by_code in enumerate(per_text):
+        by_row: dict[int, int] = {}
+        for code, c in by_code.items():
+            by_row[code >> 1] = by_row.get(code >> 1, 0) + c
+        codes.extend(2 * row for row in by_row)
+        counts.extend(by_row.values())
+        kept[i] = len(by_row)
+    return np.array(codes, dtype=np.int64), np.array(counts, dtype=np.int64), kept

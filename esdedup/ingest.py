@@ -22,23 +22,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from .config import FingerprintConfig
 from .errors import ConfigError, EsdedupError, StoreError
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import Thresholds, is_duplicate, is_short, probe_for
+from .lookup import Thresholds, probe_for, verify
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
 from .schema import content_sha1
-from .simhash import hamming_many
 from .store.base import NewDoc, Store, StoredDoc
 
 log = logging.getLogger(__name__)
 
 ON_DUPLICATE = ("index", "label", "skip")
 #: Records fingerprinted per task sent to a worker process.
-BATCH = 256
+BATCH = 1000
 
 
 @dataclass
@@ -101,11 +98,11 @@ def _fingerprint_batch(texts: list[str]) -> list[tuple[Fingerprint, str]]:
 
 def _fingerprint_with(fper: Fingerprinter, texts: list[str]) -> list[tuple[Fingerprint, str]]:
     out = []
-    for fp, text in zip(fper.fingerprint_many(texts), texts):
+    for fp, text in zip(fper.fingerprint_many(texts), texts, strict=True):
         # The exact TF table stays in the worker: it is not stored, and pickling it would cost more than
         # computing it.
         slim = Fingerprint(fp.simhash, fp.bands, fp.vector, {}, fp.length, fp.empty, fp.lsh, fp.minhash,
-                           fp.chars, fp.bits)
+                           fp.chars, fp.bits, fp.shingles)
         out.append((slim, content_sha1(normalize(text, t2s=fper.config.t2s))))
     return out
 
@@ -134,20 +131,11 @@ class RunIndex:
 
 def _best_match(fp: Fingerprint, cands: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
                 exclude: str) -> StoredDoc | None:
-    docs = [d for d in cands if d.id != exclude and not d.empty]
-    if fp.empty or not docs:
+    """The nearest verified candidate (smallest Hamming, then largest cosine, then id), as `verify` ranks."""
+    matches = verify(fp, cands, config, t, exclude=exclude)
+    if not matches:
         return None
-    hams = hamming_many(fp.simhash, [d.simhash for d in docs]) if config.bits == 64 else \
-        np.array([(fp.simhash ^ d.simhash).bit_count() for d in docs])
-    coss = np.clip(np.stack([d.vector for d in docs]) @ fp.vector, 0.0, 1.0)
-    short = is_short(fp.chars, config)
-    best = None
-    for d, h, c in zip(docs, hams, coss):
-        if is_duplicate(int(h), float(c), t, short and is_short(d.chars, config)):
-            key = (int(h), -float(c), d.id)
-            if best is None or key < best[0]:
-                best = (key, d)
-    return best[1] if best else None
+    return next(d for d in cands if d.id == matches[0].id)
 
 
 # -- dead letters and checkpoints --------------------------------------------------------------------
@@ -170,6 +158,10 @@ class DeadLetters:
         rec = {"kind": kind, "source": source, "location": location, "reason": reason, "id": id,
                "excerpt": excerpt}
         self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+    def flush(self) -> None:
+        if self._fh is not None:
+            self._fh.flush()
 
     def close(self) -> None:
         if self._fh is not None:
@@ -194,6 +186,10 @@ class Checkpoint:
         f = self.files.get(source)
         return bool(f) and (f.get("done", False) or offset < f.get("offset", 0))
 
+    def done(self, source: str) -> bool:
+        """The whole file was finished by the run being resumed (it is not opened again)."""
+        return bool(self.files.get(source, {}).get("done", False))
+
     def advance(self, source: str, next_offset: int) -> None:
         f = self.files.setdefault(source, {"offset": 0})
         f["offset"] = max(f.get("offset", 0), next_offset)
@@ -204,6 +200,7 @@ class Checkpoint:
     def save(self) -> None:
         if self.path is None:
             return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps({"files": self.files}, ensure_ascii=False), "utf-8")
         os.replace(tmp, self.path)
@@ -292,7 +289,8 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     written: dict[str, str] = {}  # id -> content sha1 of what this run wrote under it
 
     records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
-                           title_field=opts.title_field, max_record_bytes=opts.max_record_bytes, skip=skip)
+                           title_field=opts.title_field, max_record_bytes=opts.max_record_bytes, skip=skip,
+                           skip_file=ckpt.done if opts.resume else None)
     workers = opts.workers or (os.cpu_count() or 1)
     pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg.to_json(),)) if workers > 1 else None
     local = None if pool else Fingerprinter(cfg)
@@ -357,10 +355,26 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
 
     # Look up every fingerprint of the batch in the store at once (one _msearch for Elasticsearch).
     probes = [probe_for(d.fp, cfg) for d in done]
-    stored = store.lookup(probes) if done else []
+    # "index" writes no labels: only documents already stored under the same id matter (idempotent
+    # re-ingest keeps their labels), so skip the band lookups and fetch those by id.
+    try:
+        if opts.on_duplicate == "index":
+            ids = [_doc_id(d.record, d.sha1) for d in done]
+            have = store.get(ids) if done else {}
+            stored = [[have[i]] if i in have else [] for i in ids]
+        else:
+            stored = store.lookup(probes) if done else []
+    except StoreError as exc:
+        # The store went away before this batch was written: every record of it counts as failed
+        # (so read == indexed + skipped + failed still holds) and a re-run or --resume sends it again.
+        for d in done:
+            summary.failed += 1
+            dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed",
+                       id=_doc_id(d.record, d.sha1), reason=f"not written, the store failed: {exc}")
+        raise
     to_write: list[NewDoc] = []
     where: dict[str, _Done] = {}
-    for d, probe, found in zip(done, probes, stored):
+    for d, probe, found in zip(done, probes, stored, strict=True):
         rec, fp = d.record, d.fp
         doc_id = _doc_id(rec, d.sha1)
         if doc_id in written:
@@ -397,8 +411,10 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
         to_write.append(new)
         where[doc_id] = d
         written[doc_id] = d.sha1
-        run_index.add(StoredDoc(doc_id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, cluster_id, dup_of),
-                      fp.bands + fp.lsh)
+        if opts.on_duplicate != "index":  # the in-run index only serves duplicate labelling
+            run_index.add(StoredDoc(doc_id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, cluster_id, dup_of,
+                                    minhash=fp.minhash, shingles=fp.shingles),
+                          fp.bands + fp.lsh)
 
     confirmed: set[str] = set()
     try:
@@ -430,6 +446,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
         offset = getattr(item, "offset", None)
         if offset is not None:
             ckpt.advance(item.source, offset + 1)
+    dead.flush()  # a resumed run does not read these records again: their dead letters must be on disk
     ckpt.save()
     return last_source
 

@@ -3,15 +3,33 @@
 Candidate generation is the store's job (band-key lookups, exact set semantics, so both stores return
 the same candidates); deciding what is a duplicate happens here, client-side, once, for both.
 
-The rule (`is_duplicate`): an empty text matches nothing. Otherwise a pair is a near-duplicate when its
-SimHash Hamming distance is at most ``hamming_k`` and its TF-vector cosine is at least ``cosine``; either
-test may be switched off by passing None. For two *short* texts (the MinHash path of the config, where
-SimHash has too few features to be stable) the cosine test alone decides.
+The rule (`is_duplicate`): an empty text matches nothing. Two documents that both carry a MinHash
+signature (every text under the default ``auto`` strategy, see `FingerprintConfig`) are judged on their
+character n-grams: the MinHash estimate of their Jaccard is at least ``jaccard``, or the estimated share of
+the smaller text's n-grams that the other holds (containment) is at least ``containment``. Otherwise
+(``simhash`` strategy, or documents stored by an older esdedup without a signature) a pair is a
+near-duplicate when its SimHash Hamming distance is at most ``hamming_k`` and its TF-vector cosine is at
+least ``cosine`` (either test may be switched off by passing None); two *short* texts without signatures
+are judged on the cosine alone.
+
+Why n-grams decide when they can (measured with `esdedup synth` on real Chinese text, BENCHMARKS.md): a
+64-bit SimHash moves about 64 * angle / pi bits, so variants with 3 % of their characters edited sit 6-14
+bits apart on long texts, beyond any cheap band layout, and the hashed TF cosine of unrelated long texts
+reaches 0.82 while edited variants drop to 0.78; character-bigram Jaccard keeps the same variants at
+0.55 or more and unrelated texts at 0.11 or less, long or short.
+
+All-pairs search (`find_pairs`, `scored_pairs`) takes its candidates from band keys shared in the store;
+when the layout probes neighbouring keys (``probe_radius`` > 0) it also joins every document's probe keys
+in memory, so the pigeonhole guarantee holds for any k the layout was built for. Band values held by more
+than ``max_bucket`` documents are cut to that many and logged as a warning (see `Store.crowded_keys`).
 """
 from __future__ import annotations
 
+import itertools
+import logging
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import combinations
 
 import numpy as np
 
@@ -20,10 +38,21 @@ from .errors import ConfigError
 from .fingerprint import Fingerprint
 from .schema import band_fields, lsh_fields
 from .simhash import hamming_many
-from .store.base import Probe, StoredDoc, Store
+from .store.base import Probe, Store, StoredDoc
+
+log = logging.getLogger(__name__)
 
 #: Ids fetched per round trip while verifying pairs.
 FETCH_BATCH = 2000
+#: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one `Store.scan`,
+#: a numpy sort per band), for stores of up to this many documents (512 bytes each); larger ones use the
+#: store's key groups (`Store.shared_keys`). Both give the same pairs.
+LSH_IN_MEMORY_MAX = 2_000_000
+#: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
+#: characters are "contained" in almost anything) ...
+MIN_CONTAINMENT_SHINGLES = 8
+#: ... and the larger has at most this many times as many (the estimate degrades with the size ratio).
+MAX_CONTAINMENT_RATIO = 4.0
 
 
 @dataclass(frozen=True)
@@ -50,25 +79,54 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class ScoredPair:
+    """A candidate pair (``a < b``) with every measure the rule may use; ``ngram`` when both documents carry
+    MinHash signatures (then ``jaccard`` and ``containment`` are their estimates and decide, else None)."""
+
+    a: str
+    b: str
+    hamming: int
+    cosine: float
+    ngram: bool = False
+    jaccard: float | None = None
+    containment: float | None = None
+    chars: tuple[int, int] = field(default=(0, 0), compare=False)
+
+    def is_duplicate(self, t: Thresholds) -> bool:
+        return is_duplicate(self.hamming, self.cosine, t, self.ngram, jaccard=self.jaccard,
+                            containment=self.containment)
+
+
+@dataclass(frozen=True)
 class Thresholds:
     hamming_k: int | None
     cosine: float | None
+    jaccard: float | None = None
+    containment: float | None = None
 
     @classmethod
     def resolve(cls, config: FingerprintConfig, hamming_k: int | None = -1,
-                cosine: float | None = -1.0) -> Thresholds:
+                cosine: float | None = -1.0, jaccard: float | None = -1.0,
+                containment: float | None = -1.0) -> Thresholds:
         """Defaults from the config; -1 means "not given", None means "switched off"."""
         k = config.hamming_k if hamming_k == -1 else hamming_k
         c = config.cosine_threshold if cosine == -1.0 else cosine
+        j = config.jaccard_threshold if jaccard == -1.0 else jaccard
+        ct = config.containment_threshold if containment == -1.0 else containment
+        if ct is not None and ct <= 0.0:
+            ct = None
         if k is None and c is None:
             raise ConfigError("give a Hamming distance, a cosine threshold, or both")
+        for name, v in (("jaccard", j), ("containment", ct)):
+            if v is not None and not 0.0 <= v <= 1.0:
+                raise ConfigError(f"{name} threshold must be between 0 and 1, got {v}")
         if k is not None and k > config.hamming_k:
             # Band lookups only guarantee pairs up to the index's k; a larger k would silently miss pairs.
             raise ConfigError(f"--hamming {k} is larger than the index's hamming_k {config.hamming_k}; band "
                               "lookups cannot guarantee it. Re-index with a larger hamming_k.")
         if c is not None and not 0.0 <= c <= 1.0:
             raise ConfigError(f"cosine threshold must be between 0 and 1, got {c}")
-        return cls(k, c)
+        return cls(k, c, j, ct)
 
 
 def is_short(chars: int, config: FingerprintConfig) -> bool:
@@ -79,9 +137,10 @@ def probe_for(fp: Fingerprint, config: FingerprintConfig) -> dict[str, list[str]
     """The band keys to look up for one fingerprint, by field (SimHash tables, plus LSH bands if any)."""
     if fp.empty:
         return {}
-    layout = config.band_layout()
-    probe = dict(zip(band_fields(config), layout.probe_keys(fp.simhash)))
-    for name, key in zip(lsh_fields(config), fp.lsh):
+    probe: dict[str, list[str]] = {}
+    if fp.bands:  # a text that only the short-text path serves has no band keys and probes none
+        probe.update(zip(band_fields(config), config.band_layout().probe_keys(fp.simhash), strict=True))
+    for name, key in zip(lsh_fields(config), fp.lsh, strict=False):
         probe[name] = [key]
     return probe
 
@@ -103,12 +162,67 @@ def _scores(simhash: int, vector: np.ndarray, docs: Sequence[StoredDoc], bits: i
     return hams, np.clip(mat @ np.asarray(vector, dtype=np.float32), 0.0, 1.0)
 
 
-def is_duplicate(ham: int, cos: float, t: Thresholds, both_short: bool = False) -> bool:
+def is_duplicate(ham: int, cos: float, t: Thresholds, both_short: bool = False, *,
+                 jaccard: float | None = None, containment: float | None = None) -> bool:
+    """The rule of the module docstring. ``both_short``: both documents are on the MinHash path; with
+    ``jaccard`` / ``containment`` (their estimates, `short_scores`) the n-gram test decides, without them
+    the cosine alone."""
+    if both_short and jaccard is not None and (t.jaccard is not None or t.containment is not None):
+        if t.jaccard is not None and jaccard >= t.jaccard:
+            return True
+        return t.containment is not None and containment is not None and containment >= t.containment
     if both_short and t.cosine is not None:
         return cos >= t.cosine
     if t.hamming_k is not None and ham > t.hamming_k:
         return False
     return not (t.cosine is not None and cos < t.cosine)
+
+
+def short_scores(sig: np.ndarray, n: int, sigs: np.ndarray, ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MinHash estimates for one short text against several: (Jaccard, containment).
+
+    Jaccard is the share of equal signature positions. Containment, the share of the smaller n-gram set
+    found in the other, follows from it and the set sizes: ``|A & B| = J / (1 + J) * (|A| + |B|)``; it is
+    0 where the smaller set is too small or the sizes too far apart for the estimate to mean anything
+    (`MIN_CONTAINMENT_SHINGLES`, `MAX_CONTAINMENT_RATIO`)."""
+    sigs = np.asarray(sigs).reshape(len(ns), -1)
+    jac = (sigs == np.asarray(sig)[None, :]).mean(axis=1)
+    ns = np.asarray(ns, dtype=np.float64)
+    lo, hi = np.minimum(ns, n), np.maximum(ns, n)
+    ok = (lo >= MIN_CONTAINMENT_SHINGLES) & (hi <= MAX_CONTAINMENT_RATIO * lo)
+    inter = jac / (1.0 + jac) * (ns + n)
+    cont = np.where(ok, np.minimum(1.0, inter / np.maximum(lo, 1.0)), 0.0)
+    return jac, cont
+
+
+def _has_signature(d: StoredDoc | Fingerprint) -> bool:
+    return d.minhash is not None and d.shingles > 0
+
+
+def _measure(a: StoredDoc | Fingerprint, docs: Sequence[StoredDoc], config: FingerprintConfig
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Hamming, cosine, n-gram mask (both have signatures, or both are short without), Jaccard and
+    containment (NaN where not both have signatures) of ``a`` against each of ``docs``."""
+    hams, coss = _scores(a.simhash, a.vector, docs, config.bits)
+    n = len(docs)
+    jac = np.full(n, np.nan)
+    cont = np.full(n, np.nan)
+    if _has_signature(a):
+        ngram = np.fromiter((_has_signature(d) for d in docs), dtype=bool, count=n)
+        sel = np.flatnonzero(ngram)
+        if len(sel):
+            j, c = short_scores(a.minhash, a.shingles, np.stack([docs[i].minhash for i in sel]),
+                                np.array([docs[i].shingles for i in sel]))
+            jac[sel], cont[sel] = j, c
+    elif is_short(a.chars, config):  # legacy documents without signatures: short pairs by cosine
+        ngram = np.array([not _has_signature(d) and is_short(d.chars, config) for d in docs], dtype=bool)
+    else:
+        ngram = np.zeros(n, dtype=bool)
+    return hams, coss, ngram, jac, cont
+
+
+def _opt(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
 
 
 def verify(fp: Fingerprint, candidates: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
@@ -119,10 +233,9 @@ def verify(fp: Fingerprint, candidates: Sequence[StoredDoc], config: Fingerprint
     docs = [d for d in candidates if not d.empty and d.id != exclude]
     if not docs:
         return []
-    hams, coss = _scores(fp.simhash, fp.vector, docs, config.bits)
-    short = is_short(fp.chars, config)
-    out = [Match(d.id, int(h), float(c)) for d, h, c in zip(docs, hams, coss)
-           if is_duplicate(int(h), float(c), t, short and is_short(d.chars, config))]
+    hams, coss, short, jac, cont = _measure(fp, docs, config)
+    out = [Match(d.id, int(h), float(c)) for d, h, c, s, j, ct in zip(docs, hams, coss, short, jac, cont, strict=True)
+           if is_duplicate(int(h), float(c), t, bool(s), jaccard=_opt(j), containment=_opt(ct))]
     out.sort(key=lambda m: (m.hamming, -m.cosine, m.id))
     return out
 
@@ -135,7 +248,7 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, hamming_k: int | None =
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
     excl = list(exclude) if exclude is not None else [None] * len(fps)
-    return [verify(fp, cands, config, t, exclude=x)[:top] for fp, cands, x in zip(fps, found, excl)]
+    return [verify(fp, cands, config, t, exclude=x)[:top] for fp, cands, x in zip(fps, found, excl, strict=True)]
 
 
 def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10, cosine: float | None = -1.0,
@@ -156,30 +269,54 @@ def shared_bands(a: Fingerprint | Sequence[str], b: Sequence[str]) -> tuple[str,
 
 
 def find_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None = -1.0,
-               max_bucket: int = 1000) -> Iterator[Pair]:
+               max_bucket: int = 1000, jaccard: float | None = -1.0,
+               containment: float | None = -1.0) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified exactly.
 
     Each candidate pair is verified once even when it shares several bands. Buckets larger than
-    ``max_bucket`` are cut (see `Store.crowded_keys`).
+    ``max_bucket`` are cut and logged (see `Store.crowded_keys`).
+    """
+    t = Thresholds.resolve(store.config, hamming_k, cosine, jaccard, containment)
+    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k):
+        if p.is_duplicate(t):
+            yield Pair(p.a, p.b, p.hamming, p.cosine)
+
+
+def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None) -> Iterator[ScoredPair]:
+    """Every candidate pair of a store (documents sharing a band or LSH key, or, with a probing layout,
+    whose band keys are within the probe radius), once each, with all its measures.
+
+    ``hamming_k`` drops long (non-short) pairs farther apart than that early (they cannot pass the rule).
     """
     config = store.config
-    t = Thresholds.resolve(config, hamming_k, cosine)
     seen: set[tuple[str, str]] = set()
     cache: dict[str, StoredDoc] = {}
     pending: list[list[str]] = []
     pending_ids = 0
+    crowded = 0
 
-    def flush() -> Iterator[Pair]:
-        need = sorted({i for g in pending for i in g if i not in cache})
+    def fetch(ids: Iterable[str]) -> None:
+        need = sorted({i for i in ids if i not in cache})
         for start in range(0, len(need), FETCH_BATCH):
             cache.update(store.get(need[start : start + FETCH_BATCH]))
+
+    def flush() -> Iterator[ScoredPair]:
+        fetch(i for g in pending for i in g)
         for group in pending:
-            yield from _verify_group([cache[i] for i in group if i in cache], config, t, seen)
+            yield from _score_group([cache[i] for i in group if i in cache], config, seen, hamming_k)
         pending.clear()
         if len(cache) > 200_000:
             cache.clear()
 
-    for _key, ids in store.shared_keys(max_bucket=max_bucket):
+    in_memory = config.strategy != "simhash" and store.count() <= LSH_IN_MEMORY_MAX
+    groups = store.shared_keys(max_bucket=max_bucket, lsh=not in_memory)
+    if in_memory:
+        groups = itertools.chain(groups, lsh_groups(store, config, max_bucket=max_bucket))
+    for key, ids in groups:
+        if len(ids) >= max_bucket:
+            crowded += 1
+            log.warning("band value %s is shared by %d or more documents; only %d were compared "
+                        "(boilerplate? see 'esdedup info')", key, max_bucket, max_bucket)
         pending.append(ids)
         pending_ids += len(ids)
         if pending_ids >= FETCH_BATCH:
@@ -187,20 +324,155 @@ def find_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None
             pending_ids = 0
     yield from flush()
 
+    layout = config.band_layout()
+    if layout.radius > 0:
+        # Probing layouts: pairs whose keys differ in a few bits share no stored key; join in memory.
+        cache.clear()
+        yield from _probed_pairs(store, layout, config, seen, max_bucket, hamming_k, fetch, cache)
 
-def _verify_group(docs: list[StoredDoc], config: FingerprintConfig, t: Thresholds,
-                  seen: set[tuple[str, str]]) -> Iterator[Pair]:
+
+def lsh_groups(store: Store, config: FingerprintConfig, *, max_bucket: int = 1000
+               ) -> Iterator[tuple[str, list[str]]]:
+    """The groups of documents that share an LSH band, computed from the stored signatures: what
+    ``Store.shared_keys`` yields for the ``lsh_<i>`` keys (equal band rows <=> equal key), each group's
+    ids sorted and cut to ``max_bucket``; the key is given as ``m<band>:*``."""
+    ids: list[str] = []
+    sigs: list[np.ndarray] = []
+    for docs in store.scan():
+        for d in docs:
+            if not d.empty and d.minhash is not None and len(d.minhash) == config.minhash_perm:
+                ids.append(d.id)
+                sigs.append(d.minhash)
+    if len(ids) < 2:
+        return
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    ids = [ids[i] for i in order]
+    mat = np.stack([sigs[i] for i in order]).astype("<u4")
+    del sigs
+    rows = config.minhash_perm // config.minhash_bands
+    for band in range(config.minhash_bands):
+        block = np.ascontiguousarray(mat[:, band * rows:(band + 1) * rows]).view(np.dtype((np.void, 4 * rows)))
+        _, inverse, counts = np.unique(block.ravel(), return_inverse=True, return_counts=True)
+        inverse = inverse.ravel()
+        members = np.flatnonzero(counts[inverse] > 1)
+        if not len(members):
+            continue
+        members = members[np.argsort(inverse[members], kind="stable")]  # by group, ids ascending within
+        cuts = np.flatnonzero(np.diff(inverse[members])) + 1
+        for group in np.split(members, cuts):
+            yield f"m{band}:*", [ids[i] for i in group[:max_bucket].tolist()]
+
+
+def _probed_pairs(store: Store, layout, config: FingerprintConfig, seen: set[tuple[str, str]],
+                  max_bucket: int, hamming_k: int | None, fetch, cache: dict[str, StoredDoc]
+                  ) -> Iterator[ScoredPair]:
+    ids: list[str] = []
+    hashes: list[int] = []
+    short: list[bool] = []
+    for docs in store.scan():
+        for d in docs:
+            if not d.empty:
+                ids.append(d.id)
+                hashes.append(d.simhash)
+                short.append(_has_signature(d) or is_short(d.chars, config))
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    ids = [ids[i] for i in order]
+    hashes = [hashes[i] for i in order]
+    short_arr = np.array([short[i] for i in order], dtype=bool)
+    left, right = probe_pairs(layout, hashes, max_bucket=max_bucket)
+    if hamming_k is not None and len(left):
+        h = np.array(hashes, dtype=np.uint64)
+        keep = (hamming_many_pairs(h[left], h[right]) <= hamming_k) | (short_arr[left] & short_arr[right])
+        left, right = left[keep], right[keep]
+    # Score each document against its partners in one pass (pairs come sorted by left index).
+    cuts = np.flatnonzero(np.diff(left)) + 1
+    for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(left)])), strict=True):
+        if lo == hi:
+            continue
+        a_id = ids[int(left[lo])]
+        partners = [ids[int(j)] for j in right[lo:hi] if (a_id, ids[int(j)]) not in seen]
+        if not partners:
+            continue
+        if a_id not in cache or any(p not in cache for p in partners):
+            if len(cache) > 200_000:
+                cache.clear()
+            fetch([a_id, *partners])
+        a = cache.get(a_id)
+        rest = [cache[p] for p in partners if p in cache]
+        if a is None or not rest:
+            continue
+        hams, coss, sh, jac, cont = _measure(a, rest, config)
+        for d, hm, c, s_, j, ct in zip(rest, hams, coss, sh, jac, cont, strict=True):
+            seen.add((a.id, d.id))
+            if hamming_k is not None and not s_ and hm > hamming_k:
+                continue
+            yield ScoredPair(a.id, d.id, int(hm), float(c), bool(s_), _opt(j), _opt(ct), (a.chars, d.chars))
+
+
+def hamming_many_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise Hamming distance of two uint64 arrays."""
+    x = np.asarray(a, dtype=np.uint64) ^ np.asarray(b, dtype=np.uint64)
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.int64)
+    return np.unpackbits(x.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)  # pragma: no cover
+
+
+def probe_pairs(layout, simhashes: Sequence[int], *, max_bucket: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``(left[x], right[x])``, left < right, sorted, each once, whose band keys in some table
+    are within the layout's probe radius: the all-pairs form of `BandLayout.probe_keys`. Per probed key at
+    most ``max_bucket`` partners are taken (logged). 64-bit fingerprints only."""
+    n = len(simhashes)
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return empty, empty
+    keys = layout.key_values_many(np.array(simhashes, dtype=np.uint64))
+    codes: list[np.ndarray] = []
+    capped = 0
+    for t in range(layout.n_tables):
+        col = keys[:, t].astype(np.uint64)
+        order = np.argsort(col, kind="stable")
+        sorted_keys = col[order]
+        for r in range(layout.radius + 1):
+            for flips in combinations(range(layout.key_widths[t]), r):
+                probe = col ^ np.uint64(sum(1 << b for b in flips))
+                lo = np.searchsorted(sorted_keys, probe, "left")
+                cnt = np.searchsorted(sorted_keys, probe, "right") - lo
+                over = cnt > max_bucket
+                if over.any():
+                    capped += int(over.sum())
+                    cnt = np.minimum(cnt, max_bucket)
+                has = np.flatnonzero(cnt > (1 if r == 0 else 0))
+                if len(has) == 0:
+                    continue
+                c = cnt[has]
+                left = np.repeat(has, c)
+                starts = np.repeat(lo[has] - np.concatenate(([0], np.cumsum(c)[:-1])), c)
+                right = order[starts + np.arange(int(c.sum()))]
+                keep = left < right
+                codes.append(left[keep].astype(np.int64) * n + right[keep].astype(np.int64))
+        if codes:
+            codes = [np.unique(np.concatenate(codes))]
+    if capped:
+        log.warning("%d probed band values matched more than %d documents; only %d were compared",
+                    capped, max_bucket, max_bucket)
+    if not codes:
+        return empty, empty
+    return np.divmod(codes[0], n)
+
+
+def _score_group(docs: list[StoredDoc], config: FingerprintConfig, seen: set[tuple[str, str]],
+                 hamming_k: int | None) -> Iterator[ScoredPair]:
     docs = sorted((d for d in docs if not d.empty), key=lambda d: d.id)
     for i, a in enumerate(docs[:-1]):
         rest = [d for d in docs[i + 1 :] if (a.id, d.id) not in seen]
         if not rest:
             continue
-        hams, coss = _scores(a.simhash, a.vector, rest, config.bits)
-        a_short = is_short(a.chars, config)
-        for d, h, c in zip(rest, hams, coss):
+        hams, coss, short, jac, cont = _measure(a, rest, config)
+        for d, h, c, s, j, ct in zip(rest, hams, coss, short, jac, cont, strict=True):
             seen.add((a.id, d.id))
-            if is_duplicate(int(h), float(c), t, a_short and is_short(d.chars, config)):
-                yield Pair(a.id, d.id, int(h), float(c))
+            if hamming_k is not None and not s and h > hamming_k:
+                continue
+            yield ScoredPair(a.id, d.id, int(h), float(c), bool(s), _opt(j), _opt(ct), (a.chars, d.chars))
 
 
 def clusters(pairs: Iterable[Pair | tuple[str, str]]) -> dict[str, str]:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
+
+import numpy as np
 
 _WS = re.compile(r"\s+")
 # C0/C1 controls except tab/newline/CR (which become whitespace), and lone surrogates.
@@ -31,20 +34,138 @@ def normalize(text: str, *, t2s: bool = False) -> str:
     >>> normalize("臺灣居民", t2s=True)
     '台湾居民'
     """
-    text = _JUNK.sub("", text)
-    text = unicodedata.normalize("NFKC", text)
+    if len(text) > _BLOCK_CHARS:  # a long text goes block by block, which bounds the temporary memory
+        blocks = map(_clean_nfkc, _safe_blocks(text))
+        if t2s:  # OpenCC converts phrases, which may straddle a block border: convert the whole text
+            return _join_words([_t2s().convert("".join(blocks)).casefold()])
+        return _join_words(b.casefold() for b in blocks)
+    text = _clean_nfkc(text)
     if t2s:
         text = _t2s().convert(text)
-    text = text.casefold()
-    return _WS.sub(" ", text).strip()
+    # str.split() splits on exactly the characters that ``\s`` matches in a str pattern (str.isspace), so
+    # this is ``_WS.sub(" ", text).strip()``, only faster.
+    return " ".join(text.casefold().split())
+
+
+#: Texts longer than this many characters are normalised in blocks of about this size.
+_BLOCK_CHARS = 1 << 20
+
+
+def _safe_blocks(text: str, size: int | None = None) -> Iterator[str]:
+    """Consecutive slices of ``text``, each (but the first) starting at a SAFE character (see below),
+    where NFKC may be applied to either side separately; casefolding is per character anyway."""
+    size = size or _BLOCK_CHARS
+    classes, _ = _tables()
+    start, n = 0, len(text)
+    while start < n:
+        end = start + size
+        while end < n and classes[min(ord(text[end]), 0x10000)] != _SAFE:
+            end += 1
+        yield text[start:end]
+        start = end
+
+
+def _join_words(pieces: Iterable[str]) -> str:
+    """``" ".join("".join(pieces).split())`` without building the joined text twice."""
+    out: list[str] = []
+    space = False  # whitespace seen since the last word written
+    for piece in pieces:
+        words = piece.split()
+        if not words:
+            space = space or bool(piece)
+            continue
+        if out and (space or piece[0].isspace()):
+            out.append(" ")
+        out.append(" ".join(words))
+        space = piece[-1].isspace()
+    return "".join(out)
+
+
+# -- fast junk removal + NFKC -----------------------------------------------------------------------
+# ``_clean_nfkc(text) == unicodedata.normalize("NFKC", _JUNK.sub("", text))`` for every str (the unit
+# tests check it on every BMP code point in context and on random text). Most real text is already NFKC
+# except for a few characters (full-width punctuation and digits in Chinese text), and running NFKC over
+# the whole text costs as much as segmenting it, so each code point is classified with a table:
+#   SAFE   NFKC-stable, canonical combining class 0 and never the second of a composition (quick check
+#          "Yes"): nothing before it can change it or be changed by it, so NFKC may be applied to the
+#          text on either side of it separately;
+#   MAP1   combining class 0 and NFKC maps it, in any context, to one SAFE character (full-width forms,
+#          U+3000 and other spaces): replaced through a table, which leaves NFKC's result unchanged
+#          (a character and its compatibility decomposition normalise alike);
+#   JUNK   what ``_JUNK`` removes;
+#   OTHER  everything else (combining marks, ligatures, "…", Hangul, non-BMP, ...): each run of them is
+#          normalised with the SAFE character before it, by unicodedata itself.
+_SAFE, _MAP1, _OTHER, _JUNK_CLASS = 0, 1, 2, 3
+# Blocks whose characters may be SAFE or MAP1 (each one still checked); none holds a character of class
+# 0 that can be the second of a canonical composition (those are Hangul jamo and some Indic vowel signs).
+_CANDIDATE_BLOCKS = ((0x09, 0x0D), (0x20, 0x7E), (0xA0, 0x24F), (0x370, 0x4FF), (0x2000, 0x2BFF),
+                     (0x3000, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xFF00, 0xFFEF))
+
+
+@lru_cache(maxsize=1)
+def _tables() -> tuple[np.ndarray, np.ndarray]:
+    """(class of each BMP code point, plus one entry for "above the BMP"; MAP1 replacement table)."""
+    classes = np.full(0x10001, _OTHER, dtype=np.uint8)
+    replace = np.arange(0x10000, dtype=np.uint32)
+    candidates = [c for lo, hi in _CANDIDATE_BLOCKS for c in range(lo, hi + 1)]
+    for c in candidates:
+        ch = chr(c)
+        if unicodedata.combining(ch) == 0 and unicodedata.normalize("NFKC", ch) == ch:
+            classes[c] = _SAFE
+    for c in candidates:
+        ch = chr(c)
+        if classes[c] == _SAFE or unicodedata.combining(ch) != 0:
+            continue
+        target = unicodedata.normalize("NFKC", ch)
+        if len(target) == 1 and ord(target) < 0x10000 and classes[ord(target)] == _SAFE:
+            classes[c] = _MAP1
+            replace[c] = ord(target)
+    for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000)):
+        classes[c] = _JUNK_CLASS
+    return classes, replace
+
+
+def _clean_nfkc(text: str) -> str:
+    """Remove junk characters, then NFKC (see the table above)."""
+    if text.isascii():  # ASCII is NFKC already; only control characters can go
+        return _JUNK.sub("", text) if not text.isprintable() and _JUNK.search(text) else text
+    classes, replace = _tables()
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    cls = classes.take(cp, mode="clip")  # code points past the BMP clip to the last entry, _OTHER
+    n_safe, n_map1, n_other, n_junk = np.bincount(cls, minlength=4).tolist()
+    if n_safe == len(cls):
+        return text
+    if n_junk:
+        keep = cls != _JUNK_CLASS
+        cp, cls = cp[keep], cls[keep]
+    if n_map1:
+        mapped = cls == _MAP1
+        cp = cp.copy()
+        cp[mapped] = replace[cp[mapped]]
+    out = cp.tobytes().decode("utf-32-le")
+    if not n_other:
+        return out
+    other = np.flatnonzero(cls == _OTHER)
+    cut = np.flatnonzero(np.diff(other) > 1)
+    starts = other[np.concatenate(([0], cut + 1))].tolist()
+    ends = (other[np.concatenate((cut, [len(other) - 1]))] + 1).tolist()
+    parts, prev = [], 0
+    for a, b in zip(starts, ends, strict=True):
+        a = max(a - 1, prev)  # the SAFE starter before the run may compose with it
+        parts.append(out[prev:a])
+        parts.append(unicodedata.normalize("NFKC", out[a:b]))
+        prev = b
+    parts.append(out[prev:])
+    return "".join(parts)
 
 
 def is_word_char(ch: str) -> bool:
-    """True for letters, digits and CJK ideographs; False for punctuation, symbols, spaces, emoji."""
-    cat = unicodedata.category(ch)
-    return cat[0] in "LN"
+    """True for letters, digits and CJK ideographs (general category L* or N*); False for punctuation,
+    symbols, marks, spaces, emoji. For one character that is exactly ``str.isalnum`` (the tests check
+    every code point), which runs in C."""
+    return ch.isalnum()
 
 
 def is_token(token: str) -> bool:
     """A token counts as a feature if it has at least one letter, digit or ideograph."""
-    return any(is_word_char(c) for c in token)
+    return any(map(str.isalnum, token))

@@ -7,15 +7,15 @@ the article text, and are scored exactly client-side (`esdedup.lookup`).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .schema import DEDUP
 
 #: Doc-value fields every lookup returns (cheap, columnar).
 FINGERPRINT_FIELDS = ["dedup.simhash", "dedup.tokens", "dedup.chars", "dedup.empty", "dedup.cluster_id",
-                      "dedup.duplicate_of"]
-VECTOR_SOURCE = ["dedup.vector"]
+                      "dedup.duplicate_of", "dedup.shingles"]
+VECTOR_SOURCE = ["dedup.vector", "dedup.minhash"]
 
 
 def band_query(probe: Mapping[str, Sequence[str]], *, filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def msearch_body(index: str, probes: Sequence[Mapping[str, Sequence[str]]], *, s
     return out
 
 
-def knn_body(vector: Sequence[float], *, k: int = 10, num_candidates: int | None = None,
+def knn_body(vector: Iterable[float], *, k: int = 10, num_candidates: int | None = None,
              filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Top-level ``knn`` on the TF vector (the short-text path), returning fingerprints only."""
     knn: dict[str, Any] = {"field": "dedup.vector", "query_vector": [float(x) for x in vector], "k": k,

@@ -30,7 +30,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -105,6 +105,10 @@ class Rejected:
     reason: str
     excerpt: str | None = None
     """The first ~200 characters of the raw record, for the dead-letter file."""
+    offset: int | None = field(default=None, compare=False)
+    """Byte offset of the rejected line or row (0 for a whole file), for resume checkpoints: a resumed
+    run passes over it like over a Record; None when unknown (then it may be reported again). Not part of
+    equality: two rejections of the same thing compare equal however they were found."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,6 +336,19 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
         raise DecodeError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}") from exc
 
 
+def _stray_nuls(sample: bytes, final: bool) -> bool:
+    """UTF-8 lines of which at most one in ten carries NUL bytes: a damaged text file, not a binary one."""
+    lines = sample.split(b"\n")
+    if not final and len(lines) > 1:
+        lines = lines[:-1]  # possibly cut by the end of the sample
+    with_nul = sum(1 for line in lines if b"\x00" in line)
+    clean = [line for line in lines if b"\x00" not in line and line.strip()]
+    if not clean or with_nul * 10 > len(lines):
+        return False
+    utf8 = sum(1 for line in clean if _strict(line, "utf-8", True) is not None)
+    return utf8 * 10 >= len(clean) * 9
+
+
 def _detect_lines(sample: bytes, final: bool) -> str:
     """The encoding of a line-oriented file (JSONL, CSV) from its first bytes.
 
@@ -342,8 +359,16 @@ def _detect_lines(sample: bytes, final: bool) -> str:
     try:
         name = detect_encoding(sample, final=final)
     except DecodeError as exc:
+        if exc.reason == _BINARY and _stray_nuls(sample, final):
+            # Text lines of which a few carry NUL bytes: JSON and CSV text has no raw NUL, so those
+            # lines are rejected one by one and the others are read.
+            return "utf-8"
         if exc.reason not in (_UNDECODABLE, _MIXED):
             raise
+        name = None
+    if name in ("utf-16-le", "utf-16-be") and b"\x00" not in sample:
+        # UTF-16 lines end in a newline that carries a NUL byte: a sample without any is not UTF-16
+        # (long runs of ASCII pairs such as "[[" merely read as Han characters).
         name = None
     if name is not None and name not in _CJK_CODECS:
         return name
@@ -445,7 +470,7 @@ class _Walker:
             try:
                 st = os.stat(path)
             except OSError as exc:
-                yield Rejected(str(path), "", _os_reason(exc, path))
+                yield Rejected(str(path), "", _os_reason(exc, path), offset=0)
                 continue
             if stat.S_ISDIR(st.st_mode):
                 yield from self._walk_dir(path, path, st, frozenset())
@@ -455,7 +480,7 @@ class _Walker:
     def _file(self, path: Path, root: Path | None, st: os.stat_result
               ) -> Iterator[tuple[Path, Path | None] | Rejected]:
         if not stat.S_ISREG(st.st_mode):
-            yield Rejected(str(path), "", "not a regular file")
+            yield Rejected(str(path), "", "not a regular file", offset=0)
             return
         key = (st.st_dev, st.st_ino)
         first = self._files.get(key)
@@ -464,7 +489,7 @@ class _Walker:
             return
         self._files[key] = path
         if not os.access(path, os.R_OK):
-            yield Rejected(str(path), "", "permission denied")
+            yield Rejected(str(path), "", "permission denied", offset=0)
             return
         yield path, root
 
@@ -472,7 +497,7 @@ class _Walker:
                   ) -> Iterator[tuple[Path, Path | None] | Rejected]:
         key = (st.st_dev, st.st_ino)
         if key in ancestors:
-            yield Rejected(str(path), "", "symlink loop")
+            yield Rejected(str(path), "", "symlink loop", offset=0)
             return
         first = self._dirs.get(key)
         if first is not None:
@@ -483,7 +508,7 @@ class _Walker:
             with os.scandir(path) as it:
                 names = sorted(entry.name for entry in it if not entry.name.startswith("."))
         except OSError as exc:
-            yield Rejected(str(path), "", _os_reason(exc, path))
+            yield Rejected(str(path), "", _os_reason(exc, path), offset=0)
             return
         inner = ancestors | {key}
         for name in names:
@@ -491,7 +516,7 @@ class _Walker:
             try:
                 child_st = os.stat(child)  # follows symlinks
             except OSError as exc:
-                yield Rejected(str(child), "", _os_reason(exc, child))
+                yield Rejected(str(child), "", _os_reason(exc, child), offset=0)
                 continue
             if stat.S_ISDIR(child_st.st_mode):
                 yield from self._walk_dir(child, root, child_st, inner)
@@ -523,6 +548,7 @@ class _Options:
     title_field: str
     max_record_bytes: int
     skip: Callable[[str, int], bool] | None
+    skip_file: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -671,7 +697,7 @@ def _build(mapping: dict[str, Any], opts: _Options, *, source: str, location: st
         else:
             reason = f"title field {title_field!r} is not a string (got {_type_name(raw_title)})"
     if reason is not None or not isinstance(text, str):
-        return Rejected(source, location, reason or "", excerpt)
+        return Rejected(source, location, reason or "", excerpt, offset)
     fields = {key: value for key, value in mapping.items()
               if key != text_field and key != id_field and key != title_field}
     return Record(id=record_id, text=text, title=title, fields=fields, source=source,
@@ -690,11 +716,11 @@ def _sniff(f: BinaryIO, source: str) -> _Codec | Rejected:
     """Detect the encoding from the first SAMPLE_BYTES and position ``f`` after the BOM."""
     sample = f.read(SAMPLE_BYTES)
     if not sample:
-        return Rejected(source, "", "empty file")
+        return Rejected(source, "", "empty file", offset=0)
     try:
         name = _detect_lines(sample, final=len(sample) < SAMPLE_BYTES)
     except DecodeError as exc:
-        return Rejected(source, "", exc.reason, sample[:EXCERPT_CHARS].decode("ascii", "backslashreplace"))
+        return Rejected(source, "", exc.reason, sample[:EXCERPT_CHARS].decode("ascii", "backslashreplace"), 0)
     codec = _codec_for(name, sample)
     logger.debug("reading %s as %s", source, name)
     f.seek(codec.bom)
@@ -757,7 +783,8 @@ def _read_jsonl(path: Path, opts: _Options) -> Iterator[Record | Rejected]:
     with _open_binary(path) as f:
         enc = _sniff(f, source)
         if isinstance(enc, Rejected):
-            yield enc
+            if opts.skip is None or not opts.skip(source, 0):
+                yield enc
             return
         lineno = 0
         for line in _split_lines(f, enc.bom, enc.newline, limit):
@@ -766,29 +793,35 @@ def _read_jsonl(path: Path, opts: _Options) -> Iterator[Record | Rejected]:
             if line.data is None:
                 if opts.skip is None or not opts.skip(source, line.offset):
                     yield Rejected(source, location, _too_long(line.length, limit),
-                                   _excerpt(line.head, enc.codec))
+                                   _excerpt(line.head, enc.codec), line.offset)
                 continue
             try:
                 text, encoding = _decode_line(line.data, enc, path, line.offset)
             except UnicodeDecodeError as exc:
                 if opts.skip is None or not opts.skip(source, line.offset):
-                    yield Rejected(source, location, _decode_reason(exc, enc), _excerpt(line.head, enc.codec))
+                    yield Rejected(source, location, _decode_reason(exc, enc), _excerpt(line.head, enc.codec),
+                                   line.offset)
                 continue
             if not text or text.isspace():
                 continue  # a blank line is not a record
             if opts.skip is not None and opts.skip(source, line.offset):
                 continue
             excerpt = text[:EXCERPT_CHARS]
+            if "\x00" in text:
+                yield Rejected(source, location, "raw NUL byte in the line (not valid JSON text)",
+                               excerpt.replace("\x00", "\\x00"), line.offset)
+                continue
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
-                yield Rejected(source, location, f"invalid JSON: {exc.msg} at column {exc.colno}", excerpt)
+                yield Rejected(source, location, f"invalid JSON: {exc.msg} at column {exc.colno}", excerpt,
+                               line.offset)
                 continue
             except RecursionError:
-                yield Rejected(source, location, "invalid JSON: nested too deeply", excerpt)
+                yield Rejected(source, location, "invalid JSON: nested too deeply", excerpt, line.offset)
                 continue
             if not isinstance(obj, dict):
-                yield Rejected(source, location, f"not a JSON object (got {_json_type(obj)})", excerpt)
+                yield Rejected(source, location, f"not a JSON object (got {_json_type(obj)})", excerpt, line.offset)
                 continue
             yield _build(obj, opts, source=source, location=location, offset=line.offset,
                          encoding=encoding, excerpt=excerpt,
@@ -869,7 +902,8 @@ def _read_csv(path: Path, opts: _Options, delimiter: str) -> Iterator[Record | R
     with _open_binary(path) as f:
         enc = _sniff(f, source)
         if isinstance(enc, Rejected):
-            yield enc
+            if opts.skip is None or not opts.skip(source, 0):
+                yield enc
             return
         feeder = _RowFeeder(_split_lines(f, enc.bom, enc.newline, limit, quotes=True), enc, path, limit)
         reader = csv.reader(feeder, delimiter=delimiter, strict=True)
@@ -880,22 +914,22 @@ def _read_csv(path: Path, opts: _Options, delimiter: str) -> Iterator[Record | R
             try:
                 row = next(reader)
             except StopIteration:
-                yield Rejected(source, "", "empty file")
+                yield Rejected(source, "", "empty file", offset=0)
                 return
             except csv.Error as exc:
                 yield Rejected(source, "header", f"invalid CSV header: {exc}",
-                               _excerpt(feeder.head, enc.codec))
+                               _excerpt(feeder.head, enc.codec), 0)
                 return
             if feeder.problem is not None:
                 reason = _too_long(feeder.row_bytes, limit) if feeder.problem == "too long" else feeder.problem
-                yield Rejected(source, "header", reason, _excerpt(feeder.head, enc.codec))
+                yield Rejected(source, "header", reason, _excerpt(feeder.head, enc.codec), 0)
                 return
             if row:
                 header = [name.strip() for name in row]
         for key in (opts.id_field, opts.text_field, opts.title_field):
             if header.count(key) > 1:
                 yield Rejected(source, "header", f"CSV header has column {key!r} more than once",
-                               delimiter.join(header)[:EXCERPT_CHARS])
+                               delimiter.join(header)[:EXCERPT_CHARS], 0)
                 return
         if opts.text_field not in header:
             logger.warning("%s: the CSV header has no column %r; every row will be rejected",
@@ -912,7 +946,7 @@ def _read_csv(path: Path, opts: _Options, delimiter: str) -> Iterator[Record | R
                 rowno += 1
                 if opts.skip is None or not opts.skip(source, feeder.start):
                     yield Rejected(source, f"row {rowno}", f"invalid CSV: {exc}",
-                                   _excerpt(feeder.head, enc.codec))
+                                   _excerpt(feeder.head, enc.codec), feeder.start)
                 continue
             rowno += 1
             if not row and feeder.problem is None:
@@ -922,12 +956,13 @@ def _read_csv(path: Path, opts: _Options, delimiter: str) -> Iterator[Record | R
             location = f"row {rowno}"
             excerpt = _excerpt(feeder.head, enc.codec)
             if feeder.problem == "too long":
-                yield Rejected(source, location, _too_long(feeder.row_bytes, limit), excerpt)
+                yield Rejected(source, location, _too_long(feeder.row_bytes, limit), excerpt, feeder.start)
             elif feeder.problem is not None:
-                yield Rejected(source, location, feeder.problem, excerpt)
+                yield Rejected(source, location, feeder.problem, excerpt, feeder.start)
             elif len(row) > len(header):
                 yield Rejected(source, location,
-                               f"row has {len(row)} fields but the header has {len(header)}", excerpt)
+                               f"row has {len(row)} fields but the header has {len(header)}", excerpt,
+                               feeder.start)
             else:
                 yield _build(dict(zip(header, row, strict=False)), opts, source=source, location=location,
                              offset=feeder.start, encoding=feeder.encoding, excerpt=excerpt)
@@ -941,27 +976,27 @@ def _read_txt(path: Path, root: Path | None, opts: _Options) -> Iterator[Record 
     with _open_binary(path) as f:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
-            yield Rejected(source, "", _too_long(size, limit))
+            yield Rejected(source, "", _too_long(size, limit), offset=0)
             return
         data = f.read(limit + 1)
     if len(data) > limit:  # grew while we looked
-        yield Rejected(source, "", _too_long(len(data), limit))
+        yield Rejected(source, "", _too_long(len(data), limit), offset=0)
         return
     if not data:
-        yield Rejected(source, "", "empty file")
+        yield Rejected(source, "", "empty file", offset=0)
         return
     try:
         text, encoding = decode_bytes(data)
     except DecodeError as exc:
-        yield Rejected(source, "", exc.reason, data[:EXCERPT_CHARS].decode("ascii", "backslashreplace"))
+        yield Rejected(source, "", exc.reason, data[:EXCERPT_CHARS].decode("ascii", "backslashreplace"), 0)
         return
     if not text or text.isspace():
-        yield Rejected(source, "", "empty file")
+        yield Rejected(source, "", "empty file", offset=0)
         return
     record_id = str(path) if root is None else path.relative_to(root).as_posix()
     size = len(record_id.encode("utf-8", "surrogateescape"))
     if size > MAX_ID_BYTES:
-        yield Rejected(source, "", f"id of {size} bytes exceeds {MAX_ID_BYTES}", text[:EXCERPT_CHARS])
+        yield Rejected(source, "", f"id of {size} bytes exceeds {MAX_ID_BYTES}", text[:EXCERPT_CHARS], 0)
         return
     yield Record(id=record_id, text=text, title=None, fields={}, source=source, location="",
                  offset=0, encoding=encoding)
@@ -976,6 +1011,7 @@ def read_records(
     title_field: str = "title",
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     skip: Callable[[str, int], bool] | None = None,
+    skip_file: Callable[[str], bool] | None = None,
 ) -> Iterator[Record | Rejected]:
     """Stream the records of files and directories, in a deterministic order.
 
@@ -983,6 +1019,8 @@ def read_records(
     'tsv' ('csv' reads .tsv files with tabs too). ``skip(source, offset)`` is asked for every
     record start (not for blank lines) and a True answer drops that record silently, so a resumed
     run can pass over what it already did; txt files are asked with offset 0 before being read.
+    Rejections carry their offset and are asked the same way. ``skip_file(source)`` is asked before a
+    file is opened: True means a resumed run finished it, and it is not read at all.
     Everything else yields a Record or a Rejected. Raises
     :class:`~esdedup.errors.ConfigError` at once for a bad ``format`` or ``max_record_bytes``.
     """
@@ -990,16 +1028,19 @@ def read_records(
         raise ConfigError(f"unknown input format {format!r}; use one of {', '.join(sorted(_FORMATS))}")
     if max_record_bytes < 1:
         raise ConfigError(f"max_record_bytes must be positive, got {max_record_bytes}")
-    opts = _Options(id_field, text_field, title_field, max_record_bytes, skip)
+    opts = _Options(id_field, text_field, title_field, max_record_bytes, skip, skip_file)
     return _read_all(_as_list(paths), format, opts)
 
 
 def _read_all(paths: list[Path], format: str, opts: _Options) -> Iterator[Record | Rejected]:
     for item in _Walker().walk(paths):
         if isinstance(item, Rejected):
-            yield item
+            if opts.skip is None or item.offset is None or not opts.skip(item.source, item.offset):
+                yield item
             continue
         path, root = item
+        if opts.skip_file is not None and opts.skip_file(str(path)):
+            continue  # finished by the run being resumed: not even opened
         fmt = detect_format(path) if format == "auto" else format
         try:
             if fmt == "jsonl":

@@ -11,6 +11,8 @@ dedup.simhash               keyword         SimHash as fixed-width lowercase hex
 dedup.band_<i>              keyword         band key of table i, ``"<i>:<hex>"``; equal keys = candidate pair
 dedup.lsh_<i>               keyword         MinHash LSH band i for short texts, ``"m<i>:<hex>"``
 dedup.vector                dense_vector    hashed TF vector, unit length, cosine similarity
+dedup.minhash               binary          short texts: MinHash signature, little-endian uint32s (base64)
+dedup.shingles              integer         short texts: distinct character n-grams behind the signature
 dedup.tokens                integer         terms after filtering (document length)
 dedup.chars                 integer         normalised characters
 dedup.empty                 boolean         true when the text has no words (never matches anything)
@@ -21,6 +23,7 @@ dedup.duplicate_of          keyword         id of the document this one near-dup
 """
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -87,9 +90,11 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
     """The index mapping (the ``mappings`` body) for a config."""
     dedup_props: dict[str, Any] = {
         "simhash": {"type": "keyword"},
-        "vector": {"type": "dense_vector", "dims": config.dims, "index": True, "similarity": "cosine"},
+        "vector": vector_mapping(config),
         "tokens": {"type": "integer"},
         "chars": {"type": "integer"},
+        "minhash": {"type": "binary"},
+        "shingles": {"type": "integer"},
         "empty": {"type": "boolean"},
         "content_sha1": {"type": "keyword"},
         "cluster_id": {"type": "keyword"},
@@ -103,6 +108,14 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
         "properties": {**copy.deepcopy(ARTICLE_FIELDS),
                        DEDUP: {"type": "object", "dynamic": "strict", "properties": dedup_props}},
     }
+
+
+def vector_mapping(config: FingerprintConfig) -> dict[str, Any]:
+    """``dedup.vector``: cosine similarity; indexed for kNN as the config's ``vector_index`` says."""
+    if config.vector_index == "none":
+        return {"type": "dense_vector", "dims": config.dims, "index": False}
+    return {"type": "dense_vector", "dims": config.dims, "index": True, "similarity": "cosine",
+            "index_options": {"type": config.vector_index}}
 
 
 def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
@@ -136,13 +149,27 @@ def dedup_source(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: st
     if not fp.empty:
         # dense_vector with cosine similarity rejects an all-zero vector, so an empty text stores none.
         d["vector"] = [round(float(x), 6) for x in fp.vector]
-    for name, key in zip(band_fields(config), fp.bands):
+    if fp.minhash is not None:
+        d["minhash"] = encode_minhash(fp.minhash)
+        d["shingles"] = fp.shingles
+    for name, key in zip(band_fields(config), fp.bands, strict=False):  # an empty text has no bands
         d[name] = key
-    for name, key in zip(lsh_fields(config), fp.lsh):
+    for name, key in zip(lsh_fields(config), fp.lsh, strict=False):  # only short texts have LSH keys
         d[name] = key
     if normalized_sha1:
         d["content_sha1"] = normalized_sha1
     return d
+
+
+def encode_minhash(sig: np.ndarray) -> str:
+    """A MinHash signature as stored in Elasticsearch: base64 of its little-endian uint32 values."""
+    return base64.b64encode(np.asarray(sig, dtype="<u4").tobytes()).decode("ascii")
+
+
+def decode_minhash(text: str | None) -> np.ndarray | None:
+    if not text:
+        return None
+    return np.frombuffer(base64.b64decode(text), dtype="<u4").astype(np.uint32)
 
 
 def fingerprint_parts(dedup: dict[str, Any], config: FingerprintConfig) -> tuple[int, np.ndarray, bool]:

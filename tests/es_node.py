@@ -141,8 +141,11 @@ class LocalCluster:
         java_home: str | None = None,
         timeout: int | None = None,
         watch: bool = True,
+        settings: dict[str, object] | None = None,
     ) -> None:
         self.nodes = nodes
+        #: extra elasticsearch.yml settings of every node (``scripts/es-local start -E KEY=VALUE``)
+        self.settings = dict(settings or {})
         self.port = port
         self.name = name or f"esdedup-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._own_state = state_dir is None
@@ -209,6 +212,8 @@ class LocalCluster:
             args += ["--java-home", self.java_home]
         if self.timeout:
             args += ["--timeout", str(self.timeout)]
+        for key, value in self.settings.items():
+            args += ["-E", f"{key}={value}"]
         try:
             # the script's watchdog stops the nodes if this process dies without calling stop()
             watch = {"ESDEDUP_ES_WATCH_PID": str(os.getpid())} if self.watch else None

@@ -21,7 +21,10 @@ Probe = Mapping[str, Sequence[str]]
 
 @dataclass(frozen=True)
 class StoredDoc:
-    """The parts of a stored document that lookups and verification need (never the full text)."""
+    """The parts of a stored document that lookups and verification need (never the full text).
+
+    ``minhash`` (uint32 signature) and ``shingles`` (distinct character n-grams behind it) are set for
+    documents on the short-text path, and None / 0 otherwise."""
 
     id: str
     simhash: int
@@ -31,6 +34,8 @@ class StoredDoc:
     chars: int = 0
     cluster_id: str | None = None
     duplicate_of: str | None = None
+    minhash: np.ndarray | None = field(default=None, repr=False, compare=False)
+    shingles: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,10 +107,16 @@ class Store(Protocol):
         """The article fields of one document (title, text, ...), or None."""
         ...
 
-    def shared_keys(self, *, max_bucket: int = 1000) -> Iterator[tuple[str, list[str]]]:
+    def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        """Every stored document, in batches of at most ``batch`` (used by all-pairs search when the band
+        layout probes neighbours, which exact key groups cannot serve)."""
+        ...
+
+    def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
         """Every band key held by two or more documents, with their ids (sorted). A key held by more than
         ``max_bucket`` documents is yielded with only ``max_bucket`` ids, and reported by
-        `crowded_keys` (boilerplate that collides with everything)."""
+        `crowded_keys` (boilerplate that collides with everything). ``lsh=False``: SimHash band keys
+        only (all-pairs search then groups the MinHash LSH bands itself, from `scan`)."""
         ...
 
     def crowded_keys(self, *, min_count: int, limit: int = 20) -> list[tuple[str, int]]:

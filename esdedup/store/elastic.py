@@ -1,25 +1,35 @@
 """The Elasticsearch store: band keys as keyword fields, the TF vector as a dense_vector, config in `_meta`.
 
-Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes, 429 retried with
-exponential backoff by the helper); documents rejected with a 5xx status are re-sent here a few times with
-the same backoff. Lookups are `_msearch` batches of band queries built by `esdedup.query`.
+Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes); documents rejected
+with 429 (write queue full) or a 5xx status, and whole requests throttled with 429, are re-sent here with
+exponential backoff and counted in `ElasticStore.retried`. Lookups are `_msearch` batches of band queries built by `esdedup.query`.
 """
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from .. import query as q
 from ..config import FingerprintConfig
 from ..errors import BulkError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
 from ..redact import redact
-from ..schema import DEDUP, band_fields, config_from_meta, dedup_source, lsh_fields, mapping_for
+from ..schema import (
+    DEDUP,
+    band_fields,
+    config_from_meta,
+    decode_minhash,
+    dedup_source,
+    lsh_fields,
+    mapping_for,
+)
 from ..simhash import from_hex
-from .. import query as q
 from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
 from .local import mismatch_error, validate_name
 
@@ -38,7 +48,7 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
 
     try:
         yield
-    except es.AuthenticationException as exc:
+    except es.AuthenticationException:
         raise ConnectionFailed(f"{where}: Elasticsearch refused the credentials (401)") from None
     except es.AuthorizationException as exc:
         raise ConnectionFailed(f"{where}: not allowed (403): {redact(str(exc.message), secrets)}") from None
@@ -46,13 +56,34 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         raise IndexNotFound(f"{where}: not found: {redact(str(exc.message), secrets)}") from None
     except es.ApiError as exc:
         raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: "
-                         f"{redact(str(exc.message), secrets)}") from None
+                         f"{redact(_api_reason(exc), secrets)}") from None
     except es.SerializationError as exc:
         raise StoreError(f"{where}: could not encode or decode a request: {redact(str(exc), secrets)}") from None
     except es.TransportError as exc:
         # ConnectionError, ConnectionTimeout, TLS errors: the cause is what matters, not the stack.
         reason = redact(str(exc.message if hasattr(exc, "message") else exc), secrets)
+        if "CERTIFICATE_VERIFY_FAILED" in reason:
+            raise ConnectionFailed(f"{where}: TLS certificate verification failed ({reason}); give the CA that "
+                                   "signed the server's certificate with --ca-certs (or ESDEDUP_ES_CA_CERTS)"
+                                   ) from None
         raise ConnectionFailed(f"{where}: cannot reach Elasticsearch: {reason}") from None
+
+
+_HTML_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
+
+
+def _api_reason(exc: Any) -> str:
+    """The reason of an error answer; for a non-JSON answer (a proxy's HTML page) its title or first
+    characters, with a hint when a TLS-terminating proxy asks for a client certificate."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, (str, bytes)) and body:
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        m = _HTML_TITLE.search(text)
+        reason = " ".join((m.group(1) if m else re.sub(r"<[^>]+>", " ", text)).split())[:200]
+        if "SSL certificate" in reason:
+            reason += " (the server requires a client certificate: use --client-cert and --client-key)"
+        return reason
+    return str(exc.message)
 
 
 def _first(fields: Mapping[str, Any], name: str, default: Any = None) -> Any:
@@ -64,11 +95,13 @@ def hit_to_doc(hit: Mapping[str, Any], dims: int) -> StoredDoc:
     """A search hit (docvalue fields + vector in _source) as a `StoredDoc`."""
     f = hit.get("fields", {})
     src = hit.get("_source") or {}
-    vec = (src.get(DEDUP) or {}).get("vector")
+    dedup = src.get(DEDUP) or {}
+    vec = dedup.get("vector")
     vector = np.asarray(vec, dtype=np.float32) if vec is not None else np.zeros(dims, dtype=np.float32)
     return StoredDoc(hit["_id"], from_hex(_first(f, "dedup.simhash", "0")), vector,
                      bool(_first(f, "dedup.empty", False)), int(_first(f, "dedup.tokens", 0)),
-                     int(_first(f, "dedup.chars", 0)), _first(f, "dedup.cluster_id"), _first(f, "dedup.duplicate_of"))
+                     int(_first(f, "dedup.chars", 0)), _first(f, "dedup.cluster_id"), _first(f, "dedup.duplicate_of"),
+                     minhash=decode_minhash(dedup.get("minhash")), shingles=int(_first(f, "dedup.shingles", 0)))
 
 
 class ElasticStore:
@@ -79,7 +112,8 @@ class ElasticStore:
         name: the index name.
         shards / replicas: used when the index is created.
         chunk_size / max_chunk_bytes: bulk chunking.
-        max_retries / initial_backoff: bulk retries of 429 (by the helper) and 5xx (here).
+        max_retries / initial_backoff: bulk re-sends of documents rejected with 429 or 5xx (counted in
+            ``retried``).
         secrets: strings to keep out of error messages (API key, password).
     """
 
@@ -103,8 +137,8 @@ class ElasticStore:
     # -- lifecycle -------------------------------------------------------------------------------
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         with self._errors("opening index"):
-            exists = bool(self.client.indices.exists(index=self.name))
-            if not exists:
+            mapping = self._get_mapping()
+            if mapping is None:
                 if config is None or not create:
                     raise IndexNotFound(f"index {self.name!r} does not exist at {self.display_url}")
                 settings: dict[str, Any] = {"number_of_shards": self.shards}
@@ -120,16 +154,36 @@ class ElasticStore:
                     return self.open(config, create=False)  # lost a creation race: check it instead
                 self._config = config
                 return OpenResult(config, True)
-            mapping = self.client.indices.get_mapping(index=self.name)
-        meta = next(iter(mapping.body.values()))["mappings"].get("_meta")
-        stored = config_from_meta(meta)
+        mappings = next(iter(mapping.body.values()))["mappings"]
+        stored = config_from_meta(mappings.get("_meta"))
         if stored is None:
             raise ConfigError(f"index {self.name!r} exists but was not created by esdedup (no _meta.esdedup); "
                               "choose another index name")
         if config is not None and not stored.compatible_with(config):
             raise mismatch_error(self.name, stored, config)
+        self._add_missing_fields(mappings, stored)
         self._config = config if config is not None else stored
         return OpenResult(self._config, False)
+
+    def _get_mapping(self) -> Any:
+        """The index's mapping, None when it does not exist. A GET rather than a HEAD (indices.exists), so
+        that an error answer carries its reason (a TLS proxy's "No required SSL certificate" page too)."""
+        import elasticsearch as es
+
+        try:
+            return self.client.indices.get_mapping(index=self.name)
+        except es.NotFoundError:
+            return None
+
+    def _add_missing_fields(self, mappings: Mapping[str, Any], config: FingerprintConfig) -> None:
+        """Add ``dedup`` fields that newer esdedup versions write (an additive mapping update) to an index
+        created before them, so its strict ``dedup`` object accepts them."""
+        have = ((mappings.get("properties") or {}).get(DEDUP) or {}).get("properties") or {}
+        want = mapping_for(config)["properties"][DEDUP]["properties"]
+        missing = {k: v for k, v in want.items() if k not in have}
+        if missing and have:
+            with self._errors("updating the mapping"):
+                self.client.indices.put_mapping(index=self.name, properties={DEDUP: {"properties": missing}})
 
     @property
     def config(self) -> FingerprintConfig:
@@ -172,30 +226,46 @@ class ElasticStore:
                 pending[a["_id"]] = a
                 yield a
 
-        todo: Iterable[dict[str, Any]] = (self._action(d) for d in docs)
+        import elasticsearch as es
+
+        todo: Iterator[dict[str, Any]] = (self._action(d) for d in docs)
         for attempt in range(self.max_retries + 1):
             retry: list[dict[str, Any]] = []
             with self._errors("bulk indexing"):
-                for ok, item in helpers.streaming_bulk(
-                        self.client, actions(todo), chunk_size=self.chunk_size,
-                        max_chunk_bytes=self.max_chunk_bytes, raise_on_error=False, raise_on_exception=True,
-                        max_retries=self.max_retries, initial_backoff=self.initial_backoff,
-                        max_backoff=self.max_backoff, yield_ok=True):
-                    info = next(iter(item.values()))
-                    doc_id = str(info.get("_id"))
-                    status = int(info.get("status", 0) or 0)
-                    action = pending.pop(doc_id, None)
-                    if ok:
-                        yield WriteResult(doc_id, True, created=info.get("result") == "created", status=status)
-                    elif status >= 500 and action is not None and attempt < self.max_retries:
-                        retry.append(action)
-                    else:
-                        yield WriteResult(doc_id, False, error=_bulk_reason(info), status=status)
+                try:
+                    # Retries are done here, not by the helper (max_retries=0), so that every re-sent
+                    # document is counted in `retried`: items rejected with 429 (write queue full) or 5xx.
+                    for ok, item in helpers.streaming_bulk(
+                            self.client, actions(todo), chunk_size=self.chunk_size,
+                            max_chunk_bytes=self.max_chunk_bytes, raise_on_error=False, raise_on_exception=True,
+                            max_retries=0, yield_ok=True):
+                        info = next(iter(item.values()))
+                        doc_id = str(info.get("_id"))
+                        status = int(info.get("status", 0) or 0)
+                        action = pending.pop(doc_id, None)
+                        if ok:
+                            yield WriteResult(doc_id, True, created=info.get("result") == "created", status=status)
+                        elif (status == 429 or status >= 500) and action is not None and attempt < self.max_retries:
+                            retry.append(action)
+                        else:
+                            yield WriteResult(doc_id, False, error=_bulk_reason(info), status=status)
+                except es.ApiError as exc:
+                    if exc.meta.status != 429 or attempt >= self.max_retries:
+                        raise
+                    # The whole request was throttled: re-send what is unconfirmed, then the rest.
+                    retry.extend(pending.values())
+                    pending.clear()
+                    self.retried += len(retry)
+                    log.info("bulk request throttled (429); re-sending %d documents", len(retry))
+                    time.sleep(min(self.max_backoff, self.initial_backoff * 2**attempt))
+                    todo = itertools.chain(retry, todo)
+                    continue
             if not retry:
                 return
             self.retried += len(retry)
+            log.info("%d documents rejected with 429/5xx; re-sending (attempt %d)", len(retry), attempt + 1)
             time.sleep(min(self.max_backoff, self.initial_backoff * 2**attempt))
-            todo = retry
+            todo = iter(retry)
 
     def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
         from elasticsearch import helpers
@@ -226,7 +296,7 @@ class ElasticStore:
             with self._errors("band lookup"):
                 resp = self.client.msearch(searches=q.msearch_body(self.name, [probes[i] for i in batch],
                                                                   size=limit))
-            for i, r in zip(batch, resp["responses"]):
+            for i, r in zip(batch, resp["responses"], strict=False):
                 if "error" in r:
                     err = r["error"]
                     reason = err.get("reason", err) if isinstance(err, dict) else err
@@ -260,6 +330,31 @@ class ElasticStore:
             return None
         return resp.get("_source")
 
+    def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        """Every document, through a point in time sorted by ``_shard_doc`` (search_after paging)."""
+        batch = min(batch, PAGE)
+        with self._errors("opening a point in time"):
+            pit = self.client.open_point_in_time(index=self.name, keep_alive="2m")["id"]
+        try:
+            after = None
+            while True:
+                body: dict[str, Any] = {"size": batch, "pit": {"id": pit, "keep_alive": "2m"},
+                                        "sort": [{"_shard_doc": "asc"}], "_source": q.VECTOR_SOURCE,
+                                        "docvalue_fields": q.FINGERPRINT_FIELDS, "track_total_hits": False}
+                if after is not None:
+                    body["search_after"] = after
+                with self._errors("scanning documents"):
+                    resp = self.client.search(**body)
+                hits = resp["hits"]["hits"]
+                if not hits:
+                    return
+                pit = resp.get("pit_id", pit)
+                after = hits[-1]["sort"]
+                yield [hit_to_doc(h, self.config.dims) for h in hits]
+        finally:
+            with contextlib.suppress(Exception):
+                self.client.close_point_in_time(id=pit)
+
     def _fields(self) -> list[str]:
         return [f"{DEDUP}.{n}" for n in band_fields(self.config) + lsh_fields(self.config)]
 
@@ -280,8 +375,9 @@ class ElasticStore:
             if not after or not agg["buckets"]:
                 return
 
-    def shared_keys(self, *, max_bucket: int = 1000) -> Iterator[tuple[str, list[str]]]:
-        for field in self._fields():
+    def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
+        fields = self._fields() if lsh else [f"{DEDUP}.{n}" for n in band_fields(self.config)]
+        for field in fields:
             batch: list[tuple[str, int]] = []
             total = 0
             for value, n in self._values_with_counts(field, 2):

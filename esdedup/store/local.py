@@ -4,6 +4,13 @@ Tables: ``meta`` (the FingerprintConfig, as in an Elasticsearch index's `_meta`)
 document: SimHash hex, vector as float32 bytes, labels, article fields as JSON) and ``bands`` (band key,
 document id). Band keys carry their table number (``"2:9f3a"``), so one ``bands`` table whose primary key
 starts with the key is an index on every band at once.
+
+MinHash LSH keys (``"m<band>:<hex>"``) live in a table of their own, ``lsh``, laid out the same way.
+Writes append key rows to ``bands_new`` / ``lsh_new``, tables without index (an append costs a fraction
+of a random B-tree insert, and a document has some 36 keys); the first read that needs an index (lookup,
+shared keys, crowded keys, refresh) moves them into ``bands`` / ``lsh`` in key order, one sorted pass. Overwriting a
+document deletes its old band rows by their keys, recomputed from the stored SimHash and MinHash
+signature (collections made before this layout keep their ``bands_by_id`` index and use it).
 """
 from __future__ import annotations
 
@@ -28,10 +35,13 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
     id TEXT PRIMARY KEY, simhash TEXT NOT NULL, vector BLOB, tokens INTEGER, chars INTEGER,
-    empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT, duplicate_of TEXT, source TEXT
+    empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT, duplicate_of TEXT, source TEXT,
+    minhash BLOB, shingles INTEGER
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bands (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS bands_by_id ON bands (id);
+CREATE TABLE IF NOT EXISTS bands_new (key TEXT NOT NULL, id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lsh (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lsh_new (key TEXT NOT NULL, id TEXT NOT NULL);
 """
 #: Rows per transaction when writing.
 WRITE_BATCH = 2000
@@ -64,6 +74,7 @@ class LocalStore:
         self.path = self.data_dir / f"{name}.sqlite"
         self._db: sqlite3.Connection | None = None
         self._config: FingerprintConfig | None = None
+        self._by_id = False
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -75,7 +86,16 @@ class LocalStore:
                 raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # Band keys are random: a page cache that holds the band index's upper levels makes bulk writes
+            # several times faster than SQLite's 2 MB default (negative = KiB).
+            self._db.execute("PRAGMA cache_size=-65536")
             self._db.executescript(_SCHEMA)
+            self._by_id = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'bands_by_id'").fetchone() is not None
+            have = {r[1] for r in self._db.execute("PRAGMA table_info(docs)")}
+            for col, kind in (("minhash", "BLOB"), ("shingles", "INTEGER")):
+                if col not in have:  # a collection written before these columns existed
+                    self._db.execute(f"ALTER TABLE docs ADD COLUMN {col} {kind}")
         return self._db
 
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
@@ -115,7 +135,32 @@ class LocalStore:
             Path(str(self.path) + suffix).unlink(missing_ok=True)
 
     def refresh(self) -> None:
-        """Writes are visible as soon as their transaction commits; nothing to do."""
+        """Move freshly written band rows into the band index (reads do it anyway when needed)."""
+        self._merge()
+
+    def _merge(self, tables: Sequence[str] = ("bands", "lsh")) -> None:
+        db = self._connect()
+        for table in tables:
+            if db.execute(f"SELECT 1 FROM {table}_new LIMIT 1").fetchone() is None:
+                continue
+            with db:
+                db.execute(f"INSERT OR IGNORE INTO {table} SELECT key, id FROM {table}_new ORDER BY key, id")
+                db.execute(f"DELETE FROM {table}_new")
+
+    def _old_keys(self, ids: list[str]) -> list[tuple[str, str]]:
+        """(key, id) of every band row the stored documents ``ids`` may have (recomputed)."""
+        from .. import minhash as mh
+
+        layout = self.config.band_layout()
+        out: list[tuple[str, str]] = []
+        for chunk in _chunks(ids, _MAX_PARAMS):
+            q = f"SELECT id, simhash, minhash FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
+            for doc_id, sh, sig in self._connect().execute(q, chunk):
+                keys = layout.keys(from_hex(sh))
+                if sig is not None:
+                    keys += mh.lsh_keys(np.frombuffer(sig, dtype="<u4"), self.config.minhash_bands)
+                out.extend((k, doc_id) for k in keys)
+        return out
 
     def count(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM docs").fetchone()[0])
@@ -128,21 +173,34 @@ class LocalStore:
 
         def flush() -> list[WriteResult]:
             ids = [d.id for d in batch]
-            existing = set()
+            existing: set[str] = set()
             for chunk in _chunks(ids, _MAX_PARAMS):
                 q = f"SELECT id FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
                 existing.update(r[0] for r in db.execute(q, chunk))
+            old = [i for i in ids if i in existing]
+            if old:
+                self._merge()
+            old_keys = [] if self._by_id or not old else self._old_keys(old)
             with db:
-                db.executemany("DELETE FROM bands WHERE id = ?", [(i,) for i in ids if i in existing])
+                if self._by_id:
+                    db.executemany("DELETE FROM bands WHERE id = ?", [(i,) for i in old])
+                else:
+                    db.executemany("DELETE FROM bands WHERE key = ? AND id = ?", old_keys)
+                    db.executemany("DELETE FROM lsh WHERE key = ? AND id = ?", old_keys)
                 db.executemany(
-                    "INSERT OR REPLACE INTO docs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT OR REPLACE INTO docs (id, simhash, vector, tokens, chars, empty, content_sha1, "
+                    "cluster_id, duplicate_of, source, minhash, shingles) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     [(d.id, to_hex(d.fingerprint.simhash, bits),
-                      None if d.fingerprint.empty else np.asarray(d.fingerprint.vector, "<f4").tobytes(),
+                      None if d.fingerprint.empty else _stored_vector(d.fingerprint.vector),
                       d.fingerprint.length, d.fingerprint.chars, int(d.fingerprint.empty), d.content_sha1,
-                      d.cluster_id, d.duplicate_of, json.dumps(d.source, ensure_ascii=False, default=str))
+                      d.cluster_id, d.duplicate_of, json.dumps(d.source, ensure_ascii=False, default=str),
+                      None if d.fingerprint.minhash is None else np.asarray(d.fingerprint.minhash, "<u4").tobytes(),
+                      d.fingerprint.shingles)
                      for d in batch])
-                db.executemany("INSERT OR IGNORE INTO bands VALUES (?, ?)",
-                               [(k, d.id) for d in batch for k in d.fingerprint.bands + d.fingerprint.lsh])
+                db.executemany("INSERT INTO bands_new VALUES (?, ?)",
+                               [(k, d.id) for d in batch for k in d.fingerprint.bands])
+                db.executemany("INSERT INTO lsh_new VALUES (?, ?)",
+                               [(k, d.id) for d in batch for k in d.fingerprint.lsh])
             results = [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
             batch.clear()
             return results
@@ -164,11 +222,13 @@ class LocalStore:
     # -- reading ---------------------------------------------------------------------------------
     def _docs(self, rows: Iterable[tuple]) -> Iterator[StoredDoc]:
         dims = self.config.dims
-        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of) in rows:
+        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles) in rows:
             vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
-            yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of)
+            minhash = np.frombuffer(sig, dtype="<u4").astype(np.uint32) if sig is not None else None
+            yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
+                            minhash=minhash, shingles=shingles or 0)
 
-    _COLS = "id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of"
+    _COLS = "id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles"
 
     def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
         db = self._connect()
@@ -183,14 +243,16 @@ class LocalStore:
         return json.loads(row[0]) if row and row[0] else None
 
     def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        self._merge()
         db = self._connect()
         out = []
         for probe in probes:
             keys = sorted({k for keys in probe.values() for k in keys})
             ids: list[str] = []
-            for chunk in _chunks(keys, _MAX_PARAMS):
-                q = f"SELECT DISTINCT id FROM bands WHERE key IN ({','.join('?' * len(chunk))})"
-                ids.extend(r[0] for r in db.execute(q, chunk))
+            for chunk in _chunks(keys, _MAX_PARAMS // 2):
+                marks = ",".join("?" * len(chunk))
+                q = f"SELECT id FROM bands WHERE key IN ({marks}) UNION SELECT id FROM lsh WHERE key IN ({marks})"
+                ids.extend(r[0] for r in db.execute(q, chunk + chunk))
             ids = sorted(set(ids))[:limit]
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])
@@ -210,24 +272,35 @@ class LocalStore:
         found = self.get([i for _, i in best])
         return [found[i] for _, i in best if i in found]
 
-    def shared_keys(self, *, max_bucket: int = 1000) -> Iterator[tuple[str, list[str]]]:
+    def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        cur = self._connect().execute(f"SELECT {self._COLS} FROM docs ORDER BY id")
+        while rows := cur.fetchmany(batch):
+            yield list(self._docs(rows))
+
+    def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
+        tables = ("bands", "lsh") if lsh else ("bands",)
+        self._merge(tables)
         db = self._connect()
-        cur = db.execute("SELECT key, id FROM bands WHERE key IN "
-                         "(SELECT key FROM bands GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, id")
-        key, ids = None, []
-        for k, i in cur:
-            if k != key:
-                if key is not None:
-                    yield key, ids[:max_bucket]
-                key, ids = k, []
-            ids.append(i)
-        if key is not None:
-            yield key, ids[:max_bucket]
+        for table in tables:
+            cur = db.execute(f"SELECT key, id FROM {table} WHERE key IN "
+                             f"(SELECT key FROM {table} GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, id")
+            key: str | None = None
+            ids: list[str] = []
+            for k, i in cur:
+                if k != key:
+                    if key is not None:
+                        yield key, ids[:max_bucket]
+                    key, ids = k, []
+                ids.append(i)
+            if key is not None:
+                yield key, ids[:max_bucket]
 
     def crowded_keys(self, *, min_count: int, limit: int = 20) -> list[tuple[str, int]]:
+        self._merge()
         rows = self._connect().execute(
-            "SELECT key, COUNT(*) AS n FROM bands GROUP BY key HAVING n >= ? ORDER BY n DESC, key LIMIT ?",
-            (min_count, limit)).fetchall()
+            "SELECT key, n FROM (SELECT key, COUNT(*) AS n FROM bands GROUP BY key HAVING n >= ? UNION ALL "
+            "SELECT key, COUNT(*) AS n FROM lsh GROUP BY key HAVING n >= ?) ORDER BY n DESC, key LIMIT ?",
+            (min_count, min_count, limit)).fetchall()
         return [(k, int(n)) for k, n in rows]
 
     def iter_ids(self) -> Iterator[str]:
@@ -244,6 +317,14 @@ def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintC
     return ConfigMismatchError(
         f"index {name!r} was built with a different fingerprint config ({shown}); use the index's config "
         "(omit the options) or a new index", stored=stored.identity(), requested=requested.identity())
+
+
+def _stored_vector(vector: np.ndarray) -> bytes:
+    """The vector as float32 bytes, each value first rounded to 6 decimals exactly as the Elasticsearch
+    store writes it into ``_source`` (`esdedup.schema.dedup_source`), so cosines agree to the last bit on
+    both stores. ``x * 1e6`` is exact for a float32 ``x``, so this is Python's correctly rounded
+    ``round(x, 6)``, vectorised."""
+    return (np.rint(np.asarray(vector, dtype=np.float64) * 1e6) / 1e6).astype("<f4").tobytes()
 
 
 def _chunks(items: list, size: int) -> Iterator[list]:

@@ -16,7 +16,8 @@ from esdedup import FingerprintConfig
 from esdedup.errors import ConfigMismatchError, IndexNotFound
 from esdedup.fingerprint import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
-from esdedup.lookup import Thresholds, clusters, find_pairs, is_duplicate, probe_for, similar, similar_knn
+from esdedup.lookup import (Thresholds, clusters, find_pairs, is_duplicate, probe_for, short_scores, similar,
+                            similar_knn)
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc, Store
 from esdedup.store.elastic import ElasticStore
@@ -123,12 +124,17 @@ def test_find_pairs_matches_brute_force(new_store, corpus):
             ham = (a.simhash ^ b.simhash).bit_count()
             cos = float(np.clip(a.vector @ b.vector, 0, 1))
             short = a.lsh != [] and b.lsh != []
-            if is_duplicate(ham, cos, t, short):
+            jac = cont = None
+            if short:  # the short-text rule: MinHash estimates of n-gram Jaccard and containment
+                est_j, est_c = short_scores(a.minhash, a.shingles, b.minhash[None, :], np.array([b.shingles]))
+                jac, cont = float(est_j[0]), float(est_c[0])
+            if is_duplicate(ham, cos, t, short, jaccard=jac, containment=cont):
                 expected.add(tuple(sorted((docs[i]["id"], docs[j]["id"]))))
     assert got == expected
-    # And every pair within Hamming k is among the candidates (the pigeonhole guarantee).
+    # And every pair of texts with band keys within Hamming k is among the candidates (the pigeonhole
+    # guarantee; texts shorter than short_text_chars have LSH keys only).
     for (i, a), (j, b) in itertools.combinations(enumerate(fps), 2):
-        if (a.simhash ^ b.simhash).bit_count() <= CONFIG.hamming_k:
+        if a.bands and b.bands and (a.simhash ^ b.simhash).bit_count() <= CONFIG.hamming_k:
             assert set(a.bands) & set(b.bands)
     assert {tuple(sorted(p)) for p in planted} & got, "planted variants should be found"
 

@@ -256,7 +256,7 @@ def test_band_lookup_recall_against_brute_force(es_client, fresh_index):
         for i, j in zip(*np.nonzero(dist <= config.hamming_k)):
             if start + i < j:
                 truth.add((ids[start + i], ids[j]))
-    assert len(truth) > 600
+    assert len(truth) > 200  # enough pairs within k for the check to mean something
     candidates = set()
     for _key, members in store.shared_keys(max_bucket=100_000):
         for x in range(len(members)):

@@ -349,9 +349,6 @@ def test_50_mb_document_with_bounded_memory():
     assert peak < 6 * nbytes, f"peak {peak / 1e6:.0f} MB for a {nbytes / 1e6:.0f} MB document"
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: with strategy 'auto' every text gets MinHash, and "
-                   "char_shingles() materialises one string per character n-gram of the whole text "
-                   "(about 60x the text size; 3 GB for 50 MB)")
 def test_long_document_with_default_strategy_has_bounded_memory():
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
     text = _big_document(1_000_000)

@@ -34,7 +34,10 @@ def test_mapping_has_one_keyword_field_per_band_and_the_vector():
     assert band_fields(config) == [f"band_{i}" for i in range(6)]
     for name in band_fields(config) + lsh_fields(config):
         assert props[name] == {"type": "keyword"}
-    assert props["vector"] == {"type": "dense_vector", "dims": 128, "index": True, "similarity": "cosine"}
+    assert props["vector"] == {"type": "dense_vector", "dims": 128, "index": True, "similarity": "cosine",
+                               "index_options": {"type": "int8_flat"}}
+    flat = mapping_for(config.replace(vector_index="none"))["properties"]["dedup"]["properties"]["vector"]
+    assert flat == {"type": "dense_vector", "dims": 128, "index": False}
     assert mapping_for(config)["_meta"]["esdedup"]["config"] == config.to_dict()
 
 

@@ -1,0 +1,427 @@
+"""Faults against real Elasticsearch nodes (scripts/es-local, never a mock): a node killed in the middle of
+an ingest, a node of a 3-node cluster killed under ingest and lookups, a write queue so small that bulk
+requests get 429, and interrupted runs continued with ``--resume``.
+
+The CLI runs as a subprocess (``python -m esdedup ...``) so a test can kill it or the node under it and
+read its exit code, its JSON summary and its stderr. Durations on the reference machine (2 cores) are in
+RELIABILITY.md; the ``slow`` tests take minutes each.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.es_node import LocalCluster
+from tests.reliability import (
+    balanced,
+    dead_letters,
+    index_ids,
+    last_json,
+    make_docs,
+    report,
+    run_cli,
+    start_cli,
+    wait_for,
+    write_corpus,
+    write_jsonl,
+)
+
+pytestmark = pytest.mark.es
+
+
+def _count(client, index: str) -> int:
+    resp = client.options(ignore_status=404).count(index=index)
+    return int(resp.get("count", 0)) if resp.meta.status == 200 else 0
+
+
+def _no_traceback(text: str) -> None:
+    assert "Traceback" not in text, text[-3000:]
+
+
+@pytest.fixture(scope="module")
+def single_node():
+    """A node of its own: the test kills it (the session node serves the other tests)."""
+    cluster = LocalCluster(nodes=1, name=f"esdedup-faults-{os.getpid()}")
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def tiny_queue_node():
+    """One write thread and a write queue of one: a bulk request touching three shards of the node gets
+    at least one shard-level request rejected with 429 (es_rejected_execution_exception)."""
+    cluster = LocalCluster(nodes=1, name=f"esdedup-bp-{os.getpid()}",
+                           settings={"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1})
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+# -- a single node killed in the middle of a 50,000-document ingest -----------------------------------
+@pytest.mark.slow
+def test_single_node_killed_mid_ingest_then_resumed(single_node, tmp_path):
+    n = 50_000
+    corpus = tmp_path / "corpus.jsonl"
+    docs = write_corpus(corpus, n, seed=11)
+    url, index = single_node.url, "faults-kill"
+    client = single_node.client()
+    args = ("ingest", corpus, "--index", index, "--es", url, "--tokenizer", "rjieba", "--json",
+            "--checkpoint", tmp_path / "ck.json")
+
+    t0 = time.monotonic()
+    proc = start_cli(*args, "--dead-letter", tmp_path / "dl1.jsonl", stdout=tmp_path / "out1", stderr=tmp_path / "err1")
+    try:
+        wait_for(lambda: proc.poll() is not None or _count(client, index) >= n * 2 // 5, 600, 1.0,
+                 "40% of the documents indexed")
+        assert proc.poll() is None, (tmp_path / "err1").read_text()[-3000:]
+        time.sleep(2.0)  # land somewhere inside a batch: fingerprinting, band lookup or bulk write
+        at_kill = _count(client, index)
+        single_node.kill(0)
+        killed_at = time.monotonic() - t0
+        rc1 = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out1, err1 = (tmp_path / "out1").read_text(), (tmp_path / "err1").read_text()
+    # Exit 3 (server), one clear line naming the cause, no stack trace.
+    assert rc1 == 3, (out1[-2000:], err1[-3000:])
+    _no_traceback(err1)
+    error_lines = [ln for ln in err1.splitlines() if ln.startswith("Error:")]
+    assert len(error_lines) == 1 and "cannot reach Elasticsearch" in error_lines[0], err1[-3000:]
+    s1 = last_json(out1)
+    assert s1["error"] and balanced(s1) and 0 < s1["indexed"] < n, s1
+
+    single_node.restart(0)
+    client = single_node.client()
+    client.cluster.health(index=index, wait_for_status="yellow", timeout="120s")
+    after_restart = _count(client, index)
+    # Every write the node acknowledged survived the SIGKILL (translog fsync'd per request).
+    assert after_restart >= s1["indexed"], (after_restart, s1)
+
+    t1 = time.monotonic()
+    r2 = run_cli(*args, "--resume", "--dead-letter", tmp_path / "dl2.jsonl", timeout=900)
+    resume_seconds = time.monotonic() - t1
+    _no_traceback(r2.stderr)
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    s2 = last_json(r2.stdout)
+    assert balanced(s2) and s2["failed"] == 0 and s2["error"] is None, s2
+    # The resumed run read only what the first one had not confirmed ...
+    assert s2["read"] < n and s1["indexed"] + s2["read"] >= n, (s1, s2)
+    # ... and says what it re-sent: documents the server already had are "updated", the rest "created".
+    assert s2["created"] == n - after_restart, (s2, after_restart)
+    assert s2["updated"] == s2["indexed"] - s2["created"]
+    # No loss, no duplicates: exactly the input ids.
+    ids = index_ids(client, index)
+    assert len(ids) == n and set(ids) == {d["id"] for d in docs}
+    sample = client.mget(index=index, ids=[docs[i]["id"] for i in range(0, n, 997)], source_includes=["text"])
+    by_id = {d["id"]: d["text"] for d in docs}
+    assert all(x["found"] and x["_source"]["text"] == by_id[x["_id"]] for x in sample["docs"])
+    report("single_node_kill", {"docs": n, "killed_after_s": round(killed_at, 1), "count_at_kill": at_kill,
+                                 "first_run": s1, "count_after_restart": after_restart, "resumed_run": s2,
+                                 "resume_seconds": round(resume_seconds, 1)})
+
+
+# -- 3 nodes, 1 replica: a node killed under ingest and lookups -----------------------------------------
+def _master_index(cluster3) -> int:
+    master = cluster3.client.cat.master(format="json")[0]["node"]
+    return next(i for i in range(3) if cluster3.cluster.node_name(i) == master)
+
+
+@pytest.mark.slow
+def test_cluster3_node_killed_during_ingest_and_lookups(cluster3, tmp_path):
+    from esdedup.api import similar_to
+    from esdedup.connect import make_client, resolve_settings
+    from esdedup.errors import StoreError
+    from esdedup.store.elastic import ElasticStore
+
+    index = f"faults-c3-{os.getpid()}"
+    url = cluster3.urls[0]  # the CLI and the lookups talk to node 0; another node is killed
+    base = make_docs(3000, seed=21, prefix="b")
+    main = make_docs(20_000, seed=22, prefix="m")
+    write_jsonl(tmp_path / "base.jsonl", base)
+    write_jsonl(tmp_path / "main.jsonl", main)
+    common = ("--index", index, "--es", url, "--tokenizer", "rjieba", "--shards", "3", "--replicas", "1", "--json")
+    r0 = run_cli("ingest", tmp_path / "base.jsonl", *common, "--dead-letter", tmp_path / "dl0.jsonl",
+                 "--checkpoint", tmp_path / "ck0.json")
+    assert r0.returncode == 0, r0.stderr[-3000:]
+    cluster3.client.cluster.health(index=index, wait_for_status="green", timeout="120s")
+
+    # A stream of lookups: exact texts of documents stored before the fault; each must come back with
+    # the document itself, or fail with a clear StoreError (never a wrong answer or another exception).
+    client = make_client(resolve_settings(url))
+    store = ElasticStore(client, index)
+    results: list[tuple[float, str, str]] = []  # (latency, outcome, detail)
+    stop = threading.Event()
+
+    def lookups() -> None:
+        i = 0
+        while not stop.is_set():
+            doc = base[(i * 7919) % len(base)]
+            i += 1
+            t = time.monotonic()
+            try:
+                res = similar_to(store, text=doc["text"], top=5)
+                ok = any(m["id"] == doc["id"] for m in res.matches)
+                results.append((time.monotonic() - t, "ok" if ok else "wrong", doc["id"]))
+            except StoreError as exc:
+                results.append((time.monotonic() - t, "error", str(exc)))
+            except Exception as exc:  # noqa: BLE001 - recorded and asserted below
+                results.append((time.monotonic() - t, "unexpected", repr(exc)))
+
+    cli_similar: list[tuple[int, str, str]] = []
+
+    def cli_lookup(doc) -> None:
+        r = run_cli("similar", "--index", index, "--es", url, "--text", doc["text"], "--json", timeout=300)
+        cli_similar.append((r.returncode, r.stdout, r.stderr))
+
+    worker = threading.Thread(target=lookups, daemon=True)
+    worker.start()
+    t0 = time.monotonic()
+    proc = start_cli("ingest", tmp_path / "main.jsonl", *common, "--dead-letter", tmp_path / "dl1.jsonl",
+                     "--checkpoint", tmp_path / "ck1.json", stdout=tmp_path / "out1", stderr=tmp_path / "err1")
+    victim = None
+    try:
+        wait_for(lambda: proc.poll() is not None or _count(cluster3.client, index) >= len(base) + len(main) // 3,
+                 600, 1.0, "a third of the ingest")
+        assert proc.poll() is None, (tmp_path / "err1").read_text()[-3000:]
+        master = _master_index(cluster3)
+        victim = master if master != 0 else 2
+        before_kill = len(results)
+        cluster3.kill(victim)
+        killed_at = time.monotonic() - t0
+        cli_lookup(base[1])  # the CLI right after the kill
+        rc = proc.wait(timeout=900)
+        ingest_seconds = time.monotonic() - t0
+        during = len(results) - before_kill
+        cluster3.restart(victim)  # lookups go on while the node rejoins
+        cli_lookup(base[2])
+        time.sleep(5)
+    finally:
+        stop.set()
+        worker.join(timeout=120)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out, err = (tmp_path / "out1").read_text(), (tmp_path / "err1").read_text()
+    _no_traceback(err)
+    assert rc == 0, err[-3000:]
+    s = last_json(out)
+    assert balanced(s) and s["failed"] == 0 and s["indexed"] == len(main), s
+    cluster3.client.cluster.health(index=index, wait_for_status="green", timeout="180s")
+    ids = index_ids(cluster3.client, index)
+    assert len(ids) == len(base) + len(main)
+    assert set(ids) == {d["id"] for d in base} | {d["id"] for d in main}
+
+    outcomes = {k: sum(1 for _, o, _ in results if o == k) for k in ("ok", "wrong", "error", "unexpected")}
+    assert outcomes["wrong"] == 0 and outcomes["unexpected"] == 0, [r for r in results if r[1] != "ok"][:5]
+    for _, o, detail in results:
+        if o == "error":
+            assert "Elasticsearch" in detail or "failed" in detail, detail
+    assert outcomes["ok"] > 0 and during > 0
+    for code, stdout, stderr in cli_similar:
+        _no_traceback(stderr)
+        if code == 0:
+            assert json.loads(stdout)["matches"], stdout
+        else:
+            assert code == 3 and stderr.startswith("Error:"), (code, stderr)
+    lat = sorted(t for t, o, _ in results if o == "ok")
+    report("cluster3_kill", {"killed_node": victim, "was_master": victim == master,
+                              "killed_after_s": round(killed_at, 1), "ingest_seconds": round(ingest_seconds, 1),
+                              "summary": s, "lookups": outcomes, "lookups_during_outage": during,
+                              "lookup_p50_ms": round(1000 * statistics.median(lat), 1),
+                              "lookup_max_ms": round(1000 * lat[-1], 1),
+                              "cli_similar_exit_codes": [c for c, _, _ in cli_similar],
+                              "errors": sorted({d[:160] for _, o, d in results if o == "error"})[:5]})
+    client.close()
+
+
+# -- back-pressure: 429 from a full write queue ------------------------------------------------------------
+def _write_rejected(client) -> int:
+    stats = client.nodes.stats(metric="thread_pool", filter_path="nodes.*.thread_pool.write.rejected")
+    return sum(n["thread_pool"]["write"]["rejected"] for n in stats["nodes"].values())
+
+
+def test_back_pressure_429_is_retried_until_everything_is_indexed(tiny_queue_node, tmp_path):
+    url, index = tiny_queue_node.url, "faults-backpressure"
+    client = tiny_queue_node.client()
+    rejected_before = _write_rejected(client)
+    # Two ingests at once into one 3-shard index: every bulk request fans out into three shard-level
+    # write tasks, more than one thread plus a queue of one can take.
+    parts = []
+    for k in range(2):
+        docs = make_docs(1000, seed=31 + k, prefix=f"p{k}-")
+        write_jsonl(tmp_path / f"part{k}.jsonl", docs)
+        parts.append(docs)
+    t0 = time.monotonic()
+    procs = [start_cli("ingest", tmp_path / f"part{k}.jsonl", "--index", index, "--es", url, "--tokenizer", "rjieba",
+                       "--shards", "3", "--workers", "1", "--json", "--dead-letter", tmp_path / f"dl{k}.jsonl",
+                       "--checkpoint", tmp_path / f"ck{k}.json", stdout=tmp_path / f"out{k}",
+                       stderr=tmp_path / f"err{k}") for k in range(2)]
+    try:
+        codes = [p.wait(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    seconds = time.monotonic() - t0
+    summaries = []
+    for k, code in enumerate(codes):
+        err = (tmp_path / f"err{k}").read_text()
+        _no_traceback(err)
+        assert code == 0, err[-3000:]
+        s = last_json((tmp_path / f"out{k}").read_text())
+        assert balanced(s) and s["failed"] == 0 and s["indexed"] == 1000, s
+        summaries.append(s)
+    rejected = _write_rejected(client) - rejected_before
+    retried = sum(s["retried"] for s in summaries)
+    # 429s really happened, and the summaries count the re-sent documents.
+    assert rejected > 0 and retried > 0, (rejected, summaries)
+    ids = index_ids(client, index)
+    assert len(ids) == 2000 and set(ids) == {d["id"] for part in parts for d in part}
+    report("back_pressure", {"write_rejected": rejected, "retried": [s["retried"] for s in summaries],
+                              "seconds": round(seconds, 1)})
+
+
+# -- resume ----------------------------------------------------------------------------------------------
+def _line_offsets(path: Path) -> list[int]:
+    raw = path.read_bytes()
+    return [0] + [i + 1 for i, b in enumerate(raw[:-1]) if b == 0x0A]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+def test_resume_after_the_cli_is_killed(tmp_path, sig):
+    """Kill the CLI mid-run (local store), then --resume: finished files are not opened again, nothing
+    before the checkpoint is re-sent, rejected lines are not reported twice, and the store ends up with
+    exactly the good records."""
+    from esdedup.store.local import LocalStore
+
+    src = tmp_path / "in"
+    files = []
+    good: dict[str, str] = {}
+    for k in range(5):
+        docs = make_docs(1500, seed=40 + k, prefix=f"f{k}-")
+        lines = [json.dumps(d, ensure_ascii=False) for d in docs]
+        lines.insert(700, '{"id": "broken", "text": ')  # a rejected line in every file
+        path = src / f"part{k}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", "utf-8")
+        files.append(path)
+        good.update((d["id"], d["text"]) for d in docs)
+    data, ck = tmp_path / "data", tmp_path / "ck.json"
+    args = ("ingest", src, "--index", "resume", "--data-dir", data, "--tokenizer", "rjieba", "--json",
+            "--workers", "1", "--checkpoint", ck)
+
+    def progress():
+        if not ck.exists():
+            return False
+        state = json.loads(ck.read_text())["files"]
+        return sum(1 for f in state.values() if f.get("done")) >= 2
+
+    proc = start_cli(*args, "--dead-letter", tmp_path / "dl1.jsonl", stdout=tmp_path / "out1",
+                     stderr=tmp_path / "err1", new_session=True)
+    try:
+        wait_for(lambda: proc.poll() is not None or progress(), 300, 0.05, "two finished files in the checkpoint")
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its worker processes, like a crash
+        else:
+            os.kill(proc.pid, signal.SIGINT)  # Ctrl-C
+        rc1 = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    err1 = (tmp_path / "err1").read_text()
+    if sig == signal.SIGINT:
+        assert rc1 == 130 and "Interrupted." in err1, (rc1, err1[-2000:])
+        _no_traceback(err1)
+    else:
+        assert rc1 == -signal.SIGKILL
+    state = json.loads(ck.read_text())["files"]
+    finished = [p for p in files if state.get(str(p), {}).get("done")]
+    assert len(finished) >= 2
+    # Records the resumed run must read: those at or after each unfinished file's checkpoint offset.
+    expected_read = 0
+    for p in files:
+        f = state.get(str(p), {})
+        if not f.get("done"):
+            expected_read += sum(1 for o in _line_offsets(p) if o >= f.get("offset", 0))
+    # A finished file that grew since is not opened again: its new record must not be indexed.
+    with open(finished[0], "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "appended-later", "text": "不应该被读到的记录" * 5}, ensure_ascii=False) + "\n")
+
+    # Rejected lines before the checkpoint (finished files included) are not read or reported again;
+    # those after it are (and make the resumed run exit 1).
+    broken_offset = {str(p): _line_offsets(p)[700] for p in files}
+    expected_again = sorted(src for src, off in broken_offset.items()
+                            if not state.get(src, {}).get("done") and off >= state.get(src, {}).get("offset", 0))
+
+    r2 = run_cli(*args, "--resume", "--dead-letter", tmp_path / "dl2.jsonl")
+    _no_traceback(r2.stderr)
+    assert r2.returncode == (1 if expected_again else 0), r2.stderr[-3000:]
+    s2 = last_json(r2.stdout)
+    assert balanced(s2) and s2["resumed_files"] == len(finished), s2
+    assert s2["read"] == expected_read and s2["failed"] == len(expected_again), (s2, expected_read)
+    dl2 = dead_letters(tmp_path / "dl2.jsonl")
+    assert sorted(d["source"] for d in dl2 if d["kind"] == "rejected") == expected_again
+    assert all(d["location"] == "line 701" for d in dl2 if d["kind"] == "rejected")
+    dl1 = dead_letters(tmp_path / "dl1.jsonl")
+    assert {d["source"] for d in dl1 + dl2 if d["kind"] == "rejected"} == set(broken_offset)
+
+    store = LocalStore("resume", data)
+    store.open(None, create=False)
+    try:
+        assert store.count() == len(good)
+        have = store.get(list(good) + ["appended-later"])
+        assert set(have) == set(good)
+    finally:
+        store.close()
+    report(f"resume_{sig.name}", {"finished_files": len(finished), "resumed_run": s2})
+
+
+def test_rejected_lines_are_not_read_again_on_resume(tmp_path):
+    """Deterministic: Ctrl-C (KeyboardInterrupt) right after the first batch, whose last lines were
+    rejected; the resumed run starts after them."""
+    from esdedup.config import FingerprintConfig
+    from esdedup.ingest import IngestOptions, ingest
+    from esdedup.store.local import LocalStore
+
+    docs = make_docs(12, seed=50)
+    lines = [json.dumps(d, ensure_ascii=False) for d in docs[:3]] + ["not json", '{"id": "x"}'] + \
+        [json.dumps(d, ensure_ascii=False) for d in docs[3:]]
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    ck, dl = tmp_path / "ck.json", tmp_path / "dl.jsonl"
+    config = FingerprintConfig(tokenizer="rjieba")
+
+    def interrupt(_summary):
+        raise KeyboardInterrupt
+
+    store = LocalStore("rej", tmp_path / "data")
+    with pytest.raises(KeyboardInterrupt):
+        ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, dead_letter=dl),
+               progress=interrupt)
+    store.close()
+    assert len(dead_letters(dl)) == 2
+    store = LocalStore("rej", tmp_path / "data")
+    s = ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, resume=True,
+                                                    dead_letter=dl))
+    assert s.read == len(docs) - 3 and s.failed == 0 and s.indexed == len(docs) - 3, s
+    assert len(dead_letters(dl)) == 2  # not reported again
+    assert store.count() == len(docs)
+    store.close()
+

@@ -1,0 +1,156 @@
+"""Helpers shared by the reliability tests (tests/integration/test_faults.py, test_bad_input.py,
+test_security.py) and bench/load.py.
+
+* `write_corpus`: a deterministic JSONL corpus of distinct articles. Unlike tests/corpus.py (30 sentences
+  recombined, so a large corpus is full of chance near-duplicates that make every lookup crowded), the text
+  here is random runs of common Han characters: every document is unique, lookups stay cheap and 50,000
+  documents ingest in minutes on two cores.
+* `run_cli` / `start_cli`: ``python -m esdedup ...`` as a real subprocess (so a test can kill it or the node
+  under it and read its exit code, stdout and stderr).
+* `index_ids`: every id of an index, via a point in time (works past 10,000 hits).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Han characters U+4E00.. that every CJK tokenizer handles (a fixed block keeps the output stable).
+_HAN = [chr(c) for c in range(0x4E00, 0x4E00 + 2500)]
+_PUNCT = "，，，。"
+
+
+def make_text(rng: random.Random, clauses: tuple[int, int] = (5, 9)) -> str:
+    parts = []
+    for _ in range(rng.randint(*clauses)):
+        parts.append("".join(rng.choice(_HAN) for _ in range(rng.randint(8, 18))))
+        parts.append(rng.choice(_PUNCT))
+    return "".join(parts)
+
+
+def make_docs(n: int, *, seed: int = 1, prefix: str = "d", start: int = 0) -> list[dict[str, str]]:
+    rng = random.Random(seed)
+    return [{"id": f"{prefix}{i:06d}", "text": make_text(rng)} for i in range(start, start + n)]
+
+
+def write_jsonl(path: Path, docs: Iterable[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for d in docs:
+            fh.write(json.dumps(d, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_corpus(path: Path, n: int, *, seed: int = 1, prefix: str = "d", start: int = 0) -> list[dict[str, str]]:
+    docs = make_docs(n, seed=seed, prefix=prefix, start=start)
+    write_jsonl(path, docs)
+    return docs
+
+
+def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a CLI subprocess: no ESDEDUP_* settings leaking in from the caller, no config
+    file from the home directory, the repository importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESDEDUP_")}
+    env["ESDEDUP_CONFIG"] = str(REPO_ROOT / ".no-esdedup-config.json")  # never exists
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def cli_cmd(*args: object) -> list[str]:
+    return [sys.executable, "-m", "esdedup", *(str(a) for a in args)]
+
+
+def run_cli(*args: object, env: dict[str, str] | None = None, timeout: float = 600,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cli_cmd(*args), env=cli_env(env), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, cwd=cwd)
+
+
+def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | None = None,
+              cwd: Path | None = None, new_session: bool = False) -> subprocess.Popen[bytes]:
+    """Start the CLI in the background with stdout/stderr going to files (no pipe to fill up).
+    ``new_session``: in a process group of its own, so ``os.killpg(p.pid, ...)`` reaches its workers."""
+    out = open(stdout, "wb")
+    err = open(stderr, "wb")
+    try:
+        return subprocess.Popen(cli_cmd(*args), env=cli_env(env), stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session)
+    finally:
+        out.close()
+        err.close()
+
+
+def last_json(stdout: str) -> dict[str, Any]:
+    """The JSON summary: the last line of stdout that parses as a JSON object."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise AssertionError(f"no JSON summary in stdout:\n{stdout[-2000:]}")
+
+
+def balanced(s: dict[str, Any]) -> bool:
+    return s["read"] == s["indexed"] + s["skipped"] + s["failed"]
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.5, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def index_ids(client: Any, index: str) -> list[str]:
+    """Every document id of ``index`` (point in time + search_after, ids only)."""
+    client.indices.refresh(index=index)
+    pit = client.open_point_in_time(index=index, keep_alive="2m")["id"]
+    ids: list[str] = []
+    after: Sequence[Any] | None = None
+    try:
+        while True:
+            body: dict[str, Any] = {"size": 10000, "pit": {"id": pit, "keep_alive": "2m"},
+                                    "sort": [{"_shard_doc": "asc"}], "_source": False, "track_total_hits": False}
+            if after is not None:
+                body["search_after"] = after
+            resp = client.search(**body)
+            hits = resp["hits"]["hits"]
+            if not hits:
+                return ids
+            pit = resp.get("pit_id", pit)
+            ids.extend(h["_id"] for h in hits)
+            after = hits[-1]["sort"]
+    finally:
+        client.close_point_in_time(id=pit)
+
+
+def dead_letters(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def report(name: str, data: dict[str, Any]) -> None:
+    """Append one JSON line of measured numbers to $ESDEDUP_RELIABILITY_LOG (when set): the source of
+    the figures in RELIABILITY.md."""
+    path = os.environ.get("ESDEDUP_RELIABILITY_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"test": name, "at": time.strftime("%Y-%m-%d %H:%M:%S"), **data},
+                                ensure_ascii=False, default=str) + "\n")

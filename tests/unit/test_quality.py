@@ -1,0 +1,218 @@
+"""Short/long strategy switch, the n-gram rule, neighbour probing against brute force (k up to 8), and
+the cap on over-full band values."""
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+
+import numpy as np
+import pytest
+
+from esdedup import FingerprintConfig
+from esdedup.bands import BandLayout
+from esdedup.features import char_shingles
+from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.lookup import (
+    Thresholds,
+    find_pairs,
+    is_duplicate,
+    probe_for,
+    probe_pairs,
+    scored_pairs,
+    short_scores,
+    similar,
+)
+from esdedup.store.base import NewDoc
+from esdedup.store.local import LocalStore
+from tests.corpus import SENTENCES
+
+SHORT = "国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"
+LONG = "".join(SENTENCES[:8])
+
+
+@pytest.fixture(scope="module")
+def fper() -> Fingerprinter:
+    return Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+
+
+# -- the strategy switch ------------------------------------------------------------------------------
+def test_auto_strategy_gives_short_texts_lsh_only_and_long_texts_both(fper):
+    cfg = fper.config
+    assert len(SHORT) < cfg.short_text_chars <= len(LONG)
+    short, long_ = fper.fingerprint_many([SHORT, LONG])
+    assert short.bands == [] and len(short.lsh) == cfg.minhash_bands
+    assert short.minhash is not None
+    assert short.shingles == len(set(char_shingles(fper.normalize(SHORT), cfg.minhash_ngram)))
+    assert len(long_.bands) == cfg.band_layout().n_tables and len(long_.lsh) == cfg.minhash_bands
+    # a short text probes LSH bands only, a long one both kinds
+    assert set(probe_for(short, cfg)) == {f"lsh_{i}" for i in range(cfg.minhash_bands)}
+    assert {f"band_{i}" for i in range(cfg.band_layout().n_tables)} <= set(probe_for(long_, cfg))
+
+
+@pytest.mark.parametrize("strategy, short_bands, short_lsh, long_bands, long_lsh",
+                         [("simhash", True, False, True, False), ("minhash", False, True, False, True)])
+def test_strategy_can_be_overridden(strategy, short_bands, short_lsh, long_bands, long_lsh):
+    f = Fingerprinter(FingerprintConfig(tokenizer="rjieba", strategy=strategy))
+    short, long_ = f.fingerprint_many([SHORT, LONG])
+    assert (bool(short.bands), bool(short.lsh), bool(long_.bands), bool(long_.lsh)) == (
+        short_bands, short_lsh, long_bands, long_lsh)
+    assert (short.minhash is not None) == short_lsh
+
+
+def test_short_text_threshold_moves_the_switch():
+    f = Fingerprinter(FingerprintConfig(tokenizer="rjieba", short_text_chars=len(SHORT)))
+    assert f.fingerprint(SHORT).bands  # exactly at the limit: no longer short
+
+
+def test_ngram_rule_decides_pairs_with_signatures():
+    t = Thresholds(3, 0.8, 0.5, 0.8)
+    # far in Hamming and cosine, but the n-grams agree: a duplicate
+    assert is_duplicate(30, 0.1, t, True, jaccard=0.6, containment=0.6)
+    assert is_duplicate(30, 0.1, t, True, jaccard=0.2, containment=0.9)  # one text contains the other
+    assert not is_duplicate(0, 1.0, t, True, jaccard=0.49, containment=0.79)
+    # without signatures: Hamming and cosine (short pairs: cosine only)
+    assert not is_duplicate(4, 0.99, t, False)
+    assert is_duplicate(3, 0.8, t, False)
+    assert is_duplicate(30, 0.85, t, True) and not is_duplicate(0, 0.5, t, True)
+    # containment switched off
+    assert not is_duplicate(0, 1.0, Thresholds(3, 0.8, 0.5, None), True, jaccard=0.2, containment=1.0)
+
+
+def test_short_scores_estimate_jaccard_and_containment(fper):
+    edited = SHORT.replace("经济", "金融")
+    longer = SHORT + "国家统计局新闻发言人表示，经济运行总体平稳。"
+    a, b, c, other = fper.fingerprint_many([SHORT, edited, longer, SENTENCES[5]])
+    jac, cont = short_scores(a.minhash, a.shingles, np.stack([b.minhash, c.minhash, other.minhash]),
+                             np.array([b.shingles, c.shingles, other.shingles]))
+    assert jac[0] > 0.7 and jac[2] < 0.1
+    assert cont[1] > 0.85 > jac[1]  # the longer text holds (almost) all of the short one's bigrams
+    assert cont[2] < 0.2
+
+
+# -- neighbour probing: complete for k up to 8 --------------------------------------------------------
+def _planted_hashes(n: int, k_max: int, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    hashes = [rng.getrandbits(64) for _ in range(n)]
+    for i in range(0, n - 1, 2):  # every second hash is a copy of the one before at distance 0..k_max+2
+        h = hashes[i]
+        for bit in rng.sample(range(64), rng.randint(0, k_max + 2)):
+            h ^= 1 << bit
+        hashes[i + 1] = h
+    return hashes
+
+
+def _brute(hashes: list[int], k: int) -> set[tuple[int, int]]:
+    return {(i, j) for i, j in itertools.combinations(range(len(hashes)), 2)
+            if (hashes[i] ^ hashes[j]).bit_count() <= k}
+
+
+@pytest.mark.parametrize("k, blocks", [(3, 2), (5, 3), (6, 3), (8, 3), (8, 4)])
+def test_probe_pairs_find_every_pair_within_k(k, blocks):
+    layout = BandLayout.probing(64, k, blocks)
+    assert layout.radius > 0
+    hashes = _planted_hashes(600, k, seed=k * 10 + blocks)
+    left, right = probe_pairs(layout, hashes)
+    found = set(zip(left.tolist(), right.tolist(), strict=True))
+    truth = _brute(hashes, k)
+    assert len(truth) > 200
+    assert truth <= found
+    assert all(i < j for i, j in found)
+
+
+def _store_with_hashes(tmp_path, config: FingerprintConfig, hashes: list[int], name: str) -> LocalStore:
+    layout = config.band_layout()
+    store = LocalStore(name, tmp_path)
+    store.open(config)
+    vec = np.zeros(config.dims, dtype=np.float32)
+    vec[0] = 1.0
+    docs = [NewDoc(f"d{i:04d}", Fingerprint(h, layout.keys(h), vec, {"x": 1.0}, 1, chars=500), {}, f"{i}")
+            for i, h in enumerate(hashes)]
+    assert all(r.ok for r in store.write(docs))
+    return store
+
+
+@pytest.mark.parametrize("k, blocks, key_blocks, radius", [(8, 3, 1, 2), (6, 4, 1, 1), (6, 8, 2, 0)])
+def test_find_pairs_matches_brute_force_for_large_k(tmp_path, k, blocks, key_blocks, radius):
+    """Probing layouts (radius > 0) are served by the in-memory join, multi-table ones (radius 0) by shared
+    keys; either way all-pairs search returns exactly the pairs within k."""
+    config = FingerprintConfig(strategy="simhash", hamming_k=k, band_blocks=blocks, band_key_blocks=key_blocks,
+                               probe_radius=radius)
+    hashes = _planted_hashes(400, k, seed=k + blocks)
+    store = _store_with_hashes(tmp_path, config, hashes, f"probe{k}{blocks}")
+    got = {(p.a, p.b) for p in find_pairs(store, cosine=None)}
+    truth = {(f"d{i:04d}", f"d{j:04d}") for i, j in _brute(hashes, k)}
+    assert got == truth
+    # single lookups probe the same neighbourhood
+    fps = [Fingerprint(h, config.band_layout().keys(h), np.eye(1, config.dims, dtype=np.float32)[0], {}, 1,
+                       chars=500) for h in hashes[:40]]
+    for i, matches in enumerate(similar(store, fps, cosine=None, top=1000, exclude=[f"d{i:04d}" for i in range(40)])):
+        want = {b for a, b in truth if a == f"d{i:04d}"} | {a for a, b in truth if b == f"d{i:04d}"}
+        assert {m.id for m in matches} == want
+    store.drop()
+
+
+# -- the bucket cap -----------------------------------------------------------------------------------
+def test_crowded_band_values_are_capped_and_reported(tmp_path, caplog):
+    config = FingerprintConfig(strategy="simhash")
+    hashes = [0xABCDEF0123456789] * 30 + _planted_hashes(40, 3, seed=1)
+    store = _store_with_hashes(tmp_path, config, hashes, "crowded")
+    with caplog.at_level(logging.WARNING, logger="esdedup.lookup"):
+        pairs = list(find_pairs(store, max_bucket=10, cosine=None))
+    same = [p for p in pairs if int(p.a[1:]) < 30 and int(p.b[1:]) < 30]
+    assert len(same) == 10 * 9 // 2  # only the first 10 of the 30 holders of each crowded value
+    assert "shared by 10 or more documents" in caplog.text
+    crowded = store.crowded_keys(min_count=11)
+    assert {k for k, _ in crowded} == set(config.band_layout().keys(hashes[0]))
+    assert all(n == 30 for _, n in crowded)
+    from esdedup.api import all_pairs
+
+    report = all_pairs(store, max_bucket=10, cosine=None)
+    assert {k for k, _ in report.crowded} == set(config.band_layout().keys(hashes[0]))
+    store.drop()
+
+
+def test_probe_join_caps_crowded_values(caplog):
+    layout = BandLayout.probing(64, 4, 2)
+    hashes = [0x1234] * 50
+    with caplog.at_level(logging.WARNING, logger="esdedup.lookup"):
+        left, _ = probe_pairs(layout, hashes, max_bucket=5)
+    assert len(left) < 50 * 49 // 2
+    assert "matched more than 5 documents" in caplog.text
+
+
+def test_scored_pairs_yields_each_candidate_once(tmp_path, fper):
+    config = fper.config
+    store = LocalStore("once", tmp_path)
+    store.open(config)
+    texts = [SHORT, SHORT + "。", SHORT.replace("经济", "金融"), LONG, LONG + "（完）"]
+    fps = fper.fingerprint_many(texts)
+    list(store.write(NewDoc(f"t{i}", fp, {"text": t}, str(i)) for i, (t, fp) in enumerate(zip(texts, fps, strict=True))))
+    pairs = list(scored_pairs(store))
+    keys = [(p.a, p.b) for p in pairs]
+    assert len(keys) == len(set(keys))
+    assert {("t0", "t1"), ("t0", "t2"), ("t1", "t2"), ("t3", "t4")} <= set(keys)
+    assert all(p.ngram and p.jaccard is not None for p in pairs)
+    assert {(p.a, p.b) for p in find_pairs(store)} >= {("t0", "t1"), ("t3", "t4")}
+    store.drop()
+
+
+def test_probing_find_pairs_on_elasticsearch(es_client, fresh_index):
+    """The in-memory probe join reads every document through Store.scan (a point in time on
+    Elasticsearch); the answer is the brute-force one, as on the local store."""
+    from esdedup.store.elastic import ElasticStore
+
+    config = FingerprintConfig(strategy="simhash", hamming_k=8, band_blocks=3, band_key_blocks=1, probe_radius=2)
+    hashes = _planted_hashes(300, 8, seed=99)
+    layout = config.band_layout()
+    store = ElasticStore(es_client, fresh_index, replicas=0)
+    store.open(config)
+    vec = np.zeros(config.dims, dtype=np.float32)
+    vec[0] = 1.0
+    docs = [NewDoc(f"d{i:04d}", Fingerprint(h, layout.keys(h), vec, {"x": 1.0}, 1, chars=500), {}, f"{i}")
+            for i, h in enumerate(hashes)]
+    assert all(r.ok for r in store.write(docs))
+    store.refresh()
+    assert sum(len(batch) for batch in store.scan(batch=70)) == len(hashes)
+    got = {(p.a, p.b) for p in find_pairs(store, cosine=None)}
+    assert got == {(f"d{i:04d}", f"d{j:04d}") for i, j in _brute(hashes, 8)}
