@@ -197,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         if cluster is not None and not args.keep:
             cluster.stop()
         elif cluster is not None:
-            print("cluster left running:", ",".join(urls), f"(scripts/es-local stop --purge --name {cluster.name})",
-                  file=sys.stderr)
+            print("cluster left running:", ",".join(urls), f"(stop it: scripts/es-local stop --purge --name "
+                  f"{cluster.name} --state-dir {cluster.state_dir})", file=sys.stderr)
 
 
 def _append(path: Path, out: dict, argv: list[str]) -> None:

@@ -112,9 +112,11 @@ class RunIndex:
     """Band key -> documents written in this run, so a run labels duplicates among its own records without
     waiting for the store to make them searchable."""
 
-    def __init__(self, config: FingerprintConfig) -> None:
+    def __init__(self, config: FingerprintConfig, complete: bool = False) -> None:
         self.config = config
         self.by_key: dict[str, list[StoredDoc]] = {}
+        #: True when the store held nothing before this run (then this index is the whole store).
+        self.complete = complete
 
     def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
         for k in keys:
@@ -285,7 +287,7 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
         ckpt.files = {}
     skip = ckpt.skip if opts.resume else None
     summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
-    run_index = RunIndex(cfg)
+    run_index = RunIndex(cfg, complete=opened.created)
     written: dict[str, str] = {}  # id -> content sha1 of what this run wrote under it
 
     records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
@@ -363,7 +365,9 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
             have = store.get(ids) if done else {}
             stored = [[have[i]] if i in have else [] for i in ids]
         else:
-            stored = store.lookup(probes) if done else []
+            # An index this run created holds only this run's documents, all of them in the run index:
+            # asking the store would find nothing more.
+            stored = store.lookup(probes) if done and not run_index.complete else [[] for _ in done]
     except StoreError as exc:
         # The store went away before this batch was written: every record of it counts as failed
         # (so read == indexed + skipped + failed still holds) and a re-run or --resume sends it again.

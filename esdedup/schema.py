@@ -148,7 +148,8 @@ def dedup_source(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: st
     }
     if not fp.empty:
         # dense_vector with cosine similarity rejects an all-zero vector, so an empty text stores none.
-        d["vector"] = [round(float(x), 6) for x in fp.vector]
+        # Six decimals are far below float32 noise for cosine; numpy rounds the whole vector at once.
+        d["vector"] = np.round(np.asarray(fp.vector, dtype=np.float64), 6).tolist()
     if fp.minhash is not None:
         d["minhash"] = encode_minhash(fp.minhash)
         d["shingles"] = fp.shingles
