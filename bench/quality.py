@@ -531,6 +531,14 @@ def layouts(args) -> list[str]:
     return lines
 
 
+NOTES = ['Data: the npm package `chinese-poetry@2.0.1` (real Chinese text; `npm pack` fetches it into bench/data/, which git ignores; the script regenerates everything from it). No installable package ships a human-labelled Chinese paraphrase / duplicate-question corpus (LCQMC, ATEC, BQ...): the package lists were searched for them and for news-title corpora. The natural variants used instead are the same poems as transmitted by two independent digital editions of the Complete Tang Poems (全唐诗 and the Qing imperial 御定全唐詩) and by anthologies (唐诗三百首 twice, 千家诗, 水墨唐诗), whose texts differ in variant characters, missing or extra lines, inline notes, Traditional vs Simplified script.',
+         '',
+         'Label definitions. Synthetic: 1 = a source and one of its generated variants; 0 = documents of two different sources, sources being chosen pairwise non-near-duplicate (character-bigram Jaccard < 0.3). Natural: 1 = two records of different collections with the same author and title (Simplified, spaces and punctuation removed), where that (author, title) occurs once in each collection; 0 = records whose (author, title) differ: same title by another author, same author with another title, random; pairs whose normalised texts are identical are never labelled 0. Precision and recall are over the labelled pairs (`esdedup.evaluate`).',
+         '',
+         'esdedup configuration: the defaults plus `t2s=True, tokenizer=rjieba`: every text gets a 128-permutation MinHash of its character bigrams (32 LSH bands of 4 rows, each a keyword field), texts of 200 characters or more also SimHash bands; a pair of texts with signatures is a duplicate when the estimated bigram Jaccard >= 0.5 or the estimated containment >= 0.8 (`esdedup.lookup`). datasketch and SimHash get the same normalised text (NFKC, casefolded, Traditional -> Simplified) and the same bigrams.',
+         '']
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["natural", "synth", "layouts"], help="Run one part only.")
@@ -552,6 +560,7 @@ def main() -> None:
              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start (the machine is shared: "
              "compare methods within one run). Command: `python bench/quality.py "
              + " ".join(sys.argv[1:]) + "`.", ""]
+    lines += NOTES
     cluster = None
     if args.es_local and not args.es:
         from tests.es_node import LocalCluster
