@@ -401,12 +401,7 @@ def _probed_pairs(store: Store, layout, config: FingerprintConfig, seen: set[tup
         rest = [cache[p] for p in partners if p in cache]
         if a is None or not rest:
             continue
-        hams, coss, sh, jac, cont = _measure(a, rest, config)
-        for d, hm, c, s_, j, ct in zip(rest, hams, coss, sh, jac, cont, strict=True):
-            seen.add((a.id, d.id))
-            if hamming_k is not None and not s_ and hm > hamming_k:
-                continue
-            yield ScoredPair(a.id, d.id, int(hm), float(c), bool(s_), _opt(j), _opt(ct), (a.chars, d.chars))
+        yield from _score_against(a, rest, config, hamming_k, seen)
 
 
 def hamming_many_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -467,12 +462,19 @@ def _score_group(docs: list[StoredDoc], config: FingerprintConfig, seen: set[tup
         rest = [d for d in docs[i + 1 :] if (a.id, d.id) not in seen]
         if not rest:
             continue
-        hams, coss, short, jac, cont = _measure(a, rest, config)
-        for d, h, c, s, j, ct in zip(rest, hams, coss, short, jac, cont, strict=True):
-            seen.add((a.id, d.id))
-            if hamming_k is not None and not s and h > hamming_k:
-                continue
-            yield ScoredPair(a.id, d.id, int(h), float(c), bool(s), _opt(j), _opt(ct), (a.chars, d.chars))
+        yield from _score_against(a, rest, config, hamming_k, seen)
+
+
+def _score_against(a: StoredDoc, rest: list[StoredDoc], config: FingerprintConfig, hamming_k: int | None,
+                   seen: set[tuple[str, str]]) -> Iterator[ScoredPair]:
+    """Every measure between ``a`` and each of ``rest`` (marking the pairs seen); pairs on the SimHash path
+    beyond ``hamming_k`` are not candidates at all and are left out."""
+    hams, coss, short, jac, cont = _measure(a, rest, config)
+    for d, h, c, s, j, ct in zip(rest, hams, coss, short, jac, cont, strict=True):
+        seen.add((a.id, d.id))
+        if hamming_k is not None and not s and h > hamming_k:
+            continue
+        yield ScoredPair(a.id, d.id, int(h), float(c), bool(s), _opt(j), _opt(ct), (a.chars, d.chars))
 
 
 def clusters(pairs: Iterable[Pair | tuple[str, str]]) -> dict[str, str]:
