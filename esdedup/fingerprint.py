@@ -306,11 +306,12 @@ class Fingerprinter:
     def _register(self, token: str) -> int:
         """Code of a token not seen before (see ``self._codes``)."""
         if self.config.tokenizer == "char":
-            term: str | None = token  # character n-grams are used as they are (see _counts_of_normalized)
+            term = token  # character n-grams are used as they are (see _counts_of_normalized)
         else:
-            term = term_of(token, self.resources.stopwords, self.resources.synonyms)
-            if term is None:
+            mapped = term_of(token, self.resources.stopwords, self.resources.synonyms)
+            if mapped is None:
                 return -1
+            term = mapped
         row = self._table.index.get(term)
         if row is None:
             row = self._table.reserve(term, self._factor(term))
@@ -343,9 +344,9 @@ class Fingerprinter:
             for i, code in enumerate(codes):
                 if code == -2:
                     tok = tokens[i]
-                    code = known.get(tok)
-                    if code is None:
-                        code = known[tok] = register(tok)
+                    found = known.get(tok)
+                    code = found if found is not None else register(tok)
+                    known[tok] = code
                     codes[i] = code
         return codes
 

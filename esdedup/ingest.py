@@ -186,7 +186,9 @@ class Checkpoint:
 
     def skip(self, source: str, offset: int) -> bool:
         f = self.files.get(source)
-        return bool(f) and (f.get("done", False) or offset < f.get("offset", 0))
+        if not f:
+            return False
+        return bool(f.get("done", False)) or offset < f.get("offset", 0)
 
     def done(self, source: str) -> bool:
         """The whole file was finished by the run being resumed (it is not opened again)."""

@@ -211,8 +211,9 @@ def _measure(a: StoredDoc | Fingerprint, docs: Sequence[StoredDoc], config: Fing
         ngram = np.fromiter((_has_signature(d) for d in docs), dtype=bool, count=n)
         sel = np.flatnonzero(ngram)
         if len(sel):
-            j, c = short_scores(a.minhash, a.shingles, np.stack([docs[i].minhash for i in sel]),
-                                np.array([docs[i].shingles for i in sel]))
+            assert a.minhash is not None  # _has_signature
+            j, c = short_scores(a.minhash, a.shingles, np.stack([_signature(docs[int(i)]) for i in sel]),
+                                np.array([docs[int(i)].shingles for i in sel]))
             jac[sel], cont[sel] = j, c
     elif is_short(a.chars, config):  # legacy documents without signatures: short pairs by cosine
         ngram = np.array([not _has_signature(d) and is_short(d.chars, config) for d in docs], dtype=bool)
@@ -463,6 +464,11 @@ def _score_group(docs: list[StoredDoc], config: FingerprintConfig, seen: set[tup
         if not rest:
             continue
         yield from _score_against(a, rest, config, hamming_k, seen)
+
+
+def _signature(doc: StoredDoc) -> np.ndarray:
+    assert doc.minhash is not None  # callers select documents with _has_signature
+    return doc.minhash
 
 
 def _score_against(a: StoredDoc, rest: list[StoredDoc], config: FingerprintConfig, hamming_k: int | None,

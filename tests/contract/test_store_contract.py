@@ -16,8 +16,16 @@ from esdedup import FingerprintConfig
 from esdedup.errors import ConfigMismatchError, IndexNotFound
 from esdedup.fingerprint import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
-from esdedup.lookup import (Thresholds, clusters, find_pairs, is_duplicate, probe_for, short_scores, similar,
-                            similar_knn)
+from esdedup.lookup import (
+    Thresholds,
+    clusters,
+    find_pairs,
+    is_duplicate,
+    probe_for,
+    short_scores,
+    similar,
+    similar_knn,
+)
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc, Store
 from esdedup.store.elastic import ElasticStore
@@ -133,7 +141,7 @@ def test_find_pairs_matches_brute_force(new_store, corpus):
     assert got == expected
     # And every pair of texts with band keys within Hamming k is among the candidates (the pigeonhole
     # guarantee; texts shorter than short_text_chars have LSH keys only).
-    for (i, a), (j, b) in itertools.combinations(enumerate(fps), 2):
+    for a, b in itertools.combinations(fps, 2):
         if a.bands and b.bands and (a.simhash ^ b.simhash).bit_count() <= CONFIG.hamming_k:
             assert set(a.bands) & set(b.bands)
     assert {tuple(sorted(p)) for p in planted} & got, "planted variants should be found"

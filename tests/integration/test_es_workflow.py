@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from esdedup_cli.main import app
 from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
@@ -18,7 +19,6 @@ from esdedup.schema import mapping_for
 from esdedup.search import async_search_diversified, search_diversified
 from esdedup.store import elastic
 from esdedup.store.elastic import ElasticStore
-from esdedup_cli.main import app
 from tests.corpus import make_corpus
 
 pytestmark = pytest.mark.es
