@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 ON_DUPLICATE = ("index", "label", "skip")
 #: Records fingerprinted per task sent to a worker process.
 BATCH = 1000
+#: ... and at most about this many characters of text per task (bounds memory with large documents).
+BATCH_CHARS = 8 * 2**20
 
 
 @dataclass
@@ -250,13 +252,19 @@ def _source_fields(rec: Record) -> dict[str, Any]:
     return src
 
 
-def _batches(items: Iterable[Record | Rejected], size: int) -> Iterator[list[Record | Rejected]]:
+def _batches(items: Iterable[Record | Rejected], size: int,
+             max_chars: int = BATCH_CHARS) -> Iterator[list[Record | Rejected]]:
+    """Batches of at most ``size`` records and about ``max_chars`` characters of text, so that a folder
+    of novels does not travel to a worker (and sit in memory several times) as one task."""
     batch: list[Record | Rejected] = []
+    chars = 0
     for item in items:
         batch.append(item)
-        if len(batch) >= size:
+        if isinstance(item, Record):
+            chars += len(item.text)
+        if len(batch) >= size or chars >= max_chars:
             yield batch
-            batch = []
+            batch, chars = [], 0
     if batch:
         yield batch
 
