@@ -12,6 +12,7 @@ changes nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -103,9 +104,7 @@ def _fingerprint_with(fper: Fingerprinter, texts: list[str]) -> list[tuple[Finge
     for fp, text in zip(fper.fingerprint_many(texts), texts, strict=True):
         # The exact TF table stays in the worker: it is not stored, and pickling it would cost more than
         # computing it.
-        slim = Fingerprint(fp.simhash, fp.bands, fp.vector, {}, fp.length, fp.empty, fp.lsh, fp.minhash,
-                           fp.chars, fp.bits, fp.shingles)
-        out.append((slim, content_sha1(normalize(text, t2s=fper.config.t2s))))
+        out.append((dataclasses.replace(fp, tf={}), content_sha1(normalize(text, t2s=fper.config.t2s))))
     return out
 
 
@@ -114,8 +113,7 @@ class RunIndex:
     """Band key -> documents written in this run, so a run labels duplicates among its own records without
     waiting for the store to make them searchable."""
 
-    def __init__(self, config: FingerprintConfig, complete: bool = False) -> None:
-        self.config = config
+    def __init__(self, complete: bool = False) -> None:
         self.by_key: dict[str, list[StoredDoc]] = {}
         #: True when the store held nothing before this run (then this index is the whole store).
         self.complete = complete
@@ -187,10 +185,7 @@ class Checkpoint:
                 raise ConfigError(f"checkpoint {self.path} is unreadable ({exc}); delete it to start over") from exc
 
     def skip(self, source: str, offset: int) -> bool:
-        f = self.files.get(source)
-        if not f:
-            return False
-        return bool(f.get("done", False)) or offset < f.get("offset", 0)
+        return self.done(source) or offset < self.files.get(source, {}).get("offset", 0)
 
     def done(self, source: str) -> bool:
         """The whole file was finished by the run being resumed (it is not opened again)."""
@@ -297,7 +292,7 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
         ckpt.files = {}
     skip = ckpt.skip if opts.resume else None
     summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
-    run_index = RunIndex(cfg, complete=opened.created)
+    run_index = RunIndex(complete=opened.created)
     written: dict[str, str] = {}  # id -> content sha1 of what this run wrote under it
 
     records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,

@@ -145,20 +145,15 @@ def probe_for(fp: Fingerprint, config: FingerprintConfig) -> dict[str, list[str]
     return probe
 
 
-def _score(simhash: int, vector: np.ndarray, docs: Sequence[StoredDoc]) -> tuple[np.ndarray, np.ndarray]:
-    hams = hamming_many(simhash, [d.simhash for d in docs]) if docs else np.zeros(0, dtype=np.int64)
-    if not docs:
-        return hams, np.zeros(0)
-    mat = np.stack([d.vector for d in docs]).astype(np.float32)
-    cos = mat @ np.asarray(vector, dtype=np.float32)
-    return hams, np.clip(cos, 0.0, 1.0)
-
-
 def _scores(simhash: int, vector: np.ndarray, docs: Sequence[StoredDoc], bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Hamming distance and (clipped) vector cosine from one fingerprint to each document."""
+    if not docs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
     if bits == 64:
-        return _score(simhash, vector, docs)
-    hams = np.array([(simhash ^ d.simhash).bit_count() for d in docs], dtype=np.int64)
-    mat = np.stack([d.vector for d in docs]).astype(np.float32) if docs else np.zeros((0, len(vector)))
+        hams = hamming_many(simhash, [d.simhash for d in docs])
+    else:  # 128-bit fingerprints do not fit numpy's uint64 popcount
+        hams = np.array([(simhash ^ d.simhash).bit_count() for d in docs], dtype=np.int64)
+    mat = np.stack([d.vector for d in docs]).astype(np.float32)
     return hams, np.clip(mat @ np.asarray(vector, dtype=np.float32), 0.0, 1.0)
 
 
