@@ -332,6 +332,9 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
         if last_source is not None:
             ckpt.finish(last_source)
         ckpt.save()
+        # What ingest wrote is searchable when it returns: `similar` or `dups` run right after it
+        # must not miss documents still waiting for Elasticsearch's next periodic refresh.
+        store.refresh()
     except StoreError as exc:
         summary.error = str(exc)
     finally:

@@ -96,6 +96,21 @@ def test_ingest_labels_and_reingest_changes_nothing(es_url, es_client, fresh_ind
     assert _all_docs(es_client, fresh_index) == before
 
 
+def test_ingested_documents_are_searchable_when_ingest_returns(es_url, es_client, fresh_index, corpus_file,
+                                                                 tmp_path):
+    """`similar` right after `ingest` must see every document, even with periodic refresh off."""
+    path, docs, _ = corpus_file
+    first = tmp_path / "first.jsonl"
+    lines = path.read_text("utf-8").splitlines()
+    first.write_text(lines[0] + "\n", "utf-8")
+    assert _ingest(es_url, fresh_index, first, tmp_path).exit_code == 0
+    es_client.indices.put_settings(index=fresh_index, settings={"index": {"refresh_interval": "-1"}})
+    r = _ingest(es_url, fresh_index, path, tmp_path)
+    assert r.exit_code == 0, r.output
+    # No refresh here on purpose: a plain search sees only what ingest made visible.
+    assert es_client.count(index=fresh_index)["count"] == len(docs)
+
+
 def test_skip_mode_does_not_index_near_duplicates(es_url, es_client, fresh_index, corpus_file, tmp_path):
     path, docs, planted = corpus_file
     r = _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "skip")
