@@ -17,7 +17,7 @@ from typing import Any
 from .errors import ConfigError
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TOKENIZERS = ("jieba", "rjieba", "char")
 WEIGHTINGS = ("tf", "tfidf", "tf_length")

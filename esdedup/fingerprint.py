@@ -203,41 +203,21 @@ class Fingerprinter:
         counts = self._counts_of_normalized(norm)
         return term_weights(counts, self.config.weighting, self.resources.idf), sum(counts.values()), norm
 
-    def _uses_minhash(self, norm: str) -> bool:
-        return self.config.strategy in ("auto", "minhash")
-
-    def _minhash_part(self, norm: str) -> tuple[list[str], np.ndarray | None, int]:
-        """(LSH band keys, MinHash signature, number of distinct n-grams) on the short-text path."""
-        if not self._uses_minhash(norm):
-            return [], None, 0
-        hashes = mh.shingle_hashes(char_shingles(norm, self.config.minhash_ngram))
-        if len(hashes) == 0:
-            return [], None, 0
-        sig = mh.signature(hashes, self.config.minhash_perm)
-        return mh.lsh_keys(sig, self.config.minhash_bands), sig, len(hashes)
-
     def _minhash_parts(self, norms: Sequence[str]) -> list[tuple[list[str], np.ndarray | None, int]]:
-        """`_minhash_part` of many texts, the signatures computed in one batch."""
-        sets = [self._shingle_set(norm) if self._uses_minhash(norm) else _NO_HASHES for norm in norms]
-        todo = [i for i, h in enumerate(sets) if len(h)]
-        sigs = mh.signatures([sets[i] for i in todo], self.config.minhash_perm)
+        """(LSH band keys, MinHash signature, number of distinct n-grams) of each text on the short-text path,
+        all computed in one batch."""
+        cfg = self.config
         out: list[tuple[list[str], np.ndarray | None, int]] = [([], None, 0)] * len(norms)
-        for i, sig in zip(todo, sigs, strict=True):
-            out[i] = (mh.lsh_keys(sig, self.config.minhash_bands), sig, len(sets[i]))
+        if cfg.strategy not in ("auto", "minhash"):
+            return out
+        sets = _shingle_sets(["".join(filter(str.isalnum, norm)) for norm in norms], cfg.minhash_ngram)
+        todo = [i for i, h in enumerate(sets) if len(h)]
+        if not todo:
+            return out
+        sigs = mh.signatures([sets[i] for i in todo], cfg.minhash_perm)
+        for i, sig, keys in zip(todo, sigs, mh.lsh_keys_many(sigs, cfg.minhash_bands), strict=True):
+            out[i] = (keys, sig, len(sets[i]))
         return out
-
-    def _shingle_set(self, norm: str) -> np.ndarray:
-        """Hashes of the distinct character n-grams of a text; a long text is read `_SHINGLE_CHUNK`
-        characters at a time, so memory follows the number of distinct n-grams, not the text size."""
-        n = self.config.minhash_ngram
-        if len(norm) <= _SHINGLE_CHUNK:
-            return mh.shingle_hashes(char_shingles(norm, n))
-        chars = "".join(filter(str.isalnum, norm))
-        acc = _NO_HASHES
-        for start in range(0, max(1, len(chars) - n + 1), _SHINGLE_CHUNK):
-            piece = chars[start:start + _SHINGLE_CHUNK + n - 1]
-            acc = np.union1d(acc, mh.shingle_hashes(char_shingles(piece, n), cache=False))
-        return acc
 
     def _band_keys(self, simhash: int, norm: str) -> list[str]:
         """SimHash band keys, except for texts that MinHash alone serves: every text with ``minhash``,
@@ -432,3 +412,37 @@ def _merge_mapped(per_text: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarra
         counts.extend(by_row.values())
         kept[i] = len(by_row)
     return np.array(codes, dtype=np.int64), np.array(counts, dtype=np.int64), kept
+
+
+def _shingle_sets(word_chars: Sequence[str], n: int) -> list[np.ndarray]:
+    """The distinct n-gram hashes (`esdedup.minhash.ngram_hashes`, sorted) of each text of word characters.
+
+    Texts up to `_SHINGLE_CHUNK` characters are hashed together in one numpy pass over their concatenation
+    (n-grams that would cross from one text into the next are dropped); a longer text is read a chunk at
+    a time, so memory follows its number of distinct n-grams, not its size."""
+    out = [_NO_HASHES] * len(word_chars)
+    batch = [i for i, c in enumerate(word_chars) if 0 < len(c) <= _SHINGLE_CHUNK]
+    for i, chars in enumerate(word_chars):
+        if len(chars) > _SHINGLE_CHUNK:
+            acc = _NO_HASHES
+            for start in range(0, len(chars) - n + 1, _SHINGLE_CHUNK):
+                acc = np.union1d(acc, mh.ngram_hashes(chars[start:start + _SHINGLE_CHUNK + n - 1], n))
+            out[i] = acc
+    if not batch:
+        return out
+    lengths = np.array([len(word_chars[i]) for i in batch], dtype=np.int64)
+    owner = np.repeat(np.arange(len(batch), dtype=np.uint64), lengths)
+    local = np.arange(len(owner)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    hashes = mh.ngram_hashes("".join(word_chars[i] for i in batch), n) if len(owner) >= n else _NO_HASHES
+    keep = local[:len(hashes)] <= np.repeat(lengths - n, lengths)[:len(hashes)]
+    keys = [(owner[:len(hashes)][keep] << np.uint64(32)) | hashes[keep]]
+    # A text shorter than n is one n-gram: itself.
+    for k in np.flatnonzero(lengths < n).tolist():
+        keys.append(np.array([(k << 32) | int(mh.ngram_hashes(word_chars[batch[k]], n)[0])], dtype=np.uint64))
+    uniq = np.unique(np.concatenate(keys))
+    parts = np.split(uniq & np.uint64(0xFFFFFFFF), np.flatnonzero(np.diff(uniq >> np.uint64(32))) + 1)
+    docs = (uniq >> np.uint64(32)).astype(np.int64)
+    starts = np.r_[0, np.flatnonzero(np.diff(docs)) + 1]
+    for k, part in zip(docs[starts].tolist(), parts, strict=True):
+        out[batch[k]] = part
+    return out

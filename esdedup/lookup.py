@@ -25,7 +25,6 @@ than ``max_bucket`` documents are cut to that many and logged as a warning (see 
 """
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -154,7 +153,13 @@ def _scores(simhash: int, vector: np.ndarray, docs: Sequence[StoredDoc], bits: i
     else:  # 128-bit fingerprints do not fit numpy's uint64 popcount
         hams = np.array([(simhash ^ d.simhash).bit_count() for d in docs], dtype=np.int64)
     mat = np.stack([d.vector for d in docs]).astype(np.float32)
-    return hams, np.clip(mat @ np.asarray(vector, dtype=np.float32), 0.0, 1.0)
+    return hams, _cosines(mat, np.asarray(vector, dtype=np.float32)[None, :])
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of unit float32 vectors, clipped to [0, 1]. Every path computes cosines here,
+    the same products summed the same way, so `similar` and `find_pairs` agree to the last bit."""
+    return np.clip((a * b).sum(axis=1, dtype=np.float32), 0.0, 1.0)
 
 
 def is_duplicate(ham: int, cos: float, t: Thresholds, both_short: bool = False, *,
@@ -182,12 +187,15 @@ def short_scores(sig: np.ndarray, n: int, sigs: np.ndarray, ns: np.ndarray) -> t
     (`MIN_CONTAINMENT_SHINGLES`, `MAX_CONTAINMENT_RATIO`)."""
     sigs = np.asarray(sigs).reshape(len(ns), -1)
     jac = (sigs == np.asarray(sig)[None, :]).mean(axis=1)
-    ns = np.asarray(ns, dtype=np.float64)
-    lo, hi = np.minimum(ns, n), np.maximum(ns, n)
+    return jac, _containment(jac, np.full(len(ns), n), ns)
+
+
+def _containment(jac: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
+    n_a, n_b = np.asarray(n_a, dtype=np.float64), np.asarray(n_b, dtype=np.float64)
+    lo, hi = np.minimum(n_a, n_b), np.maximum(n_a, n_b)
     ok = (lo >= MIN_CONTAINMENT_SHINGLES) & (hi <= MAX_CONTAINMENT_RATIO * lo)
-    inter = jac / (1.0 + jac) * (ns + n)
-    cont = np.where(ok, np.minimum(1.0, inter / np.maximum(lo, 1.0)), 0.0)
-    return jac, cont
+    inter = jac / (1.0 + jac) * (n_a + n_b)
+    return np.where(ok, np.minimum(1.0, inter / np.maximum(lo, 1.0)), 0.0)
 
 
 def _has_signature(d: StoredDoc | Fingerprint) -> bool:
@@ -305,10 +313,11 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
             cache.clear()
 
     in_memory = config.strategy != "simhash" and store.count() <= LSH_IN_MEMORY_MAX
-    groups = store.shared_keys(max_bucket=max_bucket, lsh=not in_memory)
     if in_memory:
-        groups = itertools.chain(groups, lsh_groups(store, config, max_bucket=max_bucket))
-    for key, ids in groups:
+        # The LSH bands joined in numpy, every candidate scored in bulk: what the key groups below would
+        # give for the lsh_<i> keys, without a Python step per group.
+        yield from _lsh_pairs(store, config, seen, max_bucket, hamming_k)
+    for key, ids in store.shared_keys(max_bucket=max_bucket, lsh=not in_memory):
         if len(ids) >= max_bucket:
             crowded += 1
             log.warning("band value %s is shared by %d or more documents; only %d were compared "
@@ -327,36 +336,106 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
         yield from _probed_pairs(store, layout, config, seen, max_bucket, hamming_k, fetch, cache)
 
 
-def lsh_groups(store: Store, config: FingerprintConfig, *, max_bucket: int = 1000
-               ) -> Iterator[tuple[str, list[str]]]:
-    """The groups of documents that share an LSH band, computed from the stored signatures: what
-    ``Store.shared_keys`` yields for the ``lsh_<i>`` keys (equal band rows <=> equal key), each group's
-    ids sorted and cut to ``max_bucket``; the key is given as ``m<band>:*``."""
-    ids: list[str] = []
-    sigs: list[np.ndarray] = []
-    for docs in store.scan():
-        for d in docs:
-            if not d.empty and d.minhash is not None and len(d.minhash) == config.minhash_perm:
-                ids.append(d.id)
-                sigs.append(d.minhash)
-    if len(ids) < 2:
-        return
-    order = sorted(range(len(ids)), key=ids.__getitem__)
-    ids = [ids[i] for i in order]
-    mat = np.stack([sigs[i] for i in order]).astype("<u4")
-    del sigs
-    rows = config.minhash_perm // config.minhash_bands
-    for band in range(config.minhash_bands):
-        block = np.ascontiguousarray(mat[:, band * rows:(band + 1) * rows]).view(np.dtype((np.void, 4 * rows)))
-        _, inverse, counts = np.unique(block.ravel(), return_inverse=True, return_counts=True)
+@dataclass
+class _Columns:
+    """The stored documents with a MinHash signature, as arrays (ids sorted)."""
+
+    ids: list[str]
+    simhash: list[int]
+    vectors: np.ndarray  # (n, dims) float32
+    sigs: np.ndarray  # (n, perm) uint32
+    shingles: np.ndarray  # (n,) int64
+    chars: list[int]
+
+
+def _signature_columns(store: Store, config: FingerprintConfig) -> _Columns:
+    docs = [d for batch in store.scan() for d in batch
+            if not d.empty and d.minhash is not None and len(d.minhash) == config.minhash_perm]
+    docs.sort(key=lambda d: d.id)
+    n = len(docs)
+    return _Columns([d.id for d in docs], [d.simhash for d in docs],
+                    np.stack([d.vector for d in docs]).astype(np.float32) if n else np.zeros((0, config.dims), np.float32),
+                    np.stack([_signature(d) for d in docs]).astype(np.uint32) if n
+                    else np.zeros((0, config.minhash_perm), np.uint32),
+                    np.array([d.shingles for d in docs], dtype=np.int64), [d.chars for d in docs])
+
+
+def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
+    row of at least one LSH band: the all-pairs form of looking up each LSH key. Per band value only its
+    first ``max_bucket`` rows are paired (logged), as `Store.shared_keys` cuts a group."""
+    n, perm = sigs.shape
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return empty, empty
+    rows = perm // bands
+    codes: list[np.ndarray] = []
+    capped = 0
+    for band in range(bands):
+        block = np.ascontiguousarray(sigs[:, band * rows:(band + 1) * rows], dtype="<u4")
+        _, inverse, counts = np.unique(block.view(np.dtype((np.void, 4 * rows))).ravel(),
+                                       return_inverse=True, return_counts=True)
         inverse = inverse.ravel()
         members = np.flatnonzero(counts[inverse] > 1)
         if not len(members):
             continue
-        members = members[np.argsort(inverse[members], kind="stable")]  # by group, ids ascending within
-        cuts = np.flatnonzero(np.diff(inverse[members])) + 1
-        for group in np.split(members, cuts):
-            yield f"m{band}:*", [ids[i] for i in group[:max_bucket].tolist()]
+        members = members[np.argsort(inverse[members], kind="stable")]  # by group, rows ascending within
+        group = inverse[members]
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        sizes = np.diff(np.r_[starts, len(members)])
+        capped += int((sizes > max_bucket).sum())
+        pos = np.arange(len(members)) - np.repeat(starts, sizes)  # rank of each member in its group
+        size_of = np.repeat(np.minimum(sizes, max_bucket), sizes)
+        live = pos < size_of
+        # Pair each member with the one `step` places later in its group, for every step the group has.
+        for step in range(1, int(size_of.max())):
+            left = np.flatnonzero(live & (pos + step < size_of))
+            if not len(left):
+                break
+            codes.append(members[left].astype(np.int64) * n + members[left + step].astype(np.int64))
+        if len(codes) > 64:
+            codes = [np.unique(np.concatenate(codes))]
+    if capped:
+        log.warning("%d LSH band values are shared by more than %d documents; only %d of each were compared "
+                    "(boilerplate? see 'esdedup info')", capped, max_bucket, max_bucket)
+    if not codes:
+        return empty, empty
+    return np.divmod(np.unique(np.concatenate(codes)), n)
+
+
+def _lsh_pairs(store: Store, config: FingerprintConfig, seen: set[tuple[str, str]], max_bucket: int,
+               hamming_k: int | None, chunk: int = 16384) -> Iterator[ScoredPair]:
+    """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined and measured in numpy."""
+    cols = _signature_columns(store, config)
+    left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, max_bucket=max_bucket)
+    has_sig = cols.shingles > 0
+    ids = cols.ids
+    if config.bits == 64:
+        simhash = np.array(cols.simhash, dtype=np.uint64)
+    for lo in range(0, len(left), chunk):
+        a, b = left[lo:lo + chunk], right[lo:lo + chunk]
+        if config.bits == 64:
+            hams = hamming_many_pairs(simhash[a], simhash[b])
+        else:
+            hams = np.array([(cols.simhash[i] ^ cols.simhash[j]).bit_count() for i, j in zip(a, b, strict=True)])
+        coss = _cosines(cols.vectors[a], cols.vectors[b])
+        ngram = has_sig[a] & has_sig[b]
+        jac = (cols.sigs[a] == cols.sigs[b]).mean(axis=1)
+        cont = _containment(jac, cols.shingles[a], cols.shingles[b])
+        for i, j, h, c, s, jj, ct in zip(a.tolist(), b.tolist(), hams.tolist(), coss.tolist(), ngram.tolist(),
+                                         jac.tolist(), cont.tolist(), strict=True):
+            pair = (ids[i], ids[j])
+            seen.add(pair)
+            if not s:
+                # Without a signature on both sides the pair is judged as `_measure` judges it.
+                yield from _score_against(_doc_at(cols, i), [_doc_at(cols, j)], config, hamming_k, set())
+                continue
+            yield ScoredPair(pair[0], pair[1], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
+
+
+def _doc_at(cols: _Columns, i: int) -> StoredDoc:
+    return StoredDoc(cols.ids[i], cols.simhash[i], cols.vectors[i], chars=cols.chars[i], minhash=cols.sigs[i],
+                     shingles=int(cols.shingles[i]))
 
 
 def _probed_pairs(store: Store, layout, config: FingerprintConfig, seen: set[tuple[str, str]],

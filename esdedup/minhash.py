@@ -1,9 +1,18 @@
 """MinHash signatures and LSH band keys for short texts, where SimHash has too few features to be stable.
 
-Shingles are hashed to 32 bits with BLAKE2b (personalised ``esdedup-mh-v1``, little-endian). Permutation
-i is ``((a_i * x + b_i) mod (2^61 - 1)) mod 2^32`` with ``a_i, b_i`` read from BLAKE2b of ``"a<i>"`` and
-``"b<i>"``, so signatures are identical on every machine and numpy version (no random generator).
-An LSH band is ``rows`` consecutive signature values; its key is ``"m<band>:<16 hex>"``.
+Everything here is integer arithmetic on numpy ``uint64`` (wrapping multiplication), so signatures and keys
+are identical on every machine and numpy version, and whole batches are hashed without a Python step per
+n-gram or per band:
+
+* ``mix64`` is the SplitMix64 finaliser (xor-shift-multiply, a bijection on 64 bits).
+* A shingle (a string) hashes to 32 bits by folding its code points: ``h = SEED``, then for each code point
+  ``c``: ``h = mix64(h ^ c)``; the hash is the top 32 bits of ``h``. `ngram_hashes` computes the same values
+  for every n-gram of a text at once.
+* Permutation i is ``(a_i * x + b_i) mod 2^64 >> 32`` (multiply-add-shift, a 2-universal family for 32-bit
+  ``x``) with ``a_i`` (odd) and ``b_i`` read from BLAKE2b of ``"a<i>"`` and ``"b<i>"``.
+* An LSH band is ``rows`` consecutive signature values; its key is ``"m<band>:<16 hex>"``, the hex of
+  ``h = mix64(band)``, then ``h = mix64(h ^ v)`` for each row value ``v``.
+
 The chance that a pair with Jaccard s shares a band is 1 - (1 - s^rows)^bands.
 """
 from __future__ import annotations
@@ -14,9 +23,18 @@ from functools import lru_cache
 
 import numpy as np
 
-MERSENNE_61 = np.uint64((1 << 61) - 1)
-_MASK32 = np.uint64(0xFFFFFFFF)
-_PERSON = b"esdedup-mh-v1"
+_PERSON = b"esdedup-mh-v2"
+_SEED = np.uint64(0x6573646564757032)  # "esdedup2"
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S32 = (np.uint64(s) for s in (30, 27, 31, 32))
+
+
+def mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on a uint64 array (wrapping arithmetic)."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
 
 
 def _h(data: bytes, size: int) -> int:
@@ -25,42 +43,44 @@ def _h(data: bytes, size: int) -> int:
 
 @lru_cache(maxsize=8)
 def permutations(n_perm: int) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed (a, b) coefficients; a in [1, 2^31), b in [0, 2^32) so a*x+b never overflows 64 bits."""
-    a = np.array([(_h(f"a{i}".encode(), 4) & 0x7FFFFFFF) | 1 for i in range(n_perm)], dtype=np.uint64)
-    b = np.array([_h(f"b{i}".encode(), 4) for i in range(n_perm)], dtype=np.uint64)
+    """The fixed (a, b) coefficients of the n_perm permutations, uint64 each, a odd."""
+    a = np.array([_h(f"a{i}".encode(), 8) | 1 for i in range(n_perm)], dtype=np.uint64)
+    b = np.array([_h(f"b{i}".encode(), 8) for i in range(n_perm)], dtype=np.uint64)
     return a, b
 
 
-#: Shingle -> 32-bit hash, shared by every signature of the process (n-grams repeat across documents);
-#: cleared when it grows past `_CACHE_MAX` entries.
-_SHINGLE_CACHE: dict[str, int] = {}
-_CACHE_MAX = 1_000_000
+def code_points(text: str) -> np.ndarray:
+    """The code points of ``text`` as uint64 (lone surrogates kept as they are)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(np.uint64)
 
 
-def _shingle_hash(s: str) -> int:
-    h = _SHINGLE_CACHE.get(s)
-    if h is None:
-        if len(_SHINGLE_CACHE) >= _CACHE_MAX:
-            _SHINGLE_CACHE.clear()
-        h = _SHINGLE_CACHE[s] = _h(s.encode("utf-8", "surrogatepass"), 4)
-    return h
+def ngram_hashes(chars: str, n: int) -> np.ndarray:
+    """The 32-bit hash (as uint64) of every n-gram of ``chars`` in order, duplicates kept: the values
+    `shingle_hashes` gives the strings ``chars[i:i+n]``. A text shorter than n is its own single n-gram."""
+    cp = code_points(chars)
+    if len(cp) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    n = min(n, len(cp))
+    count = len(cp) - n + 1
+    h = np.full(count, _SEED, dtype=np.uint64)
+    for j in range(n):
+        h = mix64(h ^ cp[j:j + count])
+    return h >> _S32
 
 
-def shingle_hashes(shingles: Iterable[str], *, cache: bool = True) -> np.ndarray:
-    """32-bit hash of each distinct shingle, as uint64 (sorted, duplicates removed). ``cache=False`` reads
-    the shared cache but adds nothing to it (for the n-grams of one huge text)."""
-    uniq = set(shingles)
-    known = list(map(_SHINGLE_CACHE.get, uniq))
-    if None in known:
-        new = _shingle_hash if cache else (lambda s: _h(s.encode("utf-8", "surrogatepass"), 4))
-        known = [h if h is not None else new(s) for s, h in zip(uniq, known, strict=True)]
-    return np.unique(np.array(known, dtype=np.uint64))
-
-
-def _mod_m61(v: np.ndarray) -> np.ndarray:
-    """``v % (2^61 - 1)`` for uint64 ``v``, without a division (Mersenne reduction)."""
-    r = (v & MERSENNE_61) + (v >> np.uint64(61))
-    return np.where(r >= MERSENNE_61, r - MERSENNE_61, r)
+def shingle_hashes(shingles: Iterable[str]) -> np.ndarray:
+    """32-bit hash of each distinct shingle, as uint64 (sorted, duplicates removed)."""
+    by_len: dict[int, list[str]] = {}
+    for s in set(shingles):
+        by_len.setdefault(len(s), []).append(s)
+    parts = [np.zeros(0, dtype=np.uint64)]
+    for length, group in by_len.items():
+        cps = code_points("".join(group)).reshape(len(group), length)
+        h = np.full(len(group), _SEED, dtype=np.uint64)
+        for j in range(length):
+            h = mix64(h ^ cps[:, j])
+        parts.append(h >> _S32)
+    return np.unique(np.concatenate(parts))
 
 
 def signature(hashes: np.ndarray, n_perm: int = 128) -> np.ndarray:
@@ -70,53 +90,73 @@ def signature(hashes: np.ndarray, n_perm: int = 128) -> np.ndarray:
     return signatures([hashes], n_perm)[0]
 
 
-def signatures(hash_sets: Sequence[np.ndarray], n_perm: int = 128, *, group: int = 1024) -> np.ndarray:
-    """`signature` of many sets at once, shape (len(hash_sets), n_perm); every set must be non-empty.
-
-    Hashes are taken ``group`` at a time (a big set in several slices), so each (n_perm x group) block of
-    permuted values stays in the CPU cache and memory stays bounded whatever the set sizes."""
-    out = np.full((len(hash_sets), n_perm), 0xFFFFFFFF, dtype=np.uint32)
+def signatures(hash_sets: Sequence[np.ndarray], n_perm: int = 128, *, group: int = 4096) -> np.ndarray:
+    """`signature` of many sets at once, shape (len(hash_sets), n_perm); every set must be non-empty."""
+    for h in hash_sets:
+        if len(h) == 0:
+            raise ValueError("signatures() needs non-empty sets; use signature() for an empty one")
     if not len(hash_sets):
+        return np.full((0, n_perm), 0xFFFFFFFF, dtype=np.uint32)
+    sizes = np.fromiter((len(h) for h in hash_sets), dtype=np.int64, count=len(hash_sets))
+    return segment_signatures(np.concatenate([np.asarray(h, dtype=np.uint64) for h in hash_sets]), sizes, n_perm,
+                              group=group)
+
+
+def segment_signatures(hashes: np.ndarray, sizes: np.ndarray, n_perm: int = 128, *, group: int = 4096
+                       ) -> np.ndarray:
+    """Signatures of consecutive segments of ``hashes`` (segment i has ``sizes[i]`` > 0 values), shape
+    (len(sizes), n_perm). Hashes are permuted ``group`` at a time, so each (n_perm x group) block stays in
+    the CPU cache and memory stays bounded whatever the set sizes."""
+    out = np.full((len(sizes), n_perm), 0xFFFFFFFF, dtype=np.uint32)
+    if not len(sizes):
         return out
     a, b = permutations(n_perm)
     a, b = a[:, None], b[:, None]
-    slices: list[tuple[int, np.ndarray]] = []
-    for k, h in enumerate(hash_sets):
-        if len(h) == 0:
-            raise ValueError("signatures() needs non-empty sets; use signature() for an empty one")
-        h = np.asarray(h, dtype=np.uint64)
-        slices.extend((k, h[i:i + group]) for i in range(0, len(h), group))
-    i = 0
-    while i < len(slices):
-        j, total = i, 0
-        while j < len(slices) and (total == 0 or total + len(slices[j][1]) <= group):
-            total += len(slices[j][1])
-            j += 1
-        x = np.concatenate([sl for _, sl in slices[i:j]])
-        sizes = np.fromiter((len(sl) for _, sl in slices[i:j]), dtype=np.int64, count=j - i)
-        values = _mod_m61(a * x[None, :] + b) & _MASK32
-        mins = np.minimum.reduceat(values, np.concatenate(([0], np.cumsum(sizes)[:-1])), axis=1).T
-        owners = np.fromiter((k for k, _ in slices[i:j]), dtype=np.int64, count=j - i)
-        np.minimum.at(out, owners, mins.astype(np.uint32))
-        i = j
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    for lo in range(0, len(hashes), group):
+        x = hashes[lo:lo + group]
+        own = owner[lo:lo + group]
+        values = ((a * x[None, :] + b) >> _S32).astype(np.uint32)
+        # Segment boundaries inside this slice: where the owner changes.
+        cuts = np.flatnonzero(np.r_[True, own[1:] != own[:-1]])
+        mins = np.minimum.reduceat(values, cuts, axis=1).T
+        rows = own[cuts]
+        first = rows[0]
+        if lo > starts[first]:  # the first segment began in an earlier slice
+            out[first] = np.minimum(out[first], mins[0])
+            out[rows[1:]] = mins[1:]
+        else:
+            out[rows] = mins
+    return out
+
+
+def lsh_key_values(sigs: np.ndarray, bands: int) -> np.ndarray:
+    """The 64-bit key value of every band of every signature, shape (len(sigs), bands)."""
+    sigs = np.asarray(sigs, dtype=np.uint32).reshape(-1, np.shape(sigs)[-1])
+    rows = sigs.shape[1] // bands
+    h = np.broadcast_to(mix64(np.arange(bands, dtype=np.uint64)), (len(sigs), bands)).copy()
+    cols = sigs.astype(np.uint64).reshape(len(sigs), bands, rows)
+    for r in range(rows):
+        h = mix64(h ^ cols[:, :, r])
+    return h
+
+
+def lsh_keys_many(sigs: np.ndarray, bands: int) -> list[list[str]]:
+    """`lsh_keys` of each signature (rows of ``sigs``)."""
+    values = lsh_key_values(sigs, bands)
+    hexes = values.astype(">u8").tobytes().hex()
+    names = [f"m{i}:" for i in range(bands)]
+    out = []
+    for d in range(len(values)):
+        base = d * bands * 16
+        out.append([names[i] + hexes[base + 16 * i:base + 16 * i + 16] for i in range(bands)])
     return out
 
 
 def lsh_keys(sig: np.ndarray, bands: int) -> list[str]:
-    """One key per band: BLAKE2b-64 of the band's rows, tagged with the band number."""
-    rows = len(sig) // bands
-    data = np.ascontiguousarray(sig, dtype="<u4").tobytes()
-    width = rows * 4
-    out = []
-    for i in range(bands):
-        h = _BAND_HASH.copy()
-        h.update(data[i * width:(i + 1) * width])
-        # The hex of the little-endian integer is the hex of the reversed digest.
-        out.append(f"m{i}:{h.digest()[::-1].hex()}")
-    return out
-
-
-_BAND_HASH = hashlib.blake2b(digest_size=8, person=_PERSON)
+    """One key per band of one signature."""
+    return lsh_keys_many(np.asarray(sig)[None, :], bands)[0]
 
 
 def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:

@@ -6,11 +6,13 @@ document id). Band keys carry their table number (``"2:9f3a"``), so one ``bands`
 starts with the key is an index on every band at once.
 
 MinHash LSH keys (``"m<band>:<hex>"``) live in a table of their own, ``lsh``, laid out the same way.
-Writes append key rows to ``bands_new`` / ``lsh_new``, tables without index (an append costs a fraction
-of a random B-tree insert, and a document has some 36 keys); the first read that needs an index (lookup,
-shared keys, crowded keys, refresh) moves them into ``bands`` / ``lsh`` in key order, one sorted pass. Overwriting a
-document deletes its old band rows by their keys, recomputed from the stored SimHash and MinHash
-signature (collections made before this layout keep their ``bands_by_id`` index and use it).
+Writes only append document rows (a short text has 32 LSH keys, and 32 random B-tree inserts cost more
+than the document itself). Keys are indexed lazily: ``docs.seq`` grows with every write (AUTOINCREMENT, never
+reused, and a replaced document gets a new one), ``meta`` remembers up to which ``seq`` each key table is
+indexed, and the first read that needs a table (lookup, shared keys, crowded keys) computes the keys of
+the newer documents from their stored SimHash and MinHash signature, sorts them and inserts them in one
+pass. An all-pairs search that joins LSH bands in memory (`esdedup.lookup`) never needs the ``lsh`` table.
+Overwriting a document deletes its old key rows, recomputed the same way.
 """
 from __future__ import annotations
 
@@ -34,14 +36,12 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
-    id TEXT PRIMARY KEY, simhash TEXT NOT NULL, vector BLOB, tokens INTEGER, chars INTEGER,
-    empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT, duplicate_of TEXT, source TEXT,
-    minhash BLOB, shingles INTEGER
-) WITHOUT ROWID;
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, simhash TEXT NOT NULL, vector BLOB,
+    tokens INTEGER, chars INTEGER, empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT,
+    duplicate_of TEXT, source TEXT, minhash BLOB, shingles INTEGER, banded INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS bands (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS bands_new (key TEXT NOT NULL, id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS lsh (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS lsh_new (key TEXT NOT NULL, id TEXT NOT NULL);
 """
 #: Rows per transaction when writing.
 WRITE_BATCH = 2000
@@ -74,7 +74,6 @@ class LocalStore:
         self.path = self.data_dir / f"{name}.sqlite"
         self._db: sqlite3.Connection | None = None
         self._config: FingerprintConfig | None = None
-        self._by_id = False
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -89,13 +88,13 @@ class LocalStore:
             # Band keys are random: a page cache that holds the band index's upper levels makes bulk writes
             # several times faster than SQLite's 2 MB default (negative = KiB).
             self._db.execute("PRAGMA cache_size=-65536")
-            self._db.executescript(_SCHEMA)
-            self._by_id = self._db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'bands_by_id'").fetchone() is not None
             have = {r[1] for r in self._db.execute("PRAGMA table_info(docs)")}
-            for col, kind in (("minhash", "BLOB"), ("shingles", "INTEGER")):
-                if col not in have:  # a collection written before these columns existed
-                    self._db.execute(f"ALTER TABLE docs ADD COLUMN {col} {kind}")
+            if have and "seq" not in have:
+                path, self._db = self.path, None
+                raise StoreError(f"local store {path} was written by an older esdedup (schema 1); its fingerprints "
+                                 "are not comparable with this version's: ingest the documents again into a new "
+                                 "index (or delete the file)")
+            self._db.executescript(_SCHEMA)
         return self._db
 
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
@@ -135,31 +134,51 @@ class LocalStore:
             Path(str(self.path) + suffix).unlink(missing_ok=True)
 
     def refresh(self) -> None:
-        """Move freshly written band rows into the band index (reads do it anyway when needed)."""
-        self._merge()
+        """Nothing to do: every write is visible at once (reads index newer documents when they need to)."""
 
-    def _merge(self, tables: Sequence[str] = ("bands", "lsh")) -> None:
+    def _merge(self, tables: Sequence[str] = ("bands", "lsh"), chunk: int = 50_000) -> None:
+        """Index the keys of documents written since the last merge (see the module docstring)."""
         db = self._connect()
         for table in tables:
-            if db.execute(f"SELECT 1 FROM {table}_new LIMIT 1").fetchone() is None:
+            mark_key = f"indexed:{table}"
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (mark_key,)).fetchone()
+            mark = int(row[0]) if row else 0
+            top = db.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
+            if top <= mark:
                 continue
             with db:
-                db.execute(f"INSERT OR IGNORE INTO {table} SELECT key, id FROM {table}_new ORDER BY key, id")
-                db.execute(f"DELETE FROM {table}_new")
+                while True:
+                    rows = db.execute(f"SELECT seq, id, simhash, minhash, banded FROM docs WHERE seq > ? AND "
+                                      f"empty = 0 ORDER BY seq LIMIT {chunk}", (mark,)).fetchall()
+                    if not rows:
+                        break
+                    keys = self._keys_of(rows, table)
+                    keys.sort()
+                    db.executemany(f"INSERT OR IGNORE INTO {table} VALUES (?, ?)", keys)
+                    mark = rows[-1][0]
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (mark_key, str(max(mark, top))))
 
-    def _old_keys(self, ids: list[str]) -> list[tuple[str, str]]:
-        """(key, id) of every band row the stored documents ``ids`` may have (recomputed)."""
+    def _keys_of(self, rows: Sequence[tuple], table: str) -> list[tuple[str, str]]:
+        """(key, id) of every ``table`` key of the documents ``rows`` (seq, id, simhash, minhash, banded)."""
         from .. import minhash as mh
 
-        layout = self.config.band_layout()
+        if table == "bands":
+            layout = self.config.band_layout()
+            return [(k, doc_id) for _, doc_id, sh, _, banded in rows if banded for k in layout.keys(from_hex(sh))]
+        signed = [(doc_id, sig) for _, doc_id, _, sig, _ in rows if sig is not None]
+        if not signed:
+            return []
+        sigs = np.stack([np.frombuffer(sig, dtype="<u4") for _, sig in signed])
+        return [(k, doc_id) for (doc_id, _), keys in zip(signed, mh.lsh_keys_many(sigs, self.config.minhash_bands),
+                                                         strict=True) for k in keys]
+
+    def _old_keys(self, ids: list[str]) -> list[tuple[str, str]]:
+        """(key, id) of every key row the stored documents ``ids`` have in either table."""
         out: list[tuple[str, str]] = []
         for chunk in _chunks(ids, _MAX_PARAMS):
-            q = f"SELECT id, simhash, minhash FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
-            for doc_id, sh, sig in self._connect().execute(q, chunk):
-                keys = layout.keys(from_hex(sh))
-                if sig is not None:
-                    keys += mh.lsh_keys(np.frombuffer(sig, dtype="<u4"), self.config.minhash_bands)
-                out.extend((k, doc_id) for k in keys)
+            q = f"SELECT seq, id, simhash, minhash, banded FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
+            rows = self._connect().execute(q, chunk).fetchall()
+            out += self._keys_of(rows, "bands") + self._keys_of(rows, "lsh")
         return out
 
     def count(self) -> int:
@@ -180,27 +199,21 @@ class LocalStore:
             old = [i for i in ids if i in existing]
             if old:
                 self._merge()
-            old_keys = [] if self._by_id or not old else self._old_keys(old)
+            old_keys = self._old_keys(old) if old else []
             with db:
-                if self._by_id:
-                    db.executemany("DELETE FROM bands WHERE id = ?", [(i,) for i in old])
-                else:
-                    db.executemany("DELETE FROM bands WHERE key = ? AND id = ?", old_keys)
-                    db.executemany("DELETE FROM lsh WHERE key = ? AND id = ?", old_keys)
+                db.executemany("DELETE FROM bands WHERE key = ? AND id = ?", old_keys)
+                db.executemany("DELETE FROM lsh WHERE key = ? AND id = ?", old_keys)
                 db.executemany(
                     "INSERT OR REPLACE INTO docs (id, simhash, vector, tokens, chars, empty, content_sha1, "
-                    "cluster_id, duplicate_of, source, minhash, shingles) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "cluster_id, duplicate_of, source, minhash, shingles, banded) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [(d.id, to_hex(d.fingerprint.simhash, bits),
                       None if d.fingerprint.empty else _stored_vector(d.fingerprint.vector),
                       d.fingerprint.length, d.fingerprint.chars, int(d.fingerprint.empty), d.content_sha1,
                       d.cluster_id, d.duplicate_of, json.dumps(d.source, ensure_ascii=False, default=str),
                       None if d.fingerprint.minhash is None else np.asarray(d.fingerprint.minhash, "<u4").tobytes(),
-                      d.fingerprint.shingles)
+                      d.fingerprint.shingles, int(bool(d.fingerprint.bands)))
                      for d in batch])
-                db.executemany("INSERT INTO bands_new VALUES (?, ?)",
-                               [(k, d.id) for d in batch for k in d.fingerprint.bands])
-                db.executemany("INSERT INTO lsh_new VALUES (?, ?)",
-                               [(k, d.id) for d in batch for k in d.fingerprint.lsh])
             results = [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
             batch.clear()
             return results

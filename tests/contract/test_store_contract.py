@@ -104,6 +104,25 @@ def test_write_count_get_and_overwrite(new_store, corpus):
     assert store.get_source(docs[0]["id"])["text"] == docs[0]["text"]
 
 
+def test_overwrite_with_new_content_moves_its_keys(new_store, corpus):
+    """A document rewritten with other text is found by its new keys only, also when the key index
+    was already built before the rewrite (and when it is the newest document)."""
+    docs, _, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, docs[:20], fps[:20])
+    store.refresh()
+    assert docs[19]["id"] in {h.id for h in store.lookup([probe_for(fps[19], CONFIG)])[0]}
+    for victim in (docs[19]["id"], docs[3]["id"]):
+        list(store.write([NewDoc(victim, fps[30], {"text": docs[30]["text"]}, "y")]))
+        store.refresh()
+        old, new = store.lookup([probe_for(fps[19 if victim == docs[19]["id"] else 3], CONFIG),
+                                 probe_for(fps[30], CONFIG)])
+        assert victim not in {h.id for h in old}
+        assert victim in {h.id for h in new}
+    assert store.count() == 20
+
+
 def test_lookup_returns_exactly_the_band_matches(new_store, corpus):
     docs, _, fps = corpus
     store = new_store()

@@ -15,24 +15,50 @@ from esdedup.features import char_shingles
 
 REPO = Path(__file__).resolve().parents[2]
 TEXT = "近似重复检测：同一篇新闻被多家网站转载"
-# Computed once for schema 1 and frozen: stored LSH keys depend on these values.
-GOLDEN_PREFIX = [551728, 208874638, 474631852, 78688521, 460360726, 27805720, 563275395, 266979748]
-GOLDEN_KEYS = ["m0:527d47432b8d67d5", "m1:94577f1359e3889b"]
+# Computed once for schema 2 and frozen: stored LSH keys depend on these values.
+GOLDEN_PREFIX = [35474889, 488275339, 21892035, 49822977, 770192421, 247433689, 769180161, 271703759]
+GOLDEN_KEYS = ["m0:9f8db4a2a6d00efb", "m1:2da74bb19f119b25"]
+
+_MASK64 = (1 << 64) - 1
+
+
+def _mix64(z: int) -> int:
+    """SplitMix64's finaliser in plain Python integers."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _brute_shingle_hash(s: str) -> int:
+    h = int.from_bytes(b"esdedup2", "big")
+    for ch in s:
+        h = _mix64(h ^ ord(ch))
+    return h >> 32
 
 
 def _brute_signature(hashes: list[int], n_perm: int) -> list[int]:
     """The documented permutation family in plain Python integers (no numpy, no overflow)."""
-    p = (1 << 61) - 1
-    person = b"esdedup-mh-v1"
+    person = b"esdedup-mh-v2"
 
     def h(data: bytes) -> int:
-        return int.from_bytes(hashlib.blake2b(data, digest_size=4, person=person).digest(), "little")
+        return int.from_bytes(hashlib.blake2b(data, digest_size=8, person=person).digest(), "little")
 
     out = []
     for i in range(n_perm):
-        a = (h(f"a{i}".encode()) & 0x7FFFFFFF) | 1
+        a = h(f"a{i}".encode()) | 1
         b = h(f"b{i}".encode())
-        out.append(min(((a * x + b) % p) & 0xFFFFFFFF for x in hashes))
+        out.append(min((((a * x + b) & _MASK64) >> 32) for x in hashes))
+    return out
+
+
+def _brute_lsh_keys(sig: list[int], bands: int) -> list[str]:
+    rows = len(sig) // bands
+    out = []
+    for band in range(bands):
+        h = _mix64(band)
+        for v in sig[band * rows:(band + 1) * rows]:
+            h = _mix64(h ^ v)
+        out.append(f"m{band}:{h:016x}")
     return out
 
 
@@ -50,7 +76,17 @@ def test_golden_signature_and_keys():
 def test_signature_matches_the_documented_formula():
     for shingles in (char_shingles(TEXT, 2), ["a"], [f"s{i}" for i in range(300)]):
         hashes = mh.shingle_hashes(shingles)
+        assert hashes.tolist() == sorted({_brute_shingle_hash(x) for x in shingles})
         assert mh.signature(hashes, 64).tolist() == _brute_signature(hashes.tolist(), 64)
+        sig = mh.signature(hashes, 128)
+        assert mh.lsh_keys(sig, 32) == _brute_lsh_keys(sig.tolist(), 32)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_ngram_hashes_equal_hashing_each_ngram(n):
+    for chars in ("a", "北京", "近似重复检测同一篇新闻被多家网站转载", "ab" * 40, "\U0001F600x\ud800y"):
+        grams = [chars[i:i + n] for i in range(len(chars) - n + 1)] or [chars]
+        assert mh.ngram_hashes(chars, n).tolist() == [_brute_shingle_hash(x) for x in grams]
 
 
 def test_signatures_batch_equals_one_by_one():
@@ -148,3 +184,24 @@ def test_collision_probability_matches_band_sharing():
         ka, kb = mh.lsh_keys(_sig(a), 32), mh.lsh_keys(_sig(b), 32)
         shared += any(x == y for x, y in zip(ka, kb, strict=True))
     assert abs(shared / pairs - mh.collision_probability(0.5, 32, 4)) < 0.12
+
+
+@pytest.mark.parametrize("chunk", [1 << 16, 7])
+def test_fingerprinter_batch_equals_one_text_at_a_time(monkeypatch, chunk):
+    """The fingerprinter hashes a batch's n-grams in one pass (and long texts chunk by chunk): the
+    signatures must be those of each text's own n-gram set."""
+    from esdedup import FingerprintConfig, fingerprint
+    from esdedup.normalize import normalize
+
+    monkeypatch.setattr(fingerprint, "_SHINGLE_CHUNK", chunk)
+    fper = fingerprint.Fingerprinter(FingerprintConfig(tokenizer="char", shingle=2))
+    texts = ["北", "北京", TEXT, TEXT * 3, "abc abc abc", "", "。。", "x" + TEXT[::-1]]
+    for text, fp in zip(texts, fper.fingerprint_many(texts), strict=True):
+        grams = char_shingles(normalize(text), 2)
+        if not grams:
+            assert fp.minhash is None and fp.lsh == [] and fp.shingles == 0
+            continue
+        hashes = mh.shingle_hashes(grams)
+        assert fp.shingles == len(hashes)
+        assert fp.minhash.tolist() == mh.signature(hashes, 128).tolist()
+        assert fp.lsh == mh.lsh_keys(fp.minhash, 32)

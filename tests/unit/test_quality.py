@@ -216,3 +216,45 @@ def test_probing_find_pairs_on_elasticsearch(es_client, fresh_index):
     assert sum(len(batch) for batch in store.scan(batch=70)) == len(hashes)
     got = {(p.a, p.b) for p in find_pairs(store, cosine=None)}
     assert got == {(f"d{i:04d}", f"d{j:04d}") for i, j in _brute(hashes, 8)}
+
+
+# -- the in-memory LSH join -----------------------------------------------------------------------------
+def test_lsh_pair_indices_equal_brute_force():
+    """Pairs of rows equal on every row of some band, each once, left < right; a crowded band value
+    contributes only its first max_bucket rows."""
+    from esdedup.lookup import lsh_pair_indices
+
+    rng = np.random.default_rng(3)
+    sigs = rng.integers(0, 3, size=(120, 16), dtype=np.uint32)  # few values: many collisions
+    left, right = lsh_pair_indices(sigs, 8)
+    want = {(i, j) for i, j in itertools.combinations(range(120), 2)
+            if any((sigs[i, 2 * b:2 * b + 2] == sigs[j, 2 * b:2 * b + 2]).all() for b in range(8))}
+    got = list(zip(left.tolist(), right.tolist(), strict=True))
+    assert got == sorted(want)
+    crowded = np.zeros((30, 4), dtype=np.uint32)
+    left, right = lsh_pair_indices(crowded, 1, max_bucket=5)
+    assert set(zip(left.tolist(), right.tolist(), strict=True)) == set(itertools.combinations(range(5), 2))
+
+
+def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch):
+    """find_pairs joins LSH bands in numpy for stores that fit in memory and reads the store's key groups
+    otherwise: the same candidate pairs with the same measures either way."""
+    import esdedup.lookup as lookup
+    from tests.corpus import make_corpus
+
+    docs, planted = make_corpus(300, 60, seed=11, sentences=(1, 8))
+    store = LocalStore("inmem", tmp_path)
+    store.open(fper.config)
+    fps = fper.fingerprint_many([d["text"] for d in docs])
+    list(store.write(NewDoc(d["id"], fp, {"text": d["text"]}, "") for d, fp in zip(docs, fps, strict=True)))
+
+    def measured():
+        return {(p.a, p.b): (p.hamming, round(p.cosine, 5), p.ngram, p.jaccard, p.containment)
+                for p in scored_pairs(store)}
+
+    fast = measured()
+    monkeypatch.setattr(lookup, "LSH_IN_MEMORY_MAX", -1)
+    slow = measured()
+    assert fast == slow
+    assert sum(1 for a, b in planted if (min(a, b), max(a, b)) in fast) >= len(planted) * 0.9
+    store.drop()
