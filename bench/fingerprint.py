@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Identical SimHash input for the three SimHash-only rows: the rjieba fingerprint's term counts.
     ref_fp = Fingerprinter(cfg_r)
-    tfs = [fp.tf for b in doc_batches for fp in ref_fp.fingerprint_many(b)]
+    tfs = [dict(fp.tf) for b in doc_batches for fp in ref_fp.fingerprint_many(b)]
     int_tfs = [{t: int(w) for t, w in tf.items()} for tf in tfs]
     expected = [fp.simhash if fp.tf else 0 for b in doc_batches for fp in ref_fp.fingerprint_many(b)]
 

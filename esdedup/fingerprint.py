@@ -7,9 +7,10 @@ a batch (`fingerprint_many`) does the vote sums for all documents in one numpy p
 from __future__ import annotations
 
 from collections import Counter, _count_elements  # type: ignore[attr-defined]
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class Fingerprint:
     simhash: int
     bands: list[str]
     vector: np.ndarray = field(repr=False)
-    tf: dict[str, float] = field(repr=False)
+    tf: Mapping[str, float] = field(repr=False)
     length: int
     empty: bool = False
     lsh: list[str] = field(default_factory=list)
@@ -75,6 +76,53 @@ class Fingerprint:
     __hash__ = None  # type: ignore[assignment]
 
 
+class _TermWeights(Mapping[str, float]):
+    """One text's term -> weight, made into a dict on first use: ingest and lookups never read it, and
+    building hundreds of dict entries per text would cost about a tenth of the whole fingerprint."""
+
+    __slots__ = ("_terms", "_rows", "_weights", "_dict")
+
+    def __init__(self, terms: list[str], rows: np.ndarray, weights: np.ndarray) -> None:
+        self._terms, self._rows, self._weights = terms, rows, weights
+        self._dict: dict[str, float] | None = None
+
+    def _items(self) -> dict[str, float]:
+        if self._dict is None:
+            self._dict = dict(zip(map(self._terms.__getitem__, self._rows.tolist()), self._weights.tolist(),
+                                  strict=True))
+        return self._dict
+
+    def __getitem__(self, term: str) -> float:
+        return self._items()[term]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._items()
+
+    def get(self, term: str, default: float | None = None) -> float | None:  # type: ignore[override]
+        return self._items().get(term, default)
+
+    def keys(self):  # type: ignore[no-untyped-def]  # the dict's own views: C speed
+        return self._items().keys()
+
+    def values(self):  # type: ignore[no-untyped-def]
+        return self._items().values()
+
+    def items(self):  # type: ignore[no-untyped-def]
+        return self._items().items()
+
+    def __repr__(self) -> str:
+        return repr(self._items())
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, float]]]:
+        return dict, (self._items(),)  # a plain dict travels to other processes, not the term table
+
+
 class _TermTable:
     """Term -> row of cached hash data: the SimHash digest bytes, the vector bucket and sign, and the weight
     of one occurrence (1, the term's length or its idf, by the config's weighting)."""
@@ -94,7 +142,7 @@ class _TermTable:
 
     def clear(self) -> None:
         self.index.clear()
-        self.terms.clear()
+        self.terms = []  # a new list: fingerprints made before still read their terms from the old one
         self._pending.clear()
 
     def reserve(self, term: str, factor: float = 1.0) -> int:
@@ -253,7 +301,7 @@ class Fingerprinter:
             self._codes.clear()
         norms = [self.normalize(t) for t in texts]
         n = len(texts)
-        keys, rows, counts, kept = self._terms_of(norms)
+        rows, counts, kept = self._terms_of(norms)
         weights = counts.astype(np.float64)
         if cfg.weighting != "tf":
             weights *= table.factor[rows]
@@ -265,7 +313,6 @@ class Fingerprinter:
         vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
         simhashes = pack_bits(sums > 0)
         lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
-        wl = weights.tolist()
         ends = np.cumsum(kept).tolist()
         out, start = [], 0
         starts = [0, *ends[:-1]]
@@ -275,7 +322,7 @@ class Fingerprinter:
             if end == start:
                 out.append(Fingerprint(0, [], vectors[i], {}, 0, empty=True, chars=len(norm), bits=cfg.bits))
                 continue
-            tf = dict(zip(keys[start:end], wl[start:end], strict=True))
+            tf = _TermWeights(table.terms, rows[start:end], weights[start:end])
             start = end
             lsh, sig, n_shingles = short_parts[i]
             out.append(Fingerprint(simhashes[i], self._band_keys(simhashes[i], norm), vectors[i], tf, lengths[i],
@@ -330,21 +377,24 @@ class Fingerprinter:
                     codes[i] = code
         return codes
 
-    def _terms_of(self, norms: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """For several normalised texts: their terms, one text after the other, each text's in
-        first-occurrence order (as `count_filtered` gives them); their rows in the term table; their
-        counts; and how many terms each text has."""
+    def _terms_of(self, norms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For several normalised texts: the term-table rows of their terms, one text after the other,
+        each text's in first-occurrence order (as `count_filtered` gives them); their counts; and how many
+        terms each text has."""
         table = self._table
         per_text: list[dict[int, int]] = []
-        get = self._codes.get
+        known = self._codes
         for norm in norms:
             counts: dict[int, int] = {}  # code -> count, in first-occurrence order
             pieces = self._token_lists(norm)
             if isinstance(pieces, list) and len(pieces) == 1:  # the usual case: count codes straight away
-                _count_elements(counts, map(get, pieces[0], repeat(-2)))
-                if -2 in counts:  # some tokens are new (-2): filter those, then count again
-                    counts = {}
-                    _count_elements(counts, self._token_codes(pieces[0]))
+                tokens = pieces[0]
+                try:
+                    # One C call looks up every token (a KeyError means a token is new to the table).
+                    found = itemgetter(*tokens)(known) if len(tokens) > 1 else [known[t] for t in tokens]
+                except KeyError:
+                    found = self._token_codes(tokens)
+                _count_elements(counts, found)
             else:
                 for tokens in pieces:
                     _count_elements(counts, self._token_codes(tokens))
@@ -358,7 +408,7 @@ class Fingerprinter:
         if (codes & 1).any():  # a token stood for another term: merge rows within those texts
             codes, counts_, kept = _merge_mapped(per_text)
         rows = codes >> 1
-        return list(map(table.terms.__getitem__, rows.tolist())), rows, counts_, kept
+        return rows, counts_, kept
 
 
 _QUANT = 1024.0

@@ -148,6 +148,20 @@ def test_fast_path_equals_term_counts(tmp_path):
                 assert Counter(fper.terms(text)) == fper.term_counts(text)
 
 
+def test_tf_is_built_on_first_use_and_pickles_as_a_plain_dict():
+    """fingerprint_many leaves tf as a lazy mapping over the term table; what other processes receive
+    is a plain dict with the same items, in the same order."""
+    import pickle
+
+    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    fp = fper.fingerprint_many([NEWS])[0]
+    expected = term_weights(fper.term_counts(NEWS), "tf")
+    copy = pickle.loads(pickle.dumps(fp))
+    assert type(copy.tf) is dict and list(copy.tf.items()) == list(expected.items())
+    assert len(fp.tf) == len(expected) and fp.tf == expected and dict(fp.tf) == expected
+    assert fp.tf.get("no such term") is None and next(iter(fp.tf)) == next(iter(expected))
+
+
 def test_term_table_is_cleared_between_chunks_without_changing_results(monkeypatch):
     texts = [f"{NEWS[i:]}第{i}号文件" for i in range(0, 40, 3)] + [DOC001_A, DOC001_B]
     expected = Fingerprinter(FingerprintConfig(tokenizer="rjieba")).fingerprint_many(texts)
