@@ -27,6 +27,7 @@ import base64
 import copy
 import hashlib
 import json
+from functools import lru_cache
 from importlib import resources as importlib_resources
 from typing import Any
 
@@ -57,15 +58,17 @@ ARTICLE_FIELDS = {
 }
 
 
-def band_fields(config: FingerprintConfig) -> list[str]:
+@lru_cache(maxsize=64)
+def band_fields(config: FingerprintConfig) -> tuple[str, ...]:
     """Short names (inside ``dedup``) of the SimHash band fields, one per table."""
-    return config.band_layout().field_names("band_")
+    return tuple(config.band_layout().field_names("band_"))
 
 
-def lsh_fields(config: FingerprintConfig) -> list[str]:
+@lru_cache(maxsize=64)
+def lsh_fields(config: FingerprintConfig) -> tuple[str, ...]:
     if config.strategy == "simhash":
-        return []
-    return [f"lsh_{i}" for i in range(config.minhash_bands)]
+        return ()
+    return tuple(f"lsh_{i}" for i in range(config.minhash_bands))
 
 
 def content_sha1(normalized_text: str) -> str:

@@ -31,7 +31,7 @@ def test_shipped_template_is_the_default_configs_template():
 def test_mapping_has_one_keyword_field_per_band_and_the_vector():
     config = FingerprintConfig(hamming_k=5, dims=128)
     props = mapping_for(config)["properties"]["dedup"]["properties"]
-    assert band_fields(config) == [f"band_{i}" for i in range(6)]
+    assert band_fields(config) == tuple(f"band_{i}" for i in range(6))
     for name in band_fields(config) + lsh_fields(config):
         assert props[name] == {"type": "keyword"}
     assert props["vector"] == {"type": "dense_vector", "dims": 128, "index": True, "similarity": "cosine",
