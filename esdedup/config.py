@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,7 +197,17 @@ class FingerprintConfig:
     def band_layout(self):  # -> BandLayout; imported lazily to keep config free of numpy at import
         from .bands import BandLayout
 
-        return BandLayout.from_config(self)
+        return self.derived("band_layout", lambda: BandLayout.from_config(self))
+
+    def derived(self, name: str, make: Callable[[], Any]) -> Any:
+        """A value computed from this (immutable) config once and kept on the instance: hot paths ask for
+        the band layout or field names once per document, and building them is not free."""
+        try:
+            return self.__dict__["_derived"][name]
+        except KeyError:
+            cache = self.__dict__.setdefault("_derived", {})  # frozen only guards attribute assignment
+            cache[name] = value = make()
+            return value
 
     # -- serialisation -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -119,8 +119,13 @@ class RunIndex:
         self.complete = complete
 
     def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
+        by_key = self.by_key
         for k in keys:
-            self.by_key.setdefault(k, []).append(doc)
+            docs = by_key.get(k)
+            if docs is None:
+                by_key[k] = [doc]
+            else:
+                docs.append(doc)
 
     def lookup(self, probe: dict[str, list[str]]) -> list[StoredDoc]:
         seen: dict[str, StoredDoc] = {}
@@ -364,7 +369,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
         done.append(_Done(item, fp, sha1))
 
     # Look up every fingerprint of the batch in the store at once (one _msearch for Elasticsearch).
-    probes = [probe_for(d.fp, cfg) for d in done]
+    probes = [probe_for(d.fp, cfg) for d in done] if opts.on_duplicate != "index" else [{} for _ in done]
     # "index" writes no labels: only documents already stored under the same id matter (idempotent
     # re-ingest keeps their labels), so skip the band lookups and fetch those by id.
     try:

@@ -138,9 +138,12 @@ def probe_for(fp: Fingerprint, config: FingerprintConfig) -> dict[str, list[str]
         return {}
     probe: dict[str, list[str]] = {}
     if fp.bands:  # a text that only the short-text path serves has no band keys and probes none
-        probe.update(zip(band_fields(config), config.band_layout().probe_keys(fp.simhash), strict=True))
-    for name, key in zip(lsh_fields(config), fp.lsh, strict=False):
-        probe[name] = [key]
+        layout = config.band_layout()
+        # Without probing, the keys to look up are the fingerprint's own band keys.
+        keys = [[k] for k in fp.bands] if layout.radius == 0 else layout.probe_keys(fp.simhash)
+        probe.update(zip(band_fields(config), keys, strict=True))
+    if fp.lsh:
+        probe.update(zip(lsh_fields(config), [[k] for k in fp.lsh], strict=False))
     return probe
 
 

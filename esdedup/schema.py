@@ -27,7 +27,6 @@ import base64
 import copy
 import hashlib
 import json
-from functools import lru_cache
 from importlib import resources as importlib_resources
 from typing import Any
 
@@ -58,17 +57,15 @@ ARTICLE_FIELDS = {
 }
 
 
-@lru_cache(maxsize=64)
 def band_fields(config: FingerprintConfig) -> tuple[str, ...]:
     """Short names (inside ``dedup``) of the SimHash band fields, one per table."""
-    return tuple(config.band_layout().field_names("band_"))
+    return config.derived("band_fields", lambda: tuple(config.band_layout().field_names("band_")))  # type: ignore[no-any-return]
 
 
-@lru_cache(maxsize=64)
 def lsh_fields(config: FingerprintConfig) -> tuple[str, ...]:
     if config.strategy == "simhash":
         return ()
-    return tuple(f"lsh_{i}" for i in range(config.minhash_bands))
+    return config.derived("lsh_fields", lambda: tuple(f"lsh_{i}" for i in range(config.minhash_bands)))  # type: ignore[no-any-return]
 
 
 def content_sha1(normalized_text: str) -> str:
