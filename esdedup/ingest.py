@@ -375,7 +375,8 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
     try:
         if opts.on_duplicate == "index":
             ids = [_doc_id(d.record, d.sha1) for d in done]
-            have = store.get(ids) if done else {}
+            # An index this run created holds nothing this run did not write (repeats are caught below).
+            have = store.get(ids) if done and not run_index.complete else {}
             stored = [[have[i]] if i in have else [] for i in ids]
         else:
             # An index this run created holds only this run's documents, all of them in the run index:

@@ -304,12 +304,14 @@ class ElasticStore:
                     err = r["error"]
                     reason = err.get("reason", err) if isinstance(err, dict) else err
                     raise StoreError(f"band lookup on {self.name!r} failed: {redact(str(reason), self.secrets)}")
+                self._complete(r, "band lookup")
                 out[i] = sorted((hit_to_doc(h, dims) for h in r["hits"]["hits"]), key=lambda d: d.id)
         return out
 
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         with self._errors("kNN search"):
             resp = self.client.search(index=self.name, **q.knn_body(vector, k=k))
+        self._complete(resp, "kNN search")
         return [hit_to_doc(h, self.config.dims) for h in resp["hits"]["hits"]]
 
     def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
@@ -318,6 +320,7 @@ class ElasticStore:
         for start in range(0, len(ids), PAGE):
             with self._errors("fetching fingerprints"):
                 resp = self.client.search(index=self.name, **q.ids_body(ids[start : start + PAGE]))
+            self._complete(resp, "fetching fingerprints")
             out.update((h["_id"], hit_to_doc(h, self.config.dims)) for h in resp["hits"]["hits"])
         return out
 
@@ -348,6 +351,7 @@ class ElasticStore:
                     body["search_after"] = after
                 with self._errors("scanning documents"):
                     resp = self.client.search(**body)
+                self._complete(resp, "scanning documents")
                 hits = resp["hits"]["hits"]
                 if not hits:
                     return
@@ -357,6 +361,18 @@ class ElasticStore:
         finally:
             with contextlib.suppress(Exception):
                 self.client.close_point_in_time(id=pit)
+
+    def _complete(self, resp: Mapping[str, Any], what: str) -> None:
+        """Refuse partial results: a search that some shards could not answer (a node down, a shard not
+        allocated) would silently miss candidates, and a missed candidate is a missed duplicate."""
+        shards = resp.get("_shards") or {}
+        failed = int(shards.get("failed", 0) or 0)
+        if failed:
+            reasons = {str((f.get("reason") or {}).get("type") or f.get("reason"))
+                       for f in shards.get("failures", []) if isinstance(f, Mapping)}
+            raise StoreError(f"{what} on {self.name!r}: {failed} of {shards.get('total', '?')} shards failed "
+                             f"({redact(', '.join(sorted(reasons)) or 'no reason given', self.secrets)}); the "
+                             "results would be incomplete")
 
     def _fields(self) -> list[str]:
         return [f"{DEDUP}.{n}" for n in band_fields(self.config) + lsh_fields(self.config)]
@@ -370,6 +386,7 @@ class ElasticStore:
                 comp["after"] = after
             with self._errors("band aggregation"):
                 resp = self.client.search(index=self.name, size=0, aggs={"keys": {"composite": comp}})
+            self._complete(resp, "band aggregation")
             agg = resp["aggregations"]["keys"]
             for b in agg["buckets"]:
                 if b["doc_count"] >= min_count:
@@ -405,6 +422,7 @@ class ElasticStore:
                 resp = self.client.search(index=self.name, size=size, query={"terms": {field: vals}},
                                           docvalue_fields=[field], _source=False, track_total_hits=False,
                                           sort=["_doc"])
+            self._complete(resp, "fetching band members")
             for h in resp["hits"]["hits"]:
                 for v in h.get("fields", {}).get(field, []):
                     if v in groups and len(groups[v]) < max_bucket:
@@ -420,6 +438,7 @@ class ElasticStore:
             with self._errors("crowded band values"):
                 resp = self.client.search(index=self.name, size=0, aggs={"top": {"terms": {
                     "field": field, "size": limit, "min_doc_count": min_count}}})
+            self._complete(resp, "crowded band values")
             found.extend((b["key"], int(b["doc_count"])) for b in resp["aggregations"]["top"]["buckets"])
         return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
 

@@ -287,3 +287,23 @@ def test_unreachable_server_exit_code(tmp_path, corpus_file):
     assert r.exit_code == 3
     assert "127.0.0.1:1" in r.stderr and "s3cret-pw" not in r.output
     assert "Traceback" not in r.output
+
+
+def test_lookups_refuse_partial_results(es_client, fresh_index):
+    """A shard that cannot answer (here: a primary that cannot be allocated) makes lookups fail with a
+    clear StoreError instead of returning the other shard's candidates as if they were all."""
+    from esdedup.errors import StoreError
+
+    config = FingerprintConfig(tokenizer="rjieba")
+    es_client.indices.create(index=fresh_index, mappings=mapping_for(config),
+                             settings={"number_of_shards": 2, "number_of_replicas": 0,
+                                       "index.routing.allocation.total_shards_per_node": 1})
+    store = ElasticStore(es_client, fresh_index)
+    store.open(None, create=False)
+    fp = Fingerprinter(config).fingerprint("国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长。")
+    with pytest.raises(StoreError, match="1 of 2 shards failed"):
+        similar(store, [fp])
+    with pytest.raises(StoreError, match="shards failed"):
+        store.knn(fp.vector, 5)
+    with pytest.raises(StoreError, match="Elasticsearch answered 503|shards failed"):  # the point in time
+        list(store.scan())

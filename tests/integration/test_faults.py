@@ -86,7 +86,7 @@ def test_single_node_killed_mid_ingest_then_resumed(single_node, tmp_path):
         wait_for(lambda: proc.poll() is not None or _count(client, index) >= n * 2 // 5, 600, 1.0,
                  "40% of the documents indexed")
         assert proc.poll() is None, (tmp_path / "err1").read_text()[-3000:]
-        time.sleep(2.0)  # land somewhere inside a batch: fingerprinting, band lookup or bulk write
+        time.sleep(0.5)  # land somewhere inside a batch: fingerprinting, band lookup or bulk write
         at_kill = _count(client, index)
         single_node.kill(0)
         killed_at = time.monotonic() - t0
