@@ -30,7 +30,7 @@ from .lookup import Thresholds, probe_for, verify
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
 from .schema import content_sha1
-from .store.base import NewDoc, Store, StoredDoc
+from .store.base import NewDoc, Probe, Store, StoredDoc
 
 log = logging.getLogger(__name__)
 
@@ -114,26 +114,34 @@ class RunIndex:
     waiting for the store to make them searchable."""
 
     def __init__(self, complete: bool = False) -> None:
-        self.by_key: dict[str, list[StoredDoc]] = {}
+        self.docs: list[StoredDoc] = []
+        # Key -> position in `docs` of the first document with it; further ones (rare) in `more`. Only
+        # strings and ints: a run adds some 36 keys a document, and a million small lists would make every
+        # garbage-collector pass crawl through them.
+        self.first: dict[str, int] = {}
+        self.more: dict[str, list[int]] = {}
         #: True when the store held nothing before this run (then this index is the whole store).
         self.complete = complete
 
     def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
-        by_key = self.by_key
+        i = len(self.docs)
+        self.docs.append(doc)
+        first = self.first
         for k in keys:
-            docs = by_key.get(k)
-            if docs is None:
-                by_key[k] = [doc]
-            else:
-                docs.append(doc)
+            if first.setdefault(k, i) != i:
+                self.more.setdefault(k, []).append(i)
 
-    def lookup(self, probe: dict[str, list[str]]) -> list[StoredDoc]:
-        seen: dict[str, StoredDoc] = {}
+    def lookup(self, probe: Probe) -> list[StoredDoc]:
+        found: set[int] = set()
+        first, more = self.first, self.more
         for keys in probe.values():
             for k in keys:
-                for d in self.by_key.get(k, ()):
-                    seen[d.id] = d
-        return list(seen.values())
+                i = first.get(k)
+                if i is not None:
+                    found.add(i)
+                    if k in more:
+                        found.update(more[k])
+        return [self.docs[i] for i in sorted(found)]
 
 
 def _best_match(fp: Fingerprint, cands: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,

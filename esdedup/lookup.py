@@ -132,18 +132,20 @@ def is_short(chars: int, config: FingerprintConfig) -> bool:
     return config.strategy == "minhash" or (config.strategy == "auto" and chars < config.short_text_chars)
 
 
-def probe_for(fp: Fingerprint, config: FingerprintConfig) -> dict[str, list[str]]:
+def probe_for(fp: Fingerprint, config: FingerprintConfig) -> dict[str, Sequence[str]]:
     """The band keys to look up for one fingerprint, by field (SimHash tables, plus LSH bands if any)."""
     if fp.empty:
         return {}
-    probe: dict[str, list[str]] = {}
+    probe: dict[str, Sequence[str]] = {}
+    # One-key tuples rather than lists: a batch makes tens of thousands, and tuples of strings drop out of
+    # the garbage collector's view.
     if fp.bands:  # a text that only the short-text path serves has no band keys and probes none
         layout = config.band_layout()
         # Without probing, the keys to look up are the fingerprint's own band keys.
-        keys = [[k] for k in fp.bands] if layout.radius == 0 else layout.probe_keys(fp.simhash)
+        keys = [(k,) for k in fp.bands] if layout.radius == 0 else layout.probe_keys(fp.simhash)
         probe.update(zip(band_fields(config), keys, strict=True))
     if fp.lsh:
-        probe.update(zip(lsh_fields(config), [[k] for k in fp.lsh], strict=False))
+        probe.update(zip(lsh_fields(config), [(k,) for k in fp.lsh], strict=False))
     return probe
 
 
