@@ -12,7 +12,7 @@ from typing import Any
 from .config import FingerprintConfig
 from .errors import ConfigError, IndexNotFound, InputError
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import Match, Pair, clusters, find_pairs, shared_bands, similar, similar_knn
+from .lookup import Match, Pair, clusters, crowded_values, find_pairs, shared_bands, similar, similar_knn
 from .readers import decode_bytes
 from .simhash import hamming
 from .similarity import cosine, novel_similarity, size_ratio_ok
@@ -117,10 +117,11 @@ def all_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None 
     ``duplicate_of`` = the cluster's representative) so searches can ``collapse`` on it."""
     store.open(None, create=False)
     store.refresh()
-    pairs = sorted(find_pairs(store, hamming_k=hamming_k, cosine=cosine, max_bucket=max_bucket),
+    crowded: list[tuple[str, int]] = []
+    pairs = sorted(find_pairs(store, hamming_k=hamming_k, cosine=cosine, max_bucket=max_bucket, crowded=crowded),
                    key=lambda p: (p.a, p.b))
     groups = clusters(pairs)
-    report = PairsReport(pairs, groups, store.crowded_keys(min_count=max_bucket, limit=10))
+    report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket))
     if write_clusters and groups:
         labels = {doc: (root, None if doc == root else root) for doc, root in groups.items()}
         report.labels_written = store.set_labels(labels)

@@ -279,30 +279,33 @@ def shared_bands(a: Fingerprint | Sequence[str], b: Sequence[str]) -> tuple[str,
 
 def find_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None = -1.0,
                max_bucket: int = 1000, jaccard: float | None = -1.0,
-               containment: float | None = -1.0) -> Iterator[Pair]:
+               containment: float | None = -1.0, crowded: list[tuple[str, int]] | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified exactly.
 
     Each candidate pair is verified once even when it shares several bands. Buckets larger than
     ``max_bucket`` are cut and logged (see `Store.crowded_keys`).
     """
     t = Thresholds.resolve(store.config, hamming_k, cosine, jaccard, containment)
-    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k):
+    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k, crowded=crowded):
         if p.is_duplicate(t):
             yield Pair(p.a, p.b, p.hamming, p.cosine)
 
 
-def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None) -> Iterator[ScoredPair]:
+def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None,
+                 crowded: list[tuple[str, int]] | None = None) -> Iterator[ScoredPair]:
     """Every candidate pair of a store (documents sharing a band or LSH key, or, with a probing layout,
     whose band keys are within the probe radius), once each, with all its measures.
 
     ``hamming_k`` drops long (non-short) pairs farther apart than that early (they cannot pass the rule).
+    ``crowded``, when given, receives the LSH band values held by ``max_bucket`` or more documents when the
+    LSH bands are joined in memory (`lsh_in_memory`); the store's `Store.crowded_keys` cannot see those
+    without indexing every LSH key first.
     """
     config = store.config
     seen: set[tuple[str, str]] = set()
     cache: dict[str, StoredDoc] = {}
     pending: list[list[str]] = []
     pending_ids = 0
-    crowded = 0
 
     def fetch(ids: Iterable[str]) -> None:
         need = sorted({i for i in ids if i not in cache})
@@ -317,14 +320,13 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
         if len(cache) > 200_000:
             cache.clear()
 
-    in_memory = config.strategy != "simhash" and store.count() <= LSH_IN_MEMORY_MAX
+    in_memory = lsh_in_memory(store)
     if in_memory:
         # The LSH bands joined in numpy, every candidate scored in bulk: what the key groups below would
         # give for the lsh_<i> keys, without a Python step per group.
-        yield from _lsh_pairs(store, config, seen, max_bucket, hamming_k)
+        yield from _lsh_pairs(store, config, seen, max_bucket, hamming_k, crowded)
     for key, ids in store.shared_keys(max_bucket=max_bucket, lsh=not in_memory):
         if len(ids) >= max_bucket:
-            crowded += 1
             log.warning("band value %s is shared by %d or more documents; only %d were compared "
                         "(boilerplate? see 'esdedup info')", key, max_bucket, max_bucket)
         pending.append(ids)
@@ -365,10 +367,30 @@ def _signature_columns(store: Store, config: FingerprintConfig) -> _Columns:
                     np.array([d.shingles for d in docs], dtype=np.int64), [d.chars for d in docs])
 
 
-def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+def lsh_in_memory(store: Store) -> bool:
+    """Whether all-pairs search joins the LSH bands in memory (`LSH_IN_MEMORY_MAX`) rather than reading
+    the store's LSH key groups."""
+    return store.config.strategy != "simhash" and store.count() <= LSH_IN_MEMORY_MAX
+
+
+def crowded_values(store: Store, found_in_memory: Sequence[tuple[str, int]], *, min_count: int,
+                   limit: int = 10) -> list[tuple[str, int]]:
+    """The most crowded band values of a store after an all-pairs search: the store's own count, plus the
+    LSH values the search collected itself when it joined the LSH bands in memory (``crowded`` of
+    `scored_pairs`)."""
+    in_memory = lsh_in_memory(store)
+    found = store.crowded_keys(min_count=min_count, limit=limit, lsh=not in_memory)
+    if in_memory:
+        found += [(k, n) for k, n in found_in_memory if n >= min_count]
+    return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
+
+
+def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000,
+                     crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
     row of at least one LSH band: the all-pairs form of looking up each LSH key. Per band value only its
-    first ``max_bucket`` rows are paired (logged), as `Store.shared_keys` cuts a group."""
+    first ``max_bucket`` rows are paired (logged), as `Store.shared_keys` cuts a group. ``crowded``
+    receives (band, first row, rows) of each band value held by ``max_bucket`` rows or more."""
     n, perm = sigs.shape
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
@@ -389,6 +411,8 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000) ->
         starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
         sizes = np.diff(np.r_[starts, len(members)])
         capped += int((sizes > max_bucket).sum())
+        if crowded is not None:
+            crowded.extend((band, int(members[starts[g]]), int(sizes[g])) for g in np.flatnonzero(sizes >= max_bucket))
         pos = np.arange(len(members)) - np.repeat(starts, sizes)  # rank of each member in its group
         size_of = np.repeat(np.minimum(sizes, max_bucket), sizes)
         live = pos < size_of
@@ -409,10 +433,16 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000) ->
 
 
 def _lsh_pairs(store: Store, config: FingerprintConfig, seen: set[tuple[str, str]], max_bucket: int,
-               hamming_k: int | None, chunk: int = 16384) -> Iterator[ScoredPair]:
+               hamming_k: int | None, crowded: list[tuple[str, int]] | None = None, chunk: int = 16384
+               ) -> Iterator[ScoredPair]:
     """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined and measured in numpy."""
     cols = _signature_columns(store, config)
-    left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, max_bucket=max_bucket)
+    groups: list[tuple[int, int, int]] = []
+    left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, max_bucket=max_bucket, crowded=groups)
+    if crowded is not None:
+        from .minhash import lsh_keys
+
+        crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands)[band], n) for band, row, n in groups)
     has_sig = cols.shingles > 0
     ids = cols.ids
     if config.bits == 64:

@@ -119,8 +119,9 @@ class Store(Protocol):
         only (all-pairs search then groups the MinHash LSH bands itself, from `scan`)."""
         ...
 
-    def crowded_keys(self, *, min_count: int, limit: int = 20) -> list[tuple[str, int]]:
-        """Band keys held by at least ``min_count`` documents, most crowded first."""
+    def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
+        """Band keys held by at least ``min_count`` documents, most crowded first; ``lsh=False``: SimHash
+        band keys only."""
         ...
 
     def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:

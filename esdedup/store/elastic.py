@@ -374,8 +374,8 @@ class ElasticStore:
                              f"({redact(', '.join(sorted(reasons)) or 'no reason given', self.secrets)}); the "
                              "results would be incomplete")
 
-    def _fields(self) -> list[str]:
-        return [f"{DEDUP}.{n}" for n in band_fields(self.config) + lsh_fields(self.config)]
+    def _fields(self, *, lsh: bool = True) -> list[str]:
+        return [f"{DEDUP}.{n}" for n in band_fields(self.config) + (lsh_fields(self.config) if lsh else ())]
 
     def _values_with_counts(self, field: str, min_count: int) -> Iterator[tuple[str, int]]:
         """All values of a keyword field held by at least ``min_count`` documents (composite paging)."""
@@ -396,8 +396,7 @@ class ElasticStore:
                 return
 
     def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
-        fields = self._fields() if lsh else [f"{DEDUP}.{n}" for n in band_fields(self.config)]
-        for field in fields:
+        for field in self._fields(lsh=lsh):
             batch: list[tuple[str, int]] = []
             total = 0
             for value, n in self._values_with_counts(field, 2):
@@ -432,9 +431,9 @@ class ElasticStore:
             if len(ids) > 1:
                 yield v, ids
 
-    def crowded_keys(self, *, min_count: int, limit: int = 20) -> list[tuple[str, int]]:
+    def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []
-        for field in self._fields():
+        for field in self._fields(lsh=lsh):
             with self._errors("crowded band values"):
                 resp = self.client.search(index=self.name, size=0, aggs={"top": {"terms": {
                     "field": field, "size": limit, "min_doc_count": min_count}}})

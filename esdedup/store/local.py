@@ -308,12 +308,12 @@ class LocalStore:
             if key is not None:
                 yield key, ids[:max_bucket]
 
-    def crowded_keys(self, *, min_count: int, limit: int = 20) -> list[tuple[str, int]]:
-        self._merge()
-        rows = self._connect().execute(
-            "SELECT key, n FROM (SELECT key, COUNT(*) AS n FROM bands GROUP BY key HAVING n >= ? UNION ALL "
-            "SELECT key, COUNT(*) AS n FROM lsh GROUP BY key HAVING n >= ?) ORDER BY n DESC, key LIMIT ?",
-            (min_count, min_count, limit)).fetchall()
+    def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
+        tables = ("bands", "lsh") if lsh else ("bands",)
+        self._merge(tables)
+        union = " UNION ALL ".join(f"SELECT key, COUNT(*) AS n FROM {t} GROUP BY key HAVING n >= ?" for t in tables)
+        rows = self._connect().execute(f"SELECT key, n FROM ({union}) ORDER BY n DESC, key LIMIT ?",
+                                       (*[min_count] * len(tables), limit)).fetchall()
         return [(k, int(n)) for k, n in rows]
 
     def iter_ids(self) -> Iterator[str]:

@@ -237,3 +237,22 @@ def test_same_answers_on_both_backends(tmp_path, es_client, corpus):
     finally:
         local.drop()
         es.drop()
+
+
+def test_local_store_of_an_older_schema_is_refused_clearly(tmp_path):
+    """A collection written by the first esdedup (no docs.seq column, MinHash v1 keys) is not read as if its
+    fingerprints were comparable: opening it names the cause and the way out."""
+    import sqlite3
+
+    from esdedup.errors import StoreError
+
+    data = tmp_path / "data"
+    data.mkdir()
+    db = sqlite3.connect(data / "old.sqlite")
+    db.execute("CREATE TABLE docs (id TEXT PRIMARY KEY, simhash TEXT NOT NULL, vector BLOB, tokens INTEGER, "
+               "chars INTEGER, empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT, duplicate_of TEXT, "
+               "source TEXT) WITHOUT ROWID")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="older esdedup .*ingest the documents again"):
+        LocalStore("old", data).open(None, create=False)

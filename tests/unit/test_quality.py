@@ -172,6 +172,26 @@ def test_crowded_band_values_are_capped_and_reported(tmp_path, caplog):
     store.drop()
 
 
+def test_crowded_lsh_values_found_in_memory_equal_the_stores_count(tmp_path, fper, caplog):
+    """Boilerplate short texts: all-pairs search joins LSH bands in memory, caps each crowded value and
+    reports the same values and counts as the store's own index of LSH keys."""
+    from esdedup.api import all_pairs
+
+    store = LocalStore("crowded-lsh", tmp_path)
+    store.open(fper.config)
+    texts = [SHORT] * 25 + [f"{SHORT[:20]}第{i}条不同的消息内容" for i in range(5)]
+    fps = fper.fingerprint_many(texts)
+    list(store.write(NewDoc(f"c{i:02d}", fp, {"text": t}, "") for i, (t, fp) in enumerate(zip(texts, fps, strict=True))))
+    with caplog.at_level(logging.WARNING, logger="esdedup.lookup"):
+        report = all_pairs(store, max_bucket=10)
+    assert "LSH band values are shared by more than 10 documents" in caplog.text
+    assert sum(1 for p in report.pairs if int(p.a[1:]) < 25 and int(p.b[1:]) < 25) == 10 * 9 // 2
+    expected = store.crowded_keys(min_count=10, limit=10)  # now indexes every LSH key
+    assert report.crowded == expected
+    assert len(expected) == 10 and all(k.startswith("m") and n >= 25 for k, n in expected)
+    store.drop()
+
+
 def test_probe_join_caps_crowded_values(caplog):
     layout = BandLayout.probing(64, 4, 2)
     hashes = [0x1234] * 50
