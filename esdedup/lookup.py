@@ -324,7 +324,7 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
     if in_memory:
         # The LSH bands joined in numpy, every candidate scored in bulk: what the key groups below would
         # give for the lsh_<i> keys, without a Python step per group.
-        yield from _lsh_pairs(store, config, seen, max_bucket, hamming_k, crowded)
+        yield from _lsh_pairs(store, config, seen, max_bucket, crowded)
     for key, ids in store.shared_keys(max_bucket=max_bucket, lsh=not in_memory):
         if len(ids) >= max_bucket:
             log.warning("band value %s is shared by %d or more documents; only %d were compared "
@@ -345,7 +345,7 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
 
 @dataclass
 class _Columns:
-    """The stored documents with a MinHash signature, as arrays (ids sorted)."""
+    """The stored documents with a MinHash signature (of the config's length), as arrays, ids sorted."""
 
     ids: list[str]
     simhash: list[int]
@@ -357,7 +357,7 @@ class _Columns:
 
 def _signature_columns(store: Store, config: FingerprintConfig) -> _Columns:
     docs = [d for batch in store.scan() for d in batch
-            if not d.empty and d.minhash is not None and len(d.minhash) == config.minhash_perm]
+            if not d.empty and _has_signature(d) and len(_signature(d)) == config.minhash_perm]
     docs.sort(key=lambda d: d.id)
     n = len(docs)
     return _Columns([d.id for d in docs], [d.simhash for d in docs],
@@ -433,8 +433,7 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000,
 
 
 def _lsh_pairs(store: Store, config: FingerprintConfig, seen: set[tuple[str, str]], max_bucket: int,
-               hamming_k: int | None, crowded: list[tuple[str, int]] | None = None, chunk: int = 16384
-               ) -> Iterator[ScoredPair]:
+               crowded: list[tuple[str, int]] | None = None, chunk: int = 16384) -> Iterator[ScoredPair]:
     """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined and measured in numpy."""
     cols = _signature_columns(store, config)
     groups: list[tuple[int, int, int]] = []
@@ -443,7 +442,6 @@ def _lsh_pairs(store: Store, config: FingerprintConfig, seen: set[tuple[str, str
         from .minhash import lsh_keys
 
         crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands)[band], n) for band, row, n in groups)
-    has_sig = cols.shingles > 0
     ids = cols.ids
     if config.bits == 64:
         simhash = np.array(cols.simhash, dtype=np.uint64)
@@ -454,23 +452,14 @@ def _lsh_pairs(store: Store, config: FingerprintConfig, seen: set[tuple[str, str
         else:
             hams = np.array([(cols.simhash[i] ^ cols.simhash[j]).bit_count() for i, j in zip(a, b, strict=True)])
         coss = _cosines(cols.vectors[a], cols.vectors[b])
-        ngram = has_sig[a] & has_sig[b]
         jac = (cols.sigs[a] == cols.sigs[b]).mean(axis=1)
         cont = _containment(jac, cols.shingles[a], cols.shingles[b])
-        for i, j, h, c, s, jj, ct in zip(a.tolist(), b.tolist(), hams.tolist(), coss.tolist(), ngram.tolist(),
-                                         jac.tolist(), cont.tolist(), strict=True):
+        # Both sides carry signatures: the n-gram rule decides (`_measure`), no Hamming cut applies.
+        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), hams.tolist(), coss.tolist(), jac.tolist(),
+                                      cont.tolist(), strict=True):
             pair = (ids[i], ids[j])
             seen.add(pair)
-            if not s:
-                # Without a signature on both sides the pair is judged as `_measure` judges it.
-                yield from _score_against(_doc_at(cols, i), [_doc_at(cols, j)], config, hamming_k, set())
-                continue
             yield ScoredPair(pair[0], pair[1], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
-
-
-def _doc_at(cols: _Columns, i: int) -> StoredDoc:
-    return StoredDoc(cols.ids[i], cols.simhash[i], cols.vectors[i], chars=cols.chars[i], minhash=cols.sigs[i],
-                     shingles=int(cols.shingles[i]))
 
 
 def _probed_pairs(store: Store, layout, config: FingerprintConfig, seen: set[tuple[str, str]],
