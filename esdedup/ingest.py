@@ -30,7 +30,7 @@ from .lookup import Thresholds, probe_for, verify
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
 from .schema import content_sha1
-from .store.base import NewDoc, Probe, Store, StoredDoc
+from .store.base import NewDoc, Store, StoredDoc
 
 log = logging.getLogger(__name__)
 
@@ -131,17 +131,21 @@ class RunIndex:
             if first.setdefault(k, i) != i:
                 self.more.setdefault(k, []).append(i)
 
-    def lookup(self, probe: Probe) -> list[StoredDoc]:
-        found: set[int] = set()
-        first, more = self.first, self.more
-        for keys in probe.values():
+    def lookup(self, keys: Sequence[str]) -> list[StoredDoc]:
+        """The documents holding any of ``keys``, in the order they were added."""
+        found = {i for i in map(self.first.get, keys) if i is not None}
+        if found and self.more:
             for k in keys:
-                i = first.get(k)
-                if i is not None:
-                    found.add(i)
-                    if k in more:
-                        found.update(more[k])
+                if k in self.more:
+                    found.update(self.more[k])
         return [self.docs[i] for i in sorted(found)]
+
+
+def _lookup_keys(fp: Fingerprint, config: FingerprintConfig) -> list[str]:
+    """Every band key a fingerprint looks up: its own keys, or with a probing layout the neighbours too."""
+    if config.band_layout().radius == 0 or not fp.bands:
+        return fp.bands + fp.lsh
+    return [k for keys in probe_for(fp, config).values() for k in keys]
 
 
 def _best_match(fp: Fingerprint, cands: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
@@ -376,8 +380,6 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
         summary.bytes += len(item.text.encode("utf-8", "surrogatepass"))
         done.append(_Done(item, fp, sha1))
 
-    # Look up every fingerprint of the batch in the store at once (one _msearch for Elasticsearch).
-    probes = [probe_for(d.fp, cfg) for d in done] if opts.on_duplicate != "index" else [{} for _ in done]
     # "index" writes no labels: only documents already stored under the same id matter (idempotent
     # re-ingest keeps their labels), so skip the band lookups and fetch those by id.
     try:
@@ -388,8 +390,12 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
             stored = [[have[i]] if i in have else [] for i in ids]
         else:
             # An index this run created holds only this run's documents, all of them in the run index:
-            # asking the store would find nothing more.
-            stored = store.lookup(probes) if done and not run_index.complete else [[] for _ in done]
+            # asking the store would find nothing more. Otherwise one lookup for the whole batch (one
+            # _msearch for Elasticsearch).
+            if done and not run_index.complete:
+                stored = store.lookup([probe_for(d.fp, cfg) for d in done])
+            else:
+                stored = [[] for _ in done]
     except StoreError as exc:
         # The store went away before this batch was written: every record of it counts as failed
         # (so read == indexed + skipped + failed still holds) and a re-run or --resume sends it again.
@@ -400,7 +406,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
         raise
     to_write: list[NewDoc] = []
     where: dict[str, _Done] = {}
-    for d, probe, found in zip(done, probes, stored, strict=True):
+    for d, found in zip(done, stored, strict=True):
         rec, fp = d.record, d.fp
         doc_id = _doc_id(rec, d.sha1)
         if doc_id in written:
@@ -420,7 +426,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
             # Already stored with this content: keep its labels (idempotent re-ingest).
             cluster_id, dup_of = self_doc.cluster_id or doc_id, self_doc.duplicate_of
         elif opts.on_duplicate != "index":
-            match = _best_match(fp, list(found) + run_index.lookup(probe), cfg, t, doc_id)
+            match = _best_match(fp, list(found) + run_index.lookup(_lookup_keys(fp, cfg)), cfg, t, doc_id)
             if match is not None:
                 dup_of, cluster_id = match.id, match.cluster_id or match.id
         if dup_of is not None:
