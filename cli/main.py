@@ -142,6 +142,8 @@ def ingest(
     replicas: Annotated[int | None, typer.Option(help="Replicas, when the Elasticsearch index is created.")] = None,
     hamming: o.Hamming = None,
     cosine: o.Cosine = None,
+    jaccard: o.Jaccard = None,
+    containment: o.Containment = None,
     json_out: o.JsonOut = False,
     quiet: o.Quiet = False,
 ) -> None:
@@ -157,6 +159,7 @@ def ingest(
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
                          hamming_k=-1 if hamming is None else hamming, cosine=-1.0 if cosine is None else cosine,
+                         **_ngram_thresholds(jaccard, containment),
                          checkpoint=checkpoint or default_checkpoint(index, conn), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
@@ -167,6 +170,11 @@ def ingest(
         raise typer.Exit(3)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _ngram_thresholds(jaccard: float | None, containment: float | None) -> dict[str, float]:
+    """The library's -1 ("the index's") for options not given."""
+    return {"jaccard": -1.0 if jaccard is None else jaccard, "containment": -1.0 if containment is None else containment}
 
 
 # -- similar ---------------------------------------------------------------------------------------------
@@ -181,6 +189,8 @@ def similar(
     file: Annotated[Path | None, typer.Option(help="...of this file's text (any supported encoding).")] = None,
     hamming: o.Hamming = None,
     cosine: o.Cosine = None,
+    jaccard: o.Jaccard = None,
+    containment: o.Containment = None,
     top: Annotated[int, typer.Option(help="At most this many results.")] = 10,
     knn: Annotated[bool, typer.Option(help="Use the kNN vector path (short texts) instead of band lookups.")] = False,
     explain: Annotated[bool, typer.Option(help="Show shared bands, Hamming, cosine and top shared terms.")] = False,
@@ -198,7 +208,7 @@ def similar(
     with opened_store(index, conn) as store:
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
                              hamming_k=-1 if hamming is None else hamming, cosine=-1.0 if cosine is None else cosine,
-                             top=top, knn=knn, explain=explain)
+                             top=top, knn=knn, explain=explain, **_ngram_thresholds(jaccard, containment))
     printer.matches(results, explain=explain)
 
 
@@ -211,6 +221,8 @@ def dups(
     index: o.Index,
     hamming: o.Hamming = None,
     cosine: o.Cosine = None,
+    jaccard: o.Jaccard = None,
+    containment: o.Containment = None,
     format: Annotated[str, typer.Option("--format", help="jsonl or table.")] = "jsonl",
     write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
     max_bucket: Annotated[int, typer.Option(help="Cap on documents compared per band value.")] = 1000,
@@ -227,7 +239,7 @@ def dups(
     with opened_store(index, conn) as store:
         report = all_pairs(store, hamming_k=-1 if hamming is None else hamming,
                            cosine=-1.0 if cosine is None else cosine, max_bucket=max_bucket,
-                           write_clusters=write_clusters)
+                           write_clusters=write_clusters, **_ngram_thresholds(jaccard, containment))
     printer.pairs(report, format)
 
 

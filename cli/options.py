@@ -19,6 +19,12 @@ Hamming = Annotated[int | None, typer.Option(
     "--hamming", help="Largest Hamming distance that counts as a duplicate (default: the index's hamming_k).")]
 Cosine = Annotated[float | None, typer.Option(
     "--cosine", help="Smallest TF cosine that counts as a duplicate (default: the index's cosine_threshold).")]
+Jaccard = Annotated[float | None, typer.Option(
+    "--jaccard", help="Smallest estimated character n-gram Jaccard that counts as a duplicate between texts with "
+                      "MinHash signatures (default: the index's jaccard_threshold).")]
+Containment = Annotated[float | None, typer.Option(
+    "--containment", help="Smallest estimated share of the smaller text's n-grams found in the other that counts "
+                          "as a duplicate (0 switches it off; default: the index's containment_threshold).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 

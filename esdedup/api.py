@@ -59,7 +59,8 @@ class SimilarResult:
 
 def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                hamming_k: int | None = -1, cosine: float | None = -1.0, top: int = 10, knn: bool = False,
-               explain: bool = False) -> SimilarResult:
+               explain: bool = False, jaccard: float | None = -1.0,
+               containment: float | None = -1.0) -> SimilarResult:
     """Near-duplicates of a text, a file or a stored document (by id), verified exactly."""
     opened = store.open(None, create=False)
     config = opened.config
@@ -77,7 +78,8 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
     if knn:
         matches = similar_knn(store, fp, k=top, cosine=cosine, exclude=exclude)
     else:
-        matches = similar(store, [fp], hamming_k=hamming_k, cosine=cosine, top=top, exclude=[exclude])[0]
+        matches = similar(store, [fp], hamming_k=hamming_k, cosine=cosine, top=top, exclude=[exclude],
+                          jaccard=jaccard, containment=containment)[0]
     rows = [_match_row(m) for m in matches]
     if explain:
         for row, m in zip(rows, matches, strict=True):
@@ -112,14 +114,15 @@ class PairsReport:
 
 
 def all_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None = -1.0, max_bucket: int = 1000,
-              write_clusters: bool = False) -> PairsReport:
+              write_clusters: bool = False, jaccard: float | None = -1.0,
+              containment: float | None = -1.0) -> PairsReport:
     """Every near-duplicate pair and the clusters they form; optionally write ``cluster_id`` back (and
     ``duplicate_of`` = the cluster's representative) so searches can ``collapse`` on it."""
     store.open(None, create=False)
     store.refresh()
     crowded: list[tuple[str, int]] = []
-    pairs = sorted(find_pairs(store, hamming_k=hamming_k, cosine=cosine, max_bucket=max_bucket, crowded=crowded),
-                   key=lambda p: (p.a, p.b))
+    pairs = sorted(find_pairs(store, hamming_k=hamming_k, cosine=cosine, max_bucket=max_bucket, jaccard=jaccard,
+                              containment=containment, crowded=crowded), key=lambda p: (p.a, p.b))
     groups = clusters(pairs)
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket))
     if write_clusters and groups:

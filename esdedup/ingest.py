@@ -236,6 +236,8 @@ class IngestOptions:
     workers: int = 0
     hamming_k: int | None = -1
     cosine: float | None = -1.0
+    jaccard: float | None = -1.0
+    containment: float | None = -1.0
     checkpoint: str | Path | None = None
     resume: bool = False
     max_record_bytes: int = 64 * 2**20
@@ -301,7 +303,7 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
         else:
             raise
     cfg = opened.config
-    t = Thresholds.resolve(cfg, opts.hamming_k, opts.cosine)
+    t = Thresholds.resolve(cfg, opts.hamming_k, opts.cosine, opts.jaccard, opts.containment)
     summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
     dead = DeadLetters(opts.dead_letter)
     ckpt = Checkpoint(opts.checkpoint)

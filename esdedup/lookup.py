@@ -250,10 +250,12 @@ def verify(fp: Fingerprint, candidates: Sequence[StoredDoc], config: Fingerprint
 
 
 def similar(store: Store, fps: Sequence[Fingerprint], *, hamming_k: int | None = -1, cosine: float | None = -1.0,
-            top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = 1000) -> list[list[Match]]:
-    """Near-duplicates of each fingerprint among the stored documents (one batched lookup)."""
+            top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = 1000,
+            jaccard: float | None = -1.0, containment: float | None = -1.0) -> list[list[Match]]:
+    """Near-duplicates of each fingerprint among the stored documents (one batched lookup). Thresholds:
+    -1 (the default) takes the index's, None switches a test off (see `Thresholds.resolve`)."""
     config = store.config
-    t = Thresholds.resolve(config, hamming_k, cosine)
+    t = Thresholds.resolve(config, hamming_k, cosine, jaccard, containment)
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
     excl = list(exclude) if exclude is not None else [None] * len(fps)

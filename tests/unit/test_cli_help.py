@@ -154,3 +154,35 @@ def test_unreachable_server_is_3_with_the_url(clean_env: Path) -> None:
     assert result.exit_code == 3, (result.stdout, result.stderr)
     line = _assert_one_error_line(result)
     assert url in line and "cannot reach Elasticsearch" in line
+
+
+def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
+    """--jaccard / --containment override the index's n-gram thresholds in ingest, similar and dups: the
+    sample's edited reprints are duplicates at the defaults; at Jaccard 1 with containment off only the
+    reprint that is the same text in Traditional script is."""
+    news = Path(__file__).resolve().parents[2] / "examples" / "news.jsonl"
+    runner = _runner()
+    common = ["--data-dir", str(clean_env)]
+
+    def pairs(*extra: str) -> set[tuple[str, str]]:
+        r = runner.invoke(app, ["dups", "--index", "n", *common, *extra])
+        assert r.exit_code == 0, r.output
+        return {(p["a"], p["b"]) for p in map(json.loads, r.stdout.splitlines())}
+
+    def labelled(index: str, *extra: str) -> int:
+        r = runner.invoke(app, ["ingest", str(news), "--index", index, *common, "--json", "--quiet",
+                                "--t2s", "--dead-letter", str(clean_env / f"{index}.dl"), *extra])
+        assert r.exit_code == 0, r.output
+        return int(json.loads(r.stdout.strip().splitlines()[-1])["duplicates"])
+
+    assert labelled("n") > 1
+    assert labelled("strict", "--jaccard", "1", "--containment", "0") == 1
+    default = pairs()
+    identical = {p for p in default if p == ("rail-1", "rail-3")}  # one text, Simplified and Traditional
+    assert len(default) > len(identical) > 0
+    assert pairs("--jaccard", "1", "--containment", "0") == identical
+    assert pairs("--jaccard", "0.05") >= default
+    text = json.loads(news.read_text("utf-8").splitlines()[0])
+    r = runner.invoke(app, ["similar", "--index", "n", *common, "--id", text["id"], "--json",
+                            "--jaccard", "1", "--containment", "0"])
+    assert r.exit_code == 0 and all(m["id"] in {"rail-1", "rail-3"} for m in json.loads(r.stdout)["matches"])
