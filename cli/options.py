@@ -66,7 +66,8 @@ class Connection:
 
 connection_options = _group("conn", Connection, [
     _opt("es", Annotated[str | None, typer.Option(
-        "--es", help="Elasticsearch URL (or ESDEDUP_ES_URL). Without it the embedded local store is used. "
+        "--es", help="Elasticsearch URL, or several nodes' URLs comma-separated (or ESDEDUP_ES_URL). Without it "
+                     "the embedded local store is used. "
                      "Put credentials in ESDEDUP_ES_API_KEY or ESDEDUP_ES_USER/ESDEDUP_ES_PASSWORD.")], None),
     _opt("data_dir", Annotated[Path | None, typer.Option(
         "--data-dir", help="Local store folder (default: ESDEDUP_DATA_DIR or ~/.local/share/esdedup).")], None),

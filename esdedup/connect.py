@@ -39,8 +39,14 @@ class ConnectionSettings:
         return [self.api_key, self.password]
 
     @property
+    def hosts(self) -> list[str]:
+        """The node URLs (``url`` may list several, comma-separated: the client spreads requests over
+        them and fails over when one does not answer)."""
+        return self.url.split(",")
+
+    @property
     def display_url(self) -> str:
-        return redact_url(self.url)
+        return ",".join(redact_url(u) for u in self.hosts)
 
     def redact(self, text: str) -> str:
         return redact(text, self.secrets)
@@ -75,19 +81,32 @@ def resolve_settings(url: str | None = None, *, api_key: str | None = None, user
     url = pick(url, "ESDEDUP_ES_URL", "es_url")
     if not url:
         return None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"Elasticsearch URL must look like http(s)://host:port, got {redact_url(url)!r}")
     username = pick(username, "ESDEDUP_ES_USER", "username")
     password = pick(password, "ESDEDUP_ES_PASSWORD", "password")
-    if parts.username is not None:
-        # Credentials inside the URL: move them out so the URL itself can be shown.
-        username = username or unquote(parts.username)
-        password = password or unquote(parts.password or "")
-        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
-        url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    hosts: list[str] = []
+    schemes, in_urls = set(), set()
+    for one in (u.strip() for u in url.split(",")):
+        parts = urlsplit(one)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"Elasticsearch URL must look like http(s)://host:port (several: comma-separated), "
+                              f"got {redact_url(one)!r}")
+        schemes.add(parts.scheme)
+        if parts.username is not None:
+            # Credentials inside the URL: move them out so the URL itself can be shown.
+            in_urls.add((unquote(parts.username), unquote(parts.password or "")))
+            netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+            one = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+        if one.rstrip("/") not in hosts:  # a node named twice is one node
+            hosts.append(one.rstrip("/"))
+    if len(schemes) > 1:
+        raise ConfigError("Elasticsearch URLs mix http and https; give the nodes of one cluster the same scheme")
+    if len(in_urls) > 1:
+        raise ConfigError("Elasticsearch URLs carry different credentials; give one user for the cluster")
+    if in_urls:
+        url_user, url_password = in_urls.pop()
+        username, password = username or url_user, password or url_password
     return ConnectionSettings(
-        url=url.rstrip("/"),
+        url=",".join(hosts),
         api_key=pick(api_key, "ESDEDUP_ES_API_KEY", "api_key"),
         username=username, password=password,
         ca_certs=pick(ca_certs, "ESDEDUP_ES_CA_CERTS", "ca_certs"),
@@ -130,6 +149,6 @@ def make_client(s: ConnectionSettings, *, async_: bool = False):
 
     cls = elasticsearch.AsyncElasticsearch if async_ else elasticsearch.Elasticsearch
     try:
-        return cls(s.url, **client_kwargs(s))
+        return cls(s.hosts, **client_kwargs(s))
     except (ValueError, TypeError) as exc:
         raise ConnectionFailed(f"cannot configure a client for {s.display_url}: {s.redact(str(exc))}") from exc

@@ -232,6 +232,12 @@ def test_credentials_in_the_url_are_used_and_never_shown(proxy, corpus, fresh_in
                 "--text", docs[0]["text"], "--explain")
     out = _assert_clean(r)
     assert r.returncode == 0 and docs[0]["id"] in r.stdout, out[-2000:]
+    # Several nodes, comma-separated (here the proxy by address and by name), the credentials in one of them.
+    by_name = proxy.url.replace("127.0.0.1", "localhost")
+    r = run_cli("-v", "similar", "--index", fresh_index, "--es", f"{by_name},{url}", "--ca-certs", proxy.ca,
+                "--text", docs[0]["text"], "--json")
+    out = _assert_clean(r)
+    assert r.returncode == 0 and docs[0]["id"] in [m["id"] for m in json.loads(r.stdout)["matches"]], out[-2000:]
 
 
 def test_config_file_with_password_and_with_api_key(proxy, corpus, fresh_index, tmp_path):

@@ -1,0 +1,45 @@
+"""Connection settings: several node URLs, credentials moved out of URLs, clear errors."""
+from __future__ import annotations
+
+import pytest
+
+from esdedup.connect import make_client, resolve_settings
+from esdedup.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_settings(monkeypatch, tmp_path):
+    for name in ("ESDEDUP_ES_URL", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD", "ESDEDUP_ES_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "none.json"))
+
+
+def test_several_urls_become_several_hosts_without_credentials():
+    s = resolve_settings("https://u:p%40ss@a:9200, https://b:9201/")
+    assert s is not None
+    assert s.hosts == ["https://a:9200", "https://b:9201"]
+    assert s.display_url == "https://a:9200,https://b:9201" and "p@ss" not in repr(s)
+    assert (s.username, s.password) == ("u", "p@ss")
+    client = make_client(s)
+    assert len(client.transport.node_pool.all()) == 2
+
+
+@pytest.mark.parametrize("url, message", [
+    ("http://a:1,https://b:2", "mix http and https"),
+    ("https://u:x@a:1,https://v:y@b:2", "different credentials"),
+    ("http://a:1,ftp://b", "several: comma-separated"),
+])
+def test_inconsistent_urls_are_refused(url, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve_settings(url)
+
+
+def test_a_password_in_a_bad_url_is_not_echoed():
+    with pytest.raises(ConfigError) as err:
+        resolve_settings("http://a:1,ftp://u:s3cret@b")
+    assert "s3cret" not in str(err.value)
+
+
+def test_a_node_named_twice_is_one_node():
+    s = resolve_settings("http://a:1,http://a:1/")
+    assert s is not None and s.hosts == ["http://a:1"]
