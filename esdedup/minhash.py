@@ -62,10 +62,7 @@ def ngram_hashes(chars: str, n: int) -> np.ndarray:
         return np.zeros(0, dtype=np.uint64)
     n = min(n, len(cp))
     count = len(cp) - n + 1
-    h = np.full(count, _SEED, dtype=np.uint64)
-    for j in range(n):
-        h = mix64(h ^ cp[j:j + count])
-    return h >> _S32
+    return _fold((cp[j:j + count] for j in range(n)), count)
 
 
 def shingle_hashes(shingles: Iterable[str]) -> np.ndarray:
@@ -76,11 +73,17 @@ def shingle_hashes(shingles: Iterable[str]) -> np.ndarray:
     parts = [np.zeros(0, dtype=np.uint64)]
     for length, group in by_len.items():
         cps = code_points("".join(group)).reshape(len(group), length)
-        h = np.full(len(group), _SEED, dtype=np.uint64)
-        for j in range(length):
-            h = mix64(h ^ cps[:, j])
-        parts.append(h >> _S32)
+        parts.append(_fold((cps[:, j] for j in range(length)), len(group)))
     return np.unique(np.concatenate(parts))
+
+
+def _fold(columns: Iterable[np.ndarray], count: int) -> np.ndarray:
+    """The shingle hash of the module docstring for ``count`` strings at once, given one code-point column
+    per character position: ``h = SEED``, ``h = mix64(h ^ c)`` per column, the top 32 bits."""
+    h = np.full(count, _SEED, dtype=np.uint64)
+    for col in columns:
+        h = mix64(h ^ col)
+    return h >> _S32
 
 
 def signature(hashes: np.ndarray, n_perm: int = 128) -> np.ndarray:
