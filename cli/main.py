@@ -158,8 +158,7 @@ def ingest(
     opts = IngestOptions(format=format, id_field=id_field, text_field=text_field, title_field=title_field,
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
-                         hamming_k=-1 if hamming is None else hamming, cosine=-1.0 if cosine is None else cosine,
-                         **_ngram_thresholds(jaccard, containment),
+                         **_thresholds(hamming, cosine, jaccard, containment),
                          checkpoint=checkpoint or default_checkpoint(index, conn), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
@@ -172,9 +171,12 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _ngram_thresholds(jaccard: float | None, containment: float | None) -> dict[str, float]:
-    """The library's -1 ("the index's") for options not given."""
-    return {"jaccard": -1.0 if jaccard is None else jaccard, "containment": -1.0 if containment is None else containment}
+def _thresholds(hamming: int | None, cosine: float | None, jaccard: float | None,
+                containment: float | None) -> dict[str, Any]:
+    """The threshold options as the library's keyword arguments, -1 ("the index's") where not given."""
+    return {"hamming_k": -1 if hamming is None else hamming, "cosine": -1.0 if cosine is None else cosine,
+            "jaccard": -1.0 if jaccard is None else jaccard,
+            "containment": -1.0 if containment is None else containment}
 
 
 # -- similar ---------------------------------------------------------------------------------------------
@@ -207,8 +209,7 @@ def similar(
     printer = Printer(json_out=json_out)
     with opened_store(index, conn) as store:
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
-                             hamming_k=-1 if hamming is None else hamming, cosine=-1.0 if cosine is None else cosine,
-                             top=top, knn=knn, explain=explain, **_ngram_thresholds(jaccard, containment))
+                             top=top, knn=knn, explain=explain, **_thresholds(hamming, cosine, jaccard, containment))
     printer.matches(results, explain=explain)
 
 
@@ -237,9 +238,8 @@ def dups(
         raise typer.BadParameter("--format must be jsonl or table")
     printer = Printer()
     with opened_store(index, conn) as store:
-        report = all_pairs(store, hamming_k=-1 if hamming is None else hamming,
-                           cosine=-1.0 if cosine is None else cosine, max_bucket=max_bucket,
-                           write_clusters=write_clusters, **_ngram_thresholds(jaccard, containment))
+        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
+                           **_thresholds(hamming, cosine, jaccard, containment))
     printer.pairs(report, format)
 
 
