@@ -489,10 +489,9 @@ def _shingle_sets(word_chars: Sequence[str], n: int) -> list[np.ndarray]:
     # A text shorter than n is one n-gram: itself.
     for k in np.flatnonzero(lengths < n).tolist():
         keys.append(np.array([(k << 32) | int(mh.ngram_hashes(word_chars[batch[k]], n)[0])], dtype=np.uint64))
-    uniq = np.unique(np.concatenate(keys))
-    parts = np.split(uniq & np.uint64(0xFFFFFFFF), np.flatnonzero(np.diff(uniq >> np.uint64(32))) + 1)
+    uniq = np.unique(np.concatenate(keys))  # sorted by text, then hash
     docs = (uniq >> np.uint64(32)).astype(np.int64)
-    starts = np.r_[0, np.flatnonzero(np.diff(docs)) + 1]
-    for k, part in zip(docs[starts].tolist(), parts, strict=True):
+    cuts = np.flatnonzero(np.diff(docs)) + 1
+    for k, part in zip(docs[np.r_[0, cuts]].tolist(), np.split(uniq & np.uint64(0xFFFFFFFF), cuts), strict=True):
         out[batch[k]] = part
     return out
