@@ -42,6 +42,16 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
+def timed_bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> float:
+    """Seconds to send ``actions`` through helpers.streaming_bulk and refresh ``index``; every one must land."""
+    t = time.perf_counter()
+    ok = sum(1 for good, _ in helpers.streaming_bulk(es, actions, chunk_size=chunk, raise_on_error=False) if good)
+    es.indices.refresh(index=index)
+    secs = time.perf_counter() - t
+    assert ok == expected, f"bulk into {index} indexed {ok} of {expected}"
+    return secs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=100_000)
@@ -79,13 +89,8 @@ def main() -> None:
         es.indices.create(index="bench-plain", settings={"number_of_shards": 1, "number_of_replicas": 0},
                           mappings={"properties": {"id": {"type": "keyword"}, "title": {"type": "text"},
                                                    "author": {"type": "keyword"}, "text": {"type": "text"}}})
-        t = time.perf_counter()
-        ok = sum(1 for good, _ in helpers.streaming_bulk(
-            es, ({"_index": "bench-plain", "_id": d["id"], "_source": d} for d in docs),
-            chunk_size=args.chunk, raise_on_error=False) if good)
-        es.indices.refresh(index="bench-plain")
-        plain_s = time.perf_counter() - t
-        assert ok == len(docs), f"plain bulk indexed {ok} of {len(docs)}"
+        plain_s = timed_bulk(es, "bench-plain", ({"_index": "bench-plain", "_id": d["id"], "_source": d} for d in docs),
+                             len(docs), args.chunk)
         plain_rate = len(docs) / plain_s
         rows.append(("plain `_bulk` (no dedup fields)", f"{plain_rate:,.0f} docs/s", f"{mb / plain_s:.2f} MB/s",
                      f"{plain_s:.1f} s"))
@@ -100,12 +105,7 @@ def main() -> None:
         floor_store.open(config)
         actions = [floor_store._action(NewDoc(d["id"], fp, d, ""))
                    for d, fp in zip(docs, fper.fingerprint_many([d["text"] for d in docs]), strict=True)]
-        t = time.perf_counter()
-        ok = sum(1 for good, _ in helpers.streaming_bulk(es, actions, chunk_size=args.chunk, raise_on_error=False)
-                 if good)
-        es.indices.refresh(index=floor_store.name)
-        floor_s = time.perf_counter() - t
-        assert ok == len(docs), f"floor bulk indexed {ok} of {len(docs)}"
+        floor_s = timed_bulk(es, floor_store.name, actions, len(docs), args.chunk)
         floor_store.drop()
         del actions
         rows.append(("`_bulk` of esdedup's documents, fields precomputed (the server's share)",
