@@ -283,9 +283,15 @@ class Fingerprinter:
     def fingerprint_many(self, texts: Iterable[str]) -> list[Fingerprint]:
         """Fingerprint many texts. Texts are segmented one by one; everything after segmentation (term
         lookup, SimHash vote sums, vectors) runs in numpy passes over up to `_DOCS_PER_PASS` texts."""
+        return self.fingerprint_normalized(map(self.normalize, texts))
+
+    def fingerprint_normalized(self, norms: Iterable[str]) -> list[Fingerprint]:
+        """`fingerprint_many` of texts that have been through `normalize` already: for callers that need
+        the normalised text too (ingest hashes it for exact duplicates) and would otherwise normalise twice.
+        Text that was not normalised gives other fingerprints."""
         out: list[Fingerprint] = []
         chunk: list[str] = []
-        for text in texts:
+        for text in norms:
             chunk.append(text)
             if len(chunk) == _DOCS_PER_PASS:
                 out.extend(self._fingerprint_chunk(chunk))
@@ -294,13 +300,12 @@ class Fingerprinter:
             out.extend(self._fingerprint_chunk(chunk))
         return out
 
-    def _fingerprint_chunk(self, texts: list[str]) -> list[Fingerprint]:
+    def _fingerprint_chunk(self, norms: list[str]) -> list[Fingerprint]:
         cfg, table = self.config, self._table
         if len(table) > MAX_CACHED_TERMS:  # between chunks only: the rows of a chunk stay valid
             table.clear()
             self._codes.clear()
-        norms = [self.normalize(t) for t in texts]
-        n = len(texts)
+        n = len(norms)
         rows, counts, kept = self._terms_of(norms)
         weights = counts.astype(np.float64)
         if cfg.weighting != "tf":

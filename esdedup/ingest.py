@@ -100,12 +100,11 @@ def _fingerprint_batch(texts: list[str]) -> list[tuple[Fingerprint, str]]:
 
 
 def _fingerprint_with(fper: Fingerprinter, texts: list[str]) -> list[tuple[Fingerprint, str]]:
-    out = []
-    for fp, text in zip(fper.fingerprint_many(texts), texts, strict=True):
-        # The exact TF table stays in the worker: it is not stored, and pickling it would cost more than
-        # computing it.
-        out.append((dataclasses.replace(fp, tf={}), content_sha1(normalize(text, t2s=fper.config.t2s))))
-    return out
+    norms = [fper.normalize(t) for t in texts]
+    # The exact TF table stays in the worker: it is not stored, and pickling it would cost more than
+    # computing it.
+    return [(dataclasses.replace(fp, tf={}), content_sha1(norm))
+            for fp, norm in zip(fper.fingerprint_normalized(norms), norms, strict=True)]
 
 
 # -- in-run index: the documents written earlier in this run ----------------------------------------
@@ -159,30 +158,44 @@ def _best_match(fp: Fingerprint, cands: Sequence[StoredDoc], config: Fingerprint
 
 # -- dead letters and checkpoints --------------------------------------------------------------------
 class DeadLetters:
-    """Appends one JSON line per failed or skipped record; the file is created on first use."""
+    """One JSON line per failed or skipped record, appended to a file created on first use.
+
+    Lines are held until `commit`, which ingest calls once a batch is accounted for (counted in the
+    summary). A batch interrupted before that (Ctrl-C, a crash) is not checkpointed either: the next run
+    reads it again and reports its records then, so `close` drops what was never committed rather than
+    leave those records in the file twice.
+    """
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path else None
         self._fh: TextIO | None = None
+        self._pending: list[str] = []
         self.count = 0
 
     def write(self, *, source: str, location: str, reason: str, kind: str, id: str | None = None,
               excerpt: str | None = None) -> None:
-        self.count += 1
         if self.path is None:
+            self.count += 1
             return
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")
         rec = {"kind": kind, "source": source, "location": location, "reason": reason, "id": id,
                "excerpt": excerpt}
-        self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        self._pending.append(json.dumps(rec, ensure_ascii=False) + "\n")
 
-    def flush(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
+    def commit(self) -> None:
+        """Write the held lines and flush them to the OS (a resumed run will not read those records again)."""
+        if not self._pending:
+            return
+        if self._fh is None:
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh.writelines(self._pending)
+        self._fh.flush()
+        self.count += len(self._pending)
+        self._pending.clear()
 
     def close(self) -> None:
+        self._pending.clear()
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -405,6 +418,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
             summary.failed += 1
             dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed",
                        id=_doc_id(d.record, d.sha1), reason=f"not written, the store failed: {exc}")
+        dead.commit()  # the summary counts this batch: its dead letters go with it
         raise
     to_write: list[NewDoc] = []
     where: dict[str, _Done] = {}
@@ -471,6 +485,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
                 summary.failed += 1
                 dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed", id=doc_id,
                            reason=f"not confirmed by the store: {exc}")
+        dead.commit()
         raise
     # Everything in this batch is accounted for: move the checkpoint past it.
     for item in batch:
@@ -480,7 +495,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
         offset = getattr(item, "offset", None)
         if offset is not None:
             ckpt.advance(item.source, offset + 1)
-    dead.flush()  # a resumed run does not read these records again: their dead letters must be on disk
+    dead.commit()  # a resumed run does not read these records again: their dead letters must be on disk
     ckpt.save()
     return last_source
 

@@ -425,3 +425,41 @@ def test_rejected_lines_are_not_read_again_on_resume(tmp_path):
     assert store.count() == len(docs)
     store.close()
 
+
+
+def test_interrupted_batch_dead_letters_are_written_once(tmp_path):
+    """Ctrl-C inside a batch (after its rejected lines were seen, before the store confirmed it): that batch
+    is not checkpointed, so the resumed run reads it again; its dead letters must not be in the file twice."""
+    from esdedup.config import FingerprintConfig
+    from esdedup.ingest import IngestOptions, ingest
+    from esdedup.store.local import LocalStore
+
+    docs = make_docs(12, seed=51)
+    lines = [json.dumps(d, ensure_ascii=False) for d in docs[:6]] + ["not json", '{"id": "x"}'] + \
+        [json.dumps(d, ensure_ascii=False) for d in docs[6:]]
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    ck, dl = tmp_path / "ck.json", tmp_path / "dl.jsonl"
+    config = FingerprintConfig(tokenizer="rjieba")
+
+    class InterruptedStore(LocalStore):
+        writes = 0
+
+        def write(self, docs):
+            InterruptedStore.writes += 1
+            if InterruptedStore.writes == 2:  # the second batch: lines 6-10, holding both broken lines
+                raise KeyboardInterrupt
+            return super().write(docs)
+
+    store = InterruptedStore("rej", tmp_path / "data")
+    with pytest.raises(KeyboardInterrupt):
+        ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, dead_letter=dl))
+    store.close()
+    assert dead_letters(dl) == []  # the interrupted batch was not accounted for, so nothing of it is reported
+    store = LocalStore("rej", tmp_path / "data")
+    s = ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, resume=True,
+                                                    dead_letter=dl))
+    assert s.read == len(lines) - 5 and s.failed == 2 and s.indexed == len(docs) - 5, s
+    assert sorted(d["location"] for d in dead_letters(dl)) == ["line 7", "line 8"]
+    assert store.count() == len(docs)
+    store.close()

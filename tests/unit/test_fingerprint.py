@@ -173,6 +173,27 @@ def test_term_table_is_cleared_between_chunks_without_changing_results(monkeypat
     assert len(fper._table) < 200
 
 
+def test_ingest_normalises_each_text_once(monkeypatch):
+    """Ingest needs the normalised text twice (fingerprint, exact-duplicate hash): it normalises once and
+    gets the same fingerprints and hashes as fingerprint_many and ids_for_texts."""
+    import esdedup.ingest as ingest_mod
+
+    texts = [NEWS, DOC001_A, "", "ＨＥＬＬＯ，　世界！", "臺灣居民明日起" * 60]
+    cfg = FingerprintConfig(tokenizer="rjieba")
+    expected = Fingerprinter(cfg).fingerprint_many(texts)
+    calls = []
+    monkeypatch.setattr(fpmod, "normalize", lambda text, t2s=False: calls.append(text) or normalize(text, t2s=t2s))
+    got = ingest_mod._fingerprint_with(Fingerprinter(cfg), texts)
+    assert calls == texts
+    assert [sha for _, sha in got] == ingest_mod.ids_for_texts(texts, cfg)
+    for (fp, _), want in zip(got, expected, strict=True):
+        assert (fp.simhash, fp.bands, fp.lsh, fp.chars, fp.empty) == (want.simhash, want.bands, want.lsh, want.chars,
+                                                                      want.empty)
+        assert np.array_equal(fp.vector, want.vector)
+        assert (fp.minhash is None) == (want.minhash is None)
+        assert fp.minhash is None or np.array_equal(fp.minhash, want.minhash)
+
+
 # -- vector --------------------------------------------------------------------------------------------
 
 
