@@ -21,6 +21,7 @@ Longer keys mean fewer random collisions ("big buckets"): ``expected_random_cand
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
@@ -207,8 +208,9 @@ class BandLayout:
             out.append(value)
         return out
 
-    def key_values_many(self, simhashes: np.ndarray) -> np.ndarray:
-        """Vectorised ``key_values`` for an array of 64-bit fingerprints: shape (n, n_tables), uint64."""
+    def key_values_many(self, simhashes: np.ndarray | Sequence[int]) -> np.ndarray:
+        """Vectorised ``key_values`` for an array of 64-bit fingerprints: shape (n, n_tables), uint64
+        (other widths: a sequence of ints in, an object array out)."""
         if self.bits != 64:
             return np.array([self.key_values(int(h)) for h in simhashes], dtype=object).reshape(
                 len(simhashes), self.n_tables)

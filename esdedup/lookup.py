@@ -36,7 +36,7 @@ from .config import FingerprintConfig
 from .errors import ConfigError
 from .fingerprint import Fingerprint
 from .schema import band_fields, lsh_fields
-from .simhash import hamming_many
+from .simhash import hamming_many, hamming_rows, simhash_words
 from .store.base import Probe, Store, StoredDoc
 
 log = logging.getLogger(__name__)
@@ -153,10 +153,7 @@ def _scores(simhash: int, vector: np.ndarray, docs: Sequence[StoredDoc], bits: i
     """Hamming distance and (clipped) vector cosine from one fingerprint to each document."""
     if not docs:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    if bits == 64:
-        hams = hamming_many(simhash, [d.simhash for d in docs])
-    else:  # 128-bit fingerprints do not fit numpy's uint64 popcount
-        hams = np.array([(simhash ^ d.simhash).bit_count() for d in docs], dtype=np.int64)
+    hams = hamming_many(simhash, [d.simhash for d in docs], bits)
     mat = np.stack([d.vector for d in docs]).astype(np.float32)
     return hams, _cosines(mat, np.asarray(vector, dtype=np.float32)[None, :])
 
@@ -445,14 +442,10 @@ def _lsh_pairs(store: Store, config: FingerprintConfig, seen: set[tuple[str, str
 
         crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands)[band], n) for band, row, n in groups)
     ids = cols.ids
-    if config.bits == 64:
-        simhash = np.array(cols.simhash, dtype=np.uint64)
+    words = simhash_words(cols.simhash, config.bits)
     for lo in range(0, len(left), chunk):
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
-        if config.bits == 64:
-            hams = hamming_many_pairs(simhash[a], simhash[b])
-        else:
-            hams = np.array([(cols.simhash[i] ^ cols.simhash[j]).bit_count() for i, j in zip(a, b, strict=True)])
+        hams = hamming_rows(words[a], words[b])
         coss = _cosines(cols.vectors[a], cols.vectors[b])
         jac = (cols.sigs[a] == cols.sigs[b]).mean(axis=1)
         cont = _containment(jac, cols.shingles[a], cols.shingles[b])
@@ -482,8 +475,8 @@ def _probed_pairs(store: Store, layout, config: FingerprintConfig, seen: set[tup
     short_arr = np.array([short[i] for i in order], dtype=bool)
     left, right = probe_pairs(layout, hashes, max_bucket=max_bucket)
     if hamming_k is not None and len(left):
-        h = np.array(hashes, dtype=np.uint64)
-        keep = (hamming_many_pairs(h[left], h[right]) <= hamming_k) | (short_arr[left] & short_arr[right])
+        h = simhash_words(hashes, config.bits)
+        keep = (hamming_rows(h[left], h[right]) <= hamming_k) | (short_arr[left] & short_arr[right])
         left, right = left[keep], right[keep]
     # Score each document against its partners in one pass (pairs come sorted by left index).
     cuts = np.flatnonzero(np.diff(left)) + 1
@@ -505,23 +498,16 @@ def _probed_pairs(store: Store, layout, config: FingerprintConfig, seen: set[tup
         yield from _score_against(a, rest, config, hamming_k, seen)
 
 
-def hamming_many_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Element-wise Hamming distance of two uint64 arrays."""
-    x = np.asarray(a, dtype=np.uint64) ^ np.asarray(b, dtype=np.uint64)
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x).astype(np.int64)
-    return np.unpackbits(x.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)  # pragma: no cover
-
-
 def probe_pairs(layout, simhashes: Sequence[int], *, max_bucket: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     """Index pairs ``(left[x], right[x])``, left < right, sorted, each once, whose band keys in some table
     are within the layout's probe radius: the all-pairs form of `BandLayout.probe_keys`. Per probed key at
-    most ``max_bucket`` partners are taken (logged). 64-bit fingerprints only."""
+    most ``max_bucket`` partners are taken (logged)."""
     n = len(simhashes)
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
         return empty, empty
-    keys = layout.key_values_many(np.array(simhashes, dtype=np.uint64))
+    # Wider fingerprints stay Python ints (numpy has no 128-bit integers); every band key fits 64 bits.
+    keys = layout.key_values_many(np.array(simhashes, dtype=np.uint64) if layout.bits == 64 else simhashes)
     codes: list[np.ndarray] = []
     capped = 0
     for t in range(layout.n_tables):

@@ -59,13 +59,29 @@ def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
-def hamming_many(a: int, others: np.ndarray | Sequence[int]) -> np.ndarray:
-    """Hamming distance from ``a`` to each 64-bit fingerprint in ``others`` (vectorised popcount)."""
-    arr = np.asarray(others, dtype=np.uint64)
-    x = arr ^ np.uint64(a)
+def simhash_words(values: np.ndarray | Sequence[int], bits: int = 64) -> np.ndarray:
+    """Fingerprints as an (n, words) uint64 array, 64 bits a word (one column for 64-bit fingerprints):
+    the input of `hamming_rows`."""
+    if bits <= 64:
+        return np.asarray(values, dtype=np.uint64).reshape(-1, 1)
+    words = (bits + 63) // 64
+    mask = (1 << 64) - 1
+    # numpy has no wider integers: split each Python int into 64-bit words.
+    return np.array([[(v >> (64 * w)) & mask for w in range(words)] for v in values],
+                    dtype=np.uint64).reshape(-1, words)
+
+
+def hamming_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Hamming distances between the rows of two `simhash_words` arrays (numpy broadcasting applies)."""
+    diff = np.ascontiguousarray(np.bitwise_xor(x, y))
     if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x).astype(np.int64)
-    return np.unpackbits(x.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)  # pragma: no cover
+        return np.bitwise_count(diff).sum(axis=-1, dtype=np.int64)
+    return np.unpackbits(diff.view(np.uint8), axis=-1).sum(axis=-1, dtype=np.int64)  # pragma: no cover
+
+
+def hamming_many(a: int, others: np.ndarray | Sequence[int], bits: int = 64) -> np.ndarray:
+    """Hamming distance from ``a`` to each fingerprint in ``others`` (vectorised popcount)."""
+    return hamming_rows(simhash_words(others, bits), simhash_words([a], bits))
 
 
 def to_hex(simhash_value: int, bits: int = 64) -> str:

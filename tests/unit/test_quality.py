@@ -91,12 +91,12 @@ def test_short_scores_estimate_jaccard_and_containment(fper):
 
 
 # -- neighbour probing: complete for k up to 8 --------------------------------------------------------
-def _planted_hashes(n: int, k_max: int, seed: int) -> list[int]:
+def _planted_hashes(n: int, k_max: int, seed: int, bits: int = 64) -> list[int]:
     rng = random.Random(seed)
-    hashes = [rng.getrandbits(64) for _ in range(n)]
+    hashes = [rng.getrandbits(bits) for _ in range(n)]
     for i in range(0, n - 1, 2):  # every second hash is a copy of the one before at distance 0..k_max+2
         h = hashes[i]
-        for bit in rng.sample(range(64), rng.randint(0, k_max + 2)):
+        for bit in rng.sample(range(bits), rng.randint(0, k_max + 2)):
             h ^= 1 << bit
         hashes[i + 1] = h
     return hashes
@@ -132,14 +132,15 @@ def _store_with_hashes(tmp_path, config: FingerprintConfig, hashes: list[int], n
     return store
 
 
-@pytest.mark.parametrize("k, blocks, key_blocks, radius", [(8, 3, 1, 2), (6, 4, 1, 1), (6, 8, 2, 0)])
-def test_find_pairs_matches_brute_force_for_large_k(tmp_path, k, blocks, key_blocks, radius):
+@pytest.mark.parametrize("k, blocks, key_blocks, radius, bits",
+                         [(8, 3, 1, 2, 64), (6, 4, 1, 1, 64), (6, 8, 2, 0, 64), (8, 3, 1, 2, 128), (6, 8, 2, 0, 128)])
+def test_find_pairs_matches_brute_force_for_large_k(tmp_path, k, blocks, key_blocks, radius, bits):
     """Probing layouts (radius > 0) are served by the in-memory join, multi-table ones (radius 0) by shared
-    keys; either way all-pairs search returns exactly the pairs within k."""
+    keys; either way all-pairs search returns exactly the pairs within k, for 64- and 128-bit fingerprints."""
     config = FingerprintConfig(strategy="simhash", hamming_k=k, band_blocks=blocks, band_key_blocks=key_blocks,
-                               probe_radius=radius)
-    hashes = _planted_hashes(400, k, seed=k + blocks)
-    store = _store_with_hashes(tmp_path, config, hashes, f"probe{k}{blocks}")
+                               probe_radius=radius, bits=bits)
+    hashes = _planted_hashes(400, k, seed=k + blocks, bits=bits)
+    store = _store_with_hashes(tmp_path, config, hashes, f"probe{k}{blocks}{bits}")
     got = {(p.a, p.b) for p in find_pairs(store, cosine=None)}
     truth = {(f"d{i:04d}", f"d{j:04d}") for i, j in _brute(hashes, k)}
     assert got == truth

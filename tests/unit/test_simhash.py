@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import string
 import subprocess
 import sys
@@ -20,9 +21,11 @@ from esdedup.simhash import (
     from_hex,
     hamming,
     hamming_many,
+    hamming_rows,
     pack_bits,
     simhash,
     simhash_from_votes,
+    simhash_words,
     to_hex,
     vote_rows,
 )
@@ -237,6 +240,20 @@ def test_hex_and_hamming():
     others = np.array([0, 1, 3, (1 << 64) - 1], dtype=np.uint64)
     assert hamming_many(0, others).tolist() == [0, 1, 2, 64]
     assert hamming_many((1 << 64) - 1, others).tolist() == [64, 63, 62, 0]
+
+
+@pytest.mark.parametrize("bits", [64, 128])
+def test_vectorised_hamming_equals_bit_count(bits):
+    """numpy has no 128-bit integers: wide fingerprints are split into 64-bit words, and the word-wise
+    popcount must equal Python's on the whole number."""
+    rng = random.Random(bits)
+    values = [rng.getrandbits(bits) for _ in range(200)] + [0, (1 << bits) - 1, 1 << (bits - 1)]
+    a = rng.getrandbits(bits)
+    assert hamming_many(a, values, bits).tolist() == [(a ^ v).bit_count() for v in values]
+    words = simhash_words(values, bits)
+    assert words.shape == (len(values), bits // 64)
+    left, right = words[:100], words[100:200]
+    assert hamming_rows(left, right).tolist() == [(values[i] ^ values[100 + i]).bit_count() for i in range(100)]
 
 
 def test_128_bit_mode(fper_rjieba):
