@@ -8,6 +8,12 @@ Documents: Tang and Song poems from the npm package chinese-poetry (real text; s
 The plain baseline sends {id, title, author, text} through helpers.streaming_bulk with the same chunk size;
 esdedup sends the same records through `esdedup.ingest` (fingerprinting in worker processes, a band lookup
 per batch, labels) into an index with the dedup fields.
+
+The node is warmed up first (one untimed plain and one untimed esdedup bulk: a cold JVM indexes at about half
+its warm rate, so whichever run came first would look slow). The plain and server's-share bulks run --rounds
+times (median reported, range in brackets); each row also gives the CPU seconds of the node (`_nodes/stats`)
+and of the client (this process and its fingerprint workers), which share the machine's cores here.
+For the node's cost of each group of dedup fields, see bench/es_fields.py.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import datetime
 import json
 import os
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -42,14 +49,44 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
-def timed_bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> float:
-    """Seconds to send ``actions`` through helpers.streaming_bulk and refresh ``index``; every one must land."""
-    t = time.perf_counter()
-    ok = sum(1 for good, _ in helpers.streaming_bulk(es, actions, chunk_size=chunk, raise_on_error=False) if good)
-    es.indices.refresh(index=index)
-    secs = time.perf_counter() - t
+def node_cpu_seconds(es: Elasticsearch) -> float:
+    """CPU seconds used so far by the cluster's node processes (``_nodes/stats``; works for any cluster)."""
+    nodes = es.nodes.stats(metric="process")["nodes"].values()
+    return sum(n["process"]["cpu"]["total_in_millis"] for n in nodes) / 1000
+
+
+def client_cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (the fingerprint workers)."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+class Timed:
+    """Wall, node CPU and client CPU seconds of a ``with`` block."""
+
+    def __init__(self, es: Elasticsearch) -> None:
+        self.es = es
+
+    def __enter__(self) -> Timed:
+        self.node, self.client, self.t = node_cpu_seconds(self.es), client_cpu_seconds(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.t
+        self.node = node_cpu_seconds(self.es) - self.node
+        self.client = client_cpu_seconds() - self.client
+
+    def cpu(self) -> str:
+        return f"node {self.node:.1f} + client {self.client:.1f}"
+
+
+def timed_bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> Timed:
+    """Send ``actions`` through helpers.streaming_bulk and refresh ``index``; every one must land."""
+    with Timed(es) as timed:
+        ok = sum(1 for good, _ in helpers.streaming_bulk(es, actions, chunk_size=chunk, raise_on_error=False) if good)
+        es.indices.refresh(index=index)
     assert ok == expected, f"bulk into {index} indexed {ok} of {expected}"
-    return secs
+    return timed
 
 
 def main() -> None:
@@ -60,6 +97,7 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="rjieba")
     ap.add_argument("--strategy", default="auto", help="FingerprintConfig.strategy (auto, simhash, minhash)")
     ap.add_argument("--lookups", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3, help="plain and server's-share bulks (median reported)")
     ap.add_argument("--chunk", type=int, default=500)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
@@ -82,52 +120,72 @@ def main() -> None:
             for d in docs:
                 fh.write(json.dumps(d, ensure_ascii=False) + "\n")
         mb = path.stat().st_size / 1e6
-        rows = []
-
-        # 1. plain _bulk of the same records, no dedup fields.
-        es.options(ignore_status=404).indices.delete(index="bench-plain")
-        es.indices.create(index="bench-plain", settings={"number_of_shards": 1, "number_of_replicas": 0},
-                          mappings={"properties": {"id": {"type": "keyword"}, "title": {"type": "text"},
-                                                   "author": {"type": "keyword"}, "text": {"type": "text"}}})
-        plain_s = timed_bulk(es, "bench-plain", ({"_index": "bench-plain", "_id": d["id"], "_source": d} for d in docs),
-                             len(docs), args.chunk)
-        plain_rate = len(docs) / plain_s
-        rows.append(("plain `_bulk` (no dedup fields)", f"{plain_rate:,.0f} docs/s", f"{mb / plain_s:.2f} MB/s",
-                     f"{plain_s:.1f} s"))
 
         config = FingerprintConfig(tokenizer=args.tokenizer, strategy=args.strategy)
-
-        # 1b. the server's share: the documents esdedup writes (dedup fields computed beforehand, not timed)
-        # sent the same way as the plain ones. No ingest can beat this on the same node.
         fper = Fingerprinter(config)
         floor_store = ElasticStore(es, "bench-esdedup-floor", replicas=0, chunk_size=args.chunk)
-        floor_store.drop()
-        floor_store.open(config)
-        actions = [floor_store._action(NewDoc(d["id"], fp, d, ""))
-                   for d, fp in zip(docs, fper.fingerprint_many([d["text"] for d in docs]), strict=True)]
-        floor_s = timed_bulk(es, floor_store.name, actions, len(docs), args.chunk)
-        floor_store.drop()
-        del actions
-        rows.append(("`_bulk` of esdedup's documents, fields precomputed (the server's share)",
-                     f"{len(docs) / floor_s:,.0f} docs/s", f"{mb / floor_s:.2f} MB/s",
-                     f"{floor_s:.1f} s ({plain_s / floor_s:.0%} of plain)"))
+        # The server's share: the documents esdedup writes, dedup fields computed here (not timed).
+        floor_docs = [NewDoc(d["id"], fp, d, "")
+                      for d, fp in zip(docs, fper.fingerprint_many([d["text"] for d in docs]), strict=True)]
 
-        # 2. esdedup ingest, labelling near-duplicates (the default), then without lookups.
+        def plain_bulk() -> Timed:
+            es.options(ignore_status=404).indices.delete(index="bench-plain")
+            es.indices.create(index="bench-plain", settings={"number_of_shards": 1, "number_of_replicas": 0},
+                              mappings={"properties": {"id": {"type": "keyword"}, "title": {"type": "text"},
+                                                       "author": {"type": "keyword"}, "text": {"type": "text"}}})
+            timed = timed_bulk(es, "bench-plain", ({"_index": "bench-plain", "_id": d["id"], "_source": d} for d in docs),
+                               len(docs), args.chunk)
+            # Deleted at once, as every measured index but the last: its background merges must not run
+            # into the next measurement.
+            es.indices.delete(index="bench-plain")
+            return timed
+
+        def floor_bulk() -> Timed:
+            floor_store.drop()
+            floor_store.open(config)
+            actions = [floor_store._action(d) for d in floor_docs]  # encoded before the clock starts
+            timed = timed_bulk(es, floor_store.name, actions, len(docs), args.chunk)
+            floor_store.drop()
+            return timed
+
+        # Warm-up, not counted: a cold node indexes at half its warm rate until the JIT has compiled the
+        # bulk path, and whichever run came first would pay for it.
+        plain_bulk()
+        floor_bulk()
+        plains, floors = [], []
+        for _ in range(args.rounds):
+            plains.append(plain_bulk())
+            floors.append(floor_bulk())
+        floor_docs.clear()
+        plain = sorted(plains, key=lambda t: t.wall)[len(plains) // 2]
+        plain_rate = len(docs) / plain.wall
+        rows = []
+
+        def row(what: str, timed: Timed, walls: list[float], note: str = "") -> None:
+            spread = f" ({min(walls):.1f}-{max(walls):.1f})" if len(walls) > 1 else ""
+            rows.append((what, f"{len(docs) / timed.wall:,.0f}", f"{len(docs) / timed.wall / plain_rate:.0%}",
+                         f"{timed.wall:.1f}{spread}", timed.cpu(), note))
+
+        row("plain `_bulk` (no dedup fields)", plain, [t.wall for t in plains])
+        row("`_bulk` of esdedup's documents, fields precomputed (the server's share)",
+            sorted(floors, key=lambda t: t.wall)[len(floors) // 2], [t.wall for t in floors])
+
+        # 2. esdedup ingest without lookups, then labelling near-duplicates (the default; its index is kept
+        # for the lookups below).
         results = {}
-        for mode in ("label", "index"):
+        for mode in ("index", "label"):
             store = ElasticStore(es, f"bench-esdedup-{mode}", replicas=0, chunk_size=args.chunk)
             store.drop()
-            t = time.perf_counter()
-            summary = ingest([path], store, config, IngestOptions(workers=args.workers, on_duplicate=mode,
-                                                                 dead_letter=tmp / "dl.jsonl"))
-            store.refresh()
-            secs = time.perf_counter() - t
+            with Timed(es) as timed:
+                summary = ingest([path], store, config, IngestOptions(workers=args.workers, on_duplicate=mode,
+                                                                     dead_letter=tmp / "dl.jsonl"))
+                store.refresh()
             assert summary.ok and summary.indexed == len(docs), summary.to_dict()
-            results[mode] = (store, summary, secs)
-            rows.append((f"esdedup ingest `--on-duplicate {mode}`", f"{len(docs) / secs:,.0f} docs/s",
-                         f"{mb / secs:.2f} MB/s",
-                         f"{secs:.1f} s ({len(docs) / secs / plain_rate:.0%} of plain; "
-                         f"{summary.duplicates} near-duplicates labelled)"))
+            results[mode] = (store, summary)
+            if mode == "index":
+                store.drop()
+            row(f"esdedup ingest `--on-duplicate {mode}`", timed, [timed.wall],
+                f"{summary.duplicates} near-duplicates labelled" if mode == "label" else "no lookups")
 
         # 3. lookups: band path and kNN path, one query at a time, on documents of the index.
         store = results["label"][0]
@@ -135,6 +193,7 @@ def main() -> None:
         sample = rng.sample(docs, min(args.lookups, len(docs)))
         fps = fper.fingerprint_many([d["text"] for d in sample])
         band_ms, knn_ms = [], []
+        lookups = []
         for d, fp in zip(sample, fps):
             t = time.perf_counter()
             similar(store, [fp], exclude=[d["id"]])
@@ -142,9 +201,9 @@ def main() -> None:
             t = time.perf_counter()
             similar_knn(store, fp, k=10, exclude=d["id"])
             knn_ms.append((time.perf_counter() - t) * 1000)
-        rows.append(("band lookup (`similar`, 1 query)", f"p50 {pct(band_ms, 50):.1f} ms",
+        lookups.append(("band lookup (`similar`, 1 query)", f"p50 {pct(band_ms, 50):.1f} ms",
                      f"p95 {pct(band_ms, 95):.1f} ms", f"{len(band_ms)} queries"))
-        rows.append(("kNN lookup (`similar --knn`, k=10)", f"p50 {pct(knn_ms, 50):.1f} ms",
+        lookups.append(("kNN lookup (`similar --knn`, k=10)", f"p50 {pct(knn_ms, 50):.1f} ms",
                      f"p95 {pct(knn_ms, 95):.1f} ms", f"{len(knn_ms)} queries"))
 
         # 4. diversify 100 real hits of a text search.
@@ -156,23 +215,25 @@ def main() -> None:
             t = time.perf_counter()
             diversify(hits, hamming_k=3)
             times.append((time.perf_counter() - t) * 1e6)
-        rows.append((f"`diversify` of {len(hits)} real hits (hamming_k=3)", f"median {statistics.median(times):.0f} µs",
+        lookups.append((f"`diversify` of {len(hits)} real hits (hamming_k=3)", f"median {statistics.median(times):.0f} µs",
                      f"p95 {pct(times, 95):.0f} µs", "2000 calls"))
 
-        for name in ("bench-plain", "bench-esdedup-label", "bench-esdedup-index"):
-            es.options(ignore_status=404).indices.delete(index=name)
+        es.options(ignore_status=404).indices.delete(index="bench-esdedup-label")
     finally:
         if cluster is not None:
             cluster.stop()
 
     cmd = "python bench/es.py " + " ".join(sys.argv[1:])
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    table = ["| what | rate / p50 | MB/s / p95 | notes |", "| --- | --- | --- | --- |"]
-    table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    table = ["| ingest | docs/s | of plain | wall s | CPU s | notes |", "| --- | ---: | ---: | ---: | --- | --- |"]
+    table += ["| " + " | ".join(r) + " |" for r in rows]
+    table += ["", "| lookup | p50 | p95 | notes |", "| --- | --- | --- | --- |"]
+    table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in lookups]
     section = (f"\n## Elasticsearch (bench/es.py)\n\n`{cmd.strip()}` — {when}, this machine"
                f" (2 cores, 24 GiB), Elasticsearch 8.19.21 single node (heap 1 GiB, 1 shard, 0 replicas), "
                f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, tokenizer "
-               f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}.\n\n"
+               f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}; "
+               f"node warmed up first, plain and server's share: median of {args.rounds} rounds (range).\n\n"
                + "\n".join(table) + "\n")
     print(section)
     if not args.no_append:
