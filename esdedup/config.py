@@ -18,7 +18,7 @@ from typing import Any
 from .errors import ConfigError
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES)
 
 TOKENIZERS = ("jieba", "rjieba", "char")
 WEIGHTINGS = ("tf", "tfidf", "tf_length")
@@ -152,7 +152,12 @@ class FingerprintConfig:
             return ConfigError(msg)
 
         if self.schema != SCHEMA_VERSION:
-            raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION})")
+            if isinstance(self.schema, int) and self.schema < SCHEMA_VERSION:
+                raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION}): the "
+                          "index was built by an older esdedup whose fingerprints are not comparable with this "
+                          "version's; ingest the documents again into a new index")
+            raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION}); "
+                      "upgrade esdedup")
         if self.bits not in (64, 128):
             raise bad(f"bits must be 64 or 128, got {self.bits}")
         if not 0 <= self.hamming_k < self.bits // 2:

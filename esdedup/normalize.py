@@ -1,7 +1,8 @@
 """Text normalisation before tokenising: one function, pure, the same everywhere.
 
-Steps, in order: drop lone surrogates and control characters (they are not text; keeping them would
-make the same article hash differently depending on how a crawler mangled it), Unicode NFKC (which also
+Steps, in order: drop lone surrogates, control characters and invisible format characters (they are not
+text; keeping them would make the same article hash differently depending on how a crawler mangled it, and
+some sites scatter zero-width spaces through their text against scrapers), Unicode NFKC (which also
 maps full-width Latin letters, digits and punctuation to half-width), optional Traditional-to-Simplified
 conversion (OpenCC ``t2s``), case folding, and collapsing runs of whitespace to one space.
 """
@@ -15,8 +16,16 @@ from functools import lru_cache
 import numpy as np
 
 _WS = re.compile(r"\s+")
-# C0/C1 controls except tab/newline/CR (which become whitespace), and lone surrogates.
-_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+#: Invisible characters of the BMP that only steer rendering (Unicode "default ignorable" format characters):
+#: soft hyphen, combining grapheme joiner, Arabic letter mark, Khmer and Mongolian invisible vowels and
+#: selectors, zero-width space/non-joiner/joiner, direction marks, embeddings, overrides and isolates, word
+#: joiner and invisible operators, variation selectors, the byte order mark (zero-width no-break space).
+#: Dropped, so "北\u200b京" is "北京". (config schema 3)
+INVISIBLE_RANGES = ((0xAD, 0xAD), (0x34F, 0x34F), (0x61C, 0x61C), (0x17B4, 0x17B5), (0x180B, 0x180F),
+                    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF))
+# C0/C1 controls except tab/newline/CR (which become whitespace), lone surrogates, invisible characters.
+_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff"
+                   + "".join(rf"\u{lo:04x}-\u{hi:04x}" for lo, hi in INVISIBLE_RANGES) + "]")
 
 
 @lru_cache(maxsize=1)
@@ -120,7 +129,8 @@ def _tables() -> tuple[np.ndarray, np.ndarray]:
         if len(target) == 1 and ord(target) < 0x10000 and classes[ord(target)] == _SAFE:
             classes[c] = _MAP1
             replace[c] = ord(target)
-    for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000)):
+    for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000),
+              *(c for lo, hi in INVISIBLE_RANGES for c in range(lo, hi + 1))):
         classes[c] = _JUNK_CLASS
     return classes, replace
 

@@ -91,6 +91,17 @@ def _reference_normalize(text: str, t2s: bool = False) -> str:
     return _WS.sub(" ", text.casefold()).strip()
 
 
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200c", "\u200d", "\u00ad", "\ufeff", "\u2060", "\u202e",
+                                       "\u2066", "\ufe0f", "\u180e"])
+def test_invisible_format_characters_do_not_change_the_fingerprint(fper, invisible):
+    """Zero-width spaces and the like, scattered through a text (anti-scraping, copy and paste from a web
+    page), leave the same fingerprint: they would otherwise split words and move the SimHash."""
+    obfuscated = invisible.join(NEWS[i:i + 3] for i in range(0, len(NEWS), 3))
+    assert normalize(obfuscated) == normalize(NEWS)
+    assert fper.fingerprint(obfuscated) == fper.fingerprint(NEWS)
+    assert normalize("a" + invisible) == "a"
+
+
 def test_normalize_docstring():
     assert normalize("ＨＥＬＬＯ，　世界！\u0000") == "hello, 世界!"
     assert normalize("臺灣居民", t2s=True) == "台湾居民"
