@@ -49,8 +49,21 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
+def node(url: str | None):
+    """(local cluster or None, URL): the given cluster, else a node started with scripts/es-local (the
+    caller stops it)."""
+    if url is not None:
+        return None, url
+    from tests.es_node import LocalCluster
+
+    cluster = LocalCluster(nodes=1)
+    cluster.start()
+    return cluster, cluster.url
+
+
 def node_cpu_seconds(es: Elasticsearch) -> float:
-    """CPU seconds used so far by the cluster's node processes (``_nodes/stats``; works for any cluster)."""
+    """CPU seconds used so far by the cluster's node processes (``_nodes/stats``; works for any cluster). The
+    node refreshes the figure about once a second: only runs of several seconds are measured usefully."""
     nodes = es.nodes.stats(metric="process")["nodes"].values()
     return sum(n["process"]["cpu"]["total_in_millis"] for n in nodes) / 1000
 
@@ -103,14 +116,7 @@ def main() -> None:
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
 
-    cluster = None
-    url = args.es
-    if url is None:
-        from tests.es_node import LocalCluster
-
-        cluster = LocalCluster(nodes=1)
-        cluster.start()
-        url = cluster.url
+    cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=120)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-"))
     try:

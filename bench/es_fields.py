@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
-from es import node_cpu_seconds  # noqa: E402
+from es import node, node_cpu_seconds  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint import Fingerprinter  # noqa: E402
@@ -156,14 +156,7 @@ def main() -> None:
     prepared = {name: prepare(name, docs, dedups, base, args.chunk) for name in names}
     del dedups
 
-    cluster = None
-    url = args.es
-    if url is None:
-        from tests.es_node import LocalCluster
-
-        cluster = LocalCluster(nodes=1)
-        cluster.start()
-        url = cluster.url
+    cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=300)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     try:
