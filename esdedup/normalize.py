@@ -23,9 +23,14 @@ _WS = re.compile(r"\s+")
 #: Dropped, so "北\u200b京" is "北京". (config schema 3)
 INVISIBLE_RANGES = ((0xAD, 0xAD), (0x34F, 0x34F), (0x61C, 0x61C), (0x17B4, 0x17B5), (0x180B, 0x180F),
                     (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF))
+#: The same beyond the BMP: shorthand format controls, musical formatting controls, tag characters and the
+#: ideographic variation selectors (a glyph variant of a CJK character is the same character).
+INVISIBLE_WIDE_RANGES = ((0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+_WIDE_JUNK = re.compile("[" + "".join(rf"\U{lo:08x}-\U{hi:08x}" for lo, hi in INVISIBLE_WIDE_RANGES) + "]")
 # C0/C1 controls except tab/newline/CR (which become whitespace), lone surrogates, invisible characters.
 _JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff"
-                   + "".join(rf"\u{lo:04x}-\u{hi:04x}" for lo, hi in INVISIBLE_RANGES) + "]")
+                   + "".join(rf"\u{lo:04x}-\u{hi:04x}" for lo, hi in INVISIBLE_RANGES)
+                   + "".join(rf"\U{lo:08x}-\U{hi:08x}" for lo, hi in INVISIBLE_WIDE_RANGES) + "]")
 
 
 @lru_cache(maxsize=1)
@@ -139,6 +144,8 @@ def _clean_nfkc(text: str) -> str:
     """Remove junk characters, then NFKC (see the table above)."""
     if text.isascii():  # ASCII is NFKC already; only control characters can go
         return _JUNK.sub("", text) if not text.isprintable() and _JUNK.search(text) else text
+    if max(text) > "\uffff":  # the table covers the BMP; invisible characters beyond it go first
+        text = _WIDE_JUNK.sub("", text)
     classes, replace = _tables()
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     cls = classes.take(cp, mode="clip")  # code points past the BMP clip to the last entry, _OTHER

@@ -92,7 +92,7 @@ def _reference_normalize(text: str, t2s: bool = False) -> str:
 
 
 @pytest.mark.parametrize("invisible", ["\u200b", "\u200c", "\u200d", "\u00ad", "\ufeff", "\u2060", "\u202e",
-                                       "\u2066", "\ufe0f", "\u180e"])
+                                       "\u2066", "\ufe0f", "\u180e", "\U000e0100", "\U000e0020"])
 def test_invisible_format_characters_do_not_change_the_fingerprint(fper, invisible):
     """Zero-width spaces and the like, scattered through a text (anti-scraping, copy and paste from a web
     page), leave the same fingerprint: they would otherwise split words and move the SimHash."""
@@ -117,7 +117,7 @@ def test_normalize_equals_reference_on_every_bmp_code_point_in_context():
 
 
 _ALPHABET = list(" \t\n\r\u3000\xa0abcXYZ中文臺灣，。！？１２ＡＢｶﾞ…℃①⑵\u0301\u0308\u0323\x00\x0c\x85\ud800"
-                 "\udc00éßİﬁ😀𠀀\u1100\u1161\u11a8\uac00\u0bc6\u0bbe\u200b")
+                 "\udc00éßİﬁ😀𠀀\u1100\u1161\u11a8\uac00\u0bc6\u0bbe\u200b\U000e0100\U000e0041\U0001d173")
 
 
 @settings(max_examples=400, deadline=None)
