@@ -12,7 +12,17 @@ from typing import Any
 from .config import FingerprintConfig
 from .errors import ConfigError, IndexNotFound, InputError
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import Match, Pair, clusters, crowded_values, find_pairs, shared_bands, similar, similar_knn
+from .lookup import (
+    Match,
+    Pair,
+    clusters,
+    crowded_values,
+    find_pairs,
+    lsh_in_memory,
+    shared_bands,
+    similar,
+    similar_knn,
+)
 from .readers import decode_bytes
 from .simhash import hamming
 from .similarity import cosine, novel_similarity, size_ratio_ok
@@ -121,10 +131,12 @@ def all_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None 
     store.open(None, create=False)
     store.refresh()
     crowded: list[tuple[str, int]] = []
+    in_memory = lsh_in_memory(store)  # asked once: the search and the crowded report must agree
     pairs = sorted(find_pairs(store, hamming_k=hamming_k, cosine=cosine, max_bucket=max_bucket, jaccard=jaccard,
-                              containment=containment, crowded=crowded), key=lambda p: (p.a, p.b))
+                              containment=containment, crowded=crowded, in_memory=in_memory),
+                   key=lambda p: (p.a, p.b))
     groups = clusters(pairs)
-    report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket))
+    report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
     if write_clusters and groups:
         labels = {doc: (root, None if doc == root else root) for doc, root in groups.items()}
         report.labels_written = store.set_labels(labels)

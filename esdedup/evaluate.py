@@ -24,7 +24,7 @@ import numpy as np
 
 from .config import FingerprintConfig
 from .errors import ConfigError, InputError
-from .lookup import ScoredPair, Thresholds, crowded_values, scored_pairs
+from .lookup import ScoredPair, Thresholds, crowded_values, lsh_in_memory, scored_pairs
 from .store.base import Store
 
 #: Grid swept by default (each list is one axis; ``None`` switches the test off).
@@ -318,7 +318,9 @@ def run(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (
     found: dict[tuple[str, str], ScoredPair] = {}
     n_cand = 0
     crowded: list[tuple[str, int]] = []
-    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=cfg.hamming_k, crowded=crowded):
+    in_memory = lsh_in_memory(store)
+    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=cfg.hamming_k, crowded=crowded,
+                          in_memory=in_memory):
         n_cand += 1
         if (p.a, p.b) in wanted:
             found[(p.a, p.b)] = p
@@ -337,4 +339,4 @@ def run(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (
     return EvalReport(store.name, type(store).__name__, store.count(), len(labels),
                       sum(lab.label for lab in labels), n_cand, cfg.to_dict(), configured, rows, seconds,
                       missing_ids=len(ids - set(present)),
-                      crowded=crowded_values(store, crowded, min_count=max_bucket + 1))
+                      crowded=crowded_values(store, crowded, min_count=max_bucket + 1, in_memory=in_memory))

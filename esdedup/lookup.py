@@ -278,27 +278,31 @@ def shared_bands(a: Fingerprint | Sequence[str], b: Sequence[str]) -> tuple[str,
 
 def find_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None = -1.0,
                max_bucket: int = 1000, jaccard: float | None = -1.0,
-               containment: float | None = -1.0, crowded: list[tuple[str, int]] | None = None) -> Iterator[Pair]:
+               containment: float | None = -1.0, crowded: list[tuple[str, int]] | None = None,
+               in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified exactly.
 
     Each candidate pair is verified once even when it shares several bands. Buckets larger than
-    ``max_bucket`` are cut and logged (see `Store.crowded_keys`).
+    ``max_bucket`` are cut and logged (see `Store.crowded_keys`). ``crowded`` and ``in_memory``: see
+    `scored_pairs`.
     """
     t = Thresholds.resolve(store.config, hamming_k, cosine, jaccard, containment)
-    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k, crowded=crowded):
+    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k, crowded=crowded,
+                          in_memory=in_memory):
         if p.is_duplicate(t):
             yield Pair(p.a, p.b, p.hamming, p.cosine)
 
 
 def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None,
-                 crowded: list[tuple[str, int]] | None = None) -> Iterator[ScoredPair]:
+                 crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[ScoredPair]:
     """Every candidate pair of a store (documents sharing a band or LSH key, or, with a probing layout,
     whose band keys are within the probe radius), once each, with all its measures.
 
     ``hamming_k`` drops long (non-short) pairs farther apart than that early (they cannot pass the rule).
     ``crowded``, when given, receives the LSH band values held by ``max_bucket`` or more documents when the
     LSH bands are joined in memory (`lsh_in_memory`); the store's `Store.crowded_keys` cannot see those
-    without indexing every LSH key first.
+    without indexing every LSH key first. ``in_memory`` is `lsh_in_memory` of the store, when the caller
+    has asked already (so that `crowded_values` is told the same answer).
     """
     config = store.config
     seen: set[tuple[str, str]] = set()
@@ -319,7 +323,8 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
         if len(cache) > 200_000:
             cache.clear()
 
-    in_memory = lsh_in_memory(store)
+    if in_memory is None:
+        in_memory = lsh_in_memory(store)
     if in_memory:
         # The LSH bands joined in numpy, every candidate scored in bulk: what the key groups below would
         # give for the lsh_<i> keys, without a Python step per group.
@@ -373,11 +378,12 @@ def lsh_in_memory(store: Store) -> bool:
 
 
 def crowded_values(store: Store, found_in_memory: Sequence[tuple[str, int]], *, min_count: int,
-                   limit: int = 10) -> list[tuple[str, int]]:
+                   limit: int = 10, in_memory: bool | None = None) -> list[tuple[str, int]]:
     """The most crowded band values of a store after an all-pairs search: the store's own count, plus the
     LSH values the search collected itself when it joined the LSH bands in memory (``crowded`` of
-    `scored_pairs`)."""
-    in_memory = lsh_in_memory(store)
+    `scored_pairs`; ``in_memory``: what the search was told, else `lsh_in_memory` asked again)."""
+    if in_memory is None:
+        in_memory = lsh_in_memory(store)
     found = store.crowded_keys(min_count=min_count, limit=limit, lsh=not in_memory)
     if in_memory:
         found += [(k, n) for k, n in found_in_memory if n >= min_count]

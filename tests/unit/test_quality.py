@@ -183,8 +183,13 @@ def test_crowded_lsh_values_found_in_memory_equal_the_stores_count(tmp_path, fpe
     texts = [SHORT] * 25 + [f"{SHORT[:20]}第{i}条不同的消息内容" for i in range(5)]
     fps = fper.fingerprint_many(texts)
     list(store.write(NewDoc(f"c{i:02d}", fp, {"text": t}, "") for i, (t, fp) in enumerate(zip(texts, fps, strict=True))))
+    counts = []
+    real_count = store.count
+    store.count = lambda: counts.append(1) or real_count()  # type: ignore[method-assign]
     with caplog.at_level(logging.WARNING, logger="esdedup.lookup"):
         report = all_pairs(store, max_bucket=10)
+    # In memory or not is decided once, so the search and the crowded report cannot disagree.
+    assert len(counts) == 1
     assert "LSH band values are shared by more than 10 documents" in caplog.text
     assert sum(1 for p in report.pairs if int(p.a[1:]) < 25 and int(p.b[1:]) < 25) == 10 * 9 // 2
     expected = store.crowded_keys(min_count=10, limit=10)  # now indexes every LSH key
