@@ -24,6 +24,7 @@ import os
 import random
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,6 +60,14 @@ def node(url: str | None):
     cluster = LocalCluster(nodes=1)
     cluster.start()
     return cluster, cluster.url
+
+
+def pin(es: Elasticsearch) -> None:
+    """Node processes on CPU 0 (all their threads), this process and the workers it starts on CPU 1."""
+    for info in es.nodes.info(metric="process")["nodes"].values():
+        subprocess.run(["taskset", "-a", "-p", "-c", "0", str(info["process"]["id"])], check=True,
+                       stdout=subprocess.DEVNULL)
+    os.sched_setaffinity(0, {1})
 
 
 def node_cpu_seconds(es: Elasticsearch) -> float:
@@ -111,6 +120,9 @@ def main() -> None:
     ap.add_argument("--strategy", default="auto", help="FingerprintConfig.strategy (auto, simhash, minhash)")
     ap.add_argument("--lookups", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3, help="plain and server's-share bulks (median reported)")
+    ap.add_argument("--pin", action="store_true",
+                    help="node on CPU 0, this process and its workers on CPU 1 (a local node): the client as if on "
+                         "a host of its own, the node the same single core in every run")
     ap.add_argument("--chunk", type=int, default=500)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
@@ -118,6 +130,8 @@ def main() -> None:
 
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=120)
+    if args.pin:
+        pin(es)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-"))
     try:
         docs = list(corpora.poems(args.docs))
@@ -238,7 +252,8 @@ def main() -> None:
     section = (f"\n## Elasticsearch (bench/es.py)\n\n`{cmd.strip()}` — {when}, this machine"
                f" (2 cores, 24 GiB), Elasticsearch 8.19.21 single node (heap 1 GiB, 1 shard, 0 replicas), "
                f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, tokenizer "
-               f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}; "
+               f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}"
+               f"{'; node pinned to CPU 0, client and workers to CPU 1' if args.pin else ''}; "
                f"node warmed up first, plain and server's share: median of {args.rounds} rounds (range).\n\n"
                + "\n".join(table) + "\n")
     print(section)
