@@ -153,9 +153,9 @@ class FingerprintConfig:
 
         if self.schema != SCHEMA_VERSION:
             if isinstance(self.schema, int) and self.schema < SCHEMA_VERSION:
-                raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION}): the "
-                          "index was built by an older esdedup whose fingerprints are not comparable with this "
-                          "version's; ingest the documents again into a new index")
+                raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION}): it "
+                          "was written by an older esdedup, whose fingerprints are not comparable with this "
+                          "version's; ingest the documents of such an index again into a new index")
             raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION}); "
                       "upgrade esdedup")
         if self.bits not in (64, 128):

@@ -170,12 +170,10 @@ class DeadLetters:
         self.path = Path(path) if path else None
         self._fh: TextIO | None = None
         self._pending: list[str] = []
-        self.count = 0
 
     def write(self, *, source: str, location: str, reason: str, kind: str, id: str | None = None,
               excerpt: str | None = None) -> None:
         if self.path is None:
-            self.count += 1
             return
         rec = {"kind": kind, "source": source, "location": location, "reason": reason, "id": id,
                "excerpt": excerpt}
@@ -191,7 +189,6 @@ class DeadLetters:
             self._fh = open(self.path, "a", encoding="utf-8")
         self._fh.writelines(self._pending)
         self._fh.flush()
-        self.count += len(self._pending)
         self._pending.clear()
 
     def close(self) -> None:
