@@ -168,8 +168,9 @@ def main() -> None:
             floor_store.drop()
             return timed
 
-        # Warm-up, not counted: a cold node indexes at half its warm rate until the JIT has compiled the
-        # bulk path, and whichever run came first would pay for it.
+        # 1. plain _bulk and the server's share, --rounds times each. A warm-up first, not counted: a cold
+        # node indexes at half its warm rate until the JIT has compiled the bulk path, and whichever run
+        # came first would pay for it.
         plain_bulk()
         floor_bulk()
         plains, floors = [], []
