@@ -35,6 +35,7 @@ import numpy as np
 from .config import FingerprintConfig
 from .errors import ConfigError
 from .fingerprint import Fingerprint
+from .minhash import lsh_keys
 from .schema import band_fields, lsh_fields
 from .simhash import hamming_many, hamming_rows, simhash_words
 from .store.base import Probe, Store, StoredDoc
@@ -444,8 +445,6 @@ def _lsh_pairs(store: Store, config: FingerprintConfig, seen: set[tuple[str, str
     groups: list[tuple[int, int, int]] = []
     left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, max_bucket=max_bucket, crowded=groups)
     if crowded is not None:
-        from .minhash import lsh_keys
-
         crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands)[band], n) for band, row, n in groups)
     ids = cols.ids
     words = simhash_words(cols.simhash, config.bits)

@@ -26,11 +26,11 @@ INVISIBLE_RANGES = ((0xAD, 0xAD), (0x34F, 0x34F), (0x61C, 0x61C), (0x17B4, 0x17B
 #: The same beyond the BMP: shorthand format controls, musical formatting controls, tag characters and the
 #: ideographic variation selectors (a glyph variant of a CJK character is the same character).
 INVISIBLE_WIDE_RANGES = ((0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
-_WIDE_JUNK = re.compile("[" + "".join(rf"\U{lo:08x}-\U{hi:08x}" for lo, hi in INVISIBLE_WIDE_RANGES) + "]")
+_WIDE_CLASS = "".join(rf"\U{lo:08x}-\U{hi:08x}" for lo, hi in INVISIBLE_WIDE_RANGES)  # regex class body
+_WIDE_JUNK = re.compile(f"[{_WIDE_CLASS}]")
 # C0/C1 controls except tab/newline/CR (which become whitespace), lone surrogates, invisible characters.
 _JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff"
-                   + "".join(rf"\u{lo:04x}-\u{hi:04x}" for lo, hi in INVISIBLE_RANGES)
-                   + "".join(rf"\U{lo:08x}-\U{hi:08x}" for lo, hi in INVISIBLE_WIDE_RANGES) + "]")
+                   + "".join(rf"\u{lo:04x}-\u{hi:04x}" for lo, hi in INVISIBLE_RANGES) + _WIDE_CLASS + "]")
 
 
 @lru_cache(maxsize=1)
