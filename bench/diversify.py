@@ -27,6 +27,7 @@ from esdedup.config import FingerprintConfig  # noqa: E402
 from esdedup.diversify import diversify  # noqa: E402
 from esdedup.fingerprint import Fingerprinter  # noqa: E402
 from esdedup.schema import dedup_source  # noqa: E402
+from esdedup.thresholds import Thresholds  # noqa: E402
 
 SUBJECTS = ["国家统计局", "市教育局", "气象台", "交通运输部", "省卫生健康委", "区人民法院", "科技创新中心",
             "农业农村局", "足球俱乐部", "博物馆", "铁路公司", "电力公司"]
@@ -90,9 +91,9 @@ def cpu_model() -> str:
 
 
 CASES = [
-    ("hamming_k=3 (default)", {"hamming_k": 3}),
-    ("hamming_k=3, cosine=0.9", {"hamming_k": 3, "cosine": 0.9}),
-    ("cosine=0.9 only", {"hamming_k": None, "cosine": 0.9}),
+    ("hamming_k=3", {"thresholds": Thresholds(3, None)}),
+    ("hamming_k=3, cosine=0.9", {"thresholds": Thresholds(3, 0.9)}),
+    ("cosine=0.9 only", {"thresholds": Thresholds(None, 0.9)}),
 ]
 
 

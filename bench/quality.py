@@ -262,7 +262,7 @@ class Clock:
 # -- the three methods on the natural benchmark --------------------------------------------------------
 def run_esdedup(docs_path: Path, config, workdir: Path, workers: int) -> tuple[set, dict]:
     from esdedup.ingest import IngestOptions, ingest
-    from esdedup.lookup import find_pairs
+    from esdedup.pairs import find_pairs
     from esdedup.store.local import LocalStore
 
     store = LocalStore(f"natural-{os.getpid()}-{time.time_ns() % 10**6}", workdir)
@@ -302,7 +302,7 @@ def run_esdedup_library(docs_path: Path, config, workdir: Path, workers: int, ch
     processes, LocalStore.write, find_pairs."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from esdedup.lookup import find_pairs
+    from esdedup.pairs import find_pairs
     from esdedup.store.base import NewDoc
     from esdedup.store.local import LocalStore
 
@@ -511,12 +511,12 @@ def layouts(args) -> list[str]:
     import numpy as np
 
     from esdedup.bands import BandLayout
-    from esdedup.lookup import probe_pairs
+    from esdedup.pairs import probe_pairs
 
     rng = np.random.default_rng(args.seed)
     hashes = [int(x) for x in rng.integers(0, 2**64, size=100_000, dtype=np.uint64, endpoint=False)]
     lines = ["Band layouts for larger k (64-bit SimHash; chosen by `BandLayout.choose(64, k, 1_000_000, "
-             "max_tables=16, max_probes=1024)`; the join is `esdedup.lookup.probe_pairs` over 100,000 random "
+             "max_tables=16, max_probes=1024)`; the join is `esdedup.pairs.probe_pairs` over 100,000 random "
              "fingerprints, i.e. the candidate pairs an all-pairs search must verify by chance):", "",
              "| k | blocks | key blocks | probe radius | tables | key bits | probes per lookup | "
              "expected random candidates per lookup at 1M docs | join: random pairs | join: wall s |",

@@ -158,7 +158,7 @@ def ingest(
     opts = IngestOptions(format=format, id_field=id_field, text_field=text_field, title_field=title_field,
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
-                         **_thresholds(hamming, cosine, jaccard, containment),
+                         thresholds=_thresholds(hamming, cosine, jaccard, containment),
                          checkpoint=checkpoint or default_checkpoint(index, conn), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
@@ -172,11 +172,12 @@ def ingest(
 
 
 def _thresholds(hamming: int | None, cosine: float | None, jaccard: float | None,
-                containment: float | None) -> dict[str, Any]:
-    """The threshold options as the library's keyword arguments, -1 ("the index's") where not given."""
-    return {"hamming_k": -1 if hamming is None else hamming, "cosine": -1.0 if cosine is None else cosine,
-            "jaccard": -1.0 if jaccard is None else jaccard,
-            "containment": -1.0 if containment is None else containment}
+                containment: float | None) -> Any:
+    """The threshold options given on the command line; the others come from the index's config."""
+    from esdedup.thresholds import ThresholdOverrides
+
+    given = {"hamming_k": hamming, "cosine": cosine, "jaccard": jaccard, "containment": containment}
+    return ThresholdOverrides(**{k: v for k, v in given.items() if v is not None})
 
 
 # -- similar ---------------------------------------------------------------------------------------------
@@ -209,7 +210,8 @@ def similar(
     printer = Printer(json_out=json_out)
     with opened_store(index, conn) as store:
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
-                             top=top, knn=knn, explain=explain, **_thresholds(hamming, cosine, jaccard, containment))
+                             top=top, knn=knn, explain=explain,
+                             thresholds=_thresholds(hamming, cosine, jaccard, containment))
     printer.matches(results, explain=explain)
 
 
@@ -239,7 +241,7 @@ def dups(
     printer = Printer()
     with opened_store(index, conn) as store:
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
-                           **_thresholds(hamming, cosine, jaccard, containment))
+                           thresholds=_thresholds(hamming, cosine, jaccard, containment))
     printer.pairs(report, format)
 
 

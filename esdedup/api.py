@@ -9,24 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .clusters import clusters
 from .config import FingerprintConfig
 from .errors import ConfigError, IndexNotFound, InputError
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import (
-    Match,
-    Pair,
-    clusters,
-    crowded_values,
-    find_pairs,
-    lsh_in_memory,
-    shared_bands,
-    similar,
-    similar_knn,
-)
+from .lookup import Match, shared_bands, similar, similar_knn
+from .pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from .readers import decode_bytes
 from .simhash import hamming
 from .similarity import cosine, novel_similarity, size_ratio_ok
 from .store.base import Store
+from .thresholds import ThresholdOverrides, Thresholds
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
@@ -65,13 +58,24 @@ def read_text_file(path: str | Path) -> str:
 class SimilarResult:
     query: dict[str, Any]
     matches: list[dict[str, Any]]
+    #: The store held more candidates than one lookup fetches: a near-duplicate may be among the rest.
+    truncated: bool = False
 
 
 def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
-               hamming_k: int | None = -1, cosine: float | None = -1.0, top: int = 10, knn: bool = False,
-               explain: bool = False, jaccard: float | None = -1.0,
-               containment: float | None = -1.0) -> SimilarResult:
-    """Near-duplicates of a text, a file or a stored document (by id), verified exactly."""
+               thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
+               explain: bool = False) -> SimilarResult:
+    """Near-duplicates of a text, a file or a stored document (by id), verified by the rule with
+    ``thresholds`` (default: the index's).
+
+    Raises:
+        ConfigError: not exactly one of ``text``, ``doc_id`` and ``path``; ``top`` below 1.
+        IndexNotFound: the index, or the document ``doc_id``, does not exist.
+    """
+    if sum(x is not None for x in (text, doc_id, path)) != 1:
+        raise ConfigError("give exactly one of a text, a stored document's id or a file")
+    if top < 1:
+        raise ConfigError(f"top must be at least 1, got {top}")
     opened = store.open(None, create=False)
     config = opened.config
     fper = Fingerprinter(config)
@@ -83,23 +87,27 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
         text, exclude = src["text"], doc_id
     elif path is not None:
         text = read_text_file(path)
-    assert text is not None
-    fp = fper.fingerprint(text)
+    fp = fper.fingerprint(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
+    truncated = False
     if knn:
-        matches = similar_knn(store, fp, k=top, cosine=cosine, exclude=exclude)
+        matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
     else:
-        matches = similar(store, [fp], hamming_k=hamming_k, cosine=cosine, top=top, exclude=[exclude],
-                          jaccard=jaccard, containment=containment)[0]
+        found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude])[0]
+        matches, truncated = found.matches, found.truncated
     rows = [_match_row(m) for m in matches]
     if explain:
         for row, m in zip(rows, matches, strict=True):
             row.update(_explain(store, fper, fp, m))
     return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
-                          "empty": fp.empty, "path": "knn" if knn else "bands"}, rows)
+                          "empty": fp.empty, "path": "knn" if knn else "bands"}, rows, truncated)
 
 
 def _match_row(m: Match) -> dict[str, Any]:
-    return {"id": m.id, "hamming": m.hamming, "cosine": round(m.cosine, 6)}
+    row: dict[str, Any] = {"id": m.id, "hamming": m.hamming, "cosine": round(m.cosine, 6)}
+    if m.jaccard is not None:
+        row["jaccard"] = round(m.jaccard, 4)
+        row["containment"] = round(m.containment or 0.0, 4)
+    return row
 
 
 def _explain(store: Store, fper: Fingerprinter, fp: Fingerprint, m: Match) -> dict[str, Any]:
@@ -123,17 +131,19 @@ class PairsReport:
     labels_written: int = 0
 
 
-def all_pairs(store: Store, *, hamming_k: int | None = -1, cosine: float | None = -1.0, max_bucket: int = 1000,
-              write_clusters: bool = False, jaccard: float | None = -1.0,
-              containment: float | None = -1.0) -> PairsReport:
-    """Every near-duplicate pair and the clusters they form; optionally write ``cluster_id`` back (and
-    ``duplicate_of`` = the cluster's representative) so searches can ``collapse`` on it."""
+def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
+              write_clusters: bool = False) -> PairsReport:
+    """Every near-duplicate pair and the clusters they form (``thresholds`` default to the index's);
+    optionally write ``cluster_id`` back (and ``duplicate_of`` = the cluster's representative) so searches
+    can ``collapse`` on it."""
+    if max_bucket < 2:
+        raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
     store.open(None, create=False)
     store.refresh()
     crowded: list[tuple[str, int]] = []
     in_memory = lsh_in_memory(store)  # asked once: the search and the crowded report must agree
-    pairs = sorted(find_pairs(store, hamming_k=hamming_k, cosine=cosine, max_bucket=max_bucket, jaccard=jaccard,
-                              containment=containment, crowded=crowded, in_memory=in_memory),
+    pairs = sorted(find_pairs(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
+                              in_memory=in_memory),
                    key=lambda p: (p.a, p.b))
     groups = clusters(pairs)
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))

@@ -199,6 +199,18 @@ class FingerprintConfig:
         # The band layout validates itself (pigeonhole rule) and raises ConfigError with a suggestion.
         self.band_layout()
 
+    # -- which texts get which keys: decided here, once -------------------------------------------
+    @property
+    def gets_signatures(self) -> bool:
+        """Whether texts get a MinHash signature and LSH band keys (every text, unless ``simhash``)."""
+        return self.strategy != "simhash"
+
+    def gets_simhash_bands(self, chars: int) -> bool:
+        """Whether a text of ``chars`` normalised characters gets SimHash band keys: every text with
+        ``simhash``, none with ``minhash``, with ``auto`` those of at least ``short_text_chars`` (a few words
+        make an unstable SimHash whose band values collide at random)."""
+        return self.strategy == "simhash" or (self.strategy == "auto" and chars >= self.short_text_chars)
+
     def band_layout(self):  # -> BandLayout; imported lazily to keep config free of numpy at import
         from .bands import BandLayout
 

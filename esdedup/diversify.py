@@ -1,43 +1,31 @@
 """Diversify a page of search hits: find near-duplicates among them and drop, demote or group them.
 
 `diversify` is pure: it takes the hit dicts of an Elasticsearch response (``resp["hits"]["hits"]``) and
-returns new hit dicts; it makes no requests. Each hit's fingerprint is read from what the search returned:
+returns new hit dicts; it makes no requests. Pairs are decided by the near-duplicate rule
+(`esdedup.rule`) with the index's thresholds, the same answer `dups` and ingest labels give:
 
-* ``_source["dedup"]["simhash"]`` / ``["vector"]`` / ``["empty"]`` (the stored layout, `esdedup.schema`),
-  or the same names as dotted keys of ``_source``;
-* ``fields["dedup.simhash"]`` / ``fields["dedup.vector"]`` / ``fields["dedup.empty"]`` (the ``fields`` or
-  ``docvalue_fields`` style, where each value is a list).
+* two hits that carry MinHash signatures are judged on their estimated n-gram Jaccard / containment;
+* two hits without are judged on SimHash Hamming distance and TF cosine, each test where both hits carry
+  what it needs (a hit without a vector is judged by Hamming alone, one without a SimHash by cosine alone);
+* two hits that carry the same stored ``cluster_id`` (labelled by ingest or ``dups --write-clusters``)
+  are near-duplicates whatever their measures.
 
-A vector that is not a list of numbers (e.g. a base64 string) counts as absent. When a hit carries
-nothing the active tests can use (no SimHash for ``hamming_k``, no vector for ``cosine``), its text (``_source[text_field]``, else
-``fields[text_field]``) is fingerprinted with the given `Fingerprinter` (or a default one, created only
-when some hit needs it). That fingerprint must come from the index's config to be comparable; pass the
-index's fingerprinter. A hit with neither a fingerprint nor text is returned untouched, in place: it is
-never dropped, never a duplicate and never gets a ``_duplicates`` key.
+Each hit's sketch is read from what the search returned, under ``_source["dedup"]`` (or the same names as
+dotted ``_source`` keys) or ``fields["dedup.<name>"]`` (the ``fields`` / ``docvalue_fields`` style, where
+each value is a list): ``simhash`` (hex), ``vector``, ``empty``, ``minhash`` (base64), ``shingles``,
+``chars``, ``cluster_id``. A vector that is not a list of numbers counts as absent. A hit that lacks what
+the config's rule needs (no signature under a strategy that gives every text one; no SimHash under
+``simhash``) and has its text (``_source[text_field]``, else ``fields[text_field]``) is fingerprinted with
+the index's config. A hit with neither a sketch nor text is returned untouched, in place: never dropped,
+never a duplicate, never given a ``_duplicates`` key. Empty texts (``dedup.empty`` true; when that flag
+was not returned, a SimHash of 0) are never duplicates of anything, nor is anything a duplicate of them.
 
-The near-duplicate rule (``hamming_k`` and ``cosine`` are the two tests; at least one must be given):
+Grouping is greedy in rank order: the first hit of a group is its representative, and each later hit is
+compared with the representatives kept so far; it joins the first (highest ranked) one it matches, else it
+becomes a representative itself. The comparisons run in numpy, a block of hits at a time against the
+representatives of earlier blocks and itself.
 
-* only ``hamming_k``: a pair is a duplicate when their SimHashes differ in at most ``hamming_k`` bits;
-* only ``cosine``: when the cosine of their TF vectors is at least ``cosine``;
-* both: when *both* hold.
-
-Cosines are compared in float32 with a tolerance of 1e-6, so ``cosine=1.0`` still matches identical
-stored vectors.
-
-A test decides a pair only when both hits carry what it needs. With both tests, a hit without a vector
-is judged by Hamming alone (and one without a SimHash by cosine alone). With ``cosine`` only, a hit
-without a vector (and without text to fingerprint) is compared with nothing, so it stays, on its own.
-Empty texts (``dedup.empty`` true; when that flag was not returned, a SimHash of 0, which is what an
-empty text gets) are never duplicates of anything, nor is anything a duplicate of them.
-
-Grouping is greedy in rank order: the first hit of a group is its representative, and each later hit
-is compared with the representatives kept so far; it joins the first (highest ranked) one it matches,
-else it becomes a representative itself. The comparisons run in numpy: a block of hits (a page of up to
-1,024 hits is one block) is compared at once with the representatives of earlier blocks and
-with itself; a short pass in rank order over the matching pairs then keeps only the matches with
-representatives. With both tests only the vectors of pairs within ``hamming_k`` are ever converted
-from their JSON float lists (by far the dearest part of a hit to read).
-
+>>> from esdedup.thresholds import Thresholds
 >>> hits = [{"_id": "a", "_source": {"dedup": {"simhash": "00000000000000ff"}}},
 ...         {"_id": "b", "_source": {"dedup": {"simhash": "00000000000000fe"}}},
 ...         {"_id": "c", "_source": {"dedup": {"simhash": "ffff0000000000ff"}}}]
@@ -50,15 +38,21 @@ from their JSON float lists (by far the dearest part of a hit to read).
 """
 from __future__ import annotations
 
-import numbers
+import base64
+import binascii
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .config import FingerprintConfig
-from .fingerprint import Fingerprinter
+from .errors import ConfigError, InputError
+from .fingerprint import Fingerprint, Fingerprinter
+from .rule import containment_estimate, decide
+from .simhash import hamming_rows, simhash_words
+from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 __all__ = ["MODES", "diversify"]
 
@@ -67,25 +61,17 @@ MODES = ("drop", "demote", "group")
 
 #: Elements of one block of the pair matrices (bounds the temporary arrays to a few MB for long pages).
 _BLOCK_ELEMENTS = 1 << 20
-_MASK64 = (1 << 64) - 1
-#: Up to this many pairs the cosines are dotted pair by pair, beyond it by one matrix product.
-_PAIRWISE_MAX = 1024
 #: Multiply-adds per matrix-product call (see `_gram`).
 _GEMM_SLICE = 200_000
 
 _default_lock = threading.Lock()
-_default_fingerprinters: dict[int, Fingerprinter] = {}
+_default_fingerprinters: dict[str, Fingerprinter] = {}
 
 
-def diversify(hits: Sequence[Mapping], *, mode: str = "drop", hamming_k: int | None = 3,
-              cosine: float | None = None, fingerprinter: Fingerprinter | None = None,
-              text_field: str = "text", bits: int = 64) -> list[dict]:
+def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: FingerprintConfig | None = None,
+              thresholds: Thresholds | ThresholdOverrides | None = None,
+              fingerprinter: Fingerprinter | None = None, text_field: str = "text") -> list[dict]:
     """Drop, demote or group the near-duplicates among search hits (see the module docstring).
-
-    A pair is a near-duplicate when every given test that both hits can answer holds (and at least one
-    can): Hamming distance <= ``hamming_k`` (both need a SimHash), cosine >= ``cosine`` (both need a
-    vector). So with both tests a hit without a vector is judged by Hamming alone. Each hit joins the
-    first earlier representative it matches, or becomes one.
 
     Args:
         hits: the hit dicts of a search response, in rank order. They are never modified.
@@ -93,110 +79,149 @@ def diversify(hits: Sequence[Mapping], *, mode: str = "drop", hamming_k: int | N
             ``"demote"``: the same, followed by the duplicates in their original order, each a copy with
             ``"_duplicate_of"`` set to its representative's ``_id``.
             ``"group"``: the representatives only, each a copy with ``"_duplicates"``: the list of its
-            duplicates (copies, in order), possibly empty; hits that were not compared (no
-            fingerprint the tests can use and no text) are returned as plain copies, without the key.
-        hamming_k: the largest SimHash Hamming distance of a near-duplicate pair; None to not test it.
-        cosine: the smallest TF-vector cosine of a near-duplicate pair; None to not test it.
-        fingerprinter: fingerprints hits that carry no stored fingerprint (from ``text_field``); it must
-            use the index's config. Default: a `Fingerprinter` with the default config, created on first
-            need and shared by later calls.
+            duplicates (copies, in order), possibly empty; hits that were not compared (nothing to compare
+            and no text) are returned as plain copies, without the key.
+        config: the index's `FingerprintConfig` (`esdedup.search.index_config` reads it from the index);
+            default: the fingerprinter's config, else the default config.
+        thresholds: what counts as a near-duplicate; default: the config's thresholds.
+        fingerprinter: fingerprints hits that carry no stored sketch; it must use ``config``. Default: one
+            for ``config``, created on first need and shared by later calls.
         text_field: the ``_source`` field holding a hit's text.
-        bits: the SimHash width of the stored fingerprints, 64 or 128.
 
     Returns:
         New dicts (shallow copies of the hits, plus the keys above).
 
     Raises:
-        ValueError: unknown mode, both tests None, a threshold out of range, a fingerprinter of another
-            width than ``bits``, a SimHash that is not hex or is wider than ``bits``, vectors of
-            different lengths.
+        ConfigError: unknown mode, thresholds out of range, a fingerprinter of another config.
+        InputError: a stored SimHash that is not hex or is wider than the config's bits, a signature that
+            is not base64, vectors of different lengths.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
-    if bits not in (64, 128):
-        raise ValueError(f"bits must be 64 or 128, got {bits!r}")
-    if hamming_k is None and cosine is None:
-        raise ValueError("give hamming_k, cosine or both: with neither, nothing is a near-duplicate")
-    if hamming_k is not None and (isinstance(hamming_k, bool) or not isinstance(hamming_k, numbers.Integral)
-                                  or not 0 <= hamming_k <= bits):
-        raise ValueError(f"hamming_k must be an integer between 0 and {bits}, or None, got {hamming_k!r}")
-    if cosine is not None and (isinstance(cosine, bool) or not isinstance(cosine, numbers.Real)
-                               or not 0.0 < cosine <= 1.0):  # also rejects NaN
-        raise ValueError(f"cosine must be a number in (0, 1], or None, got {cosine!r}")
-    if fingerprinter is not None and fingerprinter.config.bits != bits:
-        raise ValueError(f"the fingerprinter makes {fingerprinter.config.bits}-bit SimHashes but bits={bits}")
+        raise ConfigError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+    config = config or (fingerprinter.config if fingerprinter is not None else FingerprintConfig())
+    if fingerprinter is not None and not fingerprinter.config.compatible_with(config):
+        raise ConfigError("the fingerprinter's config is not the index's config: fingerprints of different "
+                          f"configs are not comparable (differences: {fingerprinter.config.differences(config)})")
+    t = resolve_thresholds(thresholds, config)
+    page = _Page.read(hits, config, t, text_field)
+    page.fingerprint_missing(lambda texts: _fingerprint(texts, fingerprinter, config))
+    rep_of = _greedy(page, t, config)
+    dup_of = {page.hit_index[p]: page.hit_index[r] for p, r in enumerate(rep_of) if r >= 0}
+    return _arrange(hits, dup_of, page.compared, mode)
 
-    use_ham, use_cos = hamming_k is not None, cosine is not None
-    n = len(hits)
-    # Per participant (a hit that takes part in the comparisons): hit index, SimHash or None, vector.
-    part: list[int] = []
-    simhashes: list[int | None] = []
-    vectors: list[Any] = []
-    fingerprinted: set[int] = set()  # hits with a fingerprint (participants and empty texts)
-    todo: list[tuple[int, str]] = []  # (hit index, text) still to fingerprint
 
-    for i, hit in enumerate(hits):
-        sh_raw, vec, empty, text = _read(hit, text_field)
-        sh = _parse_simhash(sh_raw, bits, hit) if sh_raw is not None else None
-        if empty is None and sh is not None:
-            empty = sh == 0  # an empty text's SimHash; the flag itself was not returned
-        if empty:
-            fingerprinted.add(i)
-        elif (use_ham and sh is not None) or (use_cos and vec is not None):
-            fingerprinted.add(i)
-            part.append(i)
-            simhashes.append(sh)
-            vectors.append(vec)
-        elif isinstance(text, str):
-            if text.strip():
-                todo.append((i, text))
-            else:
-                fingerprinted.add(i)  # a blank text is an empty text
-    if todo:
-        fps = _fingerprint([t for _, t in todo], fingerprinter, bits)
-        for (i, _), fp in zip(todo, fps, strict=True):
-            fingerprinted.add(i)
-            if not fp.empty:
-                part.append(i)
-                simhashes.append(fp.simhash)
-                vectors.append(fp.vector)
-        if len(part) > 1:  # back into rank order: the fingerprinted hits were appended at the end
-            order = sorted(range(len(part)), key=part.__getitem__)
-            part = [part[j] for j in order]
-            simhashes = [simhashes[j] for j in order]
-            vectors = [vectors[j] for j in order]
-
-    rep_of = _greedy(simhashes, vectors, hamming_k, cosine, bits)  # participant -> its rep's position
-
-    dup_of: dict[int, int] = {}  # hit index -> representative's hit index
-    for p, r in enumerate(rep_of):
-        if r >= 0:
-            dup_of[part[p]] = part[r]
-
+def _arrange(hits: Sequence[Mapping], dup_of: dict[int, int], compared: set[int], mode: str) -> list[dict]:
+    """The output of each mode, from hit index -> its representative's hit index."""
+    kept = [dict(h) for i, h in enumerate(hits) if i not in dup_of]
     if mode == "drop":
-        return [dict(h) for i, h in enumerate(hits) if i not in dup_of]
+        return kept
     if mode == "demote":
-        out = [dict(h) for i, h in enumerate(hits) if i not in dup_of]
         for i in sorted(dup_of):
             d = dict(hits[i])
             d["_duplicate_of"] = hits[dup_of[i]].get("_id")
-            out.append(d)
-        return out
+            kept.append(d)
+        return kept
     members: dict[int, list[dict]] = {}
     for i in sorted(dup_of):
         members.setdefault(dup_of[i], []).append(dict(hits[i]))
     out = []
-    for i in range(n):
+    for i, h in enumerate(hits):
         if i in dup_of:
             continue
-        d = dict(hits[i])
-        if i in fingerprinted:
+        d = dict(h)
+        if i in compared:
             d["_duplicates"] = members.get(i, [])
         out.append(d)
     return out
 
 
-# -- reading a hit ---------------------------------------------------------------------------------
+# -- reading hits ----------------------------------------------------------------------------------
+@dataclass
+class _Sketch:
+    """What one hit carries (None where it does not)."""
+
+    simhash: int | None = None
+    vector: Any = None
+    minhash: np.ndarray | None = None
+    shingles: int = 0
+    chars: int | None = None
+    cluster_id: str | None = None
+
+    @classmethod
+    def of(cls, fp: Fingerprint) -> _Sketch:
+        return cls(fp.simhash, fp.vector, fp.minhash if fp.shingles else None, fp.shingles, fp.chars)
+
+
+class _Page:
+    """The participants of one page (non-empty hits with something to compare), in rank order."""
+
+    def __init__(self, config: FingerprintConfig, t: Thresholds) -> None:
+        self.config = config
+        self.t = t
+        self.hit_index: list[int] = []
+        self.sketches: list[_Sketch] = []
+        self.compared: set[int] = set()  # hits that took part (participants and empty texts)
+        self.todo: list[tuple[int, str]] = []  # (hit index, text) still to fingerprint
+
+    @classmethod
+    def read(cls, hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds, text_field: str) -> _Page:
+        page = cls(config, t)
+        for i, hit in enumerate(hits):
+            page._add(i, hit, text_field)
+        return page
+
+    def _add(self, i: int, hit: Mapping, text_field: str) -> None:
+        raw = _read(hit, text_field)
+        sketch = _parse(raw, hit, self.config)
+        empty = raw.get("empty")
+        if empty is None and sketch.simhash is not None:
+            empty = sketch.simhash == 0  # an empty text's SimHash; the flag itself was not returned
+        if empty:
+            self.compared.add(i)
+        elif self._complete(sketch):
+            self._take(i, sketch)
+        elif isinstance(raw.get("text"), str) and raw["text"].strip():
+            self.todo.append((i, raw["text"]))
+        elif isinstance(raw.get("text"), str):
+            self.compared.add(i)  # a blank text is an empty text
+        elif self._usable(sketch):
+            self._take(i, sketch)
+
+    def _complete(self, s: _Sketch) -> bool:
+        """Whether a hit carries what the config's rule needs (else its text is fingerprinted)."""
+        if self.config.gets_signatures:
+            return s.minhash is not None
+        return s.simhash is not None
+
+    def _usable(self, s: _Sketch) -> bool:
+        """Whether a hit without text carries something one of the tests in force can compare."""
+        t = self.t
+        return (s.minhash is not None or s.cluster_id is not None or (t.hamming_k is not None and s.simhash is not None)
+                or (t.cosine is not None and s.vector is not None))
+
+    def _take(self, i: int, sketch: _Sketch) -> None:
+        self.compared.add(i)
+        self.hit_index.append(i)
+        self.sketches.append(sketch)
+
+    def fingerprint_missing(self, fingerprint: Any) -> None:
+        if not self.todo:
+            return
+        fps = fingerprint([text for _, text in self.todo])
+        for (i, _), fp in zip(self.todo, fps, strict=True):
+            if fp.empty:
+                self.compared.add(i)
+            else:
+                self._take(i, _Sketch.of(fp))
+        order = sorted(range(len(self.hit_index)), key=self.hit_index.__getitem__)  # back into rank order
+        self.hit_index = [self.hit_index[j] for j in order]
+        self.sketches = [self.sketches[j] for j in order]
+        self.todo = []
+
+
+_FIELDS = ("simhash", "vector", "empty", "minhash", "shingles", "chars", "cluster_id")
+
+
 def _first(value: Any) -> Any:
     """A ``fields`` value is a list; take its first element (None for an empty list)."""
     if isinstance(value, list):
@@ -204,35 +229,48 @@ def _first(value: Any) -> Any:
     return value
 
 
-def _read(hit: Mapping, text_field: str) -> tuple[Any, Any, bool | None, Any]:
-    """(raw simhash, raw vector, empty flag, text) of a hit; None for what it does not carry."""
-    # `type(x) is dict` first: JSON gives dicts and lists, and the ABC checks cost more than the rest.
-    sh = vec = empty = text = None
+def _read(hit: Mapping, text_field: str) -> dict[str, Any]:
+    """The raw dedup values and the text of a hit, from ``_source`` first, then ``fields``."""
+    out: dict[str, Any] = {}
     src = hit.get("_source")
-    if src is not None and (type(src) is dict or isinstance(src, Mapping)):
+    if isinstance(src, Mapping):
         d = src.get("dedup")
-        if d is not None and (type(d) is dict or isinstance(d, Mapping)):
-            sh, vec, empty = d.get("simhash"), d.get("vector"), d.get("empty")
+        if isinstance(d, Mapping):
+            out = {k: d.get(k) for k in _FIELDS}
         else:
-            sh, vec, empty = src.get("dedup.simhash"), src.get("dedup.vector"), src.get("dedup.empty")
-        text = src.get(text_field)
+            out = {k: src.get(f"dedup.{k}") for k in _FIELDS}
+        out["text"] = src.get(text_field)
     fields = hit.get("fields")
-    if fields is not None and (type(fields) is dict or isinstance(fields, Mapping)):
-        if sh is None:
-            sh = _first(fields.get("dedup.simhash"))
-        if vec is None:
-            vec = fields.get("dedup.vector")
-            if type(vec) is list and vec and isinstance(vec[0], (list, tuple)):
-                vec = vec[0]
-        if empty is None:
-            empty = _first(fields.get("dedup.empty"))
-        if text is None:
-            text = _first(fields.get(text_field))
-    if vec is not None and (not (type(vec) is list or isinstance(vec, (tuple, np.ndarray))) or len(vec) == 0):
-        vec = None  # empty, or a form this reader does not decode (e.g. a base64 string)
+    if isinstance(fields, Mapping):
+        for k in _FIELDS:
+            if out.get(k) is None:
+                value = fields.get(f"dedup.{k}")
+                if k == "vector":
+                    if type(value) is list and value and isinstance(value[0], (list, tuple)):
+                        value = value[0]  # a dense_vector can come back wrapped in one more list
+                    out[k] = value
+                else:
+                    out[k] = _first(value)
+        if out.get("text") is None:
+            out["text"] = _first(fields.get(text_field))
+    return out
+
+
+def _parse(raw: dict[str, Any], hit: Mapping, config: FingerprintConfig) -> _Sketch:
+    vec = raw.get("vector")
+    if vec is not None and (not isinstance(vec, (list, tuple, np.ndarray)) or len(vec) == 0):
+        vec = None  # empty, or a form this reader does not decode
+    empty = raw.get("empty")
     if empty is not None and empty is not True and empty is not False:
-        empty = isinstance(empty, str) and empty.lower() == "true"
-    return sh, vec, empty, text
+        raw["empty"] = isinstance(empty, str) and empty.lower() == "true"
+    sh = raw.get("simhash")
+    minhash = _parse_minhash(raw.get("minhash"), hit, config)
+    shingles = int(raw.get("shingles") or 0)
+    chars = raw.get("chars")
+    cluster = raw.get("cluster_id")
+    return _Sketch(_parse_simhash(sh, config.bits, hit) if sh is not None else None, vec,
+                   minhash if shingles > 0 else None, shingles, int(chars) if chars is not None else None,
+                   str(cluster) if cluster is not None else None)
 
 
 def _parse_simhash(raw: Any, bits: int, hit: Mapping) -> int:
@@ -242,30 +280,78 @@ def _parse_simhash(raw: Any, bits: int, hit: Mapping) -> int:
         try:
             value = int(raw, 16)
         except (TypeError, ValueError):
-            raise ValueError(f"hit {hit.get('_id')!r}: dedup.simhash {raw!r} is not a hex SimHash") from None
+            raise InputError(f"hit {hit.get('_id')!r}: dedup.simhash {raw!r} is not a hex SimHash") from None
     if value < 0 or value >> bits:
-        raise ValueError(f"hit {hit.get('_id')!r}: dedup.simhash {raw!r} is wider than {bits} bits"
-                         + (" (pass bits=128)" if bits == 64 else ""))
+        raise InputError(f"hit {hit.get('_id')!r}: dedup.simhash {raw!r} is wider than {bits} bits"
+                         + (" (is the index's config a 128-bit one?)" if bits == 64 else ""))
     return value
 
 
-def _fingerprint(texts: list[str], fingerprinter: Fingerprinter | None, bits: int) -> list:
+def _parse_minhash(raw: Any, hit: Mapping, config: FingerprintConfig) -> np.ndarray | None:
+    if raw is None:
+        return None
+    try:
+        sig = np.frombuffer(base64.b64decode(raw, validate=True), dtype="<u4")
+    except (TypeError, ValueError, binascii.Error):
+        raise InputError(f"hit {hit.get('_id')!r}: dedup.minhash is not a base64 MinHash signature") from None
+    if len(sig) != config.minhash_perm:
+        raise InputError(f"hit {hit.get('_id')!r}: dedup.minhash has {len(sig)} values, the index's config "
+                         f"{config.minhash_perm}: fingerprints of different configs are not comparable")
+    return sig.astype(np.uint32)
+
+
+def _fingerprint(texts: list[str], fingerprinter: Fingerprinter | None, config: FingerprintConfig) -> list:
     if fingerprinter is not None:
         return fingerprinter.fingerprint_many(texts)
+    key = config.to_json()
     with _default_lock:  # a Fingerprinter's term table is not thread-safe; the default one is shared
-        fp = _default_fingerprinters.get(bits)
+        fp = _default_fingerprinters.get(key)
         if fp is None:
-            fp = _default_fingerprinters[bits] = Fingerprinter(FingerprintConfig(bits=bits))
+            fp = _default_fingerprinters[key] = Fingerprinter(config)
         return fp.fingerprint_many(texts)
 
 
 # -- the comparisons -------------------------------------------------------------------------------
-def _popcount(x: np.ndarray) -> np.ndarray:
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x)
-    # numpy < 2.0 has no bitwise_count: count the bits of each byte
-    by = x.view(np.uint8).reshape(*x.shape, 8)  # pragma: no cover
-    return np.unpackbits(by, axis=-1).sum(axis=-1, dtype=np.uint8)  # pragma: no cover
+class _Columns:
+    """The participants' sketches as arrays (NaN-free masks say who carries what)."""
+
+    def __init__(self, sketches: list[_Sketch], config: FingerprintConfig) -> None:
+        m = len(sketches)
+        self.has_sh = np.fromiter((s.simhash is not None for s in sketches), dtype=bool, count=m)
+        self.words = simhash_words([s.simhash or 0 for s in sketches], config.bits)
+        self.has_sig = np.fromiter((s.minhash is not None for s in sketches), dtype=bool, count=m)
+        self.sigs = np.zeros((m, config.minhash_perm), dtype=np.uint32)
+        for i, s in enumerate(sketches):
+            if s.minhash is not None:
+                self.sigs[i] = s.minhash
+        self.shingles = np.array([s.shingles for s in sketches], dtype=np.int64)
+        self.short = np.array([s.chars is not None and not config.gets_simhash_bands(s.chars) for s in sketches],
+                              dtype=bool)
+        codes: dict[str, int] = {}
+        self.cluster = np.array([-1 if s.cluster_id is None else codes.setdefault(s.cluster_id, len(codes))
+                                 for s in sketches], dtype=np.int64)
+        self.vectors = _Vectors([s.vector for s in sketches])
+
+    def measures(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds) -> np.ndarray:
+        """The rule's verdict for every (row, col) pair."""
+        shape = (len(rows), len(cols))
+        ham = np.full(shape, np.nan)
+        both_sh = self.has_sh[rows, None] & self.has_sh[None, cols]
+        ham[both_sh] = hamming_rows(self.words[rows, None, :], self.words[None, cols, :])[both_sh]
+        both_sig = self.has_sig[rows, None] & self.has_sig[None, cols]
+        jac = np.full(shape, np.nan)
+        cont = np.full(shape, np.nan)
+        if both_sig.any():
+            r, c = np.nonzero(both_sig)
+            j = (self.sigs[rows[r]] == self.sigs[cols[c]]).mean(axis=1)
+            jac[r, c] = j
+            cont[r, c] = containment_estimate(j, self.shingles[rows[r]], self.shingles[cols[c]])
+        legacy = self.short[rows, None] & self.short[None, cols] & ~both_sig
+        need_cos = t.cosine is not None and not bool(both_sig.all() and (t.jaccard or t.containment))
+        cos = self.vectors.cosines(rows, cols) if need_cos else np.full(shape, np.nan)
+        same = (self.cluster[rows, None] == self.cluster[None, cols]) & (self.cluster[rows, None] >= 0)
+        return decide(t, hamming=ham, cosine=cos, jaccard=jac, containment=cont, legacy_short=legacy,
+                      same_cluster=same)
 
 
 class _Vectors:
@@ -274,53 +360,40 @@ class _Vectors:
     def __init__(self, raw: list[Any]) -> None:
         self.raw = raw
         self.has = np.fromiter((v is not None for v in raw), dtype=bool, count=len(raw))
-        self.unit: np.ndarray | None = None
-        self.done = np.zeros(len(raw), dtype=bool)
+        self._unit: np.ndarray | None = None
 
-    def rows(self, idx: np.ndarray) -> np.ndarray:
-        todo = idx[~self.done[idx]]
-        if todo.size:
-            mark = np.zeros(len(self.raw), dtype=bool)
-            mark[todo] = True
-            todo = np.flatnonzero(mark)  # sorted, each row once
+    def unit(self) -> np.ndarray:
+        if self._unit is None:
+            idx = np.flatnonzero(self.has).tolist()
             try:
-                m = np.array([self.raw[i] for i in todo.tolist()], dtype=np.float32)
+                m = np.array([self.raw[i] for i in idx], dtype=np.float32)
             except ValueError:
                 m = None
-            if self.unit is None and m is not None and m.ndim == 2:
-                self.unit = np.zeros((len(self.raw), m.shape[1]), dtype=np.float32)
-            if m is None or m.ndim != 2 or self.unit is None or m.shape[1] != self.unit.shape[1]:
-                lengths = sorted({len(self.raw[i]) for i in np.flatnonzero(self.has).tolist()})
-                raise ValueError(f"dedup.vector: the hits' vectors are not numeric lists of one length "
-                                 f"(lengths {lengths}); fingerprints of different configs are not "
-                                 "comparable (pass the index's fingerprinter)")
+            if m is None or m.ndim != 2:
+                lengths = sorted({len(self.raw[i]) for i in idx})
+                raise InputError(f"dedup.vector: the hits' vectors are not numeric lists of one length "
+                                 f"(lengths {lengths}); fingerprints of different configs are not comparable")
             norms = np.linalg.norm(m, axis=1, keepdims=True)
-            self.unit[todo] = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
-            self.done[todo] = True
-        assert self.unit is not None
-        return self.unit[idx]
+            self._unit = np.zeros((len(self.raw), m.shape[1] if len(idx) else 1), dtype=np.float32)
+            self._unit[idx] = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+        return self._unit
+
+    def cosines(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        both = self.has[rows, None] & self.has[None, cols]
+        out = np.full(both.shape, np.nan)
+        if both.any():
+            unit = self.unit()
+            out[both] = _gram(unit[rows], unit[cols])[both]
+        return out
 
 
-def _greedy(simhashes: list[int | None], vectors: list[Any], hamming_k: int | None, cosine: float | None,
-            bits: int) -> list[int]:
+def _greedy(page: _Page, t: Thresholds, config: FingerprintConfig) -> list[int]:
     """For each participant in rank order, the position of the representative it duplicates, or -1."""
-    m = len(simhashes)
+    m = len(page.sketches)
     rep_of = [-1] * m
     if m < 2:
         return rep_of
-    use_ham, use_cos = hamming_k is not None, cosine is not None
-    if use_ham:
-        hs = np.fromiter((s is not None for s in simhashes), dtype=bool, count=m)
-        all_hs = bool(hs.all())
-        vals = [s or 0 for s in simhashes] if not all_hs else simhashes
-        lo = np.fromiter((s & _MASK64 for s in vals), dtype=np.uint64, count=m)  # type: ignore[operator]
-        hi = np.fromiter((s >> 64 for s in vals), dtype=np.uint64, count=m) if bits > 64 else None  # type: ignore[operator]
-    vec = _Vectors(vectors) if use_cos else None
-    if use_cos and not vec.has.any():  # type: ignore[union-attr]
-        if not use_ham:
-            return rep_of  # cosine only and no vectors: nothing can be compared
-        use_cos, vec = False, None  # no vectors at all: Hamming alone decides every pair
-
+    cols_data = _Columns(page.sketches, config)
     reps = np.zeros(0, dtype=np.int64)  # representatives of the blocks done so far (positions)
     block = max(64, _BLOCK_ELEMENTS // m)
     for a in range(0, m, block):
@@ -328,61 +401,31 @@ def _greedy(simhashes: list[int | None], vectors: list[Any], hamming_k: int | No
         rows = np.arange(a, b)
         cols = np.concatenate((reps, rows))  # earlier representatives, then the block itself
         # Earlier representatives always count; within the block only columns before the row do.
-        tri = np.ones((b - a, len(cols)), dtype=bool)
-        tri[:, len(reps):] = np.tri(b - a, k=-1, dtype=bool)
-        if use_ham:
-            dist = _popcount(lo[rows, None] ^ lo[None, cols])
-            if hi is not None:
-                dist = dist + _popcount(hi[rows, None] ^ hi[None, cols])
-            ham_ok = dist <= hamming_k
-            ham_app = None if all_hs else hs[rows, None] & hs[None, cols]
-        if use_cos:
-            cos_app = vec.has[rows, None] & vec.has[None, cols]  # type: ignore[union-attr]
-            if use_ham:
-                # Hamming decides the pairs cosine cannot; cosine still has to agree where it can.
-                if ham_app is None:
-                    dup = tri & ham_ok & ~cos_app
-                    need = tri & ham_ok & cos_app
-                else:
-                    dup = tri & ham_app & ham_ok & ~cos_app
-                    need = tri & cos_app & (ham_ok | ~ham_app)
-            else:
-                dup = np.zeros_like(tri)
-                need = tri & cos_app
-            r, c = np.nonzero(need)
-            if r.size:
-                if r.size <= _PAIRWISE_MAX:  # the usual case with both tests: a few pairs, dot them
-                    ri, ci = rows[r], cols[c]
-                    sims = np.einsum("ij,ij->i", vec.rows(ri), vec.rows(ci))  # type: ignore[union-attr]
-                    ok = sims >= _cos_floor(cosine)
-                    dup[r[ok], c[ok]] = True
-                else:  # many pairs (cosine alone): one matrix product over the rows and columns involved
-                    rmask, cmask = need.any(axis=1), need.any(axis=0)
-                    gram = _gram(vec.rows(rows[rmask]), vec.rows(cols[cmask]))  # type: ignore[union-attr]
-                    sub = np.ix_(rmask, cmask)
-                    dup[sub] |= need[sub] & (gram >= _cos_floor(cosine))
-        else:
-            dup = tri & ham_ok if ham_app is None else tri & ham_app & ham_ok
-
-        nrep = len(reps)
-        is_dup = [False] * (b - a)
-        if nrep:
-            prev = dup[:, :nrep]
-            hit_prev = prev.any(axis=1)
-            first = prev.argmax(axis=1)
-            for r_ in np.flatnonzero(hit_prev).tolist():
-                is_dup[r_] = True
-                rep_of[a + r_] = int(reps[first[r_]])
-        # Within the block, in rank order: a row joins the first earlier row that is a representative.
-        # Pairs come sorted by row, and a row's own status is settled before any later row asks about it.
-        pr, pc = np.nonzero(dup[:, nrep:])
-        for r_, c_ in zip(pr.tolist(), pc.tolist(), strict=True):
-            if not is_dup[r_] and not is_dup[c_]:
-                is_dup[r_] = True
-                rep_of[a + r_] = a + c_
-        new = [a + r_ for r_ in range(b - a) if not is_dup[r_]]
+        dup = cols_data.measures(rows, cols, t)
+        dup[:, len(reps):] &= np.tri(b - a, k=-1, dtype=bool)
+        new = _settle_block(dup, reps, a, rep_of)
         reps = np.concatenate((reps, np.array(new, dtype=np.int64)))
     return rep_of
+
+
+def _settle_block(dup: np.ndarray, reps: np.ndarray, a: int, rep_of: list[int]) -> list[int]:
+    """Assign the rows of one block (starting at position ``a``) to representatives; the new ones."""
+    nrep = len(reps)
+    is_dup = [False] * dup.shape[0]
+    if nrep:
+        prev = dup[:, :nrep]
+        first = prev.argmax(axis=1)
+        for r in np.flatnonzero(prev.any(axis=1)).tolist():
+            is_dup[r] = True
+            rep_of[a + r] = int(reps[first[r]])
+    # Within the block, in rank order: a row joins the first earlier row that is a representative.
+    # Pairs come sorted by row, and a row's own status is settled before any later row asks about it.
+    pr, pc = np.nonzero(dup[:, nrep:])
+    for r, c in zip(pr.tolist(), pc.tolist(), strict=True):
+        if not is_dup[r] and not is_dup[c]:
+            is_dup[r] = True
+            rep_of[a + r] = a + c
+    return [a + r for r in range(dup.shape[0]) if not is_dup[r]]
 
 
 def _gram(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -395,10 +438,3 @@ def _gram(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for i in range(0, a.shape[0], step):
         np.matmul(a[i:i + step], bt, out=out[i:i + step])
     return out
-
-
-def _cos_floor(cosine: float | None) -> float:
-    """The threshold as compared with float32 cosines: a hair lower, so that a cosine of exactly the
-    threshold (e.g. 1.0 for identical vectors) is not lost to rounding."""
-    assert cosine is not None
-    return float(cosine) - 1e-6

@@ -2,7 +2,7 @@
 
 Labels are JSON lines ``{"a": id, "b": id, "label": 0 or 1}`` (optional ``kind`` and ``class``, as
 `esdedup.synth` writes them). A labelled pair is *predicted* a duplicate when the store's all-pairs search
-finds it as a candidate (shared band / LSH key, or probed band key) and the rule of `esdedup.lookup`
+finds it as a candidate (shared band / LSH key, or probed band key) and the rule (`esdedup.rule`)
 accepts it under a setting of the thresholds. Precision, recall and F1 are computed over the labelled
 pairs only (pairs nobody labelled count for nothing), overall and per length class.
 
@@ -24,8 +24,10 @@ import numpy as np
 
 from .config import FingerprintConfig
 from .errors import ConfigError, InputError
-from .lookup import ScoredPair, Thresholds, crowded_values, lsh_in_memory, scored_pairs
+from .pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
+from .rule import decide
 from .store.base import Store
+from .thresholds import Thresholds
 
 #: Grid swept by default (each list is one axis; ``None`` switches the test off).
 DEFAULT_COSINES = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -134,20 +136,8 @@ def score_by_class(predicted: Iterable[tuple[str, str]], labels: Sequence[Label]
     return {c: score(pred, [lab for lab in labels if lab.cls == c]) for c in classes}
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One point of the sweep: the thresholds of `esdedup.lookup.Thresholds`."""
-
-    hamming_k: int | None
-    cosine: float | None
-    jaccard: float | None
-    containment: float | None
-
-    def thresholds(self) -> Thresholds:
-        return Thresholds(self.hamming_k, self.cosine, self.jaccard, self.containment)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+#: One point of the sweep: a set of thresholds.
+Setting = Thresholds
 
 
 def default_grid(config: FingerprintConfig, *, cosines: Sequence[float | None] = DEFAULT_COSINES,
@@ -157,7 +147,9 @@ def default_grid(config: FingerprintConfig, *, cosines: Sequence[float | None] =
     """Every combination of the axes; Hamming from 0 to the index's ``hamming_k`` by default (band lookups
     guarantee nothing beyond it). The config's own setting is always included."""
     hs = list(hammings) if hammings is not None else list(range(config.hamming_k + 1))
-    grid = [Setting(h, c, j, ct) for h, c, j, ct in product(hs, cosines, jaccards, containments)]
+    # Hamming and cosine both off is no rule at all (`Thresholds` refuses it): that corner is left out.
+    grid = [Setting(h, c, j, ct) for h, c, j, ct in product(hs, cosines, jaccards, containments)
+            if h is not None or c is not None]
     own = config_setting(config)
     if own not in grid:
         grid.append(own)
@@ -195,20 +187,11 @@ class LabelledCandidates:
                 self.cont[i] = p.containment
 
     def predict(self, s: Setting) -> np.ndarray:
-        """Which labelled pairs the rule accepts under ``s`` (vectorised `esdedup.lookup.is_duplicate`)."""
-        has_j = ~np.isnan(self.jac)
-        by_sig = self.short & has_j & ((s.jaccard is not None) | (s.containment is not None))
-        sig_ok = np.zeros(len(self.y), dtype=bool)
-        if s.jaccard is not None:
-            sig_ok |= np.nan_to_num(self.jac, nan=-1.0) >= s.jaccard
-        if s.containment is not None:
-            sig_ok |= np.nan_to_num(self.cont, nan=-1.0) >= s.containment
-        cos_ok = self.cos >= s.cosine if s.cosine is not None else np.ones(len(self.y), dtype=bool)
-        ham_ok = self.ham <= s.hamming_k if s.hamming_k is not None else np.ones(len(self.y), dtype=bool)
-        short_cos = self.short & ~by_sig & (s.cosine is not None)
-        long_ok = ham_ok & cos_ok
-        rule = np.where(by_sig, sig_ok, np.where(short_cos, cos_ok, long_ok))
-        return self.found & rule
+        """Which labelled pairs the rule (`esdedup.rule.decide`) accepts under ``s``."""
+        signatures = np.where(self.short, self.jac, np.nan)
+        return self.found & decide(s, hamming=self.ham, cosine=self.cos, jaccard=signatures,
+                                   containment=np.where(self.short, self.cont, np.nan),
+                                   legacy_short=self.short & np.isnan(self.jac))
 
     def scores(self, pred: np.ndarray, mask: np.ndarray | None = None) -> Scores:
         y = self.y if mask is None else self.y[mask]

@@ -256,7 +256,7 @@ class Fingerprinter:
         all computed in one batch."""
         cfg = self.config
         out: list[tuple[list[str], np.ndarray | None, int]] = [([], None, 0)] * len(norms)
-        if cfg.strategy not in ("auto", "minhash"):
+        if not cfg.gets_signatures:
             return out
         sets = _shingle_sets(["".join(filter(str.isalnum, norm)) for norm in norms], cfg.minhash_ngram)
         todo = [i for i, h in enumerate(sets) if len(h)]
@@ -268,13 +268,8 @@ class Fingerprinter:
         return out
 
     def _band_keys(self, simhash: int, norm: str) -> list[str]:
-        """SimHash band keys, except for texts that MinHash alone serves: every text with ``minhash``,
-        texts shorter than ``short_text_chars`` with ``auto`` (a few words make an unstable SimHash whose
-        band values collide at random)."""
-        s = self.config.strategy
-        if s == "minhash" or (s == "auto" and len(norm) < self.config.short_text_chars):
-            return []
-        return self.layout.keys(simhash)
+        """SimHash band keys, for the texts the config gives them (`FingerprintConfig.gets_simhash_bands`)."""
+        return self.layout.keys(simhash) if self.config.gets_simhash_bands(len(norm)) else []
 
     def fingerprint(self, text: str) -> Fingerprint:
         """Fingerprint one text."""

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .config import FingerprintConfig
-from .errors import ConfigError, EsdedupError, StoreError
+from .errors import ConfigError, IndexNotFound, StoreError
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import Thresholds, probe_for, verify
+from .lookup import lookup_keys, probe_for, verify
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
 from .schema import content_sha1
 from .store.base import NewDoc, Store, StoredDoc
+from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 log = logging.getLogger(__name__)
 
@@ -140,13 +141,6 @@ class RunIndex:
         return [self.docs[i] for i in sorted(found)]
 
 
-def _lookup_keys(fp: Fingerprint, config: FingerprintConfig) -> list[str]:
-    """Every band key a fingerprint looks up: its own keys, or with a probing layout the neighbours too."""
-    if config.band_layout().radius == 0 or not fp.bands:
-        return fp.bands + fp.lsh
-    return [k for keys in probe_for(fp, config).values() for k in keys]
-
-
 def _best_match(fp: Fingerprint, cands: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
                 exclude: str) -> StoredDoc | None:
     """The nearest verified candidate (smallest Hamming, then largest cosine, then id), as `verify` ranks."""
@@ -244,10 +238,8 @@ class IngestOptions:
     on_duplicate: str = "label"
     dead_letter: str | Path | None = None
     workers: int = 0
-    hamming_k: int | None = -1
-    cosine: float | None = -1.0
-    jaccard: float | None = -1.0
-    containment: float | None = -1.0
+    #: What counts as a near-duplicate when labelling (default: the index's thresholds).
+    thresholds: Thresholds | ThresholdOverrides | None = None
     checkpoint: str | Path | None = None
     resume: bool = False
     max_record_bytes: int = 64 * 2**20
@@ -307,13 +299,13 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     started = time.monotonic()
     try:
         opened = store.open(config, create=config is not None)
-    except EsdedupError as exc:
-        if config is None and type(exc).__name__ == "IndexNotFound":
-            opened = store.open(FingerprintConfig(), create=True)
-        else:
+    except IndexNotFound:
+        if config is not None:
             raise
+        opened = store.open(FingerprintConfig(), create=True)
     cfg = opened.config
-    t = Thresholds.resolve(cfg, opts.hamming_k, opts.cosine, opts.jaccard, opts.containment)
+    t = resolve_thresholds(opts.thresholds, cfg)
+    t.check_band_guarantee(cfg)
     summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
     dead = DeadLetters(opts.dead_letter)
     ckpt = Checkpoint(opts.checkpoint)
@@ -439,7 +431,7 @@ def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerpri
             # Already stored with this content: keep its labels (idempotent re-ingest).
             cluster_id, dup_of = self_doc.cluster_id or doc_id, self_doc.duplicate_of
         elif opts.on_duplicate != "index":
-            match = _best_match(fp, list(found) + run_index.lookup(_lookup_keys(fp, cfg)), cfg, t, doc_id)
+            match = _best_match(fp, list(found) + run_index.lookup(lookup_keys(fp, cfg)), cfg, t, doc_id)
             if match is not None:
                 dup_of, cluster_id = match.id, match.cluster_id or match.id
         if dup_of is not None:

@@ -63,7 +63,7 @@ def band_fields(config: FingerprintConfig) -> tuple[str, ...]:
 
 
 def lsh_fields(config: FingerprintConfig) -> tuple[str, ...]:
-    if config.strategy == "simhash":
+    if not config.gets_signatures:
         return ()
     return config.derived("lsh_fields", lambda: tuple(f"lsh_{i}" for i in range(config.minhash_bands)))  # type: ignore[no-any-return]
 

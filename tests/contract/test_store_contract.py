@@ -13,23 +13,19 @@ import numpy as np
 import pytest
 
 from esdedup import FingerprintConfig
+from esdedup.clusters import clusters
 from esdedup.errors import ConfigMismatchError, IndexNotFound
 from esdedup.fingerprint import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
-from esdedup.lookup import (
-    Thresholds,
-    clusters,
-    find_pairs,
-    is_duplicate,
-    probe_for,
-    short_scores,
-    similar,
-    similar_knn,
-)
+from esdedup.lookup import probe_for, similar, similar_knn
+from esdedup.pairs import find_pairs
+from esdedup.rule import is_duplicate
+from esdedup.rule import minhash_estimates as short_scores
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc, Store
 from esdedup.store.elastic import ElasticStore
 from esdedup.store.local import LocalStore
+from esdedup.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import make_corpus
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
@@ -142,7 +138,7 @@ def test_find_pairs_matches_brute_force(new_store, corpus):
     store = new_store()
     store.open(CONFIG)
     _write(store, docs, fps)
-    t = Thresholds.resolve(CONFIG)
+    t = Thresholds.from_config(CONFIG)
     got = {(p.a, p.b) for p in find_pairs(store)}
     # Brute force over all pairs that share a band key, with the same rule: band lookups are exact.
     expected = set()
@@ -175,7 +171,7 @@ def test_similar_and_knn(new_store, corpus):
     a, b = planted[0]
     matches = similar(store, [fps[idx[b]]], exclude=[b])[0]
     assert a in [m.id for m in matches]
-    near = similar_knn(store, fps[idx[b]], k=5, cosine=0.0, exclude=b)
+    near = similar_knn(store, fps[idx[b]], k=5, thresholds=ThresholdOverrides(cosine=None), exclude=b)
     assert near and near[0].cosine >= max(m.cosine for m in near)
     assert b not in [m.id for m in near]
     assert a in [m.id for m in near]

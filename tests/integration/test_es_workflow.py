@@ -15,11 +15,13 @@ from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
 from esdedup.fingerprint import Fingerprinter
-from esdedup.lookup import Thresholds, is_duplicate, similar
+from esdedup.lookup import similar
+from esdedup.rule import is_duplicate
 from esdedup.schema import mapping_for
 from esdedup.search import async_search_diversified, search_diversified
 from esdedup.store import elastic
 from esdedup.store.elastic import ElasticStore
+from esdedup.thresholds import Thresholds
 from tests.corpus import make_corpus
 
 pytestmark = pytest.mark.es
@@ -48,7 +50,7 @@ def _detectable(docs, planted, config=FingerprintConfig(tokenizer="rjieba")):
     design; what matters here is that Elasticsearch finds every pair the rule accepts)."""
     by_id = {d["id"]: d for d in docs}
     fper = Fingerprinter(config)
-    t = Thresholds.resolve(config)
+    t = Thresholds.from_config(config)
     out = []
     for a, b in planted:
         fa, fb = fper.fingerprint(by_id[a]["text"]), fper.fingerprint(by_id[b]["text"])
@@ -221,7 +223,7 @@ def test_search_diversified_fills_the_page(es_client, fresh_index):
     store.refresh()
     body = {"query": {"function_score": {"query": {"match_all": {}},
                                          "field_value_factor": {"field": "rank"}, "boost_mode": "replace"}}}
-    resp = search_diversified(es_client, fresh_index, body, size=6, overfetch=1, hamming_k=None, cosine=0.9)
+    resp = search_diversified(es_client, fresh_index, body, size=6, overfetch=1)
     ids = [h["_id"] for h in resp["hits"]["hits"]]
     assert len(ids) == 6 and ids[0] == "t00"
     assert not any(i in ids for i in (f"t{k:02d}" for k in range(1, 12)))  # the reprints are gone
@@ -232,8 +234,7 @@ def test_search_diversified_fills_the_page(es_client, fresh_index):
 
         client = AsyncElasticsearch(es_client.transport.node_pool.get().base_url)
         try:
-            return await async_search_diversified(client, fresh_index, body, size=6, overfetch=1,
-                                                  hamming_k=None, cosine=0.9)
+            return await async_search_diversified(client, fresh_index, body, size=6, overfetch=1)
         finally:
             await client.close()
 

@@ -11,10 +11,17 @@ import pytest
 
 from esdedup.config import FingerprintConfig
 from esdedup.diversify import MODES, diversify
+from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint import Fingerprinter
 from esdedup.schema import dedup_source
 from esdedup.simhash import hamming, to_hex
 from esdedup.similarity import vector_cosine
+from esdedup.thresholds import Thresholds
+
+
+def T(hamming_k, cosine):  # noqa: N802 - reads like the old keyword pair
+    """Thresholds with the n-gram tests off: the hits of these tests carry SimHashes and vectors only."""
+    return Thresholds(hamming_k, cosine)
 
 # The module itself: the package exports the function under the same name, so `esdedup.diversify` as an
 # attribute is the function.
@@ -98,7 +105,7 @@ TEXT_E = "足球联赛第二十轮比赛昨晚结束，主队凭借下半场的�
 # -- the three modes -------------------------------------------------------------------------------
 def test_drop_keeps_the_first_hit_of_each_group(planted):
     assert ids(diversify(planted)) == ["a", "c"]
-    assert ids(diversify(planted, mode="drop", hamming_k=1)) == ["a", "b", "c", "d"]
+    assert ids(diversify(planted, mode="drop", thresholds=T(1, None))) == ["a", "b", "c", "d"]
 
 
 def test_demote_puts_duplicates_last_with_their_representative(planted):
@@ -163,11 +170,11 @@ def test_vectors_are_read_from_fields_too():
     far = flip(BASE, *range(0, 64, 2))
     for style in ("source", "fields"):
         hits = [hit("a", BASE, v, style=style), hit("b", far, w, style=style)]
-        assert ids(diversify(hits, hamming_k=None, cosine=0.99)) == ["a"]
+        assert ids(diversify(hits, thresholds=T(None, 0.99))) == ["a"]
     # A dense_vector can also come back wrapped in one more list.
     hits = [hit("a", BASE, v, style="fields"), hit("b", far, style="fields")]
     hits[1]["fields"]["dedup.vector"] = [w]
-    assert ids(diversify(hits, hamming_k=None, cosine=0.99)) == ["a"]
+    assert ids(diversify(hits, thresholds=T(None, 0.99))) == ["a"]
 
 
 def test_dotted_source_keys_are_read():
@@ -256,18 +263,42 @@ def test_hit_with_neither_fingerprint_nor_text_is_kept_untouched_in_place(plante
     assert ids(out[0]["_duplicates"]) == ["b"]
 
 
-def test_real_texts_cosine_finds_what_a_tight_hamming_misses(fingerprinter):
-    cfg = fingerprinter.config
-    fps = fingerprinter.fingerprint_many([TEXT_A, TEXT_C, TEXT_A2, TEXT_E])
+def test_real_texts_cosine_finds_what_a_tight_hamming_misses():
+    cfg = FingerprintConfig(strategy="simhash")  # SimHash and vectors only: the two tests decide every pair
+    fps = Fingerprinter(cfg).fingerprint_many([TEXT_A, TEXT_C, TEXT_A2, TEXT_E])
     d = hamming(fps[0].simhash, fps[2].simhash)
     cos = vector_cosine(fps[0].vector, fps[2].vector)
     assert d > 3 and cos > 0.9  # the premise: a short text's two-word edit moves several bits
     hits = [{"_id": i, "_source": {"dedup": dedup_source(fp, cfg)}} for i, fp in zip("ACXE", fps, strict=True)]
-    assert ids(diversify(hits)) == ["A", "C", "X", "E"]
-    assert ids(diversify(hits, hamming_k=None, cosine=0.9)) == ["A", "C", "E"]
-    assert ids(diversify(hits, hamming_k=d, cosine=0.9)) == ["A", "C", "E"]
-    assert ids(diversify(hits, hamming_k=d - 1, cosine=0.9)) == ["A", "C", "X", "E"]
-    assert ids(diversify(hits, hamming_k=d)) == ["A", "C", "E"]
+    assert ids(diversify(hits, config=cfg, thresholds=T(3, None))) == ["A", "C", "X", "E"]
+    assert ids(diversify(hits, config=cfg, thresholds=T(None, 0.9))) == ["A", "C", "E"]
+    assert ids(diversify(hits, config=cfg, thresholds=T(d, 0.9))) == ["A", "C", "E"]
+    assert ids(diversify(hits, config=cfg, thresholds=T(d - 1, 0.9))) == ["A", "C", "X", "E"]
+    assert ids(diversify(hits, config=cfg, thresholds=T(d, None))) == ["A", "C", "E"]
+
+
+def test_by_default_the_index_rule_decides_like_dups(fingerprinter):
+    """Hits with MinHash signatures (the default config) are judged on their n-gram estimates: the two-word
+    edit, 8 SimHash bits away, is the near-duplicate `dups` reports too, and a tight Hamming test cannot
+    override that (the n-gram test decides such pairs)."""
+    cfg = fingerprinter.config
+    fps = fingerprinter.fingerprint_many([TEXT_A, TEXT_C, TEXT_A2, TEXT_E])
+    assert hamming(fps[0].simhash, fps[2].simhash) > 3
+    hits = [{"_id": i, "_source": {"dedup": dedup_source(fp, cfg)}} for i, fp in zip("ACXE", fps, strict=True)]
+    assert ids(diversify(hits)) == ["A", "C", "E"]
+    assert ids(diversify(hits, thresholds=Thresholds(3, None, jaccard=0.99))) == ["A", "C", "X", "E"]
+
+
+def test_a_shared_cluster_id_makes_hits_duplicates_whatever_their_measures():
+    far = flip(BASE, *range(0, 64, 2))
+    hits = [hit("a", BASE), hit("b", far)]
+    assert ids(diversify(hits)) == ["a", "b"]
+    for h in hits:
+        h["_source"]["dedup"]["cluster_id"] = "a"
+    assert ids(diversify(hits)) == ["a"]
+    as_fields = [{"_id": "a", "fields": {"dedup.cluster_id": ["x"]}}, {"_id": "b", "fields": {"dedup.cluster_id": ["x"]}},
+                 {"_id": "c", "fields": {"dedup.cluster_id": ["y"]}}]
+    assert ids(diversify(as_fields)) == ["a", "c"]
 
 
 # -- the two tests ---------------------------------------------------------------------------------
@@ -284,15 +315,15 @@ def trio() -> list[dict]:
 
 
 def test_hamming_only(trio):
-    assert ids(diversify(trio, hamming_k=3)) == ["a", "c"]
+    assert ids(diversify(trio, thresholds=T(3, None))) == ["a", "c"]
 
 
 def test_cosine_only(trio):
-    assert ids(diversify(trio, hamming_k=None, cosine=0.95)) == ["a", "b"]
+    assert ids(diversify(trio, thresholds=T(None, 0.95))) == ["a", "b"]
 
 
 def test_both_tests_must_hold(trio):
-    assert ids(diversify(trio, hamming_k=3, cosine=0.95)) == ["a", "b", "c"]
+    assert ids(diversify(trio, thresholds=T(3, 0.95))) == ["a", "b", "c"]
 
 
 def test_cosine_threshold_is_inclusive_for_identical_vectors():
@@ -301,31 +332,31 @@ def test_cosine_threshold_is_inclusive_for_identical_vectors():
     u = np.asarray(v, dtype=np.float32) / np.linalg.norm(np.asarray(v, dtype=np.float32))
     assert float(u @ u) < 1.0  # the premise
     hits = [hit("a", BASE, v), hit("b", ~BASE & (2**64 - 1), v)]
-    assert ids(diversify(hits, hamming_k=None, cosine=1.0)) == ["a"]
+    assert ids(diversify(hits, thresholds=T(None, 1.0))) == ["a"]
 
 
 def test_hamming_threshold_is_inclusive():
     hits = [hit("a", BASE), hit("b", flip(BASE, 1, 2, 3))]
-    assert ids(diversify(hits, hamming_k=3)) == ["a"]
-    assert ids(diversify(hits, hamming_k=2)) == ["a", "b"]
+    assert ids(diversify(hits, thresholds=T(3, None))) == ["a"]
+    assert ids(diversify(hits, thresholds=T(2, None))) == ["a", "b"]
 
 
 def test_without_a_vector_hamming_alone_decides(trio):
     no_vec = hit("n", flip(BASE, 20))  # close to a, no vector
     hits = [*trio, no_vec]
-    assert ids(diversify(hits, hamming_k=3, cosine=0.95)) == ["a", "b", "c"]
+    assert ids(diversify(hits, thresholds=T(3, 0.95))) == ["a", "b", "c"]
     # ...and as the first hit it still represents a group for the hits it is close to.
-    assert ids(diversify([no_vec, *trio], hamming_k=3, cosine=0.95)) == ["n", "c"]
+    assert ids(diversify([no_vec, *trio], thresholds=T(3, 0.95))) == ["n", "c"]
     # With cosine only it cannot be compared: kept, in place, not grouped.
-    out = diversify(hits, hamming_k=None, cosine=0.95, mode="group")
+    out = diversify(hits, mode="group", thresholds=T(None, 0.95))
     assert ids(out) == ["a", "b", "n"] and "_duplicates" not in out[2]
 
 
 def test_without_a_simhash_cosine_alone_decides_when_both_are_given():
     v = unit(1, 0.1)
     hits = [hit("a", BASE, v), {"_id": "b", "fields": {"dedup.vector": unit(1, 0.11)}}]
-    assert ids(diversify(hits, hamming_k=3, cosine=0.95)) == ["a"]
-    assert ids(diversify(hits, hamming_k=3)) == ["a", "b"]  # hamming only: b not comparable
+    assert ids(diversify(hits, thresholds=T(3, 0.95))) == ["a"]
+    assert ids(diversify(hits, thresholds=T(3, None))) == ["a", "b"]  # hamming only: b not comparable
 
 
 # -- empty texts -----------------------------------------------------------------------------------
@@ -356,7 +387,7 @@ def test_empty_text_fingerprinted_here_is_not_a_duplicate(fingerprinter):
 def test_input_is_not_mutated_and_outputs_are_new_dicts(planted, trio, mode):
     hits = [*planted, {"_id": "bare"}, *trio]
     before = copy.deepcopy(hits)
-    out = diversify(hits, mode=mode, cosine=0.9)
+    out = diversify(hits, mode=mode, thresholds=T(3, 0.9))
     assert hits == before
     originals = {id(h) for h in hits}
     assert all(id(h) not in originals for h in out)
@@ -376,8 +407,8 @@ def test_empty_input():
 def test_128_bit_fingerprints():
     a = (BASE << 64) | BASE
     hits = [hit("a", a, bits=128), hit("b", flip(a, 70, 100), bits=128), hit("c", flip(a, 1, 65, 90, 127), bits=128)]
-    assert ids(diversify(hits, bits=128)) == ["a", "c"]
-    with pytest.raises(ValueError, match="wider than 64 bits"):
+    assert ids(diversify(hits, config=FingerprintConfig(bits=128))) == ["a", "c"]
+    with pytest.raises(InputError, match="wider than 64 bits"):
         diversify(hits)
 
 
@@ -422,12 +453,11 @@ def test_matches_a_pair_by_pair_reference(seed, hamming_k, cosine, monkeypatch):
         hits.append(hit(f"h{i}", s, v / np.linalg.norm(v) if rng.random() > 0.1 else None, bits=bits))
     expected = reference(hits, hamming_k, cosine, bits)
     assert 10 < len(expected) < 140  # the premise: plenty of duplicates and of representatives
-    # Small blocks and few pairwise dots force the multi-block and matrix-product paths too.
-    for block, pairwise in ((1 << 20, 1024), (1, 3)):
+    # Small blocks and small matrix-product slices force the multi-block paths too.
+    for block in (1 << 20, 1):
         monkeypatch.setattr(div, "_BLOCK_ELEMENTS", block)
-        monkeypatch.setattr(div, "_PAIRWISE_MAX", pairwise)
         monkeypatch.setattr(div, "_GEMM_SLICE", 1000)
-        out = diversify(hits, mode="demote", hamming_k=hamming_k, cosine=cosine, bits=bits)
+        out = diversify(hits, mode="demote", thresholds=T(hamming_k, cosine), config=FingerprintConfig(bits=bits))
         got = {int(h["_id"][1:]): int(h["_duplicate_of"][1:]) for h in out if "_duplicate_of" in h}
         assert got == expected
         n_reps = len(hits) - len(expected)
@@ -440,37 +470,42 @@ def test_unknown_mode_names_the_allowed_ones(planted):
         diversify(planted, mode="collapse")
 
 
-def test_both_tests_none_is_an_error(planted):
-    with pytest.raises(ValueError, match="hamming_k, cosine or both"):
-        diversify(planted, hamming_k=None, cosine=None)
-    with pytest.raises(ValueError, match="hamming_k, cosine or both"):
-        diversify([], hamming_k=None)
+def test_both_tests_none_is_an_error():
+    with pytest.raises(ConfigError, match="Hamming distance, a cosine threshold, or both"):
+        T(None, None)
 
 
-@pytest.mark.parametrize("kwargs", [{"hamming_k": -1}, {"hamming_k": 65}, {"hamming_k": 2.5},
+@pytest.mark.parametrize("kwargs", [{"hamming_k": -1}, {"hamming_k": 129}, {"hamming_k": 2.5},
                                     {"hamming_k": True}, {"cosine": 0.0}, {"cosine": 1.5},
-                                    {"cosine": math.nan}, {"cosine": "0.9"}, {"bits": 32}])
-def test_bad_thresholds_are_errors(planted, kwargs):
-    with pytest.raises(ValueError, match=next(iter(kwargs))):
-        diversify(planted, **kwargs)
+                                    {"cosine": math.nan}, {"cosine": "0.9"}])
+def test_bad_thresholds_are_errors(kwargs):
+    with pytest.raises(ConfigError, match=next(iter(kwargs))):
+        Thresholds(**{"hamming_k": 3, **kwargs})
+
+
+def test_bad_config_is_an_error(planted):
+    with pytest.raises(ConfigError, match="bits"):
+        diversify(planted, config=FingerprintConfig(bits=32))
 
 
 def test_numpy_numbers_are_accepted_as_thresholds(planted):
-    assert ids(diversify(planted, hamming_k=np.int64(3))) == ["a", "c"]
-    assert ids(diversify(planted, hamming_k=np.int64(3), cosine=np.float32(0.9))) == ["a", "c"]
+    assert ids(diversify(planted, thresholds=T(np.int64(3), None))) == ["a", "c"]
+    assert ids(diversify(planted, thresholds=T(np.int64(3), np.float32(0.9)))) == ["a", "c"]
 
 
 def test_bad_stored_fingerprints_are_errors(planted, trio, fingerprinter):
-    with pytest.raises(ValueError, match="'zz'.*not a hex"):
+    with pytest.raises(InputError, match="'zz'.*not a hex"):
         diversify([*planted, hit("zz", "not-hex")])
-    with pytest.raises(ValueError, match="wider than 64 bits.*bits=128"):
+    with pytest.raises(InputError, match="wider than 64 bits.*128-bit"):
         diversify([*planted, hit("wide", "1" * 32)])
     odd = hit("odd", flip(BASE, 9), unit(1, 0.1, dims=12))
-    with pytest.raises(ValueError, match="lengths \\[8, 12\\]"):
-        diversify([*trio, odd], cosine=0.9)
-    with pytest.raises(ValueError, match="64-bit SimHashes but bits=128"):
-        diversify(planted, fingerprinter=fingerprinter, bits=128)
+    with pytest.raises(InputError, match="lengths \\[8, 12\\]"):
+        diversify([*trio, odd], thresholds=T(3, 0.9))
+    with pytest.raises(ConfigError, match="fingerprinter's config is not the index's"):
+        diversify(planted, fingerprinter=fingerprinter, config=FingerprintConfig(bits=128))
+    with pytest.raises(InputError, match="'sig'.*not a base64 MinHash"):
+        diversify([*planted, {"_id": "sig", "_source": {"dedup": {"minhash": "%%%", "shingles": 4}}}])
 
 
 def test_both_tests_with_no_vectors_at_all_fall_back_to_hamming(planted):
-    assert ids(diversify(planted, cosine=0.9)) == ["a", "c"]
+    assert ids(diversify(planted, thresholds=T(3, 0.9))) == ["a", "c"]

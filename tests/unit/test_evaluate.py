@@ -26,7 +26,8 @@ from esdedup.evaluate import (
     score_by_class,
     sweep,
 )
-from esdedup.lookup import ScoredPair, is_duplicate
+from esdedup.pairs import ScoredPair
+from esdedup.rule import is_duplicate
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
 
@@ -77,7 +78,7 @@ def test_vectorised_sweep_agrees_with_the_rule():
     grid = default_grid(CONFIG, cosines=(None, 0.5, 0.8), jaccards=(None, 0.4, 0.7), containments=(None, 0.8),
                         hammings=(None, 0, 3, 8))
     for s in grid:
-        t = s.thresholds()
+        t = s
         if t.hamming_k is None and t.cosine is None:
             continue
         want = np.array([lab.key in found and is_duplicate(

@@ -13,18 +13,13 @@ from esdedup import FingerprintConfig
 from esdedup.bands import BandLayout
 from esdedup.features import char_shingles
 from esdedup.fingerprint import Fingerprint, Fingerprinter
-from esdedup.lookup import (
-    Thresholds,
-    find_pairs,
-    is_duplicate,
-    probe_for,
-    probe_pairs,
-    scored_pairs,
-    short_scores,
-    similar,
-)
+from esdedup.lookup import probe_for, similar
+from esdedup.pairs import find_pairs, probe_pairs, scored_pairs
+from esdedup.rule import is_duplicate
+from esdedup.rule import minhash_estimates as short_scores
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore
+from esdedup.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import SENTENCES
 
 SHORT = "国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"
@@ -141,13 +136,13 @@ def test_find_pairs_matches_brute_force_for_large_k(tmp_path, k, blocks, key_blo
                                probe_radius=radius, bits=bits)
     hashes = _planted_hashes(400, k, seed=k + blocks, bits=bits)
     store = _store_with_hashes(tmp_path, config, hashes, f"probe{k}{blocks}{bits}")
-    got = {(p.a, p.b) for p in find_pairs(store, cosine=None)}
+    got = {(p.a, p.b) for p in find_pairs(store, thresholds=ThresholdOverrides(cosine=None))}
     truth = {(f"d{i:04d}", f"d{j:04d}") for i, j in _brute(hashes, k)}
     assert got == truth
     # single lookups probe the same neighbourhood
     fps = [Fingerprint(h, config.band_layout().keys(h), np.eye(1, config.dims, dtype=np.float32)[0], {}, 1,
                        chars=500) for h in hashes[:40]]
-    for i, matches in enumerate(similar(store, fps, cosine=None, top=1000, exclude=[f"d{i:04d}" for i in range(40)])):
+    for i, matches in enumerate(similar(store, fps, thresholds=ThresholdOverrides(cosine=None), top=1000, exclude=[f"d{i:04d}" for i in range(40)])):
         want = {b for a, b in truth if a == f"d{i:04d}"} | {a for a, b in truth if b == f"d{i:04d}"}
         assert {m.id for m in matches} == want
     store.drop()
@@ -158,8 +153,8 @@ def test_crowded_band_values_are_capped_and_reported(tmp_path, caplog):
     config = FingerprintConfig(strategy="simhash")
     hashes = [0xABCDEF0123456789] * 30 + _planted_hashes(40, 3, seed=1)
     store = _store_with_hashes(tmp_path, config, hashes, "crowded")
-    with caplog.at_level(logging.WARNING, logger="esdedup.lookup"):
-        pairs = list(find_pairs(store, max_bucket=10, cosine=None))
+    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
+        pairs = list(find_pairs(store, max_bucket=10, thresholds=ThresholdOverrides(cosine=None)))
     same = [p for p in pairs if int(p.a[1:]) < 30 and int(p.b[1:]) < 30]
     assert len(same) == 10 * 9 // 2  # only the first 10 of the 30 holders of each crowded value
     assert "shared by 10 or more documents" in caplog.text
@@ -168,7 +163,7 @@ def test_crowded_band_values_are_capped_and_reported(tmp_path, caplog):
     assert all(n == 30 for _, n in crowded)
     from esdedup.api import all_pairs
 
-    report = all_pairs(store, max_bucket=10, cosine=None)
+    report = all_pairs(store, max_bucket=10, thresholds=ThresholdOverrides(cosine=None))
     assert {k for k, _ in report.crowded} == set(config.band_layout().keys(hashes[0]))
     store.drop()
 
@@ -186,7 +181,7 @@ def test_crowded_lsh_values_found_in_memory_equal_the_stores_count(tmp_path, fpe
     counts = []
     real_count = store.count
     store.count = lambda: counts.append(1) or real_count()  # type: ignore[method-assign]
-    with caplog.at_level(logging.WARNING, logger="esdedup.lookup"):
+    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
         report = all_pairs(store, max_bucket=10)
     # In memory or not is decided once, so the search and the crowded report cannot disagree.
     assert len(counts) == 1
@@ -201,7 +196,7 @@ def test_crowded_lsh_values_found_in_memory_equal_the_stores_count(tmp_path, fpe
 def test_probe_join_caps_crowded_values(caplog):
     layout = BandLayout.probing(64, 4, 2)
     hashes = [0x1234] * 50
-    with caplog.at_level(logging.WARNING, logger="esdedup.lookup"):
+    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
         left, _ = probe_pairs(layout, hashes, max_bucket=5)
     assert len(left) < 50 * 49 // 2
     assert "matched more than 5 documents" in caplog.text
@@ -240,7 +235,7 @@ def test_probing_find_pairs_on_elasticsearch(es_client, fresh_index):
     assert all(r.ok for r in store.write(docs))
     store.refresh()
     assert sum(len(batch) for batch in store.scan(batch=70)) == len(hashes)
-    got = {(p.a, p.b) for p in find_pairs(store, cosine=None)}
+    got = {(p.a, p.b) for p in find_pairs(store, thresholds=ThresholdOverrides(cosine=None))}
     assert got == {(f"d{i:04d}", f"d{j:04d}") for i, j in _brute(hashes, 8)}
 
 
@@ -248,7 +243,7 @@ def test_probing_find_pairs_on_elasticsearch(es_client, fresh_index):
 def test_lsh_pair_indices_equal_brute_force():
     """Pairs of rows equal on every row of some band, each once, left < right; a crowded band value
     contributes only its first max_bucket rows."""
-    from esdedup.lookup import lsh_pair_indices
+    from esdedup.pairs import lsh_pair_indices
 
     rng = np.random.default_rng(3)
     sigs = rng.integers(0, 3, size=(120, 16), dtype=np.uint32)  # few values: many collisions
@@ -265,7 +260,7 @@ def test_lsh_pair_indices_equal_brute_force():
 def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch):
     """find_pairs joins LSH bands in numpy for stores that fit in memory and reads the store's key groups
     otherwise: the same candidate pairs with the same measures either way."""
-    import esdedup.lookup as lookup
+    import esdedup.pairs as pairs_module
     from tests.corpus import make_corpus
 
     docs, planted = make_corpus(300, 60, seed=11, sentences=(1, 8))
@@ -279,7 +274,7 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
                 for p in scored_pairs(store)}
 
     fast = measured()
-    monkeypatch.setattr(lookup, "LSH_IN_MEMORY_MAX", -1)
+    monkeypatch.setattr(pairs_module, "LSH_IN_MEMORY_MAX", -1)
     slow = measured()
     assert fast == slow
     assert sum(1 for a, b in planted if (min(a, b), max(a, b)) in fast) >= len(planted) * 0.9

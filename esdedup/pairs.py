@@ -1,0 +1,368 @@
+"""All-pairs search: every near-duplicate pair of a store, from shared band keys, verified by the rule.
+
+Candidates are documents that share a SimHash band key or a MinHash LSH key in the store; when the band
+layout probes neighbouring keys (``probe_radius`` > 0) every document's probe keys are also joined in memory,
+so the pigeonhole guarantee holds for any k the layout was built for. Each candidate pair is measured once
+(`ScoredPair`) and kept when `esdedup.rule` says so. Band values held by more than ``max_bucket`` documents
+are cut to that many and logged as a warning (see `Store.crowded_keys`).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from .bands import BandLayout
+from .config import FingerprintConfig
+from .minhash import lsh_keys
+from .rule import containment_estimate, has_signature, is_duplicate, measure, row_cosines
+from .simhash import hamming_rows, simhash_words
+from .store.base import Store, StoredDoc
+from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+
+log = logging.getLogger(__name__)
+
+#: Ids fetched per round trip while verifying pairs.
+FETCH_BATCH = 2000
+#: Fingerprints kept in memory while verifying pairs before the cache starts over.
+CACHE_MAX = 200_000
+#: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one `Store.scan`,
+#: a numpy sort per band), for stores of up to this many documents (512 bytes each); larger ones use the
+#: store's key groups (`Store.shared_keys`). Both give the same pairs.
+LSH_IN_MEMORY_MAX = 2_000_000
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two near-duplicate documents, ``a < b``, with the measures the rule read: the MinHash estimates
+    ``jaccard`` and ``containment`` when both carry signatures (they decided), else None."""
+
+    a: str
+    b: str
+    hamming: int
+    cosine: float
+    jaccard: float | None = None
+    containment: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {"a": self.a, "b": self.b, "hamming": self.hamming, "cosine": round(self.cosine, 6)}
+        if self.jaccard is not None:
+            d["jaccard"] = round(self.jaccard, 4)
+            d["containment"] = round(self.containment or 0.0, 4)
+        return d
+
+
+@dataclass(frozen=True)
+class ScoredPair:
+    """A candidate pair (``a < b``) with every measure the rule may use; ``ngram`` when both are on the
+    n-gram path (both carry signatures: then ``jaccard`` and ``containment`` are their estimates; or both
+    are legacy short texts without)."""
+
+    a: str
+    b: str
+    hamming: int
+    cosine: float
+    ngram: bool = False
+    jaccard: float | None = None
+    containment: float | None = None
+    chars: tuple[int, int] = field(default=(0, 0), compare=False)
+
+    def is_duplicate(self, t: Thresholds) -> bool:
+        return is_duplicate(self.hamming, self.cosine, t, self.ngram, jaccard=self.jaccard,
+                            containment=self.containment)
+
+    def to_pair(self) -> Pair:
+        return Pair(self.a, self.b, self.hamming, self.cosine, self.jaccard, self.containment)
+
+
+def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
+               crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
+    """Every near-duplicate pair of a store, found from band collisions and verified by the rule
+    (thresholds default to the index's). ``crowded`` and ``in_memory``: see `scored_pairs`."""
+    t = resolve_thresholds(thresholds, store.config)
+    t.check_band_guarantee(store.config)
+    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k, crowded=crowded,
+                          in_memory=in_memory):
+        if p.is_duplicate(t):
+            yield p.to_pair()
+
+
+def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None,
+                 crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[ScoredPair]:
+    """Every candidate pair of a store (documents sharing a band or LSH key, or, with a probing layout,
+    whose band keys are within the probe radius), once each, with all its measures.
+
+    ``hamming_k`` drops pairs on the SimHash path farther apart than that early (they cannot pass the rule).
+    ``crowded``, when given, receives the LSH band values held by ``max_bucket`` or more documents when the
+    LSH bands are joined in memory (`lsh_in_memory`); the store's `Store.crowded_keys` cannot see those
+    without indexing every LSH key first. ``in_memory`` is `lsh_in_memory` of the store, when the caller
+    has asked already (so that `crowded_values` is told the same answer).
+    """
+    scorer = _PairScorer(store, hamming_k)
+    if in_memory is None:
+        in_memory = lsh_in_memory(store)
+    if in_memory:
+        # The LSH bands joined in numpy, every candidate scored in bulk: what the key groups below would
+        # give for the lsh_<i> keys, without a Python step per group.
+        yield from _lsh_pairs(store, scorer.seen, max_bucket, crowded)
+    yield from scorer.key_groups(max_bucket, lsh=not in_memory)
+    if store.config.band_layout().radius > 0:
+        # Probing layouts: pairs whose keys differ in a few bits share no stored key; join in memory.
+        yield from scorer.probed(max_bucket)
+
+
+class _PairScorer:
+    """Measures candidate pairs once each: the pairs seen so far, and a bounded cache of fetched documents."""
+
+    def __init__(self, store: Store, hamming_k: int | None) -> None:
+        self.store = store
+        self.config: FingerprintConfig = store.config
+        self.hamming_k = hamming_k
+        self.seen: set[tuple[str, str]] = set()
+        self.cache: dict[str, StoredDoc] = {}
+
+    def fetch(self, ids: Iterable[str]) -> None:
+        need = sorted({i for i in ids if i not in self.cache})
+        if len(self.cache) + len(need) > CACHE_MAX:
+            self.cache.clear()
+            need = sorted(set(ids))
+        for start in range(0, len(need), FETCH_BATCH):
+            self.cache.update(self.store.get(need[start:start + FETCH_BATCH]))
+
+    def key_groups(self, max_bucket: int, *, lsh: bool) -> Iterator[ScoredPair]:
+        """Pairs within each group of documents sharing a stored key (`Store.shared_keys`; ``lsh``: the LSH
+        keys too, unless they were joined in memory)."""
+        pending: list[list[str]] = []
+        pending_ids = 0
+        for key, ids in self.store.shared_keys(max_bucket=max_bucket, lsh=lsh):
+            if len(ids) >= max_bucket:
+                log.warning("band value %s is shared by %d or more documents; only %d were compared "
+                            "(boilerplate? see the index's crowded band values)", key, max_bucket, max_bucket)
+            pending.append(ids)
+            pending_ids += len(ids)
+            if pending_ids >= FETCH_BATCH:
+                yield from self._score_groups(pending)
+                pending, pending_ids = [], 0
+        yield from self._score_groups(pending)
+
+    def _score_groups(self, groups: list[list[str]]) -> Iterator[ScoredPair]:
+        self.fetch(i for g in groups for i in g)
+        for group in groups:
+            docs = sorted((self.cache[i] for i in group if i in self.cache and not self.cache[i].empty),
+                          key=lambda d: d.id)
+            for i, a in enumerate(docs[:-1]):
+                rest = [d for d in docs[i + 1:] if (a.id, d.id) not in self.seen]
+                if rest:
+                    yield from self.score_against(a, rest)
+
+    def probed(self, max_bucket: int) -> Iterator[ScoredPair]:
+        """Pairs whose band keys are within the layout's probe radius (`probe_pairs`), joined in memory."""
+        ids, hashes, ngram = self._all_simhashes()
+        left, right = probe_pairs(self.config.band_layout(), hashes, max_bucket=max_bucket)
+        if self.hamming_k is not None and len(left):
+            h = simhash_words(hashes, self.config.bits)
+            keep = (hamming_rows(h[left], h[right]) <= self.hamming_k) | (ngram[left] & ngram[right])
+            left, right = left[keep], right[keep]
+        # Score each document against its partners in one pass (pairs come sorted by left index).
+        cuts = np.flatnonzero(np.diff(left)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(left)], strict=True):
+            if lo == hi:
+                continue
+            a_id = ids[int(left[lo])]
+            partners = [ids[int(j)] for j in right[lo:hi] if (a_id, ids[int(j)]) not in self.seen]
+            if not partners:
+                continue
+            self.fetch([a_id, *partners])
+            a = self.cache.get(a_id)
+            rest = [self.cache[p] for p in partners if p in self.cache]
+            if a is not None and rest:
+                yield from self.score_against(a, rest)
+
+    def _all_simhashes(self) -> tuple[list[str], list[int], np.ndarray]:
+        """Ids (sorted), SimHashes and n-gram-path flags of every non-empty stored document."""
+        rows = sorted((d.id, d.simhash, has_signature(d) or not self.config.gets_simhash_bands(d.chars))
+                       for docs in self.store.scan() for d in docs if not d.empty)
+        return [r[0] for r in rows], [r[1] for r in rows], np.array([r[2] for r in rows], dtype=bool)
+
+    def score_against(self, a: StoredDoc, rest: list[StoredDoc]) -> Iterator[ScoredPair]:
+        """Every measure between ``a`` and each of ``rest`` (marking the pairs seen); pairs on the SimHash
+        path beyond ``hamming_k`` are not candidates at all and are left out."""
+        m = measure(a, rest, self.config)
+        ngram = m.ngram
+        for i, d in enumerate(rest):
+            self.seen.add((a.id, d.id))
+            h = int(m.hamming[i])
+            if self.hamming_k is not None and not ngram[i] and h > self.hamming_k:
+                continue
+            yield ScoredPair(a.id, d.id, h, float(m.cosine[i]), bool(ngram[i]), _opt(m.jaccard[i]),
+                             _opt(m.containment[i]), (a.chars, d.chars))
+
+
+def _opt(x: Any) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def lsh_in_memory(store: Store) -> bool:
+    """Whether all-pairs search joins the LSH bands in memory (`LSH_IN_MEMORY_MAX`) rather than reading
+    the store's LSH key groups."""
+    return store.config.gets_signatures and store.count() <= LSH_IN_MEMORY_MAX
+
+
+def crowded_values(store: Store, found_in_memory: Sequence[tuple[str, int]], *, min_count: int,
+                   limit: int = 10, in_memory: bool | None = None) -> list[tuple[str, int]]:
+    """The most crowded band values of a store after an all-pairs search: the store's own count, plus the
+    LSH values the search collected itself when it joined the LSH bands in memory (``crowded`` of
+    `scored_pairs`; ``in_memory``: what the search was told, else `lsh_in_memory` asked again)."""
+    if in_memory is None:
+        in_memory = lsh_in_memory(store)
+    found = store.crowded_keys(min_count=min_count, limit=limit, lsh=not in_memory)
+    if in_memory:
+        found += [(k, n) for k, n in found_in_memory if n >= min_count]
+    return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
+
+
+@dataclass
+class _Columns:
+    """The stored documents with a MinHash signature (of the config's length), as arrays, ids sorted."""
+
+    ids: list[str]
+    simhash: list[int]
+    vectors: np.ndarray  # (n, dims) float32
+    sigs: np.ndarray  # (n, perm) uint32
+    shingles: np.ndarray  # (n,) int64
+    chars: list[int]
+
+    @classmethod
+    def of(cls, store: Store) -> _Columns:
+        config = store.config
+        docs = sorted((d for batch in store.scan() for d in batch
+                       if not d.empty and has_signature(d) and len(d.minhash) == config.minhash_perm),  # type: ignore[arg-type]
+                      key=lambda d: d.id)
+        if not docs:
+            return cls([], [], np.zeros((0, config.dims), np.float32), np.zeros((0, config.minhash_perm), np.uint32),
+                       np.zeros(0, np.int64), [])
+        return cls([d.id for d in docs], [d.simhash for d in docs],
+                   np.stack([d.vector for d in docs]).astype(np.float32),
+                   np.stack([d.minhash for d in docs]).astype(np.uint32),  # type: ignore[misc]
+                   np.array([d.shingles for d in docs], dtype=np.int64), [d.chars for d in docs])
+
+
+def _lsh_pairs(store: Store, seen: set[tuple[str, str]], max_bucket: int,
+               crowded: list[tuple[str, int]] | None = None, chunk: int = 16384) -> Iterator[ScoredPair]:
+    """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined and measured in numpy."""
+    config = store.config
+    cols = _Columns.of(store)
+    groups: list[tuple[int, int, int]] = []
+    left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, max_bucket=max_bucket, crowded=groups)
+    if crowded is not None:
+        crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands)[band], n) for band, row, n in groups)
+    ids = cols.ids
+    words = simhash_words(cols.simhash, config.bits)
+    for lo in range(0, len(left), chunk):
+        a, b = left[lo:lo + chunk], right[lo:lo + chunk]
+        hams = hamming_rows(words[a], words[b])
+        coss = row_cosines(cols.vectors[a], cols.vectors[b])
+        jac = (cols.sigs[a] == cols.sigs[b]).mean(axis=1)
+        cont = containment_estimate(jac, cols.shingles[a], cols.shingles[b])
+        # Both sides carry signatures: the n-gram rule decides, no Hamming cut applies.
+        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), hams.tolist(), coss.tolist(), jac.tolist(),
+                                      cont.tolist(), strict=True):
+            pair = (ids[i], ids[j])
+            seen.add(pair)
+            yield ScoredPair(pair[0], pair[1], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
+
+
+def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000,
+                     crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
+    row of at least one LSH band: the all-pairs form of looking up each LSH key. Per band value only its
+    first ``max_bucket`` rows are paired (logged), as `Store.shared_keys` cuts a group. ``crowded``
+    receives (band, first row, rows) of each band value held by ``max_bucket`` rows or more."""
+    n, perm = sigs.shape
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return empty, empty
+    rows = perm // bands
+    codes: list[np.ndarray] = []
+    capped = 0
+    for band in range(bands):
+        block = np.ascontiguousarray(sigs[:, band * rows:(band + 1) * rows], dtype="<u4")
+        _, inverse, counts = np.unique(block.view(np.dtype((np.void, 4 * rows))).ravel(),
+                                       return_inverse=True, return_counts=True)
+        inverse = inverse.ravel()
+        members = np.flatnonzero(counts[inverse] > 1)
+        if not len(members):
+            continue
+        members = members[np.argsort(inverse[members], kind="stable")]  # by group, rows ascending within
+        group = inverse[members]
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        sizes = np.diff(np.r_[starts, len(members)])
+        capped += int((sizes > max_bucket).sum())
+        if crowded is not None:
+            crowded.extend((band, int(members[starts[g]]), int(sizes[g])) for g in np.flatnonzero(sizes >= max_bucket))
+        pos = np.arange(len(members)) - np.repeat(starts, sizes)  # rank of each member in its group
+        size_of = np.repeat(np.minimum(sizes, max_bucket), sizes)
+        live = pos < size_of
+        # Pair each member with the one `step` places later in its group, for every step the group has.
+        for step in range(1, int(size_of.max())):
+            left = np.flatnonzero(live & (pos + step < size_of))
+            if not len(left):
+                break
+            codes.append(members[left].astype(np.int64) * n + members[left + step].astype(np.int64))
+        if len(codes) > 64:
+            codes = [np.unique(np.concatenate(codes))]
+    if capped:
+        log.warning("%d LSH band values are shared by more than %d documents; only %d of each were compared "
+                    "(boilerplate? see the index's crowded band values)", capped, max_bucket, max_bucket)
+    if not codes:
+        return empty, empty
+    return np.divmod(np.unique(np.concatenate(codes)), n)
+
+
+def probe_pairs(layout: BandLayout, simhashes: Sequence[int], *, max_bucket: int = 1000
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``(left[x], right[x])``, left < right, sorted, each once, whose band keys in some table
+    are within the layout's probe radius: the all-pairs form of `BandLayout.probe_keys`. Per probed key at
+    most ``max_bucket`` partners are taken (logged)."""
+    n = len(simhashes)
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return empty, empty
+    # Wider fingerprints stay Python ints (numpy has no 128-bit integers); every band key fits 64 bits.
+    keys = layout.key_values_many(np.array(simhashes, dtype=np.uint64) if layout.bits == 64 else simhashes)
+    codes: list[np.ndarray] = []
+    capped = 0
+    for t in range(layout.n_tables):
+        col = keys[:, t].astype(np.uint64)
+        order = np.argsort(col, kind="stable")
+        sorted_keys = col[order]
+        for r in range(layout.radius + 1):
+            for flips in combinations(range(layout.key_widths[t]), r):
+                probe = col ^ np.uint64(sum(1 << b for b in flips))
+                lo = np.searchsorted(sorted_keys, probe, "left")
+                cnt = np.searchsorted(sorted_keys, probe, "right") - lo
+                over = cnt > max_bucket
+                if over.any():
+                    capped += int(over.sum())
+                    cnt = np.minimum(cnt, max_bucket)
+                has = np.flatnonzero(cnt > (1 if r == 0 else 0))
+                if len(has) == 0:
+                    continue
+                c = cnt[has]
+                left = np.repeat(has, c)
+                starts = np.repeat(lo[has] - np.concatenate(([0], np.cumsum(c)[:-1])), c)
+                right = order[starts + np.arange(int(c.sum()))]
+                keep = left < right
+                codes.append(left[keep].astype(np.int64) * n + right[keep].astype(np.int64))
+        if codes:
+            codes = [np.unique(np.concatenate(codes))]
+    if capped:
+        log.warning("%d probed band values matched more than %d documents; only %d were compared",
+                    capped, max_bucket, max_bucket)
+    if not codes:
+        return empty, empty
+    return np.divmod(codes[0], n)

@@ -1,0 +1,187 @@
+"""The near-duplicate rule: the one place that decides whether two texts are near-duplicates.
+
+Every path that asks (ingest labels, `similar`, `dups`, `eval`, `diversify`, `search_diversified`) measures
+the pair and calls `decide` with the same `Thresholds`, so they give the same answer for the same pair.
+
+The rule, for two non-empty texts (an empty text matches nothing; callers leave empties out):
+
+1. Both carry a MinHash signature (every text under the default ``auto`` strategy): their character n-grams
+   decide. A pair is a near-duplicate when the MinHash estimate of its Jaccard is at least ``jaccard``, or the
+   estimated share of the smaller text's n-grams found in the other (containment) is at least
+   ``containment``. (With both of those switched off, the cosine alone decides, as in 2.)
+2. Both are short texts without signatures (documents written by an older esdedup under ``auto``): the TF
+   cosine alone decides.
+3. Otherwise (``simhash`` strategy): the SimHash Hamming distance is at most ``hamming_k`` and the TF
+   cosine is at least ``cosine``. Each test decides only where both texts carry what it needs (a search hit
+   may come without its vector); a pair that no test can answer is not a near-duplicate.
+4. Two documents that carry the same stored ``cluster_id`` are near-duplicates whatever their measures
+   (search-time only: the labels were decided by this rule when the documents were written).
+
+Cosines are float32 products of unit vectors; a cosine within 1e-6 below the threshold counts as reaching
+it, so ``cosine=1.0`` matches identical vectors however their floats were rounded on the way.
+
+Why n-grams decide when they can (measured with `esdedup synth` on real Chinese text, BENCHMARKS.md): a
+64-bit SimHash moves about 64 * angle / pi bits, so variants with 3 % of their characters edited sit 6-14
+bits apart on long texts, beyond any cheap band layout, and the hashed TF cosine of unrelated long texts
+comes close to that of edited variants; character-bigram Jaccard keeps the two far apart, long or short.
+
+The measures (`measure`, `minhash_estimates`, `row_cosines`) work on anything shaped like a stored
+document or a fingerprint (`Sketch`): no store, no client, no I/O.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .config import FingerprintConfig
+from .simhash import hamming_many
+from .thresholds import Thresholds
+
+__all__ = ["Measures", "Sketch", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
+
+#: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
+#: characters are "contained" in almost anything) ...
+MIN_CONTAINMENT_SHINGLES = 8
+#: ... and the larger has at most this many times as many (the estimate degrades with the size ratio).
+MAX_CONTAINMENT_RATIO = 4.0
+#: How far below the cosine threshold a float32 cosine may fall and still reach it (rounding).
+COSINE_TOLERANCE = 1e-6
+
+
+class Sketch(Protocol):
+    """What the rule reads of a text: a `Fingerprint` or a stored document (`esdedup.store.base.StoredDoc`)."""
+
+    @property
+    def simhash(self) -> int: ...
+    @property
+    def vector(self) -> np.ndarray: ...
+    @property
+    def empty(self) -> bool: ...
+    @property
+    def chars(self) -> int: ...
+    @property
+    def minhash(self) -> np.ndarray | None: ...
+    @property
+    def shingles(self) -> int: ...
+
+
+def has_signature(s: Sketch) -> bool:
+    return s.minhash is not None and s.shingles > 0
+
+
+def decide(t: Thresholds, *, hamming: ArrayLike, cosine: ArrayLike, jaccard: ArrayLike,
+           containment: ArrayLike, legacy_short: np.ndarray | bool = False,
+           same_cluster: np.ndarray | bool = False) -> np.ndarray:
+    """The rule of the module docstring over arrays of pairs (any shape that broadcasts).
+
+    ``hamming`` and ``cosine`` are NaN where a pair lacks what they need; ``jaccard`` and ``containment`` are
+    NaN where the two do not both carry a signature. ``legacy_short``: both are short texts without
+    signatures. ``same_cluster``: both carry the same stored cluster id. Returns a bool array.
+    """
+    ham, cos = np.asarray(hamming, dtype=np.float64), np.asarray(cosine, dtype=np.float64)
+    jac, cont = np.asarray(jaccard, dtype=np.float64), np.asarray(containment, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # NaN compares False, which is what an unknown measure means
+        signatures = ~np.isnan(jac)
+        by_ngrams = signatures & (t.jaccard is not None or t.containment is not None)
+        ngram_ok = _at_least(jac, t.jaccard) | _at_least(cont, t.containment)
+        cos_ok = _at_least(cos, None if t.cosine is None else t.cosine - COSINE_TOLERANCE)
+        ham_tested = ~np.isnan(ham) & (t.hamming_k is not None)
+        cos_tested = ~np.isnan(cos) & (t.cosine is not None)
+        ham_ok = ham <= (t.hamming_k if t.hamming_k is not None else np.inf)
+        simhash_ok = (ham_tested | cos_tested) & (~ham_tested | ham_ok) & (~cos_tested | cos_ok)
+    cosine_alone = (signatures | (np.asarray(legacy_short) & ~signatures)) & ~by_ngrams & (t.cosine is not None)
+    verdict = np.where(by_ngrams, ngram_ok, np.where(cosine_alone, cos_tested & cos_ok, simhash_ok))
+    return verdict | np.asarray(same_cluster, dtype=bool)
+
+
+def _at_least(values: np.ndarray, threshold: float | None) -> np.ndarray:
+    if threshold is None:
+        return np.zeros(values.shape, dtype=bool)
+    return values >= threshold
+
+
+def is_duplicate(hamming: int | None, cosine: float | None, t: Thresholds, ngram: bool = False, *,
+                 jaccard: float | None = None, containment: float | None = None) -> bool:
+    """`decide` for one pair. ``ngram``: both texts are on the n-gram path (they carry signatures, then
+    ``jaccard``/``containment`` are their estimates; or they are legacy short texts, then those are None)."""
+    nan = float("nan")
+    return bool(decide(t, hamming=np.float64(nan if hamming is None else hamming),
+                       cosine=np.float64(nan if cosine is None else cosine),
+                       jaccard=np.float64(nan if jaccard is None or not ngram else jaccard),
+                       containment=np.float64(nan if containment is None or not ngram else containment),
+                       legacy_short=ngram and jaccard is None))
+
+
+@dataclass
+class Measures:
+    """Every measure between one text and each of several (arrays of one length)."""
+
+    hamming: np.ndarray  # int64
+    cosine: np.ndarray  # float32, clipped to [0, 1]
+    jaccard: np.ndarray  # float64, NaN where not both carry signatures
+    containment: np.ndarray  # float64, likewise
+    legacy_short: np.ndarray  # bool
+
+    @property
+    def ngram(self) -> np.ndarray:
+        """Pairs on the n-gram path: both carry signatures, or both are legacy short texts."""
+        return ~np.isnan(self.jaccard) | self.legacy_short
+
+    def decide(self, t: Thresholds) -> np.ndarray:
+        return decide(t, hamming=self.hamming, cosine=self.cosine, jaccard=self.jaccard,
+                      containment=self.containment, legacy_short=self.legacy_short)
+
+
+def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Measures:
+    """Hamming, cosine, n-gram estimates and the legacy-short mask of ``a`` against each of ``docs``."""
+    n = len(docs)
+    if not n:
+        empty = np.zeros(0)
+        return Measures(np.zeros(0, dtype=np.int64), empty.astype(np.float32), empty, empty, np.zeros(0, bool))
+    hams = hamming_many(a.simhash, [d.simhash for d in docs], config.bits)
+    coss = row_cosines(np.stack([d.vector for d in docs]).astype(np.float32),
+                       np.asarray(a.vector, dtype=np.float32)[None, :])
+    jac = np.full(n, np.nan)
+    cont = np.full(n, np.nan)
+    legacy = np.zeros(n, dtype=bool)
+    if has_signature(a):
+        sel = np.flatnonzero(np.fromiter((has_signature(d) for d in docs), dtype=bool, count=n))
+        if len(sel):
+            sigs = np.stack([docs[int(i)].minhash for i in sel])  # type: ignore[misc]
+            jac[sel], cont[sel] = minhash_estimates(a.minhash, a.shingles, sigs,  # type: ignore[arg-type]
+                                                    np.array([docs[int(i)].shingles for i in sel]))
+    elif not config.gets_simhash_bands(a.chars):
+        legacy = np.array([not has_signature(d) and not config.gets_simhash_bands(d.chars) for d in docs],
+                          dtype=bool)
+    return Measures(hams, coss, jac, cont, legacy)
+
+
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of unit float32 vectors, clipped to [0, 1]. Every path computes cosines here,
+    the same products summed the same way, so `similar` and `dups` agree to the last bit."""
+    return np.clip((a * b).sum(axis=1, dtype=np.float32), 0.0, 1.0)
+
+
+def minhash_estimates(sig: np.ndarray, n: int, sigs: np.ndarray, ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MinHash estimates for one text against several: (Jaccard, containment).
+
+    Jaccard is the share of equal signature positions. Containment, the share of the smaller n-gram set
+    found in the other, follows from it and the set sizes: ``|A & B| = J / (1 + J) * (|A| + |B|)``; it is
+    0 where the smaller set is too small or the sizes too far apart for the estimate to mean anything
+    (`MIN_CONTAINMENT_SHINGLES`, `MAX_CONTAINMENT_RATIO`)."""
+    sigs = np.asarray(sigs).reshape(len(ns), -1)
+    jac = (sigs == np.asarray(sig)[None, :]).mean(axis=1)
+    return jac, containment_estimate(jac, np.full(len(ns), n), ns)
+
+
+def containment_estimate(jac: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
+    """Estimated containment from estimated Jaccard and the two n-gram set sizes (see `minhash_estimates`)."""
+    n_a, n_b = np.asarray(n_a, dtype=np.float64), np.asarray(n_b, dtype=np.float64)
+    lo, hi = np.minimum(n_a, n_b), np.maximum(n_a, n_b)
+    ok = (lo >= MIN_CONTAINMENT_SHINGLES) & (hi <= MAX_CONTAINMENT_RATIO * lo)
+    inter = jac / (1.0 + jac) * (n_a + n_b)
+    return np.where(ok, np.minimum(1.0, inter / np.maximum(lo, 1.0)), 0.0)

@@ -1,0 +1,148 @@
+"""`Thresholds`: the values of the near-duplicate rule, one object for every path that applies it.
+
+An index's `FingerprintConfig` carries its thresholds (``hamming_k``, ``cosine_threshold``,
+``jaccard_threshold``, ``containment_threshold``); a caller may override some of them. Both are folded into
+one `Thresholds` here, validated once, and handed to the rule (`esdedup.rule`) by ingest, `similar`,
+`dups`, `diversify` and `search_diversified` alike.
+
+A threshold of None switches its test off. "Use the index's value" is never a value: it is what
+`Thresholds.from_config` does for every threshold it is not given, and what a function taking
+``thresholds=None`` does for all of them.
+
+>>> from esdedup.config import FingerprintConfig
+>>> t = Thresholds.from_config(FingerprintConfig(), jaccard=0.6)
+>>> (t.hamming_k, t.cosine, t.jaccard, t.containment)
+(3, 0.8, 0.6, 0.8)
+>>> Thresholds.from_config(FingerprintConfig(), cosine=None).cosine is None
+True
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import FingerprintConfig
+from .errors import ConfigError
+
+__all__ = ["ThresholdOverrides", "Thresholds", "resolve_thresholds"]
+
+
+class _Unset:
+    """The private marker of a threshold `Thresholds.from_config` was not given."""
+
+    def __repr__(self) -> str:
+        return "<from the config>"
+
+
+_UNSET: Any = _Unset()
+#: The names a caller may override, in the order of `Thresholds`' fields.
+NAMES = ("hamming_k", "cosine", "jaccard", "containment")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What counts as a near-duplicate (see `esdedup.rule` for how the four values combine).
+
+    Args:
+        hamming_k: the largest SimHash Hamming distance of a pair judged on its SimHash, or None (off).
+        cosine: the smallest TF-vector cosine of such a pair (and of two legacy short texts), or None.
+        jaccard: the smallest estimated character n-gram Jaccard of two texts with MinHash signatures, or None.
+        containment: the smallest estimated share of the smaller text's n-grams found in the other, or None.
+
+    Raises:
+        ConfigError: a value of the wrong type or out of range, or neither ``hamming_k`` nor ``cosine``.
+    """
+
+    hamming_k: int | None = None
+    cosine: float | None = None
+    jaccard: float | None = None
+    containment: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.hamming_k is not None:
+            if isinstance(self.hamming_k, bool) or not isinstance(self.hamming_k, numbers.Integral) \
+                    or not 0 <= self.hamming_k <= 128:
+                raise ConfigError(f"hamming_k must be a whole number from 0 to 128, or None, got {self.hamming_k!r}")
+            object.__setattr__(self, "hamming_k", int(self.hamming_k))
+        for name in ("cosine", "jaccard", "containment"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value)) \
+                    or not 0.0 < float(value) <= 1.0:
+                raise ConfigError(f"{name} threshold must be a number in (0, 1], or None, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if self.hamming_k is None and self.cosine is None:
+            raise ConfigError("give a Hamming distance, a cosine threshold, or both: with neither, pairs "
+                              "without MinHash signatures could never be near-duplicates")
+
+    @classmethod
+    def from_config(cls, config: FingerprintConfig, *, hamming_k: int | None = _UNSET,
+                    cosine: float | None = _UNSET, jaccard: float | None = _UNSET,
+                    containment: float | None = _UNSET) -> Thresholds:
+        """The config's thresholds, with the ones given here in their place (None switches a test off).
+
+        A containment threshold of 0 means off, as in the config.
+        """
+        values: dict[str, Any] = {
+            "hamming_k": config.hamming_k if hamming_k is _UNSET else hamming_k,
+            "cosine": config.cosine_threshold if cosine is _UNSET else cosine,
+            "jaccard": config.jaccard_threshold if jaccard is _UNSET else jaccard,
+            "containment": config.containment_threshold if containment is _UNSET else containment,
+        }
+        if values["containment"] == 0:
+            values["containment"] = None
+        return cls(**values)
+
+    def check_band_guarantee(self, config: FingerprintConfig) -> None:
+        """Band lookups only guarantee pairs up to the index's ``hamming_k``: a larger one would silently
+        miss pairs, so the paths that look candidates up refuse it (`diversify` compares every pair and
+        takes any)."""
+        if self.hamming_k is not None and self.hamming_k > config.hamming_k:
+            raise HammingBeyondIndex(self.hamming_k, config.hamming_k)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in NAMES}
+
+
+class HammingBeyondIndex(ConfigError):
+    """A Hamming threshold larger than the index's band layout can guarantee."""
+
+    def __init__(self, requested: int, index_k: int) -> None:
+        super().__init__(f"a Hamming distance of {requested} is larger than the index's hamming_k {index_k}; "
+                         "band lookups cannot guarantee it (build the index again with a larger hamming_k)")
+        self.requested = requested
+        self.index_k = index_k
+
+
+@dataclass(frozen=True)
+class ThresholdOverrides:
+    """Some thresholds given explicitly (a command line's options), the rest to come from the index's config
+    once it is known: ``ThresholdOverrides(jaccard=0.6).for_config(config)``.
+
+    Only the names given are stored; None given for a name switches that test off."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(NAMES))
+        if unknown:
+            raise ConfigError(f"unknown threshold(s): {', '.join(unknown)} (known: {', '.join(NAMES)})")
+        object.__setattr__(self, "values", dict(values))
+
+    def for_config(self, config: FingerprintConfig) -> Thresholds:
+        return Thresholds.from_config(config, **self.values)
+
+
+def resolve_thresholds(given: Thresholds | ThresholdOverrides | None, config: FingerprintConfig) -> Thresholds:
+    """The thresholds in force: ``given`` itself, the overrides applied to the config, or the config's own."""
+    if isinstance(given, Thresholds):
+        return given
+    if isinstance(given, ThresholdOverrides):
+        return given.for_config(config)
+    if given is None:
+        return Thresholds.from_config(config)
+    raise ConfigError(f"thresholds must be a Thresholds or ThresholdOverrides, got {type(given).__name__}")
