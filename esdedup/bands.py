@@ -26,19 +26,23 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
 from math import comb
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import ConfigError
 
-if TYPE_CHECKING:
-    from .config import FingerprintConfig
-
+#: SimHash widths esdedup supports.
+WIDTHS = (64, 128)
 #: Largest number of tables a layout may have (each table is one keyword field).
 MAX_TABLES = 64
 #: Largest number of keys one lookup may probe (each is one term in the query).
 MAX_PROBES = 4096
+
+
+def check_bits(bits: int) -> None:
+    """Raise ConfigError unless ``bits`` is a supported SimHash width."""
+    if bits not in WIDTHS:
+        raise ConfigError(f"bits must be 64 or 128, got {bits}")
 
 
 def required_radius(blocks: int, key_blocks: int, k: int) -> int:
@@ -86,8 +90,7 @@ class BandLayout:
     radius: int = 0
 
     def __post_init__(self) -> None:
-        if self.bits not in (64, 128):
-            raise ConfigError(f"bits must be 64 or 128, got {self.bits}")
+        check_bits(self.bits)
         if self.k < 0:
             raise ConfigError(f"k must be >= 0, got {self.k}")
         if not 1 <= self.blocks <= self.bits:
@@ -127,11 +130,11 @@ class BandLayout:
         return cls(bits, k, blocks, key_blocks, required_radius(blocks, key_blocks, k))
 
     @classmethod
-    def from_config(cls, config: FingerprintConfig) -> BandLayout:
-        blocks = config.band_blocks or config.hamming_k + 1
-        key_blocks = config.band_key_blocks or max(1, blocks - config.hamming_k)
-        radius = config.probe_radius
-        return cls(config.bits, config.hamming_k, blocks, key_blocks, radius)
+    def for_settings(cls, bits: int, k: int, blocks: int = 0, key_blocks: int = 0, radius: int = 0) -> BandLayout:
+        """The layout of a fingerprint config's band settings, where 0 means the default: ``k + 1`` blocks
+        (pigeonhole) and ``blocks - k`` blocks per key (one table per way to leave k blocks out)."""
+        blocks = blocks or k + 1
+        return cls(bits, k, blocks, key_blocks or max(1, blocks - k), radius)
 
     @classmethod
     def choose(cls, bits: int, k: int, n_docs: int, *, max_tables: int = 16, max_probes: int = 512,

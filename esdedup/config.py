@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .bands import BandLayout, check_bits
 from .errors import ConfigError
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
@@ -158,12 +159,9 @@ class FingerprintConfig:
                           "version's; ingest the documents of such an index again into a new index")
             raise bad(f"config schema {self.schema} is not supported (this esdedup reads {SCHEMA_VERSION}); "
                       "upgrade esdedup")
-        if self.bits not in (64, 128):
-            raise bad(f"bits must be 64 or 128, got {self.bits}")
+        check_bits(self.bits)
         if not 0 <= self.hamming_k < self.bits // 2:
             raise bad(f"hamming_k must be between 0 and {self.bits // 2 - 1}, got {self.hamming_k}")
-        if self.tokenizer not in TOKENIZERS:
-            raise bad(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
         if self.weighting not in WEIGHTINGS:
             raise bad(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
         if self.weighting == "tfidf" and self.idf_path is None and self.idf_sha256 is None:
@@ -211,10 +209,10 @@ class FingerprintConfig:
         make an unstable SimHash whose band values collide at random)."""
         return self.strategy == "simhash" or (self.strategy == "auto" and chars >= self.short_text_chars)
 
-    def band_layout(self):  # -> BandLayout; imported lazily to keep config free of numpy at import
-        from .bands import BandLayout
-
-        return self.derived("band_layout", lambda: BandLayout.from_config(self))
+    def band_layout(self) -> BandLayout:
+        """The band layout of this config's SimHash band settings (built once per config)."""
+        return self.derived("band_layout", lambda: BandLayout.for_settings(
+            self.bits, self.hamming_k, self.band_blocks, self.band_key_blocks, self.probe_radius))
 
     def derived(self, name: str, make: Callable[[], Any]) -> Any:
         """A value computed from this (immutable) config once and kept on the instance: hot paths ask for

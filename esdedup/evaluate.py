@@ -172,7 +172,7 @@ class LabelledCandidates:
         self.found = np.zeros(n, dtype=bool)
         self.ham = np.full(n, 1 << 20, dtype=np.int64)
         self.cos = np.zeros(n)
-        self.short = np.zeros(n, dtype=bool)
+        self.ngram = np.zeros(n, dtype=bool)
         self.jac = np.full(n, np.nan)
         self.cont = np.full(n, np.nan)
         for i, lab in enumerate(self.labels):
@@ -180,7 +180,7 @@ class LabelledCandidates:
             if p is None:
                 continue
             self.found[i] = True
-            self.ham[i], self.cos[i], self.short[i] = p.hamming, p.cosine, p.ngram
+            self.ham[i], self.cos[i], self.ngram[i] = p.hamming, p.cosine, p.ngram
             if p.jaccard is not None:
                 self.jac[i] = p.jaccard
             if p.containment is not None:
@@ -188,10 +188,10 @@ class LabelledCandidates:
 
     def predict(self, s: Setting) -> np.ndarray:
         """Which labelled pairs the rule (`esdedup.rule.decide`) accepts under ``s``."""
-        signatures = np.where(self.short, self.jac, np.nan)
+        signatures = np.where(self.ngram, self.jac, np.nan)
         return self.found & decide(s, hamming=self.ham, cosine=self.cos, jaccard=signatures,
-                                   containment=np.where(self.short, self.cont, np.nan),
-                                   legacy_short=self.short & np.isnan(self.jac))
+                                   containment=np.where(self.ngram, self.cont, np.nan),
+                                   legacy_short=self.ngram & np.isnan(self.jac))
 
     def scores(self, pred: np.ndarray, mask: np.ndarray | None = None) -> Scores:
         y = self.y if mask is None else self.y[mask]

@@ -6,7 +6,7 @@ a batch (`fingerprint_many`) does the vote sums for all documents in one numpy p
 """
 from __future__ import annotations
 
-from collections import Counter, _count_elements  # type: ignore[attr-defined]
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
@@ -17,8 +17,8 @@ import numpy as np
 from . import minhash as mh
 from .bands import BandLayout
 from .config import FingerprintConfig
-from .errors import ConfigError, InputError
-from .features import char_shingles, count_filtered, term_of, term_weights, terms
+from .errors import InputError
+from .features import char_shingles, term_of, term_weights
 from .hashing import token_digest
 from .normalize import normalize
 from .resources import Resources, load_resources
@@ -44,11 +44,11 @@ class Fingerprint:
         tf: exact term weights (for exact cosine and the novel measures).
         length: number of terms after filtering.
         empty: True when the text had no words at all.
-        lsh: MinHash LSH band keys when the short-text path applies, else empty.
-        minhash: the MinHash signature when the short-text path applies, else None.
+        lsh: MinHash LSH band keys when the config gives texts signatures (`FingerprintConfig.gets_signatures`), else empty.
+        minhash: the MinHash signature likewise, else None.
         chars: normalised characters.
         shingles: distinct character n-grams behind ``minhash`` (0 when there is no signature); with the
-            signature it gives the containment estimate of the short-text rule.
+            signature it gives the containment estimate of the n-gram rule (`esdedup.rule`).
     """
 
     simhash: int
@@ -200,7 +200,6 @@ class Fingerprinter:
         self.layout: BandLayout = self.config.band_layout()
         self.tokenizer = Tokenizer(self.config.tokenizer, self.resources.user_words)
         self._table = _TermTable(self.config.bits, self.config.dims)
-        self._term_cache: dict[str, str | None] = {}
         # Raw token -> code: 2 * row when the token is itself a term (the usual case), 2 * row + 1 when it
         # stands for another term (a synonym, or spaces stripped), -1 when it is no term (punctuation, a
         # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
@@ -213,46 +212,19 @@ class Fingerprinter:
                              "(esdedup.readers.decode_bytes)")
         return normalize(text, t2s=self.config.t2s)
 
-    def _terms_of_normalized(self, norm: str) -> Iterable[list[str]]:
-        cfg, res = self.config, self.resources
-        if cfg.tokenizer == "char":
-            # Shingles must not be cut at piece borders, so the whole text goes at once; char configs are
-            # meant for short texts and a 50 MB document still makes only one list of n-grams.
-            yield char_shingles(norm, cfg.shingle)
-            return
-        for piece in iter_pieces(norm):
-            yield terms(self.tokenizer.cut(piece), res.stopwords, res.synonyms)
-
     def terms(self, text: str) -> list[str]:
         """The filtered term sequence of a text (what the weights count; used for containment)."""
-        out: list[str] = []
-        for piece in self._terms_of_normalized(self.normalize(text)):
-            out.extend(piece)
+        table, out = self._table, list[str]()
+        for tokens in self._token_lists(self.normalize(text)):
+            out.extend(table.terms[code >> 1] for code in self._token_codes(tokens) if code >= 0)
         return out
 
     def term_counts(self, text: str) -> Counter[str]:
-        """Term -> count for a text (filtered like `terms`)."""
-        return self._counts_of_normalized(self.normalize(text))
-
-    def _counts_of_normalized(self, norm: str) -> Counter[str]:
-        cfg, res = self.config, self.resources
-        if cfg.tokenizer == "char":
-            return Counter(char_shingles(norm, cfg.shingle))
-        raw: Counter[str] = Counter()
-        for piece in iter_pieces(norm):
-            raw.update(self.tokenizer.cut(piece))
-        if len(self._term_cache) > MAX_CACHED_TERMS:
-            self._term_cache.clear()
-        return count_filtered(raw, res.stopwords, res.synonyms, self._term_cache)
-
-    # -- fingerprints ------------------------------------------------------------------------------
-    def _prepare(self, text: str) -> tuple[dict[str, float], int, str]:
-        norm = self.normalize(text)
-        counts = self._counts_of_normalized(norm)
-        return term_weights(counts, self.config.weighting, self.resources.idf), sum(counts.values()), norm
+        """Term -> count for a text (filtered like `terms`), in first-occurrence order."""
+        return Counter(self.terms(text))
 
     def _minhash_parts(self, norms: Sequence[str]) -> list[tuple[list[str], np.ndarray | None, int]]:
-        """(LSH band keys, MinHash signature, number of distinct n-grams) of each text on the short-text path,
+        """(LSH band keys, MinHash signature, number of distinct n-grams) of each text that gets a signature,
         all computed in one batch."""
         cfg = self.config
         out: list[tuple[list[str], np.ndarray | None, int]] = [([], None, 0)] * len(norms)
@@ -316,7 +288,7 @@ class Fingerprinter:
         ends = np.cumsum(kept).tolist()
         out, start = [], 0
         starts = [0, *ends[:-1]]
-        short_parts = self._minhash_parts([norm if ends[i] > starts[i] else "" for i, norm in enumerate(norms)])
+        minhash_parts = self._minhash_parts([norm if ends[i] > starts[i] else "" for i, norm in enumerate(norms)])
         for i, norm in enumerate(norms):
             end = ends[i]
             if end == start:
@@ -324,7 +296,7 @@ class Fingerprinter:
                 continue
             tf = _TermWeights(table.terms, rows[start:end], weights[start:end])
             start = end
-            lsh, sig, n_shingles = short_parts[i]
+            lsh, sig, n_shingles = minhash_parts[i]
             out.append(Fingerprint(simhashes[i], self._band_keys(simhashes[i], norm), vectors[i], tf, lengths[i],
                                    lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits, shingles=n_shingles))
         return out
@@ -346,13 +318,7 @@ class Fingerprinter:
 
     def _factor(self, term: str) -> float:
         """What one occurrence of a term weighs (`term_weights` is count x this factor)."""
-        if self.config.weighting == "tf_length":
-            return float(len(term))
-        if self.config.weighting == "tfidf":
-            if self.resources.idf is None:
-                raise ConfigError("tfidf weighting needs a DocumentFrequency table")
-            return self.resources.idf.idf(term)
-        return 1.0
+        return term_weights({term: 1}, self.config.weighting, self.resources.idf)[term]
 
     def _token_lists(self, norm: str) -> Iterable[list[str]]:
         """The raw tokens of a normalised text: one list, or one per piece of a long text."""
@@ -382,10 +348,10 @@ class Fingerprinter:
         each text's in first-occurrence order (as `count_filtered` gives them); their counts; and how many
         terms each text has."""
         table = self._table
-        per_text: list[dict[int, int]] = []
+        per_text: list[Counter[int]] = []
         known = self._codes
         for norm in norms:
-            counts: dict[int, int] = {}  # code -> count, in first-occurrence order
+            counts: Counter[int] = Counter()  # code -> count, in first-occurrence order
             pieces = self._token_lists(norm)
             if isinstance(pieces, list) and len(pieces) == 1:  # the usual case: count codes straight away
                 tokens = pieces[0]
@@ -394,10 +360,10 @@ class Fingerprinter:
                     found = itemgetter(*tokens)(known) if len(tokens) > 1 else [known[t] for t in tokens]
                 except KeyError:
                     found = self._token_codes(tokens)
-                _count_elements(counts, found)
+                counts.update(found)
             else:
                 for tokens in pieces:
-                    _count_elements(counts, self._token_codes(tokens))
+                    counts.update(self._token_codes(tokens))
             counts.pop(-1, None)  # not terms
             per_text.append(counts)
         table.flush()
@@ -448,7 +414,7 @@ def _vote_sums(table: _TermTable, rows: np.ndarray, weights: np.ndarray, owner: 
     return sums
 
 
-def _merge_mapped(per_text: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _merge_mapped(per_text: Sequence[Mapping[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes (even: ``2 * row``), counts and sizes with the counts of each row added up per text, rows in
     the order of their first code."""
     codes: list[int] = []

@@ -9,10 +9,10 @@ field                       type            meaning
 ==========================  ==============  ==================================================================
 dedup.simhash               keyword         SimHash as fixed-width lowercase hex (16 chars for 64 bits)
 dedup.band_<i>              keyword         band key of table i, ``"<i>:<hex>"``; equal keys = candidate pair
-dedup.lsh_<i>               keyword         MinHash LSH band i for short texts, ``"m<i>:<hex>"``
+dedup.lsh_<i>               keyword         MinHash LSH band i (texts with a signature), ``"m<i>:<hex>"``
 dedup.vector                dense_vector    hashed TF vector, unit length, cosine similarity
-dedup.minhash               binary          short texts: MinHash signature, little-endian uint32s (base64)
-dedup.shingles              integer         short texts: distinct character n-grams behind the signature
+dedup.minhash               binary          MinHash signature, little-endian uint32s (base64)
+dedup.shingles              integer         distinct character n-grams behind the signature
 dedup.tokens                integer         terms after filtering (document length)
 dedup.chars                 integer         normalised characters
 dedup.empty                 boolean         true when the text has no words (never matches anything)
@@ -34,7 +34,7 @@ import numpy as np
 
 from .config import FingerprintConfig
 from .fingerprint import Fingerprint
-from .simhash import from_hex, to_hex
+from .simhash import to_hex
 
 DEDUP = "dedup"
 SIMHASH = "dedup.simhash"
@@ -155,7 +155,7 @@ def dedup_source(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: st
         d["shingles"] = fp.shingles
     for name, key in zip(band_fields(config), fp.bands, strict=False):  # an empty text has no bands
         d[name] = key
-    for name, key in zip(lsh_fields(config), fp.lsh, strict=False):  # only short texts have LSH keys
+    for name, key in zip(lsh_fields(config), fp.lsh, strict=False):  # only texts with a signature have LSH keys
         d[name] = key
     if normalized_sha1:
         d["content_sha1"] = normalized_sha1
@@ -171,11 +171,3 @@ def decode_minhash(text: str | None) -> np.ndarray | None:
     if not text:
         return None
     return np.frombuffer(base64.b64decode(text), dtype="<u4").astype(np.uint32)
-
-
-def fingerprint_parts(dedup: dict[str, Any], config: FingerprintConfig) -> tuple[int, np.ndarray, bool]:
-    """(simhash, vector, empty) back from a stored ``dedup`` object."""
-    empty = bool(dedup.get("empty", False))
-    vec = dedup.get("vector")
-    vector = np.asarray(vec, dtype=np.float32) if vec is not None else np.zeros(config.dims, dtype=np.float32)
-    return from_hex(dedup.get("simhash", "0")), vector, empty

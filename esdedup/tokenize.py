@@ -6,7 +6,7 @@ another. Segmentation of very long text goes piece by piece (`iter_pieces`), whi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from .errors import ConfigError
 
@@ -70,8 +70,3 @@ class Tokenizer:
         for piece in iter_pieces(text):
             out.extend(self._cut(piece))
         return out
-
-    def cut_pieces(self, text: str) -> Iterable[list[str]]:
-        """Segment piece by piece (bounded memory for huge documents)."""
-        for piece in iter_pieces(text):
-            yield self._cut(piece)

@@ -24,7 +24,7 @@ class StoredDoc:
     """The parts of a stored document that lookups and verification need (never the full text).
 
     ``minhash`` (uint32 signature) and ``shingles`` (distinct character n-grams behind it) are set for
-    documents on the short-text path, and None / 0 otherwise."""
+    documents with a MinHash signature (`FingerprintConfig.gets_signatures`), and None / 0 otherwise."""
 
     id: str
     simhash: int

@@ -319,9 +319,6 @@ class LocalStore:
                                        (*[min_count] * len(tables), limit)).fetchall()
         return [(k, int(n)) for k, n in rows]
 
-    def iter_ids(self) -> Iterator[str]:
-        yield from (r[0] for r in self._connect().execute("SELECT id FROM docs ORDER BY id"))
-
     def labels(self) -> dict[str, tuple[str | None, str | None]]:
         rows = self._connect().execute("SELECT id, cluster_id, duplicate_of FROM docs")
         return {i: (c, d) for i, c, d in rows}
