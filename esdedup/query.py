@@ -21,16 +21,19 @@ VECTOR_SOURCE = ["dedup.vector", "dedup.minhash"]
 def band_query(probe: Mapping[str, Sequence[str]], *, filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The query part of a band lookup.
 
-    >>> band_query({"band_0": ["0:ab"], "band_1": ["1:cd", "1:ce"]})["bool"]["should"]
-    [{'term': {'dedup.band_0': '0:ab'}}, {'terms': {'dedup.band_1': ['1:cd', '1:ce']}}]
+    >>> band_query({"band_0": ["0:ab"], "band_1": ["1:cd", "1:ce"]})["bool"]["should"]  # doctest: +NORMALIZE_WHITESPACE
+    [{'constant_score': {'filter': {'term': {'dedup.band_0': '0:ab'}}}},
+     {'constant_score': {'filter': {'terms': {'dedup.band_1': ['1:cd', '1:ce']}}}}]
     """
     should: list[dict[str, Any]] = []
     for name, keys in probe.items():
         field = f"{DEDUP}.{name}"
+        # Each field a document shares scores 1, so a lookup's score is its number of shared band fields
+        # (what `Store.lookup` ranks candidates by), not a relevance guess.
         if len(keys) == 1:
-            should.append({"term": {field: keys[0]}})
+            should.append({"constant_score": {"filter": {"term": {field: keys[0]}}}})
         elif keys:
-            should.append({"terms": {field: list(keys)}})
+            should.append({"constant_score": {"filter": {"terms": {field: list(keys)}}}})
     query: dict[str, Any] = {"bool": {"should": should, "minimum_should_match": 1}}
     if filters:
         query["bool"]["filter"] = list(filters)
@@ -41,7 +44,8 @@ def lookup_body(probe: Mapping[str, Sequence[str]], *, size: int = 1000,
                 filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """A full ``_search`` body for one band lookup (also one entry of an ``_msearch``)."""
     return {"size": size, "query": band_query(probe, filters=filters), "_source": VECTOR_SOURCE,
-            "docvalue_fields": FINGERPRINT_FIELDS, "track_total_hits": False, "sort": ["_doc"]}
+            "docvalue_fields": FINGERPRINT_FIELDS, "track_total_hits": False,
+            "sort": [{"_score": "desc"}, "_doc"]}
 
 
 def msearch_body(index: str, probes: Sequence[Mapping[str, Sequence[str]]], *, size: int = 1000,

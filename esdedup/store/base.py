@@ -92,7 +92,8 @@ class Store(Protocol):
         ...
 
     def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
-        """For each probe, the stored documents that match any of its band keys (at most ``limit``)."""
+        """For each probe, the stored documents that match any of its band keys: at most ``limit``, those
+        sharing the most keys with the probe (the most likely near-duplicates) when more match."""
         ...
 
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -264,12 +265,13 @@ class LocalStore:
         out = []
         for probe in probes:
             keys = sorted({k for keys in probe.values() for k in keys})
-            ids: list[str] = []
+            shared: Counter[str] = Counter()
             for chunk in _chunks(keys, _MAX_PARAMS // 2):
                 marks = ",".join("?" * len(chunk))
-                q = f"SELECT id FROM bands WHERE key IN ({marks}) UNION SELECT id FROM lsh WHERE key IN ({marks})"
-                ids.extend(r[0] for r in db.execute(q, chunk + chunk))
-            ids = sorted(set(ids))[:limit]
+                q = f"SELECT id FROM bands WHERE key IN ({marks}) UNION ALL SELECT id FROM lsh WHERE key IN ({marks})"
+                shared.update(r[0] for r in db.execute(q, chunk + chunk))
+            # The documents sharing the most keys first (ties by id), as the Elasticsearch store ranks them.
+            ids = sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])
         return out

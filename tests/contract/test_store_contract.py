@@ -252,3 +252,27 @@ def test_local_store_of_an_older_schema_is_refused_clearly(tmp_path):
     db.close()
     with pytest.raises(StoreError, match="older esdedup .*ingest the documents again"):
         LocalStore("old", data).open(None, create=False)
+
+
+def test_crowded_lookups_keep_the_nearest_candidates_and_say_they_were_cut(new_store):
+    """Among 60 near-identical texts, a lookup cut at 10 candidates keeps the exact copy of the probe (it
+    shares every key), and `similar` says the candidates were cut (issue: the exact copy was lost when the
+    cut was in id order)."""
+    fper = Fingerprinter(CONFIG)
+    base = "国务院台办发言人在例行新闻发布会上宣布，台湾居民明日起持台胞证可直接通关，无需另行办理签注。"
+    texts = [f"{i:03d}号转载：" + base for i in range(60)]
+    texts.append(base)  # the exact copy of the probe, with the largest id
+    ids = [f"a{i:03d}" for i in range(60)] + ["z-copy"]
+    store = new_store()
+    store.open(CONFIG)
+    fps = fper.fingerprint_many(texts)
+    assert all(r.ok for r in store.write(NewDoc(i, fp, {"text": t}, content_sha1(t))
+                                         for i, t, fp in zip(ids, texts, fps)))
+    store.refresh()
+    probe_fp = fper.fingerprint(base)
+    found = store.lookup([probe_for(probe_fp, CONFIG)], limit=10)[0]
+    assert len(found) == 10 and "z-copy" in {d.id for d in found}
+    answer = similar(store, [probe_fp], top=5, limit=10)[0]
+    assert answer.truncated and answer[0].id == "z-copy" and answer[0].jaccard == 1.0
+    complete = similar(store, [probe_fp], top=5, limit=1000)[0]
+    assert not complete.truncated and complete[0].id == "z-copy"
