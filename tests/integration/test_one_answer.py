@@ -1,0 +1,84 @@
+"""One near-duplicate answer everywhere, on a real node: for every pair `dups` reports on an ingest-labelled
+index of short and long texts, `diversify(hits)`, `search_diversified` and Elasticsearch's `collapse` on
+`dedup.cluster_id` keep one of the two, with all their defaults (no threshold anywhere)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from esdedup import diversify
+from esdedup.api import all_pairs
+from esdedup.ingest import IngestOptions, ingest
+from esdedup.search import index_config, search_diversified
+from esdedup.store.elastic import ElasticStore
+from tests.corpus import make_corpus
+
+pytestmark = pytest.mark.es
+
+
+@pytest.fixture(scope="module")
+def labelled(es_client, tmp_path_factory):
+    """An index ingested in label mode (default config): short texts (1-3 sentences, under 200
+    characters) and long ones (8-14 sentences), each with planted near-duplicates; and its dups pairs."""
+    short, _ = make_corpus(300, 70, seed=21, sentences=(1, 3))
+    long, _ = make_corpus(150, 40, seed=22, sentences=(8, 14))
+    docs = [{**d, "id": "s" + d["id"]} for d in short] + [{**d, "id": "l" + d["id"]} for d in long]
+    work = tmp_path_factory.mktemp("one-answer")
+    path = work / "docs.jsonl"
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
+    index = "esdedup-one-answer"
+    store = ElasticStore(es_client, index, shards=2, replicas=0)
+    store.drop()
+    summary = ingest([path], store, None, IngestOptions(workers=1, dead_letter=work / "dl.jsonl"))
+    assert summary.ok and summary.indexed == len(docs)
+    report = all_pairs(store)
+    yield index, report.pairs
+    store.drop()
+
+
+def _search(es_client, index, pair, **kwargs):
+    return es_client.search(index=index, query={"ids": {"values": [pair.a, pair.b]}}, sort=["_doc"], **kwargs)
+
+
+def test_dups_finds_short_and_long_pairs(labelled):
+    _, pairs = labelled
+    assert sum(p.a.startswith("s") for p in pairs) >= 50 and sum(p.a.startswith("l") for p in pairs) >= 30
+
+
+def test_diversify_keeps_one_of_every_pair_dups_reports(es_client, labelled):
+    index, pairs = labelled
+    config = index_config(es_client, index)
+    kept_both = [p for p in pairs
+                 if len(diversify(_search(es_client, index, p)["hits"]["hits"], config=config)) != 1]
+    assert kept_both == []
+
+
+def test_search_diversified_keeps_one_of_every_pair_with_no_arguments(es_client, labelled):
+    index, pairs = labelled
+    kept_both = []
+    for p in pairs:
+        resp = search_diversified(es_client, index, {"query": {"ids": {"values": [p.a, p.b]}}}, size=2)
+        if len(resp["hits"]["hits"]) != 1:
+            kept_both.append(p)
+    assert kept_both == []
+
+
+def test_collapse_on_cluster_id_keeps_one_of_every_pair_right_after_ingest(es_client, labelled):
+    index, pairs = labelled
+    kept_both = [p for p in pairs
+                 if len(_search(es_client, index, p, collapse={"field": "dedup.cluster_id"})["hits"]["hits"]) != 1]
+    assert kept_both == []
+
+
+def test_search_diversified_asks_only_for_the_small_dedup_fields(es_client, labelled):
+    index, _ = labelled
+    resp = search_diversified(es_client, index, {"query": {"match": {"text": "经济"}}}, size=20)
+    assert resp["hits"]["hits"]
+    for hit in resp["hits"]["hits"]:
+        dedup = hit["_source"].get("dedup", {})
+        assert not any(k.startswith(("band_", "lsh_")) or k == "vector" for k in dedup), sorted(dedup)
+        assert "text" in hit["_source"]
+    # A caller that names its own _source gets exactly that back: the signature the rule read is taken out.
+    resp = search_diversified(es_client, index, {"query": {"match": {"text": "经济"}}, "_source": ["id"]}, size=5)
+    assert all(set(h["_source"]) == {"id"} for h in resp["hits"]["hits"])
