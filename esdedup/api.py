@@ -11,11 +11,11 @@ from typing import Any
 
 from .clusters import clusters
 from .config import FingerprintConfig
-from .errors import ConfigError, IndexNotFound, InputError
+from .errors import ConfigError, IndexNotFound
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import Match, shared_bands, similar, similar_knn
 from .pairs import Pair, crowded_values, find_pairs, lsh_in_memory
-from .readers import decode_bytes
+from .readers import read_text_file
 from .simhash import hamming
 from .similarity import cosine, novel_similarity, size_ratio_ok
 from .store.base import Store
@@ -42,16 +42,6 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
         return LocalStore(index, data_dir)
     return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas,
                         display_url=settings.display_url, secrets=settings.secrets)
-
-
-def read_text_file(path: str | Path) -> str:
-    """A whole text file in any supported encoding (UTF-8/16, GB18030, Big5), strictly decoded."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}", source=str(path)) from exc
-    text, _encoding = decode_bytes(data)
-    return text
 
 
 @dataclass

@@ -32,6 +32,12 @@ class InputError(EsdedupError):
         self.reason = reason or message
 
 
+class InputNotFound(InputError):
+    """An input path given by the caller does not exist (a usage error: nothing was read)."""
+
+    exit_code = 2
+
+
 class DecodeError(InputError):
     """A file's bytes are not text in any encoding we accept (never guessed into mojibake)."""
 

@@ -28,7 +28,7 @@ from .errors import ConfigError, IndexNotFound, StoreError
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import lookup_keys, probe_for, verify
 from .normalize import normalize
-from .readers import Record, Rejected, read_records
+from .readers import Record, Rejected, check_inputs, read_records
 from .schema import content_sha1
 from .store.base import NewDoc, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -224,8 +224,15 @@ class Checkpoint:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text(json.dumps({"files": self.files}, ensure_ascii=False), "utf-8")
-        os.replace(tmp, self.path)
+        # Encoded before the file is opened (ASCII escapes: any source name can be saved), and the
+        # temporary file removed on failure: a failed save never leaves a 0-byte .tmp behind.
+        payload = json.dumps({"files": self.files}).encode("ascii")
+        try:
+            tmp.write_bytes(payload)
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 # -- the pipeline ------------------------------------------------------------------------------------
@@ -297,6 +304,7 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     """
     opts = options or IngestOptions()
     started = time.monotonic()
+    check_inputs(paths)  # a mistyped path fails here, before the store (or an empty index) is opened
     try:
         opened = store.open(config, create=config is not None)
     except IndexNotFound:

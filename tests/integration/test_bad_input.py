@@ -23,7 +23,17 @@ from pathlib import Path
 import pytest
 
 from tests.corpus import SENTENCES
-from tests.reliability import balanced, cli_cmd, cli_env, dead_letters, last_json, make_text, report
+from tests.reliability import (
+    balanced,
+    cli_cmd,
+    cli_env,
+    dead_letters,
+    last_json,
+    make_docs,
+    make_text,
+    report,
+    write_corpus,
+)
 
 TRADITIONAL = [
     "臺灣的氣象單位今天發佈颱風警報，提醒民眾注意強風豪雨，並且做好防災準備。",
@@ -294,3 +304,117 @@ def test_100mb_line_is_rejected_without_holding_it(tmp_path):
     assert peak - baseline < limit_mb + 48, (baseline, peak)
     report("huge_line", {"file_mb": round(size / 2**20, 1), "baseline_rss_mb": round(baseline, 1),
                          "peak_rss_mb": round(peak, 1), "extra_mb": round(peak - baseline, 1)})
+
+
+# -- reader-side defects of the second hostile-input probe (issue #14, items 2, 4, 7 and resources) ---------
+
+def _cli_ingest(tmp: Path, *paths: object, extra: tuple[object, ...] = (), cwd: Path | None = None,
+                index: str = "probe") -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    from tests.reliability import run_cli
+
+    dl = tmp / "dead.jsonl"
+    r = run_cli("ingest", *paths, "--index", index, "--data-dir", tmp / "data", "--tokenizer", "rjieba", "--json",
+                "--workers", "1", "--dead-letter", dl, "--checkpoint", tmp / "ck.json", *extra, cwd=cwd, timeout=300)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    return r, dead_letters(dl)
+
+
+def test_same_file_name_in_two_folders_is_reported_not_overwritten(tmp_path):
+    rng = random.Random(3)
+    texts = [make_text(rng), make_text(rng)]
+    for year, text in zip(("2023", "2024"), texts):
+        (tmp_path / "y" / year).mkdir(parents=True)
+        (tmp_path / "y" / year / "001.txt").write_text(text, "utf-8")
+    r, letters = _cli_ingest(tmp_path, "y/2023", "y/2024", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr[-2000:]
+    s = last_json(r.stdout)
+    assert (s["read"], s["indexed"], s["failed"]) == (2, 1, 1) and balanced(s), s
+    [letter] = letters
+    assert letter["source"] == str(tmp_path / "y" / "2024" / "001.txt")
+    assert letter["reason"].startswith(f"id '001.txt' is already the id of {tmp_path / 'y' / '2023' / '001.txt'}")
+    # The folder holding both gives each its own id.
+    r, _ = _cli_ingest(tmp_path, "y", cwd=tmp_path, index="probe-both")
+    assert r.returncode == 0 and last_json(r.stdout)["created"] == 2, r.stderr[-2000:]
+
+
+def test_resume_finds_the_checkpoint_whatever_the_spelling_of_the_path(tmp_path):
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus / "a.jsonl", 30, prefix="a")
+    write_corpus(corpus / "b.jsonl", 30, prefix="b", seed=2)
+    r, _ = _cli_ingest(tmp_path, "corpus", cwd=tmp_path)
+    assert r.returncode == 0 and last_json(r.stdout)["read"] == 60, r.stderr[-2000:]
+    for spelling in (str(corpus), "./corpus/../corpus/"):
+        r, _ = _cli_ingest(tmp_path, spelling, extra=("--resume",), cwd=tmp_path)
+        s = last_json(r.stdout)
+        assert r.returncode == 0 and (s["read"], s["resumed_files"]) == (0, 2), (spelling, s)
+
+
+def test_mistyped_input_path_is_a_usage_error_that_creates_nothing(tmp_path):
+    r, _ = _cli_ingest(tmp_path, "nosuchdir", cwd=tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.strip() == "Error: input path does not exist: nosuchdir (no such file or directory)"
+    assert not (tmp_path / "data" / "probe.sqlite").exists()
+
+
+def test_file_names_that_are_not_utf8_are_carried_and_checkpointed(tmp_path):
+    folder = tmp_path / "gbk-names"
+    folder.mkdir()
+    good, empty = "中文.txt".encode("gbk"), "空的.txt".encode("gbk")
+    with open(os.path.join(os.fsencode(folder), good), "w", encoding="utf-8") as fh:
+        fh.write(make_text(random.Random(5)))
+    open(os.path.join(os.fsencode(folder), empty), "wb").close()
+    r, letters = _cli_ingest(tmp_path, folder)
+    assert r.returncode == 1, r.stderr[-2000:]  # the empty file failed; nothing crashed
+    s = last_json(r.stdout)
+    assert (s["read"], s["indexed"], s["failed"]) == (2, 1, 1), s
+    [letter] = letters
+    assert letter["source"] == f"{folder}/" + empty.decode("utf-8", "backslashreplace")
+    assert letter["reason"] == "empty file"
+    checkpoint = json.loads((tmp_path / "ck.json").read_text("utf-8"))
+    assert f"{folder}/\\xd6\\xd0\\xce\\xc4.txt" in checkpoint["files"]
+    assert not list(tmp_path.glob("*.tmp"))
+    from esdedup.store.local import LocalStore
+
+    store = LocalStore("probe", tmp_path / "data")
+    store.open(None, create=False)
+    try:
+        assert store.get_source("\\xd6\\xd0\\xce\\xc4.txt") is not None
+    finally:
+        store.close()
+
+
+def test_one_bad_value_costs_one_line_not_the_batch(tmp_path):
+    docs = make_docs(40, prefix="v")
+    lines = [json.dumps(d, ensure_ascii=False) for d in docs]
+    lines[5] = '{"id": "big", "text": "正文", "n": ' + "7" * 4301 + "}"
+    lines[9] = '{"id": "sur", "text": "正文", "url": "http://e/\\ud800"}'
+    lines[13] = '{"id": "nan", "text": "正文", "score": NaN}'
+    lines[17] = '{"id": "key", "text": "正文", "\\udfffk": 1}'
+    (tmp_path / "v.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    r, letters = _cli_ingest(tmp_path, tmp_path / "v.jsonl")
+    assert r.returncode == 1, r.stderr[-2000:]
+    s = last_json(r.stdout)
+    assert (s["read"], s["indexed"], s["failed"]) == (40, 36, 4) and balanced(s), s
+    assert [(d["location"], d["reason"].split(" (")[0]) for d in letters] == [
+        ("line 6", "invalid JSON: a number cannot be read"),
+        ("line 10", "field 'url' has an unpaired surrogate escape"),
+        ("line 14", "invalid JSON: NaN is not a JSON number"),
+        ("line 18", "field name '\\udfffk' has an unpaired surrogate escape"),
+    ]
+
+
+def test_compare_and_similar_refuse_devices_and_fifos(tmp_path):
+    from tests.reliability import run_cli
+
+    text = tmp_path / "a.txt"
+    text.write_text(make_text(random.Random(1)), "utf-8")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for other in ("/dev/zero", str(fifo)):
+        r = run_cli("compare", text, other, timeout=120)
+        assert r.returncode == 1, (other, r.returncode, r.stderr[-2000:])
+        assert r.stderr.strip() == f"Error: {other}: not a regular file (FIFOs and devices cannot be read whole)"
+    r, _ = _cli_ingest(tmp_path, text)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_cli("similar", "--index", "probe", "--data-dir", tmp_path / "data", "--file", fifo, timeout=120)
+    assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr[-2000:]

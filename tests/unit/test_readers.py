@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from esdedup import readers
+from esdedup import files, formats, readers
 from esdedup.errors import ConfigError, DecodeError, InputError
 from esdedup.readers import (
     Record,
@@ -200,7 +200,7 @@ def test_txt_rejects(tmp_path, data, reason):
 
 def test_txt_larger_than_the_limit_is_rejected_without_reading(tmp_path, monkeypatch):
     path = write(tmp_path / "big.txt", "字" * 2000)  # 6000 bytes
-    real_open = readers._open_binary
+    real_open = formats.open_binary
 
     class NoRead:
         def __init__(self, f):
@@ -218,7 +218,7 @@ def test_txt_larger_than_the_limit_is_rejected_without_reading(tmp_path, monkeyp
         def read(self, *args):
             raise AssertionError("an over-limit txt file must not be read")
 
-    monkeypatch.setattr(readers, "_open_binary", lambda p: NoRead(real_open(p)))
+    monkeypatch.setattr(formats, "open_binary", lambda p: NoRead(real_open(p)))
     [item] = list(read_records([path], max_record_bytes=1000))
     assert item == Rejected(str(path), "", "record of 6000 bytes exceeds the limit of 1000 bytes")
 
@@ -663,7 +663,7 @@ def test_permission_denied_even_as_root(tmp_path, monkeypatch):
     locked_dir = tmp_path / "c"
     write(locked_dir / "x.txt", "看不到")
     vanished = write(tmp_path / "d.jsonl", jsonl({"text": "打不开"}))
-    real_access, real_scandir, real_open = os.access, os.scandir, readers._open_binary
+    real_access, real_scandir, real_open = os.access, os.scandir, formats.open_binary
 
     def access(path, mode):
         return False if Path(path) == locked else real_access(path, mode)
@@ -678,9 +678,9 @@ def test_permission_denied_even_as_root(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path)
 
-    monkeypatch.setattr(readers.os, "access", access)
-    monkeypatch.setattr(readers.os, "scandir", scandir)
-    monkeypatch.setattr(readers, "_open_binary", open_binary)
+    monkeypatch.setattr(files.os, "access", access)
+    monkeypatch.setattr(files.os, "scandir", scandir)
+    monkeypatch.setattr(formats, "open_binary", open_binary)
     items = list(read_records([tmp_path]))
     assert items == [
         items[0],
@@ -803,7 +803,7 @@ def test_special_files_and_duplicate_directories(tmp_path, caplog):
     write(root / "real" / "a.txt", "一")
     (root / "alias").symlink_to("real", target_is_directory=True)  # not a loop: same files twice
     os.mkfifo(root / "pipe")
-    with caplog.at_level("WARNING", logger="esdedup.readers"):
+    with caplog.at_level("WARNING", logger="esdedup.files"):
         items = list(read_records([root]))
     assert [(type(i).__name__, i.source) for i in items] == [
         ("Record", str(root / "alias" / "a.txt")),

@@ -1,0 +1,231 @@
+"""What the readers yield, and the rules that turn one JSON object or CSV row into a record.
+
+Every input yields either a :class:`Record` or a :class:`Rejected` describing exactly what was wrong
+and where, so a caller can make its counts add up. A record is accepted only when every later stage
+can carry it: its strings are valid Unicode (no unpaired surrogate anywhere, field names included), its
+numbers are finite and convertible, its id fits Elasticsearch's limit. What fails these rules is
+rejected here, at read time, with the line it came from, never later in a batch of good records.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DEFAULT_MAX_RECORD_BYTES", "EXCERPT_CHARS", "MAX_ID_BYTES", "Record", "Rejected"]
+
+#: Default limit of one record (a JSONL line, a CSV row, a whole txt or JSON file).
+DEFAULT_MAX_RECORD_BYTES = 64 * 2**20
+#: Elasticsearch refuses document ids longer than 512 bytes.
+MAX_ID_BYTES = 512
+#: Characters of the raw record kept in ``Rejected.excerpt``.
+EXCERPT_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Record:
+    """One input document."""
+
+    id: str | None
+    """The given id, or for txt files the path relative to its root; None means "derive one"."""
+    text: str
+    title: str | None
+    fields: dict[str, Any]
+    """Every other field of the JSON object or CSV row (url, source, timestamp, ...)."""
+    source: str
+    """The file's canonical name (see :func:`esdedup.files.source_name`)."""
+    location: str
+    """``"line 12"`` (jsonl), ``"row 5"`` (csv, 1-based data row), ``"item 3"`` (an array in a .json
+    file, 1-based) or ``""`` (a whole file)."""
+    offset: int
+    """Byte offset of the record's start in the file (0 for txt), for resume checkpoints."""
+    encoding: str
+    """The codec the record was decoded with."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An input (file, line or row) that could not be turned into a Record, and why."""
+
+    source: str
+    location: str
+    reason: str
+    excerpt: str | None = None
+    """The first ~200 characters of the raw record, for the dead-letter file."""
+    offset: int | None = field(default=None, compare=False)
+    """Byte offset of the rejected line or row (0 for a whole file), for resume checkpoints: a resumed
+    run passes over it like over a Record; None when unknown (then it may be reported again). Not part of
+    equality: two rejections of the same thing compare equal however they were found."""
+
+
+@dataclass(frozen=True)
+class FieldNames:
+    """Which fields of an object or row hold the id, the text and the title."""
+
+    id: str = "id"
+    text: str = "text"
+    title: str = "title"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a record came from: file, location, offset, codec, and the raw excerpt for a rejection."""
+
+    source: str
+    location: str
+    offset: int
+    encoding: str
+    excerpt: str
+
+    def reject(self, reason: str) -> Rejected:
+        return Rejected(self.source, self.location, reason, self.excerpt, self.offset)
+
+
+# -- strict JSON -----------------------------------------------------------------------------------
+
+class _BadNumber(ValueError):
+    """A number Python's json module would accept but no store can carry."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _BadNumber(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _BadNumber(f"number {text[:40]} is out of range")
+    return value
+
+
+#: RFC 8259 JSON, nothing more: no NaN/Infinity literals, no float that overflows to infinity.
+STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def json_error(exc: Exception) -> str:
+    """The rejection reason for what :data:`STRICT_JSON` raised (JSON syntax, a bad number, depth)."""
+    if isinstance(exc, json.JSONDecodeError):
+        where = f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        return f"invalid JSON: {exc.msg} at {where}"
+    if isinstance(exc, RecursionError):
+        return "invalid JSON: nested too deeply"
+    if isinstance(exc, _BadNumber):
+        return f"invalid JSON: {exc}"
+    # int() refuses integers of more than sys.get_int_max_str_digits() digits (4,300 by default).
+    return f"invalid JSON: a number cannot be read ({str(exc).split(';')[0]})"
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+# -- field rules -----------------------------------------------------------------------------------
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _is_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether a JSON value holds an unpaired surrogate in any string, keys and nested values included."""
+    if isinstance(value, str):
+        return not _is_unicode(value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _surrogate_reason(mapping: dict[str, Any], names: FieldNames) -> str | None:
+    """The first field (in the object's order) with an unpaired surrogate escape, as a reason."""
+    roles = {names.text: "text field", names.id: "id field", names.title: "title field"}
+    for key, value in mapping.items():
+        if not _is_unicode(key):  # repr() escapes the surrogate, so the reason itself is valid text
+            return f"field name {key!r} has an unpaired surrogate escape"
+        if _has_lone_surrogate(value):
+            return f"{roles.get(key, 'field')} {key!r} has an unpaired surrogate escape"
+    return None
+
+
+def _text_reason(mapping: dict[str, Any], name: str) -> str | None:
+    if name not in mapping:
+        return f"text field {name!r} is missing"
+    text = mapping[name]
+    if not isinstance(text, str):
+        return f"text field {name!r} is not a string (got {_type_name(text)})"
+    if not text or text.isspace():
+        return f"text field {name!r} is empty"
+    return None
+
+
+def _record_id(raw: Any, name: str) -> tuple[str | None, str | None]:
+    """``(id, None)`` or ``(None, reason)``; an absent or empty id is ``(None, None)``: derive one."""
+    if raw is None or raw == "":
+        return None, None
+    if isinstance(raw, str):
+        record_id = raw
+    elif isinstance(raw, int) and not isinstance(raw, bool):
+        record_id = str(raw)
+    else:
+        return None, f"id field {name!r} is not a string or integer (got {_type_name(raw)})"
+    return record_id, id_size_reason(record_id)
+
+
+def id_size_reason(record_id: str) -> str | None:
+    """The rejection reason for an id longer than :data:`MAX_ID_BYTES` in UTF-8, or None."""
+    if len(record_id) <= MAX_ID_BYTES // 4:
+        return None  # four bytes a character at most: cannot be too long
+    size = len(record_id.encode("utf-8", "surrogatepass"))
+    return f"id of {size} bytes exceeds {MAX_ID_BYTES}" if size > MAX_ID_BYTES else None
+
+
+def _title(raw: Any, name: str) -> tuple[str | None, str | None]:
+    if raw is None or raw == "":
+        return None, None
+    if isinstance(raw, str):
+        return raw, None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return str(raw), None
+    return None, f"title field {name!r} is not a string (got {_type_name(raw)})"
+
+
+def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
+                 escapes: bool = False) -> Record | Rejected:
+    """Apply the field rules shared by JSON objects and CSV rows.
+
+    ``escapes`` says the JSON text had a \\uD800-\\uDFFF escape, which may have produced an unpaired
+    surrogate: such a string cannot be encoded (hashed, stored, sent to Elasticsearch) later, in whichever
+    field it sits, so the record is rejected now.
+    """
+    reason = _text_reason(mapping, names.text)
+    record_id = title = None
+    if reason is None:
+        record_id, reason = _record_id(mapping.get(names.id), names.id)
+    if reason is None and escapes:
+        reason = _surrogate_reason(mapping, names)
+    if reason is None:
+        title, reason = _title(mapping.get(names.title), names.title)
+    if reason is not None:
+        return where.reject(reason)
+    fields = {key: value for key, value in mapping.items() if key not in (names.text, names.id, names.title)}
+    return Record(id=record_id, text=mapping[names.text], title=title, fields=fields, source=where.source,
+                  location=where.location, offset=where.offset, encoding=where.encoding)
