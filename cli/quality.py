@@ -7,8 +7,17 @@ from typing import Annotated
 
 import typer
 
-from . import options as o
-from .main import app, handles_errors, opened_store
+from .common import (
+    Connection,
+    FingerprintOptions,
+    JsonOut,
+    connection_options,
+    fingerprint_options,
+    handles_errors,
+    opened_store,
+)
+
+app = typer.Typer()
 
 
 def _floats(text: str | None, what: str) -> list[float | None] | None:
@@ -46,11 +55,11 @@ def _row_line(label: str, row) -> str:
 
 @app.command("eval")
 @handles_errors
-@o.connection_options
-@o.fingerprint_options
+@connection_options
+@fingerprint_options
 def eval_command(
-    conn: o.Connection,
-    fp: o.FingerprintOptions,
+    conn: Connection,
+    fp: FingerprintOptions,
     pairs: Annotated[Path, typer.Option("--pairs", help="Labelled pairs: JSONL of {\"a\", \"b\", \"label\": 0|1}.")],
     docs: Annotated[list[Path] | None, typer.Option(
         "--docs", help="Documents to index first (JSONL/CSV/TXT, as for ingest); repeat for several files. "
@@ -69,7 +78,7 @@ def eval_command(
     id_field: Annotated[str, typer.Option(help="Document id field of --docs.")] = "id",
     text_field: Annotated[str, typer.Option(help="Text field of --docs.")] = "text",
     top: Annotated[int, typer.Option(help="Settings listed (best F1 first).")] = 5,
-    json_out: o.JsonOut = False,
+    json_out: JsonOut = False,
 ) -> None:
     """Precision, recall and F1 of near-duplicate detection against labelled pairs, over a sweep of
     thresholds, with the best setting (overall and per length class).
@@ -142,7 +151,7 @@ def synth(
     seed: Annotated[int, typer.Option(help="Random seed (same input + seed = same output).")] = 0,
     text_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the text.")] = "text",
     id_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the id.")] = "id",
-    json_out: o.JsonOut = False,
+    json_out: JsonOut = False,
 ) -> None:
     """Make a labelled near-duplicate benchmark (DOCS.jsonl + LABELS.jsonl) from a real corpus: variants
     with character and word edits, sentence deletions/insertions, reordering, a prefix or suffix,

@@ -331,8 +331,8 @@ def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintC
     diffs = stored.differences(requested)
     shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
     return ConfigMismatchError(
-        f"index {name!r} was built with a different fingerprint config ({shown}); use the index's config "
-        "(omit the options) or a new index", stored=stored.identity(), requested=requested.identity())
+        f"index {name!r} was built with a different fingerprint config ({shown}); open it with its own "
+        "config or use a new index", stored=stored.identity(), requested=requested.identity())
 
 
 def _stored_vector(vector: np.ndarray) -> bytes:

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import esdedup_cli.extra  # noqa: F401  (registers the commands that live in other modules)
 import pytest
 import typer
 from esdedup_cli.main import app
@@ -16,8 +15,8 @@ from typer.testing import CliRunner
 
 from esdedup import errors
 
-EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("kibana",),
-                     ("kibana", "export")}
+EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("eval",),
+                     ("synth",), ("kibana",), ("kibana", "export")}
 DOC = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。有关部门表示，这一措施将覆盖所有口岸。"
 
 
@@ -123,6 +122,32 @@ def test_bad_options_are_usage_errors(clean_env: Path) -> None:
     bad_config = runner.invoke(app, ["mapping", "--index", "news", "--bits", "63"])
     assert bad_config.exit_code == 2
     assert "bits must be 64 or 128" in _assert_one_error_line(bad_config)
+
+
+def test_error_lines_name_the_flags_that_fix_them(clean_env: Path) -> None:
+    """The library states the problem in its own terms; the CLI adds the flags, on the same line."""
+    sample = clean_env / "one.jsonl"
+    sample.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
+    runner = _runner()
+    common = ["--index", "h", "--data-dir", str(clean_env)]
+    made = runner.invoke(app, ["ingest", str(sample), *common, "--workers", "1", "--quiet"])
+    assert made.exit_code == 0, made.output
+    wide = runner.invoke(app, ["dups", *common, "--hamming", "9"])
+    assert wide.exit_code == 2
+    line = _assert_one_error_line(wide)
+    assert "hamming_k 3" in line and "--hamming 3 or less" in line and "--hamming-k 9" in line, line
+    other = runner.invoke(app, ["ingest", str(sample), *common, "--workers", "1", "--bits", "128"])
+    assert other.exit_code == 2
+    line = _assert_one_error_line(other)
+    assert "different fingerprint config" in line and "omit the fingerprint options" in line, line
+
+
+def test_certificate_errors_get_the_tls_flags() -> None:
+    from esdedup_cli.common import error_line
+
+    untrusted = error_line(errors.CertificateError("TLS certificate verification failed", needs="ca"))
+    assert untrusted.startswith("Error: TLS certificate verification failed;") and "--ca-certs" in untrusted
+    assert "--client-cert and --client-key" in error_line(errors.CertificateError("no cert", needs="client_cert"))
 
 
 def test_malformed_record_is_a_data_failure_and_the_summary_adds_up(clean_env: Path) -> None:

@@ -1,18 +1,24 @@
-"""Option groups shared by several commands, as decorators (the sqlite-utils pattern, for typer).
+"""What the command modules share: option groups, threshold overrides, the opened store, error handling.
 
-A group decorator adds its options to the command's signature and hands the command one object built
-from them (`Connection`, `FingerprintOptions`), so each option is declared once.
+Option groups are decorators (the sqlite-utils pattern, for typer): a group adds its options to the
+command's signature and hands the command one object built from them (`Connection`,
+`FingerprintOptions`), so each option is declared once. `handles_errors` is the one place where a library
+error becomes an ``Error:`` line, an exit code and, where a flag fixes it, a hint naming that flag (the
+library speaks of its own settings, never of this command line's flags).
 """
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
+from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
 from esdedup.redact import redact
+from esdedup.thresholds import HammingBeyondIndex, ThresholdOverrides
 
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
 Hamming = Annotated[int | None, typer.Option(
@@ -157,3 +163,64 @@ fingerprint_options = _group("fp", FingerprintOptions, [
         "--stopwords-file", help="Stopword list replacing the shipped ones.")], None),
     _opt("idf", Annotated[Path | None, typer.Option("--idf", help="Document-frequency table (tf-idf).")], None),
 ])
+
+
+def threshold_overrides(hamming: int | None, cosine: float | None, jaccard: float | None,
+                        containment: float | None) -> ThresholdOverrides:
+    """The threshold options given on the command line; the others come from the index's config."""
+    given = {"hamming_k": hamming, "cosine": cosine, "jaccard": jaccard, "containment": containment}
+    return ThresholdOverrides(**{k: v for k, v in given.items() if v is not None})
+
+
+@contextmanager
+def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
+    from esdedup.api import open_store
+
+    store = open_store(index, es_url=conn.es, data_dir=conn.data_dir, ca_certs=conn.ca_certs,
+                       verify_certs=not conn.no_verify_certs, client_cert=conn.client_cert,
+                       client_key=conn.client_key, shards=shards, replicas=replicas)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# -- errors ------------------------------------------------------------------------------------------------
+def flag_hint(exc: EsdedupError) -> str | None:
+    """The command-line flags that fix ``exc``, when some do."""
+    if isinstance(exc, HammingBeyondIndex):
+        return (f"give --hamming {exc.index_k} or less, or ingest into a new index with --hamming-k "
+                f"{exc.requested}")
+    if isinstance(exc, ConfigMismatchError):
+        return ("omit the fingerprint options (--config, --bits, --tokenizer, ...) to use the index's own, "
+                "or give another --index")
+    if isinstance(exc, CertificateError):
+        if exc.needs == "client_cert":
+            return "give the client's certificate with --client-cert and --client-key"
+        return "give the CA that signed the server's certificate with --ca-certs (or ESDEDUP_ES_CA_CERTS)"
+    return None
+
+
+def error_line(exc: EsdedupError) -> str:
+    hint = flag_hint(exc)
+    return f"Error: {exc}" + (f"; {hint}" if hint else "")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles_errors(fn: F) -> F:
+    """Turn library errors into one line on stderr and the error's exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EsdedupError as exc:
+            typer.echo(error_line(exc), err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("Interrupted.", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
