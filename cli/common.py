@@ -69,6 +69,13 @@ class Connection:
     def redact(self, text: str) -> str:
         return redact(text)
 
+    def settings(self) -> Any:  # -> ConnectionSettings | None
+        """The server these options, the environment and the config file name; None: the local store."""
+        from esdedup.connect import resolve_settings
+
+        return resolve_settings(self.es, ca_certs=self.ca_certs, verify_certs=not self.no_verify_certs,
+                                client_cert=self.client_cert, client_key=self.client_key)
+
 
 connection_options = _group("conn", Connection, [
     _opt("es", Annotated[str | None, typer.Option(
@@ -176,9 +183,7 @@ def threshold_overrides(hamming: int | None, cosine: float | None, jaccard: floa
 def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
     from esdedup.api import open_store
 
-    store = open_store(index, es_url=conn.es, data_dir=conn.data_dir, ca_certs=conn.ca_certs,
-                       verify_certs=not conn.no_verify_certs, client_cert=conn.client_cert,
-                       client_key=conn.client_key, shards=shards, replicas=replicas)
+    store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir, shards=shards, replicas=replicas)
     try:
         yield store
     finally:

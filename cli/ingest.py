@@ -28,11 +28,10 @@ app = typer.Typer()
 
 def default_checkpoint(index: str, conn: Connection) -> Path:
     """Checkpoints live in the local data folder, one per index and server, never in the working folder."""
-    from esdedup.connect import resolve_settings
     from esdedup.store.local import default_data_dir
 
     base = conn.data_dir or default_data_dir()
-    settings = resolve_settings(conn.es)
+    settings = conn.settings()
     where = "local" if settings is None else "es-" + hashlib.sha1(settings.url.encode()).hexdigest()[:10]
     return base / "checkpoints" / f"{where}-{index}.json"
 

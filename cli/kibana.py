@@ -50,7 +50,7 @@ def export(
     from esdedup.config import FingerprintConfig
     from esdedup.errors import IndexNotFound
     from esdedup.kibana import saved_objects, to_ndjson
-    from esdedup.store.local import mismatch_error
+    from esdedup.store.base import mismatch_error
 
     given = fp.config()
     stored = None

@@ -11,6 +11,7 @@ from typing import Any
 
 from .clusters import clusters
 from .config import FingerprintConfig
+from .connect import ConnectionSettings, make_client, resolve_settings
 from .errors import ConfigError, IndexNotFound, InputError
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import Match, shared_bands, similar, similar_knn
@@ -23,21 +24,27 @@ from .thresholds import ThresholdOverrides, Thresholds
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
-               api_key: str | None = None, username: str | None = None, password: str | None = None,
-               ca_certs: str | None = None, verify_certs: bool = True, client_cert: str | None = None,
-               client_key: str | None = None, shards: int = 1, replicas: int | None = None,
+               connection: ConnectionSettings | None = None, shards: int = 1, replicas: int | None = None,
                client: Any = None) -> Store:
-    """An Elasticsearch store when a URL is given (argument, ``ESDEDUP_ES_URL`` or config file) or a
-    client is passed, else the embedded local store in ``data_dir``. The store is not opened yet."""
-    from .connect import make_client, resolve_settings
+    """An Elasticsearch store, or the embedded local store in ``data_dir`` when no server is named. The
+    store is not opened yet.
+
+    The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` the caller owns), then
+    ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.connect.resolve_settings`), then
+    ``es_url`` or, without it, ``ESDEDUP_ES_URL`` or the config file (credentials and CA from the
+    environment or the config file, as `resolve_settings` reads them).
+
+    Raises:
+        ConfigError: more than one of ``client``, ``connection`` and ``es_url``; an invalid URL or name.
+    """
     from .store.elastic import ElasticStore
     from .store.local import LocalStore
 
+    if sum(x is not None for x in (client, connection, es_url)) > 1:
+        raise ConfigError("give one of client, connection and es_url")
     if client is not None:
         return ElasticStore(client, index, shards=shards, replicas=replicas)
-    settings = resolve_settings(es_url, api_key=api_key, username=username, password=password,
-                                ca_certs=ca_certs, verify_certs=verify_certs, client_cert=client_cert,
-                                client_key=client_key)
+    settings = connection or resolve_settings(es_url)
     if settings is None:
         return LocalStore(index, data_dir)
     return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas,

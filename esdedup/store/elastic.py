@@ -31,8 +31,7 @@ from ..schema import (
     mapping_for,
 )
 from ..simhash import from_hex
-from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
-from .local import mismatch_error, validate_name
+from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult, mismatch_error, validate_name
 
 log = logging.getLogger(__name__)
 

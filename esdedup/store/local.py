@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -27,12 +26,11 @@ from typing import Any
 import numpy as np
 
 from ..config import FingerprintConfig
-from ..errors import ConfigError, ConfigMismatchError, IndexNotFound, StoreError
+from ..errors import IndexNotFound, StoreError
 from ..schema import META_KEY, config_from_meta, meta_for
 from ..simhash import from_hex, to_hex
-from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
+from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult, mismatch_error, validate_name
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
@@ -55,14 +53,6 @@ def default_data_dir() -> Path:
         return Path(os.environ["ESDEDUP_DATA_DIR"])
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "esdedup"
-
-
-def validate_name(name: str) -> str:
-    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
-    if not _NAME.match(name) or name in (".", ".."):
-        raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
-                          "starting with a letter or digit, at most 200 characters")
-    return name
 
 
 class LocalStore:
@@ -325,14 +315,6 @@ class LocalStore:
     def labels(self) -> dict[str, tuple[str | None, str | None]]:
         rows = self._connect().execute("SELECT id, cluster_id, duplicate_of FROM docs")
         return {i: (c, d) for i, c, d in rows}
-
-
-def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintConfig) -> ConfigMismatchError:
-    diffs = stored.differences(requested)
-    shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
-    return ConfigMismatchError(
-        f"index {name!r} was built with a different fingerprint config ({shown}); open it with its own "
-        "config or use a new index", stored=stored.identity(), requested=requested.identity())
 
 
 def _stored_vector(vector: np.ndarray) -> bytes:

@@ -127,3 +127,8 @@ def test_importing_the_whole_library_loads_no_front_end() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_elasticsearch_store_does_not_import_the_sqlite_store() -> None:
+    """Name validation and the mismatch error are the protocol's (store/base.py), shared by both stores."""
+    assert "esdedup.store.local" not in imports_of(REPO / "esdedup" / "store" / "elastic.py")
