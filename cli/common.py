@@ -115,31 +115,54 @@ class FingerprintOptions:
     def config(self):  # -> FingerprintConfig | None
         """The config these options describe, or None when none was given (use the index's)."""
         from esdedup.config import FingerprintConfig
-        from esdedup.errors import ConfigError
 
         given = {f.name: getattr(self, f.name) for f in fields(self)
                  if f.name != "config_file" and getattr(self, f.name) is not None}
         if self.config_file is None and not given:
             return None
-        base: dict[str, Any] = {}
-        if self.config_file is not None:
-            try:
-                base = FingerprintConfig.from_json(self.config_file.read_text("utf-8")).to_dict()
-            except OSError as exc:
-                raise ConfigError(f"cannot read config file {self.config_file}: {exc.strerror}") from exc
-        renames = {"synonyms": "synonyms_path", "user_dict": "user_dict_path", "stopwords_file": "stopwords_path",
-                   "idf": "idf_path"}
-        for k, v in given.items():
-            base[renames.get(k, k)] = str(v) if isinstance(v, Path) else v
-        if "stopwords_path" in base:
-            base["stopwords"] = "file"
-        if "idf_path" in base and "weighting" not in base:
-            base["weighting"] = "tfidf"
-        for path_field in renames.values():
-            # A path changes the digest; drop a stale digest from the config file.
-            if path_field in given or renames.get(path_field) in given:
+        base: dict[str, Any] = read_config_file(self.config_file).to_dict() if self.config_file else {}
+        for option, value in given.items():
+            base[_PATH_OPTIONS.get(option, option)] = str(value) if isinstance(value, Path) else value
+        for option, path_field in _PATH_OPTIONS.items():
+            if option in given:  # a new file: its digest is computed again, the config file's is stale
                 base.pop(path_field.replace("_path", "_sha256"), None)
+        if "stopwords_file" in given:
+            base["stopwords"] = "file"
+        if "idf" in given and "weighting" not in base:
+            base["weighting"] = "tfidf"
         return FingerprintConfig.from_dict(base)
+
+
+#: Option name -> the config field holding that file's path.
+_PATH_OPTIONS = {"synonyms": "synonyms_path", "user_dict": "user_dict_path", "stopwords_file": "stopwords_path",
+                 "idf": "idf_path"}
+#: A fingerprint config is a few hundred bytes; more than this is some other file given by mistake.
+CONFIG_FILE_LIMIT = 1 << 20
+
+
+def read_config_file(path: Path):  # -> FingerprintConfig
+    """The FingerprintConfig JSON in ``path`` (as ``esdedup info --json`` prints under "config"); a file that
+    is not one, whatever it holds, is one ConfigError naming the file."""
+    from esdedup.config import FingerprintConfig
+    from esdedup.errors import ConfigError
+
+    if not path.is_file():  # a folder, a FIFO (would block) or a device (/dev/zero never ends)
+        raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(CONFIG_FILE_LIMIT + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    if len(data) > CONFIG_FILE_LIMIT:
+        raise ConfigError(f"config file {path} is over {CONFIG_FILE_LIMIT >> 20} MiB: not a fingerprint config")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not JSON text (not UTF-8 at byte {exc.start})") from None
+    try:
+        return FingerprintConfig.from_json(text)
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
 
 
 fingerprint_options = _group("fp", FingerprintOptions, [

@@ -211,3 +211,65 @@ def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
     r = runner.invoke(app, ["similar", "--index", "n", *common, "--id", text["id"], "--json",
                             "--jaccard", "1", "--containment", "0"])
     assert r.exit_code == 0 and all(m["id"] in {"rail-1", "rail-3"} for m in json.loads(r.stdout)["matches"])
+
+
+# -- --config --------------------------------------------------------------------------------------------
+def test_the_config_info_prints_is_a_usable_config_file(clean_env: Path) -> None:
+    """`esdedup info --json` prints the index's config; given back with --config, ingest, mapping and
+    compare take it as it is (the key stopwords_path, null, used to make it "stopwords 'file'")."""
+    runner = _runner()
+    common = ["--data-dir", str(clean_env)]
+    sample = clean_env / "docs.jsonl"
+    sample.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
+    made = runner.invoke(app, ["ingest", str(sample), "--index", "src", *common, "--workers", "1", "--quiet",
+                               "--t2s", "--hamming-k", "4"])
+    assert made.exit_code == 0, made.output
+    config = json.loads(runner.invoke(app, ["info", "--index", "src", *common, "--json"]).stdout)["config"]
+    path = clean_env / "config.json"
+    path.write_text(json.dumps(config), "utf-8")
+    again = runner.invoke(app, ["ingest", str(sample), "--index", "copy", *common, "--workers", "1", "--quiet",
+                                "--config", str(path)])
+    assert again.exit_code == 0, again.output
+    copied = json.loads(runner.invoke(app, ["info", "--index", "copy", *common, "--json"]).stdout)["config"]
+    assert copied == config
+    mapping = runner.invoke(app, ["mapping", "--index", "m", "--config", str(path)])
+    assert mapping.exit_code == 0, mapping.output
+    assert json.loads(mapping.stdout)["mappings"]["_meta"]["esdedup"]["config"] == config
+    compare = runner.invoke(app, ["compare", str(sample), str(sample), "--config", str(path), "--format", "jsonl"])
+    assert compare.exit_code == 0 and json.loads(compare.stdout)["cosine"] == 1.0, compare.output
+
+
+def test_a_file_option_replaces_the_config_files_digest(clean_env: Path) -> None:
+    old, new = clean_env / "old.txt", clean_env / "new.txt"
+    old.write_text("的\n了\n", "utf-8")
+    new.write_text("是\n", "utf-8")
+    path = clean_env / "config.json"
+    path.write_text(json.dumps({"stopwords": "file", "stopwords_path": str(old)}), "utf-8")
+    result = _runner().invoke(app, ["mapping", "--index", "m", "--config", str(path), "--stopwords-file", str(new)])
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)["mappings"]["_meta"]["esdedup"]["config"]
+    import hashlib
+
+    assert config["stopwords_sha256"] == hashlib.sha256(new.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\x00\x01\xff\xfe binary", "is not JSON text (not UTF-8 at byte 2)"),
+    (b'{"bits": "64"}', "config field bits must be a whole number, got str '64'"),
+    (b'{"t2s": "yes"}', "config field t2s must be true or false, got str 'yes'"),
+    (b'{"cosine_threshold": [0.8]}', "config field cosine_threshold must be a number, got list"),
+    (b"[1, 2]", "config JSON must be an object"),
+    (b'{"bits": 64', "config is not valid JSON"),
+    (None, "is not a regular file"),  # a folder
+])
+def test_a_bad_config_file_is_one_line_and_exit_2(clean_env: Path, content: bytes | None, message: str) -> None:
+    path = clean_env / "bad-config"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    for command in (["mapping", "--index", "m"], ["compare", "a.txt", "b.txt"]):
+        result = _runner().invoke(app, [*command, "--config", str(path)])
+        assert result.exit_code == 2, result.output
+        line = _assert_one_error_line(result)
+        assert f"config file {path}" in line and message in line, line
