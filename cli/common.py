@@ -11,6 +11,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -33,6 +34,17 @@ Containment = Annotated[float | None, typer.Option(
                           "as a duplicate (0 switches it off; default: the index's containment_threshold).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+
+
+def choices(name: str, *values: str) -> Any:
+    """A choice type for an option: typer refuses any other value before the command starts (exit 2) and
+    ``--help`` lists the values. The command reads the choice as ``option.value``."""
+    return Enum(name, {v: v for v in values}, type=str)
+
+
+InputFormat = choices("InputFormat", "auto", "txt", "jsonl", "csv", "tsv")
+PairsFormat = choices("PairsFormat", "jsonl", "table")
+CompareFormat = choices("CompareFormat", "table", "jsonl")
 
 
 def _group(name: str, cls: type, params: list[inspect.Parameter]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from .common import FingerprintOptions, fingerprint_options, handles_errors
+from .common import CompareFormat, FingerprintOptions, fingerprint_options, handles_errors
 from .output import Printer
 
 app = typer.Typer()
@@ -17,7 +17,8 @@ def compare(
     fp: FingerprintOptions,
     files: Annotated[list[Path], typer.Argument(help="Two or more text files (novels welcome; GBK is fine).")],
     max_ratio: Annotated[float, typer.Option(help="Skip pairs whose sizes differ more than this factor.")] = 1.5,
-    format: Annotated[str, typer.Option("--format", help="table or jsonl.")] = "table",
+    format: Annotated[CompareFormat, typer.Option("--format", help="A table for people, or JSON lines.")
+                      ] = CompareFormat.table,
 ) -> None:
     """Pairwise similarity table of design document 004: cosine, adjusted cosine, weighted Jaccard, average,
     Hamming.
@@ -29,4 +30,4 @@ def compare(
     if len(files) < 2:
         raise typer.BadParameter("give at least two files")
     rows = compare_files([str(f) for f in files], config=fp.config(), max_ratio=max_ratio)
-    Printer().compare(rows, format)
+    Printer().compare(rows, format.value)

@@ -12,6 +12,7 @@ from .common import (
     Index,
     Jaccard,
     JsonOut,
+    PairsFormat,
     connection_options,
     handles_errors,
     opened_store,
@@ -35,7 +36,7 @@ def similar(
     cosine: Cosine = None,
     jaccard: Jaccard = None,
     containment: Containment = None,
-    top: Annotated[int, typer.Option(help="At most this many results.")] = 10,
+    top: Annotated[int, typer.Option(min=1, help="At most this many results.")] = 10,
     knn: Annotated[bool, typer.Option(help="Use the kNN vector path (short texts) instead of band lookups.")] = False,
     explain: Annotated[bool, typer.Option(help="Show shared bands, Hamming, cosine and top shared terms.")] = False,
     json_out: JsonOut = False,
@@ -49,10 +50,10 @@ def similar(
     if sum(x is not None for x in (text, id, file)) != 1:
         raise typer.BadParameter("give exactly one of --text, --id or --file")
     printer = Printer(json_out=json_out)
+    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
-                             top=top, knn=knn, explain=explain,
-                             thresholds=threshold_overrides(hamming, cosine, jaccard, containment))
+                             top=top, knn=knn, explain=explain, thresholds=thresholds)
     printer.matches(results, explain=explain)
 
 
@@ -66,9 +67,10 @@ def dups(
     cosine: Cosine = None,
     jaccard: Jaccard = None,
     containment: Containment = None,
-    format: Annotated[str, typer.Option("--format", help="jsonl or table.")] = "jsonl",
+    format: Annotated[PairsFormat, typer.Option("--format", help="JSON lines for programs, or a table.")
+                      ] = PairsFormat.jsonl,
     write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
-    max_bucket: Annotated[int, typer.Option(help="Cap on documents compared per band value.")] = 1000,
+    max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
 
@@ -76,10 +78,8 @@ def dups(
     """
     from esdedup.api import all_pairs
 
-    if format not in ("jsonl", "table"):
-        raise typer.BadParameter("--format must be jsonl or table")
     printer = Printer()
+    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
-        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
-                           thresholds=threshold_overrides(hamming, cosine, jaccard, containment))
-    printer.pairs(report, format)
+        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters, thresholds=thresholds)
+    printer.pairs(report, format.value)

@@ -12,6 +12,7 @@ from .common import (
     FingerprintOptions,
     Hamming,
     Index,
+    InputFormat,
     Jaccard,
     JsonOut,
     Quiet,
@@ -45,7 +46,8 @@ def ingest(
     fp: FingerprintOptions,
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (read recursively).")],
     index: Index,
-    format: Annotated[str, typer.Option("--format", help="auto, txt, jsonl, csv or tsv.")] = "auto",
+    format: Annotated[InputFormat, typer.Option("--format", help="Input format (auto: by file name and content).")
+                      ] = InputFormat.auto,
     id_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the document id.")] = "id",
     text_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the text.")] = "text",
     title_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the title.")] = "title",
@@ -54,12 +56,13 @@ def ingest(
     )] = "label",
     dead_letter: Annotated[Path | None, typer.Option(
         help="JSONL file for failed and skipped records (default: <index>.dead-letter.jsonl).")] = None,
-    workers: Annotated[int, typer.Option(help="Fingerprinting processes (0 = one per CPU).")] = 0,
+    workers: Annotated[int, typer.Option(min=0, help="Fingerprinting processes (0 = one per CPU).")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run from its checkpoint.")] = False,
     checkpoint: Annotated[Path | None, typer.Option(
         help="Checkpoint file (default: in the data folder, per index and server).")] = None,
-    shards: Annotated[int, typer.Option(help="Shards, when the Elasticsearch index is created.")] = 1,
-    replicas: Annotated[int | None, typer.Option(help="Replicas, when the Elasticsearch index is created.")] = None,
+    shards: Annotated[int, typer.Option(min=1, help="Shards, when the Elasticsearch index is created.")] = 1,
+    replicas: Annotated[int | None, typer.Option(
+        min=0, help="Replicas, when the Elasticsearch index is created.")] = None,
     hamming: Hamming = None,
     cosine: Cosine = None,
     jaccard: Jaccard = None,
@@ -75,7 +78,7 @@ def ingest(
     from esdedup.ingest import ingest as run_ingest
 
     printer = Printer(json_out=json_out, quiet=quiet)
-    opts = IngestOptions(format=format, id_field=id_field, text_field=text_field, title_field=title_field,
+    opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field, title_field=title_field,
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
                          thresholds=threshold_overrides(hamming, cosine, jaccard, containment),

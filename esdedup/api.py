@@ -183,6 +183,9 @@ def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
     """
     if len(paths) < 2:
         raise ConfigError("compare needs at least two files")
+    if not 1.0 <= max_ratio < float("inf"):  # also refuses nan, which every comparison would let through
+        raise ConfigError(f"max_ratio must be a number of at least 1 (the larger file's size over the "
+                          f"smaller's), got {max_ratio}")
     cfg = config or FingerprintConfig(weighting="tf_length", strategy="simhash")
     fper = Fingerprinter(cfg)
     prints = []

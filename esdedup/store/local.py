@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..config import FingerprintConfig
-from ..errors import IndexNotFound, StoreError
+from ..errors import ConfigError, IndexNotFound, StoreError
 from ..schema import META_KEY, config_from_meta, meta_for
 from ..simhash import from_hex, to_hex
 from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult, mismatch_error, validate_name
@@ -60,7 +60,7 @@ class LocalStore:
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
-        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.data_dir = _folder(Path(data_dir) if data_dir is not None else default_data_dir())
         self.path = self.data_dir / f"{name}.sqlite"
         self._db: sqlite3.Connection | None = None
         self._config: FingerprintConfig | None = None
@@ -315,6 +315,16 @@ class LocalStore:
     def labels(self) -> dict[str, tuple[str | None, str | None]]:
         rows = self._connect().execute("SELECT id, cluster_id, duplicate_of FROM docs")
         return {i: (c, d) for i, c, d in rows}
+
+
+def _folder(path: Path) -> Path:
+    """``path`` if it is a folder or can become one; ConfigError when it, or a folder above it, is a file."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"local store folder {path}: {p} is a file, not a folder")
+            break
+    return path
 
 
 def _stored_vector(vector: np.ndarray) -> bytes:

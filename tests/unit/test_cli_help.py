@@ -273,3 +273,62 @@ def test_a_bad_config_file_is_one_line_and_exit_2(clean_env: Path, content: byte
         assert result.exit_code == 2, result.output
         line = _assert_one_error_line(result)
         assert f"config file {path}" in line and message in line, line
+
+
+# -- values refused before any work -----------------------------------------------------------------------
+#: Typer's own refusals (a choice, a range) are asserted by the flag only: their wording changes between
+#: typer releases.
+REFUSED = [
+    (["compare", "{a}", "{b}", "--format", "xml"], "Invalid value for '--format'"),
+    (["compare", "{a}", "{b}", "--max-ratio", "-1"], "max_ratio must be a number of at least 1"),
+    (["compare", "{a}", "{b}", "--max-ratio", "nan"], "got nan"),
+    (["dups", "--index", "n", "--hamming", "-1"], "hamming_k must be a whole number from 0 to 128"),
+    (["dups", "--index", "n", "--max-bucket", "-5"], "Invalid value for '--max-bucket'"),
+    (["dups", "--index", "n", "--format", "xml"], "Invalid value for '--format'"),
+    (["dups", "--index", "n", "--cosine", "nan"], "cosine threshold must be a number in (0, 1]"),
+    (["similar", "--index", "n", "--text", "x", "--top", "-1"], "Invalid value for '--top'"),
+    (["similar", "--index", "n", "--text", "x", "--jaccard", "2"], "jaccard threshold must be a number in (0, 1]"),
+    (["ingest", "{a}", "--index", "n", "--hamming", "-1"], "hamming_k must be a whole number from 0 to 128"),
+    (["ingest", "{a}", "--index", "n", "--containment", "inf"], "containment threshold must be a number in (0, 1]"),
+    (["ingest", "{a}", "--index", "n", "--format", "xml"], "Invalid value for '--format'"),
+    (["ingest", "{a}", "--index", "n", "--shards", "0"], "Invalid value for '--shards'"),
+    (["ingest", "{a}", "--index", "n", "--workers", "-2"], "Invalid value for '--workers'"),
+    (["eval", "--pairs", "{labels}", "--docs", "{a}", "--cosines", "0.8,nan"], "cosine threshold must be"),
+    (["eval", "--pairs", "{labels}", "--docs", "{a}", "--hammings", "2.7"], "'2.7' is not a whole number"),
+    (["eval", "--pairs", "{labels}", "--docs", "{a}", "--max-bucket", "1"], "Invalid value for '--max-bucket'"),
+    (["info", "--index", "n", "--data-dir", "{a}"], "is a file, not a folder"),
+    (["ingest", "{a}", "--index", "n", "--data-dir", "{a}/sub"], "is a file, not a folder"),
+]
+
+
+@pytest.mark.parametrize("args, message", REFUSED, ids=[" ".join(a[:1] + a[-2:]) for a, _ in REFUSED])
+def test_impossible_values_are_refused_before_any_work(clean_env: Path, args: list[str], message: str) -> None:
+    a, b = clean_env / "a.jsonl", clean_env / "b.jsonl"
+    a.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
+    b.write_text(json.dumps({"id": "b", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
+    labels = clean_env / "labels.jsonl"
+    labels.write_text('{"a": "a", "b": "b", "label": 1}\n', "utf-8")
+    data = clean_env / "data"
+    argv = [x.format(a=a, b=b, labels=labels) for x in args]
+    if "--data-dir" not in argv:
+        argv += ["--data-dir", str(data)] if argv[0] != "compare" else []
+    result = _runner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.stderr.split()), result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+    made = [p.name for p in clean_env.rglob("*") if p.suffix in (".sqlite", ".json") or "dead-letter" in p.name]
+    assert made == [], f"work was done before the refusal: {made}"
+
+
+def test_labels_are_exactly_0_or_1(clean_env: Path) -> None:
+    docs = clean_env / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
+    for label in ("1.7", '"1"', "true", "2"):
+        labels = clean_env / "labels.jsonl"
+        labels.write_text('{"a": "a", "b": "b", "label": 1}\n{"a": "a", "b": "c", "label": ' + label + "}\n", "utf-8")
+        result = _runner().invoke(app, ["eval", "--pairs", str(labels), "--docs", str(docs),
+                                        "--data-dir", str(clean_env / "data")])
+        assert result.exit_code == 1, result.output  # a bad labels file is bad input data, like a malformed line
+        line = _assert_one_error_line(result)
+        assert "line 2: label must be 0 or 1" in line and f"got label {json.loads(label)!r}" in line, line
+        assert not (clean_env / "data").exists()  # refused before anything was indexed
