@@ -143,12 +143,13 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
+#: Used with fullmatch: ``$`` would also match before a trailing newline ("abc\\n" passed).
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,199}")
 
 
 def validate_name(name: str) -> str:
     """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
-    if not _NAME.match(name) or name in (".", ".."):
+    if not _NAME.fullmatch(name) or name in (".", ".."):
         raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
                           "starting with a letter or digit, at most 200 characters")
     return name

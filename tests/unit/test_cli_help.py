@@ -150,6 +150,14 @@ def test_certificate_errors_get_the_tls_flags() -> None:
     assert "--client-cert and --client-key" in error_line(errors.CertificateError("no cert", needs="client_cert"))
 
 
+@pytest.mark.parametrize("name", ["abc\n", "abc\r\n", "\nabc", "ab\x1b[2Jc"])
+def test_a_name_with_a_line_break_or_control_character_is_invalid(clean_env: Path, name: str) -> None:
+    result = _runner().invoke(app, ["info", "--index", name, "--data-dir", str(clean_env)])
+    assert result.exit_code == 2
+    assert "invalid index name" in _assert_one_error_line(result)
+    assert not list(clean_env.glob("*.sqlite"))
+
+
 def test_malformed_record_is_a_data_failure_and_the_summary_adds_up(clean_env: Path) -> None:
     sample = clean_env / "sample.jsonl"
     sample.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n"

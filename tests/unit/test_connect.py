@@ -40,6 +40,26 @@ def test_a_password_in_a_bad_url_is_not_echoed():
     assert "s3cret" not in str(err.value)
 
 
+@pytest.mark.parametrize("url, why", [
+    ("http://127.0.0.1:99999", "port out of range 0-65535"),
+    ("http://127.0.0.1:abc", "port could not be cast to integer value as 'abc'"),
+    ("http://127.0.0.1:0", "port 0"),
+    ("http://[::1", "invalid IPv6 URL"),
+    ("https://u:s3cret@[::1", "invalid IPv6 URL"),
+    ("alice:s3cret@127.0.0.1:1", "no http:// or https:// before the host"),
+    ("alice:s3/cr@t@127.0.0.1:1", "no http:// or https:// before the host"),
+    ("localhost:9200", "no http:// or https:// before the host"),
+    ("ftp://u:s3cret@b", "the scheme is 'ftp'"),
+    ("http://:9200", "no host"),
+])
+def test_a_malformed_url_is_a_config_error_without_its_password(url, why):
+    with pytest.raises(ConfigError) as err:
+        resolve_settings(url)
+    message = str(err.value)
+    assert message.endswith(f": {why}"), message
+    assert "s3cret" not in message and "s3/cr@t" not in message and "cr@t" not in message
+
+
 def test_a_node_named_twice_is_one_node():
     s = resolve_settings("http://a:1,http://a:1/")
     assert s is not None and s.hosts == ["http://a:1"]
