@@ -91,7 +91,7 @@ def resolve_settings(url: str | None = None, *, api_key: str | None = None, user
         if parts.username is not None:
             # Credentials inside the URL: move them out so the URL itself can be shown.
             in_urls.add((unquote(parts.username), unquote(parts.password or "")))
-            netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+            netloc = parts.netloc.rpartition("@")[2]  # host and port as written ([::1] keeps its brackets)
             one = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
         if one.rstrip("/") not in hosts:  # a node named twice is one node
             hosts.append(one.rstrip("/"))

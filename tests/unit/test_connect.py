@@ -60,6 +60,11 @@ def test_a_malformed_url_is_a_config_error_without_its_password(url, why):
     assert "s3cret" not in message and "s3/cr@t" not in message and "cr@t" not in message
 
 
+def test_credentials_leave_an_ipv6_url_with_its_brackets():
+    s = resolve_settings("https://u:p%40ss@[::1]:9200")
+    assert s is not None and s.hosts == ["https://[::1]:9200"] and s.password == "p@ss"
+
+
 def test_a_node_named_twice_is_one_node():
     s = resolve_settings("http://a:1,http://a:1/")
     assert s is not None and s.hosts == ["http://a:1"]
