@@ -21,6 +21,8 @@ from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
 from esdedup.redact import redact
 from esdedup.thresholds import HammingBeyondIndex, ThresholdOverrides
 
+from .output import for_people
+
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
 Hamming = Annotated[int | None, typer.Option(
     "--hamming", help="Largest Hamming distance that counts as a duplicate (default: the index's hamming_k).")]
@@ -242,8 +244,9 @@ def flag_hint(exc: EsdedupError) -> str | None:
 
 
 def error_line(exc: EsdedupError) -> str:
+    """One line for people: the library's message (paths and ids in it escaped) and the flags that fix it."""
     hint = flag_hint(exc)
-    return f"Error: {exc}" + (f"; {hint}" if hint else "")
+    return f"Error: {for_people(exc)}" + (f"; {hint}" if hint else "")
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,5 +1,4 @@
 """``esdedup mapping`` (the Elasticsearch mapping for a config) and ``esdedup info`` (what an index holds)."""
-import json
 from typing import Annotated
 
 import typer
@@ -14,7 +13,7 @@ from .common import (
     handles_errors,
     opened_store,
 )
-from .output import Printer
+from .output import Printer, json_text
 
 app = typer.Typer()
 
@@ -36,7 +35,7 @@ def mapping(
 
     config = fp.config() or FingerprintConfig()
     body = template_for(config, [index]) if template else {"mappings": mapping_for(config)}
-    typer.echo(json.dumps(body, ensure_ascii=False, indent=2))
+    typer.echo(json_text(body, indent=2))
 
 
 @app.command()

@@ -22,7 +22,7 @@ from .common import (
     opened_store,
     threshold_overrides,
 )
-from .output import Printer
+from .output import Printer, for_people
 
 app = typer.Typer()
 
@@ -88,7 +88,7 @@ def ingest(
         summary = run_ingest([str(p) for p in paths], store, config, opts, progress=progress)
     printer.summary(summary, conn.redact)
     if summary.error:
-        typer.echo(f"Error: {conn.redact(summary.error)}", err=True)
+        typer.echo(f"Error: {for_people(conn.redact(summary.error))}", err=True)
         raise typer.Exit(3)
     if summary.failed:
         raise typer.Exit(1)

@@ -1,6 +1,5 @@
 """``esdedup eval`` (precision / recall / F1 against labelled pairs) and ``esdedup synth`` (make a labelled
 benchmark from a real corpus)."""
-import json
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +17,7 @@ from .common import (
     handles_errors,
     opened_store,
 )
+from .output import for_people, json_text
 
 app = typer.Typer()
 
@@ -122,9 +122,9 @@ def eval_command(
             if index is None and not keep:
                 store.drop()
     if json_out:
-        typer.echo(json.dumps(report.to_dict(top=top), ensure_ascii=False))
+        typer.echo(json_text(report.to_dict(top=top)))
         return
-    typer.echo(f"{report.documents} documents in {report.index} ({report.backend}); {report.labelled} labelled "
+    typer.echo(f"{report.documents} documents in {for_people(report.index)} ({report.backend}); {report.labelled} labelled "
                f"pairs ({report.positives} duplicates); {report.candidates} candidate pairs")
     if report.missing_ids:
         typer.echo(f"warning: {report.missing_ids} labelled ids are not in the index", err=True)
@@ -185,7 +185,8 @@ def synth(
     write_jsonl(bench.labels, labels_out)
     stats = bench.stats()
     if json_out:
-        typer.echo(json.dumps(stats, ensure_ascii=False))
+        typer.echo(json_text(stats))
     else:
-        typer.echo(f"{stats['documents']} documents ({stats['by_class']}) -> {docs_out}; {stats['positives']} "
-                   f"duplicate and {stats['negatives']} non-duplicate pairs -> {labels_out}")
+        typer.echo(f"{stats['documents']} documents ({stats['by_class']}) -> {for_people(docs_out)}; "
+                   f"{stats['positives']} duplicate and {stats['negatives']} non-duplicate pairs -> "
+                   f"{for_people(labels_out)}")

@@ -340,3 +340,52 @@ def test_labels_are_exactly_0_or_1(clean_env: Path) -> None:
         line = _assert_one_error_line(result)
         assert "line 2: label must be 0 or 1" in line and f"got label {json.loads(label)!r}" in line, line
         assert not (clean_env / "data").exists()  # refused before anything was indexed
+
+
+# -- what reaches the terminal ----------------------------------------------------------------------------
+HOSTILE_IDS = ["\x1b]0;pwned\x07a", "b\x1b[2J\x9b31m\u202egnp.exe"]
+ACTIVE = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def test_control_sequences_in_ids_and_titles_reach_no_terminal_raw(clean_env: Path) -> None:
+    """Ids and titles holding ESC ] 0;... BEL (window title), ESC [2J (clear screen), a C1 CSI and a
+    right-to-left override: written as escapes in text for people, as \\u escapes in JSON (which still
+    parses to the exact ids)."""
+    sample = clean_env / "hostile.jsonl"
+    sample.write_text("".join(json.dumps({"id": i, "title": "标题\x1b[2J" + i, "text": DOC}, ensure_ascii=False)
+                              + "\n" for i in HOSTILE_IDS), "utf-8")
+    runner = _runner()
+    common = ["--index", "h", "--data-dir", str(clean_env)]
+    made = runner.invoke(app, ["ingest", str(sample), *common, "--workers", "1"])
+    assert made.exit_code == 0, made.output
+    outputs = {
+        "dups table": runner.invoke(app, ["dups", *common, "--format", "table"]),
+        "dups jsonl": runner.invoke(app, ["dups", *common]),
+        "similar --explain": runner.invoke(app, ["similar", *common, "--id", HOSTILE_IDS[0], "--explain"]),
+        "similar --json": runner.invoke(app, ["similar", *common, "--text", DOC, "--json"]),
+        "error": runner.invoke(app, ["similar", *common, "--file", str(clean_env / "x\x1b[2J.txt")]),
+    }
+    for what, result in outputs.items():
+        assert result.exit_code == (1 if what == "error" else 0), (what, result.output)
+        for ch in ACTIVE:
+            assert ch not in result.stdout + result.stderr, (what, ch, result.output)
+    table = outputs["dups table"].stdout
+    assert "\\x1b]0;pwned\\x07a" in table and "\\x1b[2J\\x9b31m\\u202egnp.exe" in table
+    assert "title: 标题\\x1b[2J" in outputs["similar --explain"].stdout
+    pair = json.loads(outputs["dups jsonl"].stdout.splitlines()[0])
+    assert sorted([pair["a"], pair["b"]]) == sorted(HOSTILE_IDS)
+    assert sorted(m["id"] for m in json.loads(outputs["similar --json"].stdout)["matches"]) == sorted(HOSTILE_IDS)
+    assert "x\\x1b[2J.txt" in _assert_one_error_line(outputs["error"])
+
+
+def test_json_for_programs_is_exact_and_inert() -> None:
+    from esdedup_cli.output import for_people, json_text
+
+    every = "".join(map(chr, [*range(0x20), *range(0x7F, 0xA0), 0x61C, 0x200E, 0x200F, 0x2028, 0x2029,
+                              *range(0x202A, 0x202F), *range(0x2066, 0x206A)]))
+    value = {"id": "台湾" + every + "\\x1b", "n": 1}
+    text = json_text(value)
+    assert json.loads(text) == value and text.isprintable()
+    indented = json_text(value, indent=2)
+    assert json.loads(indented) == value and all(line.isprintable() for line in indented.splitlines())
+    assert for_people(every).isprintable() and for_people("台湾 a\tb") == "台湾 a\\tb"
