@@ -38,10 +38,16 @@ def similar(
     containment: Containment = None,
     top: Annotated[int, typer.Option(min=1, help="At most this many results.")] = 10,
     knn: Annotated[bool, typer.Option(help="Use the kNN vector path (short texts) instead of band lookups.")] = False,
-    explain: Annotated[bool, typer.Option(help="Show shared bands, Hamming, cosine and top shared terms.")] = False,
+    explain: Annotated[bool, typer.Option(
+        help="Also show each match's title, shared band keys, exact TF cosine (every term counted) and top "
+             "shared terms.")] = False,
     json_out: JsonOut = False,
 ) -> None:
     """Look up the near-duplicates of a text, a file or a stored document.
+
+    Each match shows what the rule read: the Hamming distance of the SimHashes, the cosine of the hashed TF
+    vectors and, when both texts have MinHash signatures (which then decide), the estimated character n-gram
+    Jaccard and containment.
 
     Example: esdedup similar --index news --text "台湾居民明日起持台胞证可通关" --explain
     """
@@ -73,6 +79,10 @@ def dups(
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
+
+    Each pair shows what the rule read: Hamming distance, the cosine of the hashed TF vectors and, when both
+    texts have MinHash signatures (which then decide), the estimated character n-gram Jaccard and
+    containment ("-" in the table, absent in JSON, when they do not).
 
     Example: esdedup dups --index news --format table --write-clusters
     """

@@ -97,31 +97,39 @@ class Printer:
 
     def matches(self, result: Any, *, explain: bool = False) -> None:
         if self.json_out:
-            typer.echo(json_text({"query": result.query, "matches": result.matches}))
+            typer.echo(json_text({"query": result.query, "matches": result.matches, "truncated": result.truncated}))
             return
         q = result.query
         typer.echo(f"query simhash {q['simhash']} ({q['tokens']} terms, {q['path']} lookup): "
                    f"{len(result.matches)} near-duplicate(s)")
         for m in result.matches:
-            typer.echo(f"  {for_people(m['id'])}\thamming {m['hamming']}\tcosine {m['cosine']:.4f}")
+            typer.echo(f"  {for_people(m['id'])}\t" + _measures(m, sep="\t"))
             if explain:
                 if m.get("title"):
                     typer.echo(f"      title: {for_people(m['title'])}")
                 if "shared_bands" in m:
                     typer.echo(f"      shared bands: {', '.join(m['shared_bands']) or '(none: found by vector)'}")
-                    typer.echo(f"      exact cosine: {m['exact_cosine']:.4f}")
+                    typer.echo(f"      exact TF cosine: {m['exact_cosine']:.4f} (every term counted; the vector "
+                               "cosine above compares the hashed vectors the rule reads)")
                     typer.echo(f"      top shared terms: {for_people(' '.join(m['top_shared_terms']))}")
+        if result.truncated:
+            typer.echo("warning: the index holds more candidates for this text than one lookup fetches (a band "
+                       "value shared by very many documents?); a near-duplicate may be among those not compared",
+                       err=True)
 
     def pairs(self, report: Any, fmt: str) -> None:
         if fmt == "jsonl":
             for p in report.pairs:
                 typer.echo(json_text(p.to_dict()))
         else:
-            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'cosine':>8}")
+            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}")
             for p in report.pairs:
-                typer.echo(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {p.cosine:>8.4f}")
+                typer.echo(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {p.cosine:>7.4f} "
+                           f"{_number(p.jaccard):>7} {_number(p.containment):>7}")
             n_clusters = len(set(report.clusters.values()))
             typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
+            typer.echo("vec_cos: cosine of the hashed TF vectors; jaccard, contain: MinHash estimates of the "
+                       "character n-gram Jaccard and containment, which decide when both texts have signatures")
         for key, n in report.crowded:
             typer.echo(f"warning: band value {key} is shared by {n} documents (boilerplate?); only the first "
                        f"ones were compared", err=True)
@@ -153,6 +161,18 @@ class Printer:
             else:
                 typer.echo(f"{for_people(r['a']):<30} {for_people(r['b']):<30} {r['cosine']:>7.4f} {r['adjusted_cosine']:>7.4f} "
                            f"{r['weighted_jaccard']:>7.4f} {r['average']:>7.4f} {r['hamming']:>7}")
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _measures(m: dict[str, Any], *, sep: str) -> str:
+    """A match's measures, named: what the rule read to call it a near-duplicate."""
+    parts = [f"hamming {m['hamming']}", f"vector cosine {m['cosine']:.4f}"]
+    if m.get("jaccard") is not None:
+        parts += [f"jaccard {m['jaccard']:.4f}", f"containment {m['containment']:.4f}"]
+    return sep.join(parts)
 
 
 def _progress_line(s: Any) -> str:

@@ -389,3 +389,50 @@ def test_json_for_programs_is_exact_and_inert() -> None:
     indented = json_text(value, indent=2)
     assert json.loads(indented) == value and all(line.isprintable() for line in indented.splitlines())
     assert for_people(every).isprintable() and for_people("台湾 a\tb") == "台湾 a\\tb"
+
+
+# -- why a pair matched -------------------------------------------------------------------------------------
+def test_output_names_the_measures_that_decided(clean_env: Path) -> None:
+    """dups (table and JSONL), similar and --explain show the MinHash Jaccard/containment estimates, and the
+    two cosines are named apart: the hashed-vector cosine the rule reads, the exact TF cosine of --explain."""
+    news = Path(__file__).resolve().parents[2] / "examples" / "news.jsonl"
+    runner = _runner()
+    common = ["--index", "n", "--data-dir", str(clean_env)]
+    made = runner.invoke(app, ["ingest", str(news), *common, "--t2s", "--workers", "1", "--quiet"])
+    assert made.exit_code == 0, made.output
+    table = runner.invoke(app, ["dups", *common, "--format", "table"]).stdout.splitlines()
+    assert table[0].split() == ["a", "b", "hamming", "vec_cos", "jaccard", "contain"]
+    row = next(line.split() for line in table if line.startswith("rail-1") and "rail-2" in line)
+    pairs = [json.loads(line) for line in runner.invoke(app, ["dups", *common]).stdout.splitlines()]
+    pair = next(p for p in pairs if (p["a"], p["b"]) == ("rail-1", "rail-2"))
+    assert row[2:] == [str(pair["hamming"]), f"{pair['cosine']:.4f}", f"{pair['jaccard']:.4f}",
+                       f"{pair['containment']:.4f}"]
+    assert any("cosine of the hashed TF vectors" in line for line in table)
+    similar = runner.invoke(app, ["similar", *common, "--id", "rail-1", "--explain"]).stdout
+    line = next(line for line in similar.splitlines() if line.strip().startswith("rail-2"))
+    assert line.split("\t")[1:] == [f"hamming {pair['hamming']}", f"vector cosine {pair['cosine']:.4f}",
+                                    f"jaccard {pair['jaccard']:.4f}", f"containment {pair['containment']:.4f}"]
+    assert "exact TF cosine: " in similar and "hashed vectors the rule reads" in similar
+
+
+def test_similar_says_when_its_answer_was_truncated(clean_env: Path) -> None:
+    """More stored candidates than one lookup fetches: the answer says so (JSON "truncated", a warning)."""
+    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint import Fingerprinter
+    from esdedup.lookup import DEFAULT_LIMIT
+    from esdedup.store.base import NewDoc
+    from esdedup.store.local import LocalStore
+
+    config = FingerprintConfig(tokenizer="rjieba")
+    fp = Fingerprinter(config).fingerprint(DOC)
+    for name, n in (("crowd", DEFAULT_LIMIT + 1), ("few", 3)):
+        store = LocalStore(name, clean_env)
+        store.open(config)
+        assert all(r.ok for r in store.write(NewDoc(f"d{i:05d}", fp, {"text": DOC}, "0" * 40) for i in range(n)))
+        store.close()
+    for name, truncated in (("crowd", True), ("few", False)):
+        common = ["similar", "--index", name, "--data-dir", str(clean_env), "--text", DOC]
+        text = _runner().invoke(app, common)
+        assert text.exit_code == 0, text.output
+        assert ("warning: the index holds more candidates" in text.stderr) is truncated
+        assert json.loads(_runner().invoke(app, [*common, "--json"]).stdout)["truncated"] is truncated
