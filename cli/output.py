@@ -150,17 +150,31 @@ class Printer:
             typer.echo(f"crowded band value: {key} ({n} documents)")
 
     def compare(self, rows: list[dict[str, Any]], fmt: str) -> None:
+        from esdedup.api import MANY_FILES_MAX_RATIO
+
         if fmt == "jsonl":
             for r in rows:
                 typer.echo(json_text(r))
             return
-        typer.echo(f"{'a':<30} {'b':<30} {'cosine':>7} {'adj_cos':>7} {'w_jacc':>7} {'average':>7} {'hamming':>7}")
+        typer.echo(f"{'a':<30} {'b':<30} {'cosine':>7} {'adj_cos':>7} {'w_jacc':>7} {'average':>7} {'hamming':>7} "
+                   f"{'sizes':>7}")
+        far = filtered = False
         for r in rows:
+            names = f"{for_people(r['a']):<30} {for_people(r['b']):<30}"
             if "skipped" in r:
-                typer.echo(f"{for_people(r['a']):<30} {for_people(r['b']):<30} skipped: {r['skipped']}")
-            else:
-                typer.echo(f"{for_people(r['a']):<30} {for_people(r['b']):<30} {r['cosine']:>7.4f} {r['adjusted_cosine']:>7.4f} "
-                           f"{r['weighted_jaccard']:>7.4f} {r['average']:>7.4f} {r['hamming']:>7}")
+                typer.echo(f"{names} skipped: {for_people(r['skipped'])}")
+                filtered = filtered or r["skipped"].startswith("size ratio")
+                continue
+            mark = "*" if r["size_ratio"] > MANY_FILES_MAX_RATIO else ""
+            far = far or bool(mark)
+            typer.echo(f"{names} {r['cosine']:>7.4f} {r['adjusted_cosine']:>7.4f} {r['weighted_jaccard']:>7.4f} "
+                       f"{r['average']:>7.4f} {r['hamming']:>7} {r['size_ratio']:>6.2f}x{mark}")
+        if far:
+            typer.echo(f"* one text is more than {MANY_FILES_MAX_RATIO}x as long as the other: rarely the same "
+                       "text, whatever the measures say")
+        if filtered:
+            typer.echo("pairs that differ more in length were skipped; --max-ratio sets the limit (compare two "
+                       "files alone to measure them anyway)")
 
 
 def _number(value: float | None) -> str:

@@ -173,19 +173,33 @@ def describe(store: Store) -> dict[str, Any]:
             "crowded_band_values": store.crowded_keys(min_count=max(3, n // 100 or 3), limit=10)}
 
 
+#: With three or more files, `compare_files` skips pairs whose texts differ more than this in length (design
+#: document 004's pre-filter for many-novel runs: such pairs are rarely one text).
+MANY_FILES_MAX_RATIO = 1.5
+
+
 def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
-                  max_ratio: float = 1.5) -> list[dict[str, Any]]:
-    """Design document 004's table for every pair of files: cosine, adjusted cosine, weighted Jaccard,
-    their average and the SimHash Hamming distance; pairs beyond the size ratio are listed as skipped.
+                  max_ratio: float | None = None) -> list[dict[str, Any]]:
+    """Every pair of files measured: cosine and adjusted cosine of their term counts, weighted Jaccard,
+    their average and the SimHash Hamming distance (design document 004's table).
+
+    Every row has ``size_ratio``, the longer text's characters over the shorter's. Pairs whose ratio is
+    above ``max_ratio`` are listed as ``skipped`` (with the reason) instead of measured; by default that is
+    1.5 with three or more files and no limit with two (the caller named that very pair). A pair in which a
+    file has no words is skipped too: its measures would say nothing (two empty files are not identical).
 
     Files are read one at a time and only their term tables are kept, so memory grows with vocabulary,
     not with text size.
+
+    Raises:
+        ConfigError: fewer than two files; ``max_ratio`` below 1 or not a number.
     """
     if len(paths) < 2:
         raise ConfigError("compare needs at least two files")
-    if not 1.0 <= max_ratio < float("inf"):  # also refuses nan, which every comparison would let through
-        raise ConfigError(f"max_ratio must be a number of at least 1 (the larger file's size over the "
-                          f"smaller's), got {max_ratio}")
+    if max_ratio is not None and not max_ratio >= 1.0:  # also refuses nan, which every comparison lets through
+        raise ConfigError(f"max_ratio must be a number of at least 1 (the longer text's length over the "
+                          f"shorter's), got {max_ratio}")
+    limit = max_ratio if max_ratio is not None else MANY_FILES_MAX_RATIO if len(paths) >= 3 else float("inf")
     cfg = config or FingerprintConfig(weighting="tf_length", strategy="simhash")
     fper = Fingerprinter(cfg)
     prints = []
@@ -195,9 +209,12 @@ def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
     rows = []
     for i, (pa, fa, sa) in enumerate(prints):
         for pb, fb, sb in prints[i + 1 :]:
-            row: dict[str, Any] = {"a": pa, "b": pb, "bytes_a": sa, "bytes_b": sb}
-            if not size_ratio_ok(sa, sb, max_ratio):
-                row["skipped"] = f"size ratio {max(sa, sb) / max(1, min(sa, sb)):.2f} > {max_ratio}"
+            ratio = max(1, fa.chars, fb.chars) / max(1, min(fa.chars, fb.chars))
+            row: dict[str, Any] = {"a": pa, "b": pb, "bytes_a": sa, "bytes_b": sb, "size_ratio": round(ratio, 2)}
+            if fa.empty or fb.empty:
+                row["skipped"] = "no words in " + (" or ".join(p for p, f in ((pa, fa), (pb, fb)) if f.empty))
+            elif not size_ratio_ok(fa.chars, fb.chars, limit):
+                row["skipped"] = f"size ratio {ratio:.2f} > {limit}"
             else:
                 row.update({k: round(v, 6) for k, v in novel_similarity(fa.tf, fb.tf).items()})
                 row["hamming"] = hamming(fa.simhash, fb.simhash)

@@ -436,3 +436,50 @@ def test_similar_says_when_its_answer_was_truncated(clean_env: Path) -> None:
         assert text.exit_code == 0, text.output
         assert ("warning: the index holds more candidates" in text.stderr) is truncated
         assert json.loads(_runner().invoke(app, [*common, "--json"]).stdout)["truncated"] is truncated
+
+
+# -- compare ------------------------------------------------------------------------------------------------
+def _novels(root: Path) -> tuple[Path, Path, Path]:
+    text = DOC * 20
+    a, longer, close = root / "a.txt", root / "longer.txt", root / "close.txt"
+    a.write_text(text, "utf-8")
+    longer.write_text(text + "今天北京天气晴朗，最高气温二十五度，适合户外活动。" * 30, "utf-8")  # 1.7x
+    close.write_text(text + DOC, "utf-8")
+    return a, longer, close
+
+
+def _compare(*args: object) -> list[dict[str, Any]]:
+    result = _runner().invoke(app, ["compare", *map(str, args), "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_two_files_are_compared_whatever_their_sizes(clean_env: Path) -> None:
+    a, longer, close = _novels(clean_env)
+    (row,) = _compare(a, longer)
+    assert "skipped" not in row and 0 < row["cosine"] < 1 and row["size_ratio"] > 1.5
+    table = _runner().invoke(app, ["compare", str(a), str(longer)]).stdout
+    assert f"{row['size_ratio']:.2f}x*" in table and "more than 1.5x as long" in table
+    # With three or more files the pre-filter applies, and an explicit --max-ratio applies to two.
+    rows = {(r["a"], r["b"]): r for r in _compare(a, longer, close)}
+    assert rows[(str(a), str(longer))]["skipped"].startswith("size ratio 1.")
+    assert "skipped" not in rows[(str(a), str(close))]
+    assert _compare(a, longer, "--max-ratio", "1.2")[0]["skipped"].endswith("> 1.2")
+
+
+def test_empty_files_are_not_identical(clean_env: Path) -> None:
+    empty, blank = clean_env / "empty.txt", clean_env / "blank.txt"
+    empty.write_text("", "utf-8")
+    blank.write_text("  \n", "utf-8")
+    a, _, _ = _novels(clean_env)
+    for pair in ((empty, blank), (empty, a)):
+        (row,) = _compare(*pair)
+        assert "hamming" not in row and "cosine" not in row
+        assert row["skipped"].startswith("no words in ") and str(empty) in row["skipped"]
+    table = _runner().invoke(app, ["compare", str(empty), str(blank)]).stdout
+    assert "skipped: no words in" in table and " 0\n" not in table
+
+
+def test_compare_speaks_in_the_users_terms() -> None:
+    text = _runner().invoke(app, ["compare", "--help"]).stdout
+    assert "design document" not in text.lower() and "Hamming distance" in text
