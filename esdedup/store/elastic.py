@@ -58,8 +58,7 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         reason = redact(_api_reason(exc), secrets)
         if "SSL certificate" in reason:  # a TLS-terminating proxy asks for the client's certificate
             raise CertificateError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason} (the server "
-                                   "requires a client certificate: client_cert and client_key)",
-                                   needs="client_cert") from None
+                                   "requires a client certificate)", needs="client_cert") from None
         raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason}") from None
     except es.SerializationError as exc:
         raise StoreError(f"{where}: could not encode or decode a request: {redact(str(exc), secrets)}") from None
@@ -67,9 +66,7 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         # ConnectionError, ConnectionTimeout, TLS errors: the cause is what matters, not the stack.
         reason = redact(str(exc.message if hasattr(exc, "message") else exc), secrets)
         if "CERTIFICATE_VERIFY_FAILED" in reason:
-            raise CertificateError(f"{where}: TLS certificate verification failed ({reason}); the client needs "
-                                   "the CA that signed the server's certificate (ca_certs, ESDEDUP_ES_CA_CERTS)",
-                                   needs="ca") from None
+            raise CertificateError(f"{where}: TLS certificate verification failed ({reason})", needs="ca") from None
         raise ConnectionFailed(f"{where}: cannot reach Elasticsearch: {reason}") from None
 
 

@@ -283,7 +283,7 @@ def test_client_certificate(proxy, corpus, fresh_index, tmp_path):
     r = _ingest(proxy.mtls_url, fresh_index, path, tmp_path / "x", "--ca-certs", proxy.ca, env=env)
     _assert_clean(r)
     line = _error_line(r)
-    assert r.returncode == 3 and "client certificate" in line, line
+    assert r.returncode == 3 and "client certificate" in line and "--client-cert and --client-key" in line, line
 
 
 # -- failures: exit 3 with one clear line, no secret -------------------------------------------------------
