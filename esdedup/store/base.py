@@ -6,6 +6,7 @@ against `Store` only, and one contract test suite runs on both.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -13,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..config import FingerprintConfig
+from ..errors import ConfigError, ConfigMismatchError
 from ..fingerprint import Fingerprint
 
 #: A lookup: stored field name (inside ``dedup``) -> band keys to match in that field.
@@ -140,3 +142,24 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+#: Used with fullmatch: ``$`` would also match before a trailing newline ("abc\\n" passed).
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,199}")
+
+
+def validate_name(name: str) -> str:
+    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
+    if not _NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit, at most 200 characters")
+    return name
+
+
+def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintConfig) -> ConfigMismatchError:
+    """The error of a store asked to open index ``name`` with a config incompatible with its stored one."""
+    diffs = stored.differences(requested)
+    shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
+    return ConfigMismatchError(
+        f"index {name!r} was built with a different fingerprint config ({shown}); open it with its own "
+        "config or use a new index", stored=stored.identity(), requested=requested.identity())

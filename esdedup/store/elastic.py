@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import query as q
 from ..config import FingerprintConfig
-from ..errors import BulkError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
+from ..errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
 from ..redact import redact
 from ..schema import (
     DEDUP,
@@ -31,8 +31,7 @@ from ..schema import (
     mapping_for,
 )
 from ..simhash import from_hex
-from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
-from .local import mismatch_error, validate_name
+from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult, mismatch_error, validate_name
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +55,18 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
     except es.NotFoundError as exc:
         raise IndexNotFound(f"{where}: not found: {redact(str(exc.message), secrets)}") from None
     except es.ApiError as exc:
-        raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: "
-                         f"{redact(_api_reason(exc), secrets)}") from None
+        reason = redact(_api_reason(exc), secrets)
+        if "SSL certificate" in reason:  # a TLS-terminating proxy asks for the client's certificate
+            raise CertificateError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason} (the server "
+                                   "requires a client certificate)", needs="client_cert") from None
+        raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason}") from None
     except es.SerializationError as exc:
         raise StoreError(f"{where}: could not encode or decode a request: {redact(str(exc), secrets)}") from None
     except es.TransportError as exc:
         # ConnectionError, ConnectionTimeout, TLS errors: the cause is what matters, not the stack.
         reason = redact(str(exc.message if hasattr(exc, "message") else exc), secrets)
         if "CERTIFICATE_VERIFY_FAILED" in reason:
-            raise ConnectionFailed(f"{where}: TLS certificate verification failed ({reason}); give the CA that "
-                                   "signed the server's certificate with --ca-certs (or ESDEDUP_ES_CA_CERTS)"
-                                   ) from None
+            raise CertificateError(f"{where}: TLS certificate verification failed ({reason})", needs="ca") from None
         raise ConnectionFailed(f"{where}: cannot reach Elasticsearch: {reason}") from None
 
 
@@ -75,15 +75,12 @@ _HTML_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
 
 def _api_reason(exc: Any) -> str:
     """The reason of an error answer; for a non-JSON answer (a proxy's HTML page) its title or first
-    characters, with a hint when a TLS-terminating proxy asks for a client certificate."""
+    characters."""
     body = getattr(exc, "body", None)
     if isinstance(body, (str, bytes)) and body:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         m = _HTML_TITLE.search(text)
-        reason = " ".join((m.group(1) if m else re.sub(r"<[^>]+>", " ", text)).split())[:200]
-        if "SSL certificate" in reason:
-            reason += " (the server requires a client certificate: use --client-cert and --client-key)"
-        return reason
+        return " ".join((m.group(1) if m else re.sub(r"<[^>]+>", " ", text)).split())[:200]
     return str(exc.message)
 
 

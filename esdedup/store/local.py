@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -28,12 +27,11 @@ from typing import Any
 import numpy as np
 
 from ..config import FingerprintConfig
-from ..errors import ConfigError, ConfigMismatchError, IndexNotFound, StoreError
+from ..errors import ConfigError, IndexNotFound, StoreError
 from ..schema import META_KEY, config_from_meta, meta_for
 from ..simhash import from_hex, to_hex
-from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
+from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult, mismatch_error, validate_name
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
@@ -58,20 +56,12 @@ def default_data_dir() -> Path:
     return Path(base) / "esdedup"
 
 
-def validate_name(name: str) -> str:
-    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
-    if not _NAME.match(name) or name in (".", ".."):
-        raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
-                          "starting with a letter or digit, at most 200 characters")
-    return name
-
-
 class LocalStore:
     """A collection in ``data_dir/<name>.sqlite``."""
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
-        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.data_dir = _folder(Path(data_dir) if data_dir is not None else default_data_dir())
         self.path = self.data_dir / f"{name}.sqlite"
         self._db: sqlite3.Connection | None = None
         self._config: FingerprintConfig | None = None
@@ -326,12 +316,14 @@ class LocalStore:
         return {i: (c, d) for i, c, d in rows}
 
 
-def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintConfig) -> ConfigMismatchError:
-    diffs = stored.differences(requested)
-    shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
-    return ConfigMismatchError(
-        f"index {name!r} was built with a different fingerprint config ({shown}); use the index's config "
-        "(omit the options) or a new index", stored=stored.identity(), requested=requested.identity())
+def _folder(path: Path) -> Path:
+    """``path`` if it is a folder or can become one; ConfigError when it, or a folder above it, is a file."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"local store folder {path}: {p} is a file, not a folder")
+            break
+    return path
 
 
 def _stored_vector(vector: np.ndarray) -> bytes:
