@@ -17,7 +17,7 @@ Files (UTF-8 text, one record a line, ``#`` lines are headers; doubles and code 
 * ``jieba.tsv``   ``#version``, ``#total``, ``#logtotal <bits>``, ``f <freq> <bits of log(freq)>`` lines,
   then ``<word>\\t<freq>`` for every key of jieba's prefix dictionary (0 = prefix only).
 * ``hmm.tsv``     ``start <state> <bits>``, ``trans <from> <to> <bits>``, ``emit <state> <cp> <bits>``.
-* ``unicode.tsv`` ``#unidata``, ``alnum <lo> <hi>`` and ``junk <lo> <hi>`` ranges, ``space <cp>``, ``fold <cp> <cp> ...``,
+* ``unicode.tsv`` ``#unidata``, ``alnum``, ``assigned`` and ``junk`` ranges (``<lo> <hi>``), ``space <cp>``, ``fold <cp> <cp> ...``,
   ``ccc <cp> <class>``, ``nfkd <cp> <cp> ...`` (full compatibility decomposition, Hangul excluded: it is
   algorithmic), ``comp <first> <second> <composite>`` (primary composites).
 * ``stopwords.txt`` the shipped stopword list after esdedup's normalisation, one word a line.
@@ -97,6 +97,8 @@ def export_unicode(out: Path) -> None:
         fh.write(f"#unidata {unicodedata.unidata_version}\n#python {sys.version.split()[0]}\n")
         for lo, hi in _ranges([c.isalnum() for c in chars]):
             fh.write(f"alnum {lo:x} {hi:x}\n")
+        for lo, hi in _ranges([unicodedata.category(c) != "Cn" for c in chars]):
+            fh.write(f"assigned {lo:x} {hi:x}\n")  # only the tests use it (to compare with the JVM's NFKC)
         junk = _JUNK.fullmatch  # what esdedup.normalize removes before NFKC (controls, invisibles, surrogates)
         for lo, hi in _ranges([junk(c) is not None for c in chars]):
             fh.write(f"junk {lo:x} {hi:x}\n")

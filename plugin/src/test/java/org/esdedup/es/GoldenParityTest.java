@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 
 import org.esdedup.es.core.Fingerprint;
 import org.esdedup.es.core.Fingerprinter;
+import org.esdedup.es.core.NfkcProbe;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -53,6 +54,11 @@ class GoldenParityTest {
         String javaNorm = new String(norm, 0, norm.length);
         String pyNorm = rec.get("norm").asText();
         tally("norm", javaNorm.equals(pyNorm), rec, "python " + abbrev(pyNorm) + " java " + abbrev(javaNorm));
+        // Informational (not part of the parity): the JVM's own NFKC follows another Unicode version.
+        agree.computeIfAbsent("(jvm_nfkc)", k -> new int[2])[1]++;
+        if (NfkcProbe.jvmAgrees(text)) {
+            agree.get("(jvm_nfkc)")[0]++;
+        }
         List<String> tokens = f.tokens(norm);
         if (rec.has("tokens")) {
             List<String> py = new ArrayList<>();

@@ -15,6 +15,8 @@ public final class UnicodeData {
 
     final CodePointSet alnum = new CodePointSet();
     final CodePointSet junk = new CodePointSet();
+    /** Code points assigned in Python's Unicode version (general category other than Cn). */
+    final CodePointSet assigned = new CodePointSet();
     final CodePointSet space = new CodePointSet();
     final CodePointSet folds = new CodePointSet();
     final CodePointSet decomposes = new CodePointSet();
@@ -48,6 +50,7 @@ public final class UnicodeData {
         switch (f[0]) {
             case "alnum" -> alnum.addRange(TableFile.hex(f[1]), TableFile.hex(f[2]));
             case "junk" -> junk.addRange(TableFile.hex(f[1]), TableFile.hex(f[2]));
+            case "assigned" -> assigned.addRange(TableFile.hex(f[1]), TableFile.hex(f[2]));
             case "space" -> space.add(TableFile.hex(f[1]));
             case "fold" -> {
                 folds.add(TableFile.hex(f[1]));
