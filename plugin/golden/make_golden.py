@@ -13,7 +13,9 @@ Output: gzip'd JSON lines. Line 1: ``{"configs": {name: config dict}, "stamp": .
 (text, config): ``id``, ``kind``, ``config``, ``text``, ``norm``, ``tokens`` (the raw segmentation; only for
 texts up to 5,000 characters), ``tokens_sha1`` (SHA-1 of the tokens joined by U+0001), ``n_tokens``,
 ``vector_f32`` (the float32 vector as 8 hex digits a value, big-endian bits) and ``dedup`` (exactly what
-`esdedup.schema.dedup_source` gives ingest, content hash included).
+`esdedup.schema.dedup_source` gives ingest, content hash included). Then pair records (``kind`` "pair"): a
+query text's fields ``a`` (vector unrounded), a stored document's ``b`` (an edited copy of the text, or the next
+text) and Python's ``scores`` (`esdedup.lookup._measure` and ``is_duplicate`` under the config's thresholds).
 
 The file is regenerated only when its inputs change (a stamp over this script, esdedup's sources and the
 versions of Python, jieba, numpy); it is large, so it stays out of git.
@@ -191,6 +193,64 @@ def record(fper: Fingerprinter, name: str, i: int, kind: str, text: str) -> dict
     return rec
 
 
+# -- pairs: the near-duplicate rule ----------------------------------------------------------------------------
+PAIR_EVERY = 5  # every 5th text makes pairs (a variant of itself, and its neighbour)
+
+
+def _variant(rng: random.Random, text: str) -> str:
+    """An edited copy: a few characters deleted, replaced or inserted, or the text cut short."""
+    chars = list(text)
+    how = rng.randrange(4)
+    if how == 3 and len(chars) > 20:
+        return "".join(chars[: int(len(chars) * rng.uniform(0.5, 0.95))])
+    for _ in range(max(1, int(len(chars) * rng.choice([0.01, 0.03, 0.1])))):
+        if not chars:
+            break
+        i = rng.randrange(len(chars))
+        if how == 0:
+            del chars[i]
+        elif how == 1:
+            chars[i] = rng.choice("的一是在不了有和人这中大为上个国我以要他时来用们")
+        else:
+            chars.insert(i, rng.choice("，。的了"))
+    return "".join(chars)
+
+
+def _stored_doc(dedup: dict, dims: int):
+    """The dedup object read back as the Elasticsearch store reads a hit."""
+    from esdedup.store.elastic import hit_to_doc
+
+    fields = {f"dedup.{k}": [dedup[k]] for k in ("simhash", "empty", "tokens", "chars", "shingles") if k in dedup}
+    return hit_to_doc({"_id": "b", "fields": fields, "_source": {"dedup": dedup}}, dims)
+
+
+def pair_record(fper: Fingerprinter, i: int, kind: str, a: str, b: str) -> dict[str, object]:
+    from esdedup.lookup import Thresholds, _measure, _opt, is_duplicate
+
+    cfg = fper.config
+    fa, fb = fper.fingerprint(a), fper.fingerprint(b)
+    stored = dedup_source(fb, cfg, content_sha1(fper.normalize(b)))
+    doc = _stored_doc(stored, cfg.dims)
+    hams, coss, ngram, jac, cont = _measure(fa, [doc], cfg)
+    t = Thresholds.resolve(cfg)
+    dup = not fa.empty and not doc.empty and is_duplicate(
+        int(hams[0]), float(coss[0]), t, bool(ngram[0]), jaccard=_opt(jac[0]), containment=_opt(cont[0]))
+    query = dedup_source(fa, cfg)
+    if not fa.empty:
+        query["vector"] = np.asarray(fa.vector, dtype=np.float64).tolist()  # the query's own float32 values, unrounded
+    return {"id": f"pair-{kind}-{i}", "kind": "pair", "config": "default", "a": query, "b": stored,
+            "scores": {"hamming": int(hams[0]), "cosine": float(coss[0]), "ngram": bool(ngram[0]),
+                       "jaccard": _opt(jac[0]), "containment": _opt(cont[0]), "duplicate": bool(dup)}}
+
+
+def pairs(items: list[tuple[str, str]]) -> Iterator[tuple[int, str, str, str]]:
+    rng = random.Random(SEED + 1)
+    for i in range(0, len(items) - 1, PAIR_EVERY):
+        kind, text = items[i]
+        yield i, kind, text, _variant(rng, text)
+        yield i, kind + "-next", text, items[i + 1][1]
+
+
 def configs() -> dict[str, FingerprintConfig]:
     base = FingerprintConfig()
     out = {"default": base}
@@ -233,13 +293,17 @@ def main() -> None:
             gz.write(json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
 
         put({"configs": {k: c.to_dict() for k, c in cfgs.items()}, "stamp": st})
-        for i, (kind, text) in enumerate(texts(args.texts)):
+        items = list(texts(args.texts))
+        for i, (kind, text) in enumerate(items):
             put(record(fpers["default"], "default", i, kind, text))
             n += 1
             if i % ALT_EVERY == 0 or kind.startswith("edge"):
                 for name in ALT_CONFIGS:
                     put(record(fpers[name], name, i, kind, text))
                     n += 1
+        for i, kind, a, b in pairs([it for it in items if not it[0].startswith("long")]):
+            put(pair_record(fpers["default"], i, kind, a, b))
+            n += 1
     tmp.replace(args.out)
     stamp_file.write_text(st)
     print(f"wrote {n} golden records to {args.out}")

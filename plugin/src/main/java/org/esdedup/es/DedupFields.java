@@ -1,5 +1,6 @@
 package org.esdedup.es;
 
+import org.esdedup.es.core.DedupDoc;
 import org.esdedup.es.core.Fingerprint;
 import org.esdedup.es.core.FingerprintConfig;
 
@@ -84,5 +85,29 @@ public final class DedupFields {
             sig[i] = buf.getInt();
         }
         return sig;
+    }
+
+    /**
+     * The fields scoring needs from a stored dedup object (or from a query's script params), or null when the
+     * object carries no SimHash.
+     */
+    public static DedupDoc read(Object value) {
+        if (!(value instanceof Map<?, ?> d) || !(d.get(SIMHASH) instanceof String hex)) {
+            return null;
+        }
+        float[] vector = null;
+        if (d.get(VECTOR) instanceof List<?> list) {
+            vector = new float[list.size()];
+            for (int i = 0; i < vector.length; i++) {
+                vector[i] = ((Number) list.get(i)).floatValue(); // float32 of the stored double, as numpy reads it
+            }
+        }
+        int[] minhash = d.get(MINHASH) instanceof String b64 && b64.isEmpty() == false ? decodeMinhash(b64) : null;
+        return new DedupDoc(DedupDoc.parseSimhash(hex), hex.length() * 4, vector, minhash, intOf(d.get(SHINGLES)),
+            intOf(d.get(CHARS)), Boolean.TRUE.equals(d.get(EMPTY)));
+    }
+
+    private static int intOf(Object v) {
+        return v instanceof Number n ? n.intValue() : 0;
     }
 }

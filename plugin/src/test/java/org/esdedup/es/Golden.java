@@ -52,6 +52,21 @@ final class Golden {
         return out;
     }
 
+    /** The header and the first {@code n} records. */
+    static java.util.List<JsonNode> first(int n) {
+        java.util.List<JsonNode> out = new java.util.ArrayList<>();
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(
+            new GZIPInputStream(Files.newInputStream(path()), 1 << 16), StandardCharsets.UTF_8), 1 << 16)) {
+            String line;
+            while (out.size() <= n && (line = r.readLine()) != null) {
+                out.add(JSON.readTree(line));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return out;
+    }
+
     /** Calls {@code header} with the first line, then {@code each} with every record. */
     static void read(Consumer<JsonNode> header, Consumer<JsonNode> each) {
         try (BufferedReader r = new BufferedReader(new InputStreamReader(

@@ -2,7 +2,10 @@ package org.esdedup.es;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import org.esdedup.es.core.DedupDoc;
+import org.esdedup.es.core.DuplicateRule;
 import org.esdedup.es.core.Fingerprint;
+import org.esdedup.es.core.FingerprintConfig;
 import org.esdedup.es.core.Fingerprinter;
 import org.esdedup.es.core.NfkcProbe;
 import org.junit.jupiter.api.Test;
@@ -32,6 +35,7 @@ class GoldenParityTest {
         StringBuilder report = new StringBuilder("golden parity (equal / compared):\n");
         agree.forEach((k, v) -> report.append(String.format("  %-14s %6d / %6d  %.4f%%%n", k, v[0], v[1], 100.0 * v[0] / v[1])));
         System.out.print(report);
+        assertTrue(agree.get("pair.duplicate")[1] >= 1000, "the golden file should hold >= 1,000 pairs");
         assertTrue(agree.get("records")[1] >= 10_000, "the golden file should hold >= 10,000 records");
         assertTrue(failures.isEmpty(), failures.size() + " mismatches, first ones:\n" + String.join("\n", failures.subList(0,
             Math.min(20, failures.size()))) + "\n" + report);
@@ -48,6 +52,10 @@ class GoldenParityTest {
     }
 
     private void check(JsonNode rec) {
+        if (rec.get("kind").asText().equals("pair")) {
+            checkPair(rec);
+            return;
+        }
         Fingerprinter f = fingerprinters.get(rec.get("config").asText());
         String text = rec.get("text").asText();
         int[] norm = f.normalize(text);
@@ -82,6 +90,34 @@ class GoldenParityTest {
                 + abbrev(String.valueOf(mine)));
         }
         tally("records", true, rec, "");
+    }
+
+    /** The near-duplicate rule (what the scripts compute) against Python's on a query and a stored document. */
+    private void checkPair(JsonNode rec) {
+        FingerprintConfig cfg = fingerprinters.get(rec.get("config").asText()).config();
+        DedupDoc q = DedupFields.read(Golden.JSON.convertValue(rec.get("a"), Map.class));
+        DedupDoc d = DedupFields.read(Golden.JSON.convertValue(rec.get("b"), Map.class));
+        DuplicateRule rule = new DuplicateRule(cfg.hammingK, cfg.cosineThreshold, cfg.jaccardThreshold,
+            cfg.containmentThreshold, cfg.strategy, cfg.shortTextChars);
+        DuplicateRule.Scores s = rule.score(q, d);
+        JsonNode py = rec.get("scores");
+        tally("pair.hamming", s.hamming() == py.get("hamming").asInt(), rec, py.get("hamming") + " vs " + s.hamming());
+        tally("pair.cosine", Double.compare(s.cosine(), py.get("cosine").asDouble()) == 0, rec,
+            py.get("cosine") + " vs " + s.cosine());
+        tally("pair.ngram", s.ngram() == py.get("ngram").asBoolean(), rec, py.get("ngram") + " vs " + s.ngram());
+        tally("pair.jaccard", sameOrNull(py.get("jaccard"), s.jaccard()), rec, py.get("jaccard") + " vs " + s.jaccard());
+        tally("pair.containment", sameOrNull(py.get("containment"), s.containment()), rec,
+            py.get("containment") + " vs " + s.containment());
+        boolean dup = rule.isDuplicate(q, d);
+        tally("pair.duplicate", dup == py.get("duplicate").asBoolean(), rec, py.get("duplicate") + " vs " + dup);
+        agree.computeIfAbsent("(pairs duplicate)", k -> new int[2])[1]++;
+        if (dup) {
+            agree.get("(pairs duplicate)")[0]++;
+        }
+    }
+
+    private static boolean sameOrNull(JsonNode py, double java) {
+        return py.isNull() ? Double.isNaN(java) : Double.compare(py.asDouble(), java) == 0;
     }
 
     /** JSON value from Python vs Java value: numbers compared as doubles, lists element by element. */

@@ -32,6 +32,11 @@ public final class JiebaDictionary {
         return Holder.INSTANCE;
     }
 
+    /** The version of the jieba tables in the jar, read without loading the dictionary. */
+    public static String version() {
+        return TableFile.headers("jieba.tsv").get("version");
+    }
+
     private JiebaDictionary() {
         edgeKeys = new long[1 << 20];
         edgeChild = new int[1 << 20];

@@ -42,6 +42,25 @@ final class TableFile {
         return headers;
     }
 
+    /** The header values of a table (its leading {@code #name value} lines) without reading the records. */
+    static Map<String, String> headers(String name) {
+        Map<String, String> headers = new HashMap<>();
+        try (InputStream in = TableFile.class.getResourceAsStream("/org/esdedup/es/tables/" + name)) {
+            if (in == null) {
+                throw new IllegalStateException("table " + name + " is missing from the plugin jar");
+            }
+            BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+            String line;
+            while ((line = reader.readLine()) != null && line.startsWith("#")) {
+                int sp = line.indexOf(' ');
+                headers.put(line.substring(1, sp), line.substring(sp + 1));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read table " + name, e);
+        }
+        return headers;
+    }
+
     /** A double from its IEEE-754 bits written as 16 hex digits. */
     static double bitsToDouble(String hex) {
         return Double.longBitsToDouble(Long.parseUnsignedLong(hex, 16));
