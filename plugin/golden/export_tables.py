@@ -42,8 +42,9 @@ def bits(x: float) -> str:
 
 
 def export_jieba(out: Path) -> None:
-    import jieba
     from math import log
+
+    import jieba
 
     tok = jieba.Tokenizer()
     tok.initialize()  # the prefix dictionary exactly as jieba builds it (from its cache or dict.txt)

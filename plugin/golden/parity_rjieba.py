@@ -43,7 +43,7 @@ def main(path: str) -> None:
             if toks == rec["tokens"]:
                 same_by_kind[kind] += 1
             elif len(examples) < 8:
-                diff = next(i for i, (a, b) in enumerate(zip(toks + [""], rec["tokens"] + [""])) if a != b)
+                diff = next(i for i, (a, b) in enumerate(zip(toks + [""], rec["tokens"] + [""], strict=False)) if a != b)
                 examples.append(f"{rec['id']}: jieba {rec['tokens'][max(0, diff - 2):diff + 3]} "
                                 f"rjieba {toks[max(0, diff - 2):diff + 3]}")
             fp = fper.fingerprint_normalized([rec["norm"]])[0]

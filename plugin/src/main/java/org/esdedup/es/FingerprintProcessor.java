@@ -58,6 +58,9 @@ public final class FingerprintProcessor extends AbstractProcessor {
             throw new IllegalArgumentException("field [" + field + "] is a " + value.getClass().getSimpleName()
                 + ", not a string; esdedup fingerprints text");
         }
+        if (text.codePoints().allMatch(UnicodeData.get()::isSpace)) { // as esdedup ingest's readers reject it
+            throw new IllegalArgumentException("field [" + field + "] is empty; esdedup fingerprints text");
+        }
         Fingerprint fp = fingerprinter.fingerprint(text);
         Map<String, Object> dedup = DedupFields.source(fp, fingerprinter.config());
         if (doc.getFieldValue(targetField, Object.class, true) instanceof Map<?, ?> old) {
