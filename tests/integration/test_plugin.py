@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from esdedup.schema import dedup_source
 from esdedup.store.elastic import ElasticStore
 from tests.es_node import LocalCluster
 
-pytestmark = pytest.mark.es
+pytestmark = [pytest.mark.es, pytest.mark.plugin]
 
 REPO = Path(__file__).resolve().parents[2]
 LABELS = ("cluster_id", "duplicate_of")
@@ -101,26 +102,28 @@ def _sources(client, index: str) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def indexes(plugin_es, plugin_url, corpus, tmp_path_factory) -> tuple[str, str, FingerprintConfig]:
+def indexes(plugin_es, plugin_url, corpus, tmp_path_factory) -> Iterator[tuple[str, str, FingerprintConfig]]:
     """Index A written by `esdedup ingest`; index B by plain _bulk through the plugin's pipeline (its default
     pipeline), with the config read from A's _meta."""
     from elasticsearch import helpers
 
     path, docs = corpus
-    url = plugin_url
+    suffix = uuid.uuid4().hex[:8]
+    a, b, pipeline = f"plugin-a-{suffix}", f"plugin-b-{suffix}", f"esdedup-plugin-{suffix}"
     tmp = tmp_path_factory.mktemp("ingest")
-    result = CliRunner().invoke(app, ["ingest", str(path), "--index", "plugin-a", "--es", url, "--workers", "1",
+    result = CliRunner().invoke(app, ["ingest", str(path), "--index", a, "--es", plugin_url, "--workers", "1",
                                       "--replicas", "0", "--dead-letter", str(tmp / "dl.jsonl"), "--json"])
     assert result.exit_code == 0, result.output
-    store_a = ElasticStore(plugin_es, "plugin-a")
-    config = store_a.open().config
-    ElasticStore(plugin_es, "plugin-b", replicas=0).open(config)
-    plugin_es.ingest.put_pipeline(id="esdedup-plugin-b", processors=[
+    config = ElasticStore(plugin_es, a).open().config
+    ElasticStore(plugin_es, b, replicas=0).open(config)
+    plugin_es.ingest.put_pipeline(id=pipeline, processors=[
         {"esdedup_fingerprint": {"field": "text", "config": config.to_dict()}}])
-    plugin_es.indices.put_settings(index="plugin-b", settings={"index.default_pipeline": "esdedup-plugin-b"})
-    ok, errors = helpers.bulk(plugin_es, ({"_index": "plugin-b", "_id": d["id"], "_source": d} for d in docs))
+    plugin_es.indices.put_settings(index=b, settings={"index.default_pipeline": pipeline})
+    ok, errors = helpers.bulk(plugin_es, ({"_index": b, "_id": d["id"], "_source": d} for d in docs))
     assert ok == len(docs) and not errors
-    return "plugin-a", "plugin-b", config
+    yield a, b, config
+    plugin_es.indices.delete(index=[a, b])
+    plugin_es.ingest.delete_pipeline(id=pipeline)
 
 
 def test_the_pipeline_writes_every_dedup_field_as_esdedup_ingest_does(plugin_es, corpus, indexes):

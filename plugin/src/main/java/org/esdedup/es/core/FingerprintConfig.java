@@ -95,6 +95,8 @@ public final class FingerprintConfig {
         containmentThreshold = r.number("containment_threshold");
         refuseIrreproducible(r, jiebaVersion);
         validate();
+        check(List.of("int8_flat", "flat", "int8_hnsw", "hnsw", "none").contains(r.string("vector_index")),
+            "vector_index must be one of int8_flat, flat, int8_hnsw, hnsw, none");
     }
 
     private void refuseIrreproducible(Reader r, String jiebaVersion) {
