@@ -142,10 +142,13 @@ class LocalCluster:
         timeout: int | None = None,
         watch: bool = True,
         settings: dict[str, object] | None = None,
+        plugins: list[str] | None = None,
     ) -> None:
         self.nodes = nodes
         #: extra elasticsearch.yml settings of every node (``scripts/es-local start -E KEY=VALUE``)
         self.settings = dict(settings or {})
+        #: plugin zips installed into the nodes' distribution (``scripts/es-local start --plugin ZIP``)
+        self.plugins = list(plugins or [])
         self.port = port
         self.name = name or f"esdedup-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._own_state = state_dir is None
@@ -214,6 +217,8 @@ class LocalCluster:
             args += ["--timeout", str(self.timeout)]
         for key, value in self.settings.items():
             args += ["-E", f"{key}={value}"]
+        for zip_path in self.plugins:
+            args += ["--plugin", str(zip_path)]
         try:
             # the script's watchdog stops the nodes if this process dies without calling stop()
             watch = {"ESDEDUP_ES_WATCH_PID": str(os.getpid())} if self.watch else None
