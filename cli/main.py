@@ -1,6 +1,6 @@
 """The ``esdedup`` command: a thin typer layer over the library.
 
-Each command module (`ingest`, `duplicates`, `index`, `compare`, `quality`, `kibana`) has its own
+Each command module (`ingest`, `duplicates`, `index`, `compare`, `quality`, `kibana`, `pipeline`) has its own
 ``typer.Typer()``; this module composes them under one root, and nothing imports it (Typer's
 one-file-per-command layout). Each command parses options, calls one library function and prints. Library
 errors (`EsdedupError`) are turned into one ``Error: ...`` line and an exit code in `common.handles_errors`,
@@ -13,7 +13,7 @@ import typer
 
 from esdedup import __version__
 
-from . import compare, duplicates, index, ingest, kibana, quality
+from . import compare, duplicates, index, ingest, kibana, pipeline, quality
 
 app = typer.Typer(
     name="esdedup",
@@ -26,10 +26,11 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 # Added without a name, a module's commands sit at the root (esdedup ingest, esdedup dups, ...);
-# kibana's Typer carries its own name and stays a group (esdedup kibana export).
+# kibana's and pipeline's Typers carry their own names and stay groups (esdedup kibana export).
 for module in (ingest, duplicates, index, compare, quality):
     app.add_typer(module.app)
 app.add_typer(kibana.app)
+app.add_typer(pipeline.app)
 
 
 class _OneLineFormatter(logging.Formatter):

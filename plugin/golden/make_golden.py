@@ -15,7 +15,7 @@ texts up to 5,000 characters), ``tokens_sha1`` (SHA-1 of the tokens joined by U+
 ``vector_f32`` (the float32 vector as 8 hex digits a value, big-endian bits) and ``dedup`` (exactly what
 `esdedup.schema.dedup_source` gives ingest, content hash included). Then pair records (``kind`` "pair"): a
 query text's fields ``a`` (vector unrounded), a stored document's ``b`` (an edited copy of the text, or the next
-text) and Python's ``scores`` (`esdedup.lookup._measure` and ``is_duplicate`` under the config's thresholds).
+text) and Python's ``scores`` (`esdedup.rule.measure` and ``is_duplicate`` under the config's thresholds).
 
 The file is regenerated only when its inputs change (a stamp over this script, esdedup's sources and the
 versions of Python, jieba, numpy); it is large, so it stays out of git.
@@ -225,22 +225,29 @@ def _stored_doc(dedup: dict, dims: int):
 
 
 def pair_record(fper: Fingerprinter, i: int, kind: str, a: str, b: str) -> dict[str, object]:
-    from esdedup.lookup import Thresholds, _measure, _opt, is_duplicate
+    from esdedup.rule import is_duplicate, measure
+    from esdedup.thresholds import Thresholds
 
     cfg = fper.config
     fa, fb = fper.fingerprint(a), fper.fingerprint(b)
     stored = dedup_source(fb, cfg, content_sha1(fper.normalize(b)))
     doc = _stored_doc(stored, cfg.dims)
-    hams, coss, ngram, jac, cont = _measure(fa, [doc], cfg)
-    t = Thresholds.resolve(cfg)
+    m = measure(fa, [doc], cfg)
+    hams, coss, ngram = m.hamming, m.cosine, m.ngram
+    jac, cont = [_opt(m.jaccard[0])], [_opt(m.containment[0])]
+    t = Thresholds.from_config(cfg)
     dup = not fa.empty and not doc.empty and is_duplicate(
-        int(hams[0]), float(coss[0]), t, bool(ngram[0]), jaccard=_opt(jac[0]), containment=_opt(cont[0]))
+        int(hams[0]), float(coss[0]), t, bool(ngram[0]), jaccard=jac[0], containment=cont[0])
     query = dedup_source(fa, cfg)
     if not fa.empty:
         query["vector"] = np.asarray(fa.vector, dtype=np.float64).tolist()  # the query's own float32 values, unrounded
     return {"id": f"pair-{kind}-{i}", "kind": "pair", "config": "default", "a": query, "b": stored,
             "scores": {"hamming": int(hams[0]), "cosine": float(coss[0]), "ngram": bool(ngram[0]),
-                       "jaccard": _opt(jac[0]), "containment": _opt(cont[0]), "duplicate": bool(dup)}}
+                       "jaccard": jac[0], "containment": cont[0], "duplicate": bool(dup)}}
+
+
+def _opt(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
 
 
 def pairs(items: list[tuple[str, str]]) -> Iterator[tuple[int, str, str, str]]:

@@ -22,9 +22,10 @@ from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
 from esdedup.fingerprint import Fingerprinter
-from esdedup.lookup import Thresholds, verify
+from esdedup.lookup import verify
 from esdedup.schema import dedup_source
 from esdedup.store.elastic import ElasticStore
+from esdedup.thresholds import Thresholds
 from tests.es_node import LocalCluster
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin]
@@ -104,7 +105,7 @@ def _sources(client, index: str) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def indexes(plugin_es, plugin_url, corpus, tmp_path_factory) -> Iterator[tuple[str, str, FingerprintConfig]]:
     """Index A written by `esdedup ingest`; index B by plain _bulk through the plugin's pipeline (its default
-    pipeline), with the config read from A's _meta."""
+    pipeline, made by `esdedup pipeline put` from the config B carries, read from A's _meta)."""
     from elasticsearch import helpers
 
     path, docs = corpus
@@ -116,9 +117,9 @@ def indexes(plugin_es, plugin_url, corpus, tmp_path_factory) -> Iterator[tuple[s
     assert result.exit_code == 0, result.output
     config = ElasticStore(plugin_es, a).open().config
     ElasticStore(plugin_es, b, replicas=0).open(config)
-    plugin_es.ingest.put_pipeline(id=pipeline, processors=[
-        {"esdedup_fingerprint": {"field": "text", "config": config.to_dict()}}])
-    plugin_es.indices.put_settings(index=b, settings={"index.default_pipeline": pipeline})
+    made = CliRunner().invoke(app, ["pipeline", "put", "--index", b, "--es", plugin_url, "--name", pipeline])
+    assert made.exit_code == 0 and made.stdout.strip() == pipeline, made.output
+    assert plugin_es.indices.get_settings(index=b)[b]["settings"]["index"]["default_pipeline"] == pipeline
     ok, errors = helpers.bulk(plugin_es, ({"_index": b, "_id": d["id"], "_source": d} for d in docs))
     assert ok == len(docs) and not errors
     yield a, b, config
@@ -169,7 +170,7 @@ def test_scripts_find_the_near_duplicates_the_python_rule_finds(plugin_es, corpu
     store.open()
     stored = [d for batch in store.scan() for d in batch]
     fper = Fingerprinter(config)
-    t = Thresholds.resolve(config)
+    t = Thresholds.from_config(config)
     queries = [d["text"] for d in docs[::7]]
     found_any = 0
     for text in queries:
@@ -192,3 +193,15 @@ def test_scripts_find_the_near_duplicates_the_python_rule_finds(plugin_es, corpu
         order = [h["_id"] for h in resp["hits"]["hits"]]
         assert [server[i][0] for i in order] == sorted(server[i][0] for i in order)
     assert found_any >= len(queries) // 2
+
+
+def test_pipeline_put_refuses_what_the_plugin_cannot_reproduce_in_one_line(plugin_es, plugin_url, indexes):
+    name = f"plugin-t2s-{uuid.uuid4().hex[:8]}"
+    ElasticStore(plugin_es, name, replicas=0).open(indexes[2].replace(t2s=True))
+    try:
+        made = CliRunner().invoke(app, ["pipeline", "put", "--index", name, "--es", plugin_url])
+        assert made.exit_code == 2, made.output
+        assert "refused the index's config" in made.stderr and "t2s" in made.stderr
+        assert "Traceback" not in made.output
+    finally:
+        plugin_es.indices.delete(index=name)

@@ -58,6 +58,9 @@ public final class DuplicateRule {
         return new Scores(ham, cos, ngram, jac, cont);
     }
 
+    /** As esdedup.rule: a float32 cosine within this much below the threshold reaches it (rounding). */
+    static final double COSINE_TOLERANCE = 1e-6;
+
     public boolean isDuplicate(DedupDoc q, DedupDoc d) {
         if (q.empty() || d.empty()) {
             return false;
@@ -74,12 +77,12 @@ public final class DuplicateRule {
             return containment != null && Double.isNaN(s.containment()) == false && s.containment() >= containment;
         }
         if (s.ngram() && cosine != null) {
-            return s.cosine() >= cosine;
+            return s.cosine() >= cosine - COSINE_TOLERANCE;
         }
         if (hammingK != null && s.hamming() > hammingK) {
             return false;
         }
-        return (cosine != null && s.cosine() < cosine) == false;
+        return (cosine != null && s.cosine() < cosine - COSINE_TOLERANCE) == false;
     }
 
     private boolean isShort(int chars) {
