@@ -38,6 +38,9 @@ def similar(
     containment: Containment = None,
     top: Annotated[int, typer.Option(min=1, help="At most this many results.")] = 10,
     knn: Annotated[bool, typer.Option(help="Use the kNN vector path (short texts) instead of band lookups.")] = False,
+    server_side: Annotated[bool, typer.Option(
+        "--server-side", help="Let the Elasticsearch nodes verify the candidates (needs the esdedup plugin): one "
+                              "request that returns only near-duplicates.")] = False,
     explain: Annotated[bool, typer.Option(
         help="Also show each match's title, shared band keys, exact TF cosine (every term counted) and top "
              "shared terms.")] = False,
@@ -55,11 +58,13 @@ def similar(
 
     if sum(x is not None for x in (text, id, file)) != 1:
         raise typer.BadParameter("give exactly one of --text, --id or --file")
+    if knn and server_side:
+        raise typer.BadParameter("--knn and --server-side are two different lookups: give one")
     printer = Printer(json_out=json_out)
     thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
-                             top=top, knn=knn, explain=explain, thresholds=thresholds)
+                             top=top, knn=knn, explain=explain, thresholds=thresholds, on_node=server_side)
     printer.matches(results, explain=explain)
 
 

@@ -14,7 +14,7 @@ from .config import FingerprintConfig
 from .connect import ConnectionSettings, make_client, resolve_settings
 from .errors import ConfigError, IndexNotFound
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import Match, shared_bands, similar, similar_knn
+from .lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from .pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from .readers import read_text_file
 from .simhash import hamming
@@ -61,7 +61,7 @@ class SimilarResult:
 
 def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
-               explain: bool = False) -> SimilarResult:
+               explain: bool = False, on_node: bool = False) -> SimilarResult:
     """Near-duplicates of a text, a file or a stored document (by id), verified by the rule with
     ``thresholds`` (default: the index's).
 
@@ -88,6 +88,8 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
     truncated = False
     if knn:
         matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
+    elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
+        matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
     else:
         found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude])[0]
         matches, truncated = found.matches, found.truncated
@@ -96,7 +98,7 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
         for row, m in zip(rows, matches, strict=True):
             row.update(_explain(store, fper, fp, m))
     return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
-                          "empty": fp.empty, "path": "knn" if knn else "bands"}, rows, truncated)
+                          "empty": fp.empty, "path": "knn" if knn else "node" if on_node else "bands"}, rows, truncated)
 
 
 def _match_row(m: Match) -> dict[str, Any]:

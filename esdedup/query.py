@@ -58,6 +58,23 @@ def msearch_body(index: str, probes: Sequence[Mapping[str, Sequence[str]]], *, s
     return out
 
 
+#: The measures the esdedup plugin's script language computes on the node.
+NODE_MEASURES = ("hamming", "cosine", "jaccard", "containment")
+
+
+def node_verified_body(probe: Mapping[str, Sequence[str]], params: Mapping[str, Any], *, size: int) -> dict[str, Any]:
+    """A band lookup whose candidates the node verifies itself (the esdedup plugin's ``near_duplicate``
+    script: 0 unless the rule says near-duplicate, so ``min_score`` drops the rest), nearest first, with the
+    measures as script fields."""
+    def script(source: str) -> dict[str, Any]:
+        return {"lang": "esdedup", "source": source, "params": dict(params)}
+
+    return {"size": size, "_source": False, "track_total_hits": False, "docvalue_fields": ["dedup.shingles"],
+            "query": {"script_score": {"query": band_query(probe), "script": script("near_duplicate"),
+                                       "min_score": 1.0}},
+            "script_fields": {m: {"script": script(m)} for m in NODE_MEASURES}}
+
+
 def knn_body(vector: Iterable[float], *, k: int = 10, num_candidates: int | None = None,
              filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Top-level ``knn`` on the TF vector (the short-text path), returning fingerprints only."""

@@ -305,6 +305,22 @@ class ElasticStore:
                 out[i] = sorted((hit_to_doc(h, dims) for h in r["hits"]["hits"]), key=lambda d: d.id)
         return out
 
+    def verified_on_node(self, probe: Probe, params: Mapping[str, Any], *, size: int) -> list[dict[str, Any]]:
+        """The hits the node itself verifies as near-duplicates of one probe (`query.node_verified_body`;
+        needs the esdedup plugin), nearest first, each with its measures in ``fields``."""
+        if not any(probe.values()):
+            return []
+        try:
+            with self._errors("node-side lookup"):
+                resp = self.client.search(index=self.name, **q.node_verified_body(probe, params, size=size))
+        except StoreError as exc:
+            if "esdedup" in str(exc) and "not supported" in str(exc):
+                raise StoreError(f"the node has no 'esdedup' script language: install the esdedup plugin on every "
+                                 f"node (plugin/README.md) ({exc})") from None
+            raise
+        self._complete(resp, "node-side lookup")
+        return list(resp["hits"]["hits"])
+
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         with self._errors("kNN search"):
             resp = self.client.search(index=self.name, **q.knn_body(vector, k=k))

@@ -205,3 +205,29 @@ def test_pipeline_put_refuses_what_the_plugin_cannot_reproduce_in_one_line(plugi
         assert "Traceback" not in made.output
     finally:
         plugin_es.indices.delete(index=name)
+
+
+def test_similar_on_the_node_answers_as_the_client_path(plugin_es, plugin_url, corpus, indexes):
+    """`similar --server-side` (one request, the node verifies) gives the client path's matches and measures."""
+    from esdedup.lookup import similar, similar_on_node
+
+    _, docs = corpus
+    a, _, config = indexes
+    store = ElasticStore(plugin_es, a)
+    store.open()
+    fper = Fingerprinter(config)
+    compared = 0
+    for d in docs[::5]:
+        fp = fper.fingerprint(d["text"])
+        client = similar(store, [fp], top=50, exclude=[d["id"]])[0]
+        node = similar_on_node(store, fp, top=50, exclude=d["id"])
+        assert sorted((m.id, m.hamming, round(m.cosine, 5), m.jaccard is None) for m in node) == \
+            sorted((m.id, m.hamming, round(m.cosine, 5), m.jaccard is None) for m in client), d["id"]
+        assert [m.hamming for m in node] == sorted(m.hamming for m in node)
+        compared += bool(client)
+    assert compared >= 5
+    doc = next(d for d in docs if d["text"].strip())
+    cli_run = CliRunner().invoke(app, ["similar", "--index", a, "--es", plugin_url, "--id", doc["id"], "--server-side",
+                                       "--json"])
+    assert cli_run.exit_code == 0, cli_run.output
+    assert json.loads(cli_run.stdout)["query"]["path"] == "node"

@@ -2,11 +2,11 @@
 tests/integration/test_plugin.py)."""
 from __future__ import annotations
 
+from esdedup_cli.main import app
 from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
 from esdedup.pipeline import PROCESSOR, pipeline_body, pipeline_name
-from esdedup_cli.main import app
 
 
 def test_the_body_carries_the_whole_config_and_the_field():
