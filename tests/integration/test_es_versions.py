@@ -1,5 +1,5 @@
 """Client and server majors: a server of the other major is refused with one error that names both versions
-and the pip command installing the matching client.
+and the pip command installing the matching client; the index templates work on the server at hand.
 
 The first test starts a node of the other major than the installed client (9.2.0 for the 8.x client,
 8.19.21 for the 9.x client), so each CI pass checks its own direction of the mismatch.
@@ -7,9 +7,14 @@ The first test starts a node of the other major than the installed client (9.2.0
 from __future__ import annotations
 
 import elasticsearch
+import numpy as np
 import pytest
 
+from esdedup import FingerprintConfig
 from esdedup.errors import ClientVersionMismatch, IndexNotFound
+from esdedup.fingerprint import Fingerprinter
+from esdedup.schema import shipped_template, template_for
+from esdedup.store.base import NewDoc
 from esdedup.store.elastic import ElasticStore, es_errors
 from esdedup.store.versions import CLIENT_FOR_SERVER, refused_major
 from tests.es_node import ES_VERSION_FOR_MAJOR, REPO_ROOT, LocalCluster
@@ -79,3 +84,30 @@ def test_a_refused_client_major_is_named_from_the_real_answer(es_client) -> None
         es_client.perform_request("GET", "/_cluster/health", headers=headers)
     assert info.value.server_version == f"{major}.x"
     assert str(info.value).startswith(f"asking for health: the Elasticsearch server is {major}.x but")
+
+
+@pytest.mark.parametrize("config", [
+    FingerprintConfig(),
+    FingerprintConfig(vector_index="int8_hnsw", strategy="simhash"),
+    FingerprintConfig(vector_index="hnsw", bits=128, hamming_k=5),
+    FingerprintConfig(vector_index="flat", dims=128),
+    FingerprintConfig(vector_index="none"),
+], ids=lambda c: f"{c.vector_index}-{c.strategy}-{c.bits}")
+def test_the_template_works_on_this_server(es_client, fresh_index, config) -> None:
+    """The shipped template and those `esdedup mapping --template` makes are accepted; an index made from
+    one opens as an esdedup index, and a document written through the store reads back whole."""
+    body = shipped_template() if config == FingerprintConfig() else template_for(config, [f"{fresh_index}*"])
+    body = {**body, "index_patterns": [f"{fresh_index}*"]}
+    body["template"]["settings"]["number_of_replicas"] = 0
+    es_client.indices.put_index_template(name=fresh_index, **body)
+    try:
+        es_client.indices.create(index=fresh_index)
+        store = ElasticStore(es_client, fresh_index)
+        assert store.open(None, create=False).config.identity() == config.identity()
+        fp = Fingerprinter(config).fingerprint("台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。")
+        assert [r.ok for r in store.write([NewDoc("a", fp, {"text": "..."}, "0" * 40)])] == [True]
+        store.refresh()
+        (doc,) = store.get(["a"]).values()
+        assert doc.simhash == fp.simhash and np.allclose(doc.vector, fp.vector, atol=1e-6)
+    finally:
+        es_client.indices.delete_index_template(name=fresh_index)
