@@ -72,6 +72,15 @@ class CertificateError(ConnectionFailed):
         self.needs = needs
 
 
+class ClientVersionMismatch(ConnectionFailed):
+    """The installed ``elasticsearch`` Python client has another major version than the server."""
+
+    def __init__(self, message: str, *, client_version: str, server_version: str) -> None:
+        super().__init__(message)
+        self.client_version = client_version
+        self.server_version = server_version
+
+
 class BulkError(StoreError):
     """Some documents of a bulk request were rejected; `errors` holds one dict per failed document."""
 

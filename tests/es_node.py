@@ -37,6 +37,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ES_LOCAL = Path(os.environ.get("ESDEDUP_ES_LOCAL", REPO_ROOT / "scripts" / "es-local"))
 TRANSPORT_OFFSET = 100  # must match scripts/es-local
 LOCK_DIR = Path(os.environ.get("ESDEDUP_ES_LOCK_DIR", "/tmp/esdedup-es/locks"))
+#: The server version CI tests with each client major (scripts/es-local pins their checksums).
+ES_VERSION_FOR_MAJOR = {8: "8.19.21", 9: "9.2.0"}
 
 
 class ESNodeError(RuntimeError):

@@ -31,6 +31,7 @@ from ..schema import (
     mapping_for,
 )
 from ..simhash import from_hex
+from . import versions
 from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult, mismatch_error, validate_name
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,9 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
     except es.NotFoundError as exc:
         raise IndexNotFound(f"{where}: not found: {redact(str(exc.message), secrets)}") from None
     except es.ApiError as exc:
+        major = versions.refused_major(exc)
+        if major is not None:  # the server refuses this client's major (e.g. a 9.x client, an 8.x server)
+            raise versions.mismatch_error(where, f"{major}.x") from None
         reason = redact(_api_reason(exc), secrets)
         if "SSL certificate" in reason:  # a TLS-terminating proxy asks for the client's certificate
             raise CertificateError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason} (the server "
@@ -129,12 +133,16 @@ class ElasticStore:
         #: Documents re-sent after a retryable rejection (429 or 5xx), for the ingest summary.
         self.retried = 0
 
+    def _where(self, what: str) -> str:
+        return f"{what} ({self.display_url}, index {self.name!r})"
+
     def _errors(self, what: str):
-        return es_errors(f"{what} ({self.display_url}, index {self.name!r})", self.secrets)
+        return es_errors(self._where(what), self.secrets)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         with self._errors("opening index"):
+            versions.check_server(self.client, self._where("opening index"))
             mapping = self._get_mapping()
             if mapping is None:
                 if config is None or not create:
