@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -30,7 +31,7 @@ from .lookup import lookup_keys, probe_for, verify
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
 from .schema import content_sha1
-from .store.base import NewDoc, Store, StoredDoc
+from .store.base import NewDoc, OpenResult, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class _Done:
     record: Record
     fp: Fingerprint
     sha1: str
+    id: str
 
 
 # -- worker processes --------------------------------------------------------------------------------
@@ -285,6 +287,231 @@ def _batches(items: Iterable[Record | Rejected], size: int,
         yield batch
 
 
+Batch = list[Record | Rejected]
+
+
+class _Workers:
+    """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
+    order with at most ``workers + 1`` of them in flight."""
+
+    def __init__(self, config: FingerprintConfig, workers: int) -> None:
+        self.workers = workers
+        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(),)) \
+            if workers > 1 else None
+        self._local = None if self._pool else Fingerprinter(config)
+
+    def _submit(self, batch: Batch) -> Future | list:
+        texts = [r.text for r in batch if isinstance(r, Record)]
+        if self._pool is not None:
+            return self._pool.submit(_fingerprint_batch, texts)
+        return _fingerprint_with(self._local, texts)  # type: ignore[arg-type]
+
+    def in_order(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, list[tuple[Fingerprint, str]]]]:
+        in_flight: deque[tuple[Batch, Future | list]] = deque()
+        for batch in batches:
+            in_flight.append((batch, self._submit(batch)))
+            if len(in_flight) > self.workers:
+                yield self._next(in_flight)
+        while in_flight:
+            yield self._next(in_flight)
+
+    @staticmethod
+    def _next(in_flight: deque[tuple[Batch, Future | list]]) -> tuple[Batch, list[tuple[Fingerprint, str]]]:
+        batch, fut = in_flight.popleft()
+        return batch, fut.result() if isinstance(fut, Future) else fut
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+
+class _Run:
+    """One ingest run: its counts, dead letters, checkpoint and in-run index, and the one-job steps every
+    batch goes through (account for what was read, look up, label, write, advance the checkpoint).
+
+    The shape follows elasticsearch-py's ``helpers.streaming_bulk``: `process` is the short driver; each
+    step is a small method, and every record that does not end up written goes through `_fail` or
+    `_skip`, which count it and dead-letter it (so ``read == indexed + skipped + failed`` holds by
+    construction).
+    """
+
+    def __init__(self, store: Store, config: FingerprintConfig, thresholds: Thresholds, opts: IngestOptions,
+                 *, created: bool, summary: IngestSummary, checkpoint: Checkpoint) -> None:
+        self.store, self.config, self.t, self.opts = store, config, thresholds, opts
+        self.summary = summary
+        self.dead = DeadLetters(opts.dead_letter)
+        self.ckpt = checkpoint
+        self.run_index = RunIndex(complete=created)
+        #: id -> content SHA-1 of what this run wrote (or skipped) under it.
+        self.written: dict[str, str] = {}
+        self.last_source: str | None = None
+
+    # -- the driver ---------------------------------------------------------------------------------
+    def process(self, batch: Batch, results: list[tuple[Fingerprint, str]]) -> None:
+        items = self._accept(batch, results)
+        stored = self._lookup(items)
+        self._write(self._label(items, stored))
+        self._advance_checkpoint(batch)
+
+    def finish(self) -> None:
+        """After the last batch: mark the last file done and make everything written searchable (so
+        `similar` or `dups` run right after ingest do not miss documents waiting for a periodic refresh)."""
+        if self.last_source is not None:
+            self.ckpt.finish(self.last_source)
+        self.ckpt.save()
+        self.store.refresh()
+
+    # -- accounting ---------------------------------------------------------------------------------
+    def _fail(self, at: Record | Rejected, kind: str, reason: str, *, doc_id: str | None = None,
+              excerpt: str | None = None) -> None:
+        """Count one record as failed and dead-letter it."""
+        self.summary.failed += 1
+        self.dead.write(source=at.source, location=at.location, kind=kind, id=doc_id, reason=reason,
+                        excerpt=excerpt)
+
+    def _skip(self, item: _Done, reason: str, *, listed: bool = True) -> None:
+        """Count one record as skipped and dead-letter it; ``listed``: name it in ``skipped_ids``."""
+        self.summary.skipped += 1
+        if listed:
+            self.summary.skipped_ids.append(item.id)
+        self.dead.write(source=item.record.source, location=item.record.location, kind="skipped", id=item.id,
+                        reason=reason)
+
+    def _fail_unconfirmed(self, items: Iterable[_Done], exc: StoreError, what: str) -> None:
+        """The store went away: the records it never confirmed count as failed (a re-run or a resumed run
+        sends them again), and their dead letters go with this batch's counts."""
+        for d in items:
+            self._fail(d.record, "unconfirmed", f"{what}: {exc}", doc_id=d.id)
+        self.dead.commit()
+
+    # -- the steps ----------------------------------------------------------------------------------
+    def _accept(self, batch: Batch, results: list[tuple[Fingerprint, str]]) -> list[_Done]:
+        """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
+        items: list[_Done] = []
+        it = iter(results)
+        for rec in batch:
+            self.summary.read += 1
+            if isinstance(rec, Rejected):
+                self._fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
+                continue
+            fp, sha1 = next(it)
+            self.summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
+            items.append(_Done(rec, fp, sha1, _doc_id(rec, sha1)))
+        return items
+
+    def _lookup(self, items: list[_Done]) -> list[list[StoredDoc]]:
+        """The stored candidates of each record: one batched band lookup (``index`` mode: only a stored
+        document under the same id, whose labels an idempotent re-ingest keeps). An index this run
+        created holds nothing this run did not write, all of it in the run index: nothing to ask."""
+        if not items or self.run_index.complete:
+            return [[] for _ in items]
+        try:
+            if self.opts.on_duplicate == "index":
+                have = self.store.get([d.id for d in items])
+                return [[have[d.id]] if d.id in have else [] for d in items]
+            return self.store.lookup([probe_for(d.fp, self.config) for d in items])
+        except StoreError as exc:
+            self._fail_unconfirmed(items, exc, "not written, the store failed")
+            raise
+
+    def _label(self, items: list[_Done], stored: list[list[StoredDoc]]) -> list[tuple[NewDoc, _Done]]:
+        """Decide each record's fate: a repeat within this run (skipped or failed), a near-duplicate to
+        skip, or a document to write with its labels."""
+        to_write: list[tuple[NewDoc, _Done]] = []
+        for d, found in zip(items, stored, strict=True):
+            if d.id in self.written:
+                self._repeat(d)
+                continue
+            cluster_id, dup_of, self_doc = self._labels_of(d, found)
+            self.written[d.id] = d.sha1
+            if dup_of is not None:
+                self.summary.duplicates += 1
+                if self.opts.on_duplicate == "skip" and self_doc is None:
+                    self._skip(d, f"near-duplicate of {dup_of}")
+                    continue
+            labels = (cluster_id, dup_of if self.opts.on_duplicate != "index" else None)
+            to_write.append((NewDoc(d.id, d.fp, _source_fields(d.record), d.sha1, *labels), d))
+            if self.opts.on_duplicate != "index":  # the in-run index only serves duplicate labelling
+                self.run_index.add(StoredDoc(d.id, d.fp.simhash, d.fp.vector, d.fp.empty, d.fp.length, d.fp.chars,
+                                             cluster_id, dup_of, minhash=d.fp.minhash, shingles=d.fp.shingles),
+                                   d.fp.bands + d.fp.lsh)
+        return to_write
+
+    def _repeat(self, d: _Done) -> None:
+        """A second record with an id this run already wrote."""
+        if self.written[d.id] == d.sha1:
+            self._skip(d, "same id and text as a record already written in this run", listed=False)
+        else:
+            self._fail(d.record, "rejected", "duplicate id with different text (the first record with this id "
+                       "was kept)", doc_id=d.id, excerpt=d.record.text[:200])
+
+    def _labels_of(self, d: _Done, found: list[StoredDoc]) -> tuple[str, str | None, StoredDoc | None]:
+        """(cluster_id, duplicate_of, the stored document under the same id) of one record.
+
+        A document already stored with this content keeps its labels (an idempotent re-ingest); otherwise
+        the nearest verified near-duplicate among the stored candidates and this run's documents gives
+        them (``index`` mode labels nothing)."""
+        self_doc = next((s for s in found if s.id == d.id), None)
+        if self_doc is not None and self_doc.simhash == d.fp.simhash:
+            return self_doc.cluster_id or d.id, self_doc.duplicate_of, self_doc
+        if self.opts.on_duplicate == "index":
+            return d.id, None, self_doc
+        cands = list(found) + self.run_index.lookup(lookup_keys(d.fp, self.config))
+        match = _best_match(d.fp, cands, self.config, self.t, d.id)
+        if match is None:
+            return d.id, None, self_doc
+        return match.cluster_id or match.id, match.id, self_doc
+
+    def _write(self, to_write: list[tuple[NewDoc, _Done]]) -> None:
+        """Write one batch and count each document's outcome; a document the store rejects fails."""
+        where = {new.id: d for new, d in to_write}
+        try:
+            for res in self.store.write(new for new, _ in to_write):
+                d = where.pop(res.id)
+                if not res.ok:
+                    self._fail(d.record, "rejected", f"rejected by the store: {res.error}", doc_id=res.id,
+                               excerpt=d.record.text[:200])
+                    continue
+                self.summary.indexed += 1
+                if res.created:
+                    self.summary.created += 1
+                else:
+                    self.summary.updated += 1
+        except StoreError as exc:
+            self._fail_unconfirmed(where.values(), exc, "not confirmed by the store")
+            raise
+
+    def _advance_checkpoint(self, batch: Batch) -> None:
+        """Everything in ``batch`` is accounted for: move the checkpoint past it. Its dead letters go to
+        disk first (a resumed run does not read these records again)."""
+        for item in batch:
+            if self.last_source is not None and item.source != self.last_source:
+                self.ckpt.finish(self.last_source)
+            self.last_source = item.source
+            if item.offset is not None:
+                self.ckpt.advance(item.source, item.offset + 1)
+        self.dead.commit()
+        self.ckpt.save()
+
+
+def _open(store: Store, config: FingerprintConfig | None) -> OpenResult:
+    """Open ``store`` with ``config``; without one, with the store's own config, or the default config
+    when the store does not exist yet."""
+    try:
+        return store.open(config, create=config is not None)
+    except IndexNotFound:
+        if config is not None:
+            raise
+        return store.open(FingerprintConfig(), create=True)
+
+
+def _checkpoint(opts: IngestOptions) -> Checkpoint:
+    ckpt = Checkpoint(opts.checkpoint)
+    if opts.checkpoint and not opts.resume:
+        ckpt.files = {}
+    return ckpt
+
+
 def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,
            options: IngestOptions | None = None,
            progress: Callable[[IngestSummary], None] | None = None) -> IngestSummary:
@@ -297,196 +524,34 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     """
     opts = options or IngestOptions()
     started = time.monotonic()
-    try:
-        opened = store.open(config, create=config is not None)
-    except IndexNotFound:
-        if config is not None:
-            raise
-        opened = store.open(FingerprintConfig(), create=True)
+    opened = _open(store, config)
     cfg = opened.config
     t = resolve_thresholds(opts.thresholds, cfg)
     t.check_band_guarantee(cfg)
     summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
-    dead = DeadLetters(opts.dead_letter)
-    ckpt = Checkpoint(opts.checkpoint)
-    if opts.checkpoint and not opts.resume:
-        ckpt.files = {}
-    skip = ckpt.skip if opts.resume else None
+    ckpt = _checkpoint(opts)
     summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
-    run_index = RunIndex(complete=opened.created)
-    written: dict[str, str] = {}  # id -> content sha1 of what this run wrote under it
-
+    run = _Run(store, cfg, t, opts, created=opened.created, summary=summary, checkpoint=ckpt)
     records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
-                           title_field=opts.title_field, max_record_bytes=opts.max_record_bytes, skip=skip,
-                           skip_file=ckpt.done if opts.resume else None)
-    workers = opts.workers or (os.cpu_count() or 1)
-    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg.to_json(),)) if workers > 1 else None
-    local = None if pool else Fingerprinter(cfg)
-    last_source: str | None = None
-
-    def submit(batch: list[Record | Rejected]) -> tuple[list[Record | Rejected], Future | list]:
-        texts = [r.text for r in batch if isinstance(r, Record)]
-        if pool is not None:
-            return batch, pool.submit(_fingerprint_batch, texts)
-        return batch, _fingerprint_with(local, texts)  # type: ignore[arg-type]
-
+                           title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
+                           skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
+    workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1))
+    retried_before = store.retried
     try:
-        in_flight: list[tuple[list[Record | Rejected], Future | list]] = []
-        batches = _batches(records, opts.batch)
-        exhausted = False
-        while True:
-            while not exhausted and len(in_flight) < workers + 1:
-                nxt = next(batches, None)
-                if nxt is None:
-                    exhausted = True
-                else:
-                    in_flight.append(submit(nxt))
-            if not in_flight:
-                break
-            batch, fut = in_flight.pop(0)
-            results = fut.result() if isinstance(fut, Future) else fut
-            last_source = _process_batch(batch, results, store, cfg, t, opts, summary, dead, run_index,
-                                         written, ckpt, last_source)
+        for batch, results in workers.in_order(_batches(records, opts.batch)):
+            run.process(batch, results)
             if progress:
                 summary.seconds = time.monotonic() - started
                 progress(summary)
-        if last_source is not None:
-            ckpt.finish(last_source)
-        ckpt.save()
-        # What ingest wrote is searchable when it returns: `similar` or `dups` run right after it
-        # must not miss documents still waiting for Elasticsearch's next periodic refresh.
-        store.refresh()
+        run.finish()
     except StoreError as exc:
         summary.error = str(exc)
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-        dead.close()
-        summary.retried += getattr(store, "retried", 0)
+        workers.close()
+        run.dead.close()
+        summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started
     return summary
-
-
-def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerprint, str]], store: Store,
-                   cfg: FingerprintConfig, t: Thresholds, opts: IngestOptions, summary: IngestSummary,
-                   dead: DeadLetters, run_index: RunIndex, written: dict[str, str], ckpt: Checkpoint,
-                   last_source: str | None) -> str | None:
-    done: list[_Done] = []
-    it = iter(results)
-    for item in batch:
-        summary.read += 1
-        if isinstance(item, Rejected):
-            summary.failed += 1
-            dead.write(source=item.source, location=item.location, reason=item.reason, kind="rejected",
-                       excerpt=item.excerpt)
-            continue
-        fp, sha1 = next(it)
-        summary.bytes += len(item.text.encode("utf-8", "surrogatepass"))
-        done.append(_Done(item, fp, sha1))
-
-    # "index" writes no labels: only documents already stored under the same id matter (idempotent
-    # re-ingest keeps their labels), so skip the band lookups and fetch those by id.
-    try:
-        if opts.on_duplicate == "index":
-            ids = [_doc_id(d.record, d.sha1) for d in done]
-            # An index this run created holds nothing this run did not write (repeats are caught below).
-            have = store.get(ids) if done and not run_index.complete else {}
-            stored = [[have[i]] if i in have else [] for i in ids]
-        else:
-            # An index this run created holds only this run's documents, all of them in the run index:
-            # asking the store would find nothing more. Otherwise one lookup for the whole batch (one
-            # _msearch for Elasticsearch).
-            if done and not run_index.complete:
-                stored = store.lookup([probe_for(d.fp, cfg) for d in done])
-            else:
-                stored = [[] for _ in done]
-    except StoreError as exc:
-        # The store went away before this batch was written: every record of it counts as failed
-        # (so read == indexed + skipped + failed still holds) and a re-run or --resume sends it again.
-        for d in done:
-            summary.failed += 1
-            dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed",
-                       id=_doc_id(d.record, d.sha1), reason=f"not written, the store failed: {exc}")
-        dead.commit()  # the summary counts this batch: its dead letters go with it
-        raise
-    to_write: list[NewDoc] = []
-    where: dict[str, _Done] = {}
-    for d, found in zip(done, stored, strict=True):
-        rec, fp = d.record, d.fp
-        doc_id = _doc_id(rec, d.sha1)
-        if doc_id in written:
-            if written[doc_id] == d.sha1:
-                summary.skipped += 1
-                dead.write(source=rec.source, location=rec.location, kind="skipped", id=doc_id,
-                           reason="same id and text as a record already written in this run")
-            else:
-                summary.failed += 1
-                dead.write(source=rec.source, location=rec.location, kind="rejected", id=doc_id,
-                           reason="duplicate id with different text (the first record with this id was kept)",
-                           excerpt=rec.text[:200])
-            continue
-        self_doc = next((s for s in found if s.id == doc_id), None)
-        cluster_id, dup_of = doc_id, None
-        if self_doc is not None and self_doc.simhash == fp.simhash:
-            # Already stored with this content: keep its labels (idempotent re-ingest).
-            cluster_id, dup_of = self_doc.cluster_id or doc_id, self_doc.duplicate_of
-        elif opts.on_duplicate != "index":
-            match = _best_match(fp, list(found) + run_index.lookup(lookup_keys(fp, cfg)), cfg, t, doc_id)
-            if match is not None:
-                dup_of, cluster_id = match.id, match.cluster_id or match.id
-        if dup_of is not None:
-            summary.duplicates += 1
-            if opts.on_duplicate == "skip" and self_doc is None:
-                summary.skipped += 1
-                summary.skipped_ids.append(doc_id)
-                dead.write(source=rec.source, location=rec.location, kind="skipped", id=doc_id,
-                           reason=f"near-duplicate of {dup_of}")
-                written[doc_id] = d.sha1
-                continue
-        new = NewDoc(doc_id, fp, _source_fields(rec), d.sha1, cluster_id,
-                     dup_of if opts.on_duplicate != "index" else None)
-        to_write.append(new)
-        where[doc_id] = d
-        written[doc_id] = d.sha1
-        if opts.on_duplicate != "index":  # the in-run index only serves duplicate labelling
-            run_index.add(StoredDoc(doc_id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, cluster_id, dup_of,
-                                    minhash=fp.minhash, shingles=fp.shingles),
-                          fp.bands + fp.lsh)
-
-    confirmed: set[str] = set()
-    try:
-        for res in store.write(to_write):
-            confirmed.add(res.id)
-            d = where[res.id]
-            if res.ok:
-                summary.indexed += 1
-                if res.created:
-                    summary.created += 1
-                else:
-                    summary.updated += 1
-            else:
-                summary.failed += 1
-                dead.write(source=d.record.source, location=d.record.location, kind="rejected", id=res.id,
-                           reason=f"rejected by the store: {res.error}", excerpt=d.record.text[:200])
-    except StoreError as exc:
-        for doc_id, d in where.items():
-            if doc_id not in confirmed:
-                summary.failed += 1
-                dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed", id=doc_id,
-                           reason=f"not confirmed by the store: {exc}")
-        dead.commit()
-        raise
-    # Everything in this batch is accounted for: move the checkpoint past it.
-    for item in batch:
-        if last_source is not None and item.source != last_source:
-            ckpt.finish(last_source)
-        last_source = item.source
-        offset = getattr(item, "offset", None)
-        if offset is not None:
-            ckpt.advance(item.source, offset + 1)
-    dead.commit()  # a resumed run does not read these records again: their dead letters must be on disk
-    ckpt.save()
-    return last_source
 
 
 def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:

@@ -74,6 +74,9 @@ class Store(Protocol):
     """A named collection of fingerprinted documents."""
 
     name: str
+    #: Documents re-sent after a retryable rejection (a full write queue) since the store was made; ingest
+    #: reports the growth during its run.
+    retried: int
 
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         """Create the collection with ``config`` or check that the stored config is compatible.

@@ -74,6 +74,8 @@ class LocalStore:
         self.path = self.data_dir / f"{name}.sqlite"
         self._db: sqlite3.Connection | None = None
         self._config: FingerprintConfig | None = None
+        #: Nothing is ever re-sent here (see `Store.retried`).
+        self.retried = 0
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
