@@ -49,3 +49,67 @@ def test_retried_counts_the_resends_of_this_run_only(tmp_path):
     store.close()
     assert (first.retried, second.retried) == (3, 3)
     assert first.balanced and second.balanced and second.updated == 30
+
+
+def test_the_examples_in_the_docstrings_run():
+    import doctest
+
+    import esdedup.filelock
+    import esdedup.ingest
+    import esdedup.store.base
+
+    for module in (esdedup.ingest, esdedup.store.base, esdedup.filelock):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+class _CountingStore(LocalStore):
+    opened = 0
+
+    def open(self, config=None, *, create=True):
+        _CountingStore.opened += 1
+        return super().open(config, create=create)
+
+
+def test_an_ingester_opens_the_index_and_builds_the_fingerprinter_once(tmp_path, monkeypatch):
+    import esdedup.ingest as ingest_mod
+
+    built = []
+    real = ingest_mod.Fingerprinter
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_mod, "Fingerprinter", counting)
+    docs, _ = make_corpus(5, 2, seed=4)
+    ingester = ingest_mod.Ingester(_CountingStore("svc", tmp_path / "data"), CONFIG)
+    added = [ingester.add(d["text"], id=d["id"], url=f"https://x.test/{d['id']}") for d in docs]
+    ingester.close()
+    assert (_CountingStore.opened, len(built)) == (1, 1)
+    assert [a.status for a in added] == ["indexed"] * len(docs)
+    assert sum(a.duplicate_of is not None for a in added) == 2 and ingester.summary.duplicates == 2
+    store = LocalStore("svc", tmp_path / "data")
+    store.open(None, create=False)
+    assert store.get_source(docs[0]["id"])["url"] == f"https://x.test/{docs[0]['id']}"
+    store.close()
+
+
+def test_an_ingester_says_what_became_of_each_article(tmp_path):
+    from esdedup.ingest import Ingester
+
+    docs, planted = make_corpus(3, 1, seed=6)
+    ingester = Ingester(LocalStore("svc", tmp_path / "data"), CONFIG, on_duplicate="skip",
+                        dead_letter=tmp_path / "dl.jsonl")
+    original = next(d for d in docs if d["id"] == planted[0][0])
+    variant = next(d for d in docs if d["id"] == planted[0][1])
+    got = ingester.add_many([original, variant, {"text": "  "}, {"text": "正文", "id": 3.5}])
+    ingester.close()
+    assert [(a.id, a.status) for a in got] == [(original["id"], "indexed"), (variant["id"], "skipped"),
+                                               (None, "failed"), (None, "failed")]
+    assert got[1].reason == f"near-duplicate of {original['id']}"
+    assert got[2].reason == "text is empty" and got[3].reason == "id is not a string or integer (got float)"
+    s = ingester.summary
+    assert (s.read, s.indexed, s.skipped, s.failed) == (4, 1, 1, 2)
+    kinds = [json.loads(x)["kind"] for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
+    assert sorted(kinds) == ["rejected", "rejected", "skipped"]
