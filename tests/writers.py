@@ -62,11 +62,25 @@ def write_parts(parts: list[list[dict[str, str]]], folder: Path) -> list[Path]:
 
 
 def stored_labels(client: Any, index: str) -> dict[str, dict[str, Any]]:
-    """id -> the document's ``dedup`` labels (cluster_id, duplicate_of, seq, cluster_seq)."""
+    """id -> the document's ``dedup`` labels (cluster_id, duplicate_of, seq, cluster_seq), every document
+    (a point in time, paged)."""
     client.indices.refresh(index=index)
-    resp = client.search(index=index, size=10000, query={"match_all": {}},
-                         source_includes=["dedup.cluster_id", "dedup.duplicate_of", "dedup.seq", "dedup.cluster_seq"])
-    return {h["_id"]: h["_source"]["dedup"] for h in resp["hits"]["hits"]}
+    pit = client.open_point_in_time(index=index, keep_alive="2m")["id"]
+    out: dict[str, dict[str, Any]] = {}
+    after = None
+    try:
+        while True:
+            page = client.search(size=5000, pit={"id": pit, "keep_alive": "2m"}, sort=[{"_shard_doc": "asc"}],
+                                 search_after=after, track_total_hits=False,
+                                 source_includes=["dedup.cluster_id", "dedup.duplicate_of", "dedup.seq",
+                                                  "dedup.cluster_seq"])
+            hits = page["hits"]["hits"]
+            if not hits:
+                return out
+            pit, after = page.get("pit_id", pit), hits[-1]["sort"]
+            out.update((h["_id"], h["_source"]["dedup"]) for h in hits)
+    finally:
+        client.close_point_in_time(id=pit)
 
 
 def partition(labels: dict[str, dict[str, Any]]) -> set[frozenset[str]]:
