@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .config import FingerprintConfig
-from .errors import ConfigError, IndexNotFound, StoreError
+from .errors import ConfigError, IndexNotFound, OutputError, StoreError
 from .filelock import FileLock
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import lookup_keys, probe_for, verify
@@ -211,18 +211,30 @@ class RunIndex:
 
 # -- dead letters and checkpoints --------------------------------------------------------------------
 class DeadLetters:
-    """One JSON line per failed or skipped record, appended to a file created on first use.
+    """One JSON line per failed or skipped record.
 
-    Lines are held until `commit`, which ingest calls once a batch is accounted for (counted in the
-    summary). A batch interrupted before that (Ctrl-C, a crash) is not checkpointed either: the next run
-    reads it again and reports its records then, so `close` drops what was never committed rather than
-    leave those records in the file twice.
+    The file is opened when the run starts, so that a path that cannot be written is refused before any
+    record is (`OutputError`): emptied first (``fresh``: a run's file lists that run's records only), or
+    appended to (a resumed run, a service). Lines are held until `commit`, which ingest calls once a batch
+    is accounted for (counted in the summary). A batch interrupted before that (Ctrl-C, a crash) is not
+    checkpointed either: the next run reads it again and reports its records then, so `close` drops what
+    was never committed rather than leave those records in the file twice. A fresh file that got no line
+    is removed again.
     """
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, *, fresh: bool = False) -> None:
         self.path = Path(path) if path else None
         self._fh: TextIO | None = None
         self._pending: list[str] = []
+        self._fresh = fresh
+        self._lines = 0
+        if self.path is not None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "w" if fresh else "a", encoding="utf-8")
+            except OSError as exc:
+                raise OutputError(f"cannot write the dead-letter file {self.path}: "
+                                  f"{exc.strerror or exc}") from None
 
     def write(self, *, source: str, location: str, reason: str, kind: str, id: str | None = None,
               excerpt: str | None = None) -> None:
@@ -234,14 +246,14 @@ class DeadLetters:
 
     def commit(self) -> None:
         """Write the held lines and flush them to the OS (a resumed run will not read those records again)."""
-        if not self._pending:
+        if not self._pending or self._fh is None:
             return
-        if self._fh is None:
-            assert self.path is not None
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")
-        self._fh.writelines(self._pending)
-        self._fh.flush()
+        try:
+            self._fh.writelines(self._pending)
+            self._fh.flush()
+        except OSError as exc:
+            raise OutputError(f"cannot write the dead-letter file {self.path}: {exc.strerror or exc}") from None
+        self._lines += len(self._pending)
         self._pending.clear()
 
     def close(self) -> None:
@@ -249,6 +261,8 @@ class DeadLetters:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+            if self._fresh and not self._lines and self.path is not None:
+                self.path.unlink(missing_ok=True)
 
 
 class Checkpoint:
@@ -260,9 +274,10 @@ class Checkpoint:
         self.files: dict[str, dict[str, Any]] = {}
         if self.path is not None and self.path.exists():
             try:
-                self.files = json.loads(self.path.read_text("utf-8")).get("files", {})
+                data = json.loads(self.path.read_text("utf-8"))
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"checkpoint {self.path} is unreadable ({exc}); delete it to start over") from exc
+            self.files = _checkpoint_files(data, self.path)
 
     def skip(self, source: str, offset: int) -> bool:
         return self.done(source) or offset < self.files.get(source, {}).get("offset", 0)
@@ -285,6 +300,32 @@ class Checkpoint:
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps({"files": self.files}, ensure_ascii=False), "utf-8")
         os.replace(tmp, self.path)
+
+
+def _checkpoint_files(data: Any, path: Path) -> dict[str, dict[str, Any]]:
+    """The ``files`` of a checkpoint as read from disk, checked: ``{"files": {path: {"offset": int >= 0,
+    "done": bool}}}``."""
+    files = data.get("files") if isinstance(data, dict) else None
+    bad = None
+    if not isinstance(data, dict):
+        bad = f"a JSON {_json_kind(data)} instead of an object"
+    elif not isinstance(files, dict):
+        bad = f"'files' is {_json_kind(files)} instead of an object"
+    else:
+        for name, entry in files.items():
+            offset = entry.get("offset", 0) if isinstance(entry, dict) else None
+            if not isinstance(entry, dict) or isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 \
+                    or not isinstance(entry.get("done", False), bool):
+                bad = f"the entry of {name!r} is not {{'offset': a whole number >= 0, 'done': true or false}}"
+                break
+    if bad is not None:
+        raise ConfigError(f"checkpoint {path} does not hold an ingest checkpoint ({bad}); delete it to start over")
+    return files  # type: ignore[return-value]
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
 
 
 # -- the pipeline ------------------------------------------------------------------------------------
@@ -408,11 +449,11 @@ class _Run:
     """
 
     def __init__(self, store: Store, config: FingerprintConfig, thresholds: Thresholds, opts: IngestOptions,
-                 *, created: bool, summary: IngestSummary, checkpoint: Checkpoint | None,
+                 *, created: bool, summary: IngestSummary, checkpoint: Checkpoint | None, dead: DeadLetters,
                  remember: bool = True) -> None:
         self.store, self.config, self.t, self.opts = store, config, thresholds, opts
         self.summary = summary
-        self.dead = DeadLetters(opts.dead_letter)
+        self.dead = dead
         self.ckpt = checkpoint
         #: ``remember``: keep this run's documents in memory (a batch run); a service that settles every
         #: call finds them in the store instead, and keeps nothing that grows from one call to the next.
@@ -759,9 +800,12 @@ def _open(store: Store, config: FingerprintConfig | None) -> OpenResult:
 
 
 def _checkpoint(opts: IngestOptions) -> Checkpoint:
-    ckpt = Checkpoint(opts.checkpoint)
-    if opts.checkpoint and not opts.resume:
-        ckpt.files = {}
+    """The checkpoint a resumed run continues from; a new run starts an empty one at the same path
+    (without reading what is there: it is overwritten)."""
+    if opts.resume:
+        return Checkpoint(opts.checkpoint)
+    ckpt = Checkpoint(None)
+    ckpt.path = Path(opts.checkpoint) if opts.checkpoint else None
     return ckpt
 
 
@@ -787,25 +831,32 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     error, in-flight records count as failed (dead-lettered as unconfirmed), and a re-run completes it.
     """
     opts = options or IngestOptions()
-    opened = _open(store, config)
-    t = resolve_thresholds(opts.thresholds, opened.config)
-    t.check_band_guarantee(opened.config)
-    summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
     ckpt_lock = _checkpoint_lock(opts)
+    dead: DeadLetters | None = None
     try:
-        return _run_ingest(paths, store, opened, t, opts, summary, progress)
+        # The files this run writes are checked before the store is opened (or created).
+        dead = DeadLetters(opts.dead_letter, fresh=not opts.resume)
+        ckpt = _checkpoint(opts)
+        opened = _open(store, config)
+        t = resolve_thresholds(opts.thresholds, opened.config)
+        t.check_band_guarantee(opened.config)
+        summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
+        summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
+        run = _Run(store, opened.config, t, opts, created=opened.created, summary=summary, checkpoint=ckpt,
+                   dead=dead)
+        return _run_ingest(paths, run, progress)
     finally:
+        if dead is not None:
+            dead.close()
         if ckpt_lock is not None:
             ckpt_lock.release()
 
 
-def _run_ingest(paths: Sequence[str | Path], store: Store, opened: OpenResult, t: Thresholds, opts: IngestOptions,
-                summary: IngestSummary, progress: Callable[[IngestSummary], None] | None) -> IngestSummary:
+def _run_ingest(paths: Sequence[str | Path], run: _Run,
+                progress: Callable[[IngestSummary], None] | None) -> IngestSummary:
     started = time.monotonic()
-    cfg = opened.config
-    ckpt = _checkpoint(opts)
-    summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
-    run = _Run(store, cfg, t, opts, created=opened.created, summary=summary, checkpoint=ckpt)
+    store, cfg, opts, summary, ckpt = run.store, run.config, run.opts, run.summary, run.ckpt
+    assert ckpt is not None
     records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
                            title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
                            skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
@@ -818,11 +869,10 @@ def _run_ingest(paths: Sequence[str | Path], store: Store, opened: OpenResult, t
                 summary.seconds = time.monotonic() - started
                 progress(summary)
         run.finish()
-    except StoreError as exc:
+    except (StoreError, OutputError) as exc:
         summary.error = str(exc)
     finally:
         workers.close()
-        run.dead.close()
         summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started
     return summary
@@ -873,7 +923,7 @@ class Ingester:
         t.check_band_guarantee(self.config)
         self.summary = IngestSummary(dead_letter=str(dead_letter) if dead_letter else None)
         self._run = _Run(store, self.config, t, opts, created=False, summary=self.summary, checkpoint=None,
-                         remember=False)
+                         dead=DeadLetters(dead_letter), remember=False)
         self._fper = Fingerprinter(self.config)
         self._lock = threading.Lock()
         self._calls = 0

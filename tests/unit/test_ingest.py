@@ -8,6 +8,8 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
+
 from esdedup.config import FingerprintConfig
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.store.local import LocalStore
@@ -145,3 +147,62 @@ def test_a_long_text_is_fingerprinted_in_bounded_time_and_memory():
     cpu_seconds, growth_mb, shingles = map(float, r.stdout.split())
     assert shingles > 2_000_000
     assert cpu_seconds < 60 and growth_mb < 180, (cpu_seconds, growth_mb)
+
+
+def _with_bad_lines(path: Path, docs: list[dict]) -> Path:
+    lines = [json.dumps(d, ensure_ascii=False) for d in docs]
+    path.write_text("\n".join(lines[:2] + ["not json", '{"id": "x"}'] + lines[2:]) + "\n", "utf-8")
+    return path
+
+
+def test_an_unwritable_dead_letter_path_is_refused_before_anything_is_written(tmp_path):
+    from esdedup.errors import OutputError
+
+    docs, _ = make_corpus(6, 0, seed=8)
+    path = _with_bad_lines(tmp_path / "a.jsonl", docs)
+    (tmp_path / "file").write_text("x")
+    for bad in (tmp_path, tmp_path / "file" / "dl.jsonl"):  # a folder; a path through a file
+        store = LocalStore("dl", tmp_path / "data")
+        with pytest.raises(OutputError, match="cannot write the dead-letter file"):
+            ingest([path], store, CONFIG, IngestOptions(workers=1, dead_letter=bad, checkpoint=tmp_path / "ck.json"))
+        store.close()
+        assert not (tmp_path / "data" / "dl.sqlite").exists() and not (tmp_path / "ck.json").exists()
+
+
+def test_the_dead_letter_file_lists_one_run_unless_it_is_resumed(tmp_path):
+    docs, _ = make_corpus(6, 0, seed=9)
+    bad, good = _with_bad_lines(tmp_path / "bad.jsonl", docs), _jsonl(tmp_path / "good.jsonl", docs)
+    dl, ck = tmp_path / "dl.jsonl", tmp_path / "ck.json"
+    store = LocalStore("dl", tmp_path / "data")
+
+    def run(path: Path, resume: bool = False) -> int:
+        s = ingest([path], store, CONFIG, IngestOptions(workers=1, dead_letter=dl, checkpoint=ck, resume=resume))
+        assert s.balanced
+        return len(dl.read_text("utf-8").splitlines()) if dl.exists() else 0
+
+    assert run(bad) == 2
+    assert run(bad) == 2  # not 4: a new run starts the file afresh
+    ck.unlink()
+    assert run(bad, resume=True) == 4  # a resumed run adds to it (here: nothing was checkpointed)
+    assert run(good) == 0 and not dl.exists()  # nothing failed: no file left behind
+    store.close()
+
+
+@pytest.mark.parametrize("content", ["[]", "null", "3", '"files"', '{"files": []}', '{"files": {"a.jsonl": 5}}',
+                                     '{"files": {"a.jsonl": {"offset": -1}}}',
+                                     '{"files": {"a.jsonl": {"offset": "7"}}}',
+                                     '{"files": {"a.jsonl": {"offset": 0, "done": "yes"}}}'])
+def test_a_checkpoint_of_the_wrong_shape_is_one_clear_error(tmp_path, content):
+    from esdedup.errors import ConfigError
+
+    path = _jsonl(tmp_path / "a.jsonl", make_corpus(3, 0, seed=10)[0])
+    ck = tmp_path / "ck.json"
+    ck.write_text(content, "utf-8")
+    store = LocalStore("ck", tmp_path / "data")
+    with pytest.raises(ConfigError, match=r"checkpoint .*ck\.json does not hold an ingest checkpoint \(.+\); "
+                                          "delete it to start over"):
+        ingest([path], store, CONFIG, IngestOptions(workers=1, checkpoint=ck, resume=True))
+    # A run that does not resume starts a new checkpoint over it.
+    assert ingest([path], store, CONFIG, IngestOptions(workers=1, checkpoint=ck)).ok
+    assert json.loads(ck.read_text("utf-8"))["files"][str(path)]["done"] is True
+    store.close()
