@@ -41,13 +41,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from .config import FingerprintConfig
 from .errors import ConfigError, IndexNotFound, OutputError, StoreError
 from .filelock import FileLock
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import lookup_keys, probe_for, verify
+from .lookup import lookup_keys, probe_for
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
+from .rule import measure
 from .schema import content_sha1
 from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -79,6 +82,9 @@ class IngestSummary:
     #: Near-duplicates other writers wrote at the same time, deleted again by this run (``skip``); they are
     #: not among this run's records (their own writer counted them indexed).
     removed: int = 0
+    #: Band keys held by more of this run's documents than the in-run index compares (`MAX_PER_KEY`), with
+    #: their counts, most crowded first: boilerplate or mass copies (labelled through their first ones).
+    crowded_keys: list[tuple[str, int]] = field(default_factory=list)
     bytes: int = 0
     resumed_files: int = 0
     seconds: float = 0.0
@@ -177,9 +183,16 @@ class _Roots:
 
 
 # -- in-run index: the documents written earlier in this run ----------------------------------------
+#: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
+#: copies of one text) is crowded: its first documents stand for it. Near-duplicates share several keys,
+#: so a document still finds its cluster through them, and the run stays linear in its documents.
+MAX_PER_KEY = 32
+
+
 class RunIndex:
     """Band key -> documents written in this run, so a run labels duplicates among its own records without
-    waiting for the store to make them searchable."""
+    waiting for the store to make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded``
+    counts the documents of each key held by more."""
 
     def __init__(self, complete: bool = False) -> None:
         self.docs: list[StoredDoc] = []
@@ -190,6 +203,7 @@ class RunIndex:
         self.more: dict[str, list[int]] = {}
         #: True when the store held nothing before this run (then this index is the whole store).
         self.complete = complete
+        self.crowded: dict[str, int] = {}
 
     def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
         i = len(self.docs)
@@ -197,7 +211,15 @@ class RunIndex:
         first = self.first
         for k in keys:
             if first.setdefault(k, i) != i:
-                self.more.setdefault(k, []).append(i)
+                more = self.more.setdefault(k, [])
+                if len(more) < MAX_PER_KEY - 1:
+                    more.append(i)
+                else:
+                    self.crowded[k] = self.crowded.get(k, MAX_PER_KEY) + 1
+
+    def most_crowded(self, limit: int = 10) -> list[tuple[str, int]]:
+        """The most crowded keys and how many documents of the run hold each, most first."""
+        return sorted(self.crowded.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
     def lookup(self, keys: Sequence[str]) -> list[StoredDoc]:
         """The documents holding any of ``keys``, in the order they were added."""
@@ -505,6 +527,12 @@ class _Run:
                 self.ckpt.finish(self.last_source)
             self.ckpt.save()
         self.store.refresh()
+        self.summary.crowded_keys = self.run_index.most_crowded()
+        if self.summary.crowded_keys:
+            key, n = self.summary.crowded_keys[0]
+            log.warning("%d band keys are each held by more than %d documents of this run (the most: %s, %d "
+                        "documents): only the first %d of each were compared", len(self.run_index.crowded),
+                        MAX_PER_KEY, key, n, MAX_PER_KEY)
 
     # -- accounting ---------------------------------------------------------------------------------
     def _fail(self, at: Record | Rejected, kind: str, reason: str, *, doc_id: str | None = None,
@@ -746,9 +774,14 @@ class _Run:
         return [d for d in written if d.id not in gone]
 
     def _matches(self, d: _Done, cands: list[StoredDoc]) -> list[StoredDoc]:
-        """The candidates that are near-duplicates of ``d`` by the rule."""
-        matched = {m.id for m in verify(d.fp, cands, self.config, self.t, exclude=d.id)}
-        return [c for c in cands if c.id in matched]
+        """The candidates that are near-duplicates of ``d`` by the rule (what `esdedup.lookup.verify` keeps,
+        without ranking them: labelling joins them all)."""
+        if d.fp.empty:
+            return []
+        docs = [c for c in cands if not c.empty and c.id != d.id]
+        if not docs:
+            return []
+        return [docs[i] for i in np.flatnonzero(measure(d.fp, docs, self.config).decide(self.t)).tolist()]
 
     def _unwrite(self, d: _Done, reason: str) -> None:
         """A record counted as written was deleted again: count it as skipped instead."""
