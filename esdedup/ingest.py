@@ -51,7 +51,7 @@ from .lookup import lookup_keys, probe_for
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
 from .rule import measure
-from .schema import content_sha1
+from .schema import DEDUP, content_sha1
 from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
@@ -380,8 +380,27 @@ def _doc_id(rec: Record, sha1: str) -> str:
     return rec.id if rec.id is not None else sha1
 
 
+#: Fields of a stored document that ingest fills: ``id``, ``title`` and ``text`` from the fields chosen for
+#: them, ``dedup`` with the fingerprint. A record's own fields of these names (when other fields were chosen,
+#: e.g. ``id_field="doc_id"`` on records that also have an ``id``) are kept under `INPUT_FIELDS`.
+FILLED_FIELDS = ("id", "title", "text", DEDUP)
+INPUT_FIELDS = "input_fields"
+
+
+def _field_clash(rec: Record) -> str | None:
+    """Why a record cannot keep its own fields of `FILLED_FIELDS` (it has an `INPUT_FIELDS` already), or None."""
+    own = [k for k in FILLED_FIELDS if k in rec.fields]
+    if own and INPUT_FIELDS in rec.fields:
+        return (f"the record's own field(s) {', '.join(map(repr, own))} would be kept under {INPUT_FIELDS!r} (other "
+                f"fields were chosen as id, title or text), but it has a field {INPUT_FIELDS!r} already")
+    return None
+
+
 def _source_fields(rec: Record) -> dict[str, Any]:
-    src = {k: v for k, v in rec.fields.items() if k != "dedup"}
+    src = dict(rec.fields)
+    own = {k: src.pop(k) for k in FILLED_FIELDS if k in src}
+    if own:
+        src[INPUT_FIELDS] = own
     if rec.id is not None:
         src["id"] = rec.id
     if rec.title is not None:
@@ -570,6 +589,10 @@ class _Run:
                 self._fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
                 continue
             fp, sha1 = next(it)
+            clash = _field_clash(rec)
+            if clash is not None:
+                self._fail(rec, "rejected", clash, doc_id=rec.id)
+                continue
             self.summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
             items.append(_Done(rec, fp, sha1, _doc_id(rec, sha1)))
         return items

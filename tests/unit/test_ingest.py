@@ -231,3 +231,29 @@ def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_a
         store.close()
     assert n > 2 * MAX_PER_KEY
     assert seconds[1] < 7 * seconds[0], seconds  # four times the documents: four times the time, not sixteen
+
+
+def test_a_records_own_id_text_title_and_dedup_are_kept_when_other_fields_were_chosen(tmp_path):
+    """Issue #14: ``--id-field doc_id --text-field content`` on records that also have ``id`` and ``text``
+    lost those values without a word (and a field named ``dedup`` was dropped always)."""
+    records = [
+        {"doc_id": "a1", "content": "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。", "id": 77,
+         "text": "another text", "title": "标题", "dedup": {"mine": 1}, "url": "https://x.test/a1"},
+        {"doc_id": "a2", "content": "今天北京天气晴朗，最高气温二十五度，空气质量优良，适合户外活动。", "id": 78,
+         "input_fields": "taken"},
+        {"doc_id": "a3", "content": "研究人员在南海发现了一种新的深海鱼类，它能够在极端高压和低温环境中生存。",
+         "input_fields": {"free": "to use"}},
+    ]
+    path = _jsonl(tmp_path / "a.jsonl", records)
+    store = LocalStore("own", tmp_path / "data")
+    s = ingest([path], store, CONFIG, IngestOptions(workers=1, id_field="doc_id", text_field="content",
+                                                    dead_letter=tmp_path / "dl.jsonl"))
+    assert (s.read, s.indexed, s.failed) == (3, 2, 1)
+    src = store.get_source("a1")
+    assert (src["id"], src["text"], src["title"], src["url"]) == ("a1", records[0]["content"], "标题",
+                                                                  "https://x.test/a1")
+    assert src["input_fields"] == {"id": 77, "text": "another text", "dedup": {"mine": 1}}
+    assert store.get_source("a3")["input_fields"] == {"free": "to use"}  # no clash: the record's own field
+    store.close()
+    (letter,) = [json.loads(x) for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
+    assert letter["location"] == "line 2" and "'input_fields'" in letter["reason"] and "'id'" in letter["reason"]
