@@ -50,7 +50,7 @@ from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import lookup_keys, probe_for
 from .normalize import normalize
 from .readers import Record, Rejected, read_records
-from .rule import measure
+from .rule import Sketch, measure
 from .schema import DEDUP, content_sha1
 from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -82,6 +82,10 @@ class IngestSummary:
     #: Near-duplicates other writers wrote at the same time, deleted again by this run (``skip``); they are
     #: not among this run's records (their own writer counted them indexed).
     removed: int = 0
+    #: Records that replaced a stored document of the same id with a new text (its old cluster is labelled
+    #: again), and (the first 1,000 of) their ids.
+    replaced: int = 0
+    replaced_ids: list[str] = field(default_factory=list)
     #: Band keys held by more of this run's documents than the in-run index compares (`MAX_PER_KEY`), with
     #: their counts, most crowded first: boilerplate or mass copies (labelled through their first ones).
     crowded_keys: list[tuple[str, int]] = field(default_factory=list)
@@ -103,6 +107,7 @@ class IngestSummary:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["skipped_ids"] = d["skipped_ids"][:1000]
+        d["replaced_ids"] = d["replaced_ids"][:1000]
         d["docs_per_s"] = round(self.read / self.seconds, 1) if self.seconds else None
         d["mb_per_s"] = round(self.bytes / 1e6 / self.seconds, 3) if self.seconds else None
         return d
@@ -180,6 +185,10 @@ class _Roots:
         for r in moved:
             self._parent[r[1]] = top
         return top, moved
+
+    def forget(self, ids: set[str]) -> None:
+        """Drop what this run knows of the clusters of ``ids`` (the store now labels them afresh)."""
+        self._parent = {k: v for k, v in self._parent.items() if k not in ids and v[1] not in ids}
 
 
 # -- in-run index: the documents written earlier in this run ----------------------------------------
@@ -471,6 +480,7 @@ class _Labels:
     seq: int
     root: Root
     skip_for: str | None = None  # ``skip``: the representative of the stored near-duplicate
+    replaces: Root | None = None  # a new text under a stored id: the cluster the old text was in
 
 
 class _Run:
@@ -505,6 +515,8 @@ class _Run:
         self.written: dict[str, str] = {}
         #: Clusters a batch joined that the store must join too (`Store.merge_clusters`).
         self.joins: list[set[Root]] = []
+        #: Ids given a new text in this batch -> (the old text's cluster, the new text's).
+        self.replaced: dict[str, tuple[Root, Root]] = {}
         self.deleted: set[str] = set()
         #: Ids of the current batch that were new to the store.
         self.created: set[str] = set()
@@ -526,6 +538,7 @@ class _Run:
             stored = self._lookup(items)
             written = self._write(self._label(items, stored))
             self._join_clusters(written)
+            self._relabel_replaced()
         if self.store.settles and self.opts.on_duplicate != "index" and written and not self.store.alone():
             written = self._settle(written)
         elif not self.remember:  # a service's article is searchable when the call returns
@@ -546,6 +559,9 @@ class _Run:
                 self.ckpt.finish(self.last_source)
             self.ckpt.save()
         self.store.refresh()
+        if self.summary.replaced:
+            log.warning("%d stored documents got a new text under the same id (the first: %s); their clusters "
+                        "were labelled again", self.summary.replaced, self.summary.replaced_ids[0])
         self.summary.crowded_keys = self.run_index.most_crowded()
         if self.summary.crowded_keys:
             key, n = self.summary.crowded_keys[0]
@@ -598,16 +614,19 @@ class _Run:
         return items
 
     def _lookup(self, items: list[_Done]) -> list[list[StoredDoc]]:
-        """The stored candidates of each record: one batched band lookup (``index`` mode: only a stored
-        document under the same id, whose labels an idempotent re-ingest keeps). An index this run
-        created holds nothing this run did not write, all of it in the run index: nothing to ask."""
+        """The stored candidates of each record: one batched band lookup, and the stored document under the
+        same id (``index`` mode: only that one, whose labels an idempotent re-ingest keeps). An index this
+        run created holds nothing this run did not write, all of it in the run index: nothing to ask."""
         if not items or self.run_index.complete:
             return [[] for _ in items]
         try:
+            # The stored document under each id, whatever its text (a new text finds no band key of the old).
+            have = self.store.get([d.id for d in items])
             if self.opts.on_duplicate == "index":
-                have = self.store.get([d.id for d in items])
                 return [[have[d.id]] if d.id in have else [] for d in items]
-            return self.store.lookup([probe_for(d.fp, self.config) for d in items])
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in items])
+            return [cands if d.id not in have or any(c.id == d.id for c in cands) else [*cands, have[d.id]]
+                    for d, cands in zip(items, found, strict=True)]
         except StoreError as exc:
             self._fail_unconfirmed(items, exc, "not written, the store failed")
             raise
@@ -630,6 +649,10 @@ class _Run:
                 self.summary.duplicates += 1
             else:
                 self.own_roots.add(d.id)
+            if labels.replaces is not None:
+                self.summary.replaced += 1
+                self.summary.replaced_ids.append(d.id)
+                self.replaced[d.id] = (labels.replaces, labels.root)
             labelled.append((d, labels))
             self.clusters[id(d.record)] = (d.id, labels.root)
             if self.opts.on_duplicate != "index":  # the run index serves labelling only
@@ -659,12 +682,14 @@ class _Run:
         compared with, and joins the clusters of all its verified near-duplicates (``skip``: is skipped
         when it has any; ``index``: is its own cluster)."""
         self_doc = next((s for s in found if s.id == d.id), None)
-        same = self_doc is not None and self_doc.simhash == d.fp.simhash
+        if self_doc is not None and not _same_text(self_doc, d):
+            return self._labels_of_new_text(d, found, self_doc)
+        same = self_doc is not None
         if self.opts.on_duplicate == "index":
             seq = self_doc.seq if same and self_doc.seq else _CLOCK.next()  # type: ignore[union-attr]
             return _Labels(seq, self_doc.root if same else (seq, d.id))  # type: ignore[union-attr]
         cands = self._candidates(d, found)
-        roots = {self.roots.find(c.root) for c in self._matches(d, cands)}
+        roots = {self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)}
         if same and self_doc is not None:
             me = self.roots.find(self_doc.root)
             seq = self_doc.seq or _CLOCK.next()
@@ -678,6 +703,46 @@ class _Run:
         if len(roots - {me}) > (0 if same else 1):  # clusters already stored that this record joins
             self.joins.append(roots | {me})
         return _Labels(seq, self._join(roots | {me}))
+
+    def _labels_of_new_text(self, d: _Done, found: list[StoredDoc], old: StoredDoc) -> _Labels:
+        """A new text under an id already stored: labelled as a new document, apart from the cluster the
+        old text was in (whose label names the old text; `_relabel_replaced` labels that one again after the
+        write). ``skip``: a new text that duplicates another document is skipped, the old one stays."""
+        self.roots.forget({d.id})
+        cands = self._candidates(d, found)
+        seq = _CLOCK.next(after=max((c.seq for c in cands), default=0))
+        me = (seq, d.id)
+        if self.opts.on_duplicate == "index":
+            return _Labels(seq, me, replaces=old.root)
+        roots = {r for r in (self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)) if r[1] != d.id}
+        if roots and self.opts.on_duplicate == "skip":
+            return _Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
+        if len(roots) > 1:
+            self.joins.append(roots | {me})
+        return _Labels(seq, self._join(roots | {me}), replaces=old.root)
+
+    def _relabel_replaced(self) -> None:
+        """Label again the clusters that texts replaced in this batch were in, and the clusters the new texts
+        joined: their members form one cluster per set still joined by near-duplicate pairs, each
+        represented by its earliest member (the old text's pairs are gone)."""
+        replaced, self.replaced = self.replaced, {}
+        if not replaced or self.opts.on_duplicate == "index":
+            return
+        if self.store.settles:
+            self.store.refresh()
+        ids = {r[1] for old, new in replaced.values() for r in (old, self.roots.find(new))} | set(replaced)
+        members = self.store.members(sorted(ids))
+        if len(members) > MAX_RELABEL:
+            log.warning("%d documents share clusters with texts replaced under the same id: more than %d, not "
+                        "labelled again (run 'dups' with cluster labels to do it)", len(members), MAX_RELABEL)
+            return
+        labels: dict[str, Root] = {}
+        for group in _connected(members, lambda a: self._matches(a, a.id, members)):
+            root = min((m.seq, m.id) for m in group)
+            labels.update((m.id, root) for m in group if m.root != root or m.duplicate_of != _dup_of(m.id, root))
+        self.roots.forget({m.id for m in members})
+        if labels:
+            self.summary.relabelled += self.store.relabel(labels)
 
     def _join(self, roots: set[Root]) -> Root:
         """Join clusters in this run's view; a record of this run that represented a cluster and now joins
@@ -755,7 +820,7 @@ class _Run:
                 me = next((c for c in cands if c.id == d.id), None)
                 if me is None:  # an empty text (no keys), or deleted since
                     continue
-                roots = {self.roots.find(me.root)} | {self.roots.find(c.root) for c in self._matches(d, cands)}
+                roots = {self.roots.find(me.root)} | {self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)}
                 if len(roots) > 1:
                     self.joins.append(roots)
                     self._join(roots)
@@ -775,7 +840,7 @@ class _Run:
             me = next((c for c in cands if c.id == d.id), None)
             if me is None:
                 continue
-            for m in self._matches(d, cands):
+            for m in self._matches(d.fp, d.id, cands):
                 if (m.seq, m.id) < (me.seq, me.id):
                     own.setdefault(d.id, (d, me, m))
                 elif m.id not in mine:
@@ -796,15 +861,15 @@ class _Run:
                                        "(deleted again)")
         return [d for d in written if d.id not in gone]
 
-    def _matches(self, d: _Done, cands: list[StoredDoc]) -> list[StoredDoc]:
-        """The candidates that are near-duplicates of ``d`` by the rule (what `esdedup.lookup.verify` keeps,
+    def _matches(self, sketch: Sketch, own_id: str, cands: list[StoredDoc]) -> list[StoredDoc]:
+        """The candidates that are near-duplicates of a text by the rule (what `esdedup.lookup.verify` keeps,
         without ranking them: labelling joins them all)."""
-        if d.fp.empty:
+        if sketch.empty:
             return []
-        docs = [c for c in cands if not c.empty and c.id != d.id]
+        docs = [c for c in cands if not c.empty and c.id != own_id]
         if not docs:
             return []
-        return [docs[i] for i in np.flatnonzero(measure(d.fp, docs, self.config).decide(self.t)).tolist()]
+        return [docs[i] for i in np.flatnonzero(measure(sketch, docs, self.config).decide(self.t)).tolist()]
 
     def _unwrite(self, d: _Done, reason: str) -> None:
         """A record counted as written was deleted again: count it as skipped instead."""
@@ -829,6 +894,40 @@ class _Run:
             if item.offset is not None:
                 self.ckpt.advance(item.source, item.offset + 1)
         self.ckpt.save()
+
+
+#: Documents `_Run._relabel_replaced` labels again at most (it compares every pair of them).
+MAX_RELABEL = 2000
+
+
+def _same_text(stored: StoredDoc, d: _Done) -> bool:
+    """The stored document under ``d``'s id has ``d``'s text (its SimHash, where the store kept no SHA-1)."""
+    if stored.content_sha1 is not None:
+        return stored.content_sha1 == d.sha1
+    return stored.simhash == d.fp.simhash
+
+
+def _dup_of(doc_id: str, root: Root) -> str | None:
+    return None if root[1] == doc_id else root[1]
+
+
+def _connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredDoc]]) -> list[list[StoredDoc]]:
+    """``docs`` grouped by the near-duplicate pairs among them (``matches(a)``: the docs paired with a)."""
+    parent = {d.id: d.id for d in docs}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a in docs:
+        for b in matches(a):
+            parent[find(b.id)] = find(a.id)
+    groups: dict[str, list[StoredDoc]] = {}
+    for d in docs:
+        groups.setdefault(find(d.id), []).append(d)
+    return list(groups.values())
 
 
 def _as_stored(d: _Done, seq: int, root: Root) -> StoredDoc:
