@@ -42,6 +42,12 @@ class DecodeError(InputError):
     """A file's bytes are not text in any encoding we accept (never guessed into mojibake)."""
 
 
+class OutputError(EsdedupError):
+    """A file esdedup writes (a dead-letter file, a checkpoint) cannot be written."""
+
+    exit_code = 2
+
+
 class ConfigMismatchError(EsdedupError):
     """An index was built with a different FingerprintConfig than the one in use."""
 

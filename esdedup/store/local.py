@@ -413,6 +413,24 @@ class LocalStore:
         return relabelled
 
     @_sql_errors
+    def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
+        """See `Store.members`."""
+        out: list[StoredDoc] = []
+        for chunk in _chunks(list(cluster_ids), _MAX_PARAMS):
+            q = f"SELECT {self._cols} FROM docs WHERE cluster_id IN ({','.join('?' * len(chunk))})"
+            out.extend(self._docs(self._connect().execute(q, chunk)))
+        return out
+
+    @_sql_errors
+    def relabel(self, labels: Mapping[str, Root]) -> int:
+        """See `Store.relabel`."""
+        db = self._connect()
+        with db:
+            cur = db.executemany("UPDATE docs SET cluster_id = ?, cluster_seq = ?, duplicate_of = ? WHERE id = ?",
+                                 [(root, seq, None if i == root else root, i) for i, (seq, root) in labels.items()])
+        return cur.rowcount
+
+    @_sql_errors
     def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:
         """See `Store.delete_if_unchanged` (writers are serialised here: nothing changes under a batch)."""
         ids = sorted({d.id for d in docs})
@@ -433,13 +451,16 @@ class LocalStore:
     # -- reading ---------------------------------------------------------------------------------
     def _docs(self, rows: Iterable[tuple]) -> Iterator[StoredDoc]:
         dims = self.config.dims
-        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq) in rows:
+        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq,
+             sha1) in rows:
             vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
             minhash = np.frombuffer(sig, dtype="<u4").astype(np.uint32) if sig is not None else None
             yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
-                            minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0)
+                            minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0,
+                            content_sha1=sha1)
 
-    _COLS = "id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles, wseq, cluster_seq"
+    _COLS = ("id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles, wseq, "
+             "cluster_seq, content_sha1")
 
     @_sql_errors
     def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
