@@ -220,6 +220,12 @@ class _Roots:
 MAX_PER_KEY = 32
 
 
+#: Stored candidates a record is compared with, at most. Every member of a cluster carries its
+#: representative, so a few members found are as good as all of them; a crowded key (thousands of copies)
+#: must not make every lookup fetch and compare a thousand documents.
+LOOKUP_LIMIT = 100
+
+
 class RunIndex:
     """Band key -> documents written in this run, so a run labels duplicates among its own records without
     waiting for the store to make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded``
@@ -709,7 +715,7 @@ class _Run:
             have = self.store.get([d.id for d in items])
             if self.opts.on_duplicate == "index":
                 return [[have[d.id]] if d.id in have else [] for d in items]
-            found = self.store.lookup([probe_for(d.fp, self.config) for d in items])
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in items], limit=LOOKUP_LIMIT)
             return [cands if d.id not in have or any(c.id == d.id for c in cands) else [*cands, have[d.id]]
                     for d, cands in zip(items, found, strict=True)]
         except StoreError as exc:
@@ -898,7 +904,7 @@ class _Run:
         stored."""
         try:
             self.store.refresh()
-            found = self.store.lookup([probe_for(d.fp, self.config) for d in written])
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in written], limit=LOOKUP_LIMIT)
             if self.opts.on_duplicate == "skip":
                 return self._settle_skips(written, found)
             for d, cands in zip(written, found, strict=True):

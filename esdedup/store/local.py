@@ -63,6 +63,8 @@ BUSY_SECONDS = 120.0
 WRITE_BATCH = 2000
 #: Host parameters per statement (SQLite's default limit is 32766).
 _MAX_PARAMS = 30000
+#: SELECTs per compound statement (SQLite's default limit is 500).
+_COMPOUND = 400
 
 
 def default_data_dir() -> Path:
@@ -482,12 +484,15 @@ class LocalStore:
         out = []
         for probe in probes:
             keys = sorted({k for keys in probe.values() for k in keys})
-            ids: list[str] = []
-            for chunk in _chunks(keys, _MAX_PARAMS // 2):
-                marks = ",".join("?" * len(chunk))
-                q = f"SELECT id FROM bands WHERE key IN ({marks}) UNION SELECT id FROM lsh WHERE key IN ({marks})"
-                ids.extend(r[0] for r in db.execute(q, chunk + chunk))
-            ids = sorted(set(ids))[:limit]
+            found_ids: set[str] = set()
+            for chunk in _chunks(keys, _COMPOUND):
+                # One subquery per key, each stopping after `limit` ids (the smallest: the index is in (key, id)
+                # order), so a key that thousands of documents share costs no more than another; the smallest
+                # `limit` ids of them all are the same as if every id had been read.
+                q = " UNION ".join(f"SELECT * FROM (SELECT id FROM {'lsh' if k.startswith('m') else 'bands'} "
+                                   "WHERE key = ? LIMIT ?)" for k in chunk)
+                found_ids.update(r[0] for r in db.execute(q, [x for k in chunk for x in (k, limit)]))
+            ids = sorted(found_ids)[:limit]
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])
         return out
