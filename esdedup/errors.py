@@ -48,6 +48,17 @@ class OutputError(EsdedupError):
     exit_code = 2
 
 
+class Terminated(EsdedupError):
+    """A run was stopped by SIGTERM after the batch it was writing; ``summary`` counts what was done (the exit
+    code of a program that SIGTERM ends)."""
+
+    exit_code = 143
+
+    def __init__(self, message: str, *, summary: Any = None) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
 class ConfigMismatchError(EsdedupError):
     """An index was built with a different FingerprintConfig than the one in use."""
 

@@ -28,15 +28,18 @@ written at the same time is deleted again (skipped when it was the writer's own,
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import os
+import signal
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -44,7 +47,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .config import FingerprintConfig
-from .errors import ConfigError, IndexNotFound, OutputError, StoreError
+from .errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
 from .filelock import FileLock
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import lookup_keys, probe_for
@@ -89,6 +92,9 @@ class IngestSummary:
     #: Band keys held by more of this run's documents than the in-run index compares (`MAX_PER_KEY`), with
     #: their counts, most crowded first: boilerplate or mass copies (labelled through their first ones).
     crowded_keys: list[tuple[str, int]] = field(default_factory=list)
+    #: Records read from the input but not written when the run was stopped (`Terminated`); they are not
+    #: counted in ``read``, and a resumed run reads them again.
+    unwritten: int = 0
     bytes: int = 0
     resumed_files: int = 0
     seconds: float = 0.0
@@ -127,9 +133,25 @@ class _Done:
 _WORKER: Fingerprinter | None = None
 
 
-def _init_worker(config_json: str) -> None:
+def _init_worker(config_json: str, parent: int) -> None:
     global _WORKER
+    _die_with(parent)
     _WORKER = Fingerprinter(FingerprintConfig.from_json(config_json))
+
+
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel send this worker SIGTERM when the process that started it dies, however it
+    dies (SIGKILL included): no worker outlives its ingest."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+        return
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
 
 
 def _fingerprint_batch(texts: list[str]) -> list[tuple[Fingerprint, str]]:
@@ -196,6 +218,12 @@ class _Roots:
 #: copies of one text) is crowded: its first documents stand for it. Near-duplicates share several keys,
 #: so a document still finds its cluster through them, and the run stays linear in its documents.
 MAX_PER_KEY = 32
+
+
+#: Stored candidates a record is compared with, at most. Every member of a cluster carries its
+#: representative, so a few members found are as good as all of them; a crowded key (thousands of copies)
+#: must not make every lookup fetch and compare a thousand documents.
+LOOKUP_LIMIT = 100
 
 
 class RunIndex:
@@ -451,9 +479,11 @@ class _Workers:
 
     def __init__(self, config: FingerprintConfig, workers: int) -> None:
         self.workers = workers
-        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(),)) \
+        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid())) \
             if workers > 1 else None
         self._local = None if self._pool else Fingerprinter(config)
+        #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
+        self._in_flight: deque[tuple[Batch, Future | list]] = deque()
 
     def _submit(self, batch: Batch) -> Future | list:
         texts = [r.text for r in batch if isinstance(r, Record)]
@@ -461,23 +491,84 @@ class _Workers:
             return self._pool.submit(_fingerprint_batch, texts)
         return _fingerprint_with(self._local, texts)  # type: ignore[arg-type]
 
-    def in_order(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, list[tuple[Fingerprint, str]]]]:
-        in_flight: deque[tuple[Batch, Future | list]] = deque()
+    def in_order(self, batches: Iterator[Batch], stop: _Stop) -> Iterator[tuple[Batch, list[tuple[Fingerprint, str]]]]:
+        """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""
+        in_flight = self._in_flight
         for batch in batches:
             in_flight.append((batch, self._submit(batch)))
             if len(in_flight) > self.workers:
-                yield self._next(in_flight)
+                done = self._next(stop)
+                if done is None:
+                    return
+                yield done
         while in_flight:
-            yield self._next(in_flight)
+            done = self._next(stop)
+            if done is None:
+                return
+            yield done
 
-    @staticmethod
-    def _next(in_flight: deque[tuple[Batch, Future | list]]) -> tuple[Batch, list[tuple[Fingerprint, str]]]:
-        batch, fut = in_flight.popleft()
-        return batch, fut.result() if isinstance(fut, Future) else fut
+    def _next(self, stop: _Stop) -> tuple[Batch, list[tuple[Fingerprint, str]]] | None:
+        batch, fut = self._in_flight[0]
+        if isinstance(fut, Future):
+            while not stop.asked:
+                try:
+                    results = fut.result(timeout=0.25)
+                    break
+                except TimeoutError:
+                    continue
+            else:
+                return None
+        else:
+            results = fut
+        if stop.asked:
+            return None
+        self._in_flight.popleft()
+        return batch, results
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
+    def unwritten(self) -> int:
+        """Records handed to the workers and never given back (when the run was stopped)."""
+        return sum(len(batch) for batch, _ in self._in_flight)
+
+    def close(self, *, terminate: bool = False) -> None:
+        """Shut the workers down; ``terminate``: at once, with the tasks they are working on."""
+        if self._pool is None:
+            return
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=not terminate, cancel_futures=True)
+        if terminate:
+            for proc in processes:
+                proc.terminate()
+            for proc in processes:
+                proc.join(5)
+
+
+class _Stop:
+    """Whether the run was asked to stop: by SIGTERM, while `_Stop.on_sigterm` holds the handler (in the main
+    thread of a program that left SIGTERM's default action in place; elsewhere SIGTERM is the program's).
+    The run then ends after the batch it is writing, its workers are stopped, and `Terminated` says what
+    was written and what was read but not written (a resumed run reads it again)."""
+
+    def __init__(self) -> None:
+        self.asked: str | None = None
+
+    @contextlib.contextmanager
+    def on_sigterm(self) -> Iterator[_Stop]:
+        if threading.current_thread() is not threading.main_thread() \
+                or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            yield self
+            return
+
+        def handler(signum: int, frame: object) -> None:
+            if self.asked:  # asked twice: stop now
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+            self.asked = signal.Signals(signum).name
+
+        signal.signal(signal.SIGTERM, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @dataclass(frozen=True)
@@ -631,7 +722,7 @@ class _Run:
             have = self.store.get([d.id for d in items])
             if self.opts.on_duplicate == "index":
                 return [[have[d.id]] if d.id in have else [] for d in items]
-            found = self.store.lookup([probe_for(d.fp, self.config) for d in items])
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in items], limit=LOOKUP_LIMIT)
             return [cands if d.id not in have or any(c.id == d.id for c in cands) else [*cands, have[d.id]]
                     for d, cands in zip(items, found, strict=True)]
         except StoreError as exc:
@@ -820,7 +911,7 @@ class _Run:
         stored."""
         try:
             self.store.refresh()
-            found = self.store.lookup([probe_for(d.fp, self.config) for d in written])
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in written], limit=LOOKUP_LIMIT)
             if self.opts.on_duplicate == "skip":
                 return self._settle_skips(written, found)
             for d, cands in zip(written, found, strict=True):
@@ -1025,17 +1116,29 @@ def _run_ingest(paths: Sequence[str | Path], run: _Run,
                            skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
     workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1))
     retried_before = store.retried
+    stop = _Stop()
     try:
-        for batch, results in workers.in_order(_batches(records, opts.batch)):
-            run.process(batch, results)
-            if progress:
-                summary.seconds = time.monotonic() - started
-                progress(summary)
-        run.finish()
+        with stop.on_sigterm():
+            for batch, results in workers.in_order(_batches(records, opts.batch), stop):
+                run.process(batch, results)
+                if progress:
+                    summary.seconds = time.monotonic() - started
+                    progress(summary)
+                if stop.asked:
+                    break
+            if stop.asked:
+                summary.unwritten = workers.unwritten()
+                workers.close(terminate=True)
+                store.refresh()
+                raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
+                                 f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
+                                 "records read were not written (a resumed run reads them again); the worker "
+                                 "processes were stopped", summary=summary)
+            run.finish()
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)
     finally:
-        workers.close()
+        workers.close(terminate=True)
         summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started
     return summary

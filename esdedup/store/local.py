@@ -72,6 +72,8 @@ BUSY_SECONDS = 120.0
 WRITE_BATCH = 2000
 #: Host parameters per statement (SQLite's default limit is 32766).
 _MAX_PARAMS = 30000
+#: SELECTs per compound statement (SQLite's default limit is 500).
+_COMPOUND = 400
 
 
 def default_data_dir() -> Path:
@@ -484,11 +486,14 @@ class LocalStore:
         for probe in probes:
             keys = sorted({k for keys in probe.values() for k in keys})
             shared: Counter[str] = Counter()
-            for chunk in _chunks(keys, _MAX_PARAMS // 2):
-                marks = ",".join("?" * len(chunk))
-                q = f"SELECT id FROM bands WHERE key IN ({marks}) UNION ALL SELECT id FROM lsh WHERE key IN ({marks})"
-                shared.update(r[0] for r in db.execute(q, chunk + chunk))
-            # The documents sharing the most keys first (ties by id), as the Elasticsearch store ranks them.
+            for chunk in _chunks(keys, _COMPOUND):
+                # One subquery per key, each stopping after `limit` ids (the smallest: the index is in (key, id)
+                # order), so a key that thousands of documents share costs no more than another. UNION ALL keeps
+                # one row per shared key, so the documents sharing the most keys come first (ties by id), as the
+                # Elasticsearch store ranks them.
+                q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {'lsh' if k.startswith('m') else 'bands'} "
+                                       "WHERE key = ? LIMIT ?)" for k in chunk)
+                shared.update(r[0] for r in db.execute(q, [x for k in chunk for x in (k, limit)]))
             ids = sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])

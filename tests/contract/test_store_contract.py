@@ -210,6 +210,34 @@ def test_ingest_labels_and_is_idempotent(new_store, tmp_path, corpus):
     assert store.count() == 200
 
 
+def test_clusters_are_merged_relabelled_and_documents_deleted_only_as_read(new_store, corpus):
+    """The primitives concurrent writers settle labels with (`merge_clusters`, `members`, `relabel`,
+    `delete_if_unchanged`), alike on both stores."""
+    docs, _, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    labels = {"a": (1, "a"), "b": (1, "a"), "c": (3, "c"), "d": (3, "c")}
+    seqs = {"a": 1, "b": 2, "c": 3, "d": 4}
+    list(store.write(NewDoc(i, fps[k], {"id": i, "text": docs[k]["text"]}, content_sha1(docs[k]["text"]),
+                            root, None if root == i else root, seq=seqs[i], cluster_seq=cs)
+                     for k, (i, (cs, root)) in enumerate(labels.items())))
+    store.refresh()
+    assert store.merge_clusters([{(3, "c"), (1, "a")}]) == 2
+    store.refresh()
+    got = store.get(list(labels))
+    assert {i: (d.cluster_id, d.cluster_seq, d.duplicate_of, d.seq) for i, d in got.items()} == {
+        "a": ("a", 1, None, 1), "b": ("a", 1, "a", 2), "c": ("a", 1, "a", 3), "d": ("a", 1, "a", 4)}
+    assert sorted(d.id for d in store.members(["a"])) == ["a", "b", "c", "d"] and store.members(["c"]) == []
+    assert store.relabel({"d": (4, "d")}) == 1
+    store.refresh()
+    assert (store.get(["d"])["d"].cluster_id, store.get(["d"])["d"].duplicate_of) == ("d", None)
+    b = store.get(["b"])["b"]
+    assert store.delete_if_unchanged([b]) == ["b"]
+    assert store.delete_if_unchanged([b]) == []  # gone (or changed) since it was read: nothing happens
+    store.refresh()
+    assert store.count() == 3
+
+
 def _labels(store: Store, ids) -> dict:
     store.refresh()
     return {i: (d.cluster_id, d.duplicate_of) for i, d in store.get(list(ids)).items()}

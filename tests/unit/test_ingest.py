@@ -215,16 +215,14 @@ def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_a
 
     from esdedup.ingest import MAX_PER_KEY
 
-    base = ("国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"
-            "气象台预计未来三天本市将出现持续降雨，局部地区有大到暴雨，请市民注意出行安全。")
     seconds = []
     for n in (1000, 4000):
-        path = _jsonl(tmp_path / f"same{n}.jsonl", [{"id": f"d{i}", "text": f"{base}（第{i}号）"} for i in range(n)])
+        path = _jsonl(tmp_path / f"same{n}.jsonl", _near_identical(n))
         store = LocalStore(f"same{n}", tmp_path / "data")
         started = time.process_time()
         s = ingest([path], store, CONFIG, IngestOptions(workers=1))
         seconds.append(time.process_time() - started)
-        assert s.ok and s.duplicates == n - 1  # one cluster all the same
+        assert s.ok and s.duplicates == n - 1  # one cluster, all the same
         assert s.crowded_keys and s.crowded_keys[0][1] == n and len(s.crowded_keys) <= 10
         assert json.loads(json.dumps(s.to_dict()))["crowded_keys"][0] == [s.crowded_keys[0][0], n]
         assert len({cid for cid, _ in store.labels().values()}) == 1
@@ -232,6 +230,41 @@ def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_a
     assert n > 2 * MAX_PER_KEY
     assert seconds[1] < 7 * seconds[0], seconds  # four times the documents: four times the time, not sixteen
 
+
+def _near_identical(n: int) -> list[dict[str, str]]:
+    base = ("国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"
+            "气象台预计未来三天本市将出现持续降雨，局部地区有大到暴雨，请市民注意出行安全。")
+    return [{"id": f"d{i:05d}", "text": f"{base}（第{i}号）"} for i in range(n)]
+
+
+def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path):
+    """A second ingest of near-identical documents into the filled store read, for every lookup, every
+    document that held one of its keys before cutting to the limit: quadratic again. Each key now stops
+    at the limit, with the same answer (the smallest ids)."""
+    import time
+
+    from esdedup.fingerprint import Fingerprinter
+    from esdedup.lookup import probe_for
+    from esdedup.schema import content_sha1
+    from esdedup.store.base import NewDoc
+
+    fper = Fingerprinter(CONFIG)
+    seconds, answers = [], []
+    for n in (1000, 8000):
+        docs = _near_identical(n)
+        store = LocalStore(f"crowd{n}", tmp_path / "data")
+        store.open(CONFIG)
+        fps = fper.fingerprint_many([d["text"] for d in docs])
+        list(store.write(NewDoc(d["id"], fp, d, content_sha1(d["text"])) for d, fp in zip(docs, fps)))
+        probes = [probe_for(fp, CONFIG) for fp in fps[:100]]
+        store.lookup(probes[:1], limit=50)  # index the keys first
+        started = time.process_time()
+        found = store.lookup(probes, limit=50)
+        seconds.append(time.process_time() - started)
+        answers.append([[d.id for d in cands] for cands in found])
+        store.close()
+    assert answers[0] == answers[1] == [[f"d{i:05d}" for i in range(50)]] * 100
+    assert seconds[1] < 3 * seconds[0], seconds  # eight times the documents, (about) the same time
 
 def test_a_records_own_id_text_title_and_dedup_are_kept_when_other_fields_were_chosen(tmp_path):
     """Issue #14: ``--id-field doc_id --text-field content`` on records that also have ``id`` and ``text``
