@@ -31,7 +31,9 @@ from tests.es_node import LocalCluster
 pytestmark = [pytest.mark.es, pytest.mark.plugin]
 
 REPO = Path(__file__).resolve().parents[2]
-LABELS = ("cluster_id", "duplicate_of")
+# What a writer adds, not the text: the labels and the write order (`dedup.seq`, `dedup.cluster_seq`), which
+# `esdedup ingest` sets and the node's processor does not.
+LABELS = ("cluster_id", "duplicate_of", "seq", "cluster_seq")
 
 
 def plugin_zip() -> Path:
