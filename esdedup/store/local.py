@@ -74,6 +74,9 @@ WRITE_BATCH = 2000
 _MAX_PARAMS = 30000
 #: SELECTs per compound statement (SQLite's default limit is 500).
 _COMPOUND = 400
+# Ids read per key in a lookup, at least: enough to rank a crowd of a few hundred near-identical documents
+# by shared keys (the exact copy of a probe first), few enough that a key shared by thousands costs a bounded read.
+_SCAN_PER_KEY = 256
 
 
 def default_data_dir() -> Path:
@@ -485,15 +488,16 @@ class LocalStore:
         out = []
         for probe in probes:
             keys = sorted({k for keys in probe.values() for k in keys})
+            scan = max(limit, _SCAN_PER_KEY)
             shared: Counter[str] = Counter()
             for chunk in _chunks(keys, _COMPOUND):
-                # One subquery per key, each stopping after `limit` ids (the smallest: the index is in (key, id)
-                # order), so a key that thousands of documents share costs no more than another. UNION ALL keeps
-                # one row per shared key, so the documents sharing the most keys come first (ties by id), as the
-                # Elasticsearch store ranks them.
+                # One subquery per key, each stopping after `scan` ids (the smallest: the index is in (key, id)
+                # order), so a key that thousands of documents share costs no more than a rarer one and a run
+                # of near-identical documents stays linear. UNION ALL keeps one row per shared key: the
+                # documents sharing the most keys come first (ties by id), as the Elasticsearch store ranks them.
                 q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {'lsh' if k.startswith('m') else 'bands'} "
                                        "WHERE key = ? LIMIT ?)" for k in chunk)
-                shared.update(r[0] for r in db.execute(q, [x for k in chunk for x in (k, limit)]))
+                shared.update(r[0] for r in db.execute(q, [x for k in chunk for x in (k, scan)]))
             ids = sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])
