@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.es, pytest.mark.plugin]
 
 REPO = Path(__file__).resolve().parents[2]
 # What a writer adds, not the text: the labels and the write order (`dedup.seq`, `dedup.cluster_seq`), which
-# `esdedup ingest` sets and the node's processor does not.
+# `esdedup ingest` sets and the node's processor does not (it stamps `seq` only, when the document arrives).
 LABELS = ("cluster_id", "duplicate_of", "seq", "cluster_seq")
 
 
@@ -167,9 +167,14 @@ def test_the_pipeline_writes_every_dedup_field_as_esdedup_ingest_does(plugin_es,
     differ = []
     for doc_id, src in by_ingest.items():
         want = {k: v for k, v in src["dedup"].items() if k not in LABELS}
-        if by_plugin[doc_id]["dedup"] != want:
+        if {k: v for k, v in by_plugin[doc_id]["dedup"].items() if k not in LABELS} != want:
             differ.append(doc_id)
     assert differ == [], f"{len(differ)} documents differ, e.g. {differ[:5]}"
+    # the processor stamps the write order (when the document reached the node: one _bulk keeps its order) and
+    # writes no labels
+    seqs = [by_plugin[d["id"]]["dedup"]["seq"] for d in docs]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert not any("cluster_id" in s["dedup"] or "cluster_seq" in s["dedup"] for s in by_plugin.values())
     # the corpus reaches every part of the layout: long texts with band keys, short ones, empty ones
     fields = [set(s["dedup"]) for s in by_plugin.values()]
     assert any("band_0" in f for f in fields) and any("band_0" not in f and "lsh_0" in f for f in fields)
@@ -263,3 +268,84 @@ def test_similar_on_the_node_answers_as_the_client_path(plugin_es, plugin_url, c
                                        "--json"])
     assert cli_run.exit_code == 0, cli_run.output
     assert json.loads(cli_run.stdout)["query"]["path"] == "node"
+
+
+def _labels(client, index: str) -> dict[str, tuple]:
+    return {i: (s["dedup"].get("cluster_id"), s["dedup"].get("duplicate_of")) for i, s in _sources(client, index).items()}
+
+
+def _write_jsonl(path: Path, docs: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
+    return path
+
+
+def test_label_gives_pipeline_documents_the_clusters_esdedup_ingest_gives(plugin_es, plugin_url, corpus, indexes,
+                                                                         tmp_path):
+    """Documents bulk-written through the pipeline, then `esdedup label`: the clusters and representatives of
+    `esdedup ingest` of the same corpus in the same order. In two waves: the second written while label runs
+    keep running beside the writer, then one more run labels what is new since; a further run finds nothing."""
+    import threading
+    import time
+
+    from elasticsearch import helpers
+
+    from esdedup.label import label_new
+
+    _, docs = corpus
+    _, _, config = indexes
+    first, second = docs[: len(docs) * 3 // 5], docs[len(docs) * 3 // 5 :]
+    suffix = uuid.uuid4().hex[:8]
+    a, b = f"label-a-{suffix}", f"label-b-{suffix}"
+    try:
+        for wave in (first, second):  # one ingest per wave, in the order the pipeline gets them
+            path = _write_jsonl(tmp_path / f"wave{len(wave)}.jsonl", wave)
+            done = CliRunner().invoke(app, ["ingest", str(path), "--index", a, "--es", plugin_url, "--workers", "1",
+                                            "--replicas", "0", "--dead-letter", str(tmp_path / "dl.jsonl")])
+            assert done.exit_code == 0, done.output
+        ElasticStore(plugin_es, b, replicas=0).open(config)
+        made = CliRunner().invoke(app, ["pipeline", "put", "--index", b, "--es", plugin_url])
+        assert made.exit_code == 0, made.output
+        ok, _ = helpers.bulk(plugin_es, ({"_index": b, "_id": d["id"], "_source": d} for d in first))
+        assert ok == len(first)
+        assert all(c is None for c, _ in _labels(plugin_es, b).values())  # the processor writes no labels
+
+        ran = CliRunner().invoke(app, ["label", "--index", b, "--es", plugin_url, "--json"])
+        assert ran.exit_code == 0, ran.output
+        summary = json.loads(ran.stdout)
+        assert summary["found"] == summary["labelled"] == len(first) and summary["changed"] == 0
+
+        writing = threading.Event()
+        writing.set()
+        runs = []
+
+        def keep_labelling() -> None:
+            store = ElasticStore(plugin_es, b)
+            while writing.is_set():
+                runs.append(label_new(store, batch=50))
+                time.sleep(0.05)
+
+        labeller = threading.Thread(target=keep_labelling)
+        labeller.start()
+        try:
+            for start in range(0, len(second), 20):  # small bulks, refreshed, so the runs see them arrive
+                helpers.bulk(plugin_es, ({"_index": b, "_id": d["id"], "_source": d} for d in second[start : start + 20]),
+                             refresh=True)
+        finally:
+            writing.clear()
+            labeller.join()
+        assert sum(r.labelled for r in runs) > 0  # the runs beside the writer labelled some of the new ones
+        last = label_new(ElasticStore(plugin_es, b))
+        assert last.changed == 0 and sum(r.labelled for r in runs) + last.labelled == len(second)
+
+        want, got = _labels(plugin_es, a), _labels(plugin_es, b)
+        assert set(got) == {d["id"] for d in docs}
+        differ = sorted(i for i in want if want[i] != got[i])
+        assert differ == [], [(i, want[i], got[i]) for i in differ[:5]]
+        assert sum(1 for _, dup in want.values() if dup) >= 50  # the corpus has near-duplicates across the waves
+
+        again = label_new(ElasticStore(plugin_es, b))
+        assert (again.found, again.labelled, again.relabelled) == (0, 0, 0)
+        assert _labels(plugin_es, b) == got
+    finally:
+        plugin_es.indices.delete(index=[a, b], ignore_unavailable=True)
+        plugin_es.options(ignore_status=404).ingest.delete_pipeline(id=f"esdedup-{b}")

@@ -32,7 +32,7 @@ class FingerprintProcessorTest {
     }
 
     private static Processor create(Map<String, Object> options) throws Exception {
-        return new FingerprintProcessor.Factory().create(Map.of(), "t", null, new HashMap<>(options));
+        return FingerprintProcessor.create("t", null, new HashMap<>(options));
     }
 
     private static Map<String, Object> config(Object... changes) {
