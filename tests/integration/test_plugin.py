@@ -36,42 +36,65 @@ REPO = Path(__file__).resolve().parents[2]
 LABELS = ("cluster_id", "duplicate_of", "seq", "cluster_seq")
 
 
-def plugin_zip() -> Path:
-    """The plugin zip: ``ESDEDUP_PLUGIN_ZIP``, else the Maven build's, built here first when there is none (as the
-    node fixtures start their nodes: the README's test command needs nothing done by hand)."""
+#: The plugin builds for these servers (plugin/pom.xml; the 9.x one with the Maven profile es9): a plugin loads
+#: only on the exact version it was built for.
+BUILDS = {"8.19.21": ("target", []), "9.2.0": ("target/es9", ["-Pes9"])}
+
+
+def server_version() -> str:
+    """The version the node fixtures start (tests/conftest.py sets it from the client's major)."""
+    return os.environ.get("ESDEDUP_ES_VERSION") or "8.19.21"
+
+
+def plugin_zip(version: str) -> Path:
+    """The plugin zip for ``version``: ``ESDEDUP_PLUGIN_ZIP``, else the Maven build's for that version, built here
+    first when there is none (as the node fixtures start their nodes: the README's test command needs nothing done
+    by hand)."""
     env = os.environ.get("ESDEDUP_PLUGIN_ZIP")
     if env:
         return Path(env)
-    found = sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
+    if version not in BUILDS:
+        pytest.fail(f"the plugin builds for Elasticsearch {' and '.join(BUILDS)}, not {version}", pytrace=False)
+    folder, profile = BUILDS[version]
+    pattern = "esdedup-elasticsearch-*.zip" if not profile else f"esdedup-elasticsearch-*-es{version}.zip"
+    found = sorted((REPO / "plugin" / folder).glob(pattern))
     if not found:
-        _build_plugin()
-        found = sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
+        _build_plugin(version, profile)
+        found = sorted((REPO / "plugin" / folder).glob(pattern))
     if not found:
-        pytest.fail("the Maven build made no plugin zip under plugin/target", pytrace=False)
+        pytest.fail(f"the Maven build made no plugin zip under plugin/{folder}", pytrace=False)
     return found[-1]
 
 
-def _build_plugin() -> None:
-    """``mvn package`` in plugin/ (offline first: a machine that built it once has the dependencies)."""
+def _build_plugin(version: str, profile: list[str]) -> None:
+    """``mvn package`` in plugin/ (offline first: a machine that built it once has the dependencies); the 9.x
+    build on the JDK the node runs on (Java 21+), without its Java tests (the 8.x build runs them)."""
     import subprocess
     import sys
 
-    cmd = ["mvn", "-B", "-q", "package", f"-Dpython={sys.executable}"]
+    env = dict(os.environ)
+    if profile:
+        java = subprocess.run([str(REPO / "scripts" / "es-local"), "java", "--version", version], capture_output=True,
+                              text=True)
+        if java.returncode == 0 and java.stdout.strip():
+            env["JAVA_HOME"] = java.stdout.strip().splitlines()[-1]  # the JDK es-local runs the node on
+        profile = [*profile, "-DskipTests"]
+    cmd = ["mvn", "-B", "-q", "package", *profile, f"-Dpython={sys.executable}"]
     for attempt in (["-o"], []):
-        proc = subprocess.run(cmd[:1] + attempt + cmd[1:], cwd=REPO / "plugin", capture_output=True, text=True)
+        proc = subprocess.run(cmd[:1] + attempt + cmd[1:], cwd=REPO / "plugin", capture_output=True, text=True, env=env)
         if proc.returncode == 0:
             return
     pytest.fail(f"building the plugin failed ({' '.join(cmd)} in plugin/):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}",
                 pytrace=False)
 
 
-def _check_client_major() -> None:
+def _check_client_major(version: str) -> None:
     import elasticsearch
 
-    if elasticsearch.__version__[0] != 8:
-        pytest.fail(f"the plugin is built for Elasticsearch 8.19.21, which needs the 8.x Python client; this "
-                    f"environment has elasticsearch {elasticsearch.__versionstr__} (install "
-                    "\"elasticsearch[async]>=8.15,<9\", as the README's first command does)", pytrace=False)
+    if elasticsearch.__version__[0] != int(version.split(".")[0]):
+        pytest.fail(f"the plugin's node runs Elasticsearch {version}, which needs the {version.split('.')[0]}.x Python "
+                    f"client; this environment has elasticsearch {elasticsearch.__versionstr__} (or set "
+                    "ESDEDUP_ES_VERSION to the server of the client's major)", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +103,9 @@ def plugin_url() -> Iterator[str]:
     if url:
         yield url.rstrip("/")
         return
-    _check_client_major()
-    cluster = LocalCluster(nodes=1, version="8.19.21", plugins=[str(plugin_zip())])
+    version = server_version()
+    _check_client_major(version)
+    cluster = LocalCluster(nodes=1, version=version, plugins=[str(plugin_zip(version))])
     cluster.start()
     try:
         yield cluster.url
