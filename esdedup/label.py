@@ -14,7 +14,8 @@ Per batch of unlabelled documents: (1) a document without ``seq`` (written throu
 processor kept write order) gets one, in id order, from ingest's clock; (2) settle: the clusters of its
 near-duplicates now visible are joined, the earliest root wins; (3) its labels are written, conditional on the
 version read (a document a client changed since is left to the next run); (4) settle again, for what other
-writers changed between (2) and (3). A run killed before (3) leaves the documents unlabelled (the next run
+writers changed between (2) and (3), when the index counted indexing operations other than the run's own
+(alone, a batch costs one lookup per document, as in ingest). A run killed before (3) leaves the documents unlabelled (the next run
 labels them); killed between (3) and (4), it leaves labels that are right unless another writer joined the
 same clusters in that moment (`esdedup dups --write-clusters` mends any index).
 """
@@ -150,7 +151,9 @@ def _unlabelled(store: Any, batch: int) -> Iterator[list[dict[str, Any]]]:
 def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
                  summary: LabelSummary) -> None:
     """Steps (1)-(4) of the module docstring for one batch."""
+    before = _indexed_total(store)
     unordered = [d for d in docs if not d.doc.seq]
+    ordered: dict[str, StoredDoc] = {}
     if unordered:
         ordered = _update(store, {d.doc.id: (d.doc, {"seq": _CLOCK.next()}) for d in unordered})
         summary.ordered += len(ordered)
@@ -163,8 +166,23 @@ def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: lis
     summary.labelled += len(written)
     summary.changed += len(labels) - len(written)
     summary.duplicates += sum(1 for i in written if roots[i][1] != i)
-    _, again = settle_stored(store, config, t, [(d.doc.id, d.doc.seq, d.fp) for d in docs if d.doc.id in written])
+    # Step (4) only when another program wrote meanwhile (as ingest settles only when not alone): every write of
+    # this batch was one indexing operation, so more operations than these were someone else's.
+    after = _indexed_total(store)
+    again = 0
+    if before is None or after is None or after - before > len(ordered) + relabelled + len(written):
+        _, again = settle_stored(store, config, t, [(d.doc.id, d.doc.seq, d.fp) for d in docs if d.doc.id in written])
     summary.relabelled += relabelled + again
+
+
+def _indexed_total(store: Any) -> int | None:
+    """The index's count of indexing operations on its primaries (each write and partial update is one), None
+    when the statistics cannot be read (then a batch is settled again)."""
+    try:
+        stats = store.client.indices.stats(index=store.name, metric="indexing")
+        return int(stats["_all"]["primaries"]["indexing"]["index_total"])
+    except Exception:  # unknown counts as "others wrote"
+        return None
 
 
 def _labels(doc_id: str, root: Root) -> dict[str, Any]:
