@@ -3,31 +3,37 @@ from typing import Annotated
 
 import typer
 
-from . import options as o
-from .main import app, handles_errors, opened_store
+from .common import (
+    Connection,
+    FingerprintOptions,
+    Index,
+    connection_options,
+    fingerprint_options,
+    handles_errors,
+    opened_store,
+)
 
-kibana_app = typer.Typer(
+app = typer.Typer(
     name="kibana",
     help="Kibana saved objects that make an esdedup index readable in Kibana.\n\n"
          "Example: esdedup kibana export --index news --es http://localhost:9200 > saved_objects.ndjson",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-app.add_typer(kibana_app, name="kibana")
 
 
 def _is_pattern(index: str) -> bool:
     return any(c in index for c in "*,")
 
 
-@kibana_app.command("export")
+@app.command("export")
 @handles_errors
-@o.connection_options
-@o.fingerprint_options
+@connection_options
+@fingerprint_options
 def export(
-    conn: o.Connection,
-    fp: o.FingerprintOptions,
-    index: o.Index,
+    conn: Connection,
+    fp: FingerprintOptions,
+    index: Index,
     time_field: Annotated[str | None, typer.Option(
         "--time-field", help="Date field for the data view's time filter (default: none, show all).")] = None,
 ) -> None:
@@ -44,7 +50,7 @@ def export(
     from esdedup.config import FingerprintConfig
     from esdedup.errors import IndexNotFound
     from esdedup.kibana import saved_objects, to_ndjson
-    from esdedup.store.local import mismatch_error
+    from esdedup.store.base import mismatch_error
 
     given = fp.config()
     stored = None

@@ -1,5 +1,12 @@
-"""Everything the CLI prints: progress, summaries, tables, JSON. Colours and bars only on a terminal."""
+"""Everything the CLI prints: progress, summaries, tables, JSON. Colours and bars only on a terminal.
+
+Ids, titles, paths and texts come from the user's data, and a terminal acts on some characters instead of
+showing them (``ESC ] 0;...BEL`` retitles the window, ``ESC [2J`` clears it, U+202E reverses what follows).
+Text for people passes through `for_people`, which writes such characters as escapes; JSON for programs
+through `json_text`, which writes them as ``\\u`` escapes (the same values once parsed).
+"""
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -7,6 +14,25 @@ from contextlib import contextmanager
 from typing import Any
 
 import typer
+
+#: What a terminal acts on instead of showing: C0 and C1 controls, DEL, the line and paragraph separators,
+#: and the bidirectional marks, embeddings, overrides and isolates.
+_ACTIVE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: The same less C0, which json.dumps escapes inside strings (a raw newline in JSON text is its indentation).
+_ACTIVE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def for_people(value: Any) -> str:
+    """``str(value)`` with every character a terminal would act on written as an escape (``\\x1b``,
+    ``\\n``, ``\\u202e``)."""
+    return _ACTIVE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+
+
+def json_text(obj: Any, *, indent: int | None = None) -> str:
+    """JSON for programs: exact (it parses to the same values), non-ASCII text kept readable, and the
+    characters a terminal acts on written as ``\\u`` escapes (json.dumps escapes only C0 controls)."""
+    text = json.dumps(obj, ensure_ascii=False, indent=indent)
+    return _ACTIVE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _is_tty() -> bool:
@@ -53,7 +79,7 @@ class Printer:
         if d.get("error"):
             d["error"] = redact(d["error"])
         if self.json_out:
-            typer.echo(json.dumps(d, ensure_ascii=False))
+            typer.echo(json_text(d))
             return
         if self.quiet and s.ok:
             return
@@ -66,36 +92,44 @@ class Printer:
         if s.resumed_files:
             lines.append(f"resumed: {s.resumed_files} files already done were not read again")
         if (s.failed or s.skipped) and s.dead_letter:
-            lines.append(f"failed and skipped records, with reasons: {s.dead_letter}")
+            lines.append(f"failed and skipped records, with reasons: {for_people(s.dead_letter)}")
         typer.echo("\n".join(lines))
 
     def matches(self, result: Any, *, explain: bool = False) -> None:
         if self.json_out:
-            typer.echo(json.dumps({"query": result.query, "matches": result.matches}, ensure_ascii=False))
+            typer.echo(json_text({"query": result.query, "matches": result.matches, "truncated": result.truncated}))
             return
         q = result.query
         typer.echo(f"query simhash {q['simhash']} ({q['tokens']} terms, {q['path']} lookup): "
                    f"{len(result.matches)} near-duplicate(s)")
         for m in result.matches:
-            typer.echo(f"  {m['id']}\thamming {m['hamming']}\tcosine {m['cosine']:.4f}")
+            typer.echo(f"  {for_people(m['id'])}\t" + _measures(m, sep="\t"))
             if explain:
                 if m.get("title"):
-                    typer.echo(f"      title: {m['title']}")
+                    typer.echo(f"      title: {for_people(m['title'])}")
                 if "shared_bands" in m:
                     typer.echo(f"      shared bands: {', '.join(m['shared_bands']) or '(none: found by vector)'}")
-                    typer.echo(f"      exact cosine: {m['exact_cosine']:.4f}")
-                    typer.echo(f"      top shared terms: {' '.join(m['top_shared_terms'])}")
+                    typer.echo(f"      exact TF cosine: {m['exact_cosine']:.4f} (every term counted; the vector "
+                               "cosine above compares the hashed vectors the rule reads)")
+                    typer.echo(f"      top shared terms: {for_people(' '.join(m['top_shared_terms']))}")
+        if result.truncated:
+            typer.echo("warning: the index holds more candidates for this text than one lookup fetches (a band "
+                       "value shared by very many documents?); a near-duplicate may be among those not compared",
+                       err=True)
 
     def pairs(self, report: Any, fmt: str) -> None:
         if fmt == "jsonl":
             for p in report.pairs:
-                typer.echo(json.dumps(p.to_dict(), ensure_ascii=False))
+                typer.echo(json_text(p.to_dict()))
         else:
-            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'cosine':>8}")
+            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}")
             for p in report.pairs:
-                typer.echo(f"{p.a:<24} {p.b:<24} {p.hamming:>7} {p.cosine:>8.4f}")
+                typer.echo(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {p.cosine:>7.4f} "
+                           f"{_number(p.jaccard):>7} {_number(p.containment):>7}")
             n_clusters = len(set(report.clusters.values()))
             typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
+            typer.echo("vec_cos: cosine of the hashed TF vectors; jaccard, contain: MinHash estimates of the "
+                       "character n-gram Jaccard and containment, which decide when both texts have signatures")
         for key, n in report.crowded:
             typer.echo(f"warning: band value {key} is shared by {n} documents (boilerplate?); only the first "
                        f"ones were compared", err=True)
@@ -104,29 +138,55 @@ class Printer:
 
     def info(self, d: dict[str, Any]) -> None:
         if self.json_out:
-            typer.echo(json.dumps(d, ensure_ascii=False))
+            typer.echo(json_text(d))
             return
         typer.echo(f"index {d['index']} ({d['backend']}): {d['documents']} documents")
         lay = d["band_layout"]
         typer.echo(f"band layout: {lay['tables']} tables, key widths {lay['key_widths']}, probe radius "
                    f"{lay['radius']}, finds every pair within Hamming {lay['k']}")
         typer.echo(f"expected random candidates per lookup: {d['expected_random_candidates_per_lookup']}")
-        typer.echo("config: " + json.dumps(d["config"], ensure_ascii=False, sort_keys=True))
+        typer.echo("config: " + for_people(json.dumps(d["config"], ensure_ascii=False, sort_keys=True)))
         for key, n in d["crowded_band_values"]:
             typer.echo(f"crowded band value: {key} ({n} documents)")
 
     def compare(self, rows: list[dict[str, Any]], fmt: str) -> None:
+        from esdedup.api import MANY_FILES_MAX_RATIO
+
         if fmt == "jsonl":
             for r in rows:
-                typer.echo(json.dumps(r, ensure_ascii=False))
+                typer.echo(json_text(r))
             return
-        typer.echo(f"{'a':<30} {'b':<30} {'cosine':>7} {'adj_cos':>7} {'w_jacc':>7} {'average':>7} {'hamming':>7}")
+        typer.echo(f"{'a':<30} {'b':<30} {'cosine':>7} {'adj_cos':>7} {'w_jacc':>7} {'average':>7} {'hamming':>7} "
+                   f"{'sizes':>7}")
+        far = filtered = False
         for r in rows:
+            names = f"{for_people(r['a']):<30} {for_people(r['b']):<30}"
             if "skipped" in r:
-                typer.echo(f"{r['a']:<30} {r['b']:<30} skipped: {r['skipped']}")
-            else:
-                typer.echo(f"{r['a']:<30} {r['b']:<30} {r['cosine']:>7.4f} {r['adjusted_cosine']:>7.4f} "
-                           f"{r['weighted_jaccard']:>7.4f} {r['average']:>7.4f} {r['hamming']:>7}")
+                typer.echo(f"{names} skipped: {for_people(r['skipped'])}")
+                filtered = filtered or r["skipped"].startswith("size ratio")
+                continue
+            mark = "*" if r["size_ratio"] > MANY_FILES_MAX_RATIO else ""
+            far = far or bool(mark)
+            typer.echo(f"{names} {r['cosine']:>7.4f} {r['adjusted_cosine']:>7.4f} {r['weighted_jaccard']:>7.4f} "
+                       f"{r['average']:>7.4f} {r['hamming']:>7} {r['size_ratio']:>6.2f}x{mark}")
+        if far:
+            typer.echo(f"* one text is more than {MANY_FILES_MAX_RATIO}x as long as the other: rarely the same "
+                       "text, whatever the measures say")
+        if filtered:
+            typer.echo("pairs that differ more in length were skipped; --max-ratio sets the limit (compare two "
+                       "files alone to measure them anyway)")
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _measures(m: dict[str, Any], *, sep: str) -> str:
+    """A match's measures, named: what the rule read to call it a near-duplicate."""
+    parts = [f"hamming {m['hamming']}", f"vector cosine {m['cosine']:.4f}"]
+    if m.get("jaccard") is not None:
+        parts += [f"jaccard {m['jaccard']:.4f}", f"containment {m['containment']:.4f}"]
+    return sep.join(parts)
 
 
 def _progress_line(s: Any) -> str:

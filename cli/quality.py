@@ -1,21 +1,32 @@
 """``esdedup eval`` (precision / recall / F1 against labelled pairs) and ``esdedup synth`` (make a labelled
 benchmark from a real corpus)."""
-import json
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from . import options as o
-from .main import app, handles_errors, opened_store
+from esdedup.thresholds import ThresholdOverrides
+
+from .common import (
+    Connection,
+    FingerprintOptions,
+    JsonOut,
+    connection_options,
+    fingerprint_options,
+    handles_errors,
+    opened_store,
+)
+from .output import for_people, json_text
+
+app = typer.Typer()
 
 
-def _floats(text: str | None, what: str) -> list[float | None] | None:
-    """'0.5,0.6,off' -> [0.5, 0.6, None]."""
+def _numbers(text: str | None, what: str, number: type = float) -> list[Any] | None:
+    """'0.5,0.6,off' -> [0.5, 0.6, None]; each value read with ``number`` (int: whole numbers only)."""
     if text is None:
         return None
-    out: list[float | None] = []
+    out: list[Any] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -24,9 +35,10 @@ def _floats(text: str | None, what: str) -> list[float | None] | None:
             out.append(None)
             continue
         try:
-            out.append(float(part))
+            out.append(number(part))
         except ValueError:
-            raise typer.BadParameter(f"{what}: {part!r} is not a number (or 'off')") from None
+            kind = "a whole number" if number is int else "a number"
+            raise typer.BadParameter(f"{what}: {part!r} is not {kind} (or 'off')") from None
     if not out:
         raise typer.BadParameter(f"{what}: give at least one value")
     return out
@@ -46,11 +58,11 @@ def _row_line(label: str, row) -> str:
 
 @app.command("eval")
 @handles_errors
-@o.connection_options
-@o.fingerprint_options
+@connection_options
+@fingerprint_options
 def eval_command(
-    conn: o.Connection,
-    fp: o.FingerprintOptions,
+    conn: Connection,
+    fp: FingerprintOptions,
     pairs: Annotated[Path, typer.Option("--pairs", help="Labelled pairs: JSONL of {\"a\", \"b\", \"label\": 0|1}.")],
     docs: Annotated[list[Path] | None, typer.Option(
         "--docs", help="Documents to index first (JSONL/CSV/TXT, as for ingest); repeat for several files. "
@@ -64,12 +76,13 @@ def eval_command(
         help="Short-text containment thresholds to sweep ('off' switches it off).")] = None,
     hammings: Annotated[str | None, typer.Option(
         help="Hamming distances to sweep (default 0..the index's hamming_k).")] = None,
-    max_bucket: Annotated[int, typer.Option(help="Cap on documents compared per band value.")] = 1000,
-    workers: Annotated[int, typer.Option(help="Fingerprinting processes while indexing (0 = one per CPU).")] = 0,
+    max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
+    workers: Annotated[int, typer.Option(
+        min=0, help="Fingerprinting processes while indexing (0 = one per CPU).")] = 0,
     id_field: Annotated[str, typer.Option(help="Document id field of --docs.")] = "id",
     text_field: Annotated[str, typer.Option(help="Text field of --docs.")] = "text",
-    top: Annotated[int, typer.Option(help="Settings listed (best F1 first).")] = 5,
-    json_out: o.JsonOut = False,
+    top: Annotated[int, typer.Option(min=1, help="Settings listed (best F1 first).")] = 5,
+    json_out: JsonOut = False,
 ) -> None:
     """Precision, recall and F1 of near-duplicate detection against labelled pairs, over a sweep of
     thresholds, with the best setting (overall and per length class).
@@ -83,12 +96,18 @@ def eval_command(
     name = index or f"esdedup-eval-{uuid.uuid4().hex[:10]}"
     if index is None and not docs:
         raise typer.BadParameter("give --docs to index, or --index naming an index that holds the documents")
+    axes = {"cosines": _numbers(cosines, "--cosines"), "jaccards": _numbers(jaccards, "--jaccards"),
+            "containments": _numbers(containments, "--containments")}
+    if axes["containments"]:  # 0 switches containment off, as --containment 0 does elsewhere
+        axes["containments"] = [None if v == 0 else v for v in axes["containments"]]
+    hs = _numbers(hammings, "--hammings", int)
+    for threshold, values in zip(("cosine", "jaccard", "containment", "hamming_k"), [*axes.values(), hs],
+                                 strict=True):
+        for value in values or ():
+            ThresholdOverrides(**{threshold: value})  # an impossible value is refused before anything is indexed
     with opened_store(name, conn) as store:
         try:
             settings = None
-            axes = {"cosines": _floats(cosines, "--cosines"), "jaccards": _floats(jaccards, "--jaccards"),
-                    "containments": _floats(containments, "--containments")}
-            hs = None if hammings is None else [None if v is None else int(v) for v in _floats(hammings, "--hammings")]
             if any(v is not None for v in axes.values()) or hs is not None:
                 if docs:
                     from esdedup.config import FingerprintConfig
@@ -103,9 +122,9 @@ def eval_command(
             if index is None and not keep:
                 store.drop()
     if json_out:
-        typer.echo(json.dumps(report.to_dict(top=top), ensure_ascii=False))
+        typer.echo(json_text(report.to_dict(top=top)))
         return
-    typer.echo(f"{report.documents} documents in {report.index} ({report.backend}); {report.labelled} labelled "
+    typer.echo(f"{report.documents} documents in {for_people(report.index)} ({report.backend}); {report.labelled} labelled "
                f"pairs ({report.positives} duplicates); {report.candidates} candidate pairs")
     if report.missing_ids:
         typer.echo(f"warning: {report.missing_ids} labelled ids are not in the index", err=True)
@@ -142,7 +161,7 @@ def synth(
     seed: Annotated[int, typer.Option(help="Random seed (same input + seed = same output).")] = 0,
     text_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the text.")] = "text",
     id_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the id.")] = "id",
-    json_out: o.JsonOut = False,
+    json_out: JsonOut = False,
 ) -> None:
     """Make a labelled near-duplicate benchmark (DOCS.jsonl + LABELS.jsonl) from a real corpus: variants
     with character and word edits, sentence deletions/insertions, reordering, a prefix or suffix,
@@ -166,7 +185,8 @@ def synth(
     write_jsonl(bench.labels, labels_out)
     stats = bench.stats()
     if json_out:
-        typer.echo(json.dumps(stats, ensure_ascii=False))
+        typer.echo(json_text(stats))
     else:
-        typer.echo(f"{stats['documents']} documents ({stats['by_class']}) -> {docs_out}; {stats['positives']} "
-                   f"duplicate and {stats['negatives']} non-duplicate pairs -> {labels_out}")
+        typer.echo(f"{stats['documents']} documents ({stats['by_class']}) -> {for_people(docs_out)}; "
+                   f"{stats['positives']} duplicate and {stats['negatives']} non-duplicate pairs -> "
+                   f"{for_people(labels_out)}")

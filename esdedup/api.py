@@ -11,9 +11,10 @@ from typing import Any
 
 from .clusters import clusters
 from .config import FingerprintConfig
+from .connect import ConnectionSettings, make_client, resolve_settings
 from .errors import ConfigError, IndexNotFound
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import Match, shared_bands, similar, similar_knn
+from .lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from .pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from .readers import read_text_file
 from .simhash import hamming
@@ -23,21 +24,27 @@ from .thresholds import ThresholdOverrides, Thresholds
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
-               api_key: str | None = None, username: str | None = None, password: str | None = None,
-               ca_certs: str | None = None, verify_certs: bool = True, client_cert: str | None = None,
-               client_key: str | None = None, shards: int = 1, replicas: int | None = None,
+               connection: ConnectionSettings | None = None, shards: int = 1, replicas: int | None = None,
                client: Any = None) -> Store:
-    """An Elasticsearch store when a URL is given (argument, ``ESDEDUP_ES_URL`` or config file) or a
-    client is passed, else the embedded local store in ``data_dir``. The store is not opened yet."""
-    from .connect import make_client, resolve_settings
+    """An Elasticsearch store, or the embedded local store in ``data_dir`` when no server is named. The
+    store is not opened yet.
+
+    The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` the caller owns), then
+    ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.connect.resolve_settings`), then
+    ``es_url`` or, without it, ``ESDEDUP_ES_URL`` or the config file (credentials and CA from the
+    environment or the config file, as `resolve_settings` reads them).
+
+    Raises:
+        ConfigError: more than one of ``client``, ``connection`` and ``es_url``; an invalid URL or name.
+    """
     from .store.elastic import ElasticStore
     from .store.local import LocalStore
 
+    if sum(x is not None for x in (client, connection, es_url)) > 1:
+        raise ConfigError("give one of client, connection and es_url")
     if client is not None:
         return ElasticStore(client, index, shards=shards, replicas=replicas)
-    settings = resolve_settings(es_url, api_key=api_key, username=username, password=password,
-                                ca_certs=ca_certs, verify_certs=verify_certs, client_cert=client_cert,
-                                client_key=client_key)
+    settings = connection or resolve_settings(es_url)
     if settings is None:
         return LocalStore(index, data_dir)
     return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas,
@@ -54,7 +61,7 @@ class SimilarResult:
 
 def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
-               explain: bool = False) -> SimilarResult:
+               explain: bool = False, on_node: bool = False) -> SimilarResult:
     """Near-duplicates of a text, a file or a stored document (by id), verified by the rule with
     ``thresholds`` (default: the index's).
 
@@ -81,6 +88,8 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
     truncated = False
     if knn:
         matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
+    elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
+        matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
     else:
         found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude])[0]
         matches, truncated = found.matches, found.truncated
@@ -89,7 +98,7 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
         for row, m in zip(rows, matches, strict=True):
             row.update(_explain(store, fper, fp, m))
     return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
-                          "empty": fp.empty, "path": "knn" if knn else "bands"}, rows, truncated)
+                          "empty": fp.empty, "path": "knn" if knn else "node" if on_node else "bands"}, rows, truncated)
 
 
 def _match_row(m: Match) -> dict[str, Any]:
@@ -156,16 +165,33 @@ def describe(store: Store) -> dict[str, Any]:
             "crowded_band_values": store.crowded_keys(min_count=max(3, n // 100 or 3), limit=10)}
 
 
+#: With three or more files, `compare_files` skips pairs whose texts differ more than this in length (design
+#: document 004's pre-filter for many-novel runs: such pairs are rarely one text).
+MANY_FILES_MAX_RATIO = 1.5
+
+
 def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
-                  max_ratio: float = 1.5) -> list[dict[str, Any]]:
-    """Design document 004's table for every pair of files: cosine, adjusted cosine, weighted Jaccard,
-    their average and the SimHash Hamming distance; pairs beyond the size ratio are listed as skipped.
+                  max_ratio: float | None = None) -> list[dict[str, Any]]:
+    """Every pair of files measured: cosine and adjusted cosine of their term counts, weighted Jaccard,
+    their average and the SimHash Hamming distance (design document 004's table).
+
+    Every row has ``size_ratio``, the longer text's characters over the shorter's. Pairs whose ratio is
+    above ``max_ratio`` are listed as ``skipped`` (with the reason) instead of measured; by default that is
+    1.5 with three or more files and no limit with two (the caller named that very pair). A pair in which a
+    file has no words is skipped too: its measures would say nothing (two empty files are not identical).
 
     Files are read one at a time and only their term tables are kept, so memory grows with vocabulary,
     not with text size.
+
+    Raises:
+        ConfigError: fewer than two files; ``max_ratio`` below 1 or not a number.
     """
     if len(paths) < 2:
         raise ConfigError("compare needs at least two files")
+    if max_ratio is not None and not max_ratio >= 1.0:  # also refuses nan, which every comparison lets through
+        raise ConfigError(f"max_ratio must be a number of at least 1 (the longer text's length over the "
+                          f"shorter's), got {max_ratio}")
+    limit = max_ratio if max_ratio is not None else MANY_FILES_MAX_RATIO if len(paths) >= 3 else float("inf")
     cfg = config or FingerprintConfig(weighting="tf_length", strategy="simhash")
     fper = Fingerprinter(cfg)
     prints = []
@@ -175,9 +201,12 @@ def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
     rows = []
     for i, (pa, fa, sa) in enumerate(prints):
         for pb, fb, sb in prints[i + 1 :]:
-            row: dict[str, Any] = {"a": pa, "b": pb, "bytes_a": sa, "bytes_b": sb}
-            if not size_ratio_ok(sa, sb, max_ratio):
-                row["skipped"] = f"size ratio {max(sa, sb) / max(1, min(sa, sb)):.2f} > {max_ratio}"
+            ratio = max(1, fa.chars, fb.chars) / max(1, min(fa.chars, fb.chars))
+            row: dict[str, Any] = {"a": pa, "b": pb, "bytes_a": sa, "bytes_b": sb, "size_ratio": round(ratio, 2)}
+            if fa.empty or fb.empty:
+                row["skipped"] = "no words in " + (" or ".join(p for p, f in ((pa, fa), (pb, fb)) if f.empty))
+            elif not size_ratio_ok(fa.chars, fb.chars, limit):
+                row["skipped"] = f"size ratio {ratio:.2f} > {limit}"
             else:
                 row.update({k: round(v, 6) for k, v in novel_similarity(fa.tf, fb.tf).items()})
                 row["hamming"] = hamming(fa.simhash, fb.simhash)

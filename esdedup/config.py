@@ -55,6 +55,25 @@ def tokenizer_version(name: str) -> str:
         raise ConfigError(f"tokenizer {name!r} is not installed; pip install {name}") from exc
 
 
+#: The JSON types a field's annotation accepts (a whole number is a fine float; a bool is not a number).
+_JSON_TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
+                                            "dict[str, Any]": (dict,)}
+_TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "true or false",
+               "dict[str, Any]": "an object"}
+
+
+def _check_json_type(name: str, annotation: str, value: Any) -> None:
+    optional = annotation.endswith(" | None")
+    kind = annotation.removesuffix(" | None")
+    if value is None and optional:
+        return
+    accepted = _JSON_TYPES[kind]
+    if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise ConfigError(f"config field {name} must be {_TYPE_WORDS[kind]}{' or null' if optional else ''}, "
+                          f"got {type(value).__name__} {shown}")
+
+
 @dataclass(frozen=True)
 class FingerprintConfig:
     """How text becomes a fingerprint.
@@ -236,10 +255,14 @@ class FingerprintConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FingerprintConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        """A config from JSON-like data (a file, an index's metadata): unknown fields and values of the wrong
+        JSON type are refused by name, before any value is interpreted."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(fields))
         if unknown:
             raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
+        for name, value in data.items():
+            _check_json_type(name, str(fields[name].type), value)
         return cls(**data)
 
     @classmethod

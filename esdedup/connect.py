@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from .errors import ConfigError, ConnectionFailed
 from .redact import redact, redact_url
@@ -86,15 +86,12 @@ def resolve_settings(url: str | None = None, *, api_key: str | None = None, user
     hosts: list[str] = []
     schemes, in_urls = set(), set()
     for one in (u.strip() for u in url.split(",")):
-        parts = urlsplit(one)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"Elasticsearch URL must look like http(s)://host:port (several: comma-separated), "
-                              f"got {redact_url(one)!r}")
+        parts = _url_parts(one)
         schemes.add(parts.scheme)
         if parts.username is not None:
             # Credentials inside the URL: move them out so the URL itself can be shown.
             in_urls.add((unquote(parts.username), unquote(parts.password or "")))
-            netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+            netloc = parts.netloc.rpartition("@")[2]  # host and port as written ([::1] keeps its brackets)
             one = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
         if one.rstrip("/") not in hosts:  # a node named twice is one node
             hosts.append(one.rstrip("/"))
@@ -115,6 +112,28 @@ def resolve_settings(url: str | None = None, *, api_key: str | None = None, user
         client_key=pick(client_key, "ESDEDUP_ES_CLIENT_KEY", "client_key"),
         request_timeout=request_timeout,
     )
+
+
+def _url_parts(url: str) -> SplitResult:
+    """One node's URL taken apart, or ConfigError (without the URL's credentials) when it is not an
+    http(s)://host[:port] URL with a port from 1 to 65535."""
+
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"Elasticsearch URL must look like http(s)://host:port (several: comma-separated), "
+                           f"got {redact_url(url)!r}: {why}")
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # parsed only when asked for: a port that is not a number raises here
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", "Port could not be cast..."
+        raise bad(str(exc)[:1].lower() + str(exc)[1:]) from None
+    if parts.scheme not in ("http", "https"):
+        raise bad(f"the scheme is {parts.scheme!r}" if parts.netloc else "no http:// or https:// before the host")
+    if not parts.hostname:
+        raise bad("no host")
+    if port == 0:
+        raise bad("port 0")
+    return parts
 
 
 def client_kwargs(s: ConnectionSettings) -> dict[str, Any]:

@@ -63,6 +63,24 @@ class ConnectionFailed(StoreError):
     """The server could not be reached or refused the credentials."""
 
 
+class CertificateError(ConnectionFailed):
+    """TLS failed on a certificate: the server's is not trusted (``needs == "ca"``: give the CA that signed
+    it) or the server asks for the client's (``needs == "client_cert"``)."""
+
+    def __init__(self, message: str, *, needs: str) -> None:
+        super().__init__(message)
+        self.needs = needs
+
+
+class ClientVersionMismatch(ConnectionFailed):
+    """The installed ``elasticsearch`` Python client has another major version than the server."""
+
+    def __init__(self, message: str, *, client_version: str, server_version: str) -> None:
+        super().__init__(message)
+        self.client_version = client_version
+        self.server_version = server_version
+
+
 class BulkError(StoreError):
     """Some documents of a bulk request were rejected; `errors` holds one dict per failed document."""
 

@@ -60,13 +60,15 @@ def parse_labels(lines: Iterable[str], *, source: str = "labels") -> list[Label]
             continue
         try:
             d = json.loads(line)
-            a, b, lab = str(d["a"]), str(d["b"]), int(d["label"])
+            a, b, lab = str(d["a"]), str(d["b"]), d["label"]
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{source} line {n}: expected {{\"a\", \"b\", \"label\"}}: {exc}", source=source,
                              location=f"line {n}") from None
-        if lab not in (0, 1) or a == b:
-            raise InputError(f"{source} line {n}: label must be 0 or 1 between two different ids",
-                             source=source, location=f"line {n}")
+        # Exactly 0 or 1: int() would read 1.7 or "1" or true as a label without a word.
+        if isinstance(lab, bool) or not isinstance(lab, (int, float)) or lab not in (0, 1) or a == b:
+            raise InputError(f"{source} line {n}: label must be 0 or 1 between two different ids, got "
+                             f"label {lab!r}", source=source, location=f"line {n}")
+        lab = int(lab)
         item = Label(a, b, lab, str(d.get("kind", "")), str(d.get("class", "")))
         prev = out.get(item.key)
         if prev is not None and prev.label != lab:

@@ -5,10 +5,26 @@ or an exact repeat of a record already written in this run) or failed (rejected 
 store, or unconfirmed when the store went away); failed and skipped records go to the dead-letter file
 with their source location and reason. So ``read == indexed + skipped + failed`` always holds.
 
-Labels: a document whose near-duplicate is already stored (or was written earlier in this run) gets
-``duplicate_of`` = that document and its ``cluster_id``; otherwise it starts its own cluster. A document
-that is already in the store under the same id keeps its stored labels, so running the same ingest twice
-changes nothing.
+Labels: a cluster is a set of documents joined by near-duplicate pairs (the rule of `esdedup.rule`); every
+member carries the id of the cluster's representative in ``cluster_id``, and all but the representative
+also in ``duplicate_of``. The representative is the cluster's earliest member in write order: every
+document keeps ``seq``, when it was first written (nanoseconds since 1970; ties broken by id), so that
+every writer that looks at a cluster picks the same representative, whoever wrote first. A document that
+is a near-duplicate of documents in two clusters joins them (the later representative's members move to
+the earlier one). A document already stored under the same id with the same content keeps its write order
+and labels, so running the same ingest twice changes nothing.
+
+Several writers (processes, threads with an `Ingester` each, machines) may write one index at once. On the
+embedded store a lock makes each batch's lookup, labelling and write one step. On Elasticsearch, where a
+document is found by other writers only after a refresh, each writer settles the labels of a batch after
+writing it (`_Run._settle`): refresh, look the batch up again, join the clusters now found, with
+conditional updates (``if_seq_no``/``if_primary_term``) where another writer may change the same
+documents. Why this design rather than, say, one lock for all writers: Elasticsearch has no lock across
+clients, a lock document would serialise every writer on one shard, and a writer that dies holding it
+would stop all the others; settling costs a refresh and a second lookup per batch, and only when the index
+counted writes other than the writer's own (`Store.alone`). With ``skip``, the later document of a pair
+written at the same time is deleted again (skipped when it was the writer's own, ``removed`` otherwise).
+`Ingester` takes one article at a time, for a service.
 """
 from __future__ import annotations
 
@@ -16,8 +32,10 @@ import dataclasses
 import json
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,12 +43,13 @@ from typing import Any, TextIO
 
 from .config import FingerprintConfig
 from .errors import ConfigError, IndexNotFound, StoreError
+from .filelock import FileLock
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import lookup_keys, probe_for, verify
 from .normalize import normalize
 from .readers import Record, Rejected, check_inputs, read_records
 from .schema import content_sha1
-from .store.base import NewDoc, Store, StoredDoc
+from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 log = logging.getLogger(__name__)
@@ -54,6 +73,12 @@ class IngestSummary:
     skipped: int = 0
     failed: int = 0
     retried: int = 0
+    #: Stored documents whose labels this run changed after they were written: clusters joined by a later
+    #: document, or settled with documents other writers wrote at the same time.
+    relabelled: int = 0
+    #: Near-duplicates other writers wrote at the same time, deleted again by this run (``skip``); they are
+    #: not among this run's records (their own writer counted them indexed).
+    removed: int = 0
     bytes: int = 0
     resumed_files: int = 0
     seconds: float = 0.0
@@ -84,6 +109,7 @@ class _Done:
     record: Record
     fp: Fingerprint
     sha1: str
+    id: str
 
 
 # -- worker processes --------------------------------------------------------------------------------
@@ -106,6 +132,48 @@ def _fingerprint_with(fper: Fingerprinter, texts: list[str]) -> list[tuple[Finge
     # computing it.
     return [(dataclasses.replace(fp, tf={}), content_sha1(norm))
             for fp, norm in zip(fper.fingerprint_normalized(norms), norms, strict=True)]
+
+
+# -- write order and cluster roots --------------------------------------------------------------------
+class _WriteClock:
+    """`seq` values: nanoseconds since 1970, strictly increasing in this process and larger than any seq it
+    has seen (a Lamport clock over the wall clock), so a document labelled after another was read gets a
+    larger seq even when two machines' clocks disagree. One per process, shared by every run in it."""
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def next(self, after: int = 0) -> int:
+        with self._lock:
+            self._last = max(self._last + 1, time.time_ns(), after + 1)
+            return self._last
+
+
+_CLOCK = _WriteClock()
+
+
+class _Roots:
+    """The cluster merges of this run: a representative that joined an earlier cluster points at that
+    cluster's representative (a union-find over representative ids)."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, Root] = {}
+
+    def find(self, root: Root) -> Root:
+        while root[1] in self._parent:
+            root = self._parent[root[1]]
+        return root
+
+    def union(self, roots: Iterable[Root]) -> tuple[Root, list[Root]]:
+        """Join the clusters of ``roots``; returns their representative (the earliest) and the
+        representatives that stopped being one."""
+        found = {self.find(r) for r in roots}
+        top = min(found)
+        moved = [r for r in found if r != top]
+        for r in moved:
+            self._parent[r[1]] = top
+        return top, moved
 
 
 # -- in-run index: the documents written earlier in this run ----------------------------------------
@@ -139,15 +207,6 @@ class RunIndex:
                 if k in self.more:
                     found.update(self.more[k])
         return [self.docs[i] for i in sorted(found)]
-
-
-def _best_match(fp: Fingerprint, cands: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
-                exclude: str) -> StoredDoc | None:
-    """The nearest verified candidate (smallest Hamming, then largest cosine, then id), as `verify` ranks."""
-    matches = verify(fp, cands, config, t, exclude=exclude)
-    if not matches:
-        return None
-    return next(d for d in cands if d.id == matches[0].id)
 
 
 # -- dead letters and checkpoints --------------------------------------------------------------------
@@ -292,6 +351,438 @@ def _batches(items: Iterable[Record | Rejected], size: int,
         yield batch
 
 
+Batch = list[Record | Rejected]
+
+
+class _Workers:
+    """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
+    order with at most ``workers + 1`` of them in flight."""
+
+    def __init__(self, config: FingerprintConfig, workers: int) -> None:
+        self.workers = workers
+        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(),)) \
+            if workers > 1 else None
+        self._local = None if self._pool else Fingerprinter(config)
+
+    def _submit(self, batch: Batch) -> Future | list:
+        texts = [r.text for r in batch if isinstance(r, Record)]
+        if self._pool is not None:
+            return self._pool.submit(_fingerprint_batch, texts)
+        return _fingerprint_with(self._local, texts)  # type: ignore[arg-type]
+
+    def in_order(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, list[tuple[Fingerprint, str]]]]:
+        in_flight: deque[tuple[Batch, Future | list]] = deque()
+        for batch in batches:
+            in_flight.append((batch, self._submit(batch)))
+            if len(in_flight) > self.workers:
+                yield self._next(in_flight)
+        while in_flight:
+            yield self._next(in_flight)
+
+    @staticmethod
+    def _next(in_flight: deque[tuple[Batch, Future | list]]) -> tuple[Batch, list[tuple[Fingerprint, str]]]:
+        batch, fut = in_flight.popleft()
+        return batch, fut.result() if isinstance(fut, Future) else fut
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """What labelling decided for one record: its write order and cluster, or that it is skipped."""
+
+    seq: int
+    root: Root
+    skip_for: str | None = None  # ``skip``: the representative of the stored near-duplicate
+
+
+class _Run:
+    """One ingest run: its counts, dead letters, checkpoint and in-run index, and the one-job steps every
+    batch goes through (account for what was read, look up, label, write, settle, advance the checkpoint).
+
+    The shape follows elasticsearch-py's ``helpers.streaming_bulk``: `process` is the short driver; each
+    step is a small method, and every record that does not end up written goes through `_fail` or
+    `_skip`, which count it and dead-letter it (so ``read == indexed + skipped + failed`` holds by
+    construction).
+
+    Labels: a cluster is a set of documents connected by near-duplicate pairs; its representative is its
+    earliest member by write order (``seq``, then id), and every member carries the representative's id
+    (``cluster_id``; ``duplicate_of`` on all but the representative). A document that joins two clusters
+    joins them (the later representative's members move to the earlier one). How that stays true with
+    several writers: see `_settle`.
+    """
+
+    def __init__(self, store: Store, config: FingerprintConfig, thresholds: Thresholds, opts: IngestOptions,
+                 *, created: bool, summary: IngestSummary, checkpoint: Checkpoint | None,
+                 remember: bool = True) -> None:
+        self.store, self.config, self.t, self.opts = store, config, thresholds, opts
+        self.summary = summary
+        self.dead = DeadLetters(opts.dead_letter)
+        self.ckpt = checkpoint
+        #: ``remember``: keep this run's documents in memory (a batch run); a service that settles every
+        #: call finds them in the store instead, and keeps nothing that grows from one call to the next.
+        self.remember = remember
+        self.run_index = RunIndex(complete=created and remember)
+        self.roots = _Roots()
+        #: id -> content SHA-1 of what this run wrote (or skipped) under it.
+        self.written: dict[str, str] = {}
+        #: Clusters a batch joined that the store must join too (`Store.merge_clusters`).
+        self.joins: list[set[Root]] = []
+        self.deleted: set[str] = set()
+        #: Ids of the current batch that were new to the store.
+        self.created: set[str] = set()
+        #: Records of this run written as their cluster's representative (for the count of duplicates).
+        self.own_roots: set[str] = set()
+        #: The current batch: what became of each record (by object id) and the cluster each one joined.
+        self.fates: dict[int, tuple[str, str | None]] = {}
+        self.clusters: dict[int, tuple[str, Root]] = {}
+        self.last_source: str | None = None
+
+    # -- the driver ---------------------------------------------------------------------------------
+    def process(self, batch: Batch, results: list[tuple[Fingerprint, str]]) -> list[_Done]:
+        """Take one batch through every step; returns the records written (and still stored)."""
+        self.fates, self.clusters = {}, {}
+        items = self._accept(batch, results)
+        with self.store.write_lock() as others_wrote:
+            if others_wrote:  # the store now holds documents this run's index does not
+                self.run_index.complete = False
+            stored = self._lookup(items)
+            written = self._write(self._label(items, stored))
+            self._join_clusters(written)
+        if self.store.settles and self.opts.on_duplicate != "index" and written and not self.store.alone():
+            written = self._settle(written)
+        elif not self.remember:  # a service's article is searchable when the call returns
+            self.store.refresh()
+        self._advance_checkpoint(batch)
+        if not self.remember:  # a service: nothing of this batch is needed for the next
+            self.run_index = RunIndex()
+            self.written.clear()
+            self.own_roots.clear()
+            self.deleted.clear()
+        return written
+
+    def finish(self) -> None:
+        """After the last batch: mark the last file done and make everything written searchable (so
+        `similar` or `dups` run right after ingest do not miss documents waiting for a periodic refresh)."""
+        if self.ckpt is not None:
+            if self.last_source is not None:
+                self.ckpt.finish(self.last_source)
+            self.ckpt.save()
+        self.store.refresh()
+
+    # -- accounting ---------------------------------------------------------------------------------
+    def _fail(self, at: Record | Rejected, kind: str, reason: str, *, doc_id: str | None = None,
+              excerpt: str | None = None) -> None:
+        """Count one record as failed and dead-letter it."""
+        self.summary.failed += 1
+        self.fates[id(at)] = ("failed", reason)
+        self.dead.write(source=at.source, location=at.location, kind=kind, id=doc_id, reason=reason,
+                        excerpt=excerpt)
+
+    def _skip(self, item: _Done, reason: str, *, listed: bool = True) -> None:
+        """Count one record as skipped and dead-letter it; ``listed``: name it in ``skipped_ids``."""
+        self.summary.skipped += 1
+        self.fates[id(item.record)] = ("skipped", reason)
+        if listed:
+            self.summary.skipped_ids.append(item.id)
+        self.dead.write(source=item.record.source, location=item.record.location, kind="skipped", id=item.id,
+                        reason=reason)
+
+    def _fail_unconfirmed(self, items: Iterable[_Done], exc: StoreError, what: str) -> None:
+        """The store went away: the records it never confirmed count as failed (a re-run or a resumed run
+        sends them again), and their dead letters go with this batch's counts."""
+        for d in items:
+            self._fail(d.record, "unconfirmed", f"{what}: {exc}", doc_id=d.id)
+        self.dead.commit()
+
+    # -- the steps ----------------------------------------------------------------------------------
+    def _accept(self, batch: Batch, results: list[tuple[Fingerprint, str]]) -> list[_Done]:
+        """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
+        items: list[_Done] = []
+        it = iter(results)
+        for rec in batch:
+            self.summary.read += 1
+            if isinstance(rec, Rejected):
+                self._fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
+                continue
+            fp, sha1 = next(it)
+            self.summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
+            items.append(_Done(rec, fp, sha1, _doc_id(rec, sha1)))
+        return items
+
+    def _lookup(self, items: list[_Done]) -> list[list[StoredDoc]]:
+        """The stored candidates of each record: one batched band lookup (``index`` mode: only a stored
+        document under the same id, whose labels an idempotent re-ingest keeps). An index this run
+        created holds nothing this run did not write, all of it in the run index: nothing to ask."""
+        if not items or self.run_index.complete:
+            return [[] for _ in items]
+        try:
+            if self.opts.on_duplicate == "index":
+                have = self.store.get([d.id for d in items])
+                return [[have[d.id]] if d.id in have else [] for d in items]
+            return self.store.lookup([probe_for(d.fp, self.config) for d in items])
+        except StoreError as exc:
+            self._fail_unconfirmed(items, exc, "not written, the store failed")
+            raise
+
+    def _label(self, items: list[_Done], stored: list[list[StoredDoc]]) -> list[tuple[NewDoc, _Done]]:
+        """Decide each record's fate: a repeat within this run (skipped or failed), a near-duplicate to
+        skip, or a document to write with its labels."""
+        labelled: list[tuple[_Done, _Labels]] = []
+        for d, found in zip(items, stored, strict=True):
+            if d.id in self.written:
+                self._repeat(d)
+                continue
+            self.written[d.id] = d.sha1
+            labels = self._labels_of(d, found)
+            if labels.skip_for is not None:
+                self.summary.duplicates += 1
+                self._skip(d, f"near-duplicate of {labels.skip_for}")
+                continue
+            if labels.root[1] != d.id:
+                self.summary.duplicates += 1
+            else:
+                self.own_roots.add(d.id)
+            labelled.append((d, labels))
+            self.clusters[id(d.record)] = (d.id, labels.root)
+            if self.opts.on_duplicate != "index":  # the run index serves labelling only
+                self.run_index.add(_as_stored(d, labels.seq, labels.root), d.fp.bands + d.fp.lsh)
+        # Labels are read only now: a later record of the batch may have joined an earlier one's cluster
+        # to another.
+        return [(self._new_doc(d, labels.seq, self.roots.find(labels.root)), d) for d, labels in labelled]
+
+    def _new_doc(self, d: _Done, seq: int, root: Root) -> NewDoc:
+        dup_of = root[1] if root[1] != d.id and self.opts.on_duplicate != "index" else None
+        return NewDoc(d.id, d.fp, _source_fields(d.record), d.sha1, root[1], dup_of, seq=seq, cluster_seq=root[0])
+
+    def _repeat(self, d: _Done) -> None:
+        """A second record with an id this run already wrote."""
+        if self.written[d.id] == d.sha1:
+            self._skip(d, "same id and text as a record already written in this run", listed=False)
+        else:
+            self._fail(d.record, "rejected", "duplicate id with different text (the first record with this id "
+                       "was kept)", doc_id=d.id, excerpt=d.record.text[:200])
+
+    def _labels_of(self, d: _Done, found: list[StoredDoc]) -> _Labels:
+        """One record's write order and cluster.
+
+        A document already stored with this content keeps its write order and labels (an idempotent
+        re-ingest), joined with the clusters of its near-duplicates (a run killed after writing and before
+        settling is mended by the next). A new document gets a write order after everything it was
+        compared with, and joins the clusters of all its verified near-duplicates (``skip``: is skipped
+        when it has any; ``index``: is its own cluster)."""
+        self_doc = next((s for s in found if s.id == d.id), None)
+        same = self_doc is not None and self_doc.simhash == d.fp.simhash
+        if self.opts.on_duplicate == "index":
+            seq = self_doc.seq if same and self_doc.seq else _CLOCK.next()  # type: ignore[union-attr]
+            return _Labels(seq, self_doc.root if same else (seq, d.id))  # type: ignore[union-attr]
+        cands = self._candidates(d, found)
+        roots = {self.roots.find(c.root) for c in self._matches(d, cands)}
+        if same and self_doc is not None:
+            me = self.roots.find(self_doc.root)
+            seq = self_doc.seq or _CLOCK.next()
+            if self.opts.on_duplicate == "skip":  # stored already: settling decides whether it stays
+                return _Labels(seq, me)
+        else:
+            seq = _CLOCK.next(after=max((c.seq for c in cands), default=0))
+            me = (seq, d.id)
+            if roots and self.opts.on_duplicate == "skip":
+                return _Labels(seq, me, skip_for=min(roots)[1])
+        if len(roots - {me}) > (0 if same else 1):  # clusters already stored that this record joins
+            self.joins.append(roots | {me})
+        return _Labels(seq, self._join(roots | {me}))
+
+    def _join(self, roots: set[Root]) -> Root:
+        """Join clusters in this run's view; a record of this run that represented a cluster and now joins
+        an earlier one becomes a near-duplicate."""
+        top, moved = self.roots.union(roots)
+        for r in moved:
+            if r[1] in self.own_roots:
+                self.own_roots.discard(r[1])
+                self.summary.duplicates += 1
+        return top
+
+    def _candidates(self, d: _Done, found: list[StoredDoc]) -> list[StoredDoc]:
+        """The stored candidates and this run's documents sharing a key with ``d``; the store's copy of a
+        document wins (its labels may have moved since this run wrote it)."""
+        seen = {c.id for c in found}
+        extra = [c for c in self.run_index.lookup(lookup_keys(d.fp, self.config)) if c.id not in seen]
+        return [c for c in list(found) + extra if c.id not in self.deleted]
+
+    def _write(self, to_write: list[tuple[NewDoc, _Done]]) -> list[_Done]:
+        """Write one batch and count each document's outcome; a document the store rejects fails. Returns
+        the records written."""
+        where = {new.id: d for new, d in to_write}
+        written: list[_Done] = []
+        self.created = set()
+        try:
+            for res in self.store.write(new for new, _ in to_write):
+                d = where.pop(res.id)
+                if not res.ok:
+                    self._fail(d.record, "rejected", f"rejected by the store: {res.error}", doc_id=res.id,
+                               excerpt=d.record.text[:200])
+                    continue
+                self.summary.indexed += 1
+                self.fates[id(d.record)] = ("indexed", None)
+                if res.created:
+                    self.summary.created += 1
+                    self.created.add(d.id)
+                else:
+                    self.summary.updated += 1
+                written.append(d)
+        except StoreError as exc:
+            self._fail_unconfirmed(where.values(), exc, "not confirmed by the store")
+            raise
+        return written
+
+    def _join_clusters(self, written: list[_Done]) -> None:
+        """Join in the store the clusters this batch's records joined (stored members move to the
+        earlier representative)."""
+        if self.joins:
+            joins, self.joins = self.joins, []
+            try:
+                self.summary.relabelled += self.store.merge_clusters(joins)
+            except StoreError:
+                self.dead.commit()  # the batch is counted: its dead letters go with it
+                raise
+
+    def _settle(self, written: list[_Done]) -> list[_Done]:
+        """Settle the labels of a batch after writing it, for a store whose other writers' documents show
+        up late (Elasticsearch).
+
+        Two writers that write near-duplicates at the same time may each miss the other's document in the
+        lookup before writing. Each writer therefore refreshes, looks its written batch up again, and joins
+        the clusters it now finds (``skip``: deletes the later document of a pair). For any two documents,
+        the writer whose lookup ran last sees both: its own document was visible before that lookup, and
+        the other became visible before it, or else the other writer's lookup ran after both were visible.
+        So every pair is settled by someone. Representatives are fixed by the write order stored in the
+        documents, not by who settles first, and the store moves documents only with conditional updates
+        (`Store.merge_clusters`), so the writers agree whatever the timing. Returns the records still
+        stored."""
+        try:
+            self.store.refresh()
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in written])
+            if self.opts.on_duplicate == "skip":
+                return self._settle_skips(written, found)
+            for d, cands in zip(written, found, strict=True):
+                me = next((c for c in cands if c.id == d.id), None)
+                if me is None:  # an empty text (no keys), or deleted since
+                    continue
+                roots = {self.roots.find(me.root)} | {self.roots.find(c.root) for c in self._matches(d, cands)}
+                if len(roots) > 1:
+                    self.joins.append(roots)
+                    self._join(roots)
+            self._join_clusters(written)
+        except StoreError:
+            self.dead.commit()  # the batch is counted: its dead letters go with it
+            raise
+        return written
+
+    def _settle_skips(self, written: list[_Done], found: list[list[StoredDoc]]) -> list[_Done]:
+        """``skip`` after writing: of two near-duplicates written at the same time, the later (by write
+        order) is deleted again: this run's own counts as skipped, another writer's as removed."""
+        own: dict[str, tuple[_Done, StoredDoc, StoredDoc]] = {}
+        other: dict[str, tuple[StoredDoc, StoredDoc]] = {}
+        mine = {d.id for d in written}
+        for d, cands in zip(written, found, strict=True):
+            me = next((c for c in cands if c.id == d.id), None)
+            if me is None:
+                continue
+            for m in self._matches(d, cands):
+                if (m.seq, m.id) < (me.seq, me.id):
+                    own.setdefault(d.id, (d, me, m))
+                elif m.id not in mine:
+                    other.setdefault(m.id, (m, me))
+        other = {k: v for k, v in other.items() if v[1].id not in own}  # a deleted document keeps nothing
+        gone = set(self.store.delete_if_unchanged([me for _, me, _ in own.values()] +
+                                                  [m for m, _ in other.values()]))
+        self.deleted |= gone
+        for doc_id, (d, _me, m) in own.items():
+            if doc_id in gone:
+                self._unwrite(d, f"near-duplicate of {m.id}, written at the same time by another writer "
+                                 "(deleted again)")
+        for doc_id, (_m, me) in other.items():
+            if doc_id in gone:
+                self.summary.removed += 1
+                self.dead.write(source="", location="", kind="removed", id=doc_id,
+                                reason=f"near-duplicate of {me.id}, written at the same time by another writer "
+                                       "(deleted again)")
+        return [d for d in written if d.id not in gone]
+
+    def _matches(self, d: _Done, cands: list[StoredDoc]) -> list[StoredDoc]:
+        """The candidates that are near-duplicates of ``d`` by the rule."""
+        matched = {m.id for m in verify(d.fp, cands, self.config, self.t, exclude=d.id)}
+        return [c for c in cands if c.id in matched]
+
+    def _unwrite(self, d: _Done, reason: str) -> None:
+        """A record counted as written was deleted again: count it as skipped instead."""
+        self.summary.indexed -= 1
+        if d.id in self.created:
+            self.summary.created -= 1
+        else:
+            self.summary.updated -= 1
+        self.summary.duplicates += 1
+        self._skip(d, reason)
+
+    def _advance_checkpoint(self, batch: Batch) -> None:
+        """Everything in ``batch`` is accounted for: move the checkpoint past it. Its dead letters go to
+        disk first (a resumed run does not read these records again)."""
+        self.dead.commit()
+        if self.ckpt is None:
+            return
+        for item in batch:
+            if self.last_source is not None and item.source != self.last_source:
+                self.ckpt.finish(self.last_source)
+            self.last_source = item.source
+            if item.offset is not None:
+                self.ckpt.advance(item.source, item.offset + 1)
+        self.ckpt.save()
+
+
+def _as_stored(d: _Done, seq: int, root: Root) -> StoredDoc:
+    """A record of this run as the run index keeps it."""
+    fp = d.fp
+    return StoredDoc(d.id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, root[1],
+                     root[1] if root[1] != d.id else None, minhash=fp.minhash, shingles=fp.shingles, seq=seq,
+                     cluster_seq=root[0])
+
+
+def _open(store: Store, config: FingerprintConfig | None) -> OpenResult:
+    """Open ``store`` with ``config``; without one, with the store's own config, or the default config
+    when the store does not exist yet. A store that other writers may be filling is refreshed once: what
+    they wrote before this writer started is then found by its lookups (what they write later, `_settle`
+    finds)."""
+    try:
+        opened = store.open(config, create=config is not None)
+    except IndexNotFound:
+        if config is not None:
+            raise
+        opened = store.open(FingerprintConfig(), create=True)
+    if store.settles and not opened.created:
+        store.refresh()
+    return opened
+
+
+def _checkpoint(opts: IngestOptions) -> Checkpoint:
+    ckpt = Checkpoint(opts.checkpoint)
+    if opts.checkpoint and not opts.resume:
+        ckpt.files = {}
+    return ckpt
+
+
+def _checkpoint_lock(opts: IngestOptions) -> FileLock | None:
+    """The checkpoint belongs to one run at a time: two runs saving one file would each overwrite the
+    other's progress (and a resumed run would skip or repeat records)."""
+    if not opts.checkpoint:
+        return None
+    path = Path(opts.checkpoint)
+    return FileLock(path.with_name(path.name + ".lock"), busy=ConfigError(
+        f"checkpoint {path} is in use by another ingest that is still running; give each ingest that runs at "
+        "the same time a checkpoint file of its own")).acquire()
+
+
 def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,
            options: IngestOptions | None = None,
            progress: Callable[[IngestSummary], None] | None = None) -> IngestSummary:
@@ -303,198 +794,137 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     error, in-flight records count as failed (dead-lettered as unconfirmed), and a re-run completes it.
     """
     opts = options or IngestOptions()
-    started = time.monotonic()
     check_inputs(paths)  # a mistyped path fails here, before the store (or an empty index) is opened
-    try:
-        opened = store.open(config, create=config is not None)
-    except IndexNotFound:
-        if config is not None:
-            raise
-        opened = store.open(FingerprintConfig(), create=True)
-    cfg = opened.config
-    t = resolve_thresholds(opts.thresholds, cfg)
-    t.check_band_guarantee(cfg)
+    opened = _open(store, config)
+    t = resolve_thresholds(opts.thresholds, opened.config)
+    t.check_band_guarantee(opened.config)
     summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
-    dead = DeadLetters(opts.dead_letter)
-    ckpt = Checkpoint(opts.checkpoint)
-    if opts.checkpoint and not opts.resume:
-        ckpt.files = {}
-    skip = ckpt.skip if opts.resume else None
-    summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
-    run_index = RunIndex(complete=opened.created)
-    written: dict[str, str] = {}  # id -> content sha1 of what this run wrote under it
-
-    records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
-                           title_field=opts.title_field, max_record_bytes=opts.max_record_bytes, skip=skip,
-                           skip_file=ckpt.done if opts.resume else None)
-    workers = opts.workers or (os.cpu_count() or 1)
-    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg.to_json(),)) if workers > 1 else None
-    local = None if pool else Fingerprinter(cfg)
-    last_source: str | None = None
-
-    def submit(batch: list[Record | Rejected]) -> tuple[list[Record | Rejected], Future | list]:
-        texts = [r.text for r in batch if isinstance(r, Record)]
-        if pool is not None:
-            return batch, pool.submit(_fingerprint_batch, texts)
-        return batch, _fingerprint_with(local, texts)  # type: ignore[arg-type]
-
+    ckpt_lock = _checkpoint_lock(opts)
     try:
-        in_flight: list[tuple[list[Record | Rejected], Future | list]] = []
-        batches = _batches(records, opts.batch)
-        exhausted = False
-        while True:
-            while not exhausted and len(in_flight) < workers + 1:
-                nxt = next(batches, None)
-                if nxt is None:
-                    exhausted = True
-                else:
-                    in_flight.append(submit(nxt))
-            if not in_flight:
-                break
-            batch, fut = in_flight.pop(0)
-            results = fut.result() if isinstance(fut, Future) else fut
-            last_source = _process_batch(batch, results, store, cfg, t, opts, summary, dead, run_index,
-                                         written, ckpt, last_source)
+        return _run_ingest(paths, store, opened, t, opts, summary, progress)
+    finally:
+        if ckpt_lock is not None:
+            ckpt_lock.release()
+
+
+def _run_ingest(paths: Sequence[str | Path], store: Store, opened: OpenResult, t: Thresholds, opts: IngestOptions,
+                summary: IngestSummary, progress: Callable[[IngestSummary], None] | None) -> IngestSummary:
+    started = time.monotonic()
+    cfg = opened.config
+    ckpt = _checkpoint(opts)
+    summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
+    run = _Run(store, cfg, t, opts, created=opened.created, summary=summary, checkpoint=ckpt)
+    records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
+                           title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
+                           skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
+    workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1))
+    retried_before = store.retried
+    try:
+        for batch, results in workers.in_order(_batches(records, opts.batch)):
+            run.process(batch, results)
             if progress:
                 summary.seconds = time.monotonic() - started
                 progress(summary)
-        if last_source is not None:
-            ckpt.finish(last_source)
-        ckpt.save()
-        # What ingest wrote is searchable when it returns: `similar` or `dups` run right after it
-        # must not miss documents still waiting for Elasticsearch's next periodic refresh.
-        store.refresh()
+        run.finish()
     except StoreError as exc:
         summary.error = str(exc)
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-        dead.close()
-        summary.retried += getattr(store, "retried", 0)
+        workers.close()
+        run.dead.close()
+        summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started
     return summary
 
 
-def _process_batch(batch: list[Record | Rejected], results: list[tuple[Fingerprint, str]], store: Store,
-                   cfg: FingerprintConfig, t: Thresholds, opts: IngestOptions, summary: IngestSummary,
-                   dead: DeadLetters, run_index: RunIndex, written: dict[str, str], ckpt: Checkpoint,
-                   last_source: str | None) -> str | None:
-    done: list[_Done] = []
-    it = iter(results)
-    for item in batch:
-        summary.read += 1
-        if isinstance(item, Rejected):
-            summary.failed += 1
-            dead.write(source=item.source, location=item.location, reason=item.reason, kind="rejected",
-                       excerpt=item.excerpt)
-            continue
-        fp, sha1 = next(it)
-        summary.bytes += len(item.text.encode("utf-8", "surrogatepass"))
-        done.append(_Done(item, fp, sha1))
+@dataclass(frozen=True)
+class Added:
+    """What became of one article given to `Ingester.add`: ``status`` is ``"indexed"``, ``"skipped"``
+    (a near-duplicate with ``on_duplicate="skip"``) or ``"failed"`` (with the ``reason``); an indexed
+    article carries its cluster's representative (``cluster_id``, and ``duplicate_of`` when that is another
+    document) as they stood when the call returned."""
 
-    # "index" writes no labels: only documents already stored under the same id matter (idempotent
-    # re-ingest keeps their labels), so skip the band lookups and fetch those by id.
-    try:
-        if opts.on_duplicate == "index":
-            ids = [_doc_id(d.record, d.sha1) for d in done]
-            # An index this run created holds nothing this run did not write (repeats are caught below).
-            have = store.get(ids) if done and not run_index.complete else {}
-            stored = [[have[i]] if i in have else [] for i in ids]
-        else:
-            # An index this run created holds only this run's documents, all of them in the run index:
-            # asking the store would find nothing more. Otherwise one lookup for the whole batch (one
-            # _msearch for Elasticsearch).
-            if done and not run_index.complete:
-                stored = store.lookup([probe_for(d.fp, cfg) for d in done])
-            else:
-                stored = [[] for _ in done]
-    except StoreError as exc:
-        # The store went away before this batch was written: every record of it counts as failed
-        # (so read == indexed + skipped + failed still holds) and a re-run or --resume sends it again.
-        for d in done:
-            summary.failed += 1
-            dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed",
-                       id=_doc_id(d.record, d.sha1), reason=f"not written, the store failed: {exc}")
-        dead.commit()  # the summary counts this batch: its dead letters go with it
-        raise
-    to_write: list[NewDoc] = []
-    where: dict[str, _Done] = {}
-    for d, found in zip(done, stored, strict=True):
-        rec, fp = d.record, d.fp
-        doc_id = _doc_id(rec, d.sha1)
-        if doc_id in written:
-            if written[doc_id] == d.sha1:
-                summary.skipped += 1
-                dead.write(source=rec.source, location=rec.location, kind="skipped", id=doc_id,
-                           reason="same id and text as a record already written in this run")
-            else:
-                summary.failed += 1
-                dead.write(source=rec.source, location=rec.location, kind="rejected", id=doc_id,
-                           reason="duplicate id with different text (the first record with this id was kept)",
-                           excerpt=rec.text[:200])
-            continue
-        self_doc = next((s for s in found if s.id == doc_id), None)
-        cluster_id, dup_of = doc_id, None
-        if self_doc is not None and self_doc.simhash == fp.simhash:
-            # Already stored with this content: keep its labels (idempotent re-ingest).
-            cluster_id, dup_of = self_doc.cluster_id or doc_id, self_doc.duplicate_of
-        elif opts.on_duplicate != "index":
-            match = _best_match(fp, list(found) + run_index.lookup(lookup_keys(fp, cfg)), cfg, t, doc_id)
-            if match is not None:
-                dup_of, cluster_id = match.id, match.cluster_id or match.id
-        if dup_of is not None:
-            summary.duplicates += 1
-            if opts.on_duplicate == "skip" and self_doc is None:
-                summary.skipped += 1
-                summary.skipped_ids.append(doc_id)
-                dead.write(source=rec.source, location=rec.location, kind="skipped", id=doc_id,
-                           reason=f"near-duplicate of {dup_of}")
-                written[doc_id] = d.sha1
-                continue
-        new = NewDoc(doc_id, fp, _source_fields(rec), d.sha1, cluster_id,
-                     dup_of if opts.on_duplicate != "index" else None)
-        to_write.append(new)
-        where[doc_id] = d
-        written[doc_id] = d.sha1
-        if opts.on_duplicate != "index":  # the in-run index only serves duplicate labelling
-            run_index.add(StoredDoc(doc_id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, cluster_id, dup_of,
-                                    minhash=fp.minhash, shingles=fp.shingles),
-                          fp.bands + fp.lsh)
+    id: str | None
+    status: str
+    cluster_id: str | None = None
+    duplicate_of: str | None = None
+    reason: str | None = None
 
-    confirmed: set[str] = set()
-    try:
-        for res in store.write(to_write):
-            confirmed.add(res.id)
-            d = where[res.id]
-            if res.ok:
-                summary.indexed += 1
-                if res.created:
-                    summary.created += 1
-                else:
-                    summary.updated += 1
-            else:
-                summary.failed += 1
-                dead.write(source=d.record.source, location=d.record.location, kind="rejected", id=res.id,
-                           reason=f"rejected by the store: {res.error}", excerpt=d.record.text[:200])
-    except StoreError as exc:
-        for doc_id, d in where.items():
-            if doc_id not in confirmed:
-                summary.failed += 1
-                dead.write(source=d.record.source, location=d.record.location, kind="unconfirmed", id=doc_id,
-                           reason=f"not confirmed by the store: {exc}")
-        dead.commit()
-        raise
-    # Everything in this batch is accounted for: move the checkpoint past it.
-    for item in batch:
-        if last_source is not None and item.source != last_source:
-            ckpt.finish(last_source)
-        last_source = item.source
-        offset = getattr(item, "offset", None)
-        if offset is not None:
-            ckpt.advance(item.source, offset + 1)
-    dead.commit()  # a resumed run does not read these records again: their dead letters must be on disk
-    ckpt.save()
-    return last_source
+
+class Ingester:
+    """Ingest articles one at a time (or a few at a time) from a long-running program, such as a crawler's
+    callback: the store is opened (its mapping read once) and the `Fingerprinter` built once, here.
+
+    Each call fingerprints in the calling thread, labels, writes and, on Elasticsearch, settles the labels
+    with whatever other writers (other Ingesters, threads, processes or ``esdedup ingest`` runs) wrote at
+    the same time, so the article is searchable and labelled when the call returns. One Ingester may be
+    shared by threads (calls take turns); ``summary`` counts every call so far.
+
+    >>> import tempfile
+    >>> from esdedup import FingerprintConfig, open_store
+    >>> ingester = Ingester(open_store("crawl", data_dir=tempfile.mkdtemp()), FingerprintConfig())
+    >>> ingester.add("台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。", id="a").status
+    'indexed'
+    >>> ingester.add("台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利！", id="b").duplicate_of
+    'a'
+
+    Raises ConfigError (bad options), ConfigMismatchError (``config`` differs from the index's) or
+    StoreError here; `add` raises StoreError when the store fails (the article was then not written).
+    """
+
+    def __init__(self, store: Store, config: FingerprintConfig | None = None, *, on_duplicate: str = "label",
+                 thresholds: Thresholds | ThresholdOverrides | None = None,
+                 dead_letter: str | Path | None = None) -> None:
+        opts = IngestOptions(on_duplicate=on_duplicate, thresholds=thresholds, dead_letter=dead_letter, workers=1)
+        self.store = store
+        self.config = _open(store, config).config
+        t = resolve_thresholds(opts.thresholds, self.config)
+        t.check_band_guarantee(self.config)
+        self.summary = IngestSummary(dead_letter=str(dead_letter) if dead_letter else None)
+        self._run = _Run(store, self.config, t, opts, created=False, summary=self.summary, checkpoint=None,
+                         remember=False)
+        self._fper = Fingerprinter(self.config)
+        self._lock = threading.Lock()
+        self._calls = 0
+
+    def add(self, text: str, *, id: str | int | None = None, title: str | None = None, **fields: Any) -> Added:
+        """Ingest one article (``fields``: url, source, timestamp, ... stored with it)."""
+        return self.add_many([{**fields, "id": id, "title": title, "text": text}])[0]
+
+    def add_many(self, docs: Iterable[Mapping[str, Any]]) -> list[Added]:
+        """Ingest a few articles at once (one lookup and one write for all): mappings with ``text`` and
+        optionally ``id``, ``title`` and other fields. Returns one `Added` per article, in order."""
+        with self._lock:
+            records = [self._record(d) for d in docs]
+            results = _fingerprint_with(self._fper, [r.text for r in records if isinstance(r, Record)])
+            self._run.process(records, results)
+            return [self._added(r) for r in records]
+
+    def _record(self, doc: Mapping[str, Any]) -> Record | Rejected:
+        self._calls += 1
+        where = ("ingester", f"article {self._calls}")
+        text, doc_id, title = doc.get("text"), doc.get("id"), doc.get("title")
+        if not isinstance(text, str) or not text.strip():
+            return Rejected(*where, f"text is {'empty' if isinstance(text, str) else type(text).__name__}")
+        if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, (str, int))):
+            return Rejected(*where, f"id is not a string or integer (got {type(doc_id).__name__})")
+        if title is not None and not isinstance(title, str):
+            return Rejected(*where, f"title is not a string (got {type(title).__name__})")
+        fields = {k: v for k, v in doc.items() if k not in ("text", "id", "title")}
+        return Record(id=None if doc_id is None else str(doc_id), text=text, title=title, fields=fields,
+                      source=where[0], location=where[1], offset=0, encoding="utf-8")
+
+    def _added(self, rec: Record | Rejected) -> Added:
+        status, reason = self._run.fates.get(id(rec), ("failed", "not written"))
+        labelled = self._run.clusters.get(id(rec))
+        if status != "indexed" or labelled is None:
+            return Added(rec.id if isinstance(rec, Record) else None, status, reason=reason)
+        doc_id, root = labelled[0], self._run.roots.find(labelled[1])
+        return Added(doc_id, status, root[1], root[1] if root[1] != doc_id else None)
+
+    def close(self) -> None:
+        """Write the dead letters held and release the store (the caller's client stays open)."""
+        self._run.dead.close()
+        self.store.close()
 
 
 def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:

@@ -71,8 +71,11 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
         "dedup.content_sha1": ("content SHA-1", "SHA-1 of the normalised text; equal values = exact duplicates"),
         CLUSTER_ID: ("cluster", "id of the cluster's representative document; equal values = one cluster "
                                 "of near-duplicates (a document that duplicates nothing is its own cluster)"),
-        DUPLICATE_OF: ("duplicate of", "id of the document this one near-duplicates; absent when it "
-                                       "duplicates nothing and on cluster representatives"),
+        DUPLICATE_OF: ("duplicate of", "id of the cluster's representative, on every other member of the "
+                                       "cluster; absent on representatives and on documents that duplicate nothing"),
+        "dedup.seq": ("write order", "when ingest wrote the document (nanoseconds since 1970, kept on re-ingest); "
+                                     "the earliest member of a cluster represents it"),
+        "dedup.cluster_seq": ("cluster write order", "write order (dedup.seq) of the cluster's representative"),
     }
     layout = config.band_layout()
     probe = (f"; lookups also probe keys within {layout.radius} bit(s) of it" if layout.radius else "")

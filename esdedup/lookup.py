@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .config import FingerprintConfig
+from .errors import ConfigError
 from .fingerprint import Fingerprint
 from .rule import Sketch, measure
-from .schema import band_fields, lsh_fields
+from .schema import band_fields, dedup_source, lsh_fields
 from .store.base import Probe, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
@@ -118,6 +120,48 @@ def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
         return []
     return verify(fp, store.knn(fp.vector, k + (1 if exclude else 0)), store.config, cosine_only,
                   exclude=exclude)[:k]
+
+
+def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | ThresholdOverrides | None = None,
+                    top: int = 10, exclude: str | None = None) -> list[Match]:
+    """`similar` for one fingerprint as one request that returns only verified near-duplicates: the node
+    applies the rule to the band lookup's candidates (the esdedup plugin's script language, bit for bit the
+    client's `verify`). Needs an Elasticsearch store whose nodes have the plugin.
+
+    Raises:
+        ConfigError: the store is not Elasticsearch.
+        StoreError: the nodes have no esdedup plugin, or the request failed.
+    """
+    node_lookup = getattr(store, "verified_on_node", None)
+    if node_lookup is None:
+        raise ConfigError("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
+                          "store verifies in esdedup itself")
+    config = store.config
+    t = resolve_thresholds(thresholds, config)
+    t.check_band_guarantee(config)
+    if fp.empty:
+        return []
+    hits = node_lookup(probe_for(fp, config), _node_params(fp, config, t), size=top + (1 if exclude else 0))
+    signed = fp.minhash is not None and fp.shingles > 0
+    out = []
+    for h in hits:
+        if h["_id"] == exclude:
+            continue
+        f = h.get("fields", {})
+        both_signed = signed and int((f.get("dedup.shingles") or [0])[0]) > 0
+        out.append(Match(h["_id"], int(f["hamming"][0]), float(f["cosine"][0]),
+                         jaccard=float(f["jaccard"][0]) if both_signed else None,
+                         containment=float(f["containment"][0]) if both_signed else None))
+    return out[:top]
+
+
+def _node_params(fp: Fingerprint, config: FingerprintConfig, t: Thresholds) -> dict[str, Any]:
+    """The plugin script's parameters: the query's dedup object (its vector unrounded, as `verify` compares
+    it) and the rule's thresholds."""
+    query = dedup_source(fp, config)
+    query["vector"] = np.asarray(fp.vector, dtype=np.float64).tolist()
+    return {"query": query, **t.to_dict(), "strategy": config.strategy,
+            "short_text_chars": config.short_text_chars}
 
 
 def shared_bands(a: Fingerprint | Sequence[str], b: Sequence[str]) -> tuple[str, ...]:

@@ -74,7 +74,18 @@ def shingle_hashes(shingles: Iterable[str]) -> np.ndarray:
     for length, group in by_len.items():
         cps = code_points("".join(group)).reshape(len(group), length)
         parts.append(_fold((cps[:, j] for j in range(length)), len(group)))
-    return np.unique(np.concatenate(parts))
+    return unique_sorted(np.concatenate(parts))
+
+
+def unique_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer array, sorted, by one sort: what ``np.unique`` returns, without the
+    hash table numpy 2.3+ builds first (some hundred times slower on a million uint64 values).
+
+    >>> unique_sorted(np.array([5, 1, 5, 3], dtype=np.uint64)).tolist()
+    [1, 3, 5]
+    """
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
 def _fold(columns: Iterable[np.ndarray], count: int) -> np.ndarray:
@@ -100,9 +111,22 @@ def signatures(hash_sets: Sequence[np.ndarray], n_perm: int = 128, *, group: int
             raise ValueError("signatures() needs non-empty sets; use signature() for an empty one")
     if not len(hash_sets):
         return np.full((0, n_perm), 0xFFFFFFFF, dtype=np.uint32)
+    if len(hash_sets) == 1:  # one (perhaps huge) set: no copy of it, no owner per value
+        return _one_signature(np.asarray(hash_sets[0]), n_perm, group)[None, :]
     sizes = np.fromiter((len(h) for h in hash_sets), dtype=np.int64, count=len(hash_sets))
     return segment_signatures(np.concatenate([np.asarray(h, dtype=np.uint64) for h in hash_sets]), sizes, n_perm,
                               group=group)
+
+
+def _one_signature(hashes: np.ndarray, n_perm: int, group: int) -> np.ndarray:
+    """`segment_signatures` of a single set (the same minima, ``group`` hashes at a time)."""
+    a, b = permutations(n_perm)
+    a, b = a[:, None], b[:, None]
+    out = np.full(n_perm, 0xFFFFFFFF, dtype=np.uint32)
+    for lo in range(0, len(hashes), group):
+        x = hashes[lo:lo + group].astype(np.uint64)
+        np.minimum(out, ((a * x[None, :] + b) >> _S32).astype(np.uint32).min(axis=1), out=out)
+    return out
 
 
 def segment_signatures(hashes: np.ndarray, sizes: np.ndarray, n_perm: int = 128, *, group: int = 4096

@@ -14,7 +14,7 @@ from .schema import DEDUP
 
 #: Doc-value fields every lookup returns (cheap, columnar).
 FINGERPRINT_FIELDS = ["dedup.simhash", "dedup.tokens", "dedup.chars", "dedup.empty", "dedup.cluster_id",
-                      "dedup.duplicate_of", "dedup.shingles"]
+                      "dedup.duplicate_of", "dedup.shingles", "dedup.seq", "dedup.cluster_seq"]
 VECTOR_SOURCE = ["dedup.vector", "dedup.minhash"]
 
 
@@ -45,7 +45,7 @@ def lookup_body(probe: Mapping[str, Sequence[str]], *, size: int = 1000,
     """A full ``_search`` body for one band lookup (also one entry of an ``_msearch``)."""
     return {"size": size, "query": band_query(probe, filters=filters), "_source": VECTOR_SOURCE,
             "docvalue_fields": FINGERPRINT_FIELDS, "track_total_hits": False,
-            "sort": [{"_score": "desc"}, "_doc"]}
+            "sort": [{"_score": "desc"}, "_doc"], "seq_no_primary_term": True}
 
 
 def msearch_body(index: str, probes: Sequence[Mapping[str, Sequence[str]]], *, size: int = 1000,
@@ -56,6 +56,23 @@ def msearch_body(index: str, probes: Sequence[Mapping[str, Sequence[str]]], *, s
         out.append({"index": index})
         out.append(lookup_body(probe, size=size, filters=filters))
     return out
+
+
+#: The measures the esdedup plugin's script language computes on the node.
+NODE_MEASURES = ("hamming", "cosine", "jaccard", "containment")
+
+
+def node_verified_body(probe: Mapping[str, Sequence[str]], params: Mapping[str, Any], *, size: int) -> dict[str, Any]:
+    """A band lookup whose candidates the node verifies itself (the esdedup plugin's ``near_duplicate``
+    script: 0 unless the rule says near-duplicate, so ``min_score`` drops the rest), nearest first, with the
+    measures as script fields."""
+    def script(source: str) -> dict[str, Any]:
+        return {"lang": "esdedup", "source": source, "params": dict(params)}
+
+    return {"size": size, "_source": False, "track_total_hits": False, "docvalue_fields": ["dedup.shingles"],
+            "query": {"script_score": {"query": band_query(probe), "script": script("near_duplicate"),
+                                       "min_score": 1.0}},
+            "script_fields": {m: {"script": script(m)} for m in NODE_MEASURES}}
 
 
 def knn_body(vector: Iterable[float], *, k: int = 10, num_candidates: int | None = None,
@@ -71,4 +88,4 @@ def knn_body(vector: Iterable[float], *, k: int = 10, num_candidates: int | None
 def ids_body(ids: Sequence[str]) -> dict[str, Any]:
     """Fetch the fingerprints of documents by id."""
     return {"size": len(ids), "query": {"ids": {"values": list(ids)}}, "_source": VECTOR_SOURCE,
-            "docvalue_fields": FINGERPRINT_FIELDS, "track_total_hits": False}
+            "docvalue_fields": FINGERPRINT_FIELDS, "track_total_hits": False, "seq_no_primary_term": True}

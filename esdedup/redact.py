@@ -11,12 +11,21 @@ MASK = "***"
 
 
 def redact_url(url: str) -> str:
-    """``https://user:secret@host:9200`` -> ``https://***@host:9200``.
+    """``https://user:secret@host:9200`` -> ``https://***@host:9200``; one URL, so everything up to its last
+    ``@`` is masked, with or without a scheme and whatever the password holds (``/``, ``@``).
 
     >>> redact_url("https://elastic:hunter2@es.example:9200/x")
     'https://***@es.example:9200/x'
+    >>> redact_url("alice:se/cr@t@127.0.0.1:1")
+    '***@127.0.0.1:1'
     """
-    return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", url)
+    scheme, sep, rest = url.partition("://")
+    prefix = scheme + sep if sep else ""
+    if not sep:
+        rest = url
+    if "@" not in rest:
+        return url
+    return f"{prefix}{MASK}@{rest.rpartition('@')[2]}"
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:

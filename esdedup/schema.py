@@ -18,7 +18,9 @@ dedup.chars                 integer         normalised characters
 dedup.empty                 boolean         true when the text has no words (never matches anything)
 dedup.content_sha1          keyword         SHA-1 of the normalised text (exact duplicates)
 dedup.cluster_id            keyword         id of the cluster's representative document
-dedup.duplicate_of          keyword         id of the document this one near-duplicates (absent if none)
+dedup.duplicate_of          keyword         the representative, on every other member of its cluster
+dedup.seq                   long            write order: the earliest member of a cluster represents it
+dedup.cluster_seq           long            ``seq`` of the cluster's representative
 ==========================  ==============  ==================================================================
 """
 from __future__ import annotations
@@ -99,6 +101,8 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
         "content_sha1": {"type": "keyword"},
         "cluster_id": {"type": "keyword"},
         "duplicate_of": {"type": "keyword"},
+        "seq": {"type": "long"},
+        "cluster_seq": {"type": "long"},
     }
     for name in band_fields(config) + lsh_fields(config):
         dedup_props[name] = {"type": "keyword"}

@@ -62,19 +62,8 @@ class Thresholds:
     containment: float | None = None
 
     def __post_init__(self) -> None:
-        if self.hamming_k is not None:
-            if isinstance(self.hamming_k, bool) or not isinstance(self.hamming_k, numbers.Integral) \
-                    or not 0 <= self.hamming_k <= 128:
-                raise ConfigError(f"hamming_k must be a whole number from 0 to 128, or None, got {self.hamming_k!r}")
-            object.__setattr__(self, "hamming_k", int(self.hamming_k))
-        for name in ("cosine", "jaccard", "containment"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value)) \
-                    or not 0.0 < float(value) <= 1.0:
-                raise ConfigError(f"{name} threshold must be a number in (0, 1], or None, got {value!r}")
-            object.__setattr__(self, name, float(value))
+        for name in NAMES:
+            object.__setattr__(self, name, _checked(name, getattr(self, name)))
         if self.hamming_k is None and self.cosine is None:
             raise ConfigError("give a Hamming distance, a cosine threshold, or both: with neither, pairs "
                               "without MinHash signatures could never be near-duplicates")
@@ -108,6 +97,20 @@ class Thresholds:
         return {name: getattr(self, name) for name in NAMES}
 
 
+def _checked(name: str, value: Any) -> Any:
+    """``value`` as threshold ``name`` holds it (None: off), or ConfigError."""
+    if value is None:
+        return None
+    if name == "hamming_k":
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= 128:
+            raise ConfigError(f"hamming_k must be a whole number from 0 to 128, or None, got {value!r}")
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value)) \
+            or not 0.0 < float(value) <= 1.0:
+        raise ConfigError(f"{name} threshold must be a number in (0, 1], or None, got {value!r}")
+    return float(value)
+
+
 class HammingBeyondIndex(ConfigError):
     """A Hamming threshold larger than the index's band layout can guarantee."""
 
@@ -131,6 +134,8 @@ class ThresholdOverrides:
         unknown = sorted(set(values) - set(NAMES))
         if unknown:
             raise ConfigError(f"unknown threshold(s): {', '.join(unknown)} (known: {', '.join(NAMES)})")
+        for name, value in values.items():  # refused here, before a caller starts any work with them
+            _checked(name, None if name == "containment" and value == 0 else value)  # 0: off, as in from_config
         object.__setattr__(self, "values", dict(values))
 
     def for_config(self, config: FingerprintConfig) -> Thresholds:

@@ -14,6 +14,10 @@ The nodes start lazily, only when a test requests one of these fixtures. They ne
 node cannot be started the requesting tests error out with the node's log tail.
 
 ``cluster3`` always uses a 3-node local cluster (it kills and restarts nodes).
+``ESDEDUP_ES_VERSION`` picks the Elasticsearch version of every local node and of the Docker image; by
+default the version CI runs with the installed ``elasticsearch`` client's major: 8.19.21 with the 8.x
+client, 9.2.0 with the 9.x client. Client and server majors must match (the session fails at once, naming
+the pip command, when they do not).
 Set ``ESDEDUP_TEST_KEEP_ES_LOGS=1`` to keep the local nodes' logs after the session.
 """
 
@@ -29,14 +33,34 @@ from typing import TYPE_CHECKING
 import pytest
 
 try:  # `python -m pytest` from the repo root: tests/ is importable as a (namespace) package
-    from tests.es_node import ESNodeError, LocalCluster
+    from tests.es_node import ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster
 except ImportError:  # plain `pytest`: pytest puts tests/ itself on sys.path (rootdir conftest)
-    from es_node import ESNodeError, LocalCluster  # type: ignore[no-redef]
+    from es_node import ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-DEFAULT_ES_VERSION = "8.19.21"
+DEFAULT_ES_VERSION = ES_VERSION_FOR_MAJOR[8]
+
+
+def es_version() -> str:
+    """The server version the fixtures start: ``ESDEDUP_ES_VERSION``, else the one CI runs with the
+    installed client's major (a fresh ``pip install`` may bring either)."""
+    chosen = os.environ.get("ESDEDUP_ES_VERSION", "").strip()
+    if chosen:
+        return chosen
+    try:
+        from importlib.metadata import version
+
+        return ES_VERSION_FOR_MAJOR.get(int(version("elasticsearch").split(".")[0]), DEFAULT_ES_VERSION)
+    except Exception:  # no client installed: the es tests fail on their own import
+        return DEFAULT_ES_VERSION
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Every node a test starts (tests/es_node.py, scripts/es-local) gets the same version.
+    os.environ["ESDEDUP_ES_VERSION"] = es_version()
+
 _ES_FIXTURES = {"es_url", "es_client", "fresh_index"}
 
 
@@ -69,7 +93,7 @@ def _keep_logs() -> bool:
 
 
 def _start_local(nodes: int, what: str) -> LocalCluster:
-    cluster = LocalCluster(nodes=nodes)
+    cluster = LocalCluster(nodes=nodes, version=es_version())
     try:
         cluster.start()
         return cluster
@@ -100,9 +124,8 @@ def es_url() -> Iterator[str]:
     if backend == "docker" or (backend == "auto" and _docker_available()):
         from testcontainers.community.elasticsearch import ElasticSearchContainer
 
-        version = os.environ.get("ESDEDUP_ES_VERSION", DEFAULT_ES_VERSION)
         image = os.environ.get(
-            "ESDEDUP_TEST_ES_IMAGE", f"docker.elastic.co/elasticsearch/elasticsearch:{version}"
+            "ESDEDUP_TEST_ES_IMAGE", f"docker.elastic.co/elasticsearch/elasticsearch:{es_version()}"
         )
         container = ElasticSearchContainer(image, mem_limit="2G")
         container.with_env("ES_JAVA_OPTS", "-Xms1g -Xmx1g")
@@ -124,7 +147,15 @@ def es_url() -> Iterator[str]:
 def es_client(es_url: str) -> Iterator[Elasticsearch]:
     from elasticsearch import Elasticsearch
 
+    from esdedup.errors import ClientVersionMismatch
+    from esdedup.store import versions
+
     client = Elasticsearch(es_url, request_timeout=60)
+    try:
+        versions.check_server(client, f"the test cluster at {es_url}")
+    except ClientVersionMismatch as exc:
+        client.close()
+        pytest.fail(f"{exc} (or pick the server with ESDEDUP_ES_VERSION)", pytrace=False)
     health = client.cluster.health(wait_for_status="yellow", timeout="60s")
     assert health["status"] in ("yellow", "green"), f"cluster at {es_url} is {health['status']}"
     try:

@@ -37,6 +37,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ES_LOCAL = Path(os.environ.get("ESDEDUP_ES_LOCAL", REPO_ROOT / "scripts" / "es-local"))
 TRANSPORT_OFFSET = 100  # must match scripts/es-local
 LOCK_DIR = Path(os.environ.get("ESDEDUP_ES_LOCK_DIR", "/tmp/esdedup-es/locks"))
+#: The server version CI tests with each client major (scripts/es-local pins their checksums).
+ES_VERSION_FOR_MAJOR = {8: "8.19.21", 9: "9.2.0"}
 
 
 class ESNodeError(RuntimeError):
@@ -142,10 +144,13 @@ class LocalCluster:
         timeout: int | None = None,
         watch: bool = True,
         settings: dict[str, object] | None = None,
+        plugins: list[str] | None = None,
     ) -> None:
         self.nodes = nodes
         #: extra elasticsearch.yml settings of every node (``scripts/es-local start -E KEY=VALUE``)
         self.settings = dict(settings or {})
+        #: plugin zips installed into the nodes' distribution (``scripts/es-local start --plugin ZIP``)
+        self.plugins = list(plugins or [])
         self.port = port
         self.name = name or f"esdedup-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._own_state = state_dir is None
@@ -214,6 +219,8 @@ class LocalCluster:
             args += ["--timeout", str(self.timeout)]
         for key, value in self.settings.items():
             args += ["-E", f"{key}={value}"]
+        for zip_path in self.plugins:
+            args += ["--plugin", str(zip_path)]
         try:
             # the script's watchdog stops the nodes if this process dies without calling stop()
             watch = {"ESDEDUP_ES_WATCH_PID": str(os.getpid())} if self.watch else None

@@ -6,17 +6,23 @@ against `Store` only, and one contract test suite runs on both.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..config import FingerprintConfig
+from ..errors import ConfigError, ConfigMismatchError
 from ..fingerprint import Fingerprint
 
 #: A lookup: stored field name (inside ``dedup``) -> band keys to match in that field.
 Probe = Mapping[str, Sequence[str]]
+#: A document's place in the write order, ``(seq, id)``: the smaller was written first. A cluster's
+#: representative is its earliest member; every member carries the representative's ``Root``.
+Root = tuple[int, str]
 
 
 @dataclass(frozen=True)
@@ -36,11 +42,25 @@ class StoredDoc:
     duplicate_of: str | None = None
     minhash: np.ndarray | None = field(default=None, repr=False, compare=False)
     shingles: int = 0
+    #: Write order (`Root`): ``seq`` of this document and of its cluster's representative; 0 for documents
+    #: written before esdedup kept it.
+    seq: int = 0
+    cluster_seq: int = 0
+    #: The stored version (Elasticsearch ``_seq_no``, ``_primary_term``) for a conditional update or delete;
+    #: None where the store serialises its writers.
+    version: tuple[int, int] | None = field(default=None, compare=False)
+
+    @property
+    def root(self) -> Root:
+        """The representative of this document's cluster (itself when it has no label)."""
+        if self.cluster_id is None:
+            return (self.seq, self.id)
+        return (self.cluster_seq, self.cluster_id)
 
 
 @dataclass(frozen=True)
 class NewDoc:
-    """A document to write: its id, fingerprint, article fields and dedup labels."""
+    """A document to write: its id, fingerprint, article fields, dedup labels and write order."""
 
     id: str
     fingerprint: Fingerprint
@@ -48,6 +68,8 @@ class NewDoc:
     content_sha1: str
     cluster_id: str | None = None
     duplicate_of: str | None = None
+    seq: int = 0
+    cluster_seq: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,9 @@ class Store(Protocol):
     """A named collection of fingerprinted documents."""
 
     name: str
+    #: Documents re-sent after a retryable rejection (a full write queue) since the store was made; ingest
+    #: reports the growth during its run.
+    retried: int
 
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         """Create the collection with ``config`` or check that the stored config is compatible.
@@ -129,6 +154,34 @@ class Store(Protocol):
         """Write (cluster_id, duplicate_of) for documents by id; returns how many were updated."""
         ...
 
+    #: True when writers must settle their labels after writing: other writers' documents become visible
+    #: to lookups only later (Elasticsearch). False when `write_lock` makes a batch's lookup and write one
+    #: step for every writer (the embedded store).
+    settles: bool
+
+    def alone(self) -> bool:
+        """True while no other writer has written to the collection since this store opened it: a writer
+        that ``settles`` need not settle a batch written while it was alone (any writer that comes later
+        finds the batch by itself). False when unknown."""
+        ...
+
+    def write_lock(self) -> AbstractContextManager[bool]:
+        """Hold the collection's write lock for one batch (lookup, labelling, write), waiting for other
+        writers; yields True when another writer changed the collection since this store last held it.
+        A store that cannot lock (``settles``) yields False at once."""
+        ...
+
+    def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
+        """Make each group of clusters one cluster: every document labelled with one of a group's roots
+        gets the earliest of them (``cluster_id``, ``cluster_seq``, and ``duplicate_of`` = that root, None
+        for the root itself), whatever other writers do meanwhile. Returns the documents relabelled."""
+        ...
+
+    def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:
+        """Delete documents as they were read (a document changed or deleted since stays as it is);
+        returns the ids deleted."""
+        ...
+
     def count(self) -> int: ...
 
     def refresh(self) -> None:
@@ -140,3 +193,54 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+#: Used with fullmatch: ``$`` would also match before a trailing newline ("abc\\n" passed).
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,199}")
+
+
+def validate_name(name: str) -> str:
+    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
+    if not _NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit, at most 200 characters")
+    return name
+
+
+def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintConfig) -> ConfigMismatchError:
+    """The error of a store asked to open index ``name`` with a config incompatible with its stored one."""
+    diffs = stored.differences(requested)
+    shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
+    return ConfigMismatchError(
+        f"index {name!r} was built with a different fingerprint config ({shown}); open it with its own "
+        "config or use a new index", stored=stored.identity(), requested=requested.identity())
+
+
+def union_groups(groups: Iterable[Collection[Root]]) -> list[set[Root]]:
+    """Groups of cluster roots that share a cluster id, joined (a union-find over the ids), so that a store
+    merges each set of connected clusters once.
+
+    >>> sorted(sorted(g) for g in union_groups([[(1, "a"), (2, "b")], [(2, "b"), (3, "c")], [(5, "e")]]))
+    [[(1, 'a'), (2, 'b'), (3, 'c')], [(5, 'e')]]
+    """
+    parent: dict[str, str] = {}
+    roots: dict[str, Root] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for group in groups:
+        ids = [r[1] for r in group]
+        for r in group:
+            roots.setdefault(r[1], r)
+        for other in ids[1:]:
+            a, b = find(ids[0]), find(other)
+            if a != b:
+                parent[b] = a
+    joined: dict[str, set[Root]] = {}
+    for doc_id, root in roots.items():
+        joined.setdefault(find(doc_id), set()).add(root)
+    return list(joined.values())

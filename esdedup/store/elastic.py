@@ -3,6 +3,11 @@
 Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes); documents rejected
 with 429 (write queue full) or a 5xx status, and whole requests throttled with 429, are re-sent here with
 exponential backoff and counted in `ElasticStore.retried`. Lookups are `_msearch` batches of band queries built by `esdedup.query`.
+
+Several writers may write one index at once; a document becomes visible to the others' lookups only after
+a refresh, so writers settle their labels after writing (`esdedup.ingest`), and `merge_clusters` and
+`delete_if_unchanged` change other writers' documents only under optimistic concurrency control
+(``if_seq_no``/``if_primary_term``): an update based on a stale read is refused and read again.
 """
 from __future__ import annotations
 
@@ -12,14 +17,14 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import query as q
 from ..config import FingerprintConfig
-from ..errors import BulkError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
+from ..errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
 from ..redact import redact
 from ..schema import (
     DEDUP,
@@ -31,8 +36,18 @@ from ..schema import (
     mapping_for,
 )
 from ..simhash import from_hex
-from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
-from .local import mismatch_error, validate_name
+from . import versions
+from .base import (
+    NewDoc,
+    OpenResult,
+    Probe,
+    Root,
+    StoredDoc,
+    WriteResult,
+    mismatch_error,
+    union_groups,
+    validate_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +55,9 @@ log = logging.getLogger(__name__)
 MSEARCH_BATCH = 100
 #: Largest page of ids/values per request (below Elasticsearch's default max_result_window of 10,000).
 PAGE = 5000
+#: Rounds of `ElasticStore.merge_clusters` before it gives up (each round moves clusters to earlier roots,
+#: so a handful suffice even with many writers).
+MERGE_ROUNDS = 50
 
 
 @contextlib.contextmanager
@@ -56,17 +74,21 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
     except es.NotFoundError as exc:
         raise IndexNotFound(f"{where}: not found: {redact(str(exc.message), secrets)}") from None
     except es.ApiError as exc:
-        raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: "
-                         f"{redact(_api_reason(exc), secrets)}") from None
+        major = versions.refused_major(exc)
+        if major is not None:  # the server refuses this client's major (e.g. a 9.x client, an 8.x server)
+            raise versions.mismatch_error(where, f"{major}.x") from None
+        reason = redact(_api_reason(exc), secrets)
+        if "SSL certificate" in reason:  # a TLS-terminating proxy asks for the client's certificate
+            raise CertificateError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason} (the server "
+                                   "requires a client certificate)", needs="client_cert") from None
+        raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason}") from None
     except es.SerializationError as exc:
         raise StoreError(f"{where}: could not encode or decode a request: {redact(str(exc), secrets)}") from None
     except es.TransportError as exc:
         # ConnectionError, ConnectionTimeout, TLS errors: the cause is what matters, not the stack.
         reason = redact(str(exc.message if hasattr(exc, "message") else exc), secrets)
         if "CERTIFICATE_VERIFY_FAILED" in reason:
-            raise ConnectionFailed(f"{where}: TLS certificate verification failed ({reason}); give the CA that "
-                                   "signed the server's certificate with --ca-certs (or ESDEDUP_ES_CA_CERTS)"
-                                   ) from None
+            raise CertificateError(f"{where}: TLS certificate verification failed ({reason})", needs="ca") from None
         raise ConnectionFailed(f"{where}: cannot reach Elasticsearch: {reason}") from None
 
 
@@ -75,15 +97,12 @@ _HTML_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
 
 def _api_reason(exc: Any) -> str:
     """The reason of an error answer; for a non-JSON answer (a proxy's HTML page) its title or first
-    characters, with a hint when a TLS-terminating proxy asks for a client certificate."""
+    characters."""
     body = getattr(exc, "body", None)
     if isinstance(body, (str, bytes)) and body:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         m = _HTML_TITLE.search(text)
-        reason = " ".join((m.group(1) if m else re.sub(r"<[^>]+>", " ", text)).split())[:200]
-        if "SSL certificate" in reason:
-            reason += " (the server requires a client certificate: use --client-cert and --client-key)"
-        return reason
+        return " ".join((m.group(1) if m else re.sub(r"<[^>]+>", " ", text)).split())[:200]
     return str(exc.message)
 
 
@@ -99,10 +118,13 @@ def hit_to_doc(hit: Mapping[str, Any], dims: int) -> StoredDoc:
     dedup = src.get(DEDUP) or {}
     vec = dedup.get("vector")
     vector = np.asarray(vec, dtype=np.float32) if vec is not None else np.zeros(dims, dtype=np.float32)
+    version = (int(hit["_seq_no"]), int(hit["_primary_term"])) if "_seq_no" in hit else None
     return StoredDoc(hit["_id"], from_hex(_first(f, "dedup.simhash", "0")), vector,
                      bool(_first(f, "dedup.empty", False)), int(_first(f, "dedup.tokens", 0)),
                      int(_first(f, "dedup.chars", 0)), _first(f, "dedup.cluster_id"), _first(f, "dedup.duplicate_of"),
-                     minhash=decode_minhash(dedup.get("minhash")), shingles=int(_first(f, "dedup.shingles", 0)))
+                     minhash=decode_minhash(dedup.get("minhash")), shingles=int(_first(f, "dedup.shingles", 0)),
+                     seq=int(_first(f, "dedup.seq", 0)), cluster_seq=int(_first(f, "dedup.cluster_seq", 0)),
+                     version=version)
 
 
 class ElasticStore:
@@ -131,13 +153,22 @@ class ElasticStore:
         self._config: FingerprintConfig | None = None
         #: Documents re-sent after a retryable rejection (429 or 5xx), for the ingest summary.
         self.retried = 0
+        #: Other writers' documents become visible only after a refresh: writers settle labels afterwards.
+        self.settles = True
+        #: The index's count of indexing operations when it was opened, and this store's own since.
+        self._baseline: int | None = None
+        self._own_writes = 0
+
+    def _where(self, what: str) -> str:
+        return f"{what} ({self.display_url}, index {self.name!r})"
 
     def _errors(self, what: str):
-        return es_errors(f"{what} ({self.display_url}, index {self.name!r})", self.secrets)
+        return es_errors(self._where(what), self.secrets)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         with self._errors("opening index"):
+            versions.check_server(self.client, self._where("opening index"))
             mapping = self._get_mapping()
             if mapping is None:
                 if config is None or not create:
@@ -154,6 +185,7 @@ class ElasticStore:
                         raise
                     return self.open(config, create=False)  # lost a creation race: check it instead
                 self._config = config
+                self._baseline = 0  # every write to a new index after this one's is another writer's
                 return OpenResult(config, True)
         mappings = next(iter(mapping.body.values()))["mappings"]
         stored = config_from_meta(mappings.get("_meta"))
@@ -164,6 +196,7 @@ class ElasticStore:
             raise mismatch_error(self.name, stored, config)
         self._add_missing_fields(mappings, stored)
         self._config = config if config is not None else stored
+        self._baseline = self._indexed_total()
         return OpenResult(self._config, False)
 
     def _get_mapping(self) -> Any:
@@ -214,6 +247,8 @@ class ElasticStore:
             dedup["cluster_id"] = d.cluster_id
         if d.duplicate_of is not None:
             dedup["duplicate_of"] = d.duplicate_of
+        if d.seq:
+            dedup["seq"], dedup["cluster_seq"] = d.seq, d.cluster_seq
         # The source goes to the bulk helper already encoded: JSON encoding (256 vector floats a document)
         # is the client's largest cost in a bulk load, and orjson does it several times faster.
         return {"_op_type": "index", "_index": self.name, "_id": d.id, "_source": json_bytes({**d.source, DEDUP: dedup})}
@@ -247,6 +282,7 @@ class ElasticStore:
                         status = int(info.get("status", 0) or 0)
                         action = pending.pop(doc_id, None)
                         if ok:
+                            self._own_writes += 1
                             yield WriteResult(doc_id, True, created=info.get("result") == "created", status=status)
                         elif (status == 429 or status >= 500) and action is not None and attempt < self.max_retries:
                             retry.append(action)
@@ -282,12 +318,132 @@ class ElasticStore:
                                                    initial_backoff=self.initial_backoff):
                 if ok:
                     updated += 1
+                    self._own_writes += next(iter(item.values())).get("result") == "updated"
                 else:
                     errors.append(item)
         if errors:
             raise BulkError(f"{len(errors)} cluster labels were rejected, first: "
                             f"{_bulk_reason(next(iter(errors[0].values())))}", errors)
         return updated
+
+    def write_lock(self) -> contextlib.AbstractContextManager[bool]:
+        """Nothing to lock: writers settle their labels after writing instead (``settles``)."""
+        return contextlib.nullcontext(False)
+
+    def alone(self) -> bool:
+        """Whether every indexing operation on the index since `open` was this store's own: the index's
+        ``indexing.index_total`` over its primaries (a counter of successful operations, updated as each one
+        completes) grew by no more than this store's confirmed writes and updates. Unknown (the statistics
+        cannot be read, for one) counts as not alone."""
+        if self._baseline is None:
+            return False
+        total = self._indexed_total()
+        return total is not None and total - self._baseline <= self._own_writes
+
+    def _indexed_total(self) -> int | None:
+        import elasticsearch as es
+
+        try:
+            stats = self.client.indices.stats(index=self.name, metric="indexing")
+            return int(stats["_all"]["primaries"]["indexing"]["index_total"])
+        except (es.ApiError, es.TransportError, KeyError, TypeError, ValueError):
+            return None
+
+    def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
+        """See `Store.merge_clusters`. Each round reads where every root of a group now points (a root
+        merged by another writer carries its new root's labels), picks the earliest live root, and moves
+        every document labelled with any other id of the group to it with conditional updates; a refused
+        update (someone changed the document since it was read) is read again next round. The rounds end
+        when no document is labelled with an id that is not its group's live root."""
+        pending = union_groups(groups)
+        relabelled = 0
+        for _ in range(MERGE_ROUNDS):
+            pending = self._with_live_roots(pending)
+            moved, seen = self._relabel({doc_id: min(g) for g in pending for _, doc_id in g if doc_id != min(g)[1]})
+            relabelled += moved
+            if not seen:
+                return relabelled
+        raise StoreError(f"cluster labels on {self.name!r} did not settle after {MERGE_ROUNDS} rounds; "
+                         "run the ingest again")
+
+    def _with_live_roots(self, groups: list[set[Root]]) -> list[set[Root]]:
+        """The groups with the live root every id of them leads to, joined again where they now meet."""
+        live = self._live_roots({r[1]: r for g in groups for r in g})
+        # Live roots first: a document's own seq wins over a stale copy of it carried by a label.
+        return union_groups([[live[r[1]] for r in g if r[1] in live] + list(g) for g in groups])
+
+    def _live_roots(self, roots: Mapping[str, Root]) -> dict[str, Root]:
+        """Each root id -> the live root it leads to: a root document labelled with another cluster id
+        (merged into it) points there, and so on. A missing root document stays as it was given."""
+        out: dict[str, Root] = {}
+        todo = dict(roots)
+        for _ in range(64):
+            if not todo:
+                break
+            with self._errors("reading cluster roots"):
+                resp = self.client.mget(index=self.name, ids=sorted({r[1] for r in todo.values()}),
+                                        source_includes=["dedup.cluster_id", "dedup.cluster_seq", "dedup.seq"])
+            found = {d["_id"]: (d.get("_source") or {}).get(DEDUP) or {} for d in resp["docs"] if d.get("found")}
+            nxt: dict[str, Root] = {}
+            for start, at in todo.items():
+                dedup = found.get(at[1])
+                if dedup is None or dedup.get("cluster_id") in (None, at[1]):
+                    out[start] = (int(dedup.get("seq", at[0]) or 0), at[1]) if dedup is not None else at
+                else:
+                    nxt[start] = (int(dedup.get("cluster_seq", 0) or 0), dedup["cluster_id"])
+            todo = nxt
+        out.update(todo)
+        return out
+
+    def _relabel(self, moves: Mapping[str, Root]) -> tuple[int, set[str]]:
+        """Move every document labelled with a key of ``moves`` to its root, conditionally; returns how
+        many were moved and the ids whose documents were seen still labelled so."""
+        if not moves:
+            return 0, set()
+        from elasticsearch import helpers
+
+        self.refresh()
+        with self._errors("finding cluster members"):
+            resp = self.client.search(index=self.name, size=PAGE, query={"terms": {"dedup.cluster_id": sorted(moves)}},
+                                      docvalue_fields=["dedup.cluster_id"], _source=False, seq_no_primary_term=True,
+                                      track_total_hits=False)
+        self._complete(resp, "finding cluster members")
+        hits = resp["hits"]["hits"]
+        actions = []
+        seen: set[str] = set()
+        for h in hits:
+            old = _first(h.get("fields", {}), "dedup.cluster_id")
+            seen.add(old)
+            seq, root = moves[old]
+            actions.append({"_op_type": "update", "_index": self.name, "_id": h["_id"], "if_seq_no": h["_seq_no"],
+                            "if_primary_term": h["_primary_term"], "doc": {DEDUP: {
+                                "cluster_id": root, "cluster_seq": seq,
+                                "duplicate_of": None if h["_id"] == root else root}}})
+        moved = 0
+        with self._errors("moving documents to their cluster's representative"):
+            for ok, item in helpers.streaming_bulk(self.client, actions, chunk_size=1000, raise_on_error=False,
+                                                   max_retries=self.max_retries,
+                                                   initial_backoff=self.initial_backoff):
+                if ok:  # a refused (409) update is read again next round
+                    moved += 1
+                    self._own_writes += next(iter(item.values())).get("result") == "updated"
+        return moved, seen
+
+    def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:
+        """See `Store.delete_if_unchanged`: bulk deletes conditional on each document's version as read."""
+        from elasticsearch import helpers
+
+        actions = [{"_op_type": "delete", "_index": self.name, "_id": d.id,
+                    **({"if_seq_no": d.version[0], "if_primary_term": d.version[1]} if d.version else {})}
+                   for d in docs]
+        deleted: list[str] = []
+        with self._errors("deleting documents"):
+            for ok, item in helpers.streaming_bulk(self.client, actions, chunk_size=1000, raise_on_error=False,
+                                                   max_retries=self.max_retries, initial_backoff=self.initial_backoff):
+                info = next(iter(item.values()))
+                if ok and info.get("result") == "deleted":
+                    deleted.append(str(info.get("_id")))
+        return deleted
 
     # -- reading ---------------------------------------------------------------------------------
     def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
@@ -307,6 +463,22 @@ class ElasticStore:
                 self._complete(r, "band lookup")
                 out[i] = sorted((hit_to_doc(h, dims) for h in r["hits"]["hits"]), key=lambda d: d.id)
         return out
+
+    def verified_on_node(self, probe: Probe, params: Mapping[str, Any], *, size: int) -> list[dict[str, Any]]:
+        """The hits the node itself verifies as near-duplicates of one probe (`query.node_verified_body`;
+        needs the esdedup plugin), nearest first, each with its measures in ``fields``."""
+        if not any(probe.values()):
+            return []
+        try:
+            with self._errors("node-side lookup"):
+                resp = self.client.search(index=self.name, **q.node_verified_body(probe, params, size=size))
+        except StoreError as exc:
+            if "esdedup" in str(exc) and "not supported" in str(exc):
+                raise StoreError(f"the node has no 'esdedup' script language: install the esdedup plugin on every "
+                                 f"node (plugin/README.md) ({exc})") from None
+            raise
+        self._complete(resp, "node-side lookup")
+        return list(resp["hits"]["hits"])
 
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         with self._errors("kNN search"):

@@ -13,37 +13,61 @@ indexed, and the first read that needs a table (lookup, shared keys, crowded key
 the newer documents from their stored SimHash and MinHash signature, sorts them and inserts them in one
 pass. An all-pairs search that joins LSH bands in memory (`esdedup.lookup`) never needs the ``lsh`` table.
 Overwriting a document deletes its old key rows, recomputed the same way.
+
+Several processes may use one collection. SQLite serialises their transactions (each write transaction
+takes the write lock at its start, and waits up to `BUSY_SECONDS` for it); ingest also holds
+`LocalStore.write_lock`, a lock file next to the database, for each batch, so that a batch's lookup,
+labelling and write happen as one step for every writer (and labels need no settling afterwards). A
+store that cannot be written (a read-only file or folder) is still read: keys of documents not yet
+indexed are then indexed in temporary tables of the connection only.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import json
 import os
-import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..config import FingerprintConfig
-from ..errors import ConfigError, ConfigMismatchError, IndexNotFound, StoreError
+from ..errors import ConfigError, IndexNotFound, StoreError
+from ..filelock import FileLock
 from ..schema import META_KEY, config_from_meta, meta_for
 from ..simhash import from_hex, to_hex
-from .base import NewDoc, OpenResult, Probe, StoredDoc, WriteResult
+from .base import (
+    NewDoc,
+    OpenResult,
+    Probe,
+    Root,
+    StoredDoc,
+    WriteResult,
+    mismatch_error,
+    union_groups,
+    validate_name,
+)
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, simhash TEXT NOT NULL, vector BLOB,
     tokens INTEGER, chars INTEGER, empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT,
-    duplicate_of TEXT, source TEXT, minhash BLOB, shingles INTEGER, banded INTEGER NOT NULL
+    duplicate_of TEXT, source TEXT, minhash BLOB, shingles INTEGER, banded INTEGER NOT NULL,
+    wseq INTEGER NOT NULL DEFAULT 0, cluster_seq INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS bands (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS lsh (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
 """
+#: Columns added after the first release of the schema above (added to older files when they are opened).
+_ADDED_COLUMNS = {"wseq": "INTEGER NOT NULL DEFAULT 0", "cluster_seq": "INTEGER NOT NULL DEFAULT 0"}
+#: How long a writer waits for another process's write transaction or batch before giving up.
+BUSY_SECONDS = 120.0
 #: Rows per transaction when writing.
 WRITE_BATCH = 2000
 #: Host parameters per statement (SQLite's default limit is 32766).
@@ -58,12 +82,27 @@ def default_data_dir() -> Path:
     return Path(base) / "esdedup"
 
 
-def validate_name(name: str) -> str:
-    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
-    if not _NAME.match(name) or name in (".", ".."):
-        raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
-                          "starting with a letter or digit, at most 200 characters")
-    return name
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _sql_errors(fn: F) -> F:
+    """Turn SQLite's exceptions in a public method (or generator) into one clear `StoreError`."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen(self: LocalStore, *args: Any, **kwargs: Any) -> Any:
+            with self._errors():
+                yield from fn(self, *args, **kwargs)
+        return gen  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(self: LocalStore, *args: Any, **kwargs: Any) -> Any:
+        with self._errors():
+            return fn(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
+def _read_only(exc: sqlite3.Error) -> bool:
+    return "readonly" in str(exc).lower() or getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY")
 
 
 class LocalStore:
@@ -71,37 +110,96 @@ class LocalStore:
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
-        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.data_dir = _folder(Path(data_dir) if data_dir is not None else default_data_dir())
         self.path = self.data_dir / f"{name}.sqlite"
+        self.lock_path = self.data_dir / f"{name}.sqlite.lock"
         self._db: sqlite3.Connection | None = None
         self._config: FingerprintConfig | None = None
+        #: Nothing is ever re-sent here (see `Store.retried`).
+        self.retried = 0
+        #: Writers never need to settle labels here: `write_lock` serialises their batches.
+        self.settles = False
+        #: The file cannot be written: keys not yet indexed are indexed in temporary tables only.
+        self.read_only = False
+        self._tail_marks: dict[str, int] = {}
+        self._data_version: int | None = None
+        self._cols = self._COLS
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreError(f"local index {self.name!r} ({self.path}) stayed locked by another process for "
+                                 f"more than {BUSY_SECONDS:.0f} s; try again when it has finished") from None
+            if _read_only(exc):
+                raise StoreError(f"local index {self.name!r} ({self.path}) is read-only: this needs to write "
+                                 "to it (check the permissions of the file and its folder)") from None
+            raise StoreError(f"local index {self.name!r} ({self.path}): {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"local index {self.name!r} ({self.path}) is damaged or not an esdedup store: "
+                             f"{exc}") from None
+
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
-            try:
-                self.data_dir.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(self.path)
-            except (OSError, sqlite3.Error) as exc:
-                raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            # Band keys are random: a page cache that holds the band index's upper levels makes bulk writes
-            # several times faster than SQLite's 2 MB default (negative = KiB).
-            self._db.execute("PRAGMA cache_size=-65536")
-            have = {r[1] for r in self._db.execute("PRAGMA table_info(docs)")}
-            if have and "seq" not in have:
-                path, self._db = self.path, None
-                raise StoreError(f"local store {path} was written by an older esdedup (schema 1); its fingerprints "
-                                 "are not comparable with this version's: ingest the documents again into a new "
-                                 "index (or delete the file)")
-            self._db.executescript(_SCHEMA)
+            with self._errors():
+                self._db = self._open_db()
         return self._db
 
+    def _open_db(self) -> sqlite3.Connection:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            # Write transactions take the write lock when they begin (IMMEDIATE), waiting for it as long as
+            # `timeout` says: a transaction that read first and wrote later would fail at once ("database is
+            # locked") when another process had written in between.
+            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level="IMMEDIATE")
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if not (_read_only(exc) and self.path.exists()):
+                raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
+            # A read-only folder: WAL needs to create its shared-memory file, so read the file as it is.
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True)
+            self.read_only = True
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
+        db.execute("PRAGMA synchronous=NORMAL")
+        # Band keys are random: a page cache that holds the band index's upper levels makes bulk writes
+        # several times faster than SQLite's 2 MB default (negative = KiB).
+        db.execute("PRAGMA cache_size=-65536")
+        have = {r[1] for r in db.execute("PRAGMA table_info(docs)")}
+        if have and "seq" not in have:
+            db.close()
+            raise StoreError(f"local store {self.path} was written by an older esdedup (schema 1); its fingerprints "
+                             "are not comparable with this version's: ingest the documents again into a new "
+                             "index (or delete the file)")
+        if not have or not self.read_only:
+            db.executescript(_SCHEMA)
+        self._add_columns(db, have)
+        return db
+
+    def _add_columns(self, db: sqlite3.Connection, have: set[str]) -> None:
+        """Add the columns newer versions keep to an older file; a read-only one reads them as 0."""
+        missing = [c for c in _ADDED_COLUMNS if have and c not in have]
+        try:
+            with db:
+                for col in missing:
+                    db.execute(f"ALTER TABLE docs ADD COLUMN {col} {_ADDED_COLUMNS[col]}")
+                db.execute("CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster_id)")
+        except sqlite3.OperationalError as exc:
+            if not _read_only(exc):
+                raise
+            self.read_only = True
+            for col in missing:
+                self._cols = self._cols.replace(col, f"0 AS {col}")
+
+    @_sql_errors
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         if not self.path.exists() and (config is None or not create):
             raise IndexNotFound(f"local index {self.name!r} does not exist in {self.data_dir}")
         db = self._connect()
+        self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
         row = db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
         if row is None:
             if config is None:
@@ -137,6 +235,26 @@ class LocalStore:
     def refresh(self) -> None:
         """Nothing to do: every write is visible at once (reads index newer documents when they need to)."""
 
+    def alone(self) -> bool:
+        """Writers never settle here (`write_lock` serialises them), so this does not matter: True."""
+        return True
+
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[bool]:
+        """Hold the lock file for one batch, waiting up to `BUSY_SECONDS` for another writer's batch; yields
+        True when another connection committed changes since this one last held it (``PRAGMA
+        data_version``)."""
+        db = self._connect()
+        with FileLock(self.lock_path, wait=BUSY_SECONDS, busy=StoreError(
+                f"local index {self.name!r} is being written by another process that held it for more than "
+                f"{BUSY_SECONDS:.0f} s; try again when it has finished")), self._errors():
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            changed = self._data_version is not None and version != self._data_version
+            try:
+                yield changed
+            finally:
+                self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
+
     def _merge(self, tables: Sequence[str] = ("bands", "lsh"), chunk: int = 50_000) -> None:
         """Index the keys of documents written since the last merge (see the module docstring)."""
         db = self._connect()
@@ -145,22 +263,60 @@ class LocalStore:
             row = db.execute("SELECT value FROM meta WHERE key = ?", (mark_key,)).fetchone()
             mark = int(row[0]) if row else 0
             top = db.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
-            if top <= mark:
+            if top <= max(mark, self._tail_marks.get(table, 0)):
                 continue
-            with db:
-                # Keys are appended to a scratch table (cheap), then moved into the index in key order in one
-                # statement: SQLite sorts them faster than Python, and sorted inserts fill B-tree pages in turn.
-                db.execute("CREATE TEMP TABLE IF NOT EXISTS merging (key TEXT NOT NULL, id TEXT NOT NULL)")
-                while True:
-                    rows = db.execute(f"SELECT seq, id, simhash, minhash, banded FROM docs WHERE seq > ? AND "
-                                      f"empty = 0 ORDER BY seq LIMIT {chunk}", (mark,)).fetchall()
-                    if not rows:
-                        break
-                    db.executemany("INSERT INTO temp.merging VALUES (?, ?)", self._keys_of(rows, table))
-                    mark = rows[-1][0]
-                db.execute(f"INSERT OR IGNORE INTO {table} SELECT key, id FROM temp.merging ORDER BY key, id")
-                db.execute("DELETE FROM temp.merging")
-                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (mark_key, str(max(mark, top))))
+            if not self.read_only:
+                try:
+                    self._merge_table(db, table, mark, top, chunk)
+                    continue
+                except sqlite3.OperationalError as exc:
+                    if not _read_only(exc):
+                        raise
+                    self.read_only = True
+            self._merge_in_memory(db, table, max(mark, self._tail_marks.get(table, 0)), top, chunk)
+
+    def _merge_in_memory(self, db: sqlite3.Connection, table: str, mark: int, top: int, chunk: int) -> None:
+        """The read-only case of `_merge`: the keys go to a temporary table of this connection, and a temporary
+        view of the same name (which SQLite finds before the file's table) joins the two."""
+        db.isolation_level = None  # no write transaction can begin on a read-only file
+        db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table}_tail (key TEXT NOT NULL, id TEXT NOT NULL, "
+                   "PRIMARY KEY (key, id)) WITHOUT ROWID")
+        db.execute(f"CREATE TEMP VIEW IF NOT EXISTS {table} AS SELECT key, id FROM main.{table} "
+                   f"UNION ALL SELECT key, id FROM temp.{table}_tail")
+        while rows := db.execute(f"SELECT seq, id, simhash, minhash, banded FROM docs WHERE seq > ? AND empty = 0 "
+                                 f"ORDER BY seq LIMIT {chunk}", (mark,)).fetchall():
+            db.executemany(f"INSERT OR IGNORE INTO temp.{table}_tail VALUES (?, ?)", self._keys_of(rows, table))
+            mark = rows[-1][0]
+        self._tail_marks[table] = max(mark, top)
+
+    def _merge_table(self, db: sqlite3.Connection, table: str, mark: int, top: int, chunk: int) -> None:
+        """Index the keys of ``table`` of the documents after ``mark`` in the file, and move the mark."""
+        mark_key = f"indexed:{table}"
+        with db:
+            # Keys are appended to a scratch table (cheap), then moved into the index in key order in one
+            # statement: SQLite sorts them faster than Python, and sorted inserts fill B-tree pages in turn.
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS merging (key TEXT NOT NULL, id TEXT NOT NULL)")
+            while True:
+                rows = db.execute(f"SELECT seq, id, simhash, minhash, banded FROM docs WHERE seq > ? AND "
+                                  f"empty = 0 ORDER BY seq LIMIT {chunk}", (mark,)).fetchall()
+                if not rows:
+                    break
+                db.executemany("INSERT INTO temp.merging VALUES (?, ?)", self._keys_of(rows, table))
+                mark = rows[-1][0]
+            db.execute(f"INSERT OR IGNORE INTO {table} SELECT key, id FROM temp.merging ORDER BY key, id")
+            db.execute("DELETE FROM temp.merging")
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (mark_key, str(max(mark, top))))
+
+    def _current_root(self, root: Root) -> Root:
+        """Where a cluster's representative now points: a representative merged into another cluster since
+        ``root`` was read carries that cluster's labels."""
+        db = self._connect()
+        for _ in range(64):
+            row = db.execute("SELECT cluster_id, cluster_seq, wseq FROM docs WHERE id = ?", (root[1],)).fetchone()
+            if row is None or row[0] is None or row[0] == root[1]:
+                return (row[2], root[1]) if row is not None else root
+            root = (row[1], row[0])
+        return root
 
     def _keys_of(self, rows: Sequence[tuple], table: str) -> list[tuple[str, str]]:
         """(key, id) of every ``table`` key of the documents ``rows`` (seq, id, simhash, minhash, banded)."""
@@ -185,10 +341,12 @@ class LocalStore:
             out += self._keys_of(rows, "bands") + self._keys_of(rows, "lsh")
         return out
 
+    @_sql_errors
     def count(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM docs").fetchone()[0])
 
     # -- writing ---------------------------------------------------------------------------------
+    @_sql_errors
     def write(self, docs: Iterable[NewDoc]) -> Iterator[WriteResult]:
         db = self._connect()
         bits = self.config.bits
@@ -209,14 +367,14 @@ class LocalStore:
                 db.executemany("DELETE FROM lsh WHERE key = ? AND id = ?", old_keys)
                 db.executemany(
                     "INSERT OR REPLACE INTO docs (id, simhash, vector, tokens, chars, empty, content_sha1, "
-                    "cluster_id, duplicate_of, source, minhash, shingles, banded) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "cluster_id, duplicate_of, source, minhash, shingles, banded, wseq, cluster_seq) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [(d.id, to_hex(d.fingerprint.simhash, bits),
                       None if d.fingerprint.empty else _stored_vector(d.fingerprint.vector),
                       d.fingerprint.length, d.fingerprint.chars, int(d.fingerprint.empty), d.content_sha1,
                       d.cluster_id, d.duplicate_of, json.dumps(d.source, ensure_ascii=False, default=str),
                       None if d.fingerprint.minhash is None else np.asarray(d.fingerprint.minhash, "<u4").tobytes(),
-                      d.fingerprint.shingles, int(bool(d.fingerprint.bands)))
+                      d.fingerprint.shingles, int(bool(d.fingerprint.bands)), d.seq, d.cluster_seq)
                      for d in batch])
             results = [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
             batch.clear()
@@ -229,6 +387,7 @@ class LocalStore:
         if batch:
             yield from flush()
 
+    @_sql_errors
     def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
         db = self._connect()
         with db:
@@ -236,29 +395,67 @@ class LocalStore:
                                  [(c, d, i) for i, (c, d) in labels.items()])
         return cur.rowcount
 
+    @_sql_errors
+    def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
+        """See `Store.merge_clusters`. Writers are serialised here, so one UPDATE per group does it."""
+        db = self._connect()
+        relabelled = 0
+        with db:
+            for group in union_groups(groups):
+                roots = {self._current_root(r) for r in group}
+                target = min(roots)
+                others = sorted({r[1] for r in roots | set(group)} - {target[1]})
+                for chunk in _chunks(others, _MAX_PARAMS - 4):
+                    cur = db.execute(f"UPDATE docs SET cluster_id = ?, cluster_seq = ?, duplicate_of = CASE WHEN "
+                                     f"id = ? THEN NULL ELSE ? END WHERE cluster_id IN ({','.join('?' * len(chunk))})",
+                                     (target[1], target[0], target[1], target[1], *chunk))
+                    relabelled += cur.rowcount
+        return relabelled
+
+    @_sql_errors
+    def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:
+        """See `Store.delete_if_unchanged` (writers are serialised here: nothing changes under a batch)."""
+        ids = sorted({d.id for d in docs})
+        if not ids:
+            return []
+        self._merge()
+        db = self._connect()
+        old_keys = self._old_keys(ids)
+        deleted: list[str] = []
+        with db:
+            db.executemany("DELETE FROM bands WHERE key = ? AND id = ?", old_keys)
+            db.executemany("DELETE FROM lsh WHERE key = ? AND id = ?", old_keys)
+            for doc_id in ids:
+                if db.execute("DELETE FROM docs WHERE id = ?", (doc_id,)).rowcount:
+                    deleted.append(doc_id)
+        return deleted
+
     # -- reading ---------------------------------------------------------------------------------
     def _docs(self, rows: Iterable[tuple]) -> Iterator[StoredDoc]:
         dims = self.config.dims
-        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles) in rows:
+        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq) in rows:
             vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
             minhash = np.frombuffer(sig, dtype="<u4").astype(np.uint32) if sig is not None else None
             yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
-                            minhash=minhash, shingles=shingles or 0)
+                            minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0)
 
-    _COLS = "id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles"
+    _COLS = "id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles, wseq, cluster_seq"
 
+    @_sql_errors
     def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
         db = self._connect()
         out: dict[str, StoredDoc] = {}
         for chunk in _chunks(list(ids), _MAX_PARAMS):
-            q = f"SELECT {self._COLS} FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
+            q = f"SELECT {self._cols} FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
             out.update((d.id, d) for d in self._docs(db.execute(q, chunk)))
         return out
 
+    @_sql_errors
     def get_source(self, doc_id: str) -> dict[str, Any] | None:
         row = self._connect().execute("SELECT source FROM docs WHERE id = ?", (doc_id,)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
+    @_sql_errors
     def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
         self._merge()
         db = self._connect()
@@ -276,6 +473,7 @@ class LocalStore:
             out.append([found[i] for i in ids if i in found])
         return out
 
+    @_sql_errors
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         db = self._connect()
         q = np.asarray(vector, dtype=np.float32)
@@ -290,11 +488,13 @@ class LocalStore:
         found = self.get([i for _, i in best])
         return [found[i] for _, i in best if i in found]
 
+    @_sql_errors
     def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
-        cur = self._connect().execute(f"SELECT {self._COLS} FROM docs ORDER BY id")
+        cur = self._connect().execute(f"SELECT {self._cols} FROM docs ORDER BY id")
         while rows := cur.fetchmany(batch):
             yield list(self._docs(rows))
 
+    @_sql_errors
     def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
         tables = ("bands", "lsh") if lsh else ("bands",)
         self._merge(tables)
@@ -313,6 +513,7 @@ class LocalStore:
             if key is not None:
                 yield key, ids[:max_bucket]
 
+    @_sql_errors
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         tables = ("bands", "lsh") if lsh else ("bands",)
         self._merge(tables)
@@ -321,17 +522,20 @@ class LocalStore:
                                        (*[min_count] * len(tables), limit)).fetchall()
         return [(k, int(n)) for k, n in rows]
 
+    @_sql_errors
     def labels(self) -> dict[str, tuple[str | None, str | None]]:
         rows = self._connect().execute("SELECT id, cluster_id, duplicate_of FROM docs")
         return {i: (c, d) for i, c, d in rows}
 
 
-def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintConfig) -> ConfigMismatchError:
-    diffs = stored.differences(requested)
-    shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
-    return ConfigMismatchError(
-        f"index {name!r} was built with a different fingerprint config ({shown}); use the index's config "
-        "(omit the options) or a new index", stored=stored.identity(), requested=requested.identity())
+def _folder(path: Path) -> Path:
+    """``path`` if it is a folder or can become one; ConfigError when it, or a folder above it, is a file."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"local store folder {path}: {p} is a file, not a folder")
+            break
+    return path
 
 
 def _stored_vector(vector: np.ndarray) -> bytes:

@@ -283,7 +283,7 @@ def test_client_certificate(proxy, corpus, fresh_index, tmp_path):
     r = _ingest(proxy.mtls_url, fresh_index, path, tmp_path / "x", "--ca-certs", proxy.ca, env=env)
     _assert_clean(r)
     line = _error_line(r)
-    assert r.returncode == 3 and "client certificate" in line, line
+    assert r.returncode == 3 and "client certificate" in line and "--client-cert and --client-key" in line, line
 
 
 # -- failures: exit 3 with one clear line, no secret -------------------------------------------------------
@@ -311,7 +311,7 @@ def test_untrusted_certificate_is_a_clear_tls_error(proxy, corpus, fresh_index, 
 
 # -- names and user text ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["UPPER", "a/b", "_hidden", "-dash", "..", "a*b", "a b", "x" * 256, "a,b",
-                                  "a?b", "a#b", "%2e%2e"])
+                                  "a?b", "a#b", "%2e%2e", "abc\n"])
 def test_invalid_index_names_exit_2(name, es_url, tmp_path):
     from esdedup_cli.main import app
     from typer.testing import CliRunner
@@ -322,6 +322,18 @@ def test_invalid_index_names_exit_2(name, es_url, tmp_path):
             r = CliRunner().invoke(app, [cmd, "--index", name, *where, *extra])
             assert r.exit_code == 2 and "invalid index name" in r.stderr, (name, cmd, where, r.output[-1000:])
             assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+@pytest.mark.parametrize("url", [f"esdedup-user:{PASSWORD}@127.0.0.1:1", f"esdedup-user:{PASSWORD}@127.0.0.1:99999",
+                                 f"https://esdedup-user:{PASSWORD}@[::1", f"http://esdedup-user:{PASSWORD}@127.0.0.1:x"])
+def test_a_malformed_server_url_is_one_line_without_its_password(url, tmp_path):
+    """No scheme, a port out of range or not a number, an unclosed IPv6 bracket: exit 2 before any request,
+    one line, and the password in the URL nowhere (-v logging included). Needs no server."""
+    for args in (("-v", "info", "--index", "x"), ("ingest", tmp_path, "--index", "x", "--workers", "1")):
+        r = run_cli(*args, "--es", url, cwd=tmp_path)
+        _assert_clean(r)
+        assert r.returncode == 2, r.stderr[-2000:]
+        assert "Elasticsearch URL must look like http(s)://host:port" in _error_line(r)
 
 
 def test_user_text_is_never_query_syntax_or_a_path(es_url, es_client, fresh_index, tmp_path):

@@ -1,8 +1,10 @@
 """The wheel as users get it: build it, install it into a fresh virtual environment and use it from there.
 
-The venv has ``--system-site-packages`` so the dependencies already installed here are reused (no network
-for them); the wheel itself goes in with ``--no-deps --ignore-installed``, so the venv's copy shadows the
-development install. The build runs without build isolation when this interpreter already has what
+The dependencies already installed for the interpreter running the tests are reused (no network for them)
+through a ``.pth`` file in the new venv naming that interpreter's site-packages: a machine's Python and a
+virtualenv alike (``--system-site-packages`` would see only the base interpreter's packages, which a
+virtualenv's are not). The wheel itself goes in with ``--no-deps --ignore-installed``; the venv's own
+site-packages comes first on ``sys.path``, so its copy shadows the development install. The build runs without build isolation when this interpreter already has what
 ``[build-system] requires`` asks for, else pip fetches those into an isolated build environment.
 Everything runs from a scratch directory, never from the repository (which would shadow the package).
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -78,6 +81,16 @@ class Installed:
         return self.run(self.python, "-c", code).stdout
 
 
+def _reuse_site_packages(inst: Installed) -> None:
+    """Make this interpreter's installed packages importable in the venv, after the venv's own: plain path
+    lines in a ``.pth`` file (their own ``.pth`` files, such as the editable install's hook, are not run)."""
+    dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    purelib = Path(inst.run(inst.python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))")
+                   .stdout.strip())
+    (purelib / "_esdedup_test_reuse.pth").write_text("".join(f"{d}\n" for d in dirs if Path(d).is_dir()),
+                                                   "utf-8")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("wheel")
@@ -103,9 +116,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     (wheel,) = dist.glob("esdedup-*.whl")
 
     venv_dir = root / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=os.name != "nt").create(venv_dir)
+    venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(venv_dir)
     inst = Installed(root, venv_dir, wheel, env)
-    # pip comes from the system site-packages; it installs into the venv (its sys.prefix).
+    _reuse_site_packages(inst)
+    # pip comes from this interpreter's site-packages; it installs into the venv (its sys.prefix).
     inst.run(inst.python, "-m", "pip", "install", "--no-deps", "--ignore-installed", "--no-index", "--quiet",
              str(wheel), timeout=300)
     return inst

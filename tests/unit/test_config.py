@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -126,6 +127,25 @@ def test_unknown_fields_and_bad_json():
         FingerprintConfig.from_json("{bits: 64")
     with pytest.raises(ConfigError, match="must be an object"):
         FingerprintConfig.from_json("[1, 2]")
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"bits": "64"}, "bits must be a whole number, got str '64'"),
+    ({"hamming_k": True}, "hamming_k must be a whole number, got bool True"),
+    ({"dims": 256.0}, "dims must be a whole number, got float 256.0"),
+    ({"t2s": 1}, "t2s must be true or false, got int 1"),
+    ({"cosine_threshold": "0.8"}, "cosine_threshold must be a number, got str '0.8'"),
+    ({"synonyms_path": 5}, "synonyms_path must be a string or null, got int 5"),
+    ({"tokenizer": ["jieba"] * 20}, "tokenizer must be a string, got list ['jieba', 'jieba', 'jieba', 'jieba', ..."),
+])
+def test_values_of_the_wrong_json_type_are_refused_by_name(data, message):
+    with pytest.raises(ConfigError, match=re.escape(f"config field {message}")):
+        FingerprintConfig.from_dict(data)
+
+
+def test_json_types_that_mean_the_same_value_are_accepted():
+    cfg = FingerprintConfig.from_dict({"cosine_threshold": 1, "synonyms_path": None, "extra": {"a": 1}})
+    assert cfg.cosine_threshold == 1 and cfg.extra == {"a": 1}
 
 
 def test_identity_ignores_paths(tmp_path, synonyms_file):

@@ -137,7 +137,6 @@ def test_run_on_elasticsearch_matches_local(tmp_path, es_client, fresh_index):
 
 
 def test_eval_and_synth_commands(tmp_path):
-    from esdedup_cli import extra  # noqa: F401  (registers eval and synth)
     from esdedup_cli.main import app
     from typer.testing import CliRunner
 

@@ -213,7 +213,6 @@ def cli_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "no-config.json"))
     monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "default-data"))
     monkeypatch.chdir(tmp_path)
-    import esdedup_cli.extra  # noqa: F401  (registers the kibana commands)
     from esdedup_cli.main import app
 
     return app

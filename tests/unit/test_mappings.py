@@ -43,7 +43,7 @@ def test_mapping_has_one_keyword_field_per_band_and_the_vector():
 
 def test_only_types_of_the_plain_server():
     # All of these are mapped by the server module itself; none is x-pack only.
-    allowed = {"keyword", "text", "date", "integer", "boolean", "binary", "dense_vector", "object"}
+    allowed = {"keyword", "text", "date", "integer", "long", "boolean", "binary", "dense_vector", "object"}
 
     def types(props):
         for spec in props.values():

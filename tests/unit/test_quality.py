@@ -279,3 +279,14 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
     assert fast == slow
     assert sum(1 for a, b in planted if (min(a, b), max(a, b)) in fast) >= len(planted) * 0.9
     store.drop()
+
+
+def test_threshold_overrides_are_checked_when_given():
+    """Refused at construction, before a caller (ingest) has created an index with them."""
+    from esdedup.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="hamming_k must be a whole number"):
+        ThresholdOverrides(hamming_k=-1)
+    with pytest.raises(ConfigError, match="cosine threshold must be a number in"):
+        ThresholdOverrides(cosine=float("nan"))
+    assert ThresholdOverrides(containment=0).for_config(FingerprintConfig()).containment is None  # 0: off

@@ -1,18 +1,28 @@
-"""Option groups shared by several commands, as decorators (the sqlite-utils pattern, for typer).
+"""What the command modules share: option groups, threshold overrides, the opened store, error handling.
 
-A group decorator adds its options to the command's signature and hands the command one object built
-from them (`Connection`, `FingerprintOptions`), so each option is declared once.
+Option groups are decorators (the sqlite-utils pattern, for typer): a group adds its options to the
+command's signature and hands the command one object built from them (`Connection`,
+`FingerprintOptions`), so each option is declared once. `handles_errors` is the one place where a library
+error becomes an ``Error:`` line, an exit code and, where a flag fixes it, a hint naming that flag (the
+library speaks of its own settings, never of this command line's flags).
 """
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
+from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
+from esdedup.readers import FORMATS
 from esdedup.redact import redact
+from esdedup.thresholds import HammingBeyondIndex, ThresholdOverrides
+
+from .output import for_people
 
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
 Hamming = Annotated[int | None, typer.Option(
@@ -27,6 +37,18 @@ Containment = Annotated[float | None, typer.Option(
                           "as a duplicate (0 switches it off; default: the index's containment_threshold).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+
+
+def choices(name: str, *values: str) -> Any:
+    """A choice type for an option: typer refuses any other value before the command starts (exit 2) and
+    ``--help`` lists the values. The command reads the choice as ``option.value``."""
+    return Enum(name, {v: v for v in values}, type=str)
+
+
+# The reader's own list, so a format the library learns is a choice here too.
+InputFormat = choices("InputFormat", "auto", *sorted(FORMATS - {"auto"}))
+PairsFormat = choices("PairsFormat", "jsonl", "table")
+CompareFormat = choices("CompareFormat", "table", "jsonl")
 
 
 def _group(name: str, cls: type, params: list[inspect.Parameter]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -62,6 +84,13 @@ class Connection:
 
     def redact(self, text: str) -> str:
         return redact(text)
+
+    def settings(self) -> Any:  # -> ConnectionSettings | None
+        """The server these options, the environment and the config file name; None: the local store."""
+        from esdedup.connect import resolve_settings
+
+        return resolve_settings(self.es, ca_certs=self.ca_certs, verify_certs=not self.no_verify_certs,
+                                client_cert=self.client_cert, client_key=self.client_key)
 
 
 connection_options = _group("conn", Connection, [
@@ -102,31 +131,54 @@ class FingerprintOptions:
     def config(self):  # -> FingerprintConfig | None
         """The config these options describe, or None when none was given (use the index's)."""
         from esdedup.config import FingerprintConfig
-        from esdedup.errors import ConfigError
 
         given = {f.name: getattr(self, f.name) for f in fields(self)
                  if f.name != "config_file" and getattr(self, f.name) is not None}
         if self.config_file is None and not given:
             return None
-        base: dict[str, Any] = {}
-        if self.config_file is not None:
-            try:
-                base = FingerprintConfig.from_json(self.config_file.read_text("utf-8")).to_dict()
-            except OSError as exc:
-                raise ConfigError(f"cannot read config file {self.config_file}: {exc.strerror}") from exc
-        renames = {"synonyms": "synonyms_path", "user_dict": "user_dict_path", "stopwords_file": "stopwords_path",
-                   "idf": "idf_path"}
-        for k, v in given.items():
-            base[renames.get(k, k)] = str(v) if isinstance(v, Path) else v
-        if "stopwords_path" in base:
-            base["stopwords"] = "file"
-        if "idf_path" in base and "weighting" not in base:
-            base["weighting"] = "tfidf"
-        for path_field in renames.values():
-            # A path changes the digest; drop a stale digest from the config file.
-            if path_field in given or renames.get(path_field) in given:
+        base: dict[str, Any] = read_config_file(self.config_file).to_dict() if self.config_file else {}
+        for option, value in given.items():
+            base[_PATH_OPTIONS.get(option, option)] = str(value) if isinstance(value, Path) else value
+        for option, path_field in _PATH_OPTIONS.items():
+            if option in given:  # a new file: its digest is computed again, the config file's is stale
                 base.pop(path_field.replace("_path", "_sha256"), None)
+        if "stopwords_file" in given:
+            base["stopwords"] = "file"
+        if "idf" in given and "weighting" not in base:
+            base["weighting"] = "tfidf"
         return FingerprintConfig.from_dict(base)
+
+
+#: Option name -> the config field holding that file's path.
+_PATH_OPTIONS = {"synonyms": "synonyms_path", "user_dict": "user_dict_path", "stopwords_file": "stopwords_path",
+                 "idf": "idf_path"}
+#: A fingerprint config is a few hundred bytes; more than this is some other file given by mistake.
+CONFIG_FILE_LIMIT = 1 << 20
+
+
+def read_config_file(path: Path):  # -> FingerprintConfig
+    """The FingerprintConfig JSON in ``path`` (as ``esdedup info --json`` prints under "config"); a file that
+    is not one, whatever it holds, is one ConfigError naming the file."""
+    from esdedup.config import FingerprintConfig
+    from esdedup.errors import ConfigError
+
+    if not path.is_file():  # a folder, a FIFO (would block) or a device (/dev/zero never ends)
+        raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(CONFIG_FILE_LIMIT + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    if len(data) > CONFIG_FILE_LIMIT:
+        raise ConfigError(f"config file {path} is over {CONFIG_FILE_LIMIT >> 20} MiB: not a fingerprint config")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not JSON text (not UTF-8 at byte {exc.start})") from None
+    try:
+        return FingerprintConfig.from_json(text)
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
 
 
 fingerprint_options = _group("fp", FingerprintOptions, [
@@ -157,3 +209,63 @@ fingerprint_options = _group("fp", FingerprintOptions, [
         "--stopwords-file", help="Stopword list replacing the shipped ones.")], None),
     _opt("idf", Annotated[Path | None, typer.Option("--idf", help="Document-frequency table (tf-idf).")], None),
 ])
+
+
+def threshold_overrides(hamming: int | None, cosine: float | None, jaccard: float | None,
+                        containment: float | None) -> ThresholdOverrides:
+    """The threshold options given on the command line; the others come from the index's config."""
+    given = {"hamming_k": hamming, "cosine": cosine, "jaccard": jaccard, "containment": containment}
+    return ThresholdOverrides(**{k: v for k, v in given.items() if v is not None})
+
+
+@contextmanager
+def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
+    from esdedup.api import open_store
+
+    store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir, shards=shards, replicas=replicas)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# -- errors ------------------------------------------------------------------------------------------------
+def flag_hint(exc: EsdedupError) -> str | None:
+    """The command-line flags that fix ``exc``, when some do."""
+    if isinstance(exc, HammingBeyondIndex):
+        return (f"give --hamming {exc.index_k} or less, or ingest into a new index with --hamming-k "
+                f"{exc.requested}")
+    if isinstance(exc, ConfigMismatchError):
+        return ("omit the fingerprint options (--config, --bits, --tokenizer, ...) to use the index's own, "
+                "or give another --index")
+    if isinstance(exc, CertificateError):
+        if exc.needs == "client_cert":
+            return "give the client's certificate with --client-cert and --client-key"
+        return "give the CA that signed the server's certificate with --ca-certs (or ESDEDUP_ES_CA_CERTS)"
+    return None
+
+
+def error_line(exc: EsdedupError) -> str:
+    """One line for people: the library's message (paths and ids in it escaped) and the flags that fix it."""
+    hint = flag_hint(exc)
+    return f"Error: {for_people(exc)}" + (f"; {hint}" if hint else "")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles_errors(fn: F) -> F:
+    """Turn library errors into one line on stderr and the error's exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EsdedupError as exc:
+            typer.echo(error_line(exc), err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("Interrupted.", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,100 @@
+"""``esdedup similar`` (the near-duplicates of one text) and ``esdedup dups`` (every near-duplicate pair)."""
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (
+    Connection,
+    Containment,
+    Cosine,
+    Hamming,
+    Index,
+    Jaccard,
+    JsonOut,
+    PairsFormat,
+    connection_options,
+    handles_errors,
+    opened_store,
+    threshold_overrides,
+)
+from .output import Printer
+
+app = typer.Typer()
+
+
+@app.command()
+@handles_errors
+@connection_options
+def similar(
+    conn: Connection,
+    index: Index,
+    text: Annotated[str | None, typer.Option(help="Find near-duplicates of this text.")] = None,
+    id: Annotated[str | None, typer.Option("--id", help="...of this stored document.")] = None,
+    file: Annotated[Path | None, typer.Option(help="...of this file's text (any supported encoding).")] = None,
+    hamming: Hamming = None,
+    cosine: Cosine = None,
+    jaccard: Jaccard = None,
+    containment: Containment = None,
+    top: Annotated[int, typer.Option(min=1, help="At most this many results.")] = 10,
+    knn: Annotated[bool, typer.Option(help="Use the kNN vector path (short texts) instead of band lookups.")] = False,
+    server_side: Annotated[bool, typer.Option(
+        "--server-side", help="Let the Elasticsearch nodes verify the candidates (needs the esdedup plugin): one "
+                              "request that returns only near-duplicates.")] = False,
+    explain: Annotated[bool, typer.Option(
+        help="Also show each match's title, shared band keys, exact TF cosine (every term counted) and top "
+             "shared terms.")] = False,
+    json_out: JsonOut = False,
+) -> None:
+    """Look up the near-duplicates of a text, a file or a stored document.
+
+    Each match shows what the rule read: the Hamming distance of the SimHashes, the cosine of the hashed TF
+    vectors and, when both texts have MinHash signatures (which then decide), the estimated character n-gram
+    Jaccard and containment.
+
+    Example: esdedup similar --index news --text "台湾居民明日起持台胞证可通关" --explain
+    """
+    from esdedup.api import similar_to
+
+    if sum(x is not None for x in (text, id, file)) != 1:
+        raise typer.BadParameter("give exactly one of --text, --id or --file")
+    if knn and server_side:
+        raise typer.BadParameter("--knn and --server-side are two different lookups: give one")
+    printer = Printer(json_out=json_out)
+    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
+    with opened_store(index, conn) as store:
+        results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
+                             top=top, knn=knn, explain=explain, thresholds=thresholds, on_node=server_side)
+    printer.matches(results, explain=explain)
+
+
+@app.command()
+@handles_errors
+@connection_options
+def dups(
+    conn: Connection,
+    index: Index,
+    hamming: Hamming = None,
+    cosine: Cosine = None,
+    jaccard: Jaccard = None,
+    containment: Containment = None,
+    format: Annotated[PairsFormat, typer.Option("--format", help="JSON lines for programs, or a table.")
+                      ] = PairsFormat.jsonl,
+    write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
+    max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
+) -> None:
+    """List every near-duplicate pair of an index (band collisions, verified exactly).
+
+    Each pair shows what the rule read: Hamming distance, the cosine of the hashed TF vectors and, when both
+    texts have MinHash signatures (which then decide), the estimated character n-gram Jaccard and
+    containment ("-" in the table, absent in JSON, when they do not).
+
+    Example: esdedup dups --index news --format table --write-clusters
+    """
+    from esdedup.api import all_pairs
+
+    printer = Printer()
+    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
+    with opened_store(index, conn) as store:
+        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters, thresholds=thresholds)
+    printer.pairs(report, format.value)

@@ -1,0 +1,94 @@
+"""``esdedup ingest``: fingerprint and index articles, labelling near-duplicates as they arrive."""
+import hashlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (
+    Connection,
+    Containment,
+    Cosine,
+    FingerprintOptions,
+    Hamming,
+    Index,
+    InputFormat,
+    Jaccard,
+    JsonOut,
+    Quiet,
+    connection_options,
+    fingerprint_options,
+    handles_errors,
+    opened_store,
+    threshold_overrides,
+)
+from .output import Printer, for_people
+
+app = typer.Typer()
+
+
+def default_checkpoint(index: str, conn: Connection) -> Path:
+    """Checkpoints live in the local data folder, one per index and server, never in the working folder."""
+    from esdedup.store.local import default_data_dir
+
+    base = conn.data_dir or default_data_dir()
+    settings = conn.settings()
+    where = "local" if settings is None else "es-" + hashlib.sha1(settings.url.encode()).hexdigest()[:10]
+    return base / "checkpoints" / f"{where}-{index}.json"
+
+
+@app.command()
+@handles_errors
+@connection_options
+@fingerprint_options
+def ingest(
+    conn: Connection,
+    fp: FingerprintOptions,
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (read recursively).")],
+    index: Index,
+    format: Annotated[InputFormat, typer.Option("--format", help="Input format (auto: by file name and content).")
+                      ] = InputFormat.auto,
+    id_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the document id.")] = "id",
+    text_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the text.")] = "text",
+    title_field: Annotated[str, typer.Option(help="JSONL/CSV field holding the title.")] = "title",
+    on_duplicate: Annotated[str, typer.Option(
+        help="label: index everything and label near-duplicates; skip: do not index them; index: no labels."
+    )] = "label",
+    dead_letter: Annotated[Path | None, typer.Option(
+        help="JSONL file for failed and skipped records (default: <index>.dead-letter.jsonl).")] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Fingerprinting processes (0 = one per CPU).")] = 0,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted run from its checkpoint.")] = False,
+    checkpoint: Annotated[Path | None, typer.Option(
+        help="Checkpoint file (default: in the data folder, per index and server).")] = None,
+    shards: Annotated[int, typer.Option(min=1, help="Shards, when the Elasticsearch index is created.")] = 1,
+    replicas: Annotated[int | None, typer.Option(
+        min=0, help="Replicas, when the Elasticsearch index is created.")] = None,
+    hamming: Hamming = None,
+    cosine: Cosine = None,
+    jaccard: Jaccard = None,
+    containment: Containment = None,
+    json_out: JsonOut = False,
+    quiet: Quiet = False,
+) -> None:
+    """Fingerprint and index articles, labelling near-duplicates as they arrive.
+
+    Example: esdedup ingest ./articles --index news --on-duplicate label
+    """
+    from esdedup.ingest import IngestOptions
+    from esdedup.ingest import ingest as run_ingest
+
+    printer = Printer(json_out=json_out, quiet=quiet)
+    opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field, title_field=title_field,
+                         on_duplicate=on_duplicate,
+                         dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
+                         thresholds=threshold_overrides(hamming, cosine, jaccard, containment),
+                         checkpoint=checkpoint or default_checkpoint(index, conn), resume=resume)
+    config = fp.config()
+    with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
+        summary = run_ingest([str(p) for p in paths], store, config, opts, progress=progress)
+    printer.summary(summary, conn.redact)
+    if summary.error:
+        typer.echo(f"Error: {for_people(conn.redact(summary.error))}", err=True)
+        raise typer.Exit(3)
+    if summary.failed:
+        raise typer.Exit(1)

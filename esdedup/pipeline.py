@@ -1,0 +1,95 @@
+"""The esdedup ingest pipeline: documents written by any client get their dedup fields on the node.
+
+Needs the esdedup Elasticsearch plugin (plugin/README.md) on every node: its ``esdedup_fingerprint``
+processor computes, from a text field and the index's `FingerprintConfig`, the same ``dedup`` fields that
+`esdedup.ingest` writes, bit for bit. `put_pipeline` creates the pipeline from the config the index carries in
+its ``_meta`` and makes it the index's default pipeline, so a plain ``_bulk`` from Logstash, Beats or an
+application's own writer is fingerprinted. Labels (``cluster_id``, ``duplicate_of``) are not computed on the
+node: they need lookups (`esdedup dups --write-clusters` labels such documents).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import FingerprintConfig
+from .errors import ConfigError, StoreError
+from .store.base import Store
+
+#: The plugin's processor type.
+PROCESSOR = "esdedup_fingerprint"
+
+
+def pipeline_name(index: str) -> str:
+    """The pipeline an index gets by default: one per index, since it carries the index's config."""
+    return f"esdedup-{index}"
+
+
+def pipeline_body(config: FingerprintConfig, *, field: str = "text") -> dict[str, Any]:
+    """The ``PUT _ingest/pipeline/<name>`` body for a config: one processor reading ``field``.
+
+    >>> pipeline_body(FingerprintConfig())["processors"][0]["esdedup_fingerprint"]["field"]
+    'text'
+    """
+    return {
+        "description": f"esdedup: dedup fields of {field!r} (config schema {config.schema})",
+        "processors": [{PROCESSOR: {"field": field, "target_field": "dedup", "config": config.to_dict()}}],
+    }
+
+
+def put_pipeline(store: Store, *, name: str | None = None, field: str = "text", default: bool = True) -> str:
+    """Create (or replace) the pipeline of an Elasticsearch index from its stored config and, with
+    ``default``, make it the index's ``index.default_pipeline``. Returns the pipeline's name.
+
+    Raises:
+        ConfigError: the store is not Elasticsearch, or the processor refuses the config (a config the plugin
+            cannot reproduce bit for bit: ``t2s``, the ``rjieba`` tokenizer, dictionary files ...).
+        StoreError: the node has no esdedup plugin, or the request failed.
+        IndexNotFound: the index does not exist.
+    """
+    client = getattr(store, "client", None)
+    if client is None:
+        raise ConfigError("an ingest pipeline runs on Elasticsearch; the embedded store fingerprints in "
+                          "esdedup itself")
+    config = store.open(None, create=False).config
+    name = name or pipeline_name(store.name)
+    _put(client, name, pipeline_body(config, field=field))
+    if default:
+        _request(lambda: client.indices.put_settings(index=store.name,
+                                                     settings={"index.default_pipeline": name}),
+                 f"setting the default pipeline of {store.name!r}")
+    return name
+
+
+def _put(client: Any, name: str, body: dict[str, Any]) -> None:
+    import elasticsearch as es
+
+    try:
+        client.ingest.put_pipeline(id=name, **body)
+    except es.BadRequestError as exc:
+        reason = _reason(exc)
+        if "No processor type exists" in reason:
+            raise StoreError(f"the node has no {PROCESSOR!r} processor: install the esdedup plugin on every node "
+                             f"(plugin/README.md) ({reason})") from None
+        raise ConfigError(f"the {PROCESSOR!r} processor refused the index's config: {reason}") from None
+    except es.ApiError as exc:
+        raise StoreError(f"creating pipeline {name!r} failed: {_reason(exc)}") from None
+
+
+def _request(call: Any, what: str) -> None:
+    import elasticsearch as es
+
+    try:
+        call()
+    except es.ApiError as exc:
+        raise StoreError(f"{what} failed: {_reason(exc)}") from None
+
+
+def _reason(exc: Any) -> str:
+    info = getattr(exc, "info", None) or getattr(exc, "body", None)
+    if isinstance(info, dict):
+        err = info.get("error", {})
+        if isinstance(err, dict):
+            root = (err.get("root_cause") or [{}])[0]
+            return str(root.get("reason") or err.get("reason") or err)
+        return str(err)
+    return str(exc)

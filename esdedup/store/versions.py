@@ -1,0 +1,83 @@
+"""The Python client's major version must be the server's: one check when an index is opened, and one
+clear error naming both versions and the pip command that installs the matching client.
+
+Without the check the two mismatches behave differently, and neither says why: a 9.x server answers an
+8.x client through REST API compatibility (requests go through, nothing says the pair is untested), and
+an 8.x server refuses every request of a 9.x client with ``400 media_type_header_exception``. esdedup is
+tested with matching majors only (8.x with 8.x, 9.x with 9.x), so both are refused.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from ..errors import ClientVersionMismatch
+
+log = logging.getLogger(__name__)
+
+#: Server major -> the pip requirement of the client that matches it (pyproject allows both).
+CLIENT_FOR_SERVER = {8: "elasticsearch[async]>=8.15,<9", 9: "elasticsearch[async]>=9,<10"}
+#: What an 8.x server says to a 9.x client: "Accept version must be either version 8 or 7, but found 9".
+_REFUSED = re.compile(r"must be either version (\d+) or \d+, but found (\d+)")
+
+
+def client_version() -> str:
+    """The installed ``elasticsearch`` package's version, e.g. ``"8.19.3"``."""
+    import elasticsearch
+
+    return str(elasticsearch.__versionstr__)
+
+
+def _major(version: str) -> int:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
+def mismatch_error(where: str, server_version: str) -> ClientVersionMismatch:
+    """The error for a server whose major differs from the installed client's."""
+    client = client_version()
+    wanted = CLIENT_FOR_SERVER.get(_major(server_version))
+    if wanted is None:
+        fix = f"esdedup works with Elasticsearch {' and '.join(f'{m}.x' for m in CLIENT_FOR_SERVER)} servers only"
+    else:
+        fix = f'install the matching client: python -m pip install "{wanted}"'
+    return ClientVersionMismatch(
+        f"{where}: the Elasticsearch server is {server_version} but the Python client is elasticsearch "
+        f"{client}; their major versions must match, so {fix}",
+        client_version=client, server_version=server_version)
+
+
+def refused_major(exc: Any) -> int | None:
+    """The server's major when an API error is a server refusing the client's major (else None)."""
+    body = getattr(exc, "body", None)
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    if not isinstance(error, dict) or error.get("type") != "media_type_header_exception":
+        return None
+    cause = error.get("caused_by") or {}
+    m = _REFUSED.search(str(cause.get("reason", "")) if isinstance(cause, dict) else "")
+    return int(m.group(1)) if m else None
+
+
+def server_version(client: Any) -> str | None:
+    """The version of the node that answers, asked without a ``compatible-with`` header so that every
+    server major answers every client major; None when the credentials may not see it (403)."""
+    import elasticsearch as es
+
+    try:
+        resp = client.perform_request("GET", "/_nodes/_local", params={"filter_path": "nodes.*.version"},
+                                      headers={"accept": "*/*"})
+    except es.AuthorizationException:
+        log.debug("not allowed to read the node version (403); the client/server check is skipped")
+        return None
+    versions = sorted({str(n.get("version")) for n in (resp.body.get("nodes") or {}).values()})
+    return versions[0] if versions else None
+
+
+def check_server(client: Any, where: str) -> None:
+    """Raise `ClientVersionMismatch` unless the server's major is the installed client's."""
+    version = server_version(client)
+    if version is not None and _major(version) != _major(client_version()):
+        raise mismatch_error(where, version)

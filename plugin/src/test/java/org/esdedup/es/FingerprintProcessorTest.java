@@ -1,0 +1,123 @@
+package org.esdedup.es;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import org.elasticsearch.ElasticsearchParseException;
+import org.elasticsearch.index.VersionType;
+import org.elasticsearch.ingest.IngestDocument;
+import org.elasticsearch.ingest.Processor;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The processor as Elasticsearch drives it: options, refusals at creation, the fields it writes. */
+class FingerprintProcessorTest {
+    private static List<JsonNode> golden;
+    private static Map<String, Object> defaultConfig;
+
+    @BeforeAll
+    @SuppressWarnings("unchecked")
+    static void readGolden() {
+        golden = Golden.first(300);
+        defaultConfig = Golden.JSON.convertValue(golden.get(0).get("configs").get("default"), Map.class);
+    }
+
+    private static Processor create(Map<String, Object> options) throws Exception {
+        return new FingerprintProcessor.Factory().create(Map.of(), "t", null, new HashMap<>(options));
+    }
+
+    private static Map<String, Object> config(Object... changes) {
+        Map<String, Object> c = new HashMap<>(defaultConfig);
+        for (int i = 0; i < changes.length; i += 2) {
+            c.put((String) changes[i], changes[i + 1]);
+        }
+        return c;
+    }
+
+    private static IngestDocument doc(Map<String, Object> source) {
+        return new IngestDocument("idx", "1", 1L, null, VersionType.INTERNAL, new HashMap<>(source));
+    }
+
+    @Test
+    void writesThePythonFieldsOfEachGoldenText() throws Exception {
+        Processor p = create(Map.of("config", defaultConfig));
+        int checked = 0;
+        for (JsonNode rec : golden.subList(1, golden.size())) {
+            if (rec.get("config").asText().equals("default") == false || rec.get("text").asText().isBlank()) {
+                continue;
+            }
+            IngestDocument d = p.execute(doc(Map.of("text", rec.get("text").asText())));
+            Object written = d.getFieldValue("dedup", Object.class);
+            Object expected = Golden.JSON.convertValue(rec.get("dedup"), Object.class);
+            assertTrue(GoldenParityTest.same(expected, written) || sameMap(expected, written), rec.get("id").asText());
+            checked++;
+        }
+        assertTrue(checked > 200);
+    }
+
+    private static boolean sameMap(Object a, Object b) {
+        if (a instanceof Map<?, ?> x && b instanceof Map<?, ?> y && x.keySet().equals(y.keySet())) {
+            return x.keySet().stream().allMatch(k -> GoldenParityTest.same(x.get(k), y.get(k)));
+        }
+        return false;
+    }
+
+    @Test
+    void acceptsTheConfigAsJsonTextAndOtherFieldNames() throws Exception {
+        Processor p = create(Map.of("config", "{\"tokenizer\": \"char\", \"shingle\": 2}", "field", "body",
+            "target_field", "fp"));
+        IngestDocument d = p.execute(doc(Map.of("body", "北京欢迎你")));
+        assertEquals(4, d.getFieldValue("fp.tokens", Integer.class));
+        assertFalse(d.hasField("dedup"));
+    }
+
+    @Test
+    void keepsTheClusterLabelsADocumentAlreadyCarries() throws Exception {
+        Processor p = create(Map.of("config", defaultConfig));
+        IngestDocument d = p.execute(doc(Map.of("text", "今天天气很好", "dedup", Map.of("cluster_id", "a", "simhash", "x"))));
+        assertEquals("a", d.getFieldValue("dedup.cluster_id", String.class));
+        assertEquals(16, d.getFieldValue("dedup.simhash", String.class).length());
+    }
+
+    @Test
+    void missingOrNonTextFieldsAreErrorsUnlessIgnored() throws Exception {
+        Processor p = create(Map.of("config", defaultConfig));
+        assertThrows(IllegalArgumentException.class, () -> p.execute(doc(Map.of("title", "x"))));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> p.execute(doc(Map.of("text", 5))));
+        assertTrue(e.getMessage().contains("not a string"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> p.execute(doc(Map.of("text", " \u3000\n"))));
+        assertTrue(e.getMessage().contains("is empty"), e.getMessage());
+        IngestDocument untouched = doc(Map.of("title", "x"));
+        assertSame(untouched, create(Map.of("config", defaultConfig, "ignore_missing", true)).execute(untouched));
+        assertFalse(untouched.hasField("dedup"));
+    }
+
+    @Test
+    void refusesConfigsItCannotReproduceAtPipelineCreation() {
+        Map<Object[], String> cases = Map.of(
+            new Object[] {"t2s", true}, "t2s",
+            new Object[] {"tokenizer", "rjieba", "tokenizer_version", "0.2.2"}, "rjieba",
+            new Object[] {"weighting", "tfidf", "idf_sha256", "ab"}, "idf file",
+            new Object[] {"user_dict_sha256", "ab", "user_dict_path", "/x"}, "user dict",
+            new Object[] {"tokenizer_version", "0.39"}, "jieba 0.39",
+            new Object[] {"stopwords", "file", "stopwords_path", "/x"}, "stopwords file",
+            new Object[] {"schema", 2}, "schema 2",
+            new Object[] {"colour", "red"}, "unknown config field [colour]",
+            new Object[] {"band_blocks", 2}, "needs radius");
+        cases.forEach((changes, expected) -> {
+            ElasticsearchParseException e = assertThrows(ElasticsearchParseException.class,
+                () -> create(Map.of("config", config(changes))));
+            assertTrue(e.getMessage().contains(expected), expected + " not in: " + e.getMessage());
+        });
+        assertThrows(ElasticsearchParseException.class, () -> create(Map.of("field", "text")));
+    }
+}

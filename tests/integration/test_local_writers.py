@@ -1,0 +1,143 @@
+"""Several processes on one embedded store (issue #13 "Writers", issue #14 "tracebacks"): two ingests into
+one ``--data-dir`` both succeed with the labels of one ingest; `dups`, `info` and `similar` work during an
+ingest and on a store that cannot be written. The CLI runs as a real subprocess; no mocks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError
+from esdedup.filelock import FileLock
+from esdedup.ingest import IngestOptions, ingest
+from esdedup.store.local import LocalStore
+from tests.reliability import cli_cmd, cli_env, last_json, run_cli, start_cli, write_corpus
+from tests.writers import inconsistencies, partition, planted_corpus, split_across, write_parts
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+
+
+def _labels(data: Path, index: str) -> dict[str, dict]:
+    db = sqlite3.connect(data / f"{index}.sqlite")
+    try:
+        rows = db.execute("SELECT id, cluster_id, duplicate_of, wseq, cluster_seq FROM docs").fetchall()
+    finally:
+        db.close()
+    return {i: {"cluster_id": c, "duplicate_of": d, "seq": s, "cluster_seq": cs} for i, c, d, s, cs in rows}
+
+
+def _no_traceback(text: str) -> None:
+    assert "Traceback" not in text and "database is locked" not in text, text[-3000:]
+
+
+def test_two_ingests_into_one_data_dir_label_like_one(tmp_path):
+    docs, pairs = planted_corpus(n_long=150, n_short=150, variants=40)
+    paths = write_parts(split_across(docs, pairs, 2), tmp_path)
+    data = tmp_path / "data"
+    reference = LocalStore("ref", data)
+    assert ingest(paths, reference, CONFIG, IngestOptions(workers=1)).ok
+    reference.close()
+    procs = [start_cli("ingest", p, "--index", "both", "--data-dir", data, "--tokenizer", "rjieba", "--json",
+                       "--workers", "1", "--checkpoint", tmp_path / f"ck{k}.json", "--dead-letter",
+                       tmp_path / f"dl{k}.jsonl", stdout=tmp_path / f"out{k}", stderr=tmp_path / f"err{k}")
+             for k, p in enumerate(paths)]
+    for k, p in enumerate(procs):
+        assert p.wait(timeout=600) == 0, (tmp_path / f"err{k}").read_text()[-3000:]
+        _no_traceback((tmp_path / f"err{k}").read_text())
+        s = last_json((tmp_path / f"out{k}").read_text())
+        assert s["read"] == s["indexed"] and s["failed"] == 0, s
+    labels = _labels(data, "both")
+    assert set(labels) == {d["id"] for d in docs}
+    assert inconsistencies(labels) == []
+    assert partition(labels) == partition(_labels(data, "ref"))
+
+
+def test_a_checkpoint_in_use_by_a_running_ingest_is_refused(tmp_path):
+    path = tmp_path / "a.jsonl"
+    write_corpus(path, 5)
+    ck = tmp_path / "ck.json"
+    with FileLock(tmp_path / "ck.json.lock", busy=ConfigError("held")):  # what a running ingest holds
+        with pytest.raises(ConfigError, match="checkpoint .* is in use by another ingest .* of its own"):
+            ingest([path], LocalStore("x", tmp_path / "data"), CONFIG, IngestOptions(workers=1, checkpoint=ck))
+    assert ingest([path], LocalStore("x", tmp_path / "data"), CONFIG, IngestOptions(workers=1, checkpoint=ck)).ok
+
+
+def test_dups_info_and_similar_during_an_ingest(tmp_path):
+    data = tmp_path / "data"
+    path, first = tmp_path / "big.jsonl", tmp_path / "first.jsonl"
+    write_corpus(path, 6000, seed=3)
+    write_corpus(first, 50, prefix="f")
+    assert run_cli("ingest", first, "--index", "busy", "--data-dir", data, "--tokenizer", "rjieba", "--workers",
+                   "1").returncode == 0
+    proc = start_cli("ingest", path, "--index", "busy", "--data-dir", data, "--tokenizer", "rjieba", "--workers", "1",
+                     "--checkpoint", tmp_path / "ck.json", stdout=tmp_path / "out", stderr=tmp_path / "err")
+    during = 0
+    try:
+        while proc.poll() is None:
+            for args in (("dups",), ("info",), ("similar", "--text", "一丁七万丈三上下丌不与丐丑专且丕世丘丙业丛东")):
+                r = run_cli(*args, "--index", "busy", "--data-dir", data)
+                _no_traceback(r.stderr)
+                assert r.returncode == 0, r.stderr[-2000:]
+                during += proc.poll() is None
+    finally:
+        assert proc.wait(timeout=600) == 0, (tmp_path / "err").read_text()[-3000:]
+    _no_traceback((tmp_path / "err").read_text())
+    assert during >= 2  # some of them really ran while the ingest was writing
+
+
+def _unprivileged(cmd: list[str]) -> list[str]:
+    """As root, drop the capability that lets root write read-only files."""
+    if os.geteuid() != 0:
+        return cmd
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("running as root needs setpriv (util-linux) to make read-only files read-only")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--", *cmd]
+
+
+@pytest.mark.parametrize("folder_too", [False, True], ids=["file", "file-and-folder"])
+def test_dups_info_and_similar_on_a_read_only_store(tmp_path, folder_too):
+    """Right after an ingest no band key is indexed yet (keys are indexed lazily by the first read): a
+    read-only store indexes them in memory instead of failing."""
+    data = tmp_path / "data"
+    docs, pairs = planted_corpus(n_long=60, n_short=60, variants=20)
+    path = write_parts([docs], tmp_path)[0]
+    assert run_cli("ingest", path, "--index", "ro", "--data-dir", data, "--tokenizer", "rjieba", "--workers",
+                   "1").returncode == 0
+    writable = tmp_path / "copy"
+    shutil.copytree(data, writable)
+    expected = run_cli("dups", "--index", "ro", "--data-dir", writable)
+    assert expected.returncode == 0 and expected.stdout.count('"a"') >= len(pairs) // 2
+
+    for f in data.iterdir():
+        f.chmod(0o444)
+    if folder_too:
+        data.chmod(0o555)
+    try:
+        for args, check in ((("dups",), lambda out: out == expected.stdout), (("info", "--json"), lambda out:
+                            json.loads(out)["documents"] == len(docs)),
+                            (("similar", "--text", docs[0]["text"], "--json"), lambda out:
+                             docs[0]["id"] in out)):
+            r = subprocess.run(_unprivileged(cli_cmd(*args, "--index", "ro", "--data-dir", data)), env=cli_env(),
+                               capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+            _no_traceback(r.stderr)
+            assert r.returncode == 0, (args, r.stderr[-2000:])
+            assert check(r.stdout), (args, r.stdout[-2000:])
+        # Writing is refused in one line.
+        r = subprocess.run(_unprivileged(cli_cmd("ingest", path, "--index", "ro", "--data-dir", data, "--workers", "1",
+                                                 "--checkpoint", tmp_path / "ck.json", "--dead-letter",
+                                                 tmp_path / "dl.jsonl")),
+                           env=cli_env(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        _no_traceback(r.stderr)
+        assert r.returncode != 0 and r.stderr.startswith("Error: ") and len(r.stderr.splitlines()) == 1, r.stderr
+    finally:
+        data.chmod(0o755)
+        for f in data.iterdir():
+            f.chmod(0o644)

@@ -1,0 +1,233 @@
+"""The Elasticsearch plugin (plugin/) on a real node: the ingest processor writes the same dedup fields as
+`esdedup ingest`, and the `esdedup` scripts answer as the Python rule does.
+
+The plugin zip comes from the Maven build (``cd plugin && mvn -o package -Dpython=...``) or from
+``ESDEDUP_PLUGIN_ZIP``; the fixture starts its own node with it (``scripts/es-local start --plugin``), or uses
+``ESDEDUP_TEST_PLUGIN_ES_URL`` (a node that already has the plugin). Without a zip the tests fail with the
+build command: they never skip silently.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from esdedup_cli.main import app
+from typer.testing import CliRunner
+
+from esdedup import FingerprintConfig
+from esdedup.fingerprint import Fingerprinter
+from esdedup.lookup import verify
+from esdedup.schema import dedup_source
+from esdedup.store.elastic import ElasticStore
+from esdedup.thresholds import Thresholds
+from tests.es_node import LocalCluster
+
+pytestmark = [pytest.mark.es, pytest.mark.plugin]
+
+REPO = Path(__file__).resolve().parents[2]
+LABELS = ("cluster_id", "duplicate_of")
+
+
+def plugin_zip() -> Path:
+    env = os.environ.get("ESDEDUP_PLUGIN_ZIP")
+    found = [Path(env)] if env else sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
+    if not found or not found[-1].is_file():
+        pytest.fail("the plugin zip is missing: build it with `cd plugin && mvn -o -B package "
+                    "-Dpython=$(which python)` (or set ESDEDUP_PLUGIN_ZIP)", pytrace=False)
+    return found[-1]
+
+
+@pytest.fixture(scope="module")
+def plugin_url() -> Iterator[str]:
+    url = os.environ.get("ESDEDUP_TEST_PLUGIN_ES_URL", "").strip()
+    if url:
+        yield url.rstrip("/")
+        return
+    cluster = LocalCluster(nodes=1, plugins=[str(plugin_zip())])
+    cluster.start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def plugin_es(plugin_url):
+    from elasticsearch import Elasticsearch
+
+    client = Elasticsearch(plugin_url, request_timeout=120)
+    yield client
+    client.close()
+
+
+def _edited(rng: random.Random, text: str) -> str:
+    chars = list(text)
+    for _ in range(max(1, len(chars) // 40)):
+        i = rng.randrange(len(chars))
+        chars[i] = rng.choice("的一是在不了有和人这中大为上个国")
+    return "".join(chars)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
+    """Real text (People's Daily paragraphs and articles, also in Traditional script), edited copies of some
+    (near-duplicates), and edge cases: invisible characters, full-width forms, only stopwords (an empty
+    fingerprint)."""
+    import opencc
+
+    from bench.corpora import peoples_daily_articles, peoples_daily_paragraphs
+
+    rng = random.Random(17)
+    paras = peoples_daily_paragraphs()
+    texts = paras[::60][:300] + peoples_daily_articles(1500)[:40]
+    texts += [opencc.OpenCC("s2t").convert(p) for p in paras[7::200][:60]]
+    texts += [_edited(rng, t) for t in texts[:300:3]]
+    texts += ["北\u200b京欢迎你\ufeff，ＨＥＬＬＯ　Ｗｏｒｌｄ！", "的了是", "C++ 与 C# 的 3.14% 差别",
+              "東京タワーへ行きました 😀"]
+    docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
+    path = tmp_path_factory.mktemp("plugin") / "docs.jsonl"
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
+    return path, docs
+
+
+def _sources(client, index: str) -> dict[str, dict]:
+    client.indices.refresh(index=index)
+    resp = client.search(index=index, size=10_000, query={"match_all": {}})
+    return {h["_id"]: h["_source"] for h in resp["hits"]["hits"]}
+
+
+@pytest.fixture(scope="module")
+def indexes(plugin_es, plugin_url, corpus, tmp_path_factory) -> Iterator[tuple[str, str, FingerprintConfig]]:
+    """Index A written by `esdedup ingest`; index B by plain _bulk through the plugin's pipeline (its default
+    pipeline, made by `esdedup pipeline put` from the config B carries, read from A's _meta)."""
+    from elasticsearch import helpers
+
+    path, docs = corpus
+    suffix = uuid.uuid4().hex[:8]
+    a, b, pipeline = f"plugin-a-{suffix}", f"plugin-b-{suffix}", f"esdedup-plugin-{suffix}"
+    tmp = tmp_path_factory.mktemp("ingest")
+    result = CliRunner().invoke(app, ["ingest", str(path), "--index", a, "--es", plugin_url, "--workers", "1",
+                                      "--replicas", "0", "--dead-letter", str(tmp / "dl.jsonl"), "--json"])
+    assert result.exit_code == 0, result.output
+    config = ElasticStore(plugin_es, a).open().config
+    ElasticStore(plugin_es, b, replicas=0).open(config)
+    made = CliRunner().invoke(app, ["pipeline", "put", "--index", b, "--es", plugin_url, "--name", pipeline])
+    assert made.exit_code == 0 and made.stdout.strip() == pipeline, made.output
+    assert plugin_es.indices.get_settings(index=b)[b]["settings"]["index"]["default_pipeline"] == pipeline
+    ok, errors = helpers.bulk(plugin_es, ({"_index": b, "_id": d["id"], "_source": d} for d in docs))
+    assert ok == len(docs) and not errors
+    yield a, b, config
+    plugin_es.indices.delete(index=[a, b])
+    plugin_es.ingest.delete_pipeline(id=pipeline)
+
+
+def test_the_pipeline_writes_every_dedup_field_as_esdedup_ingest_does(plugin_es, corpus, indexes):
+    _, docs = corpus
+    a, b, _ = indexes
+    by_ingest, by_plugin = _sources(plugin_es, a), _sources(plugin_es, b)
+    assert set(by_ingest) == set(by_plugin) == {d["id"] for d in docs}
+    differ = []
+    for doc_id, src in by_ingest.items():
+        want = {k: v for k, v in src["dedup"].items() if k not in LABELS}
+        if by_plugin[doc_id]["dedup"] != want:
+            differ.append(doc_id)
+    assert differ == [], f"{len(differ)} documents differ, e.g. {differ[:5]}"
+    # the corpus reaches every part of the layout: long texts with band keys, short ones, empty ones
+    fields = [set(s["dedup"]) for s in by_plugin.values()]
+    assert any("band_0" in f for f in fields) and any("band_0" not in f and "lsh_0" in f for f in fields)
+    assert any(s["dedup"]["empty"] for s in by_plugin.values())
+
+
+def test_an_empty_text_is_rejected_as_esdedup_ingest_rejects_it(plugin_es, indexes):
+    import elasticsearch
+
+    with pytest.raises(elasticsearch.BadRequestError, match="is empty"):
+        plugin_es.index(index=indexes[1], id="blank", document={"text": " \u3000\n"})
+
+
+def test_the_pipeline_refuses_a_config_it_cannot_reproduce(plugin_es, indexes):
+    import elasticsearch
+
+    config = indexes[2].to_dict() | {"t2s": True}
+    with pytest.raises(elasticsearch.BadRequestError, match="t2s"):
+        plugin_es.ingest.put_pipeline(id="esdedup-t2s", processors=[{"esdedup_fingerprint": {"config": config}}])
+
+
+def _script(source: str, params: dict) -> dict:
+    return {"lang": "esdedup", "source": source, "params": params}
+
+
+def test_scripts_find_the_near_duplicates_the_python_rule_finds(plugin_es, corpus, indexes):
+    _, docs = corpus
+    a, _, config = indexes
+    store = ElasticStore(plugin_es, a)
+    store.open()
+    stored = [d for batch in store.scan() for d in batch]
+    fper = Fingerprinter(config)
+    t = Thresholds.from_config(config)
+    queries = [d["text"] for d in docs[::7]]
+    found_any = 0
+    for text in queries:
+        fp = fper.fingerprint(text)
+        query = dedup_source(fp, config)
+        if not fp.empty:  # the query's own float32 values, as the client path compares them
+            query["vector"] = np.asarray(fp.vector, dtype=np.float64).tolist()
+        params = {"query": query, "hamming_k": t.hamming_k, "cosine": t.cosine, "jaccard": t.jaccard,
+                  "containment": t.containment, "strategy": config.strategy,
+                  "short_text_chars": config.short_text_chars}
+        resp = plugin_es.search(index=a, size=1000, query={"script_score": {
+            "query": {"match_all": {}}, "script": _script("near_duplicate", params), "min_score": 1.0}},
+            script_fields={"hamming": {"script": _script("hamming", params)},
+                           "cosine": {"script": _script("cosine", params)}})
+        server = {h["_id"]: (h["fields"]["hamming"][0], h["fields"]["cosine"][0]) for h in resp["hits"]["hits"]}
+        client = {m.id: (m.hamming, m.cosine) for m in verify(fp, stored, config, t)}
+        assert server == client, text[:40]
+        found_any += bool(client)
+        # the score orders as esdedup does: by Hamming distance, then by cosine
+        order = [h["_id"] for h in resp["hits"]["hits"]]
+        assert [server[i][0] for i in order] == sorted(server[i][0] for i in order)
+    assert found_any >= len(queries) // 2
+
+
+def test_pipeline_put_refuses_what_the_plugin_cannot_reproduce_in_one_line(plugin_es, plugin_url, indexes):
+    name = f"plugin-t2s-{uuid.uuid4().hex[:8]}"
+    ElasticStore(plugin_es, name, replicas=0).open(indexes[2].replace(t2s=True))
+    try:
+        made = CliRunner().invoke(app, ["pipeline", "put", "--index", name, "--es", plugin_url])
+        assert made.exit_code == 2, made.output
+        assert "refused the index's config" in made.stderr and "t2s" in made.stderr
+        assert "Traceback" not in made.output
+    finally:
+        plugin_es.indices.delete(index=name)
+
+
+def test_similar_on_the_node_answers_as_the_client_path(plugin_es, plugin_url, corpus, indexes):
+    """`similar --server-side` (one request, the node verifies) gives the client path's matches and measures."""
+    from esdedup.lookup import similar, similar_on_node
+
+    _, docs = corpus
+    a, _, config = indexes
+    store = ElasticStore(plugin_es, a)
+    store.open()
+    fper = Fingerprinter(config)
+    compared = 0
+    for d in docs[::5]:
+        fp = fper.fingerprint(d["text"])
+        client = similar(store, [fp], top=50, exclude=[d["id"]])[0]
+        node = similar_on_node(store, fp, top=50, exclude=d["id"])
+        assert sorted((m.id, m.hamming, round(m.cosine, 5), m.jaccard is None) for m in node) == \
+            sorted((m.id, m.hamming, round(m.cosine, 5), m.jaccard is None) for m in client), d["id"]
+        assert [m.hamming for m in node] == sorted(m.hamming for m in node)
+        compared += bool(client)
+    assert compared >= 5
+    doc = next(d for d in docs if d["text"].strip())
+    cli_run = CliRunner().invoke(app, ["similar", "--index", a, "--es", plugin_url, "--id", doc["id"], "--server-side",
+                                       "--json"])
+    assert cli_run.exit_code == 0, cli_run.output
+    assert json.loads(cli_run.stdout)["query"]["path"] == "node"

@@ -1,0 +1,166 @@
+"""Several writers into one Elasticsearch index (issue #13, "Writers"), on a real node.
+
+Writer processes start at the same instant and ingest parts of one corpus whose planted near-duplicate
+pairs are split across the parts (short and long texts). Whatever the timing, the labels must be those of
+one process ingesting everything: the same clusters, each represented by its earliest member.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from esdedup.config import FingerprintConfig
+from esdedup.ingest import Ingester, IngestOptions, ingest
+from esdedup.pairs import find_pairs
+from esdedup.store.elastic import ElasticStore
+from tests.reliability import cli_env, dead_letters, wait_for
+from tests.writers import (
+    inconsistencies,
+    partition,
+    planted_corpus,
+    split_across,
+    stored_labels,
+    write_parts,
+)
+
+pytestmark = pytest.mark.es
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+WRITERS = 4
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    docs, pairs = planted_corpus()
+    folder = tmp_path_factory.mktemp("writers")
+    paths = write_parts(split_across(docs, pairs, WRITERS), folder)
+    return docs, pairs, paths
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, es_client, tmp_path_factory):
+    """The labels of one process ingesting every part, in order."""
+    _, pairs, paths = corpus
+    index = f"esdedup-writers-ref-{uuid.uuid4().hex[:8]}"
+    store = ElasticStore(es_client, index, shards=2, replicas=0)
+    summary = ingest(paths, store, CONFIG, IngestOptions(workers=1))
+    assert summary.ok and summary.balanced, summary
+    labels = stored_labels(es_client, index)
+    es_client.indices.delete(index=index)
+    assert inconsistencies(labels) == []
+    clusters = partition(labels)
+    together = sum(1 for a, b in pairs if labels[a]["cluster_id"] == labels[b]["cluster_id"])
+    assert together >= len(pairs) * 0.9, (together, len(pairs))  # the planted pairs are found
+    assert any(len(c) > 2 for c in clusters)  # and clusters of more than two (chance near-duplicates too)
+    return labels
+
+
+def _writer(es_url: str, index: str, path: Path, tmp: Path, k: int, start_at: float, *extra: str
+            ) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "tests.writers", es_url, index, str(path), "--start-at", str(start_at),
+           "--progress", str(tmp / f"progress{k}"), "--dead-letter", str(tmp / f"dl{k}.jsonl"), *extra]
+    return subprocess.Popen(cmd, env=cli_env(), stdout=open(tmp / f"out{k}", "wb"),
+                            stderr=open(tmp / f"err{k}", "wb"), stdin=subprocess.DEVNULL)
+
+
+def _run_writers(es_url: str, index: str, paths: list[Path], tmp: Path, *extra: str) -> list[dict]:
+    start_at = time.time() + 8  # every writer has imported everything by then
+    procs = [_writer(es_url, index, p, tmp, k, start_at, *extra) for k, p in enumerate(paths)]
+    return [_summary(p, tmp, k) for k, p in enumerate(procs)]
+
+
+def _summary(proc: subprocess.Popen[bytes], tmp: Path, k: int) -> dict:
+    try:
+        code = proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = (tmp / f"err{k}").read_text()
+    assert code == 0 and "Traceback" not in err, err[-3000:]
+    return json.loads((tmp / f"out{k}").read_text().strip().splitlines()[-1])
+
+
+def test_concurrent_writers_label_like_one_writer(corpus, reference, es_url, es_client, fresh_index, tmp_path):
+    _, _, paths = corpus
+    summaries = _run_writers(es_url, fresh_index, paths, tmp_path)
+    assert all(s["read"] == s["indexed"] and s["failed"] == 0 for s in summaries), summaries
+    labels = stored_labels(es_client, fresh_index)
+    assert set(labels) == set(reference)
+    assert inconsistencies(labels) == []
+    assert partition(labels) == partition(reference)
+    # The writers really ran at once: some pairs were only found when settling after the write.
+    assert sum(s["relabelled"] for s in summaries) > 0, summaries
+
+
+def test_a_killed_writer_run_again_converges(corpus, reference, es_url, es_client, fresh_index, tmp_path):
+    _, _, paths = corpus
+    start_at = time.time() + 8
+    procs = [_writer(es_url, fresh_index, p, tmp_path, k, start_at, "--batch", "4") for k, p in enumerate(paths)]
+    victim = procs[1]
+    wait_for(lambda: (tmp_path / "progress1").exists() and int((tmp_path / "progress1").read_text() or 0) >= 40,
+             timeout=300, interval=0.05, what="the writer to be half-way")
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    for k, p in enumerate(procs):
+        if k != 1:
+            _summary(p, tmp_path, k)
+    assert len(stored_labels(es_client, fresh_index)) < len(reference)
+    rerun = _writer(es_url, fresh_index, paths[1], tmp_path, 9, 0.0)
+    assert _summary(rerun, tmp_path, 9)["failed"] == 0
+    labels = stored_labels(es_client, fresh_index)
+    assert set(labels) == set(reference)
+    assert inconsistencies(labels) == []
+    assert partition(labels) == partition(reference)
+
+
+def test_skip_with_concurrent_writers_keeps_one_document_per_cluster(corpus, es_url, es_client, fresh_index,
+                                                                    tmp_path):
+    _, pairs, paths = corpus
+    summaries = _run_writers(es_url, fresh_index, paths, tmp_path, "--on-duplicate", "skip")
+    assert all(s["read"] == s["indexed"] + s["skipped"] + s["failed"] for s in summaries), summaries
+    store = ElasticStore(es_client, fresh_index)
+    store.open(None, create=False)
+    store.refresh()
+    assert list(find_pairs(store)) == []  # no two stored documents are near-duplicates
+    stored = set(stored_labels(es_client, fresh_index))
+    assert sum(s["indexed"] - s["removed"] for s in summaries) == len(stored)
+    assert all(not (a in stored and b in stored) for a, b in pairs)
+    letters = [d for k in range(len(paths)) for d in dead_letters(tmp_path / f"dl{k}.jsonl")]
+    gone = {d["id"] for d in letters if d["kind"] in ("skipped", "removed")}
+    assert gone.isdisjoint(stored)
+    assert all(d["reason"].startswith("near-duplicate of ") for d in letters)
+
+
+def test_threads_adding_one_article_at_a_time(corpus, reference, es_client, fresh_index):
+    """A service's crawler callbacks: threads share nothing but the index, each adds one article per call."""
+    docs, _, _ = corpus
+    errors: list[BaseException] = []
+    start = threading.Barrier(WRITERS)
+
+    def crawl(k: int) -> None:
+        try:
+            ingester = Ingester(ElasticStore(es_client, fresh_index, shards=2, replicas=0), CONFIG)
+            start.wait()
+            for d in docs[k::WRITERS]:
+                added = ingester.add(d["text"], id=d["id"])
+                assert added.status == "indexed", added
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=crawl, args=(k,)) for k in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    labels = stored_labels(es_client, fresh_index)
+    assert inconsistencies(labels) == []
+    assert partition(labels) == partition(reference)
