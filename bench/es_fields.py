@@ -38,7 +38,7 @@ from es import node, node_cpu_seconds  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint import Fingerprinter  # noqa: E402
-from esdedup.schema import ARTICLE_FIELDS, dedup_source, mapping_for  # noqa: E402
+from esdedup.schema import ARTICLE_FIELDS, content_sha1, dedup_source, mapping_for  # noqa: E402
 from esdedup.store.elastic import json_bytes  # noqa: E402
 
 Dedup = dict[str, Any]
@@ -120,9 +120,13 @@ def _one_field(lsh_type: str = "keyword", key: Callable[[str], Any] = lambda k: 
     return Step(mapping, doc)
 
 
-def _separate_fields(key: Callable[[str], Any]) -> Step:
+def _separate_fields(key: Callable[[str], Any], lsh_type: str = "keyword") -> Step:
     """The LSH keys in their own field each, as today (``lsh_<band>``), encoded by ``key``."""
-    return Step(doc=lambda d: {k: key(v) if _is_lsh(k) else v for k, v in d.items()})
+    def mapping(m: Mapping) -> None:
+        for name, spec in _props(m).items():
+            if _is_lsh(name):
+                spec["type"] = lsh_type
+    return Step(mapping, lambda d: {k: key(v) if _is_lsh(k) else v for k, v in d.items()})
 
 
 def _text_field() -> Step:
@@ -190,7 +194,12 @@ def _vector_not_indexed() -> Step:
 
 _NO_VECTOR = _without(lambda n: n == "vector")
 _SHORT_KEYS = _one_field(key=_b64_key(48))
-_LONG_KEYS = _one_field("long", lambda k: _key_value(k) >> 12)
+def _long_key(key: str) -> int:
+    """An LSH key as the top 40 bits of its value (a JSON number of at most 13 digits)."""
+    return _key_value(key) >> 24
+
+
+_LONG_KEYS = _one_field("long", _long_key)
 _LEAN = [_SHORT_KEYS, _signature_bits(16), _NO_VECTOR]
 _LEAN_LONG = [_LONG_KEYS, *_LEAN[1:]]
 
@@ -213,7 +222,7 @@ VARIANTS: dict[str, tuple[str, list[Step] | None]] = {
     "one-field-no-dv": ("... the same without doc values", [_one_field(), _no_doc_values(lambda n: n == "lsh")]),
     "short-keys": ("... keys of 48 bits, 8 base64url characters", [_SHORT_KEYS]),
     "short-keys-no-dv": ("... the same without doc values", [_SHORT_KEYS, _no_doc_values(lambda n: n == "lsh")]),
-    "long-keys": ("... keys of 52 bits as one multi-valued `long` field (points)", [_LONG_KEYS]),
+    "long-keys": ("... keys of 40 bits as one multi-valued `long` field (points)", [_LONG_KEYS]),
     "long-keys-no-dv": ("... the same without doc values", [_LONG_KEYS, _no_doc_values(lambda n: n == "lsh")]),
     "short-keys-excluded": ("short keys, `lsh` and `bands` left out of `_source`",
                             [_SHORT_KEYS, _source_excludes("lsh", "bands")]),
@@ -228,18 +237,20 @@ VARIANTS: dict[str, tuple[str, list[Step] | None]] = {
                          [*_LEAN, _pooled_lsh_keys(1000)]),
     "lean-no-lsh": ("lean without LSH keys", [*_LEAN, _without(lambda n: n == "lsh")]),
     "lean-no-dv": ("lean, `lsh` without doc values", [*_LEAN, _no_doc_values(lambda n: n == "lsh")]),
-    "lean-long": ("lean, keys of 52 bits in one `long` field", _LEAN_LONG),
-    "lean-long-no-dv": ("lean, keys of 52 bits in one `long` field without doc values",
+    "lean-long": ("lean, keys of 40 bits in one `long` field", _LEAN_LONG),
+    "lean-long-no-dv": ("lean, keys of 40 bits in one `long` field without doc values",
                         [_LONG_KEYS, *_LEAN[1:], _no_doc_values(lambda n: n == "lsh")]),
     "lean-long-16-keys": ("lean-long with 16 LSH keys a document", [*_LEAN_LONG, _first_lsh_keys(16)]),
     "lean-long-8-keys": ("lean-long with 8 LSH keys a document", [*_LEAN_LONG, _first_lsh_keys(8)]),
     "lean-long-bands-apart": ("lean-long, SimHash bands in their own fields as today",
-                              [_one_field("long", lambda k: _key_value(k) >> 12, bands=False), *_LEAN[1:]]),
+                              [_one_field("long", _long_key, bands=False), *_LEAN[1:]]),
     "lean-long-sig32": ("lean-long with the 32-bit signature", [_LONG_KEYS, _NO_VECTOR]),
     "lean-long-vector": ("lean-long with the float vector (int8_flat kNN index, as today)",
                          [_LONG_KEYS, _signature_bits(16)]),
     "lean-long-byte-vector": ("lean-long with the vector as bytes (hex, flat kNN index)",
                               [_LONG_KEYS, _signature_bits(16), _byte_vector(True)]),
+    "lean-long-32-fields": ("lean, but the 40-bit keys in 32 `long` fields (`lsh_<band>`)",
+                            [_separate_fields(_long_key, "long"), *_LEAN[1:]]),
     "lean-32-fields": ("lean, but the short keys in 32 keyword fields (`lsh_<band>`)",
                        [_separate_fields(_b64_key(48)), *_LEAN[1:]]),
     "lean-text": ("lean, the short keys as one `text` value (whitespace analyzer, no doc values)",
@@ -316,7 +327,11 @@ def main() -> None:
 
     docs = load(args.corpus, args.docs)
     config = FingerprintConfig(tokenizer=args.tokenizer)
-    dedups = [dedup_source(fp, config) for fp in Fingerprinter(config).fingerprint_many([d["text"] for d in docs])]
+    fper = Fingerprinter(config)
+    # As ingest writes them: with the content hash (labels and write order are left out: they are not
+    # fingerprint fields, and their size depends on the ids).
+    dedups = [dedup_source(fp, config, content_sha1(fper.normalize(d["text"])))
+              for d, fp in zip(docs, fper.fingerprint_many([d["text"] for d in docs]), strict=True)]
     base = mapping_for(config)
     prepared = {name: prepare(name, docs, dedups, base, args.chunk) for name in names}
     del dedups
