@@ -14,7 +14,7 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.clusters import clusters
-from esdedup.errors import ConfigMismatchError, IndexNotFound
+from esdedup.errors import ConfigError, ConfigMismatchError, IndexNotFound
 from esdedup.fingerprint import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.lookup import probe_for, similar, similar_knn
@@ -29,6 +29,8 @@ from esdedup.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import make_corpus
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
+#: The default stores no vector (strategy auto: the rule never reads it); kNN lookups need one.
+KNN_CONFIG = CONFIG.replace(vector_index="int8_flat")
 
 
 def _local(tmp_path) -> Store:
@@ -85,7 +87,7 @@ def test_open_creates_then_checks_config(new_store):
 def test_write_count_get_and_overwrite(new_store, corpus):
     docs, _, fps = corpus
     store = new_store()
-    store.open(CONFIG)
+    store.open(KNN_CONFIG)  # with the vector, to check it round-trips
     _write(store, docs[:50], fps[:50])
     assert store.count() == 50
     got = store.get([docs[0]["id"], docs[1]["id"], "missing"])
@@ -165,7 +167,7 @@ def test_find_pairs_matches_brute_force(new_store, corpus):
 def test_similar_and_knn(new_store, corpus):
     docs, planted, fps = corpus
     store = new_store()
-    store.open(CONFIG)
+    store.open(KNN_CONFIG)
     _write(store, docs, fps)
     idx = {d["id"]: i for i, d in enumerate(docs)}
     a, b = planted[0]
@@ -175,6 +177,22 @@ def test_similar_and_knn(new_store, corpus):
     assert near and near[0].cosine >= max(m.cosine for m in near)
     assert b not in [m.id for m in near]
     assert a in [m.id for m in near]
+    assert np.allclose(store.get([a])[a].vector, fps[idx[a]].vector, atol=1e-6)
+
+
+def test_default_config_stores_no_vector_and_refuses_knn(new_store, corpus):
+    docs, planted, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, docs[:20], fps[:20])
+    assert not store.get([docs[0]["id"]])[docs[0]["id"]].vector.any()
+    with pytest.raises(ConfigError, match="kNN lookups search the TF vector"):
+        similar_knn(store, fps[0], k=5)
+    with pytest.raises(ConfigError, match="carry none"):
+        store.knn(fps[0].vector, 5)
+    # A writer that would send vectors into it is refused up front (its documents would not fit the index).
+    with pytest.raises(ConfigMismatchError, match="stores_vector"):
+        store.open(KNN_CONFIG)
 
 
 def test_labels_and_crowded_keys(new_store, corpus):
@@ -183,10 +201,11 @@ def test_labels_and_crowded_keys(new_store, corpus):
     store.open(CONFIG)
     # Ten copies of one text crowd every band value they hold.
     _write(store, [{"id": f"same{i}", "text": docs[0]["text"]} for i in range(10)], [fps[0]] * 10)
-    crowded = store.crowded_keys(min_count=10)
-    assert {k for k, _ in crowded} >= set(fps[0].bands)
+    crowded = store.crowded_keys(min_count=10, limit=100)
+    assert {k for k, _ in crowded} == set(fps[0].bands + fps[0].lsh)  # LSH keys as strings on both stores
     assert all(n == 10 for _, n in crowded)
     groups = dict(store.shared_keys(max_bucket=4))
+    assert set(groups) == set(fps[0].bands + fps[0].lsh)
     assert all(len(ids) == 4 for ids in groups.values())
     assert store.set_labels({"same1": ("same0", "same0")}) == 1
     store.refresh()
