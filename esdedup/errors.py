@@ -42,6 +42,23 @@ class DecodeError(InputError):
     """A file's bytes are not text in any encoding we accept (never guessed into mojibake)."""
 
 
+class OutputError(EsdedupError):
+    """A file esdedup writes (a dead-letter file, a checkpoint) cannot be written."""
+
+    exit_code = 2
+
+
+class Terminated(EsdedupError):
+    """A run was stopped by SIGTERM after the batch it was writing; ``summary`` counts what was done (the exit
+    code of a program that SIGTERM ends)."""
+
+    exit_code = 143
+
+    def __init__(self, message: str, *, summary: Any = None) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
 class ConfigMismatchError(EsdedupError):
     """An index was built with a different FingerprintConfig than the one in use."""
 

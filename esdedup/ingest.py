@@ -28,27 +28,33 @@ written at the same time is deleted again (skipped when it was the writer's own,
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import os
+import signal
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from .config import FingerprintConfig
-from .errors import ConfigError, IndexNotFound, StoreError
+from .errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
 from .filelock import FileLock
 from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import lookup_keys, probe_for, verify
+from .lookup import lookup_keys, probe_for
 from .normalize import normalize
 from .readers import Record, Rejected, check_inputs, read_records
-from .schema import content_sha1
+from .rule import Sketch, measure
+from .schema import DEDUP, content_sha1
 from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
@@ -79,6 +85,16 @@ class IngestSummary:
     #: Near-duplicates other writers wrote at the same time, deleted again by this run (``skip``); they are
     #: not among this run's records (their own writer counted them indexed).
     removed: int = 0
+    #: Records that replaced a stored document of the same id with a new text (its old cluster is labelled
+    #: again), and (the first 1,000 of) their ids.
+    replaced: int = 0
+    replaced_ids: list[str] = field(default_factory=list)
+    #: Band keys held by more of this run's documents than the in-run index compares (`MAX_PER_KEY`), with
+    #: their counts, most crowded first: boilerplate or mass copies (labelled through their first ones).
+    crowded_keys: list[tuple[str, int]] = field(default_factory=list)
+    #: Records read from the input but not written when the run was stopped (`Terminated`); they are not
+    #: counted in ``read``, and a resumed run reads them again.
+    unwritten: int = 0
     bytes: int = 0
     resumed_files: int = 0
     seconds: float = 0.0
@@ -97,6 +113,7 @@ class IngestSummary:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["skipped_ids"] = d["skipped_ids"][:1000]
+        d["replaced_ids"] = d["replaced_ids"][:1000]
         d["docs_per_s"] = round(self.read / self.seconds, 1) if self.seconds else None
         d["mb_per_s"] = round(self.bytes / 1e6 / self.seconds, 3) if self.seconds else None
         return d
@@ -116,9 +133,25 @@ class _Done:
 _WORKER: Fingerprinter | None = None
 
 
-def _init_worker(config_json: str) -> None:
+def _init_worker(config_json: str, parent: int) -> None:
     global _WORKER
+    _die_with(parent)
     _WORKER = Fingerprinter(FingerprintConfig.from_json(config_json))
+
+
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel send this worker SIGTERM when the process that started it dies, however it
+    dies (SIGKILL included): no worker outlives its ingest."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+        return
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
 
 
 def _fingerprint_batch(texts: list[str]) -> list[tuple[Fingerprint, str]]:
@@ -175,11 +208,28 @@ class _Roots:
             self._parent[r[1]] = top
         return top, moved
 
+    def forget(self, ids: set[str]) -> None:
+        """Drop what this run knows of the clusters of ``ids`` (the store now labels them afresh)."""
+        self._parent = {k: v for k, v in self._parent.items() if k not in ids and v[1] not in ids}
+
 
 # -- in-run index: the documents written earlier in this run ----------------------------------------
+#: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
+#: copies of one text) is crowded: its first documents stand for it. Near-duplicates share several keys,
+#: so a document still finds its cluster through them, and the run stays linear in its documents.
+MAX_PER_KEY = 32
+
+
+#: Stored candidates a record is compared with, at most. Every member of a cluster carries its
+#: representative, so a few members found are as good as all of them; a crowded key (thousands of copies)
+#: must not make every lookup fetch and compare a thousand documents.
+LOOKUP_LIMIT = 100
+
+
 class RunIndex:
     """Band key -> documents written in this run, so a run labels duplicates among its own records without
-    waiting for the store to make them searchable."""
+    waiting for the store to make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded``
+    counts the documents of each key held by more."""
 
     def __init__(self, complete: bool = False) -> None:
         self.docs: list[StoredDoc] = []
@@ -190,6 +240,7 @@ class RunIndex:
         self.more: dict[str, list[int]] = {}
         #: True when the store held nothing before this run (then this index is the whole store).
         self.complete = complete
+        self.crowded: dict[str, int] = {}
 
     def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
         i = len(self.docs)
@@ -197,7 +248,15 @@ class RunIndex:
         first = self.first
         for k in keys:
             if first.setdefault(k, i) != i:
-                self.more.setdefault(k, []).append(i)
+                more = self.more.setdefault(k, [])
+                if len(more) < MAX_PER_KEY - 1:
+                    more.append(i)
+                else:
+                    self.crowded[k] = self.crowded.get(k, MAX_PER_KEY) + 1
+
+    def most_crowded(self, limit: int = 10) -> list[tuple[str, int]]:
+        """The most crowded keys and how many documents of the run hold each, most first."""
+        return sorted(self.crowded.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
     def lookup(self, keys: Sequence[str]) -> list[StoredDoc]:
         """The documents holding any of ``keys``, in the order they were added."""
@@ -211,18 +270,30 @@ class RunIndex:
 
 # -- dead letters and checkpoints --------------------------------------------------------------------
 class DeadLetters:
-    """One JSON line per failed or skipped record, appended to a file created on first use.
+    """One JSON line per failed or skipped record.
 
-    Lines are held until `commit`, which ingest calls once a batch is accounted for (counted in the
-    summary). A batch interrupted before that (Ctrl-C, a crash) is not checkpointed either: the next run
-    reads it again and reports its records then, so `close` drops what was never committed rather than
-    leave those records in the file twice.
+    The file is opened when the run starts, so that a path that cannot be written is refused before any
+    record is (`OutputError`): emptied first (``fresh``: a run's file lists that run's records only), or
+    appended to (a resumed run, a service). Lines are held until `commit`, which ingest calls once a batch
+    is accounted for (counted in the summary). A batch interrupted before that (Ctrl-C, a crash) is not
+    checkpointed either: the next run reads it again and reports its records then, so `close` drops what
+    was never committed rather than leave those records in the file twice. A fresh file that got no line
+    is removed again.
     """
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, *, fresh: bool = False) -> None:
         self.path = Path(path) if path else None
         self._fh: TextIO | None = None
         self._pending: list[str] = []
+        self._fresh = fresh
+        self._lines = 0
+        if self.path is not None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "w" if fresh else "a", encoding="utf-8")
+            except OSError as exc:
+                raise OutputError(f"cannot write the dead-letter file {self.path}: "
+                                  f"{exc.strerror or exc}") from None
 
     def write(self, *, source: str, location: str, reason: str, kind: str, id: str | None = None,
               excerpt: str | None = None) -> None:
@@ -234,14 +305,14 @@ class DeadLetters:
 
     def commit(self) -> None:
         """Write the held lines and flush them to the OS (a resumed run will not read those records again)."""
-        if not self._pending:
+        if not self._pending or self._fh is None:
             return
-        if self._fh is None:
-            assert self.path is not None
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")
-        self._fh.writelines(self._pending)
-        self._fh.flush()
+        try:
+            self._fh.writelines(self._pending)
+            self._fh.flush()
+        except OSError as exc:
+            raise OutputError(f"cannot write the dead-letter file {self.path}: {exc.strerror or exc}") from None
+        self._lines += len(self._pending)
         self._pending.clear()
 
     def close(self) -> None:
@@ -249,6 +320,8 @@ class DeadLetters:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+            if self._fresh and not self._lines and self.path is not None:
+                self.path.unlink(missing_ok=True)
 
 
 class Checkpoint:
@@ -260,9 +333,10 @@ class Checkpoint:
         self.files: dict[str, dict[str, Any]] = {}
         if self.path is not None and self.path.exists():
             try:
-                self.files = json.loads(self.path.read_text("utf-8")).get("files", {})
+                data = json.loads(self.path.read_text("utf-8"))
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"checkpoint {self.path} is unreadable ({exc}); delete it to start over") from exc
+            self.files = _checkpoint_files(data, self.path)
 
     def skip(self, source: str, offset: int) -> bool:
         return self.done(source) or offset < self.files.get(source, {}).get("offset", 0)
@@ -292,6 +366,32 @@ class Checkpoint:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+
+
+def _checkpoint_files(data: Any, path: Path) -> dict[str, dict[str, Any]]:
+    """The ``files`` of a checkpoint as read from disk, checked: ``{"files": {path: {"offset": int >= 0,
+    "done": bool}}}``."""
+    files = data.get("files") if isinstance(data, dict) else None
+    bad = None
+    if not isinstance(data, dict):
+        bad = f"a JSON {_json_kind(data)} instead of an object"
+    elif not isinstance(files, dict):
+        bad = f"'files' is {_json_kind(files)} instead of an object"
+    else:
+        for name, entry in files.items():
+            offset = entry.get("offset", 0) if isinstance(entry, dict) else None
+            if not isinstance(entry, dict) or isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 \
+                    or not isinstance(entry.get("done", False), bool):
+                bad = f"the entry of {name!r} is not {{'offset': a whole number >= 0, 'done': true or false}}"
+                break
+    if bad is not None:
+        raise ConfigError(f"checkpoint {path} does not hold an ingest checkpoint ({bad}); delete it to start over")
+    return files  # type: ignore[return-value]
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
 
 
 # -- the pipeline ------------------------------------------------------------------------------------
@@ -324,8 +424,27 @@ def _doc_id(rec: Record, sha1: str) -> str:
     return rec.id if rec.id is not None else sha1
 
 
+#: Fields of a stored document that ingest fills: ``id``, ``title`` and ``text`` from the fields chosen for
+#: them, ``dedup`` with the fingerprint. A record's own fields of these names (when other fields were chosen,
+#: e.g. ``id_field="doc_id"`` on records that also have an ``id``) are kept under `INPUT_FIELDS`.
+FILLED_FIELDS = ("id", "title", "text", DEDUP)
+INPUT_FIELDS = "input_fields"
+
+
+def _field_clash(rec: Record) -> str | None:
+    """Why a record cannot keep its own fields of `FILLED_FIELDS` (it has an `INPUT_FIELDS` already), or None."""
+    own = [k for k in FILLED_FIELDS if k in rec.fields]
+    if own and INPUT_FIELDS in rec.fields:
+        return (f"the record's own field(s) {', '.join(map(repr, own))} would be kept under {INPUT_FIELDS!r} (other "
+                f"fields were chosen as id, title or text), but it has a field {INPUT_FIELDS!r} already")
+    return None
+
+
 def _source_fields(rec: Record) -> dict[str, Any]:
-    src = {k: v for k, v in rec.fields.items() if k != "dedup"}
+    src = dict(rec.fields)
+    own = {k: src.pop(k) for k in FILLED_FIELDS if k in src}
+    if own:
+        src[INPUT_FIELDS] = own
     if rec.id is not None:
         src["id"] = rec.id
     if rec.title is not None:
@@ -360,9 +479,11 @@ class _Workers:
 
     def __init__(self, config: FingerprintConfig, workers: int) -> None:
         self.workers = workers
-        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(),)) \
+        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid())) \
             if workers > 1 else None
         self._local = None if self._pool else Fingerprinter(config)
+        #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
+        self._in_flight: deque[tuple[Batch, Future | list]] = deque()
 
     def _submit(self, batch: Batch) -> Future | list:
         texts = [r.text for r in batch if isinstance(r, Record)]
@@ -370,23 +491,84 @@ class _Workers:
             return self._pool.submit(_fingerprint_batch, texts)
         return _fingerprint_with(self._local, texts)  # type: ignore[arg-type]
 
-    def in_order(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, list[tuple[Fingerprint, str]]]]:
-        in_flight: deque[tuple[Batch, Future | list]] = deque()
+    def in_order(self, batches: Iterator[Batch], stop: _Stop) -> Iterator[tuple[Batch, list[tuple[Fingerprint, str]]]]:
+        """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""
+        in_flight = self._in_flight
         for batch in batches:
             in_flight.append((batch, self._submit(batch)))
             if len(in_flight) > self.workers:
-                yield self._next(in_flight)
+                done = self._next(stop)
+                if done is None:
+                    return
+                yield done
         while in_flight:
-            yield self._next(in_flight)
+            done = self._next(stop)
+            if done is None:
+                return
+            yield done
 
-    @staticmethod
-    def _next(in_flight: deque[tuple[Batch, Future | list]]) -> tuple[Batch, list[tuple[Fingerprint, str]]]:
-        batch, fut = in_flight.popleft()
-        return batch, fut.result() if isinstance(fut, Future) else fut
+    def _next(self, stop: _Stop) -> tuple[Batch, list[tuple[Fingerprint, str]]] | None:
+        batch, fut = self._in_flight[0]
+        if isinstance(fut, Future):
+            while not stop.asked:
+                try:
+                    results = fut.result(timeout=0.25)
+                    break
+                except TimeoutError:
+                    continue
+            else:
+                return None
+        else:
+            results = fut
+        if stop.asked:
+            return None
+        self._in_flight.popleft()
+        return batch, results
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
+    def unwritten(self) -> int:
+        """Records handed to the workers and never given back (when the run was stopped)."""
+        return sum(len(batch) for batch, _ in self._in_flight)
+
+    def close(self, *, terminate: bool = False) -> None:
+        """Shut the workers down; ``terminate``: at once, with the tasks they are working on."""
+        if self._pool is None:
+            return
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=not terminate, cancel_futures=True)
+        if terminate:
+            for proc in processes:
+                proc.terminate()
+            for proc in processes:
+                proc.join(5)
+
+
+class _Stop:
+    """Whether the run was asked to stop: by SIGTERM, while `_Stop.on_sigterm` holds the handler (in the main
+    thread of a program that left SIGTERM's default action in place; elsewhere SIGTERM is the program's).
+    The run then ends after the batch it is writing, its workers are stopped, and `Terminated` says what
+    was written and what was read but not written (a resumed run reads it again)."""
+
+    def __init__(self) -> None:
+        self.asked: str | None = None
+
+    @contextlib.contextmanager
+    def on_sigterm(self) -> Iterator[_Stop]:
+        if threading.current_thread() is not threading.main_thread() \
+                or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            yield self
+            return
+
+        def handler(signum: int, frame: object) -> None:
+            if self.asked:  # asked twice: stop now
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+            self.asked = signal.Signals(signum).name
+
+        signal.signal(signal.SIGTERM, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @dataclass(frozen=True)
@@ -396,6 +578,7 @@ class _Labels:
     seq: int
     root: Root
     skip_for: str | None = None  # ``skip``: the representative of the stored near-duplicate
+    replaces: Root | None = None  # a new text under a stored id: the cluster the old text was in
 
 
 class _Run:
@@ -415,11 +598,11 @@ class _Run:
     """
 
     def __init__(self, store: Store, config: FingerprintConfig, thresholds: Thresholds, opts: IngestOptions,
-                 *, created: bool, summary: IngestSummary, checkpoint: Checkpoint | None,
+                 *, created: bool, summary: IngestSummary, checkpoint: Checkpoint | None, dead: DeadLetters,
                  remember: bool = True) -> None:
         self.store, self.config, self.t, self.opts = store, config, thresholds, opts
         self.summary = summary
-        self.dead = DeadLetters(opts.dead_letter)
+        self.dead = dead
         self.ckpt = checkpoint
         #: ``remember``: keep this run's documents in memory (a batch run); a service that settles every
         #: call finds them in the store instead, and keeps nothing that grows from one call to the next.
@@ -430,6 +613,8 @@ class _Run:
         self.written: dict[str, str] = {}
         #: Clusters a batch joined that the store must join too (`Store.merge_clusters`).
         self.joins: list[set[Root]] = []
+        #: Ids given a new text in this batch -> (the old text's cluster, the new text's).
+        self.replaced: dict[str, tuple[Root, Root]] = {}
         self.deleted: set[str] = set()
         #: Ids of the current batch that were new to the store.
         self.created: set[str] = set()
@@ -451,6 +636,7 @@ class _Run:
             stored = self._lookup(items)
             written = self._write(self._label(items, stored))
             self._join_clusters(written)
+            self._relabel_replaced()
         if self.store.settles and self.opts.on_duplicate != "index" and written and not self.store.alone():
             written = self._settle(written)
         elif not self.remember:  # a service's article is searchable when the call returns
@@ -471,6 +657,15 @@ class _Run:
                 self.ckpt.finish(self.last_source)
             self.ckpt.save()
         self.store.refresh()
+        if self.summary.replaced:
+            log.warning("%d stored documents got a new text under the same id (the first: %s); their clusters "
+                        "were labelled again", self.summary.replaced, self.summary.replaced_ids[0])
+        self.summary.crowded_keys = self.run_index.most_crowded()
+        if self.summary.crowded_keys:
+            key, n = self.summary.crowded_keys[0]
+            log.warning("%d band keys are each held by more than %d documents of this run (the most: %s, %d "
+                        "documents): only the first %d of each were compared", len(self.run_index.crowded),
+                        MAX_PER_KEY, key, n, MAX_PER_KEY)
 
     # -- accounting ---------------------------------------------------------------------------------
     def _fail(self, at: Record | Rejected, kind: str, reason: str, *, doc_id: str | None = None,
@@ -508,21 +703,28 @@ class _Run:
                 self._fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
                 continue
             fp, sha1 = next(it)
+            clash = _field_clash(rec)
+            if clash is not None:
+                self._fail(rec, "rejected", clash, doc_id=rec.id)
+                continue
             self.summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
             items.append(_Done(rec, fp, sha1, _doc_id(rec, sha1)))
         return items
 
     def _lookup(self, items: list[_Done]) -> list[list[StoredDoc]]:
-        """The stored candidates of each record: one batched band lookup (``index`` mode: only a stored
-        document under the same id, whose labels an idempotent re-ingest keeps). An index this run
-        created holds nothing this run did not write, all of it in the run index: nothing to ask."""
+        """The stored candidates of each record: one batched band lookup, and the stored document under the
+        same id (``index`` mode: only that one, whose labels an idempotent re-ingest keeps). An index this
+        run created holds nothing this run did not write, all of it in the run index: nothing to ask."""
         if not items or self.run_index.complete:
             return [[] for _ in items]
         try:
+            # The stored document under each id, whatever its text (a new text finds no band key of the old).
+            have = self.store.get([d.id for d in items])
             if self.opts.on_duplicate == "index":
-                have = self.store.get([d.id for d in items])
                 return [[have[d.id]] if d.id in have else [] for d in items]
-            return self.store.lookup([probe_for(d.fp, self.config) for d in items])
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in items], limit=LOOKUP_LIMIT)
+            return [cands if d.id not in have or any(c.id == d.id for c in cands) else [*cands, have[d.id]]
+                    for d, cands in zip(items, found, strict=True)]
         except StoreError as exc:
             self._fail_unconfirmed(items, exc, "not written, the store failed")
             raise
@@ -545,6 +747,10 @@ class _Run:
                 self.summary.duplicates += 1
             else:
                 self.own_roots.add(d.id)
+            if labels.replaces is not None:
+                self.summary.replaced += 1
+                self.summary.replaced_ids.append(d.id)
+                self.replaced[d.id] = (labels.replaces, labels.root)
             labelled.append((d, labels))
             self.clusters[id(d.record)] = (d.id, labels.root)
             if self.opts.on_duplicate != "index":  # the run index serves labelling only
@@ -574,12 +780,14 @@ class _Run:
         compared with, and joins the clusters of all its verified near-duplicates (``skip``: is skipped
         when it has any; ``index``: is its own cluster)."""
         self_doc = next((s for s in found if s.id == d.id), None)
-        same = self_doc is not None and self_doc.simhash == d.fp.simhash
+        if self_doc is not None and not _same_text(self_doc, d):
+            return self._labels_of_new_text(d, found, self_doc)
+        same = self_doc is not None
         if self.opts.on_duplicate == "index":
             seq = self_doc.seq if same and self_doc.seq else _CLOCK.next()  # type: ignore[union-attr]
             return _Labels(seq, self_doc.root if same else (seq, d.id))  # type: ignore[union-attr]
         cands = self._candidates(d, found)
-        roots = {self.roots.find(c.root) for c in self._matches(d, cands)}
+        roots = {self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)}
         if same and self_doc is not None:
             me = self.roots.find(self_doc.root)
             seq = self_doc.seq or _CLOCK.next()
@@ -593,6 +801,46 @@ class _Run:
         if len(roots - {me}) > (0 if same else 1):  # clusters already stored that this record joins
             self.joins.append(roots | {me})
         return _Labels(seq, self._join(roots | {me}))
+
+    def _labels_of_new_text(self, d: _Done, found: list[StoredDoc], old: StoredDoc) -> _Labels:
+        """A new text under an id already stored: labelled as a new document, apart from the cluster the
+        old text was in (whose label names the old text; `_relabel_replaced` labels that one again after the
+        write). ``skip``: a new text that duplicates another document is skipped, the old one stays."""
+        self.roots.forget({d.id})
+        cands = self._candidates(d, found)
+        seq = _CLOCK.next(after=max((c.seq for c in cands), default=0))
+        me = (seq, d.id)
+        if self.opts.on_duplicate == "index":
+            return _Labels(seq, me, replaces=old.root)
+        roots = {r for r in (self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)) if r[1] != d.id}
+        if roots and self.opts.on_duplicate == "skip":
+            return _Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
+        if len(roots) > 1:
+            self.joins.append(roots | {me})
+        return _Labels(seq, self._join(roots | {me}), replaces=old.root)
+
+    def _relabel_replaced(self) -> None:
+        """Label again the clusters that texts replaced in this batch were in, and the clusters the new texts
+        joined: their members form one cluster per set still joined by near-duplicate pairs, each
+        represented by its earliest member (the old text's pairs are gone)."""
+        replaced, self.replaced = self.replaced, {}
+        if not replaced or self.opts.on_duplicate == "index":
+            return
+        if self.store.settles:
+            self.store.refresh()
+        ids = {r[1] for old, new in replaced.values() for r in (old, self.roots.find(new))} | set(replaced)
+        members = self.store.members(sorted(ids))
+        if len(members) > MAX_RELABEL:
+            log.warning("%d documents share clusters with texts replaced under the same id: more than %d, not "
+                        "labelled again (run 'dups' with cluster labels to do it)", len(members), MAX_RELABEL)
+            return
+        labels: dict[str, Root] = {}
+        for group in _connected(members, lambda a: self._matches(a, a.id, members)):
+            root = min((m.seq, m.id) for m in group)
+            labels.update((m.id, root) for m in group if m.root != root or m.duplicate_of != _dup_of(m.id, root))
+        self.roots.forget({m.id for m in members})
+        if labels:
+            self.summary.relabelled += self.store.relabel(labels)
 
     def _join(self, roots: set[Root]) -> Root:
         """Join clusters in this run's view; a record of this run that represented a cluster and now joins
@@ -663,14 +911,14 @@ class _Run:
         stored."""
         try:
             self.store.refresh()
-            found = self.store.lookup([probe_for(d.fp, self.config) for d in written])
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in written], limit=LOOKUP_LIMIT)
             if self.opts.on_duplicate == "skip":
                 return self._settle_skips(written, found)
             for d, cands in zip(written, found, strict=True):
                 me = next((c for c in cands if c.id == d.id), None)
                 if me is None:  # an empty text (no keys), or deleted since
                     continue
-                roots = {self.roots.find(me.root)} | {self.roots.find(c.root) for c in self._matches(d, cands)}
+                roots = {self.roots.find(me.root)} | {self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)}
                 if len(roots) > 1:
                     self.joins.append(roots)
                     self._join(roots)
@@ -690,7 +938,7 @@ class _Run:
             me = next((c for c in cands if c.id == d.id), None)
             if me is None:
                 continue
-            for m in self._matches(d, cands):
+            for m in self._matches(d.fp, d.id, cands):
                 if (m.seq, m.id) < (me.seq, me.id):
                     own.setdefault(d.id, (d, me, m))
                 elif m.id not in mine:
@@ -711,10 +959,15 @@ class _Run:
                                        "(deleted again)")
         return [d for d in written if d.id not in gone]
 
-    def _matches(self, d: _Done, cands: list[StoredDoc]) -> list[StoredDoc]:
-        """The candidates that are near-duplicates of ``d`` by the rule."""
-        matched = {m.id for m in verify(d.fp, cands, self.config, self.t, exclude=d.id)}
-        return [c for c in cands if c.id in matched]
+    def _matches(self, sketch: Sketch, own_id: str, cands: list[StoredDoc]) -> list[StoredDoc]:
+        """The candidates that are near-duplicates of a text by the rule (what `esdedup.lookup.verify` keeps,
+        without ranking them: labelling joins them all)."""
+        if sketch.empty:
+            return []
+        docs = [c for c in cands if not c.empty and c.id != own_id]
+        if not docs:
+            return []
+        return [docs[i] for i in np.flatnonzero(measure(sketch, docs, self.config).decide(self.t)).tolist()]
 
     def _unwrite(self, d: _Done, reason: str) -> None:
         """A record counted as written was deleted again: count it as skipped instead."""
@@ -739,6 +992,40 @@ class _Run:
             if item.offset is not None:
                 self.ckpt.advance(item.source, item.offset + 1)
         self.ckpt.save()
+
+
+#: Documents `_Run._relabel_replaced` labels again at most (it compares every pair of them).
+MAX_RELABEL = 2000
+
+
+def _same_text(stored: StoredDoc, d: _Done) -> bool:
+    """The stored document under ``d``'s id has ``d``'s text (its SimHash, where the store kept no SHA-1)."""
+    if stored.content_sha1 is not None:
+        return stored.content_sha1 == d.sha1
+    return stored.simhash == d.fp.simhash
+
+
+def _dup_of(doc_id: str, root: Root) -> str | None:
+    return None if root[1] == doc_id else root[1]
+
+
+def _connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredDoc]]) -> list[list[StoredDoc]]:
+    """``docs`` grouped by the near-duplicate pairs among them (``matches(a)``: the docs paired with a)."""
+    parent = {d.id: d.id for d in docs}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a in docs:
+        for b in matches(a):
+            parent[find(b.id)] = find(a.id)
+    groups: dict[str, list[StoredDoc]] = {}
+    for d in docs:
+        groups.setdefault(find(d.id), []).append(d)
+    return list(groups.values())
 
 
 def _as_stored(d: _Done, seq: int, root: Root) -> StoredDoc:
@@ -766,9 +1053,12 @@ def _open(store: Store, config: FingerprintConfig | None) -> OpenResult:
 
 
 def _checkpoint(opts: IngestOptions) -> Checkpoint:
-    ckpt = Checkpoint(opts.checkpoint)
-    if opts.checkpoint and not opts.resume:
-        ckpt.files = {}
+    """The checkpoint a resumed run continues from; a new run starts an empty one at the same path
+    (without reading what is there: it is overwritten)."""
+    if opts.resume:
+        return Checkpoint(opts.checkpoint)
+    ckpt = Checkpoint(None)
+    ckpt.path = Path(opts.checkpoint) if opts.checkpoint else None
     return ckpt
 
 
@@ -795,42 +1085,60 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     """
     opts = options or IngestOptions()
     check_inputs(paths)  # a mistyped path fails here, before the store (or an empty index) is opened
-    opened = _open(store, config)
-    t = resolve_thresholds(opts.thresholds, opened.config)
-    t.check_band_guarantee(opened.config)
-    summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
     ckpt_lock = _checkpoint_lock(opts)
+    dead: DeadLetters | None = None
     try:
-        return _run_ingest(paths, store, opened, t, opts, summary, progress)
+        # The files this run writes are checked before the store is opened (or created).
+        dead = DeadLetters(opts.dead_letter, fresh=not opts.resume)
+        ckpt = _checkpoint(opts)
+        opened = _open(store, config)
+        t = resolve_thresholds(opts.thresholds, opened.config)
+        t.check_band_guarantee(opened.config)
+        summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
+        summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
+        run = _Run(store, opened.config, t, opts, created=opened.created, summary=summary, checkpoint=ckpt,
+                   dead=dead)
+        return _run_ingest(paths, run, progress)
     finally:
+        if dead is not None:
+            dead.close()
         if ckpt_lock is not None:
             ckpt_lock.release()
 
 
-def _run_ingest(paths: Sequence[str | Path], store: Store, opened: OpenResult, t: Thresholds, opts: IngestOptions,
-                summary: IngestSummary, progress: Callable[[IngestSummary], None] | None) -> IngestSummary:
+def _run_ingest(paths: Sequence[str | Path], run: _Run,
+                progress: Callable[[IngestSummary], None] | None) -> IngestSummary:
     started = time.monotonic()
-    cfg = opened.config
-    ckpt = _checkpoint(opts)
-    summary.resumed_files = sum(1 for f in ckpt.files.values() if f.get("done")) if opts.resume else 0
-    run = _Run(store, cfg, t, opts, created=opened.created, summary=summary, checkpoint=ckpt)
+    store, cfg, opts, summary, ckpt = run.store, run.config, run.opts, run.summary, run.ckpt
+    assert ckpt is not None
     records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
                            title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
                            skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
     workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1))
     retried_before = store.retried
+    stop = _Stop()
     try:
-        for batch, results in workers.in_order(_batches(records, opts.batch)):
-            run.process(batch, results)
-            if progress:
-                summary.seconds = time.monotonic() - started
-                progress(summary)
-        run.finish()
-    except StoreError as exc:
+        with stop.on_sigterm():
+            for batch, results in workers.in_order(_batches(records, opts.batch), stop):
+                run.process(batch, results)
+                if progress:
+                    summary.seconds = time.monotonic() - started
+                    progress(summary)
+                if stop.asked:
+                    break
+            if stop.asked:
+                summary.unwritten = workers.unwritten()
+                workers.close(terminate=True)
+                store.refresh()
+                raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
+                                 f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
+                                 "records read were not written (a resumed run reads them again); the worker "
+                                 "processes were stopped", summary=summary)
+            run.finish()
+    except (StoreError, OutputError) as exc:
         summary.error = str(exc)
     finally:
-        workers.close()
-        run.dead.close()
+        workers.close(terminate=True)
         summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started
     return summary
@@ -881,7 +1189,7 @@ class Ingester:
         t.check_band_guarantee(self.config)
         self.summary = IngestSummary(dead_letter=str(dead_letter) if dead_letter else None)
         self._run = _Run(store, self.config, t, opts, created=False, summary=self.summary, checkpoint=None,
-                         remember=False)
+                         dead=DeadLetters(dead_letter), remember=False)
         self._fper = Fingerprinter(self.config)
         self._lock = threading.Lock()
         self._calls = 0

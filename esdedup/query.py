@@ -16,7 +16,7 @@ from .schema import DEDUP, key_field
 
 #: Doc-value fields every lookup returns (cheap, columnar).
 FINGERPRINT_FIELDS = ["dedup.simhash", "dedup.tokens", "dedup.chars", "dedup.empty", "dedup.cluster_id",
-                      "dedup.duplicate_of", "dedup.shingles", "dedup.seq", "dedup.cluster_seq"]
+                      "dedup.duplicate_of", "dedup.shingles", "dedup.seq", "dedup.cluster_seq", "dedup.content_sha1"]
 VECTOR_SOURCE = ["dedup.vector", "dedup.minhash"]
 
 

@@ -50,6 +50,8 @@ class StoredDoc:
     #: The stored version (Elasticsearch ``_seq_no``, ``_primary_term``) for a conditional update or delete;
     #: None where the store serialises its writers.
     version: tuple[int, int] | None = field(default=None, compare=False)
+    #: SHA-1 of the normalised text (tells a re-ingest of the same text from a new text under the same id).
+    content_sha1: str | None = field(default=None, compare=False)
 
     @property
     def root(self) -> Root:
@@ -176,6 +178,15 @@ class Store(Protocol):
         """Make each group of clusters one cluster: every document labelled with one of a group's roots
         gets the earliest of them (``cluster_id``, ``cluster_seq``, and ``duplicate_of`` = that root, None
         for the root itself), whatever other writers do meanwhile. Returns the documents relabelled."""
+        ...
+
+    def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
+        """The documents labelled with any of ``cluster_ids`` (to label a cluster again)."""
+        ...
+
+    def relabel(self, labels: Mapping[str, Root]) -> int:
+        """Give documents (by id) the cluster of a representative: ``cluster_id``, ``cluster_seq``, and
+        ``duplicate_of`` = the representative (None for itself); returns the documents relabelled."""
         ...
 
     def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:

@@ -124,7 +124,7 @@ def hit_to_doc(hit: Mapping[str, Any], dims: int) -> StoredDoc:
                      int(_first(f, "dedup.chars", 0)), _first(f, "dedup.cluster_id"), _first(f, "dedup.duplicate_of"),
                      minhash=decode_minhash(dedup.get("minhash")), shingles=int(_first(f, "dedup.shingles", 0)),
                      seq=int(_first(f, "dedup.seq", 0)), cluster_seq=int(_first(f, "dedup.cluster_seq", 0)),
-                     version=version)
+                     version=version, content_sha1=_first(f, "dedup.content_sha1"))
 
 
 class ElasticStore:
@@ -428,6 +428,33 @@ class ElasticStore:
                     moved += 1
                     self._own_writes += next(iter(item.values())).get("result") == "updated"
         return moved, seen
+
+    def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
+        """See `Store.members` (at most `PAGE` documents)."""
+        if not cluster_ids:
+            return []
+        with self._errors("fetching cluster members"):
+            resp = self.client.search(index=self.name, size=PAGE, query={"terms": {"dedup.cluster_id": list(cluster_ids)}},
+                                      _source=q.VECTOR_SOURCE, docvalue_fields=q.FINGERPRINT_FIELDS,
+                                      seq_no_primary_term=True, track_total_hits=False)
+        self._complete(resp, "fetching cluster members")
+        return [hit_to_doc(h, self.config.dims) for h in resp["hits"]["hits"]]
+
+    def relabel(self, labels: Mapping[str, Root]) -> int:
+        """See `Store.relabel` (partial updates)."""
+        from elasticsearch import helpers
+
+        actions = ({"_op_type": "update", "_index": self.name, "_id": i, "doc": {DEDUP: {
+            "cluster_id": root, "cluster_seq": seq, "duplicate_of": None if i == root else root}}}
+            for i, (seq, root) in labels.items())
+        updated = 0
+        with self._errors("writing cluster labels"):
+            for ok, item in helpers.streaming_bulk(self.client, actions, chunk_size=1000, raise_on_error=False,
+                                                   max_retries=self.max_retries, initial_backoff=self.initial_backoff):
+                if ok and next(iter(item.values())).get("result") == "updated":
+                    updated += 1
+                    self._own_writes += 1
+        return updated
 
     def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:
         """See `Store.delete_if_unchanged`: bulk deletes conditional on each document's version as read."""

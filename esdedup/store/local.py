@@ -75,6 +75,11 @@ BUSY_SECONDS = 120.0
 WRITE_BATCH = 2000
 #: Host parameters per statement (SQLite's default limit is 32766).
 _MAX_PARAMS = 30000
+#: SELECTs per compound statement (SQLite's default limit is 500).
+_COMPOUND = 400
+# Ids read per key in a lookup, at least: enough to rank a crowd of a few hundred near-identical documents
+# by shared keys (the exact copy of a probe first), few enough that a key shared by thousands costs a bounded read.
+_SCAN_PER_KEY = 256
 
 
 def default_data_dir() -> Path:
@@ -417,6 +422,24 @@ class LocalStore:
         return relabelled
 
     @_sql_errors
+    def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
+        """See `Store.members`."""
+        out: list[StoredDoc] = []
+        for chunk in _chunks(list(cluster_ids), _MAX_PARAMS):
+            q = f"SELECT {self._cols} FROM docs WHERE cluster_id IN ({','.join('?' * len(chunk))})"
+            out.extend(self._docs(self._connect().execute(q, chunk)))
+        return out
+
+    @_sql_errors
+    def relabel(self, labels: Mapping[str, Root]) -> int:
+        """See `Store.relabel`."""
+        db = self._connect()
+        with db:
+            cur = db.executemany("UPDATE docs SET cluster_id = ?, cluster_seq = ?, duplicate_of = ? WHERE id = ?",
+                                 [(root, seq, None if i == root else root, i) for i, (seq, root) in labels.items()])
+        return cur.rowcount
+
+    @_sql_errors
     def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:
         """See `Store.delete_if_unchanged` (writers are serialised here: nothing changes under a batch)."""
         ids = sorted({d.id for d in docs})
@@ -437,13 +460,16 @@ class LocalStore:
     # -- reading ---------------------------------------------------------------------------------
     def _docs(self, rows: Iterable[tuple]) -> Iterator[StoredDoc]:
         dims = self.config.dims
-        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq) in rows:
+        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq,
+             sha1) in rows:
             vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
             minhash = np.frombuffer(sig, dtype=SIGNATURE_DTYPE).astype(np.uint32) if sig is not None else None
             yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
-                            minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0)
+                            minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0,
+                            content_sha1=sha1)
 
-    _COLS = "id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles, wseq, cluster_seq"
+    _COLS = ("id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles, wseq, "
+             "cluster_seq, content_sha1")
 
     @_sql_errors
     def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
@@ -466,12 +492,16 @@ class LocalStore:
         out = []
         for probe in probes:
             keys = sorted({k for keys in probe.values() for k in keys})
+            scan = max(limit, _SCAN_PER_KEY)
             shared: Counter[str] = Counter()
-            for chunk in _chunks(keys, _MAX_PARAMS // 2):
-                marks = ",".join("?" * len(chunk))
-                q = f"SELECT id FROM bands WHERE key IN ({marks}) UNION ALL SELECT id FROM lsh WHERE key IN ({marks})"
-                shared.update(r[0] for r in db.execute(q, chunk + chunk))
-            # The documents sharing the most keys first (ties by id), as the Elasticsearch store ranks them.
+            for chunk in _chunks(keys, _COMPOUND):
+                # One subquery per key, each stopping after `scan` ids (the smallest: the index is in (key, id)
+                # order), so a key that thousands of documents share costs no more than a rarer one and a run
+                # of near-identical documents stays linear. UNION ALL keeps one row per shared key: the
+                # documents sharing the most keys come first (ties by id), as the Elasticsearch store ranks them.
+                q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {'lsh' if k.startswith('m') else 'bands'} "
+                                       "WHERE key = ? LIMIT ?)" for k in chunk)
+                shared.update(r[0] for r in db.execute(q, [x for k in chunk for x in (k, scan)]))
             ids = sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])

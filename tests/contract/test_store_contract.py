@@ -229,6 +229,69 @@ def test_ingest_labels_and_is_idempotent(new_store, tmp_path, corpus):
     assert store.count() == 200
 
 
+def test_clusters_are_merged_relabelled_and_documents_deleted_only_as_read(new_store, corpus):
+    """The primitives concurrent writers settle labels with (`merge_clusters`, `members`, `relabel`,
+    `delete_if_unchanged`), alike on both stores."""
+    docs, _, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    labels = {"a": (1, "a"), "b": (1, "a"), "c": (3, "c"), "d": (3, "c")}
+    seqs = {"a": 1, "b": 2, "c": 3, "d": 4}
+    list(store.write(NewDoc(i, fps[k], {"id": i, "text": docs[k]["text"]}, content_sha1(docs[k]["text"]),
+                            root, None if root == i else root, seq=seqs[i], cluster_seq=cs)
+                     for k, (i, (cs, root)) in enumerate(labels.items())))
+    store.refresh()
+    assert store.merge_clusters([{(3, "c"), (1, "a")}]) == 2
+    store.refresh()
+    got = store.get(list(labels))
+    assert {i: (d.cluster_id, d.cluster_seq, d.duplicate_of, d.seq) for i, d in got.items()} == {
+        "a": ("a", 1, None, 1), "b": ("a", 1, "a", 2), "c": ("a", 1, "a", 3), "d": ("a", 1, "a", 4)}
+    assert sorted(d.id for d in store.members(["a"])) == ["a", "b", "c", "d"] and store.members(["c"]) == []
+    assert store.relabel({"d": (4, "d")}) == 1
+    store.refresh()
+    assert (store.get(["d"])["d"].cluster_id, store.get(["d"])["d"].duplicate_of) == ("d", None)
+    b = store.get(["b"])["b"]
+    assert store.delete_if_unchanged([b]) == ["b"]
+    assert store.delete_if_unchanged([b]) == []  # gone (or changed) since it was read: nothing happens
+    store.refresh()
+    assert store.count() == 3
+
+
+def _labels(store: Store, ids) -> dict:
+    store.refresh()
+    return {i: (d.cluster_id, d.duplicate_of) for i, d in store.get(list(ids)).items()}
+
+
+def test_a_new_text_under_a_stored_id_is_counted_reported_and_labelled_again(new_store, tmp_path):
+    """Issue #14: the same id with a new text in a later run replaced the stored document without a word and
+    left its near-duplicates labelled as duplicates of a text that is no longer there."""
+    docs, planted = make_corpus(4, 2, seed=12)
+    by_id = {d["id"]: d for d in docs}
+    (a, b), (c, e) = planted  # b duplicates a, e duplicates c
+
+    def jsonl(name, rows):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+        return path
+
+    store = new_store()
+    first = ingest([jsonl("one.jsonl", docs)], store, CONFIG, IngestOptions(workers=1))
+    assert first.ok and first.replaced == 0
+    assert _labels(store, [b])[b] == (a, a)
+    # Run two: a now holds the text of c's cluster (a copy of e with a few words changed).
+    new_a = {"id": a, "text": by_id[e]["text"] + "（转载）"}
+    second = ingest([jsonl("two.jsonl", [new_a, by_id[b]])], store, CONFIG, IngestOptions(workers=1))
+    assert second.ok and (second.replaced, second.replaced_ids) == (1, [a])
+    assert (second.created, second.updated) == (0, 2)
+    labels = _labels(store, by_id)
+    assert labels[b] == (b, None)  # no longer a duplicate: a's old text is gone, b represents itself
+    root = labels[c][0]
+    assert labels[a] == (root, root) and labels[e][0] == root  # a joined c's cluster
+    # The same text again changes nothing.
+    third = ingest([jsonl("two.jsonl", [new_a])], store, CONFIG, IngestOptions(workers=1))
+    assert third.replaced == 0 and _labels(store, by_id) == labels
+
+
 @pytest.mark.es
 def test_same_answers_on_both_backends(tmp_path, es_client, corpus):
     docs, _, _ = corpus

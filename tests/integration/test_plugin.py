@@ -31,16 +31,47 @@ from tests.es_node import LocalCluster
 pytestmark = [pytest.mark.es, pytest.mark.plugin]
 
 REPO = Path(__file__).resolve().parents[2]
-LABELS = ("cluster_id", "duplicate_of")
+# What a writer adds, not the text: the labels and the write order (`dedup.seq`, `dedup.cluster_seq`), which
+# `esdedup ingest` sets and the node's processor does not.
+LABELS = ("cluster_id", "duplicate_of", "seq", "cluster_seq")
 
 
 def plugin_zip() -> Path:
+    """The plugin zip: ``ESDEDUP_PLUGIN_ZIP``, else the Maven build's, built here first when there is none (as the
+    node fixtures start their nodes: the README's test command needs nothing done by hand)."""
     env = os.environ.get("ESDEDUP_PLUGIN_ZIP")
-    found = [Path(env)] if env else sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
-    if not found or not found[-1].is_file():
-        pytest.fail("the plugin zip is missing: build it with `cd plugin && mvn -o -B package "
-                    "-Dpython=$(which python)` (or set ESDEDUP_PLUGIN_ZIP)", pytrace=False)
+    if env:
+        return Path(env)
+    found = sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
+    if not found:
+        _build_plugin()
+        found = sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
+    if not found:
+        pytest.fail("the Maven build made no plugin zip under plugin/target", pytrace=False)
     return found[-1]
+
+
+def _build_plugin() -> None:
+    """``mvn package`` in plugin/ (offline first: a machine that built it once has the dependencies)."""
+    import subprocess
+    import sys
+
+    cmd = ["mvn", "-B", "-q", "package", f"-Dpython={sys.executable}"]
+    for attempt in (["-o"], []):
+        proc = subprocess.run(cmd[:1] + attempt + cmd[1:], cwd=REPO / "plugin", capture_output=True, text=True)
+        if proc.returncode == 0:
+            return
+    pytest.fail(f"building the plugin failed ({' '.join(cmd)} in plugin/):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}",
+                pytrace=False)
+
+
+def _check_client_major() -> None:
+    import elasticsearch
+
+    if elasticsearch.__version__[0] != 8:
+        pytest.fail(f"the plugin is built for Elasticsearch 8.19.21, which needs the 8.x Python client; this "
+                    f"environment has elasticsearch {elasticsearch.__versionstr__} (install "
+                    "\"elasticsearch[async]>=8.15,<9\", as the README's first command does)", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +80,8 @@ def plugin_url() -> Iterator[str]:
     if url:
         yield url.rstrip("/")
         return
-    cluster = LocalCluster(nodes=1, plugins=[str(plugin_zip())])
+    _check_client_major()
+    cluster = LocalCluster(nodes=1, version="8.19.21", plugins=[str(plugin_zip())])
     cluster.start()
     try:
         yield cluster.url

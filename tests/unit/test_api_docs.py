@@ -42,7 +42,7 @@ def test_every_error_class_is_documented() -> None:
                if inspect.isclass(obj) and issubclass(obj, errors.EsdedupError)]
     assert len(classes) >= 8
     for name in classes:
-        row = re.search(rf"^\| `{name}` \| (\d) \|", text, flags=re.M)
+        row = re.search(rf"^\| `{name}` \| (\d+) \|", text, flags=re.M)
         assert row, f"errors table in docs/api.md has no row for {name}"
         assert int(row.group(1)) == getattr(errors, name).exit_code, name
 

@@ -8,6 +8,8 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
+
 from esdedup.config import FingerprintConfig
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.store.local import LocalStore
@@ -145,3 +147,147 @@ def test_a_long_text_is_fingerprinted_in_bounded_time_and_memory():
     cpu_seconds, growth_mb, shingles = map(float, r.stdout.split())
     assert shingles > 2_000_000
     assert cpu_seconds < 60 and growth_mb < 180, (cpu_seconds, growth_mb)
+
+
+def _with_bad_lines(path: Path, docs: list[dict]) -> Path:
+    lines = [json.dumps(d, ensure_ascii=False) for d in docs]
+    path.write_text("\n".join(lines[:2] + ["not json", '{"id": "x"}'] + lines[2:]) + "\n", "utf-8")
+    return path
+
+
+def test_an_unwritable_dead_letter_path_is_refused_before_anything_is_written(tmp_path):
+    from esdedup.errors import OutputError
+
+    docs, _ = make_corpus(6, 0, seed=8)
+    path = _with_bad_lines(tmp_path / "a.jsonl", docs)
+    (tmp_path / "file").write_text("x")
+    for bad in (tmp_path, tmp_path / "file" / "dl.jsonl"):  # a folder; a path through a file
+        store = LocalStore("dl", tmp_path / "data")
+        with pytest.raises(OutputError, match="cannot write the dead-letter file"):
+            ingest([path], store, CONFIG, IngestOptions(workers=1, dead_letter=bad, checkpoint=tmp_path / "ck.json"))
+        store.close()
+        assert not (tmp_path / "data" / "dl.sqlite").exists() and not (tmp_path / "ck.json").exists()
+
+
+def test_the_dead_letter_file_lists_one_run_unless_it_is_resumed(tmp_path):
+    docs, _ = make_corpus(6, 0, seed=9)
+    bad, good = _with_bad_lines(tmp_path / "bad.jsonl", docs), _jsonl(tmp_path / "good.jsonl", docs)
+    dl, ck = tmp_path / "dl.jsonl", tmp_path / "ck.json"
+    store = LocalStore("dl", tmp_path / "data")
+
+    def run(path: Path, resume: bool = False) -> int:
+        s = ingest([path], store, CONFIG, IngestOptions(workers=1, dead_letter=dl, checkpoint=ck, resume=resume))
+        assert s.balanced
+        return len(dl.read_text("utf-8").splitlines()) if dl.exists() else 0
+
+    assert run(bad) == 2
+    assert run(bad) == 2  # not 4: a new run starts the file afresh
+    ck.unlink()
+    assert run(bad, resume=True) == 4  # a resumed run adds to it (here: nothing was checkpointed)
+    assert run(good) == 0 and not dl.exists()  # nothing failed: no file left behind
+    store.close()
+
+
+@pytest.mark.parametrize("content", ["[]", "null", "3", '"files"', '{"files": []}', '{"files": {"a.jsonl": 5}}',
+                                     '{"files": {"a.jsonl": {"offset": -1}}}',
+                                     '{"files": {"a.jsonl": {"offset": "7"}}}',
+                                     '{"files": {"a.jsonl": {"offset": 0, "done": "yes"}}}'])
+def test_a_checkpoint_of_the_wrong_shape_is_one_clear_error(tmp_path, content):
+    from esdedup.errors import ConfigError
+
+    path = _jsonl(tmp_path / "a.jsonl", make_corpus(3, 0, seed=10)[0])
+    ck = tmp_path / "ck.json"
+    ck.write_text(content, "utf-8")
+    store = LocalStore("ck", tmp_path / "data")
+    with pytest.raises(ConfigError, match=r"checkpoint .*ck\.json does not hold an ingest checkpoint \(.+\); "
+                                          "delete it to start over"):
+        ingest([path], store, CONFIG, IngestOptions(workers=1, checkpoint=ck, resume=True))
+    # A run that does not resume starts a new checkpoint over it.
+    assert ingest([path], store, CONFIG, IngestOptions(workers=1, checkpoint=ck)).ok
+    assert json.loads(ck.read_text("utf-8"))["files"][str(path)]["done"] is True
+    store.close()
+
+
+def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_are_reported(tmp_path):
+    """Issue #14: 1,500 / 3,000 / 6,000 near-identical documents took 9 / 36 / 147 s (every document was
+    compared with every earlier one). The in-run index now keeps the first `MAX_PER_KEY` per key."""
+    import time
+
+    from esdedup.ingest import MAX_PER_KEY
+
+    seconds = []
+    for n in (1000, 4000):
+        path = _jsonl(tmp_path / f"same{n}.jsonl", _near_identical(n))
+        store = LocalStore(f"same{n}", tmp_path / "data")
+        started = time.process_time()
+        s = ingest([path], store, CONFIG, IngestOptions(workers=1))
+        seconds.append(time.process_time() - started)
+        assert s.ok and s.duplicates == n - 1  # one cluster, all the same
+        assert s.crowded_keys and s.crowded_keys[0][1] == n and len(s.crowded_keys) <= 10
+        assert json.loads(json.dumps(s.to_dict()))["crowded_keys"][0] == [s.crowded_keys[0][0], n]
+        assert len({cid for cid, _ in store.labels().values()}) == 1
+        store.close()
+    assert n > 2 * MAX_PER_KEY
+    assert seconds[1] < 7 * seconds[0], seconds  # four times the documents: four times the time, not sixteen
+
+
+def _near_identical(n: int) -> list[dict[str, str]]:
+    base = ("国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"
+            "气象台预计未来三天本市将出现持续降雨，局部地区有大到暴雨，请市民注意出行安全。")
+    return [{"id": f"d{i:05d}", "text": f"{base}（第{i}号）"} for i in range(n)]
+
+
+def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path):
+    """A second ingest of near-identical documents into the filled store read, for every lookup, every
+    document that held one of its keys before cutting to the limit: quadratic again. Each key now stops
+    after a bounded number of ids (the smallest), so a store eight times as crowded gives the same answer."""
+    import time
+
+    from esdedup.fingerprint import Fingerprinter
+    from esdedup.lookup import probe_for
+    from esdedup.schema import content_sha1
+    from esdedup.store.base import NewDoc
+
+    fper = Fingerprinter(CONFIG)
+    seconds, answers = [], []
+    for n in (1000, 8000):
+        docs = _near_identical(n)
+        store = LocalStore(f"crowd{n}", tmp_path / "data")
+        store.open(CONFIG)
+        fps = fper.fingerprint_many([d["text"] for d in docs])
+        list(store.write(NewDoc(d["id"], fp, d, content_sha1(d["text"])) for d, fp in zip(docs, fps)))
+        probes = [probe_for(fp, CONFIG) for fp in fps[:100]]
+        store.lookup(probes[:1], limit=50)  # index the keys first
+        started = time.process_time()
+        found = store.lookup(probes, limit=50)
+        seconds.append(time.process_time() - started)
+        answers.append([[d.id for d in cands] for cands in found])
+        store.close()
+    assert answers[0] == answers[1]
+    assert all(len(ids) == 50 and ids == sorted(ids) for ids in answers[0])
+    assert seconds[1] < 3 * seconds[0], seconds  # eight times the documents, (about) the same time
+
+def test_a_records_own_id_text_title_and_dedup_are_kept_when_other_fields_were_chosen(tmp_path):
+    """Issue #14: ``--id-field doc_id --text-field content`` on records that also have ``id`` and ``text``
+    lost those values without a word (and a field named ``dedup`` was dropped always)."""
+    records = [
+        {"doc_id": "a1", "content": "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。", "id": 77,
+         "text": "another text", "title": "标题", "dedup": {"mine": 1}, "url": "https://x.test/a1"},
+        {"doc_id": "a2", "content": "今天北京天气晴朗，最高气温二十五度，空气质量优良，适合户外活动。", "id": 78,
+         "input_fields": "taken"},
+        {"doc_id": "a3", "content": "研究人员在南海发现了一种新的深海鱼类，它能够在极端高压和低温环境中生存。",
+         "input_fields": {"free": "to use"}},
+    ]
+    path = _jsonl(tmp_path / "a.jsonl", records)
+    store = LocalStore("own", tmp_path / "data")
+    s = ingest([path], store, CONFIG, IngestOptions(workers=1, id_field="doc_id", text_field="content",
+                                                    dead_letter=tmp_path / "dl.jsonl"))
+    assert (s.read, s.indexed, s.failed) == (3, 2, 1)
+    src = store.get_source("a1")
+    assert (src["id"], src["text"], src["title"], src["url"]) == ("a1", records[0]["content"], "标题",
+                                                                  "https://x.test/a1")
+    assert src["input_fields"] == {"id": 77, "text": "another text", "dedup": {"mine": 1}}
+    assert store.get_source("a3")["input_fields"] == {"free": "to use"}  # no clash: the record's own field
+    store.close()
+    (letter,) = [json.loads(x) for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
+    assert letter["location"] == "line 2" and "'input_fields'" in letter["reason"] and "'id'" in letter["reason"]

@@ -1,0 +1,67 @@
+"""SIGTERM to a running `esdedup ingest` (issue #14): the worker processes go with it, the run says what it
+wrote and what it read but did not write, and a resumed run finishes the job. The CLI runs as a real
+subprocess; no mocks.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+from esdedup.store.local import LocalStore
+from tests.reliability import last_json, run_cli, start_cli, wait_for, write_corpus
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_path):
+    data, ck = tmp_path / "data", tmp_path / "ck.json"
+    docs = write_corpus(tmp_path / "in.jsonl", 30_000, seed=61)
+    args = ("ingest", tmp_path / "in.jsonl", "--index", "term", "--data-dir", data, "--tokenizer", "rjieba",
+            "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
+    proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err")
+    try:
+        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.2,
+                 what="the first batch written, with its workers running")
+        workers = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)  # to the ingest parent only, not its process group
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = (tmp_path / "err").read_text()
+    assert code == 143, err[-3000:]
+    assert "Traceback" not in err and err.startswith("Error: stopped by SIGTERM: read "), err[-3000:]
+    assert "more records read were not written" in err
+    first_read = int(err.split("read ", 1)[1].split()[0])
+    deadline = time.monotonic() + 20
+    while any(map(_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(map(_running, workers)), [p for p in workers if _running(p)]
+    # A resumed run writes the rest: the store ends with every record.
+    r = run_cli(*args, "--resume", timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert last_json(r.stdout)["read"] == len(docs) - first_read  # nothing read twice, nothing lost
+    store = LocalStore("term", data)
+    store.open(None, create=False)
+    assert store.count() == len(docs)
+    store.close()
