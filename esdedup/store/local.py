@@ -5,7 +5,7 @@ document: SimHash hex, vector as float32 bytes, labels, article fields as JSON) 
 document id). Band keys carry their table number (``"2:9f3a"``), so one ``bands`` table whose primary key
 starts with the key is an index on every band at once.
 
-MinHash LSH keys (52-bit integers in decimal, `esdedup.minhash.lsh_keys`) live in a table of their own,
+MinHash LSH keys (40-bit integers in decimal, `esdedup.minhash.lsh_keys`) live in a table of their own,
 ``lsh``, laid out the same way. The vector is stored only when the config says documents carry it
 (`FingerprintConfig.stores_vector`).
 Writes only append document rows (a short text has 32 LSH keys, and 32 random B-tree inserts cost more
@@ -42,7 +42,7 @@ from ..config import FingerprintConfig
 from ..errors import ConfigError, IndexNotFound, StoreError
 from ..filelock import FileLock
 from ..minhash import SIGNATURE_DTYPE
-from ..schema import META_KEY, config_from_meta, meta_for
+from ..schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
 from ..simhash import from_hex, to_hex
 from .base import (
     NewDoc,
@@ -336,7 +336,7 @@ class LocalStore:
         signed = [(doc_id, sig) for _, doc_id, _, sig, _ in rows if sig is not None]
         if not signed:
             return []
-        sigs = np.stack([np.frombuffer(sig, dtype=mh.SIGNATURE_DTYPE) for _, sig in signed])
+        sigs = np.stack([np.frombuffer(sig, dtype=SIGNATURE_DTYPE) for _, sig in signed])
         return [(k, doc_id) for (doc_id, _), keys in zip(signed, mh.lsh_keys_many(sigs, self.config.minhash_bands),
                                                          strict=True) for k in keys]
 
@@ -491,7 +491,7 @@ class LocalStore:
         db = self._connect()
         out = []
         for probe in probes:
-            keys = sorted({k for keys in probe.values() for k in keys})
+            keys = sorted({(_key_table(band), k) for band, band_keys in probe.items() for k in band_keys})
             scan = max(limit, _SCAN_PER_KEY)
             shared: Counter[str] = Counter()
             for chunk in _chunks(keys, _COMPOUND):
@@ -499,9 +499,9 @@ class LocalStore:
                 # order), so a key that thousands of documents share costs no more than a rarer one and a run
                 # of near-identical documents stays linear. UNION ALL keeps one row per shared key: the
                 # documents sharing the most keys come first (ties by id), as the Elasticsearch store ranks them.
-                q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {'lsh' if k.startswith('m') else 'bands'} "
-                                       "WHERE key = ? LIMIT ?)" for k in chunk)
-                shared.update(r[0] for r in db.execute(q, [x for k in chunk for x in (k, scan)]))
+                q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {table} WHERE key = ? LIMIT ?)"
+                                       for table, _ in chunk)
+                shared.update(r[0] for r in db.execute(q, [x for _, k in chunk for x in (k, scan)]))
             ids = sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])
@@ -579,6 +579,12 @@ def _stored_vector(vector: np.ndarray) -> bytes:
     both stores. ``x * 1e6`` is exact for a float32 ``x``, so this is Python's correctly rounded
     ``round(x, 6)``, vectorised."""
     return (np.rint(np.asarray(vector, dtype=np.float64) * 1e6) / 1e6).astype("<f4").tobytes()
+
+
+def _key_table(band: str) -> str:
+    """The table that holds a probe band's keys: ``lsh`` for the MinHash LSH bands (whose keys live in the
+    one field `esdedup.schema.LSH_KEYS` on Elasticsearch), ``bands`` for the SimHash bands."""
+    return "lsh" if key_field(band) == LSH_KEYS else "bands"
 
 
 def _stored_signature(sig: np.ndarray) -> bytes:

@@ -14,14 +14,14 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.clusters import clusters
-from esdedup.errors import ConfigError, ConfigMismatchError, IndexNotFound
+from esdedup.errors import ConfigError, ConfigMismatchError, EsdedupError, IndexNotFound
 from esdedup.fingerprint import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.lookup import probe_for, similar, similar_knn
 from esdedup.pairs import find_pairs
 from esdedup.rule import is_duplicate
 from esdedup.rule import minhash_estimates as short_scores
-from esdedup.schema import content_sha1
+from esdedup.schema import META_KEY, content_sha1, meta_for
 from esdedup.store.base import NewDoc, Store
 from esdedup.store.elastic import ElasticStore
 from esdedup.store.local import LocalStore
@@ -190,6 +190,10 @@ def test_default_config_stores_no_vector_and_refuses_knn(new_store, corpus):
         similar_knn(store, fps[0], k=5)
     with pytest.raises(ConfigError, match="carry none"):
         store.knn(fps[0].vector, 5)
+    # A rule told to judge by the cosine alone could match no stored pair: refused, not silently empty.
+    with pytest.raises(ConfigError, match="cosine alone decides.*carry no TF vector"):
+        similar(store, [fps[0]], thresholds=Thresholds(hamming_k=3, cosine=0.8))
+    assert similar(store, [fps[0]], thresholds=ThresholdOverrides(cosine=None))  # an n-gram test stays on
     # A writer that would send vectors into it is refused up front (its documents would not fit the index).
     with pytest.raises(ConfigMismatchError, match="stores_vector"):
         store.open(KNN_CONFIG)
@@ -334,6 +338,29 @@ def test_local_store_of_an_older_schema_is_refused_clearly(tmp_path):
     db.close()
     with pytest.raises(StoreError, match="older esdedup .*ingest the documents again"):
         LocalStore("old", data).open(None, create=False)
+
+
+def _store_config_dict(store: Store, config: dict) -> None:
+    """Overwrite the config a store recorded when it was created (as an older esdedup would have left it)."""
+    meta = {**meta_for(CONFIG)[META_KEY], "config": config}
+    if isinstance(store, LocalStore):
+        import sqlite3
+
+        with sqlite3.connect(store.path) as db:
+            db.execute("UPDATE meta SET value = ? WHERE key = ?", (json.dumps(meta), META_KEY))
+    else:
+        store.client.indices.put_mapping(index=store.name, meta={META_KEY: meta})
+
+
+def test_a_schema_3_index_is_refused_clearly(new_store):
+    """An index written under schema 3 (32-bit MinHash values, LSH keys as keyword strings in 32 fields, a
+    vector in every document) is not read or written as if its fields meant what schema 4's do."""
+    store = new_store()
+    store.open(CONFIG)
+    _store_config_dict(store, {**CONFIG.to_dict(), "schema": 3, "vector_index": "int8_flat"})
+    for config in (None, CONFIG):
+        with pytest.raises(EsdedupError, match=r"config schema 3 is not supported .*ingest the documents .*again"):
+            store.open(config, create=False)
 
 
 def test_crowded_lookups_keep_the_nearest_candidates_and_say_they_were_cut(new_store):
