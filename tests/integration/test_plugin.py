@@ -168,8 +168,10 @@ def indexes(plugin_es, plugin_url, corpus, tmp_path_factory) -> Iterator[tuple[s
     suffix = uuid.uuid4().hex[:8]
     a, b, pipeline = f"plugin-a-{suffix}", f"plugin-b-{suffix}", f"esdedup-plugin-{suffix}"
     tmp = tmp_path_factory.mktemp("ingest")
+    # With a vector (the default stores none), so that the scripts' cosines are compared too.
     result = CliRunner().invoke(app, ["ingest", str(path), "--index", a, "--es", plugin_url, "--workers", "1",
-                                      "--replicas", "0", "--dead-letter", str(tmp / "dl.jsonl"), "--json"])
+                                      "--replicas", "0", "--vector-index", "int8_flat",
+                                      "--dead-letter", str(tmp / "dl.jsonl"), "--json"])
     assert result.exit_code == 0, result.output
     config = ElasticStore(plugin_es, a).open().config
     ElasticStore(plugin_es, b, replicas=0).open(config)
@@ -201,7 +203,8 @@ def test_the_pipeline_writes_every_dedup_field_as_esdedup_ingest_does(plugin_es,
     assert not any("cluster_id" in s["dedup"] or "cluster_seq" in s["dedup"] for s in by_plugin.values())
     # the corpus reaches every part of the layout: long texts with band keys, short ones, empty ones
     fields = [set(s["dedup"]) for s in by_plugin.values()]
-    assert any("band_0" in f for f in fields) and any("band_0" not in f and "lsh_0" in f for f in fields)
+    assert any("band_0" in f for f in fields) and any("band_0" not in f and "lsh_keys" in f for f in fields)
+    assert any("vector" in f for f in fields)
     assert any(s["dedup"]["empty"] for s in by_plugin.values())
 
 
