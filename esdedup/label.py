@@ -31,8 +31,9 @@ from .config import FingerprintConfig
 from .errors import BulkError, ConfigError
 from .fingerprint import Fingerprint
 from .ingest import _CLOCK, settle_stored
+from .minhash import lsh_keys
 from .query import FINGERPRINT_FIELDS, VECTOR_SOURCE
-from .schema import DEDUP, band_fields, lsh_fields
+from .schema import DEDUP, band_fields
 from .store.base import Root, Store, StoredDoc
 from .store.elastic import es_errors, hit_to_doc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -112,9 +113,11 @@ class _Unlabelled:
     def of(cls, hit: Mapping[str, Any], config: FingerprintConfig) -> _Unlabelled:
         doc = hit_to_doc(hit, config.dims)
         fields = hit.get("fields", {})
-        keys = [[v[0] for v in (fields.get(f"{DEDUP}.{name}") for name in names) if v]
-                for names in (band_fields(config), lsh_fields(config))]
-        fp = Fingerprint(doc.simhash, keys[0], doc.vector, {}, doc.tokens, doc.empty, keys[1], doc.minhash,
+        bands = [v[0] for v in (fields.get(f"{DEDUP}.{name}") for name in band_fields(config)) if v]
+        # The LSH keys follow from the stored signature, in band order (the one multi-valued field's doc
+        # values come back sorted).
+        lsh = lsh_keys(doc.minhash, config.minhash_bands) if doc.minhash is not None else []
+        fp = Fingerprint(doc.simhash, bands, doc.vector, {}, doc.tokens, doc.empty, lsh, doc.minhash,
                          doc.chars, config.bits, doc.shingles)
         return cls(doc, fp)
 
@@ -123,7 +126,7 @@ def _unlabelled(store: Any, batch: int) -> Iterator[list[dict[str, Any]]]:
     """The unlabelled documents as the index held them when the run started (a point in time), in pages."""
     where = f"finding unlabelled documents ({store.display_url}, index {store.name!r})"
     config: FingerprintConfig = store.config
-    fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(config) + lsh_fields(config)]
+    fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(config)]
     with es_errors(where, store.secrets):
         pit = store.client.open_point_in_time(index=store.name, keep_alive="5m")["id"]
     try:
