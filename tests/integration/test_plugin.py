@@ -155,7 +155,13 @@ def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
 def _sources(client, index: str) -> dict[str, dict]:
     client.indices.refresh(index=index)
     resp = client.search(index=index, size=10_000, query={"match_all": {}})
-    return {h["_id"]: h["_source"] for h in resp["hits"]["hits"]}
+    out = {h["_id"]: h["_source"] for h in resp["hits"]["hits"]}
+    # 9.x keeps dense vectors out of a plain _source and returns them when named
+    vectors = client.search(index=index, size=10_000, query={"match_all": {}}, source=["dedup.vector"])
+    for h in vectors["hits"]["hits"]:
+        if "vector" in h["_source"].get("dedup", {}):
+            out[h["_id"]]["dedup"]["vector"] = h["_source"]["dedup"]["vector"]
+    return out
 
 
 @pytest.fixture(scope="module")
