@@ -770,7 +770,7 @@ class _Run:
             raise
         try:
             self.drain()
-        except StoreError as exc:
+        except (StoreError, OutputError) as exc:
             self._abandon(state, exc)
             raise
         self._enter(state)
@@ -790,11 +790,15 @@ class _Run:
             self._relabel_replaced()
         self._after_write(written)
 
-    def _abandon(self, state: _BatchState, exc: StoreError) -> None:
-        """A labelled batch that will not be written (the store failed on the batch before): its records
-        count as failed, unconfirmed, like the rest of a batch the store stopped on."""
+    def _abandon(self, state: _BatchState, exc: StoreError | OutputError) -> None:
+        """A labelled batch that will not be written (the store or the dead-letter file failed on the batch
+        before): its records count as failed, unconfirmed, like the rest of a batch the store stopped on."""
         self._enter(state)
-        self._fail_unconfirmed([d for d, _ in state.labelled], exc, "not written, the store failed")
+        what = "not written, the store failed" if isinstance(exc, StoreError) else "not written, the run stopped"
+        for d, _ in state.labelled:
+            self._fail(d.record, "unconfirmed", f"{what}: {exc}", doc_id=d.id)
+        with contextlib.suppress(OutputError):  # the file that failed may fail again
+            self.dead.commit()
 
     def close(self) -> None:
         """Stop the writer thread (after the write it may be running)."""
