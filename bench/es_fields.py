@@ -8,7 +8,12 @@ Every document is fingerprinted and encoded before the clock starts; each varian
 NDJSON bodies through `_bulk` (chunks of --chunk documents) into a fresh 1-shard index and refreshes it. The
 node is warmed up first (JIT), the variants run in rotation for --rounds rounds, and the table gives the median
 rate and the node's CPU seconds (`_nodes/stats`) per variant. This isolates the server's share: no
-fingerprinting and no client work is timed.
+fingerprinting and no client work is timed. Documents carry what ingest writes (`dedup_source`, content hash
+included), without the cluster labels and write order, whose size depends on the ids.
+
+A variant is a config (what `dedup_source` and `mapping_for` make of it) and changes to that layout. The
+candidate layouts of issue 16 were measured against the schema-3 layout by this script as of commit 30114f4
+(BENCHMARKS.md); this version measures the schema-4 layout that came out of them.
 
 "articles" has only 1,705 real documents (the People's Daily of January 1998, paragraphs joined to at least
 1,000 characters); --docs of them are sent round-robin under distinct ids, which costs the node the same as
@@ -19,10 +24,12 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime
+import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,54 +41,69 @@ from elasticsearch import Elasticsearch  # noqa: E402
 from es import node, node_cpu_seconds  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
-from esdedup.fingerprint import Fingerprinter  # noqa: E402
-from esdedup.schema import ARTICLE_FIELDS, dedup_source, mapping_for  # noqa: E402
+from esdedup.fingerprint import Fingerprint, Fingerprinter  # noqa: E402
+from esdedup.schema import ARTICLE_FIELDS, LSH_KEYS, content_sha1, dedup_source, mapping_for  # noqa: E402
 from esdedup.store.elastic import json_bytes  # noqa: E402
 
 Dedup = dict[str, Any]
+Mapping = dict[str, Any]
 PLAIN_MAPPING = {"properties": {**copy.deepcopy(ARTICLE_FIELDS), "author": {"type": "keyword"}}}
 
 
-def _is_lsh(name: str) -> bool:
-    return name.startswith("lsh_")
+def _props(mapping: Mapping) -> dict[str, Any]:
+    return mapping["properties"]["dedup"]["properties"]
 
 
-def _without(drop: Callable[[str], bool]) -> Callable[[dict[str, Any], Dedup], Dedup]:
-    """A variant that removes the dedup fields ``drop`` selects, from the mapping and from every document."""
-    def apply(props: dict[str, Any], d: Dedup) -> Dedup:
-        for name in [n for n in props if drop(n)]:
-            del props[name]
-        return {k: v for k, v in d.items() if not drop(k)}
-    return apply
+@dataclass(frozen=True)
+class Step:
+    """One change to a layout: to the mapping (once) and to every document's dedup object."""
+
+    mapping: Callable[[Mapping], None] = lambda m: None
+    doc: Callable[[Dedup], Dedup] = lambda d: d
 
 
-def _lsh_index_only(props: dict[str, Any], d: Dedup) -> Dedup:
-    for name in props:
-        if _is_lsh(name):
-            props[name]["doc_values"] = False
-    return d
+def _without(*names: str) -> Step:
+    """Remove dedup fields, from the mapping and from every document."""
+    def mapping(m: Mapping) -> None:
+        for name in names:
+            _props(m).pop(name, None)
+    return Step(mapping, lambda d: {k: v for k, v in d.items() if k not in names})
 
 
-def _vector_not_indexed(props: dict[str, Any], d: Dedup) -> Dedup:
-    props["vector"] = {"type": "dense_vector", "dims": props["vector"]["dims"], "index": False}
-    return d
+def _lsh_keys_as(spec: dict[str, Any], encode: Callable[[int], Any] = lambda k: k) -> Step:
+    """The LSH keys field mapped as ``spec``, its values encoded by ``encode``."""
+    def mapping(m: Mapping) -> None:
+        _props(m)[LSH_KEYS] = dict(spec)
+    return Step(mapping, lambda d: {**d, LSH_KEYS: [encode(k) for k in d[LSH_KEYS]]} if LSH_KEYS in d else d)
 
 
-#: name -> (what it is, how it changes the esdedup mapping properties and a document's dedup object).
-#: None is the plain index: the article fields only.
-VARIANTS: dict[str, tuple[str, Callable[[dict[str, Any], Dedup], Dedup] | None]] = {
-    "plain": ("plain: article fields only", None),
-    "esdedup": ("esdedup's documents, default mapping", lambda props, d: d),
-    "lsh-index-only": ("... LSH fields without doc values", _lsh_index_only),
-    "no-lsh": ("... without the 32 LSH fields", _without(_is_lsh)),
-    "no-minhash": ("... without the MinHash signature", _without(lambda n: n in ("minhash", "shingles"))),
-    "vector-not-indexed": ("... vector stored, not indexed for kNN", _vector_not_indexed),
-    "no-vector": ("... without the vector", _without(lambda n: n == "vector")),
-    "simhash-only": ("SimHash bands + vector (no MinHash, no LSH)",
-                     _without(lambda n: _is_lsh(n) or n in ("minhash", "shingles"))),
-    "bands-only": ("SimHash bands, no vector, no MinHash, no LSH",
-                   _without(lambda n: _is_lsh(n) or n in ("minhash", "shingles", "vector"))),
+def _first_lsh_keys(n: int) -> Step:
+    """Only the first ``n`` LSH keys of each document (what each key costs the node; not a layout: fewer
+    bands lose recall)."""
+    return Step(doc=lambda d: {**d, LSH_KEYS: d[LSH_KEYS][:n]} if LSH_KEYS in d else d)
+
+
+_NOT_SIGNATURE = ("minhash", "shingles")
+
+#: name -> (what it is, config overrides, changes to that config's layout); None is the plain index.
+VARIANTS: dict[str, tuple[str, dict[str, Any], list[Step]] | None] = {
+    "plain": None,
+    "esdedup": ("esdedup's documents, default config (schema 4)", {}, []),
+    "knn": ("... with the vector for kNN (`vector_index` int8_flat)", {"vector_index": "int8_flat"}, []),
+    "lsh-no-dv": ("... `lsh_keys` without doc values", {}, [_lsh_keys_as({"type": "long", "doc_values": False})]),
+    "lsh-keyword": ("... `lsh_keys` as a keyword field (the same keys as strings)", {},
+                    [_lsh_keys_as({"type": "keyword"}, str)]),
+    "16-keys": ("... 16 LSH keys a document instead of 32", {}, [_first_lsh_keys(16)]),
+    "8-keys": ("... 8 LSH keys a document instead of 32", {}, [_first_lsh_keys(8)]),
+    "no-lsh": ("... without the LSH keys", {}, [_without(LSH_KEYS)]),
+    "simhash": ("strategy simhash: SimHash bands + vector, no MinHash, no LSH", {"strategy": "simhash"}, []),
+    "bands-only": ("SimHash bands, no vector, no MinHash, no LSH", {}, [_without(LSH_KEYS, *_NOT_SIGNATURE)]),
 }
+
+
+def label(name: str) -> str:
+    variant = VARIANTS[name]
+    return "plain: article fields only" if variant is None else variant[0]
 
 
 def load(corpus: str, n: int) -> list[dict[str, str]]:
@@ -102,17 +124,24 @@ def bodies(index: str, docs: list[dict[str, str]], dedups: list[Dedup] | None, c
     return out
 
 
-def prepare(name: str, docs: list[dict[str, str]], dedups: list[Dedup], base: dict[str, Any],
-            chunk: int) -> tuple[dict[str, Any], list[bytes]]:
-    """(mapping, bulk bodies) of one variant."""
-    change = VARIANTS[name][1]
+def prepare(name: str, docs: list[dict[str, str]], fps: dict[str, list[Fingerprint]], sha1s: list[str],
+            config: FingerprintConfig, chunk: int) -> tuple[dict[str, Any], list[bytes]]:
+    """(mapping, bulk bodies) of one variant; ``fps``: fingerprints by config identity (filled as needed)."""
+    variant = VARIANTS[name]
     index = f"bench-fields-{name}"
-    if change is None:
+    if variant is None:
         return PLAIN_MAPPING, bodies(index, docs, None, chunk)
-    mapping = copy.deepcopy(base)
-    props = mapping["properties"]["dedup"]["properties"]
-    changed = [change(props, d) for d in dedups]
-    return mapping, bodies(index, docs, changed, chunk)
+    _, overrides, steps = variant
+    cfg = config.replace(**overrides)
+    key = json.dumps(cfg.identity(), sort_keys=True)
+    if key not in fps:  # another strategy: other fingerprint fields
+        fps[key] = Fingerprinter(cfg).fingerprint_many([d["text"] for d in docs])
+    mapping = mapping_for(cfg)
+    dedups = [dedup_source(fp, cfg, sha1) for fp, sha1 in zip(fps[key], sha1s, strict=True)]
+    for step in steps:
+        step.mapping(mapping)
+        dedups = [step.doc(d) for d in dedups]
+    return mapping, bodies(index, docs, dedups, chunk)
 
 
 def send(es: Elasticsearch, name: str, mapping: dict[str, Any], chunks: list[bytes]) -> tuple[float, float]:
@@ -151,10 +180,11 @@ def main() -> None:
 
     docs = load(args.corpus, args.docs)
     config = FingerprintConfig(tokenizer=args.tokenizer)
-    dedups = [dedup_source(fp, config) for fp in Fingerprinter(config).fingerprint_many([d["text"] for d in docs])]
-    base = mapping_for(config)
-    prepared = {name: prepare(name, docs, dedups, base, args.chunk) for name in names}
-    del dedups
+    fper = Fingerprinter(config)
+    sha1s = [content_sha1(fper.normalize(d["text"])) for d in docs]
+    fps = {json.dumps(config.identity(), sort_keys=True): fper.fingerprint_many([d["text"] for d in docs])}
+    prepared = {name: prepare(name, docs, fps, sha1s, config, args.chunk) for name in names}
+    del fps
 
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=300)
@@ -166,20 +196,28 @@ def main() -> None:
         for _ in range(args.rounds):
             for name in names:
                 runs[name].append(send(es, name, *prepared[name]))
-                print(f"{name:20s} {len(docs) / runs[name][-1][0]:9,.0f} docs/s", flush=True)
+                wall, cpu = runs[name][-1]
+                print(f"{name:20s} {len(docs) / wall:9,.0f} docs/s  node CPU {cpu:5.1f} s", flush=True)
     finally:
         if cluster is not None:
             cluster.stop()
 
     plain_rate = len(docs) / statistics.median(w for w, _ in runs["plain"])
     mb = sum(len(d["text"].encode()) for d in docs) / 1e6
-    table = ["| what | docs/s (median) | of plain | node CPU s | bulk body MB |", "| --- | ---: | ---: | ---: | ---: |"]
+    # On a shared machine the wall time mostly measures the neighbours; the node's CPU seconds less so, and
+    # "CPU of plain" (plain's node CPU over the variant's) is what the rate would be if the node were alone.
+    plain_cpu = statistics.median(c for _, c in runs["plain"])
+    table = ["| what | docs/s (median) | of plain | node CPU s | CPU of plain | bulk body MB | dedup bytes/doc |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    plain_bytes = sum(map(len, prepared["plain"][1]))
     for name in names:
         rate = len(docs) / statistics.median(w for w, _ in runs[name])
         rates = sorted(len(docs) / w for w, _ in runs[name])
-        table.append(f"| {VARIANTS[name][0]} | {rate:,.0f} ({rates[0]:,.0f}-{rates[-1]:,.0f}) | {rate / plain_rate:.0%} "
-                     f"| {statistics.median(c for _, c in runs[name]):.1f} "
-                     f"| {sum(map(len, prepared[name][1])) / 1e6:.0f} |")
+        cpu = statistics.median(c for _, c in runs[name])
+        table.append(f"| {label(name)} | {rate:,.0f} ({rates[0]:,.0f}-{rates[-1]:,.0f}) | {rate / plain_rate:.0%} "
+                     f"| {cpu:.1f} | {f'{plain_cpu / cpu:.0%}' if cpu else 'n/a'} "
+                     f"| {sum(map(len, prepared[name][1])) / 1e6:.0f} "
+                     f"| {(sum(map(len, prepared[name][1])) - plain_bytes) / len(docs):,.0f} |")
     cmd = "python bench/es_fields.py " + " ".join(sys.argv[1:])
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = (f"\n### Server's share by field group (bench/es_fields.py, {args.corpus})\n\n`{cmd.strip()}` — {when}, "

@@ -93,7 +93,7 @@ def main() -> None:
     args = ap.parse_args()
 
     docs = load("poems", args.docs)
-    config = FingerprintConfig(tokenizer="rjieba")
+    config = FingerprintConfig(tokenizer="rjieba", vector_index="int8_flat")  # the default stores no vector
     dedups = [dedup_source(fp, config) for fp in Fingerprinter(config).fingerprint_many([d["text"] for d in docs])]
     mapping = mapping_for(config)
     ids = [d["id"] for d in docs]

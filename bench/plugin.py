@@ -12,7 +12,15 @@ bare {id, title, author, text} records. Rows, all into one shard without replica
 * plain ``_bulk`` of the bare records into an esdedup index whose default pipeline is the plugin's
   ``esdedup_fingerprint`` processor (the node fingerprints: segmentation, hashes, vector, MinHash);
 * ``esdedup ingest`` of the same records (fingerprints in Python worker processes), without lookups
-  (``--on-duplicate index``) and labelling (the default).
+  (``--on-duplicate index``) and labelling (the default);
+* the pipeline ``_bulk`` followed by ``esdedup label`` (`esdedup.label.label_new`): the labels ingest gives,
+  for documents any client wrote.
+
+Then ``similar`` latency (``--lookups N``, 0 to skip) on the index ``esdedup ingest`` labelled: N stored poems,
+each looked up (its fingerprint computed beforehand, itself excluded, top 10) by the client path (one
+``_msearch`` band lookup, candidates verified in Python) and by the node (``similar --server-side``: one
+``script_score`` request that returns only verified near-duplicates), interleaved; p50/p95/mean milliseconds
+and the node's CPU for all N. The two answers must be the same for every lookup.
 
 Every config is the default FingerprintConfig (tokenizer jieba: the plugin reproduces jieba, not rjieba). The
 node is warmed up first (an untimed plain and pipeline bulk of the first documents); the bulk rows run
@@ -25,8 +33,10 @@ import argparse
 import datetime
 import json
 import os
+import random
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,11 +44,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
-from es import Timed, timed_bulk  # noqa: E402
+from es import Timed, pct, timed_bulk  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
+from esdedup.label import label_new  # noqa: E402
+from esdedup.lookup import similar, similar_on_node  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic import ElasticStore  # noqa: E402
 
@@ -81,18 +93,24 @@ class Runs:
         self.es.indices.delete(index="bench-plain")
         return timed
 
-    def pipeline(self, docs: list[dict] | None = None) -> Timed:
+    def pipeline(self, docs: list[dict] | None = None, *, label: bool = False) -> Timed:
+        """The pipeline ``_bulk``; with ``label``, timed with the `label_new` run after it."""
         docs = docs or self.docs
         store = ElasticStore(self.es, "bench-plugin", replicas=0)
         store.drop()
         store.open(self.config)
         self.es.indices.put_settings(index=store.name, settings={"index.default_pipeline": PIPELINE})
-        timed = timed_bulk(self.es, store.name, ({"_index": store.name, "_id": d["id"], "_source": d} for d in docs),
-                           len(docs), self.chunk)
+        with Timed(self.es) as timed:
+            bulk = timed_bulk(self.es, store.name, ({"_index": store.name, "_id": d["id"], "_source": d}
+                                                     for d in docs), len(docs), self.chunk)
+            if label:
+                summary = label_new(store)
+                assert summary.labelled == len(docs), summary
+                self.labelled = summary.duplicates
         sample = self.es.search(index=store.name, size=1, query={"match_all": {}})["hits"]["hits"][0]["_source"]
         assert "simhash" in sample["dedup"], "the pipeline did not write the dedup fields"
         store.drop()
-        return timed
+        return timed if label else bulk
 
     def precomputed(self, new_docs: list[NewDoc]) -> Timed:
         store = ElasticStore(self.es, "bench-precomputed", replicas=0, chunk_size=self.chunk)
@@ -103,7 +121,7 @@ class Runs:
         store.drop()
         return timed
 
-    def ingest(self, path: Path, mode: str, workers: int, tmp: Path) -> tuple[Timed, int]:
+    def ingest(self, path: Path, mode: str, workers: int, tmp: Path, *, keep: bool = False) -> tuple[Timed, int]:
         store = ElasticStore(self.es, f"bench-ingest-{mode}", replicas=0, chunk_size=self.chunk)
         store.drop()
         with Timed(self.es) as timed:
@@ -111,8 +129,40 @@ class Runs:
                                                                        dead_letter=tmp / "dl.jsonl"))
             store.refresh()
         assert summary.ok and summary.indexed == len(self.docs), summary.to_dict()
-        store.drop()
+        if not keep:
+            store.drop()
         return timed, summary.duplicates
+
+
+def lookup_latency(es: Elasticsearch, store: ElasticStore, docs: list[dict], config: FingerprintConfig,
+                   n: int) -> list[tuple[str, ...]]:
+    """Rows of ``similar`` latency: the client path against the node's, the same N lookups interleaved."""
+    store.open()
+    sample = random.Random(17).sample(docs, min(n, len(docs)))
+    fps = Fingerprinter(config).fingerprint_many([d["text"] for d in sample])
+    paths = {"client": lambda fp, x: similar(store, [fp], top=10, exclude=[x])[0],
+             "node": lambda fp, x: similar_on_node(store, fp, top=10, exclude=x)}
+    for fp, d in list(zip(fps, sample))[:20]:  # warm-up, not counted
+        for run in paths.values():
+            run(fp, d["id"])
+    ms: dict[str, list[float]] = {k: [] for k in paths}
+    cpu: dict[str, float] = dict.fromkeys(paths, 0.0)
+    found = 0
+    for name, run in paths.items():
+        with Timed(es) as timed:  # one path after the other: the node's CPU figure is per path
+            for fp, d in zip(fps, sample):
+                start = time.perf_counter()
+                run(fp, d["id"])
+                ms[name].append((time.perf_counter() - start) * 1000)
+        cpu[name] = timed.node
+    for fp, d in zip(fps, sample):  # the same answers (ids) on both paths
+        client, on_node = paths["client"](fp, d["id"]), paths["node"](fp, d["id"])
+        assert sorted(m.id for m in client) == sorted(m.id for m in on_node), d["id"]
+        found += bool(client)
+    return [(f"`similar` {'client path (band lookup, Python verifies)' if k == 'client' else '--server-side (node verifies)'}",
+             f"{pct(v, 50):.1f}", f"{pct(v, 95):.1f}", f"{sum(v) / len(v):.1f}", f"{cpu[k]:.1f}",
+             f"{found} of {len(sample)} lookups found near-duplicates, same answers on both paths")
+            for k, v in ms.items()]
 
 
 def median(runs: list[Timed]) -> tuple[Timed, list[float]]:
@@ -126,12 +176,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--rounds", type=int, default=3, help="bulk rounds (median reported)")
     ap.add_argument("--chunk", type=int, default=500)
+    ap.add_argument("--lookups", type=int, default=1000, help="similar lookups per path (0: skip)")
     args = ap.parse_args()
 
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=300)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-plugin-"))
     rows = []
+    latency: list[tuple[str, ...]] = []
     try:
         docs = list(corpora.poems(args.docs))
         path = tmp / "poems.jsonl"
@@ -162,10 +214,17 @@ def main() -> None:
             "the node's cost of the fields alone")
         row("plain `_bulk` through the `esdedup_fingerprint` pipeline (plugin)", *median(pipes),
             "the node fingerprints")
+        labelled = runs.pipeline(label=True)
+        row("plain `_bulk` through the pipeline, then `esdedup label`", labelled, [labelled.wall],
+            f"{runs.labelled} near-duplicates labelled")
         for mode in ("index", "label"):
-            timed, dups = runs.ingest(path, mode, args.workers, tmp)
+            timed, dups = runs.ingest(path, mode, args.workers, tmp, keep=mode == "label" and args.lookups > 0)
             row(f"esdedup ingest `--on-duplicate {mode}`", timed, [timed.wall],
                 f"{dups} near-duplicates labelled" if mode == "label" else "no lookups")
+        if args.lookups:
+            store = ElasticStore(es, "bench-ingest-label")
+            latency = lookup_latency(es, store, docs, config, args.lookups)
+            store.drop()
         es.ingest.delete_pipeline(id=PIPELINE)
     finally:
         if cluster is not None:
@@ -180,6 +239,11 @@ def main() -> None:
           f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, default config "
           f"(tokenizer jieba), {args.workers} ingest workers, bulk chunks of {args.chunk}; node warmed up first, "
           f"bulk rows: median of {args.rounds} rounds (range).\n\n" + "\n".join(table) + "\n")
+    if latency:
+        lat = ["| lookup | p50 ms | p95 ms | mean ms | node CPU s | notes |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+        lat += ["| " + " | ".join(r) + " |" for r in latency]
+        print(f"`similar` on the labelled index, {args.lookups} lookups per path (top 10, the poem itself "
+              "excluded):\n\n" + "\n".join(lat) + "\n")
 
 
 if __name__ == "__main__":

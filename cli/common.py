@@ -197,7 +197,8 @@ fingerprint_options = _group("fp", FingerprintOptions, [
     _opt("weighting", Annotated[str | None, typer.Option("--weighting", help="tf, tfidf or tf_length.")], None),
     _opt("dims", Annotated[int | None, typer.Option("--dims", help="Length of the TF vector (default 256).")], None),
     _opt("vector_index", Annotated[str | None, typer.Option(
-        "--vector-index", help="kNN index of the vector: int8_flat (default), flat, int8_hnsw, hnsw or none.")],
+        "--vector-index", help="TF vector and its kNN index: auto (default: a vector only with --strategy "
+        "simhash, as int8_flat), int8_flat, flat, int8_hnsw, hnsw or none (stored, no kNN).")],
         None),
     _opt("t2s", Annotated[bool | None, typer.Option(
         "--t2s/--no-t2s", help="Convert Traditional to Simplified Chinese first.")], None),

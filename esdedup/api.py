@@ -59,46 +59,80 @@ class SimilarResult:
     truncated: bool = False
 
 
+class SimilarFinder:
+    """Near-duplicate lookups for a long-running program (a search backend, a crawler's callback): the
+    store is opened (its mapping read) and the `Fingerprinter` built once, here, not on every lookup.
+
+    >>> import tempfile
+    >>> from esdedup import FingerprintConfig, open_store
+    >>> from esdedup.ingest import Ingester
+    >>> store = open_store("news", data_dir=tempfile.mkdtemp())
+    >>> _ = Ingester(store, FingerprintConfig()).add("台湾居民明日起持台胞证可通关，无需另行申请签注。", id="a")
+    >>> finder = SimilarFinder(store)
+    >>> [m["id"] for m in finder.find(text="台湾居民明日起持台胞证可通关，无需另行申请签注！").matches]
+    ['a']
+
+    Raises IndexNotFound (no such index) or StoreError here, ConfigError for bad arguments in `find`.
+    """
+
+    def __init__(self, store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None) -> None:
+        self.store = store
+        self.config = store.open(None, create=False).config
+        self.thresholds = thresholds
+        self._fper = Fingerprinter(self.config)
+
+    def find(self, *, text: str | None = None, doc_id: str | None = None, path: str | None = None, top: int = 10,
+             knn: bool = False, explain: bool = False, on_node: bool = False) -> SimilarResult:
+        """Near-duplicates of a text, a file or a stored document (by id), verified by the rule.
+
+        Raises:
+            ConfigError: not exactly one of ``text``, ``doc_id`` and ``path``; ``top`` below 1.
+            IndexNotFound: the document ``doc_id`` does not exist.
+        """
+        if sum(x is not None for x in (text, doc_id, path)) != 1:
+            raise ConfigError("give exactly one of a text, a stored document's id or a file")
+        if top < 1:
+            raise ConfigError(f"top must be at least 1, got {top}")
+        store, thresholds = self.store, self.thresholds
+        exclude = None
+        if doc_id is not None:
+            src = store.get_source(doc_id)
+            if src is None or not isinstance(src.get("text"), str):
+                raise IndexNotFound(f"no document with id {doc_id!r} (with text) in {store.name!r}")
+            text, exclude = src["text"], doc_id
+        elif path is not None:
+            text = read_text_file(path)
+        fp = self._fper.fingerprint(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
+        truncated = False
+        if knn:
+            matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
+        elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
+            matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
+        else:
+            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude])[0]
+            matches, truncated = found.matches, found.truncated
+        rows = [_match_row(m) for m in matches]
+        if explain:
+            for row, m in zip(rows, matches, strict=True):
+                row.update(_explain(store, self._fper, fp, m))
+        return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
+                              "empty": fp.empty, "path": "knn" if knn else "node" if on_node else "bands"},
+                             rows, truncated)
+
+
 def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
                explain: bool = False, on_node: bool = False) -> SimilarResult:
     """Near-duplicates of a text, a file or a stored document (by id), verified by the rule with
-    ``thresholds`` (default: the index's).
+    ``thresholds`` (default: the index's). One call: it opens the store and builds a fingerprinter, which a
+    program looking up many texts does once with `SimilarFinder`.
 
     Raises:
         ConfigError: not exactly one of ``text``, ``doc_id`` and ``path``; ``top`` below 1.
         IndexNotFound: the index, or the document ``doc_id``, does not exist.
     """
-    if sum(x is not None for x in (text, doc_id, path)) != 1:
-        raise ConfigError("give exactly one of a text, a stored document's id or a file")
-    if top < 1:
-        raise ConfigError(f"top must be at least 1, got {top}")
-    opened = store.open(None, create=False)
-    config = opened.config
-    fper = Fingerprinter(config)
-    exclude = None
-    if doc_id is not None:
-        src = store.get_source(doc_id)
-        if src is None or not isinstance(src.get("text"), str):
-            raise IndexNotFound(f"no document with id {doc_id!r} (with text) in {store.name!r}")
-        text, exclude = src["text"], doc_id
-    elif path is not None:
-        text = read_text_file(path)
-    fp = fper.fingerprint(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
-    truncated = False
-    if knn:
-        matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
-    elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
-        matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
-    else:
-        found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude])[0]
-        matches, truncated = found.matches, found.truncated
-    rows = [_match_row(m) for m in matches]
-    if explain:
-        for row, m in zip(rows, matches, strict=True):
-            row.update(_explain(store, fper, fp, m))
-    return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
-                          "empty": fp.empty, "path": "knn" if knn else "node" if on_node else "bands"}, rows, truncated)
+    return SimilarFinder(store, thresholds=thresholds).find(text=text, doc_id=doc_id, path=path, top=top, knn=knn,
+                                                            explain=explain, on_node=on_node)
 
 
 def _match_row(m: Match) -> dict[str, Any]:

@@ -19,7 +19,9 @@ from .bands import BandLayout, check_bits
 from .errors import ConfigError
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
-SCHEMA_VERSION = 3  # 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES)
+#: 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES); 4: 16-bit MinHash values,
+#: LSH keys as 40-bit integers in one field, no TF vector unless ``vector_index`` asks for one (issue 16).
+SCHEMA_VERSION = 4
 
 TOKENIZERS = ("jieba", "rjieba", "char")
 WEIGHTINGS = ("tf", "tfidf", "tf_length")
@@ -31,7 +33,7 @@ _PATH_FIELDS = ("synonyms_path", "user_dict_path", "stopwords_path", "idf_path")
 _QUERY_FIELDS = ("cosine_threshold", "jaccard_threshold", "containment_threshold")
 # Fields that shape the Elasticsearch mapping but not a single fingerprint bit.
 _MAPPING_FIELDS = ("vector_index",)
-VECTOR_INDEXES = ("int8_flat", "flat", "int8_hnsw", "hnsw", "none")
+VECTOR_INDEXES = ("auto", "int8_flat", "flat", "int8_hnsw", "hnsw", "none")
 
 
 def file_digest(path: str | Path) -> str:
@@ -104,11 +106,15 @@ class FingerprintConfig:
             band keys (their SimHash is unstable and its band values collide at random).
         minhash_perm / minhash_bands / minhash_ngram: the MinHash LSH parameters (signature length, LSH
             bands, character n-gram size).
-        vector_index: how Elasticsearch indexes ``dedup.vector`` for kNN: ``int8_flat`` (default: exact
-            brute-force kNN over int8-quantised vectors, indexing as cheap as without a vector),
-            ``flat``, ``int8_hnsw`` / ``hnsw`` (approximate graph: faster kNN on millions of documents per
-            shard, but building it costs most of the indexing time) or ``none`` (stored, not searchable
-            by kNN).
+        vector_index: whether documents carry the TF vector ``dedup.vector`` and how Elasticsearch indexes it
+            for kNN. ``auto`` (default): with strategy ``simhash``, whose rule reads cosines, as
+            ``int8_flat``; with ``auto`` and ``minhash``, whose rule never reads a cosine of two texts with
+            signatures, no vector at all (it would serve kNN lookups only, and parsing and storing it is a
+            large share of the node's indexing time on short texts: BENCHMARKS.md). Otherwise a vector in
+            every document, indexed as ``int8_flat`` (exact brute-force kNN over int8-quantised vectors:
+            little more to index than the stored vector), ``flat``, ``int8_hnsw`` / ``hnsw`` (approximate
+            graph: faster kNN on millions of documents per shard, but building it costs most of the
+            indexing time) or ``none`` (stored, not searchable by kNN). See `stores_vector`.
         jaccard_threshold: two texts with signatures are near-duplicates when the MinHash estimate of
             their character n-gram Jaccard is at least this...
         containment_threshold: ...or when the estimated share of the smaller text's n-grams found in the
@@ -138,7 +144,7 @@ class FingerprintConfig:
     minhash_perm: int = 128
     minhash_bands: int = 32
     minhash_ngram: int = 2
-    vector_index: str = "int8_flat"
+    vector_index: str = "auto"
     jaccard_threshold: float = 0.5
     containment_threshold: float = 0.8
     synonyms_path: str | None = None
@@ -228,6 +234,26 @@ class FingerprintConfig:
         make an unstable SimHash whose band values collide at random)."""
         return self.strategy == "simhash" or (self.strategy == "auto" and chars >= self.short_text_chars)
 
+    @property
+    def stores_vector(self) -> bool:
+        """Whether documents carry the TF vector: always with strategy ``simhash`` (its rule reads cosines),
+        with the other strategies only when ``vector_index`` is not ``auto`` (the vector then serves kNN
+        lookups, and a rule told to judge by cosine alone)."""
+        return self.strategy == "simhash" or self.vector_index != "auto"
+
+    def require_vector(self, index: str) -> None:
+        """Raise ConfigError unless documents carry the TF vector, which kNN lookups search."""
+        if not self.stores_vector:
+            raise ConfigError(f"kNN lookups search the TF vector, and the documents of index {index!r} carry none "
+                              f"(strategy {self.strategy!r} with vector_index 'auto' stores no vector); create "
+                              "the index with a kNN vector_index such as 'int8_flat'")
+
+    @property
+    def knn_index(self) -> str:
+        """The Elasticsearch kNN index type of ``dedup.vector`` (``none``: not searchable by kNN); only
+        meaningful when `stores_vector`."""
+        return "int8_flat" if self.vector_index == "auto" else self.vector_index
+
     def band_layout(self) -> BandLayout:
         """The band layout of this config's SimHash band settings (built once per config)."""
         return self.derived("band_layout", lambda: BandLayout.for_settings(
@@ -280,10 +306,13 @@ class FingerprintConfig:
         return dataclasses.replace(self, **changes)
 
     def identity(self) -> dict[str, Any]:
-        """What must match for two fingerprints to be comparable (paths left out, digests kept)."""
+        """What must match for two fingerprints to be comparable (paths left out, digests kept), and for two
+        writers to write the same fields: whether documents carry the vector (`stores_vector`) is part of it,
+        how it is indexed is not."""
         d = self.to_dict()
         for name in (*_PATH_FIELDS, *_QUERY_FIELDS, *_MAPPING_FIELDS, "extra"):
             d.pop(name, None)
+        d["stores_vector"] = self.stores_vector
         return d
 
     def compatible_with(self, other: FingerprintConfig) -> bool:

@@ -50,6 +50,7 @@ import numpy as np
 from .config import FingerprintConfig
 from .errors import ConfigError, InputError
 from .fingerprint import Fingerprint, Fingerprinter
+from .minhash import SIGNATURE_DTYPE
 from .rule import containment_estimate, decide
 from .simhash import hamming_rows, simhash_words
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -291,7 +292,7 @@ def _parse_minhash(raw: Any, hit: Mapping, config: FingerprintConfig) -> np.ndar
     if raw is None:
         return None
     try:
-        sig = np.frombuffer(base64.b64decode(raw, validate=True), dtype="<u4")
+        sig = np.frombuffer(base64.b64decode(raw, validate=True), dtype=SIGNATURE_DTYPE)
     except (TypeError, ValueError, binascii.Error):
         raise InputError(f"hit {hit.get('_id')!r}: dedup.minhash is not a base64 MinHash signature") from None
     if len(sig) != config.minhash_perm:

@@ -1417,6 +1417,19 @@ class Ingester:
         self.store.close()
 
 
+def settle_stored(store: Store, config: FingerprintConfig, thresholds: Thresholds,
+                  docs: Sequence[tuple[str, int, Fingerprint]]) -> tuple[dict[str, Root], int]:
+    """Settle documents that another program wrote, as ingest settles each batch it writes (`_Run._settle`):
+    refresh, look each document up, join the clusters of its near-duplicates in the store (conditional
+    updates). ``docs``: (id, seq, fingerprint) of stored documents. Returns each id's representative as this
+    step found it, and the documents relabelled. `esdedup.label` labels pipeline-written documents with it."""
+    summary = IngestSummary()
+    run = _Run(store, config, thresholds, IngestOptions(), created=False, summary=summary, checkpoint=None,
+               dead=DeadLetters(None), remember=False)
+    run._settle([_Done(None, fp, "", doc_id) for doc_id, _, fp in docs])  # type: ignore[arg-type]
+    return {doc_id: run.roots.find((seq, doc_id)) for doc_id, seq, _ in docs}, summary.relabelled
+
+
 def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:
     """The ids ingest gives records without an id: SHA-1 of the normalised text."""
     return [content_sha1(normalize(x, t2s=config.t2s)) for x in texts]

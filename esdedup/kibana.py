@@ -25,7 +25,8 @@ from typing import Any
 
 from .config import FingerprintConfig
 from .errors import ConfigError
-from .schema import CLUSTER_ID, DEDUP, DUPLICATE_OF, SIMHASH, VECTOR, band_fields, lsh_fields, mapping_for
+from .minhash import LSH_KEY_BITS, SIGNATURE_BITS
+from .schema import CLUSTER_ID, DEDUP, DUPLICATE_OF, LSH_KEYS, SIMHASH, VECTOR, band_fields, mapping_for
 
 __all__ = ["KIBANA_VERSION", "field_descriptions", "object_id", "saved_objects", "to_ndjson"]
 
@@ -62,7 +63,8 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
         VECTOR: ("TF vector", f"hashed term-frequency vector ({config.dims} dims, unit length, cosine "
                               "similarity); not aggregatable, hidden from Discover"),
         "dedup.minhash": ("MinHash signature", f"short texts: MinHash signature ({config.minhash_perm} "
-                                               "little-endian uint32 values, base64); binary, not searchable"),
+                                               f"little-endian {SIGNATURE_BITS}-bit values, base64); binary, not "
+                                               "searchable"),
         "dedup.shingles": ("character n-grams", f"short texts: distinct character {config.minhash_ngram}-grams "
                                                 "behind the MinHash signature"),
         "dedup.tokens": ("terms", "number of terms after normalising, tokenising and dropping stopwords"),
@@ -86,12 +88,12 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
             f"SimHash band key of table {i}: bits {ranges}, stored as \"{i}:<hex>\"; equal values = candidate "
             f"near-duplicates{probe}")
     rows = config.minhash_perm // config.minhash_bands
-    for i, name in enumerate(lsh_fields(config)):
-        out[f"dedup.{name}"] = (
-            f"MinHash band {i} (rows {i * rows}..{(i + 1) * rows - 1})",
-            f"MinHash LSH band {i} of a short text: rows {i * rows}..{(i + 1) * rows - 1} of the "
-            f"{config.minhash_perm}-permutation MinHash of its character {config.minhash_ngram}-grams, stored "
-            f"as \"m{i}:<hex>\"; equal values = candidate near-duplicates")
+    out[f"{DEDUP}.{LSH_KEYS}"] = (
+        "MinHash LSH keys",
+        f"one key per MinHash LSH band ({config.minhash_bands} bands of {rows} rows of the "
+        f"{config.minhash_perm}-permutation MinHash of the character {config.minhash_ngram}-grams): the top "
+        f"{LSH_KEY_BITS} bits of a hash of the band number and its rows; a value shared by two documents = "
+        "candidate near-duplicates")
     # Exactly the fields of the mapping, in its order; one added after this was written still gets a
     # (plain) description.
     dedup = mapping_for(config)["properties"][DEDUP]["properties"]

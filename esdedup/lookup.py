@@ -16,7 +16,7 @@ from .config import FingerprintConfig
 from .errors import ConfigError
 from .fingerprint import Fingerprint
 from .rule import Sketch, measure
-from .schema import band_fields, dedup_source, lsh_fields
+from .schema import band_fields, dedup_source, lsh_bands
 from .store.base import Probe, Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
@@ -51,7 +51,8 @@ class Lookup(list[Match]):
 
 
 def probe_for(fp: Fingerprint, config: FingerprintConfig) -> dict[str, Sequence[str]]:
-    """The band keys to look up for one fingerprint, by field (SimHash tables, plus LSH bands if any)."""
+    """The band keys to look up for one fingerprint, by band: the SimHash band fields, plus the LSH bands
+    ``lsh_<i>`` if any (whose keys all live in one field, `esdedup.schema.key_field`)."""
     if fp.empty:
         return {}
     probe: dict[str, Sequence[str]] = {}
@@ -63,7 +64,7 @@ def probe_for(fp: Fingerprint, config: FingerprintConfig) -> dict[str, Sequence[
         keys = [(k,) for k in fp.bands] if layout.radius == 0 else layout.probe_keys(fp.simhash)
         probe.update(zip(band_fields(config), keys, strict=True))
     if fp.lsh:
-        probe.update(zip(lsh_fields(config), [(k,) for k in fp.lsh], strict=False))
+        probe.update(zip(lsh_bands(config), [(k,) for k in fp.lsh], strict=False))
     return probe
 
 
@@ -111,7 +112,12 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
 def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
                 thresholds: Thresholds | ThresholdOverrides | None = None, exclude: str | None = None) -> list[Match]:
     """The kNN path: nearest vectors first, then the rule's cosine test alone (a vector search knows
-    nothing of Hamming distances or signatures)."""
+    nothing of Hamming distances or signatures).
+
+    Raises:
+        ConfigError: the store's documents carry no vector (`FingerprintConfig.stores_vector`).
+    """
+    store.config.require_vector(store.name)
     t = resolve_thresholds(thresholds, store.config)
     # With the n-gram tests off, the rule lets the cosine decide every pair; with the cosine off too,
     # every nearest vector counts (a threshold below any clipped cosine).

@@ -1,7 +1,9 @@
 """Elasticsearch request bodies for band lookups, kNN and fetching fingerprints. Pure: dicts in, dicts out.
 
-A band lookup is a ``bool`` query whose ``should`` clauses are one ``term`` query per band field (a
-``terms`` query when the layout probes neighbours), at least one of which must match; filters narrow it.
+A band lookup is a ``bool`` query whose ``should`` clauses are one ``term`` query per band (a ``terms``
+query when the layout probes neighbours), at least one of which must match; filters narrow it. SimHash
+bands have a field each; the MinHash LSH bands ``lsh_<i>`` all query the one field ``dedup.lsh_keys``
+(`esdedup.schema.key_field`), still one clause a band.
 Candidates come back with their SimHash and labels as doc values and their vector from ``_source``, never
 the article text, and are scored exactly client-side (`esdedup.lookup`).
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .schema import DEDUP
+from .schema import DEDUP, key_field
 
 #: Doc-value fields every lookup returns (cheap, columnar).
 FINGERPRINT_FIELDS = ["dedup.simhash", "dedup.tokens", "dedup.chars", "dedup.empty", "dedup.cluster_id",
@@ -21,15 +23,17 @@ VECTOR_SOURCE = ["dedup.vector", "dedup.minhash"]
 def band_query(probe: Mapping[str, Sequence[str]], *, filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The query part of a band lookup.
 
-    >>> band_query({"band_0": ["0:ab"], "band_1": ["1:cd", "1:ce"]})["bool"]["should"]  # doctest: +NORMALIZE_WHITESPACE
+    >>> band_query({"band_0": ["0:ab"], "band_1": ["1:cd", "1:ce"], "lsh_0": ["12"]})["bool"]["should"]
+    ... # doctest: +NORMALIZE_WHITESPACE
     [{'constant_score': {'filter': {'term': {'dedup.band_0': '0:ab'}}}},
-     {'constant_score': {'filter': {'terms': {'dedup.band_1': ['1:cd', '1:ce']}}}}]
+     {'constant_score': {'filter': {'terms': {'dedup.band_1': ['1:cd', '1:ce']}}}},
+     {'constant_score': {'filter': {'term': {'dedup.lsh_keys': '12'}}}}]
     """
     should: list[dict[str, Any]] = []
     for name, keys in probe.items():
-        field = f"{DEDUP}.{name}"
-        # Each field a document shares scores 1, so a lookup's score is its number of shared band fields
-        # (what `Store.lookup` ranks candidates by), not a relevance guess.
+        field = f"{DEDUP}.{key_field(name)}"
+        # Each band a document shares scores 1, so a lookup's score is its number of shared bands (what
+        # `Store.lookup` ranks candidates by), not a relevance guess.
         if len(keys) == 1:
             should.append({"constant_score": {"filter": {"term": {field: keys[0]}}}})
         elif keys:

@@ -9,9 +9,10 @@ field                       type            meaning
 ==========================  ==============  ==================================================================
 dedup.simhash               keyword         SimHash as fixed-width lowercase hex (16 chars for 64 bits)
 dedup.band_<i>              keyword         band key of table i, ``"<i>:<hex>"``; equal keys = candidate pair
-dedup.lsh_<i>               keyword         MinHash LSH band i (texts with a signature), ``"m<i>:<hex>"``
-dedup.vector                dense_vector    hashed TF vector, unit length, cosine similarity
-dedup.minhash               binary          MinHash signature, little-endian uint32s (base64)
+dedup.lsh_keys              long            MinHash LSH keys (texts with a signature), one per band: 40-bit integers
+dedup.vector                dense_vector    hashed TF vector, unit length, cosine similarity (only when the
+                                            config stores it: `FingerprintConfig.stores_vector`)
+dedup.minhash               binary          MinHash signature, little-endian 16-bit values (base64)
 dedup.shingles              integer         distinct character n-grams behind the signature
 dedup.tokens                integer         terms after filtering (document length)
 dedup.chars                 integer         normalised characters
@@ -22,6 +23,13 @@ dedup.duplicate_of          keyword         the representative, on every other m
 dedup.seq                   long            write order: the earliest member of a cluster represents it
 dedup.cluster_seq           long            ``seq`` of the cluster's representative
 ==========================  ==============  ==================================================================
+
+Why the LSH keys are one ``long`` field (bench/es_fields.py, BENCHMARKS.md): every text adds 32 keys that
+hardly any other document shares. As keyword terms they cost the node more than the rest of the document
+(unique terms in the terms dictionary and in the doc values' ordinals, hashed, sorted and merged); as
+points of a numeric field they cost a third of that. Lookups still score a candidate by the number of bands
+it shares (one ``term`` clause per band, `esdedup.query`); probes name the bands ``lsh_<i>``
+(`lsh_bands`), all of which live in ``dedup.lsh_keys`` (`key_field`).
 """
 from __future__ import annotations
 
@@ -36,6 +44,7 @@ import numpy as np
 
 from .config import FingerprintConfig
 from .fingerprint import Fingerprint
+from .minhash import SIGNATURE_DTYPE
 from .simhash import to_hex
 
 DEDUP = "dedup"
@@ -64,10 +73,29 @@ def band_fields(config: FingerprintConfig) -> tuple[str, ...]:
     return config.derived("band_fields", lambda: tuple(config.band_layout().field_names("band_")))  # type: ignore[no-any-return]
 
 
-def lsh_fields(config: FingerprintConfig) -> tuple[str, ...]:
+#: The one field (inside ``dedup``) that holds the LSH keys of every band.
+LSH_KEYS = "lsh_keys"
+_LSH_BAND = "lsh_"
+
+
+def lsh_bands(config: FingerprintConfig) -> tuple[str, ...]:
+    """Names of the MinHash LSH bands in a probe (`esdedup.store.base.Probe`), ``lsh_<i>``: their keys all
+    live in the one field `LSH_KEYS`."""
     if not config.gets_signatures:
         return ()
-    return config.derived("lsh_fields", lambda: tuple(f"lsh_{i}" for i in range(config.minhash_bands)))  # type: ignore[no-any-return]
+    return config.derived("lsh_bands", lambda: tuple(f"{_LSH_BAND}{i}" for i in range(config.minhash_bands)))  # type: ignore[no-any-return]
+
+
+def key_field(name: str) -> str:
+    """The stored field (inside ``dedup``) of a probe's band name: `LSH_KEYS` for an LSH band, the band
+    field itself for a SimHash band."""
+    return LSH_KEYS if name.startswith(_LSH_BAND) else name
+
+
+def key_fields(config: FingerprintConfig, *, lsh: bool = True) -> tuple[str, ...]:
+    """The stored fields that hold band keys: the SimHash band fields, then `LSH_KEYS` when texts get
+    signatures (and ``lsh``)."""
+    return band_fields(config) + ((LSH_KEYS,) if lsh and config.gets_signatures else ())
 
 
 def content_sha1(normalized_text: str) -> str:
@@ -92,7 +120,7 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
     """The index mapping (the ``mappings`` body) for a config."""
     dedup_props: dict[str, Any] = {
         "simhash": {"type": "keyword"},
-        "vector": vector_mapping(config),
+        **({"vector": vector_mapping(config)} if config.stores_vector else {}),
         "tokens": {"type": "integer"},
         "chars": {"type": "integer"},
         "minhash": {"type": "binary"},
@@ -104,8 +132,10 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
         "seq": {"type": "long"},
         "cluster_seq": {"type": "long"},
     }
-    for name in band_fields(config) + lsh_fields(config):
+    for name in band_fields(config):
         dedup_props[name] = {"type": "keyword"}
+    if config.gets_signatures:
+        dedup_props[LSH_KEYS] = {"type": "long"}
     return {
         "_meta": meta_for(config),
         "dynamic": True,
@@ -115,11 +145,12 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
 
 
 def vector_mapping(config: FingerprintConfig) -> dict[str, Any]:
-    """``dedup.vector``: cosine similarity; indexed for kNN as the config's ``vector_index`` says."""
-    if config.vector_index == "none":
+    """``dedup.vector`` (for a config that `stores_vector`): cosine similarity; indexed for kNN as the
+    config's ``vector_index`` says."""
+    if config.knn_index == "none":
         return {"type": "dense_vector", "dims": config.dims, "index": False}
     return {"type": "dense_vector", "dims": config.dims, "index": True, "similarity": "cosine",
-            "index_options": {"type": config.vector_index}}
+            "index_options": {"type": config.knn_index}}
 
 
 def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
@@ -131,8 +162,8 @@ def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards
             "settings": {"number_of_shards": shards, "number_of_replicas": replicas},
             "mappings": mapping_for(config),
         },
-        "_meta": {"description": "esdedup near-duplicate fields: SimHash bands (keyword), TF vector "
-                                 "(dense_vector), cluster labels"},
+        "_meta": {"description": "esdedup near-duplicate fields: SimHash bands (keyword), MinHash LSH keys "
+                                 "(long), TF vector (dense_vector, when the config stores it), cluster labels"},
     }
 
 
@@ -150,7 +181,7 @@ def dedup_source(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: st
         "chars": fp.chars,
         "empty": fp.empty,
     }
-    if not fp.empty:
+    if not fp.empty and config.stores_vector:
         # dense_vector with cosine similarity rejects an all-zero vector, so an empty text stores none.
         # Six decimals are far below float32 noise for cosine; numpy rounds the whole vector at once.
         d["vector"] = np.round(np.asarray(fp.vector, dtype=np.float64), 6).tolist()
@@ -159,19 +190,20 @@ def dedup_source(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: st
         d["shingles"] = fp.shingles
     for name, key in zip(band_fields(config), fp.bands, strict=False):  # an empty text has no bands
         d[name] = key
-    for name, key in zip(lsh_fields(config), fp.lsh, strict=False):  # only texts with a signature have LSH keys
-        d[name] = key
+    if fp.lsh:  # only texts with a signature have LSH keys; JSON numbers, as the long field holds them
+        d[LSH_KEYS] = [int(k) for k in fp.lsh]
     if normalized_sha1:
         d["content_sha1"] = normalized_sha1
     return d
 
 
 def encode_minhash(sig: np.ndarray) -> str:
-    """A MinHash signature as stored in Elasticsearch: base64 of its little-endian uint32 values."""
-    return base64.b64encode(np.asarray(sig, dtype="<u4").tobytes()).decode("ascii")
+    """A MinHash signature as stored in Elasticsearch: base64 of its little-endian 16-bit values
+    (`esdedup.minhash.SIGNATURE_DTYPE`)."""
+    return base64.b64encode(np.asarray(sig, dtype=SIGNATURE_DTYPE).tobytes()).decode("ascii")
 
 
 def decode_minhash(text: str | None) -> np.ndarray | None:
     if not text:
         return None
-    return np.frombuffer(base64.b64decode(text), dtype="<u4").astype(np.uint32)
+    return np.frombuffer(base64.b64decode(text), dtype=SIGNATURE_DTYPE).astype(np.uint32)

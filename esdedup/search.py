@@ -217,6 +217,7 @@ def search_diversified(client: Any, index: str, body: Mapping[str, Any] | None =
     _check(size, overfetch, mode)
     config = config or index_config(client, index)
     t = resolve_thresholds(thresholds, config)
+    t.check_stored_vector(config)
     plan = _plan(body, size=size, mode=mode, config=config, t=t, overfetch=overfetch, max_rounds=max_rounds,
                  fingerprinter=fingerprinter, text_field=text_field)
     request = next(plan)
@@ -239,6 +240,7 @@ async def async_search_diversified(client: Any, index: str, body: Mapping[str, A
     _check(size, overfetch, mode)
     config = config or await async_index_config(client, index)
     t = resolve_thresholds(thresholds, config)
+    t.check_stored_vector(config)
     plan = _plan(body, size=size, mode=mode, config=config, t=t, overfetch=overfetch, max_rounds=max_rounds,
                  fingerprinter=fingerprinter, text_field=text_field)
     request = next(plan)

@@ -89,9 +89,21 @@ class Thresholds:
     def check_band_guarantee(self, config: FingerprintConfig) -> None:
         """Band lookups only guarantee pairs up to the index's ``hamming_k``: a larger one would silently
         miss pairs, so the paths that look candidates up refuse it (`diversify` compares every pair and
-        takes any)."""
+        takes any). The same paths need the stored vectors a cosine-only rule reads (`check_stored_vector`)."""
         if self.hamming_k is not None and self.hamming_k > config.hamming_k:
             raise HammingBeyondIndex(self.hamming_k, config.hamming_k)
+        self.check_stored_vector(config)
+
+    def check_stored_vector(self, config: FingerprintConfig) -> None:
+        """With the n-gram tests off, the cosine alone decides pairs of texts with signatures; refuse that on
+        an index whose documents carry no TF vector (`FingerprintConfig.stores_vector`): no stored pair could
+        ever match."""
+        if (config.gets_signatures and not config.stores_vector and self.cosine is not None
+                and self.jaccard is None and self.containment is None):
+            raise ConfigError("with the jaccard and containment tests off, the cosine alone decides, and this "
+                              "index's documents carry no TF vector (vector_index 'auto' stores none under "
+                              f"strategy {config.strategy!r}); keep an n-gram test, or build the index with a "
+                              "vector_index such as 'int8_flat'")
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in NAMES}

@@ -18,7 +18,8 @@ from ..config import FingerprintConfig
 from ..errors import ConfigError, ConfigMismatchError
 from ..fingerprint import Fingerprint
 
-#: A lookup: stored field name (inside ``dedup``) -> band keys to match in that field.
+#: A lookup: band name (a SimHash band field, or an LSH band ``lsh_<i>`` of the field ``lsh_keys``; see
+#: `esdedup.schema.key_field`) -> band keys to match in that band.
 Probe = Mapping[str, Sequence[str]]
 #: A document's place in the write order, ``(seq, id)``: the smaller was written first. A cluster's
 #: representative is its earliest member; every member carries the representative's ``Root``.
@@ -29,7 +30,7 @@ Root = tuple[int, str]
 class StoredDoc:
     """The parts of a stored document that lookups and verification need (never the full text).
 
-    ``minhash`` (uint32 signature) and ``shingles`` (distinct character n-grams behind it) are set for
+    ``minhash`` (signature values as uint32) and ``shingles`` (distinct character n-grams behind it) are set for
     documents with a MinHash signature (`FingerprintConfig.gets_signatures`), and None / 0 otherwise."""
 
     id: str

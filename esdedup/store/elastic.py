@@ -1,4 +1,5 @@
-"""The Elasticsearch store: band keys as keyword fields, the TF vector as a dense_vector, config in `_meta`.
+"""The Elasticsearch store: band keys as keyword fields, LSH keys as one long field, the TF vector (when the
+config stores one) as a dense_vector, config in `_meta`.
 
 Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes); documents rejected
 with 429 (write queue full) or a 5xx status, and whole requests throttled with 429, are re-sent here with
@@ -28,11 +29,10 @@ from ..errors import BulkError, CertificateError, ConfigError, ConnectionFailed,
 from ..redact import redact
 from ..schema import (
     DEDUP,
-    band_fields,
     config_from_meta,
     decode_minhash,
     dedup_source,
-    lsh_fields,
+    key_fields,
     mapping_for,
 )
 from ..simhash import from_hex
@@ -510,6 +510,7 @@ class ElasticStore:
         return list(resp["hits"]["hits"])
 
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
+        self.config.require_vector(self.name)
         with self._errors("kNN search"):
             resp = self.client.search(index=self.name, **q.knn_body(vector, k=k))
         self._complete(resp, "kNN search")
@@ -576,10 +577,11 @@ class ElasticStore:
                              "results would be incomplete")
 
     def _fields(self, *, lsh: bool = True) -> list[str]:
-        return [f"{DEDUP}.{n}" for n in band_fields(self.config) + (lsh_fields(self.config) if lsh else ())]
+        return [f"{DEDUP}.{n}" for n in key_fields(self.config, lsh=lsh)]
 
     def _values_with_counts(self, field: str, min_count: int) -> Iterator[tuple[str, int]]:
-        """All values of a keyword field held by at least ``min_count`` documents (composite paging)."""
+        """All values of a key field held by at least ``min_count`` documents (composite paging), as strings
+        (the LSH keys field is numeric: its values come back as numbers)."""
         after = None
         while True:
             comp: dict[str, Any] = {"size": PAGE, "sources": [{"k": {"terms": {"field": field}}}]}
@@ -591,7 +593,7 @@ class ElasticStore:
             agg = resp["aggregations"]["keys"]
             for b in agg["buckets"]:
                 if b["doc_count"] >= min_count:
-                    yield b["key"]["k"], int(b["doc_count"])
+                    yield str(b["key"]["k"]), int(b["doc_count"])
             after = agg.get("after_key")
             if not after or not agg["buckets"]:
                 return
@@ -624,7 +626,7 @@ class ElasticStore:
                                           sort=["_doc"])
             self._complete(resp, "fetching band members")
             for h in resp["hits"]["hits"]:
-                for v in h.get("fields", {}).get(field, []):
+                for v in map(str, h.get("fields", {}).get(field, [])):
                     if v in groups and len(groups[v]) < max_bucket:
                         groups[v].append(h["_id"])
         for v, _ in values:
@@ -639,7 +641,7 @@ class ElasticStore:
                 resp = self.client.search(index=self.name, size=0, aggs={"top": {"terms": {
                     "field": field, "size": limit, "min_doc_count": min_count}}})
             self._complete(resp, "crowded band values")
-            found.extend((b["key"], int(b["doc_count"])) for b in resp["aggregations"]["top"]["buckets"])
+            found.extend((str(b["key"]), int(b["doc_count"])) for b in resp["aggregations"]["top"]["buckets"])
         return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
 
 

@@ -5,7 +5,9 @@ document: SimHash hex, vector as float32 bytes, labels, article fields as JSON) 
 document id). Band keys carry their table number (``"2:9f3a"``), so one ``bands`` table whose primary key
 starts with the key is an index on every band at once.
 
-MinHash LSH keys (``"m<band>:<hex>"``) live in a table of their own, ``lsh``, laid out the same way.
+MinHash LSH keys (40-bit integers in decimal, `esdedup.minhash.lsh_keys`) live in a table of their own,
+``lsh``, laid out the same way. The vector is stored only when the config says documents carry it
+(`FingerprintConfig.stores_vector`).
 Writes only append document rows (a short text has 32 LSH keys, and 32 random B-tree inserts cost more
 than the document itself). Keys are indexed lazily: ``docs.seq`` grows with every write (AUTOINCREMENT, never
 reused, and a replaced document gets a new one), ``meta`` remembers up to which ``seq`` each key table is
@@ -39,7 +41,8 @@ import numpy as np
 from ..config import FingerprintConfig
 from ..errors import ConfigError, IndexNotFound, StoreError
 from ..filelock import FileLock
-from ..schema import META_KEY, config_from_meta, meta_for
+from ..minhash import SIGNATURE_DTYPE
+from ..schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
 from ..simhash import from_hex, to_hex
 from .base import (
     NewDoc,
@@ -333,7 +336,7 @@ class LocalStore:
         signed = [(doc_id, sig) for _, doc_id, _, sig, _ in rows if sig is not None]
         if not signed:
             return []
-        sigs = np.stack([np.frombuffer(sig, dtype="<u4") for _, sig in signed])
+        sigs = np.stack([np.frombuffer(sig, dtype=SIGNATURE_DTYPE) for _, sig in signed])
         return [(k, doc_id) for (doc_id, _), keys in zip(signed, mh.lsh_keys_many(sigs, self.config.minhash_bands),
                                                          strict=True) for k in keys]
 
@@ -355,6 +358,7 @@ class LocalStore:
     def write(self, docs: Iterable[NewDoc]) -> Iterator[WriteResult]:
         db = self._connect()
         bits = self.config.bits
+        vectors = self.config.stores_vector
         batch: list[NewDoc] = []
 
         def flush() -> list[WriteResult]:
@@ -375,10 +379,10 @@ class LocalStore:
                     "cluster_id, duplicate_of, source, minhash, shingles, banded, wseq, cluster_seq) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [(d.id, to_hex(d.fingerprint.simhash, bits),
-                      None if d.fingerprint.empty else _stored_vector(d.fingerprint.vector),
+                      _stored_vector(d.fingerprint.vector) if vectors and not d.fingerprint.empty else None,
                       d.fingerprint.length, d.fingerprint.chars, int(d.fingerprint.empty), d.content_sha1,
                       d.cluster_id, d.duplicate_of, json.dumps(d.source, ensure_ascii=False, default=str),
-                      None if d.fingerprint.minhash is None else np.asarray(d.fingerprint.minhash, "<u4").tobytes(),
+                      None if d.fingerprint.minhash is None else _stored_signature(d.fingerprint.minhash),
                       d.fingerprint.shingles, int(bool(d.fingerprint.bands)), d.seq, d.cluster_seq)
                      for d in batch])
             results = [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
@@ -459,7 +463,7 @@ class LocalStore:
         for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq,
              sha1) in rows:
             vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
-            minhash = np.frombuffer(sig, dtype="<u4").astype(np.uint32) if sig is not None else None
+            minhash = np.frombuffer(sig, dtype=SIGNATURE_DTYPE).astype(np.uint32) if sig is not None else None
             yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
                             minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0,
                             content_sha1=sha1)
@@ -487,7 +491,7 @@ class LocalStore:
         db = self._connect()
         out = []
         for probe in probes:
-            keys = sorted({k for keys in probe.values() for k in keys})
+            keys = sorted({(_key_table(band), k) for band, band_keys in probe.items() for k in band_keys})
             scan = max(limit, _SCAN_PER_KEY)
             shared: Counter[str] = Counter()
             for chunk in _chunks(keys, _COMPOUND):
@@ -495,9 +499,9 @@ class LocalStore:
                 # order), so a key that thousands of documents share costs no more than a rarer one and a run
                 # of near-identical documents stays linear. UNION ALL keeps one row per shared key: the
                 # documents sharing the most keys come first (ties by id), as the Elasticsearch store ranks them.
-                q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {'lsh' if k.startswith('m') else 'bands'} "
-                                       "WHERE key = ? LIMIT ?)" for k in chunk)
-                shared.update(r[0] for r in db.execute(q, [x for k in chunk for x in (k, scan)]))
+                q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {table} WHERE key = ? LIMIT ?)"
+                                       for table, _ in chunk)
+                shared.update(r[0] for r in db.execute(q, [x for _, k in chunk for x in (k, scan)]))
             ids = sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
             found = self.get(ids)
             out.append([found[i] for i in ids if i in found])
@@ -505,6 +509,7 @@ class LocalStore:
 
     @_sql_errors
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
+        self.config.require_vector(self.name)
         db = self._connect()
         q = np.asarray(vector, dtype=np.float32)
         best: list[tuple[float, str]] = []
@@ -574,6 +579,17 @@ def _stored_vector(vector: np.ndarray) -> bytes:
     both stores. ``x * 1e6`` is exact for a float32 ``x``, so this is Python's correctly rounded
     ``round(x, 6)``, vectorised."""
     return (np.rint(np.asarray(vector, dtype=np.float64) * 1e6) / 1e6).astype("<f4").tobytes()
+
+
+def _key_table(band: str) -> str:
+    """The table that holds a probe band's keys: ``lsh`` for the MinHash LSH bands (whose keys live in the
+    one field `esdedup.schema.LSH_KEYS` on Elasticsearch), ``bands`` for the SimHash bands."""
+    return "lsh" if key_field(band) == LSH_KEYS else "bands"
+
+
+def _stored_signature(sig: np.ndarray) -> bytes:
+    """A MinHash signature's 16-bit values as bytes (`esdedup.minhash.SIGNATURE_DTYPE`, as in Elasticsearch)."""
+    return np.asarray(sig, dtype=SIGNATURE_DTYPE).tobytes()
 
 
 def _chunks(items: list, size: int) -> Iterator[list]:

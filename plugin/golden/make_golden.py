@@ -13,9 +13,10 @@ Output: gzip'd JSON lines. Line 1: ``{"configs": {name: config dict}, "stamp": .
 (text, config): ``id``, ``kind``, ``config``, ``text``, ``norm``, ``tokens`` (the raw segmentation; only for
 texts up to 5,000 characters), ``tokens_sha1`` (SHA-1 of the tokens joined by U+0001), ``n_tokens``,
 ``vector_f32`` (the float32 vector as 8 hex digits a value, big-endian bits) and ``dedup`` (exactly what
-`esdedup.schema.dedup_source` gives ingest, content hash included). Then pair records (``kind`` "pair"): a
-query text's fields ``a`` (vector unrounded), a stored document's ``b`` (an edited copy of the text, or the next
-text) and Python's ``scores`` (`esdedup.rule.measure` and ``is_duplicate`` under the config's thresholds).
+`esdedup.schema.dedup_source` gives ingest, content hash included). Then pair records (``kind`` "pair"; config
+``default_knn``, the default plus a vector, so that cosines are compared too): a query text's fields ``a``
+(vector unrounded), a stored document's ``b`` (an edited copy of the text, or the next text) and Python's
+``scores`` (`esdedup.rule.measure` and ``is_duplicate`` under the config's thresholds).
 
 The file is regenerated only when its inputs change (a stamp over this script, esdedup's sources and the
 versions of Python, jieba, numpy); it is large, so it stays out of git.
@@ -57,6 +58,8 @@ ALT_CONFIGS: dict[str, dict[str, object]] = {
                              "minhash_ngram": 3},
     "jieba_probe_128": {"bits": 128, "hamming_k": 8, "band_blocks": 5, "band_key_blocks": 1, "probe_radius": 1,
                         "short_text_chars": 60},
+    # The default stores no vector (schema 4); the pairs use this one so that their cosines are real.
+    "default_knn": {"vector_index": "int8_flat"},
 }
 ALT_EVERY = 40  # every 40th text also goes through each alternative config
 
@@ -224,7 +227,7 @@ def _stored_doc(dedup: dict, dims: int):
     return hit_to_doc({"_id": "b", "fields": fields, "_source": {"dedup": dedup}}, dims)
 
 
-def pair_record(fper: Fingerprinter, i: int, kind: str, a: str, b: str) -> dict[str, object]:
+def pair_record(fper: Fingerprinter, name: str, i: int, kind: str, a: str, b: str) -> dict[str, object]:
     from esdedup.rule import is_duplicate, measure
     from esdedup.thresholds import Thresholds
 
@@ -241,7 +244,7 @@ def pair_record(fper: Fingerprinter, i: int, kind: str, a: str, b: str) -> dict[
     query = dedup_source(fa, cfg)
     if not fa.empty:
         query["vector"] = np.asarray(fa.vector, dtype=np.float64).tolist()  # the query's own float32 values, unrounded
-    return {"id": f"pair-{kind}-{i}", "kind": "pair", "config": "default", "a": query, "b": stored,
+    return {"id": f"pair-{kind}-{i}", "kind": "pair", "config": name, "a": query, "b": stored,
             "scores": {"hamming": int(hams[0]), "cosine": float(coss[0]), "ngram": bool(ngram[0]),
                        "jaccard": jac[0], "containment": cont[0], "duplicate": bool(dup)}}
 
@@ -309,7 +312,7 @@ def main() -> None:
                     put(record(fpers[name], name, i, kind, text))
                     n += 1
         for i, kind, a, b in pairs([it for it in items if not it[0].startswith("long")]):
-            put(pair_record(fpers["default"], i, kind, a, b))
+            put(pair_record(fpers["default_knn"], "default_knn", i, kind, a, b))
             n += 1
     tmp.replace(args.out)
     stamp_file.write_text(st)

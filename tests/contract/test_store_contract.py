@@ -14,14 +14,14 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.clusters import clusters
-from esdedup.errors import ConfigMismatchError, IndexNotFound
+from esdedup.errors import ConfigError, ConfigMismatchError, EsdedupError, IndexNotFound
 from esdedup.fingerprint import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.lookup import probe_for, similar, similar_knn
 from esdedup.pairs import find_pairs
 from esdedup.rule import is_duplicate
 from esdedup.rule import minhash_estimates as short_scores
-from esdedup.schema import content_sha1
+from esdedup.schema import META_KEY, content_sha1, meta_for
 from esdedup.store.base import NewDoc, Store
 from esdedup.store.elastic import ElasticStore
 from esdedup.store.local import LocalStore
@@ -29,6 +29,8 @@ from esdedup.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import make_corpus
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
+#: The default stores no vector (strategy auto: the rule never reads it); kNN lookups need one.
+KNN_CONFIG = CONFIG.replace(vector_index="int8_flat")
 
 
 def _local(tmp_path) -> Store:
@@ -85,7 +87,7 @@ def test_open_creates_then_checks_config(new_store):
 def test_write_count_get_and_overwrite(new_store, corpus):
     docs, _, fps = corpus
     store = new_store()
-    store.open(CONFIG)
+    store.open(KNN_CONFIG)  # with the vector, to check it round-trips
     _write(store, docs[:50], fps[:50])
     assert store.count() == 50
     got = store.get([docs[0]["id"], docs[1]["id"], "missing"])
@@ -165,7 +167,7 @@ def test_find_pairs_matches_brute_force(new_store, corpus):
 def test_similar_and_knn(new_store, corpus):
     docs, planted, fps = corpus
     store = new_store()
-    store.open(CONFIG)
+    store.open(KNN_CONFIG)
     _write(store, docs, fps)
     idx = {d["id"]: i for i, d in enumerate(docs)}
     a, b = planted[0]
@@ -175,6 +177,26 @@ def test_similar_and_knn(new_store, corpus):
     assert near and near[0].cosine >= max(m.cosine for m in near)
     assert b not in [m.id for m in near]
     assert a in [m.id for m in near]
+    assert np.allclose(store.get([a])[a].vector, fps[idx[a]].vector, atol=1e-6)
+
+
+def test_default_config_stores_no_vector_and_refuses_knn(new_store, corpus):
+    docs, planted, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, docs[:20], fps[:20])
+    assert not store.get([docs[0]["id"]])[docs[0]["id"]].vector.any()
+    with pytest.raises(ConfigError, match="kNN lookups search the TF vector"):
+        similar_knn(store, fps[0], k=5)
+    with pytest.raises(ConfigError, match="carry none"):
+        store.knn(fps[0].vector, 5)
+    # A rule told to judge by the cosine alone could match no stored pair: refused, not silently empty.
+    with pytest.raises(ConfigError, match="cosine alone decides.*carry no TF vector"):
+        similar(store, [fps[0]], thresholds=Thresholds(hamming_k=3, cosine=0.8))
+    assert similar(store, [fps[0]], thresholds=ThresholdOverrides(cosine=None))  # an n-gram test stays on
+    # A writer that would send vectors into it is refused up front (its documents would not fit the index).
+    with pytest.raises(ConfigMismatchError, match="stores_vector"):
+        store.open(KNN_CONFIG)
 
 
 def test_labels_and_crowded_keys(new_store, corpus):
@@ -183,10 +205,11 @@ def test_labels_and_crowded_keys(new_store, corpus):
     store.open(CONFIG)
     # Ten copies of one text crowd every band value they hold.
     _write(store, [{"id": f"same{i}", "text": docs[0]["text"]} for i in range(10)], [fps[0]] * 10)
-    crowded = store.crowded_keys(min_count=10)
-    assert {k for k, _ in crowded} >= set(fps[0].bands)
+    crowded = store.crowded_keys(min_count=10, limit=100)
+    assert {k for k, _ in crowded} == set(fps[0].bands + fps[0].lsh)  # LSH keys as strings on both stores
     assert all(n == 10 for _, n in crowded)
     groups = dict(store.shared_keys(max_bucket=4))
+    assert set(groups) == set(fps[0].bands + fps[0].lsh)
     assert all(len(ids) == 4 for ids in groups.values())
     assert store.set_labels({"same1": ("same0", "same0")}) == 1
     store.refresh()
@@ -315,6 +338,29 @@ def test_local_store_of_an_older_schema_is_refused_clearly(tmp_path):
     db.close()
     with pytest.raises(StoreError, match="older esdedup .*ingest the documents again"):
         LocalStore("old", data).open(None, create=False)
+
+
+def _store_config_dict(store: Store, config: dict) -> None:
+    """Overwrite the config a store recorded when it was created (as an older esdedup would have left it)."""
+    meta = {**meta_for(CONFIG)[META_KEY], "config": config}
+    if isinstance(store, LocalStore):
+        import sqlite3
+
+        with sqlite3.connect(store.path) as db:
+            db.execute("UPDATE meta SET value = ? WHERE key = ?", (json.dumps(meta), META_KEY))
+    else:
+        store.client.indices.put_mapping(index=store.name, meta={META_KEY: meta})
+
+
+def test_a_schema_3_index_is_refused_clearly(new_store):
+    """An index written under schema 3 (32-bit MinHash values, LSH keys as keyword strings in 32 fields, a
+    vector in every document) is not read or written as if its fields meant what schema 4's do."""
+    store = new_store()
+    store.open(CONFIG)
+    _store_config_dict(store, {**CONFIG.to_dict(), "schema": 3, "vector_index": "int8_flat"})
+    for config in (None, CONFIG):
+        with pytest.raises(EsdedupError, match=r"config schema 3 is not supported .*ingest the documents .*again"):
+            store.open(config, create=False)
 
 
 def test_crowded_lookups_keep_the_nearest_candidates_and_say_they_were_cut(new_store):

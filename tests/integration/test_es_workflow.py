@@ -149,7 +149,8 @@ def test_index_not_made_by_esdedup_is_refused(es_url, es_client, fresh_index, co
 
 def test_similar_cli_text_id_and_explain(es_url, es_client, fresh_index, corpus_file, tmp_path):
     path, docs, planted = corpus_file
-    assert _ingest(es_url, fresh_index, path, tmp_path).exit_code == 0
+    # With a vector for kNN (the default stores none: see the next test).
+    assert _ingest(es_url, fresh_index, path, tmp_path, "--vector-index", "int8_flat").exit_code == 0
     by_id = {d["id"]: d for d in docs}
     a, b = _detectable(docs, planted)[0]
     r = cli("similar", "--index", fresh_index, "--es", es_url, "--id", b, "--explain", "--json")
@@ -164,6 +165,18 @@ def test_similar_cli_text_id_and_explain(es_url, es_client, fresh_index, corpus_
     r = cli("similar", "--index", fresh_index, "--es", es_url, "--text", by_id[a]["text"], "--knn", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["matches"][0]["id"] in {a} | {
         x for x, y in planted if y == a} | {y for x, y in planted if x == a}
+
+
+def test_default_index_has_no_vector_and_knn_says_so(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    path, docs, planted = corpus_file
+    assert _ingest(es_url, fresh_index, path, tmp_path).exit_code == 0
+    dedup = next(iter(_all_docs(es_client, fresh_index).values()))["dedup"]
+    assert "vector" not in dedup and len(dedup["lsh_keys"]) == 32 and all(isinstance(k, int) for k in dedup["lsh_keys"])
+    a, b = _detectable(docs, planted)[0]
+    r = cli("similar", "--index", fresh_index, "--es", es_url, "--id", b, "--json")
+    assert r.exit_code == 0 and a in [m["id"] for m in json.loads(r.stdout)["matches"]]
+    r = cli("similar", "--index", fresh_index, "--es", es_url, "--id", b, "--knn")
+    assert r.exit_code == 2 and "carry none" in r.stderr and "Traceback" not in r.output
 
 
 def test_msearch_batches_equal_single_lookups(es_client, fresh_index, corpus_file, monkeypatch):
@@ -243,10 +256,10 @@ def test_search_diversified_fills_the_page(es_client, fresh_index):
 
 
 def test_mapping_command_matches_library(fresh_index):
-    r = cli("mapping", "--index", fresh_index, "--tokenizer", "rjieba", "--dims", "128")
+    r = cli("mapping", "--index", fresh_index, "--tokenizer", "rjieba", "--dims", "128", "--vector-index", "int8_flat")
     assert r.exit_code == 0
     got = json.loads(r.stdout)["mappings"]
-    want = mapping_for(FingerprintConfig(tokenizer="rjieba", dims=128))
+    want = mapping_for(FingerprintConfig(tokenizer="rjieba", dims=128, vector_index="int8_flat"))
     assert got == json.loads(json.dumps(want))
     assert got["properties"]["dedup"]["properties"]["vector"]["dims"] == 128
 
@@ -322,7 +335,7 @@ def test_lookups_refuse_partial_results(es_client, fresh_index):
     clear StoreError instead of returning the other shard's candidates as if they were all."""
     from esdedup.errors import StoreError
 
-    config = FingerprintConfig(tokenizer="rjieba")
+    config = FingerprintConfig(tokenizer="rjieba", vector_index="int8_flat")
     es_client.indices.create(index=fresh_index, mappings=mapping_for(config),
                              settings={"number_of_shards": 2, "number_of_replicas": 0,
                                        "index.routing.allocation.total_shards_per_node": 1})

@@ -32,46 +32,69 @@ pytestmark = [pytest.mark.es, pytest.mark.plugin]
 
 REPO = Path(__file__).resolve().parents[2]
 # What a writer adds, not the text: the labels and the write order (`dedup.seq`, `dedup.cluster_seq`), which
-# `esdedup ingest` sets and the node's processor does not.
+# `esdedup ingest` sets and the node's processor does not (it stamps `seq` only, when the document arrives).
 LABELS = ("cluster_id", "duplicate_of", "seq", "cluster_seq")
 
 
-def plugin_zip() -> Path:
-    """The plugin zip: ``ESDEDUP_PLUGIN_ZIP``, else the Maven build's, built here first when there is none (as the
-    node fixtures start their nodes: the README's test command needs nothing done by hand)."""
+#: The plugin builds for these servers (plugin/pom.xml; the 9.x one with the Maven profile es9): a plugin loads
+#: only on the exact version it was built for.
+BUILDS = {"8.19.21": ("target", []), "9.2.0": ("target/es9", ["-Pes9"])}
+
+
+def server_version() -> str:
+    """The version the node fixtures start (tests/conftest.py sets it from the client's major)."""
+    return os.environ.get("ESDEDUP_ES_VERSION") or "8.19.21"
+
+
+def plugin_zip(version: str) -> Path:
+    """The plugin zip for ``version``: ``ESDEDUP_PLUGIN_ZIP``, else the Maven build's for that version, built here
+    first when there is none (as the node fixtures start their nodes: the README's test command needs nothing done
+    by hand)."""
     env = os.environ.get("ESDEDUP_PLUGIN_ZIP")
     if env:
         return Path(env)
-    found = sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
+    if version not in BUILDS:
+        pytest.fail(f"the plugin builds for Elasticsearch {' and '.join(BUILDS)}, not {version}", pytrace=False)
+    folder, profile = BUILDS[version]
+    pattern = "esdedup-elasticsearch-*.zip" if not profile else f"esdedup-elasticsearch-*-es{version}.zip"
+    found = sorted((REPO / "plugin" / folder).glob(pattern))
     if not found:
-        _build_plugin()
-        found = sorted((REPO / "plugin" / "target").glob("esdedup-elasticsearch-*.zip"))
+        _build_plugin(version, profile)
+        found = sorted((REPO / "plugin" / folder).glob(pattern))
     if not found:
-        pytest.fail("the Maven build made no plugin zip under plugin/target", pytrace=False)
+        pytest.fail(f"the Maven build made no plugin zip under plugin/{folder}", pytrace=False)
     return found[-1]
 
 
-def _build_plugin() -> None:
-    """``mvn package`` in plugin/ (offline first: a machine that built it once has the dependencies)."""
+def _build_plugin(version: str, profile: list[str]) -> None:
+    """``mvn package`` in plugin/ (offline first: a machine that built it once has the dependencies); the 9.x
+    build on the JDK the node runs on (Java 21+), without its Java tests (the 8.x build runs them)."""
     import subprocess
     import sys
 
-    cmd = ["mvn", "-B", "-q", "package", f"-Dpython={sys.executable}"]
+    env = dict(os.environ)
+    if profile:
+        java = subprocess.run([str(REPO / "scripts" / "es-local"), "java", "--version", version], capture_output=True,
+                              text=True)
+        if java.returncode == 0 and java.stdout.strip():
+            env["JAVA_HOME"] = java.stdout.strip().splitlines()[-1]  # the JDK es-local runs the node on
+        profile = [*profile, "-DskipTests"]
+    cmd = ["mvn", "-B", "-q", "package", *profile, f"-Dpython={sys.executable}"]
     for attempt in (["-o"], []):
-        proc = subprocess.run(cmd[:1] + attempt + cmd[1:], cwd=REPO / "plugin", capture_output=True, text=True)
+        proc = subprocess.run(cmd[:1] + attempt + cmd[1:], cwd=REPO / "plugin", capture_output=True, text=True, env=env)
         if proc.returncode == 0:
             return
     pytest.fail(f"building the plugin failed ({' '.join(cmd)} in plugin/):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}",
                 pytrace=False)
 
 
-def _check_client_major() -> None:
+def _check_client_major(version: str) -> None:
     import elasticsearch
 
-    if elasticsearch.__version__[0] != 8:
-        pytest.fail(f"the plugin is built for Elasticsearch 8.19.21, which needs the 8.x Python client; this "
-                    f"environment has elasticsearch {elasticsearch.__versionstr__} (install "
-                    "\"elasticsearch[async]>=8.15,<9\", as the README's first command does)", pytrace=False)
+    if elasticsearch.__version__[0] != int(version.split(".")[0]):
+        pytest.fail(f"the plugin's node runs Elasticsearch {version}, which needs the {version.split('.')[0]}.x Python "
+                    f"client; this environment has elasticsearch {elasticsearch.__versionstr__} (or set "
+                    "ESDEDUP_ES_VERSION to the server of the client's major)", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +103,9 @@ def plugin_url() -> Iterator[str]:
     if url:
         yield url.rstrip("/")
         return
-    _check_client_major()
-    cluster = LocalCluster(nodes=1, version="8.19.21", plugins=[str(plugin_zip())])
+    version = server_version()
+    _check_client_major(version)
+    cluster = LocalCluster(nodes=1, version=version, plugins=[str(plugin_zip(version))])
     cluster.start()
     try:
         yield cluster.url
@@ -144,8 +168,10 @@ def indexes(plugin_es, plugin_url, corpus, tmp_path_factory) -> Iterator[tuple[s
     suffix = uuid.uuid4().hex[:8]
     a, b, pipeline = f"plugin-a-{suffix}", f"plugin-b-{suffix}", f"esdedup-plugin-{suffix}"
     tmp = tmp_path_factory.mktemp("ingest")
+    # With a vector (the default stores none), so that the scripts' cosines are compared too.
     result = CliRunner().invoke(app, ["ingest", str(path), "--index", a, "--es", plugin_url, "--workers", "1",
-                                      "--replicas", "0", "--dead-letter", str(tmp / "dl.jsonl"), "--json"])
+                                      "--replicas", "0", "--vector-index", "int8_flat",
+                                      "--dead-letter", str(tmp / "dl.jsonl"), "--json"])
     assert result.exit_code == 0, result.output
     config = ElasticStore(plugin_es, a).open().config
     ElasticStore(plugin_es, b, replicas=0).open(config)
@@ -167,12 +193,18 @@ def test_the_pipeline_writes_every_dedup_field_as_esdedup_ingest_does(plugin_es,
     differ = []
     for doc_id, src in by_ingest.items():
         want = {k: v for k, v in src["dedup"].items() if k not in LABELS}
-        if by_plugin[doc_id]["dedup"] != want:
+        if {k: v for k, v in by_plugin[doc_id]["dedup"].items() if k not in LABELS} != want:
             differ.append(doc_id)
     assert differ == [], f"{len(differ)} documents differ, e.g. {differ[:5]}"
+    # the processor stamps the write order (when the document reached the node: one _bulk keeps its order) and
+    # writes no labels
+    seqs = [by_plugin[d["id"]]["dedup"]["seq"] for d in docs]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert not any("cluster_id" in s["dedup"] or "cluster_seq" in s["dedup"] for s in by_plugin.values())
     # the corpus reaches every part of the layout: long texts with band keys, short ones, empty ones
     fields = [set(s["dedup"]) for s in by_plugin.values()]
-    assert any("band_0" in f for f in fields) and any("band_0" not in f and "lsh_0" in f for f in fields)
+    assert any("band_0" in f for f in fields) and any("band_0" not in f and "lsh_keys" in f for f in fields)
+    assert any("vector" in f for f in fields)
     assert any(s["dedup"]["empty"] for s in by_plugin.values())
 
 
@@ -263,3 +295,84 @@ def test_similar_on_the_node_answers_as_the_client_path(plugin_es, plugin_url, c
                                        "--json"])
     assert cli_run.exit_code == 0, cli_run.output
     assert json.loads(cli_run.stdout)["query"]["path"] == "node"
+
+
+def _labels(client, index: str) -> dict[str, tuple]:
+    return {i: (s["dedup"].get("cluster_id"), s["dedup"].get("duplicate_of")) for i, s in _sources(client, index).items()}
+
+
+def _write_jsonl(path: Path, docs: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
+    return path
+
+
+def test_label_gives_pipeline_documents_the_clusters_esdedup_ingest_gives(plugin_es, plugin_url, corpus, indexes,
+                                                                         tmp_path):
+    """Documents bulk-written through the pipeline, then `esdedup label`: the clusters and representatives of
+    `esdedup ingest` of the same corpus in the same order. In two waves: the second written while label runs
+    keep running beside the writer, then one more run labels what is new since; a further run finds nothing."""
+    import threading
+    import time
+
+    from elasticsearch import helpers
+
+    from esdedup.label import label_new
+
+    _, docs = corpus
+    _, _, config = indexes
+    first, second = docs[: len(docs) * 3 // 5], docs[len(docs) * 3 // 5 :]
+    suffix = uuid.uuid4().hex[:8]
+    a, b = f"label-a-{suffix}", f"label-b-{suffix}"
+    try:
+        for wave in (first, second):  # one ingest per wave, in the order the pipeline gets them
+            path = _write_jsonl(tmp_path / f"wave{len(wave)}.jsonl", wave)
+            done = CliRunner().invoke(app, ["ingest", str(path), "--index", a, "--es", plugin_url, "--workers", "1",
+                                            "--replicas", "0", "--dead-letter", str(tmp_path / "dl.jsonl")])
+            assert done.exit_code == 0, done.output
+        ElasticStore(plugin_es, b, replicas=0).open(config)
+        made = CliRunner().invoke(app, ["pipeline", "put", "--index", b, "--es", plugin_url])
+        assert made.exit_code == 0, made.output
+        ok, _ = helpers.bulk(plugin_es, ({"_index": b, "_id": d["id"], "_source": d} for d in first))
+        assert ok == len(first)
+        assert all(c is None for c, _ in _labels(plugin_es, b).values())  # the processor writes no labels
+
+        ran = CliRunner().invoke(app, ["label", "--index", b, "--es", plugin_url, "--json"])
+        assert ran.exit_code == 0, ran.output
+        summary = json.loads(ran.stdout)
+        assert summary["found"] == summary["labelled"] == len(first) and summary["changed"] == 0
+
+        writing = threading.Event()
+        writing.set()
+        runs = []
+
+        def keep_labelling() -> None:
+            store = ElasticStore(plugin_es, b)
+            while writing.is_set():
+                runs.append(label_new(store, batch=50))
+                time.sleep(0.05)
+
+        labeller = threading.Thread(target=keep_labelling)
+        labeller.start()
+        try:
+            for start in range(0, len(second), 20):  # small bulks, refreshed, so the runs see them arrive
+                helpers.bulk(plugin_es, ({"_index": b, "_id": d["id"], "_source": d} for d in second[start : start + 20]),
+                             refresh=True)
+        finally:
+            writing.clear()
+            labeller.join()
+        assert sum(r.labelled for r in runs) > 0  # the runs beside the writer labelled some of the new ones
+        last = label_new(ElasticStore(plugin_es, b))
+        assert last.changed == 0 and sum(r.labelled for r in runs) + last.labelled == len(second)
+
+        want, got = _labels(plugin_es, a), _labels(plugin_es, b)
+        assert set(got) == {d["id"] for d in docs}
+        differ = sorted(i for i in want if want[i] != got[i])
+        assert differ == [], [(i, want[i], got[i]) for i in differ[:5]]
+        assert sum(1 for _, dup in want.values() if dup) >= 50  # the corpus has near-duplicates across the waves
+
+        again = label_new(ElasticStore(plugin_es, b))
+        assert (again.found, again.labelled, again.relabelled) == (0, 0, 0)
+        assert _labels(plugin_es, b) == got
+    finally:
+        plugin_es.indices.delete(index=[a, b], ignore_unavailable=True)
+        plugin_es.options(ignore_status=404).ingest.delete_pipeline(id=f"esdedup-{b}")

@@ -211,3 +211,32 @@ def test_extra_is_not_compared_and_not_in_identity():
     assert "extra" not in a.identity()
     assert "extra" not in b.to_dict()
     assert a.to_dict()["extra"] == {"note": "x"}
+
+
+def test_vector_stored_only_where_the_config_needs_it():
+    default = FingerprintConfig()
+    assert default.vector_index == "auto" and not default.stores_vector  # the n-gram rule never reads it
+    assert not FingerprintConfig(strategy="minhash").stores_vector
+    simhash = FingerprintConfig(strategy="simhash")  # its rule reads cosines
+    assert simhash.stores_vector and simhash.knn_index == "int8_flat"
+    for index in ("int8_flat", "flat", "int8_hnsw", "hnsw", "none"):
+        cfg = FingerprintConfig(vector_index=index)
+        assert cfg.stores_vector and cfg.knn_index == index
+
+
+def test_identity_keeps_whether_documents_carry_the_vector():
+    """How the vector is indexed is a mapping detail; whether documents carry one is not: a writer that
+    sends vectors into an index mapped without them would have every document rejected."""
+    base = FingerprintConfig()
+    assert base.compatible_with(base.replace(vector_index="auto"))
+    assert base.differences(base.replace(vector_index="int8_flat")) == {"stores_vector": (False, True)}
+    knn = base.replace(vector_index="int8_flat")
+    assert knn.compatible_with(base.replace(vector_index="hnsw"))
+    simhash = FingerprintConfig(strategy="simhash")
+    assert simhash.compatible_with(simhash.replace(vector_index="int8_flat"))
+
+
+def test_require_vector_names_the_setting():
+    FingerprintConfig(vector_index="none").require_vector("news")
+    with pytest.raises(ConfigError, match=r"index 'news' carry none .*vector_index such as 'int8_flat'"):
+        FingerprintConfig().require_vector("news")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from esdedup.config import FingerprintConfig
-from esdedup.ingest import IngestOptions, ingest
+from esdedup.errors import ConfigError
+from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
 
@@ -56,11 +57,12 @@ def test_retried_counts_the_resends_of_this_run_only(tmp_path):
 def test_the_examples_in_the_docstrings_run():
     import doctest
 
+    import esdedup.api
     import esdedup.filelock
     import esdedup.ingest
     import esdedup.store.base
 
-    for module in (esdedup.ingest, esdedup.store.base, esdedup.filelock):
+    for module in (esdedup.ingest, esdedup.store.base, esdedup.filelock, esdedup.api):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -95,6 +97,34 @@ def test_an_ingester_opens_the_index_and_builds_the_fingerprinter_once(tmp_path,
     store.open(None, create=False)
     assert store.get_source(docs[0]["id"])["url"] == f"https://x.test/{docs[0]['id']}"
     store.close()
+
+
+def test_a_similar_finder_opens_the_index_and_builds_the_fingerprinter_once(tmp_path, monkeypatch):
+    """Issue #13: a service asking for near-duplicates of one article at a time paid a mapping read and a
+    Fingerprinter per call (`similar_to`); a `SimilarFinder` pays them once and answers as `similar_to` does."""
+    import esdedup.api as api
+
+    docs, _ = make_corpus(6, 3, seed=5)
+    ingester = Ingester(LocalStore("find", tmp_path / "data"), CONFIG)
+    ingester.add_many(docs)
+    ingester.close()
+    built = []
+    real = api.Fingerprinter
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "Fingerprinter", counting)
+    _CountingStore.opened = 0
+    finder = api.SimilarFinder(_CountingStore("find", tmp_path / "data"))
+    answers = [finder.find(text=d["text"], top=3).matches for d in docs]
+    assert (_CountingStore.opened, len(built)) == (1, 1)
+    store = LocalStore("find", tmp_path / "data")
+    assert answers == [api.similar_to(store, text=d["text"], top=3).matches for d in docs]
+    assert sum(len(a) > 1 for a in answers) >= 3  # the planted duplicates are found
+    with pytest.raises(ConfigError, match="top must be at least 1"):
+        finder.find(text="x", top=0)
 
 
 def test_an_ingester_says_what_became_of_each_article(tmp_path):

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from esdedup.config import FingerprintConfig
 from esdedup.errors import ConfigError
 from esdedup.kibana import INDEX_REF, UNDESCRIBED, field_descriptions, object_id, saved_objects, to_ndjson
-from esdedup.schema import band_fields, lsh_fields, mapping_for
+from esdedup.schema import LSH_KEYS, band_fields, mapping_for
 from esdedup.store.local import LocalStore
 
 CONFIGS = {
@@ -153,8 +153,10 @@ def test_band_descriptions_name_the_right_bits(config: FingerprintConfig) -> Non
         expected = {s + k for b in layout.tables[i] for s, w in [layout.spans[b]] for k in range(w)}
         assert bits == expected and len(bits) == layout.key_widths[i]
         assert f"SimHash band {i}" in label
-    for i, name in enumerate(lsh_fields(config)):
-        assert f"MinHash LSH band {i}" in descriptions[f"dedup.{name}"][1]
+    if config.gets_signatures:
+        label, text = descriptions[f"dedup.{LSH_KEYS}"]
+        assert label == "MinHash LSH keys"
+        assert f"{config.minhash_bands} bands of {config.minhash_perm // config.minhash_bands} rows" in text
 
 
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from esdedup import FingerprintConfig
-from esdedup.schema import band_fields, lsh_fields, mapping_for, shipped_template, template_for
+from esdedup.schema import LSH_KEYS, band_fields, mapping_for, shipped_template, template_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # Fields that record where the template was made, not what it means.
@@ -28,17 +28,34 @@ def test_shipped_template_is_the_default_configs_template():
     assert shipped == shipped_template()  # the copy inside the installed package is the same file
 
 
-def test_mapping_has_one_keyword_field_per_band_and_the_vector():
+def _dedup_props(config: FingerprintConfig) -> dict:
+    return mapping_for(config)["properties"]["dedup"]["properties"]
+
+
+def test_mapping_has_one_keyword_field_per_band_and_one_long_field_for_lsh_keys():
     config = FingerprintConfig(hamming_k=5, dims=128)
-    props = mapping_for(config)["properties"]["dedup"]["properties"]
+    props = _dedup_props(config)
     assert band_fields(config) == tuple(f"band_{i}" for i in range(6))
-    for name in band_fields(config) + lsh_fields(config):
+    for name in band_fields(config):
         assert props[name] == {"type": "keyword"}
-    assert props["vector"] == {"type": "dense_vector", "dims": 128, "index": True, "similarity": "cosine",
-                               "index_options": {"type": "int8_flat"}}
-    flat = mapping_for(config.replace(vector_index="none"))["properties"]["dedup"]["properties"]["vector"]
-    assert flat == {"type": "dense_vector", "dims": 128, "index": False}
+    assert props[LSH_KEYS] == {"type": "long"}
+    assert not [n for n in props if n.startswith("lsh_") and n != LSH_KEYS]
+    assert LSH_KEYS not in _dedup_props(config.replace(strategy="simhash"))
     assert mapping_for(config)["_meta"]["esdedup"]["config"] == config.to_dict()
+
+
+def test_the_vector_is_mapped_where_the_config_stores_it():
+    config = FingerprintConfig(dims=128)
+    assert "vector" not in _dedup_props(config)  # strategy auto, vector_index auto: the rule never reads it
+    assert "vector" not in _dedup_props(config.replace(strategy="minhash"))
+    knn = {"type": "dense_vector", "dims": 128, "index": True, "similarity": "cosine",
+           "index_options": {"type": "int8_flat"}}
+    assert _dedup_props(config.replace(strategy="simhash"))["vector"] == knn
+    assert _dedup_props(config.replace(vector_index="int8_flat"))["vector"] == knn
+    hnsw = _dedup_props(config.replace(vector_index="hnsw"))["vector"]
+    assert hnsw["index_options"] == {"type": "hnsw"}
+    flat = _dedup_props(config.replace(vector_index="none"))["vector"]
+    assert flat == {"type": "dense_vector", "dims": 128, "index": False}
 
 
 def test_only_types_of_the_plain_server():

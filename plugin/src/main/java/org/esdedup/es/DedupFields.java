@@ -25,6 +25,7 @@ public final class DedupFields {
     public static final String TOKENS = "tokens";
     public static final String EMPTY = "empty";
     public static final String CONTENT_SHA1 = "content_sha1";
+    public static final String LSH_KEYS = "lsh_keys";
     /** Labels that esdedup's ingest assigns; the processor keeps them when a document already carries them. */
     public static final List<String> LABELS = List.of("cluster_id", "duplicate_of");
 
@@ -37,7 +38,7 @@ public final class DedupFields {
         d.put(TOKENS, fp.tokens);
         d.put(CHARS, fp.chars);
         d.put(EMPTY, fp.empty);
-        if (fp.empty == false) { // a dense_vector with cosine similarity rejects an all-zero vector
+        if (fp.empty == false && config.storesVector()) { // a cosine dense_vector rejects an all-zero vector
             d.put(VECTOR, storedVector(fp.vector));
         }
         if (fp.minhash != null) {
@@ -47,10 +48,12 @@ public final class DedupFields {
         for (int i = 0; i < fp.bands.length; i++) {
             d.put("band_" + i, fp.bands[i]);
         }
-        if (config.strategy.equals("simhash") == false) {
-            for (int i = 0; i < fp.lsh.length; i++) {
-                d.put("lsh_" + i, fp.lsh[i]);
+        if (config.strategy.equals("simhash") == false && fp.lsh.length > 0) {
+            List<Long> keys = new ArrayList<>(fp.lsh.length);
+            for (long key : fp.lsh) {
+                keys.add(key);
             }
+            d.put(LSH_KEYS, keys);
         }
         d.put(CONTENT_SHA1, fp.contentSha1);
         return d;
@@ -69,20 +72,20 @@ public final class DedupFields {
         return Math.rint((double) v * 1e6) / 1e6;
     }
 
-    /** Base64 of the little-endian uint32 values. */
+    /** Base64 of the little-endian 16-bit values. */
     public static String encodeMinhash(int[] sig) {
-        ByteBuffer buf = ByteBuffer.allocate(sig.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer buf = ByteBuffer.allocate(sig.length * 2).order(ByteOrder.LITTLE_ENDIAN);
         for (int v : sig) {
-            buf.putInt(v);
+            buf.putShort((short) v);
         }
         return Base64.getEncoder().encodeToString(buf.array());
     }
 
     public static int[] decodeMinhash(String text) {
         ByteBuffer buf = ByteBuffer.wrap(Base64.getDecoder().decode(text)).order(ByteOrder.LITTLE_ENDIAN);
-        int[] sig = new int[buf.remaining() / 4];
+        int[] sig = new int[buf.remaining() / 2];
         for (int i = 0; i < sig.length; i++) {
-            sig[i] = buf.getInt();
+            sig[i] = Short.toUnsignedInt(buf.getShort());
         }
         return sig;
     }

@@ -15,7 +15,7 @@ import java.util.Map;
 public class EsdedupPlugin extends Plugin implements IngestPlugin, ScriptPlugin {
     @Override
     public Map<String, Processor.Factory> getProcessors(Processor.Parameters parameters) {
-        return Map.of(FingerprintProcessor.TYPE, new FingerprintProcessor.Factory());
+        return Map.of(FingerprintProcessor.TYPE, new FingerprintProcessorFactory());
     }
 
     @Override

@@ -32,7 +32,7 @@ class FingerprintProcessorTest {
     }
 
     private static Processor create(Map<String, Object> options) throws Exception {
-        return new FingerprintProcessor.Factory().create(Map.of(), "t", null, new HashMap<>(options));
+        return FingerprintProcessor.create("t", null, new HashMap<>(options));
     }
 
     private static Map<String, Object> config(Object... changes) {
@@ -48,6 +48,7 @@ class FingerprintProcessorTest {
     }
 
     @Test
+    @SuppressWarnings("unchecked")
     void writesThePythonFieldsOfEachGoldenText() throws Exception {
         Processor p = create(Map.of("config", defaultConfig));
         int checked = 0;
@@ -56,7 +57,8 @@ class FingerprintProcessorTest {
                 continue;
             }
             IngestDocument d = p.execute(doc(Map.of("text", rec.get("text").asText())));
-            Object written = d.getFieldValue("dedup", Object.class);
+            Map<String, Object> written = new HashMap<>(d.getFieldValue("dedup", Map.class));
+            assertTrue(written.remove("seq") instanceof Long); // the write order the processor stamps, not a text field
             Object expected = Golden.JSON.convertValue(rec.get("dedup"), Object.class);
             assertTrue(GoldenParityTest.same(expected, written) || sameMap(expected, written), rec.get("id").asText());
             checked++;
@@ -86,6 +88,20 @@ class FingerprintProcessorTest {
         IngestDocument d = p.execute(doc(Map.of("text", "今天天气很好", "dedup", Map.of("cluster_id", "a", "simhash", "x"))));
         assertEquals("a", d.getFieldValue("dedup.cluster_id", String.class));
         assertEquals(16, d.getFieldValue("dedup.simhash", String.class).length());
+    }
+
+    @Test
+    void stampsAStrictlyIncreasingWriteOrderAndKeepsAWritersOwn() throws Exception {
+        Processor p = create(Map.of("config", defaultConfig));
+        long before = System.currentTimeMillis() * 1_000_000L;
+        long first = p.execute(doc(Map.of("text", "今天天气很好"))).getFieldValue("dedup.seq", Long.class);
+        long second = p.execute(doc(Map.of("text", "今天天气很好"))).getFieldValue("dedup.seq", Long.class);
+        assertTrue(first >= before && second > first, first + " " + second);
+        IngestDocument own = p.execute(doc(Map.of("text", "今天天气很好",
+            "dedup", Map.of("seq", 7L, "cluster_seq", 5L, "cluster_id", "a"))));
+        assertEquals(7L, own.getFieldValue("dedup.seq", Long.class));
+        assertEquals(5L, own.getFieldValue("dedup.cluster_seq", Long.class));
+        assertFalse(p.execute(doc(Map.of("text", "今天天气很好"))).hasField("dedup.cluster_seq"));
     }
 
     @Test

@@ -9,12 +9,15 @@ import java.util.HashMap;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The script measures on fingerprints made by the processor's own code (the golden pairs check the numbers). */
 class MeasureTest {
-    private static final Fingerprinter F = FingerprintProcessor.fingerprinter(FingerprintConfig.fromMap(Map.of(), "0.42.1"));
+    /** With a vector (the default config stores none), so that cosines are measured too. */
+    private static final Fingerprinter F = FingerprintProcessor.fingerprinter(
+        FingerprintConfig.fromMap(Map.of("vector_index", "int8_flat"), "0.42.1"));
 
     private static Map<String, Object> dedup(String text) {
         return DedupFields.source(F.fingerprint(text), F.config());
@@ -36,6 +39,20 @@ class MeasureTest {
         assertTrue(Measure.COSINE.score(q, same) > 0.9999);
         assertEquals(Boolean.TRUE, Measure.NEAR_DUPLICATE.value(q, same));
         assertTrue(Measure.NEAR_DUPLICATE.score(q, same) > 65.0);
+    }
+
+    @Test
+    void theDefaultConfigStoresNoVectorAndItsCosineIsZero() {
+        Fingerprinter plain = FingerprintProcessor.fingerprinter(FingerprintConfig.fromMap(Map.of(), "0.42.1"));
+        String text = "今天天气很好，我们去公园散步，然后一起吃午饭。";
+        Map<String, Object> stored = DedupFields.source(plain.fingerprint(text), plain.config());
+        assertFalse(stored.containsKey(DedupFields.VECTOR));
+        assertTrue(stored.get(DedupFields.LSH_KEYS) instanceof java.util.List<?> keys && keys.size() == 32);
+        DedupDoc same = DedupFields.read(stored);
+        Measure.Query q = query(text);
+        assertEquals(1.0, Measure.JACCARD.score(q, same));
+        assertEquals(0.0, Measure.COSINE.score(q, same));
+        assertEquals(Boolean.TRUE, Measure.NEAR_DUPLICATE.value(q, same)); // the n-grams decide, not the cosine
     }
 
     @Test

@@ -14,16 +14,17 @@ public final class Fingerprint {
     /** Normalised characters (code points). */
     public final int chars;
     public final boolean empty;
-    /** The MinHash signature (uint32 values in ints), or null. */
+    /** The MinHash signature (16-bit values in ints), or null. */
     public final int[] minhash;
     /** Distinct character n-grams behind the signature (0 without one). */
     public final int shingles;
-    public final String[] lsh;
+    /** MinHash LSH keys, one per band (40-bit values), or none. */
+    public final long[] lsh;
     /** SHA-1 hex of the normalised text's UTF-8 bytes. */
     public final String contentSha1;
 
     Fingerprint(long[] simhash, int bits, String[] bands, float[] vector, int tokens, int chars, boolean empty,
-                int[] minhash, int shingles, String[] lsh, String contentSha1) {
+                int[] minhash, int shingles, long[] lsh, String contentSha1) {
         this.simhash = simhash;
         this.bits = bits;
         this.bands = bands;

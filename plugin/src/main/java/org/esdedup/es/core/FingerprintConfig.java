@@ -13,7 +13,7 @@ import java.util.Map;
  * synonym and stopword files, tf-idf weighting, and a jieba version other than the one the plugin was built with.
  */
 public final class FingerprintConfig {
-    public static final int SCHEMA_VERSION = 3;
+    public static final int SCHEMA_VERSION = 4;
     static final int MAX_TABLES = 64;
     static final int MAX_PROBES = 4096;
 
@@ -35,6 +35,7 @@ public final class FingerprintConfig {
     public final double cosineThreshold;
     public final double jaccardThreshold;
     public final double containmentThreshold;
+    public final String vectorIndex;
 
     /** Every field Python's FingerprintConfig has, with its default (null: no default needed here). */
     private static final Map<String, Object> DEFAULTS = new LinkedHashMap<>();
@@ -45,7 +46,7 @@ public final class FingerprintConfig {
             {"tokenizer", "jieba"}, {"tokenizer_version", ""}, {"shingle", 0}, {"weighting", "tf"}, {"dims", 256},
             {"t2s", false}, {"stopwords", "default"}, {"cosine_threshold", 0.8}, {"strategy", "auto"},
             {"short_text_chars", 200}, {"minhash_perm", 128}, {"minhash_bands", 32}, {"minhash_ngram", 2},
-            {"vector_index", "int8_flat"}, {"jaccard_threshold", 0.5}, {"containment_threshold", 0.8},
+            {"vector_index", "auto"}, {"jaccard_threshold", 0.5}, {"containment_threshold", 0.8},
             {"synonyms_path", null}, {"synonyms_sha256", null}, {"user_dict_path", null}, {"user_dict_sha256", null},
             {"stopwords_path", null}, {"stopwords_sha256", null}, {"idf_path", null}, {"idf_sha256", null},
             {"schema", SCHEMA_VERSION}, {"extra", null},
@@ -93,10 +94,19 @@ public final class FingerprintConfig {
         cosineThreshold = r.number("cosine_threshold");
         jaccardThreshold = r.number("jaccard_threshold");
         containmentThreshold = r.number("containment_threshold");
+        vectorIndex = r.string("vector_index");
         refuseIrreproducible(r, jiebaVersion);
         validate();
-        check(List.of("int8_flat", "flat", "int8_hnsw", "hnsw", "none").contains(r.string("vector_index")),
-            "vector_index must be one of int8_flat, flat, int8_hnsw, hnsw, none");
+        check(List.of("auto", "int8_flat", "flat", "int8_hnsw", "hnsw", "none").contains(vectorIndex),
+            "vector_index must be one of auto, int8_flat, flat, int8_hnsw, hnsw, none");
+    }
+
+    /**
+     * Whether documents carry the TF vector ({@code FingerprintConfig.stores_vector}): always with strategy
+     * simhash, whose rule reads cosines; with the others only when vector_index is not auto.
+     */
+    public boolean storesVector() {
+        return strategy.equals("simhash") || vectorIndex.equals("auto") == false;
     }
 
     private void refuseIrreproducible(Reader r, String jiebaVersion) {

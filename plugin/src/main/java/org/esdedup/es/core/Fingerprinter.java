@@ -67,7 +67,7 @@ public final class Fingerprinter {
         int words = (config.bits + 63) / 64;
         if (counts.isEmpty()) {
             return new Fingerprint(new long[words], config.bits, new String[0], new float[config.dims], 0, norm.length,
-                true, null, 0, new String[0], sha1);
+                true, null, 0, new long[0], sha1);
         }
         long[] votes = new long[config.bits];
         double[] vec = new double[config.dims];
@@ -87,7 +87,7 @@ public final class Fingerprinter {
         }
         String[] bands = config.isShort(norm.length) ? new String[0] : layout.keys(simhash);
         int[] sig = null;
-        String[] lsh = new String[0];
+        long[] lsh = new long[0];
         int shingles = 0;
         if (config.strategy.equals("simhash") == false) {
             long[] hashes = shingleHashes(norm);

@@ -11,6 +11,9 @@ import java.util.Arrays;
 public final class MinHash {
     static final long SEED = 0x6573646564757032L; // "esdedup2"
     private static final byte[] PERSON = "esdedup-mh-v2".getBytes(StandardCharsets.US_ASCII);
+    public static final int SIGNATURE_BITS = 16;
+    public static final int LSH_KEY_BITS = 40;
+    private static final int LOW_BITS = (1 << SIGNATURE_BITS) - 1;
 
     private MinHash() {}
 
@@ -61,7 +64,7 @@ public final class MinHash {
         return Arrays.copyOf(out, distinct);
     }
 
-    /** The signature (uint32 values held in ints) of a non-empty hash set. */
+    /** The signature (the low 16 bits of each permutation's minimum) of a non-empty hash set. */
     public static int[] signature(long[] hashes, long[][] perm) {
         long[] a = perm[0], b = perm[1];
         int[] sig = new int[a.length];
@@ -74,21 +77,21 @@ public final class MinHash {
                     min = v;
                 }
             }
-            sig[i] = (int) min;
+            sig[i] = (int) min & LOW_BITS;
         }
         return sig;
     }
 
-    /** The LSH key of each band: {@code "m<band>:<16 hex>"}. */
-    public static String[] lshKeys(int[] sig, int bands) {
+    /** The LSH key of each band: the top 40 bits of its hash, a non-negative long. */
+    public static long[] lshKeys(int[] sig, int bands) {
         int rows = sig.length / bands;
-        String[] keys = new String[bands];
+        long[] keys = new long[bands];
         for (int band = 0; band < bands; band++) {
             long h = mix64(band);
             for (int r = 0; r < rows; r++) {
                 h = mix64(h ^ (sig[band * rows + r] & 0xFFFFFFFFL));
             }
-            keys[band] = "m" + band + ":" + Hex.pad(Long.toHexString(h), 16);
+            keys[band] = h >>> (64 - LSH_KEY_BITS);
         }
         return keys;
     }

@@ -1,0 +1,222 @@
+"""Labels for documents that other programs wrote with their dedup fields: through the esdedup ingest pipeline
+(`esdedup.pipeline`), from Logstash, Beats or an application's own ``_bulk``.
+
+Such documents carry every ``dedup`` field but no cluster label: the node's processor cannot look anything up.
+`label_new` labels those that have none yet (so a run labels what is new since the last one, and a second
+run finds nothing to do) with the mechanism the concurrent writers of `esdedup.ingest` use, not a rule of its
+own: a document's write order is its ``seq`` (the processor stamps, in nanoseconds, when the document reached
+the node: one ``_bulk`` keeps its order, as an ingest of the same file would), the representative of a
+cluster is its earliest member by ``seq`` then id, near-duplicates are found by the band lookup and decided
+by `esdedup.rule`, and clusters are joined in the store with conditional updates
+(`esdedup.ingest.settle_stored`, the step every ingest runs after writing a batch).
+
+Per batch of unlabelled documents: (1) a document without ``seq`` (written through a pipeline made before the
+processor kept write order) gets one, in id order, from ingest's clock; (2) settle: the clusters of its
+near-duplicates now visible are joined, the earliest root wins; (3) its labels are written, conditional on the
+version read (a document a client changed since is left to the next run); (4) settle again, for what other
+writers changed between (2) and (3), when the index counted indexing operations other than the run's own
+(alone, a batch costs one lookup per document, as in ingest). A run killed before (3) leaves the documents unlabelled (the next run
+labels them); killed between (3) and (4), it leaves labels that are right unless another writer joined the
+same clusters in that moment (`esdedup dups --write-clusters` mends any index).
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from .config import FingerprintConfig
+from .errors import BulkError, ConfigError
+from .fingerprint import Fingerprint
+from .ingest import _CLOCK, settle_stored
+from .minhash import lsh_keys
+from .query import FINGERPRINT_FIELDS, VECTOR_SOURCE
+from .schema import DEDUP, band_fields
+from .store.base import Root, Store, StoredDoc
+from .store.elastic import es_errors, hit_to_doc
+from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+
+#: Unlabelled documents read and labelled per step.
+BATCH = 1000
+#: A document that has dedup fields and no cluster label.
+UNLABELLED = {"bool": {"filter": [{"exists": {"field": f"{DEDUP}.simhash"}}],
+                       "must_not": [{"exists": {"field": f"{DEDUP}.cluster_id"}}]}}
+
+
+@dataclass
+class LabelSummary:
+    """Counts of one `label_new` run: ``found == labelled + changed``."""
+
+    #: Unlabelled documents found when the run started.
+    found: int = 0
+    #: ... given their cluster labels by this run.
+    labelled: int = 0
+    #: ... that had no write order (``seq``) and got one here.
+    ordered: int = 0
+    #: ... changed or deleted by another program since they were read: left as they are (the next run labels
+    #: them if they still need it).
+    changed: int = 0
+    #: Of the labelled, those whose representative is another document (near-duplicates).
+    duplicates: int = 0
+    #: Documents labelled before this run that moved to an earlier representative (clusters joined).
+    relabelled: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, batch: int = BATCH,
+              progress: Callable[[LabelSummary], None] | None = None) -> LabelSummary:
+    """Label the documents of an Elasticsearch index that carry dedup fields but no cluster label yet.
+
+    Safe while other writers (``esdedup ingest``, `esdedup.ingest.Ingester`, other label runs, clients writing
+    through the pipeline) write the same index; idempotent (a second run labels nothing). Documents written
+    after the run started are left to the next run.
+
+    >>> # label_new(open_store("news", connection=...)).labelled   # doctest: +SKIP
+
+    Raises ConfigError (not an Elasticsearch store, bad thresholds), IndexNotFound, StoreError (the server
+    failed; what was labelled stays labelled, a new run continues).
+    """
+    client = getattr(store, "client", None)
+    if client is None:
+        raise ConfigError("labelling documents written by other programs runs on Elasticsearch; the embedded store "
+                          "labels every document as it is ingested")
+    started = time.monotonic()
+    config = store.open(None, create=False).config
+    t = resolve_thresholds(thresholds, config)
+    t.check_band_guarantee(config)
+    summary = LabelSummary()
+    store.refresh()
+    for hits in _unlabelled(store, batch):
+        docs = sorted((_Unlabelled.of(h, config) for h in hits), key=lambda d: (d.doc.seq or 2**63, d.doc.id))
+        summary.found += len(docs)
+        _label_batch(store, config, t, docs, summary)
+        if progress:
+            summary.seconds = time.monotonic() - started
+            progress(summary)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+@dataclass
+class _Unlabelled:
+    """An unlabelled document as read: its stored fields (with the version read) and its fingerprint."""
+
+    doc: StoredDoc
+    fp: Fingerprint
+
+    @classmethod
+    def of(cls, hit: Mapping[str, Any], config: FingerprintConfig) -> _Unlabelled:
+        doc = hit_to_doc(hit, config.dims)
+        fields = hit.get("fields", {})
+        bands = [v[0] for v in (fields.get(f"{DEDUP}.{name}") for name in band_fields(config)) if v]
+        # The LSH keys follow from the stored signature, in band order (the one multi-valued field's doc
+        # values come back sorted).
+        lsh = lsh_keys(doc.minhash, config.minhash_bands) if doc.minhash is not None else []
+        fp = Fingerprint(doc.simhash, bands, doc.vector, {}, doc.tokens, doc.empty, lsh, doc.minhash,
+                         doc.chars, config.bits, doc.shingles)
+        return cls(doc, fp)
+
+
+def _unlabelled(store: Any, batch: int) -> Iterator[list[dict[str, Any]]]:
+    """The unlabelled documents as the index held them when the run started (a point in time), in pages."""
+    where = f"finding unlabelled documents ({store.display_url}, index {store.name!r})"
+    config: FingerprintConfig = store.config
+    fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(config)]
+    with es_errors(where, store.secrets):
+        pit = store.client.open_point_in_time(index=store.name, keep_alive="5m")["id"]
+    try:
+        after = None
+        while True:
+            body: dict[str, Any] = {"size": batch, "query": UNLABELLED, "pit": {"id": pit, "keep_alive": "5m"},
+                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE,
+                                    "docvalue_fields": fields, "seq_no_primary_term": True, "track_total_hits": False}
+            if after is not None:
+                body["search_after"] = after
+            with es_errors(where, store.secrets):
+                resp = store.client.search(**body)
+            store._complete(resp, "finding unlabelled documents")
+            hits = resp["hits"]["hits"]
+            if not hits:
+                return
+            pit = resp.get("pit_id", pit)
+            after = hits[-1]["sort"]
+            yield hits
+    finally:
+        with contextlib.suppress(Exception):  # the point in time expires by itself
+            store.client.close_point_in_time(id=pit)
+
+
+def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
+                 summary: LabelSummary) -> None:
+    """Steps (1)-(4) of the module docstring for one batch."""
+    before = _indexed_total(store)
+    unordered = [d for d in docs if not d.doc.seq]
+    ordered: dict[str, StoredDoc] = {}
+    if unordered:
+        ordered = _update(store, {d.doc.id: (d.doc, {"seq": _CLOCK.next()}) for d in unordered})
+        summary.ordered += len(ordered)
+        summary.changed += len(unordered) - len(ordered)
+        docs = [d if d.doc.seq else _Unlabelled(ordered[d.doc.id], d.fp) for d in docs
+                if d.doc.seq or d.doc.id in ordered]
+    roots, relabelled = settle_stored(store, config, t, [(d.doc.id, d.doc.seq, d.fp) for d in docs])
+    labels = {d.doc.id: (d.doc, _labels(d.doc.id, roots[d.doc.id])) for d in docs}
+    written = _update(store, labels)
+    summary.labelled += len(written)
+    summary.changed += len(labels) - len(written)
+    summary.duplicates += sum(1 for i in written if roots[i][1] != i)
+    # Step (4) only when another program wrote meanwhile (as ingest settles only when not alone): every write of
+    # this batch was one indexing operation, so more operations than these were someone else's.
+    after = _indexed_total(store)
+    again = 0
+    if before is None or after is None or after - before > len(ordered) + relabelled + len(written):
+        _, again = settle_stored(store, config, t, [(d.doc.id, d.doc.seq, d.fp) for d in docs if d.doc.id in written])
+    summary.relabelled += relabelled + again
+
+
+def _indexed_total(store: Any) -> int | None:
+    """The index's count of indexing operations on its primaries (each write and partial update is one), None
+    when the statistics cannot be read (then a batch is settled again)."""
+    try:
+        stats = store.client.indices.stats(index=store.name, metric="indexing")
+        return int(stats["_all"]["primaries"]["indexing"]["index_total"])
+    except Exception:  # unknown counts as "others wrote"
+        return None
+
+
+def _labels(doc_id: str, root: Root) -> dict[str, Any]:
+    return {"cluster_id": root[1], "cluster_seq": root[0], "duplicate_of": None if root[1] == doc_id else root[1]}
+
+
+def _update(store: Any, changes: Mapping[str, tuple[StoredDoc, dict[str, Any]]]) -> dict[str, StoredDoc]:
+    """Partial updates of ``dedup`` fields, each conditional on the version read. Returns the documents
+    updated, with their new version and write order; a document changed or deleted since it was read (409,
+    404) is left out. Raises BulkError for any other refusal."""
+    from elasticsearch import helpers
+
+    actions = [{"_op_type": "update", "_index": store.name, "_id": doc_id, "doc": {DEDUP: fields},
+                **({"if_seq_no": doc.version[0], "if_primary_term": doc.version[1]} if doc.version else {})}
+               for doc_id, (doc, fields) in changes.items()]
+    done: dict[str, StoredDoc] = {}
+    refused: list[dict[str, Any]] = []
+    where = f"writing labels ({store.display_url}, index {store.name!r})"
+    with es_errors(where, store.secrets):
+        for ok, item in helpers.streaming_bulk(store.client, actions, chunk_size=1000, raise_on_error=False,
+                                               max_retries=store.max_retries, initial_backoff=store.initial_backoff):
+            info = next(iter(item.values()))
+            doc_id = str(info.get("_id"))
+            if ok:
+                doc, fields = changes[doc_id]
+                version = (int(info["_seq_no"]), int(info["_primary_term"])) if "_seq_no" in info else None
+                done[doc_id] = replace(doc, version=version, seq=int(fields.get("seq", doc.seq)))
+            elif info.get("status") not in (404, 409):
+                refused.append(item)
+    if refused:
+        first = next(iter(refused[0].values()))
+        raise BulkError(f"{len(refused)} label updates were refused, first: {first.get('error')}", refused)
+    return done
+
