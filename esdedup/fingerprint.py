@@ -350,35 +350,37 @@ class Fingerprinter:
     def _terms_of(self, norms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For several normalised texts: the term-table rows of their terms, one text after the other,
         each text's in first-occurrence order (as `count_filtered` gives them); their counts; and how many
-        terms each text has."""
-        table = self._table
-        per_text: list[Counter[int]] = []
-        known = self._codes
+        terms each text has.
+
+        Each text's raw tokens are counted first (one C loop), and only its distinct tokens are then mapped
+        to codes (one more): a long text repeats most of its tokens (a classical one has a thousand tokens
+        and a few hundred distinct), and a token stands for one code, so counting tokens or codes gives the
+        same counts in the same order."""
+        table, known = self._table, self._codes
+        code_lists: list[Sequence[int]] = []
+        count_lists: list[Iterable[int]] = []
         for norm in norms:
-            counts: Counter[int] = Counter()  # code -> count, in first-occurrence order
-            pieces = self._token_lists(norm)
-            if isinstance(pieces, list) and len(pieces) == 1:  # the usual case: count codes straight away
-                tokens = pieces[0]
-                try:
-                    # One C call looks up every token (a KeyError means a token is new to the table).
-                    found = itemgetter(*tokens)(known) if len(tokens) > 1 else [known[t] for t in tokens]
-                except KeyError:
-                    found = self._token_codes(tokens)
-                counts.update(found)
-            else:
-                for tokens in pieces:
-                    counts.update(self._token_codes(tokens))
-            counts.pop(-1, None)  # not terms
-            per_text.append(counts)
+            tokens: Counter[str] = Counter()  # raw token -> count, in first-occurrence order
+            for piece in self._token_lists(norm):
+                tokens.update(piece)
+            try:
+                # One C call looks up every distinct token (a KeyError means a token is new to the table).
+                found = itemgetter(*tokens)(known) if len(tokens) > 1 else [known[t] for t in tokens]
+            except KeyError:
+                found = self._token_codes(list(tokens))
+            code_lists.append(found)
+            count_lists.append(tokens.values())
         table.flush()
-        kept = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
-        total = int(kept.sum())
-        codes = np.fromiter(chain.from_iterable(per_text), dtype=np.int64, count=total)
-        counts_ = np.fromiter(chain.from_iterable([c.values() for c in per_text]), dtype=np.int64, count=total)
+        sizes = np.fromiter(map(len, code_lists), dtype=np.int64, count=len(code_lists))
+        total = int(sizes.sum())
+        codes = np.fromiter(chain.from_iterable(code_lists), dtype=np.int64, count=total)
+        counts = np.fromiter(chain.from_iterable(count_lists), dtype=np.int64, count=total)
+        owner = np.repeat(np.arange(len(norms), dtype=np.int64), sizes)
+        terms = codes >= 0  # -1: no term (punctuation, a stopword)
+        codes, counts, owner = codes[terms], counts[terms], owner[terms]
         if (codes & 1).any():  # a token stood for another term: merge rows within those texts
-            codes, counts_, kept = _merge_mapped(per_text)
-        rows = codes >> 1
-        return rows, counts_, kept
+            return _merge_mapped(codes, counts, owner, len(norms))
+        return codes >> 1, counts, np.bincount(owner, minlength=len(norms)).astype(np.int64)
 
 
 _QUANT = 1024.0
@@ -418,20 +420,22 @@ def _vote_sums(table: _TermTable, rows: np.ndarray, weights: np.ndarray, owner: 
     return sums
 
 
-def _merge_mapped(per_text: Sequence[Mapping[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codes (even: ``2 * row``), counts and sizes with the counts of each row added up per text, rows in
-    the order of their first code."""
-    codes: list[int] = []
-    counts: list[int] = []
-    kept = np.zeros(len(per_text), dtype=np.int64)
-    for i, by_code in enumerate(per_text):
-        by_row: dict[int, int] = {}
-        for code, c in by_code.items():
-            by_row[code >> 1] = by_row.get(code >> 1, 0) + c
-        codes.extend(2 * row for row in by_row)
-        counts.extend(by_row.values())
+def _merge_mapped(codes: np.ndarray, counts: np.ndarray, owner: np.ndarray,
+                  n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, counts and sizes with the counts of each row added up per text (codes ``2 * row`` and
+    ``2 * row + 1`` are one row), rows in the order of their first code."""
+    rows: list[int] = []
+    summed: list[int] = []
+    kept = np.zeros(n, dtype=np.int64)
+    by_text: list[dict[int, int]] = [{} for _ in range(n)]
+    for code, c, i in zip((codes >> 1).tolist(), counts.tolist(), owner.tolist(), strict=True):
+        by_row = by_text[i]
+        by_row[code] = by_row.get(code, 0) + c
+    for i, by_row in enumerate(by_text):
+        rows.extend(by_row)
+        summed.extend(by_row.values())
         kept[i] = len(by_row)
-    return np.array(codes, dtype=np.int64), np.array(counts, dtype=np.int64), kept
+    return np.array(rows, dtype=np.int64), np.array(summed, dtype=np.int64), kept
 
 
 def _word_chars(norm: str) -> str:

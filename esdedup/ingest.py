@@ -29,7 +29,6 @@ written at the same time is deleted again (skipped when it was the writer's own,
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -39,8 +38,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, TimeoutError
 from dataclasses import asdict, dataclass, field
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -54,8 +54,9 @@ from .lookup import lookup_keys, probe_for
 from .normalize import normalize
 from .readers import Record, Rejected, check_inputs, read_records
 from .rule import Sketch, measure
-from .schema import DEDUP, content_sha1
-from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc
+from .schema import DEDUP, content_sha1, dedup_source
+from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
+from .store.elastic import ElasticStore, json_bytes
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,8 @@ class _Done:
     fp: Fingerprint
     sha1: str
     id: str
+    #: The ``dedup`` fields encoded by the worker (`NewDoc.dedup_json`), when the store takes them.
+    dedup_json: bytes | None = None
 
 
 # -- worker processes --------------------------------------------------------------------------------
@@ -154,17 +157,77 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _fingerprint_batch(texts: list[str]) -> list[tuple[Fingerprint, str]]:
+def _fingerprint_batch(texts: list[str], encode: bool) -> _Fingerprinted:
     assert _WORKER is not None
-    return _fingerprint_with(_WORKER, texts)
+    return _fingerprint_with(_WORKER, texts, encode=encode)
 
 
-def _fingerprint_with(fper: Fingerprinter, texts: list[str]) -> list[tuple[Fingerprint, str]]:
+def _fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> _Fingerprinted:
     norms = [fper.normalize(t) for t in texts]
-    # The exact TF table stays in the worker: it is not stored, and pickling it would cost more than
-    # computing it.
-    return [(dataclasses.replace(fp, tf={}), content_sha1(norm))
-            for fp, norm in zip(fper.fingerprint_normalized(norms), norms, strict=True)]
+    return _Fingerprinted(fper.fingerprint_normalized(norms), [content_sha1(norm) for norm in norms],
+                          fper.config if encode else None)
+
+
+class _Fingerprinted(Sequence[tuple[Fingerprint, str]]):
+    """A batch of fingerprints with the content SHA-1 of each text, as a worker process sends it back: the
+    fingerprints travel as a few columns (one array of vectors, one of signatures, flat key lists) instead
+    of one pickled object with arrays and lists per document, and without the exact TF tables (not stored,
+    and dearer to pickle than to compute). With ``config``, each document's ``dedup`` fields are encoded as
+    JSON here too (`NewDoc.dedup_json`), in the worker processes rather than in the process that writes."""
+
+    def __init__(self, fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig | None = None) -> None:
+        self.sha1s = sha1s
+        self._fps: list[Fingerprint] | None = fps
+        self._columns: tuple[Any, ...] = ()
+        self.dedup_json = _encode_dedup(fps, sha1s, config) if config is not None else None
+
+    def __len__(self) -> int:
+        return len(self.sha1s)
+
+    def __getitem__(self, i: int) -> tuple[Fingerprint, str]:  # type: ignore[override]
+        return self.fingerprints()[i], self.sha1s[i]
+
+    def fingerprints(self) -> list[Fingerprint]:
+        if self._fps is None:
+            self._fps, self._columns = _unpack_fingerprints(self._columns), ()
+        return self._fps
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_fps": None,
+                "_columns": _pack_fingerprints(self.fingerprints())}
+
+
+def _encode_dedup(fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig) -> list[bytes]:
+    """Each fingerprint's ``dedup`` object (`esdedup.schema.dedup_source`) as JSON object members, braces
+    stripped, so that the writer can add the labels and splice it into the document's JSON."""
+    return [json_bytes(dedup_source(fp, config, sha1))[1:-1] for fp, sha1 in zip(fps, sha1s, strict=True)]
+
+
+def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
+    """Fingerprints as columns: per-document scalars in lists, vectors and signatures stacked in arrays,
+    band and LSH keys in flat lists with a count per document."""
+    sigs = [fp.minhash for fp in fps if fp.minhash is not None]
+    return ([fp.simhash for fp in fps], [fp.length for fp in fps], [fp.chars for fp in fps],
+            [fp.shingles for fp in fps], [fp.empty for fp in fps], fps[0].bits if fps else 64,
+            np.stack([fp.vector for fp in fps]) if fps else None,
+            np.stack(sigs) if sigs else None, [fp.minhash is not None for fp in fps],
+            [len(fp.bands) for fp in fps], list(chain.from_iterable(fp.bands for fp in fps)),
+            [len(fp.lsh) for fp in fps], list(chain.from_iterable(fp.lsh for fp in fps)))
+
+
+def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
+    simhashes, lengths, chars, shingles, empties, bits, vectors, sigs, signed, n_bands, bands, n_lsh, lsh = columns
+    out: list[Fingerprint] = []
+    b = l = s = 0  # noqa: E741 - positions in the flat band and LSH lists and in the signatures
+    for i, simhash in enumerate(simhashes):
+        sig = None
+        if signed[i]:
+            sig, s = sigs[s], s + 1
+        out.append(Fingerprint(simhash, bands[b:b + n_bands[i]], vectors[i], {}, lengths[i], empty=empties[i],
+                               lsh=lsh[l:l + n_lsh[i]], minhash=sig, chars=chars[i], bits=bits,
+                               shingles=shingles[i]))
+        b, l = b + n_bands[i], l + n_lsh[i]  # noqa: E741
+    return out
 
 
 # -- write order and cluster roots --------------------------------------------------------------------
@@ -302,6 +365,10 @@ class DeadLetters:
         rec = {"kind": kind, "source": source, "location": location, "reason": reason, "id": id,
                "excerpt": excerpt}
         self._pending.append(json.dumps(rec, ensure_ascii=False) + "\n")
+
+    def use(self, lines: list[str]) -> None:
+        """Hold the lines written from now on in ``lines`` (one batch's), until `commit`."""
+        self._pending = lines
 
     def commit(self) -> None:
         """Write the held lines and flush them to the OS (a resumed run will not read those records again)."""
@@ -477,21 +544,22 @@ class _Workers:
     """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
     order with at most ``workers + 1`` of them in flight."""
 
-    def __init__(self, config: FingerprintConfig, workers: int) -> None:
+    def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False) -> None:
         self.workers = workers
+        self._encode = encode
         self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid())) \
             if workers > 1 else None
         self._local = None if self._pool else Fingerprinter(config)
         #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
-        self._in_flight: deque[tuple[Batch, Future | list]] = deque()
+        self._in_flight: deque[tuple[Batch, Future | _Fingerprinted]] = deque()
 
-    def _submit(self, batch: Batch) -> Future | list:
+    def _submit(self, batch: Batch) -> Future | _Fingerprinted:
         texts = [r.text for r in batch if isinstance(r, Record)]
         if self._pool is not None:
-            return self._pool.submit(_fingerprint_batch, texts)
-        return _fingerprint_with(self._local, texts)  # type: ignore[arg-type]
+            return self._pool.submit(_fingerprint_batch, texts, self._encode)
+        return _fingerprint_with(self._local, texts, encode=self._encode)  # type: ignore[arg-type]
 
-    def in_order(self, batches: Iterator[Batch], stop: _Stop) -> Iterator[tuple[Batch, list[tuple[Fingerprint, str]]]]:
+    def in_order(self, batches: Iterator[Batch], stop: _Stop) -> Iterator[tuple[Batch, _Fingerprinted]]:
         """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""
         in_flight = self._in_flight
         for batch in batches:
@@ -507,7 +575,7 @@ class _Workers:
                 return
             yield done
 
-    def _next(self, stop: _Stop) -> tuple[Batch, list[tuple[Fingerprint, str]]] | None:
+    def _next(self, stop: _Stop) -> tuple[Batch, _Fingerprinted] | None:
         batch, fut = self._in_flight[0]
         if isinstance(fut, Future):
             while not stop.asked:
@@ -581,6 +649,38 @@ class _Labels:
     replaces: Root | None = None  # a new text under a stored id: the cluster the old text was in
 
 
+@dataclass(eq=False)
+class _BatchState:
+    """What one batch carries from its labelling to the end of its write: with writes overlapped (`_Run.feed`),
+    the next batch is labelled while this one is written, and each keeps its own."""
+
+    batch: Batch
+    #: What became of each record (by object id) and the cluster each one joined.
+    fates: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    clusters: dict[int, tuple[str, Root]] = field(default_factory=dict)
+    #: Clusters the batch joined that the store must join too (`Store.merge_clusters`).
+    joins: list[set[Root]] = field(default_factory=list)
+    #: Ids given a new text in this batch -> (the old text's cluster, the new text's).
+    replaced: dict[str, tuple[Root, Root]] = field(default_factory=dict)
+    #: Ids of the batch that were new to the store.
+    created: set[str] = field(default_factory=set)
+    #: The batch's dead letters, committed with its checkpoint.
+    lines: list[str] = field(default_factory=list)
+    labelled: list[tuple[_Done, _Labels]] = field(default_factory=list)
+    sent: list[tuple[NewDoc, _Done]] = field(default_factory=list)
+    write: Future | None = None
+
+
+def _collect(store: Store, docs: list[NewDoc]) -> tuple[list[WriteResult], StoreError | None]:
+    """Write ``docs``; the results the store gave, and the error that stopped it (the rest unconfirmed)."""
+    out: list[WriteResult] = []
+    try:
+        out.extend(store.write(docs))
+    except StoreError as exc:
+        return out, exc
+    return out, None
+
+
 class _Run:
     """One ingest run: its counts, dead letters, checkpoint and in-run index, and the one-job steps every
     batch goes through (account for what was read, look up, label, write, settle, advance the checkpoint).
@@ -611,32 +711,103 @@ class _Run:
         self.roots = _Roots()
         #: id -> content SHA-1 of what this run wrote (or skipped) under it.
         self.written: dict[str, str] = {}
-        #: Clusters a batch joined that the store must join too (`Store.merge_clusters`).
-        self.joins: list[set[Root]] = []
-        #: Ids given a new text in this batch -> (the old text's cluster, the new text's).
-        self.replaced: dict[str, tuple[Root, Root]] = {}
         self.deleted: set[str] = set()
-        #: Ids of the current batch that were new to the store.
-        self.created: set[str] = set()
         #: Records of this run written as their cluster's representative (for the count of duplicates).
         self.own_roots: set[str] = set()
-        #: The current batch: what became of each record (by object id) and the cluster each one joined.
-        self.fates: dict[int, tuple[str, str | None]] = {}
-        self.clusters: dict[int, tuple[str, Root]] = {}
+        #: The batch being labelled or accounted for, and the one whose write runs in the writer thread.
+        self.cur = _BatchState([])
+        self._sending: _BatchState | None = None
+        #: Writes overlap the next batch's labelling on a store that settles (Elasticsearch: its client may
+        #: be used from two threads; the embedded store's SQLite connection belongs to one), in a batch run,
+        #: unless near-duplicates are skipped (a later batch must not be skipped for a document that settling
+        #: the earlier one deletes).
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="esdedup-write") \
+            if store.settles and remember and opts.on_duplicate != "skip" else None
         self.last_source: str | None = None
 
+    @property
+    def fates(self) -> dict[int, tuple[str, str | None]]:
+        return self.cur.fates
+
+    @property
+    def clusters(self) -> dict[int, tuple[str, Root]]:
+        return self.cur.clusters
+
+    def _enter(self, state: _BatchState) -> _BatchState:
+        """Make ``state`` the batch that counts, labels and dead letters go to."""
+        self.cur = state
+        self.dead.use(state.lines)
+        return state
+
     # -- the driver ---------------------------------------------------------------------------------
-    def process(self, batch: Batch, results: list[tuple[Fingerprint, str]]) -> list[_Done]:
+    def process(self, batch: Batch, results: _Fingerprinted) -> list[_Done]:
         """Take one batch through every step; returns the records written (and still stored)."""
-        self.fates, self.clusters = {}, {}
+        self._enter(_BatchState(batch))
         items = self._accept(batch, results)
         with self.store.write_lock() as others_wrote:
             if others_wrote:  # the store now holds documents this run's index does not
                 self.run_index.complete = False
-            stored = self._lookup(items)
-            written = self._write(self._label(items, stored))
+            self.cur.labelled = self._label(items, self._lookup(items))
+            written = self._write(self._new_docs(self.cur.labelled))
             self._join_clusters(written)
             self._relabel_replaced()
+        return self._after_write(written)
+
+    def feed(self, batch: Batch, results: _Fingerprinted) -> None:
+        """Take one batch in: with overlapped writes, label it while the batch before is written, then
+        account for that one (write results, joins, settling, checkpoint) and start writing this one; else
+        `process` it. Either way a batch is checkpointed only once it is written and accounted for."""
+        if self._writer is None:
+            self.process(batch, results)
+            return
+        try:
+            state = self._enter(_BatchState(batch))
+            items = self._accept(batch, results)
+            state.labelled = self._label(items, self._lookup(items))
+        except StoreError:
+            with contextlib.suppress(StoreError):
+                self.drain()
+            raise
+        try:
+            self.drain()
+        except (StoreError, OutputError) as exc:
+            self._abandon(state, exc)
+            raise
+        self._enter(state)
+        state.sent = self._new_docs(state.labelled)
+        state.write = self._writer.submit(_collect, self.store, [new for new, _ in state.sent])
+        self._sending = state
+
+    def drain(self) -> None:
+        """Wait for the batch being written, if any, and account for it."""
+        state, self._sending = self._sending, None
+        if state is None or state.write is None:
+            return
+        self._enter(state)
+        with self.store.write_lock():
+            written = self._account(state.sent, *state.write.result())
+            self._join_clusters(written)
+            self._relabel_replaced()
+        self._after_write(written)
+
+    def _abandon(self, state: _BatchState, exc: StoreError | OutputError) -> None:
+        """A labelled batch that will not be written (the store or the dead-letter file failed on the batch
+        before): its records count as failed, unconfirmed, like the rest of a batch the store stopped on."""
+        self._enter(state)
+        what = "not written, the store failed" if isinstance(exc, StoreError) else "not written, the run stopped"
+        for d, _ in state.labelled:
+            self._fail(d.record, "unconfirmed", f"{what}: {exc}", doc_id=d.id)
+        with contextlib.suppress(OutputError):  # the file that failed may fail again
+            self.dead.commit()
+
+    def close(self) -> None:
+        """Stop the writer thread (after the write it may be running)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+
+    def _after_write(self, written: list[_Done]) -> list[_Done]:
+        """Settle, refresh for a service, advance the checkpoint."""
+        batch = self.cur.batch
         if self.store.settles and self.opts.on_duplicate != "index" and written and not self.store.alone():
             written = self._settle(written)
         elif not self.remember:  # a service's article is searchable when the call returns
@@ -693,22 +864,22 @@ class _Run:
         self.dead.commit()
 
     # -- the steps ----------------------------------------------------------------------------------
-    def _accept(self, batch: Batch, results: list[tuple[Fingerprint, str]]) -> list[_Done]:
+    def _accept(self, batch: Batch, results: _Fingerprinted) -> list[_Done]:
         """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
         items: list[_Done] = []
-        it = iter(results)
+        it = zip(results.fingerprints(), results.sha1s, results.dedup_json or repeat(None), strict=False)
         for rec in batch:
             self.summary.read += 1
             if isinstance(rec, Rejected):
                 self._fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
                 continue
-            fp, sha1 = next(it)
+            fp, sha1, dedup_json = next(it)
             clash = _field_clash(rec)
             if clash is not None:
                 self._fail(rec, "rejected", clash, doc_id=rec.id)
                 continue
             self.summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
-            items.append(_Done(rec, fp, sha1, _doc_id(rec, sha1)))
+            items.append(_Done(rec, fp, sha1, _doc_id(rec, sha1), dedup_json))
         return items
 
     def _lookup(self, items: list[_Done]) -> list[list[StoredDoc]]:
@@ -729,7 +900,7 @@ class _Run:
             self._fail_unconfirmed(items, exc, "not written, the store failed")
             raise
 
-    def _label(self, items: list[_Done], stored: list[list[StoredDoc]]) -> list[tuple[NewDoc, _Done]]:
+    def _label(self, items: list[_Done], stored: list[list[StoredDoc]]) -> list[tuple[_Done, _Labels]]:
         """Decide each record's fate: a repeat within this run (skipped or failed), a near-duplicate to
         skip, or a document to write with its labels."""
         labelled: list[tuple[_Done, _Labels]] = []
@@ -750,18 +921,23 @@ class _Run:
             if labels.replaces is not None:
                 self.summary.replaced += 1
                 self.summary.replaced_ids.append(d.id)
-                self.replaced[d.id] = (labels.replaces, labels.root)
+                self.cur.replaced[d.id] = (labels.replaces, labels.root)
             labelled.append((d, labels))
             self.clusters[id(d.record)] = (d.id, labels.root)
             if self.opts.on_duplicate != "index":  # the run index serves labelling only
                 self.run_index.add(_as_stored(d, labels.seq, labels.root), d.fp.bands + d.fp.lsh)
-        # Labels are read only now: a later record of the batch may have joined an earlier one's cluster
-        # to another.
+        return labelled
+
+    def _new_docs(self, labelled: list[tuple[_Done, _Labels]]) -> list[tuple[NewDoc, _Done]]:
+        """The documents to write. Their clusters are read only now, when the batch is sent: a later record
+        (of this batch, or of the next, labelled while the one before was written) or settling the batch
+        before may have joined a record's cluster to another."""
         return [(self._new_doc(d, labels.seq, self.roots.find(labels.root)), d) for d, labels in labelled]
 
     def _new_doc(self, d: _Done, seq: int, root: Root) -> NewDoc:
         dup_of = root[1] if root[1] != d.id and self.opts.on_duplicate != "index" else None
-        return NewDoc(d.id, d.fp, _source_fields(d.record), d.sha1, root[1], dup_of, seq=seq, cluster_seq=root[0])
+        return NewDoc(d.id, d.fp, _source_fields(d.record), d.sha1, root[1], dup_of, seq=seq, cluster_seq=root[0],
+                      dedup_json=d.dedup_json)
 
     def _repeat(self, d: _Done) -> None:
         """A second record with an id this run already wrote."""
@@ -799,7 +975,7 @@ class _Run:
             if roots and self.opts.on_duplicate == "skip":
                 return _Labels(seq, me, skip_for=min(roots)[1])
         if len(roots - {me}) > (0 if same else 1):  # clusters already stored that this record joins
-            self.joins.append(roots | {me})
+            self.cur.joins.append(roots | {me})
         return _Labels(seq, self._join(roots | {me}))
 
     def _labels_of_new_text(self, d: _Done, found: list[StoredDoc], old: StoredDoc) -> _Labels:
@@ -816,14 +992,14 @@ class _Run:
         if roots and self.opts.on_duplicate == "skip":
             return _Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
         if len(roots) > 1:
-            self.joins.append(roots | {me})
+            self.cur.joins.append(roots | {me})
         return _Labels(seq, self._join(roots | {me}), replaces=old.root)
 
     def _relabel_replaced(self) -> None:
         """Label again the clusters that texts replaced in this batch were in, and the clusters the new texts
         joined: their members form one cluster per set still joined by near-duplicate pairs, each
         represented by its earliest member (the old text's pairs are gone)."""
-        replaced, self.replaced = self.replaced, {}
+        replaced, self.cur.replaced = self.cur.replaced, {}
         if not replaced or self.opts.on_duplicate == "index":
             return
         if self.store.settles:
@@ -862,34 +1038,37 @@ class _Run:
     def _write(self, to_write: list[tuple[NewDoc, _Done]]) -> list[_Done]:
         """Write one batch and count each document's outcome; a document the store rejects fails. Returns
         the records written."""
+        return self._account(to_write, *_collect(self.store, [new for new, _ in to_write]))
+
+    def _account(self, to_write: list[tuple[NewDoc, _Done]], results: list[WriteResult],
+                 error: StoreError | None) -> list[_Done]:
+        """Count each written document's outcome; those the store never confirmed (``error``) fail."""
         where = {new.id: d for new, d in to_write}
         written: list[_Done] = []
-        self.created = set()
-        try:
-            for res in self.store.write(new for new, _ in to_write):
-                d = where.pop(res.id)
-                if not res.ok:
-                    self._fail(d.record, "rejected", f"rejected by the store: {res.error}", doc_id=res.id,
-                               excerpt=d.record.text[:200])
-                    continue
-                self.summary.indexed += 1
-                self.fates[id(d.record)] = ("indexed", None)
-                if res.created:
-                    self.summary.created += 1
-                    self.created.add(d.id)
-                else:
-                    self.summary.updated += 1
-                written.append(d)
-        except StoreError as exc:
-            self._fail_unconfirmed(where.values(), exc, "not confirmed by the store")
-            raise
+        for res in results:
+            d = where.pop(res.id)
+            if not res.ok:
+                self._fail(d.record, "rejected", f"rejected by the store: {res.error}", doc_id=res.id,
+                           excerpt=d.record.text[:200])
+                continue
+            self.summary.indexed += 1
+            self.fates[id(d.record)] = ("indexed", None)
+            if res.created:
+                self.summary.created += 1
+                self.cur.created.add(d.id)
+            else:
+                self.summary.updated += 1
+            written.append(d)
+        if error is not None:
+            self._fail_unconfirmed(where.values(), error, "not confirmed by the store")
+            raise error
         return written
 
     def _join_clusters(self, written: list[_Done]) -> None:
         """Join in the store the clusters this batch's records joined (stored members move to the
         earlier representative)."""
-        if self.joins:
-            joins, self.joins = self.joins, []
+        if self.cur.joins:
+            joins, self.cur.joins = self.cur.joins, []
             try:
                 self.summary.relabelled += self.store.merge_clusters(joins)
             except StoreError:
@@ -920,7 +1099,7 @@ class _Run:
                     continue
                 roots = {self.roots.find(me.root)} | {self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)}
                 if len(roots) > 1:
-                    self.joins.append(roots)
+                    self.cur.joins.append(roots)
                     self._join(roots)
             self._join_clusters(written)
         except StoreError:
@@ -972,7 +1151,7 @@ class _Run:
     def _unwrite(self, d: _Done, reason: str) -> None:
         """A record counted as written was deleted again: count it as skipped instead."""
         self.summary.indexed -= 1
-        if d.id in self.created:
+        if d.id in self.cur.created:
             self.summary.created -= 1
         else:
             self.summary.updated -= 1
@@ -1114,18 +1293,20 @@ def _run_ingest(paths: Sequence[str | Path], run: _Run,
     records = read_records(paths, format=opts.format, id_field=opts.id_field, text_field=opts.text_field,
                            title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
                            skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
-    workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1))
+    # Documents for Elasticsearch leave the workers as JSON already (the embedded store keeps fingerprints).
+    workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1), encode=isinstance(store, ElasticStore))
     retried_before = store.retried
     stop = _Stop()
     try:
         with stop.on_sigterm():
             for batch, results in workers.in_order(_batches(records, opts.batch), stop):
-                run.process(batch, results)
+                run.feed(batch, results)
                 if progress:
                     summary.seconds = time.monotonic() - started
                     progress(summary)
                 if stop.asked:
                     break
+            run.drain()
             if stop.asked:
                 summary.unwritten = workers.unwritten()
                 workers.close(terminate=True)
@@ -1138,6 +1319,7 @@ def _run_ingest(paths: Sequence[str | Path], run: _Run,
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)
     finally:
+        run.close()
         workers.close(terminate=True)
         summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started

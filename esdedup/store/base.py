@@ -73,6 +73,10 @@ class NewDoc:
     duplicate_of: str | None = None
     seq: int = 0
     cluster_seq: int = 0
+    #: The fingerprint's ``dedup`` fields (`esdedup.schema.dedup_source`) as JSON object members without the
+    #: braces, when they were encoded in advance (ingest does it in its worker processes): a store that
+    #: sends JSON uses them instead of encoding ``fingerprint`` again.
+    dedup_json: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,8 @@ class ElasticStore:
 
     # -- writing ---------------------------------------------------------------------------------
     def _action(self, d: NewDoc) -> dict[str, Any]:
+        if d.dedup_json is not None:
+            return {"_op_type": "index", "_index": self.name, "_id": d.id, "_source": _spliced(d)}
         dedup = dedup_source(d.fingerprint, self.config, d.content_sha1)
         if d.cluster_id is not None:
             dedup["cluster_id"] = d.cluster_id
@@ -641,6 +643,21 @@ class ElasticStore:
             self._complete(resp, "crowded band values")
             found.extend((str(b["key"]), int(b["doc_count"])) for b in resp["aggregations"]["top"]["buckets"])
         return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
+
+
+def _spliced(d: NewDoc) -> bytes:
+    """A document's JSON from its article fields, its ``dedup`` fields encoded in advance and its labels."""
+    labels: dict[str, Any] = {}
+    if d.cluster_id is not None:
+        labels["cluster_id"] = d.cluster_id
+    if d.duplicate_of is not None:
+        labels["duplicate_of"] = d.duplicate_of
+    if d.seq:
+        labels["seq"], labels["cluster_seq"] = d.seq, d.cluster_seq
+    head = json_bytes({k: v for k, v in d.source.items() if k != DEDUP})[:-1]
+    tail = json_bytes(labels)[1:-1]
+    return b"".join((head, b"," if len(head) > 1 else b"", b'"' + DEDUP.encode() + b'":{', d.dedup_json or b"",
+                     b"," if tail and d.dedup_json else b"", tail, b"}}"))
 
 
 def _stdlib_json_bytes(obj: Any) -> bytes:

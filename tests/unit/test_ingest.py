@@ -321,3 +321,49 @@ def test_a_records_own_id_text_title_and_dedup_are_kept_when_other_fields_were_c
     store.close()
     (letter,) = [json.loads(x) for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
     assert letter["location"] == "line 2" and "'input_fields'" in letter["reason"] and "'id'" in letter["reason"]
+
+
+def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal():
+    """Issue #16: a worker's batch is pickled as a few columns, not one object per document; what the writing
+    process unpickles is every fingerprint field it reads, bit for bit, and each document's encoded dedup
+    fields are those the store would have encoded."""
+    import pickle
+
+    import numpy as np
+
+    from esdedup.fingerprint import Fingerprinter
+    from esdedup.ingest import _fingerprint_with
+    from esdedup.schema import dedup_source
+    from esdedup.store.elastic import json_bytes
+
+    texts = [d["text"] for d in make_corpus(30, 10)[0]] + ["", "。。", "短", "臺灣居民明日起" * 60]
+    fper = Fingerprinter(CONFIG)
+    sent = _fingerprint_with(fper, texts, encode=True)
+    got = pickle.loads(pickle.dumps(sent, pickle.HIGHEST_PROTOCOL))
+    assert len(got) == len(texts) and got.sha1s == sent.sha1s
+    for (a, sha), b, enc in zip(got, fper.fingerprint_many(texts), got.dedup_json, strict=True):
+        assert (a.simhash, a.bands, a.lsh, a.length, a.chars, a.empty, a.shingles, a.bits) == \
+            (b.simhash, b.bands, b.lsh, b.length, b.chars, b.empty, b.shingles, b.bits)
+        assert a.vector.dtype == b.vector.dtype and np.array_equal(a.vector, b.vector)
+        assert (a.minhash is None) == (b.minhash is None)
+        assert a.minhash is None or np.array_equal(a.minhash, b.minhash)
+        assert json.loads(b"{" + enc + b"}") == json.loads(json_bytes(dedup_source(b, CONFIG, sha)))
+
+
+@pytest.mark.parametrize("labels", [{}, {"cluster_id": "a", "duplicate_of": "b", "seq": 5, "cluster_seq": 3}])
+def test_a_document_with_dedup_fields_encoded_in_advance_is_the_document_encoded_whole(labels):
+    from esdedup.fingerprint import Fingerprinter
+    from esdedup.schema import dedup_source
+    from esdedup.store.base import NewDoc
+    from esdedup.store.elastic import ElasticStore, json_bytes
+
+    store = ElasticStore(None, "x")
+    store._config = CONFIG
+    fp = Fingerprinter(CONFIG).fingerprint("台湾居民明日起持台胞证可通关，无需另行申请签注。")
+    source = {"id": "1", "title": "t", "text": "台湾居民", "url": "u"}
+    whole = NewDoc("1", fp, source, "sha", **labels)
+    encoded = NewDoc("1", fp, source, "sha", **labels,
+                     dedup_json=json_bytes(dedup_source(fp, CONFIG, "sha"))[1:-1])
+    a, b = store._action(whole), store._action(encoded)
+    assert json.loads(a["_source"]) == json.loads(b["_source"])
+    assert list(json.loads(a["_source"])) == list(json.loads(b["_source"]))  # field order too
