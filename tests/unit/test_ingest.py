@@ -258,7 +258,7 @@ def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_a
         assert len({cid for cid, _ in store.labels().values()}) == 1
         store.close()
     assert n > 2 * MAX_PER_KEY
-    assert seconds[1] < 7 * seconds[0], seconds  # four times the documents: four times the time, not sixteen
+    assert seconds[1] < 10 * seconds[0], seconds  # four times the documents: about four times the CPU, not sixteen
 
 
 def _near_identical(n: int) -> list[dict[str, str]]:
@@ -295,7 +295,7 @@ def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path):
         store.close()
     assert answers[0] == answers[1]
     assert all(len(ids) == 50 and ids == sorted(ids) for ids in answers[0])
-    assert seconds[1] < 3 * seconds[0], seconds  # eight times the documents, (about) the same time
+    assert seconds[1] < 4 * seconds[0], seconds  # eight times the documents: about the same CPU, not eight times
 
 def test_a_records_own_id_text_title_and_dedup_are_kept_when_other_fields_were_chosen(tmp_path):
     """Issue #14: ``--id-field doc_id --text-field content`` on records that also have ``id`` and ``text``
