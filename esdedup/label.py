@@ -21,7 +21,6 @@ same clusters in that moment (`esdedup dups --write-clusters` mends any index).
 """
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -32,7 +31,7 @@ from .errors import BulkError, ConfigError
 from .fingerprint import Fingerprint
 from .ingest import _CLOCK, settle_stored
 from .minhash import lsh_keys
-from .query import FINGERPRINT_FIELDS, VECTOR_SOURCE
+from .query import FINGERPRINT_FIELDS
 from .schema import DEDUP, band_fields
 from .store.base import Root, Store, StoredDoc
 from .store.elastic import es_errors, hit_to_doc
@@ -124,37 +123,15 @@ class _Unlabelled:
 
 def _unlabelled(store: Any, batch: int) -> Iterator[list[dict[str, Any]]]:
     """The unlabelled documents as the index held them when the run started (a point in time), in pages."""
-    where = f"finding unlabelled documents ({store.display_url}, index {store.name!r})"
-    config: FingerprintConfig = store.config
-    fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(config)]
-    with es_errors(where, store.secrets):
-        pit = store.client.open_point_in_time(index=store.name, keep_alive="5m")["id"]
-    try:
-        after = None
-        while True:
-            body: dict[str, Any] = {"size": batch, "query": UNLABELLED, "pit": {"id": pit, "keep_alive": "5m"},
-                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE,
-                                    "docvalue_fields": fields, "seq_no_primary_term": True, "track_total_hits": False}
-            if after is not None:
-                body["search_after"] = after
-            with es_errors(where, store.secrets):
-                resp = store.client.search(**body)
-            store._complete(resp, "finding unlabelled documents")
-            hits = resp["hits"]["hits"]
-            if not hits:
-                return
-            pit = resp.get("pit_id", pit)
-            after = hits[-1]["sort"]
-            yield hits
-    finally:
-        with contextlib.suppress(Exception):  # the point in time expires by itself
-            store.client.close_point_in_time(id=pit)
+    fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(store.config)]
+    return store.hit_pages("finding unlabelled documents", query=UNLABELLED, batch=batch,  # type: ignore[no-any-return]
+                           docvalue_fields=fields, versions=True, keep_alive="5m")
 
 
 def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
                  summary: LabelSummary) -> None:
     """Steps (1)-(4) of the module docstring for one batch."""
-    before = _indexed_total(store)
+    before = store.indexed_total()
     unordered = [d for d in docs if not d.doc.seq]
     ordered: dict[str, StoredDoc] = {}
     if unordered:
@@ -171,21 +148,11 @@ def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: lis
     summary.duplicates += sum(1 for i in written if roots[i][1] != i)
     # Step (4) only when another program wrote meanwhile (as ingest settles only when not alone): every write of
     # this batch was one indexing operation, so more operations than these were someone else's.
-    after = _indexed_total(store)
+    after = store.indexed_total()
     again = 0
     if before is None or after is None or after - before > len(ordered) + relabelled + len(written):
         _, again = settle_stored(store, config, t, [(d.doc.id, d.doc.seq, d.fp) for d in docs if d.doc.id in written])
     summary.relabelled += relabelled + again
-
-
-def _indexed_total(store: Any) -> int | None:
-    """The index's count of indexing operations on its primaries (each write and partial update is one), None
-    when the statistics cannot be read (then a batch is settled again)."""
-    try:
-        stats = store.client.indices.stats(index=store.name, metric="indexing")
-        return int(stats["_all"]["primaries"]["indexing"]["index_total"])
-    except Exception:  # unknown counts as "others wrote"
-        return None
 
 
 def _labels(doc_id: str, root: Root) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -76,15 +77,24 @@ def run_cli(*args: object, env: dict[str, str] | None = None, timeout: float = 6
                           stdin=subprocess.DEVNULL, cwd=cwd)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | None = None,
               cwd: Path | None = None, new_session: bool = False) -> subprocess.Popen[bytes]:
     """Start the CLI in the background with stdout/stderr going to files (no pipe to fill up).
-    ``new_session``: in a process group of its own, so ``os.killpg(p.pid, ...)`` reaches its workers."""
+    ``new_session``: in a process group of its own, so ``os.killpg(p.pid, ...)`` reaches its workers.
+
+    The CLI gets SIGINT's default action, as a program started from a terminal has: a test suite run in the
+    background of a non-interactive shell (`cmd &`, as CI scripts do) inherits SIGINT *ignored*, the CLI
+    would inherit that too, and a test's Ctrl-C would then be lost."""
     out = open(stdout, "wb")
     err = open(stderr, "wb")
     try:
         return subprocess.Popen(cli_cmd(*args), env=cli_env(env), stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session)
+                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session,
+                                preexec_fn=_default_sigint)
     finally:
         out.close()
         err.close()

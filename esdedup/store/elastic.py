@@ -196,7 +196,7 @@ class ElasticStore:
             raise mismatch_error(self.name, stored, config)
         self._add_missing_fields(mappings, stored)
         self._config = config if config is not None else stored
-        self._baseline = self._indexed_total()
+        self._baseline = self.indexed_total()
         return OpenResult(self._config, False)
 
     def _get_mapping(self) -> Any:
@@ -339,10 +339,12 @@ class ElasticStore:
         cannot be read, for one) counts as not alone."""
         if self._baseline is None:
             return False
-        total = self._indexed_total()
+        total = self.indexed_total()
         return total is not None and total - self._baseline <= self._own_writes
 
-    def _indexed_total(self) -> int | None:
+    def indexed_total(self) -> int | None:
+        """The index's count of indexing operations on its primaries (each write and partial update is one),
+        None when the statistics cannot be read."""
         import elasticsearch as es
 
         try:
@@ -540,28 +542,41 @@ class ElasticStore:
 
     def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
         """Every document, through a point in time sorted by ``_shard_doc`` (search_after paging)."""
+        for hits in self.hit_pages("scanning documents", batch=batch):
+            yield [hit_to_doc(h, self.config.dims) for h in hits]
+
+    def hit_pages(self, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
+                  docvalue_fields: Sequence[str] = q.FINGERPRINT_FIELDS, versions: bool = False,
+                  keep_alive: str = "2m") -> Iterator[list[dict[str, Any]]]:
+        """The raw hits of ``query`` (default: every document) as the index held them when the call started (a
+        point in time, sorted by ``_shard_doc``, search_after paging), with the fingerprint's doc values and
+        the signature/vector `_source`; ``versions`` adds each hit's ``_seq_no``/``_primary_term``."""
         batch = min(batch, PAGE)
         with self._errors("opening a point in time"):
-            pit = self.client.open_point_in_time(index=self.name, keep_alive="2m")["id"]
+            pit = self.client.open_point_in_time(index=self.name, keep_alive=keep_alive)["id"]
         try:
             after = None
             while True:
-                body: dict[str, Any] = {"size": batch, "pit": {"id": pit, "keep_alive": "2m"},
+                body: dict[str, Any] = {"size": batch, "pit": {"id": pit, "keep_alive": keep_alive},
                                         "sort": [{"_shard_doc": "asc"}], "_source": q.VECTOR_SOURCE,
-                                        "docvalue_fields": q.FINGERPRINT_FIELDS, "track_total_hits": False}
+                                        "docvalue_fields": list(docvalue_fields), "track_total_hits": False}
+                if query is not None:
+                    body["query"] = query
+                if versions:
+                    body["seq_no_primary_term"] = True
                 if after is not None:
                     body["search_after"] = after
-                with self._errors("scanning documents"):
+                with self._errors(what):
                     resp = self.client.search(**body)
-                self._complete(resp, "scanning documents")
+                self._complete(resp, what)
                 hits = resp["hits"]["hits"]
                 if not hits:
                     return
                 pit = resp.get("pit_id", pit)
                 after = hits[-1]["sort"]
-                yield [hit_to_doc(h, self.config.dims) for h in hits]
+                yield hits
         finally:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # the point in time expires by itself
                 self.client.close_point_in_time(id=pit)
 
     def _complete(self, resp: Mapping[str, Any], what: str) -> None:
