@@ -192,6 +192,8 @@ def test_client_product_check_and_major_version(es_client: Elasticsearch) -> Non
     )
 
 
+# A fault test: with the other fault tests (-m slow, run by hand), not in the README's command or CI.
+@pytest.mark.slow
 @pytest.mark.cluster3
 def test_three_nodes_survive_losing_one(cluster3) -> None:
     es = cluster3.client
