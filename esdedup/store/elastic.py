@@ -244,13 +244,7 @@ class ElasticStore:
     def _action(self, d: NewDoc) -> dict[str, Any]:
         if d.dedup_json is not None:
             return {"_op_type": "index", "_index": self.name, "_id": d.id, "_source": _spliced(d)}
-        dedup = dedup_source(d.fingerprint, self.config, d.content_sha1)
-        if d.cluster_id is not None:
-            dedup["cluster_id"] = d.cluster_id
-        if d.duplicate_of is not None:
-            dedup["duplicate_of"] = d.duplicate_of
-        if d.seq:
-            dedup["seq"], dedup["cluster_seq"] = d.seq, d.cluster_seq
+        dedup = {**dedup_source(d.fingerprint, self.config, d.content_sha1), **_labels(d)}
         # The source goes to the bulk helper already encoded: JSON encoding (256 vector floats a document)
         # is the client's largest cost in a bulk load, and orjson does it several times faster.
         return {"_op_type": "index", "_index": self.name, "_id": d.id, "_source": json_bytes({**d.source, DEDUP: dedup})}
@@ -660,8 +654,8 @@ class ElasticStore:
         return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
 
 
-def _spliced(d: NewDoc) -> bytes:
-    """A document's JSON from its article fields, its ``dedup`` fields encoded in advance and its labels."""
+def _labels(d: NewDoc) -> dict[str, Any]:
+    """The ``dedup`` fields a writer adds to a document's fingerprint: its cluster and write order."""
     labels: dict[str, Any] = {}
     if d.cluster_id is not None:
         labels["cluster_id"] = d.cluster_id
@@ -669,8 +663,13 @@ def _spliced(d: NewDoc) -> bytes:
         labels["duplicate_of"] = d.duplicate_of
     if d.seq:
         labels["seq"], labels["cluster_seq"] = d.seq, d.cluster_seq
+    return labels
+
+
+def _spliced(d: NewDoc) -> bytes:
+    """A document's JSON from its article fields, its ``dedup`` fields encoded in advance and its labels."""
     head = json_bytes({k: v for k, v in d.source.items() if k != DEDUP})[:-1]
-    tail = json_bytes(labels)[1:-1]
+    tail = json_bytes(_labels(d))[1:-1]
     return b"".join((head, b"," if len(head) > 1 else b"", b'"' + DEDUP.encode() + b'":{', d.dedup_json or b"",
                      b"," if tail and d.dedup_json else b"", tail, b"}}"))
 
