@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .config import FingerprintConfig
-from .errors import BulkError, ConfigError
+from .errors import ConfigError
 from .fingerprint import Fingerprint
 from .ingest import _CLOCK, settle_stored
 from .minhash import lsh_keys
 from .query import FINGERPRINT_FIELDS
 from .schema import DEDUP, band_fields
 from .store.base import Root, Store, StoredDoc
-from .store.elastic import es_errors, hit_to_doc
+from .store.elastic import hit_to_doc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Unlabelled documents read and labelled per step.
@@ -135,14 +135,14 @@ def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: lis
     unordered = [d for d in docs if not d.doc.seq]
     ordered: dict[str, StoredDoc] = {}
     if unordered:
-        ordered = _update(store, {d.doc.id: (d.doc, {"seq": _CLOCK.next()}) for d in unordered})
+        ordered = store.update_dedup_if_unchanged({d.doc.id: (d.doc, {"seq": _CLOCK.next()}) for d in unordered})
         summary.ordered += len(ordered)
         summary.changed += len(unordered) - len(ordered)
         docs = [d if d.doc.seq else _Unlabelled(ordered[d.doc.id], d.fp) for d in docs
                 if d.doc.seq or d.doc.id in ordered]
     roots, relabelled = settle_stored(store, config, t, [(d.doc.id, d.doc.seq, d.fp) for d in docs])
     labels = {d.doc.id: (d.doc, _labels(d.doc.id, roots[d.doc.id])) for d in docs}
-    written = _update(store, labels)
+    written = store.update_dedup_if_unchanged(labels)
     summary.labelled += len(written)
     summary.changed += len(labels) - len(written)
     summary.duplicates += sum(1 for i in written if roots[i][1] != i)
@@ -157,33 +157,3 @@ def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: lis
 
 def _labels(doc_id: str, root: Root) -> dict[str, Any]:
     return {"cluster_id": root[1], "cluster_seq": root[0], "duplicate_of": None if root[1] == doc_id else root[1]}
-
-
-def _update(store: Any, changes: Mapping[str, tuple[StoredDoc, dict[str, Any]]]) -> dict[str, StoredDoc]:
-    """Partial updates of ``dedup`` fields, each conditional on the version read. Returns the documents
-    updated, with their new version and write order; a document changed or deleted since it was read (409,
-    404) is left out. Raises BulkError for any other refusal."""
-    from elasticsearch import helpers
-
-    actions = [{"_op_type": "update", "_index": store.name, "_id": doc_id, "doc": {DEDUP: fields},
-                **({"if_seq_no": doc.version[0], "if_primary_term": doc.version[1]} if doc.version else {})}
-               for doc_id, (doc, fields) in changes.items()]
-    done: dict[str, StoredDoc] = {}
-    refused: list[dict[str, Any]] = []
-    where = f"writing labels ({store.display_url}, index {store.name!r})"
-    with es_errors(where, store.secrets):
-        for ok, item in helpers.streaming_bulk(store.client, actions, chunk_size=1000, raise_on_error=False,
-                                               max_retries=store.max_retries, initial_backoff=store.initial_backoff):
-            info = next(iter(item.values()))
-            doc_id = str(info.get("_id"))
-            if ok:
-                doc, fields = changes[doc_id]
-                version = (int(info["_seq_no"]), int(info["_primary_term"])) if "_seq_no" in info else None
-                done[doc_id] = replace(doc, version=version, seq=int(fields.get("seq", doc.seq)))
-            elif info.get("status") not in (404, 409):
-                refused.append(item)
-    if refused:
-        first = next(iter(refused[0].values()))
-        raise BulkError(f"{len(refused)} label updates were refused, first: {first.get('error')}", refused)
-    return done
-

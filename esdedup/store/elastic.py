@@ -13,6 +13,7 @@ a refresh, so writers settle their labels after writing (`esdedup.ingest`), and 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
@@ -469,6 +470,33 @@ class ElasticStore:
                 if ok and info.get("result") == "deleted":
                     deleted.append(str(info.get("_id")))
         return deleted
+
+    def update_dedup_if_unchanged(self, changes: Mapping[str, tuple[StoredDoc, dict[str, Any]]]) -> dict[str, StoredDoc]:
+        """Partial updates of ``dedup`` fields (id -> (the document as read, its new fields)), each conditional
+        on the version read. Returns the documents updated, with their new version and write order; a document
+        changed or deleted since it was read (409, 404) is left out. Raises BulkError for any other refusal."""
+        from elasticsearch import helpers
+
+        actions = [{"_op_type": "update", "_index": self.name, "_id": doc_id, "doc": {DEDUP: fields},
+                    **({"if_seq_no": doc.version[0], "if_primary_term": doc.version[1]} if doc.version else {})}
+                   for doc_id, (doc, fields) in changes.items()]
+        done: dict[str, StoredDoc] = {}
+        refused: list[dict[str, Any]] = []
+        with self._errors("writing labels"):
+            for ok, item in helpers.streaming_bulk(self.client, actions, chunk_size=1000, raise_on_error=False,
+                                                   max_retries=self.max_retries, initial_backoff=self.initial_backoff):
+                info = next(iter(item.values()))
+                doc_id = str(info.get("_id"))
+                if ok:
+                    doc, fields = changes[doc_id]
+                    version = (int(info["_seq_no"]), int(info["_primary_term"])) if "_seq_no" in info else None
+                    done[doc_id] = dataclasses.replace(doc, version=version, seq=int(fields.get("seq", doc.seq)))
+                elif info.get("status") not in (404, 409):
+                    refused.append(item)
+        if refused:
+            first = next(iter(refused[0].values()))
+            raise BulkError(f"{len(refused)} label updates were refused, first: {first.get('error')}", refused)
+        return done
 
     # -- reading ---------------------------------------------------------------------------------
     def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
