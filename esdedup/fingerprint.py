@@ -333,6 +333,12 @@ class Fingerprinter:
             return [self.tokenizer.cut(norm)]
         return map(self.tokenizer.cut, iter_pieces(norm))
 
+    def _tokens_many(self, norms: list[str]) -> list[list[str]]:
+        """The raw tokens of each normalised text (`_token_lists` joined), segmented as one batch."""
+        if self.config.tokenizer == "char":
+            return [char_shingles(norm, self.config.shingle) for norm in norms]
+        return self.tokenizer.cut_many(norms)
+
     def _token_codes(self, tokens: list[str]) -> list[int]:
         """The code of each token (see ``self._codes``); a token seen for the first time is filtered."""
         codes = list(map(self._codes.get, tokens, repeat(-2)))
@@ -359,10 +365,8 @@ class Fingerprinter:
         table, known = self._table, self._codes
         code_lists: list[Sequence[int]] = []
         count_lists: list[Iterable[int]] = []
-        for norm in norms:
-            tokens: Counter[str] = Counter()  # raw token -> count, in first-occurrence order
-            for piece in self._token_lists(norm):
-                tokens.update(piece)
+        for raw in self._tokens_many(norms):
+            tokens = Counter(raw)  # raw token -> count, in first-occurrence order
             try:
                 # One C call looks up every distinct token (a KeyError means a token is new to the table).
                 found = itemgetter(*tokens)(known) if len(tokens) > 1 else [known[t] for t in tokens]

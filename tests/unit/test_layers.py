@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 ENTRY_POINT = REPO / "esdedup" / "__main__.py"
 LIBRARY = sorted(p for p in (REPO / "esdedup").rglob("*.py") if p != ENTRY_POINT)
 CLI = sorted((REPO / "cli").glob("*.py"))
-FINGERPRINT = {"normalize", "tokenize", "features", "hashing", "simhash", "minhash", "bands", "config",
+FINGERPRINT = {"normalize", "tokenize", "jieba_fast", "jieba_hmm", "features", "hashing", "simhash", "minhash", "bands", "config",
                "fingerprint", "resources"}
 ABOVE_FINGERPRINT = {"lookup", "pairs", "rule", "thresholds", "clusters", "store", "ingest", "readers", "search",
                      "diversify", "api", "connect"}

@@ -1,0 +1,94 @@
+"""The fast jieba engine gives jieba's own tokens: HMM runs bit for bit, whole texts token for token."""
+from __future__ import annotations
+
+import jieba
+import jieba.finalseg
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from esdedup.jieba_fast import JiebaFast
+from esdedup.jieba_hmm import cut_runs
+from esdedup.normalize import normalize
+from esdedup.tokenize import PIECE_CHARS, Tokenizer
+from tests.corpus import SENTENCES, make_corpus
+
+# Common characters, characters jieba's HMM has no emission for in some states (埜: no B, no E) or in none
+# (丄丅丏両緈: every path through them scores jieba's MIN_FLOAT, so tie-breaking decides), the
+# near-tie 常在前 (jieba-rs's own HMM cuts it 常在/前), CJK extension A/B characters (Chinese to jieba-rs, not
+# to jieba), the ASCII jieba keeps inside Chinese blocks, punctuation, whitespace of several kinds, and other
+# scripts.
+CHINESE = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产" \
+          "常造次前江湖扁舟心情老去埜囗乂丶乵瀴丄丅丏両緈"
+PALETTE = [*CHINESE, *"㶉𫛶𩙫𣀃鿖", *"abcXYZ0123456789+#&._%-", " ", "  ", "\r\n", "\t", "\n", "，", "。", "！",
+           "?", "、", "“", "”", "😀", "こ", "П", "é", "\u00a0", "\u3000", "\u2028", "\x1c", "T恤", "AT&T", "QQ"]
+
+
+@pytest.fixture(scope="module")
+def fast() -> JiebaFast:
+    return JiebaFast()
+
+
+@pytest.fixture(scope="module")
+def reference() -> jieba.Tokenizer:
+    tok = jieba.Tokenizer()
+    tok.initialize()
+    return tok
+
+
+def test_the_near_tie_jieba_rs_cuts_otherwise(fast: JiebaFast, reference: jieba.Tokenizer) -> None:
+    import rjieba
+
+    assert rjieba.Jieba().cut("造次常在前", True) != reference.lcut("造次常在前")  # why the HMM is jieba's
+    assert fast.cut("造次常在前") == reference.lcut("造次常在前") == ["造次", "常", "在", "前"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=CHINESE, min_size=2, max_size=12), min_size=1, max_size=8))
+def test_hmm_runs_are_jieba_finalseg(runs: list[str]) -> None:
+    words, counts = cut_runs(runs)
+    expected = [list(jieba.finalseg.cut(run)) for run in runs]
+    assert counts.tolist() == [len(e) for e in expected]
+    assert words == [w for e in expected for w in e]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PALETTE), max_size=40).map("".join), min_size=1, max_size=6))
+def test_mixed_texts_are_cut_as_jieba_cuts_them(texts: list[str]) -> None:
+    fast, reference = _engines()
+    assert fast.cut_many(texts) == [reference.lcut(t, HMM=True) for t in texts]
+
+
+def test_news_and_its_normal_form_are_cut_as_jieba_cuts_them(fast: JiebaFast, reference: jieba.Tokenizer) -> None:
+    texts = [*SENTENCES, *(d["text"] for d in make_corpus(60, 30, seed=3)[0])]
+    texts += [normalize(t, t2s=True) for t in texts]
+    assert fast.cut_many(texts) == [reference.lcut(t, HMM=True) for t in texts]
+
+
+def test_tokenizer_uses_it_and_keeps_long_texts_in_pieces(reference: jieba.Tokenizer) -> None:
+    tok = Tokenizer("jieba")
+    long = "".join(SENTENCES) * (PIECE_CHARS // len("".join(SENTENCES)) + 2)
+    got = tok.cut_many(["造次常在前", long])
+    assert got[0] == ["造次", "常", "在", "前"]
+    assert got[1] == tok.cut(long) and len(got[1]) > 1000
+
+
+def test_user_words_and_the_reference_switch_use_jieba_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_word = Tokenizer("jieba", [("造次常在前", None)])
+    assert with_word.cut_many(["他说造次常在前。"])[0][:2] == ["他", "说"]
+    assert "造次常在前" in with_word.cut("他说造次常在前。")
+    monkeypatch.setenv("ESDEDUP_JIEBA", "reference")
+    assert Tokenizer("jieba").cut("造次常在前") == ["造次", "常", "在", "前"]
+
+
+_ENGINES: tuple[JiebaFast, jieba.Tokenizer] | None = None
+
+
+def _engines() -> tuple[JiebaFast, jieba.Tokenizer]:
+    """One pair for the hypothesis test (function-scoped fixtures do not mix with @given)."""
+    global _ENGINES
+    if _ENGINES is None:
+        ref = jieba.Tokenizer()
+        ref.initialize()
+        _ENGINES = (JiebaFast(), ref)
+    return _ENGINES
