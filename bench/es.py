@@ -116,7 +116,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--es", help="a running cluster (default: start a local node)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--tokenizer", default="rjieba")
+    ap.add_argument("--tokenizer", default="jieba")
     ap.add_argument("--strategy", default="auto", help="FingerprintConfig.strategy (auto, simhash, minhash)")
     ap.add_argument("--lookups", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3, help="plain and server's-share bulks (median reported)")

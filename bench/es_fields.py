@@ -167,7 +167,7 @@ def main() -> None:
     ap.add_argument("--corpus", choices=("poems", "articles"), default="poems")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--chunk", type=int, default=500)
-    ap.add_argument("--tokenizer", default="rjieba")
+    ap.add_argument("--tokenizer", default="jieba")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     ap.add_argument("--es", help="a running cluster (default: start a local node)")
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))

@@ -89,7 +89,8 @@ class FingerprintConfig:
             1 for the pigeonhole layout, ``band_blocks - hamming_k`` for a multi-table layout.
         probe_radius: look up each band key together with its neighbours within this many bits
             (lets few, long keys serve a large k); 0 means exact band keys only.
-        tokenizer: ``jieba`` (reference, precise mode), ``rjieba`` (jieba-rs, much faster) or ``char``.
+        tokenizer: ``jieba`` (jieba's precise-mode tokens, computed by `esdedup.jieba_fast`), ``rjieba``
+            (jieba-rs throughout: a little faster, other tokens on near-ties) or ``char``.
         shingle: 0 for words; n > 0 for overlapping character n-grams (short texts need them).
         weighting: ``tf`` (default: robust on a corpus that changes fast), ``tfidf`` or ``tf_length``
             (term frequency times the word length in characters, design document 004).
