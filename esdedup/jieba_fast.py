@@ -7,11 +7,15 @@ differ in the last digits, so on near-ties it cuts differently (``常在前``: j
 13 texts in 100,000 poems). So this takes the route from jieba-rs (HMM off), finds the single-character
 runs, and cuts them with jieba's own HMM, for a whole batch at once.
 
-The split into blocks is jieba's: where jieba and jieba-rs split differently (letters, digits and
-``+#&._%-`` inside a Chinese block, CJK extension characters, which jieba does not count as Chinese), the
-text's blocks are cut by jieba itself, or, outside Chinese blocks, the way jieba does (one token a
-character, whitespace as it comes). Equality with jieba is checked by the tests on poems, news text and
-random mixed-script strings; `Tokenizer` falls back to jieba itself when user words are added.
+The split into blocks is jieba's: where jieba and jieba-rs split differently (CJK extension characters,
+which jieba does not count as Chinese; letters, digits and ``+#&._%-`` inside a Chinese block), the text is
+taken block by block. Outside Chinese blocks the tokens are jieba's one token a character, whitespace as it
+comes. A block mixing Chinese and letters or digits takes jieba-rs's route too, whose letter and digit
+steps jieba-rs runs together (they are single steps to jieba), and the runs of single steps are cut as
+``jieba.finalseg`` cuts them (letters and digits by its pattern, Chinese by the HMM); a block whose route
+jieba-rs makes ambiguous (a run of letters that is also a dictionary word) is cut by jieba itself. Equality
+with jieba is checked by the tests on poems, news text and random mixed-script strings; `Tokenizer` falls
+back to jieba itself when user words are added.
 """
 from __future__ import annotations
 
@@ -28,6 +32,9 @@ from .jieba_hmm import FIRST, LAST, cut_runs
 _HAN_BLOCK = re.compile(r"([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)")
 _SKIP = re.compile(r"(\r\n|\s)")
 _CHINESE_BLOCK = re.compile(r"[\u4E00-\u9FD5]+")
+#: How ``jieba.finalseg.cut`` splits a run of single steps: Chinese for the HMM, the rest by this pattern.
+_FINALSEG_CHINESE = re.compile(r"([\u4E00-\u9FD5]+)")
+_FINALSEG_SKIP = re.compile(r"([a-zA-Z0-9]+(?:\.\d+)?%?)")
 #: A character outside what both libraries treat alike (Chinese of jieba's range, ASCII and CJK punctuation
 #: other than jieba's in-block ``+#&._%-``, plain whitespace): a text with none is cut by jieba-rs in one call.
 _NOT_ALIKE = re.compile(r"[^\u4E00-\u9FD5 \t\n\r\u3000-\u303F!\"'(),/:;<=>?@\[\]^`{|}~\\*$·—…‘’“”]")
@@ -54,28 +61,84 @@ class JiebaFast:
 
     def cut_many(self, texts: Sequence[str]) -> list[list[str]]:
         """The tokens of each text."""
-        parts = [[text] if not _NOT_ALIKE.search(text) else self._blocks(text) for text in texts]
+        held_runs: list[str] = []  # Chinese runs of mixed blocks, for the HMM (see _Held)
+        parts = [[text] if not _NOT_ALIKE.search(text) else self._blocks(text, held_runs) for text in texts]
         # Every str among the parts is cut by the route + HMM below, every list is final already.
         routed = [p for p in chain.from_iterable(parts) if isinstance(p, str)]
         cut = iter(self._route_and_hmm(routed))
-        return [[*chain.from_iterable(next(cut) if isinstance(p, str) else p for p in text_parts)]
-                for text_parts in parts]
+        words, counts = cut_runs(held_runs)
+        bounds = np.cumsum(counts).tolist()
+        run_words = [words[a:b] for a, b in zip([0, *bounds][:-1], bounds, strict=True)]
 
-    def _blocks(self, text: str) -> list[Any]:
-        """A text jieba-rs would split otherwise, as jieba does: Chinese blocks left as str (to be routed),
-        other blocks as their final tokens."""
+        def tokens(part: Any) -> list[str]:
+            if isinstance(part, str):
+                return next(cut)
+            if isinstance(part, _Held):
+                return part.fill(run_words)
+            return part  # type: ignore[no-any-return]
+
+        return [[*chain.from_iterable(map(tokens, text_parts))] for text_parts in parts]
+
+    def _blocks(self, text: str, held_runs: list[str]) -> list[Any]:
+        """A text jieba-rs would split otherwise, block by block as jieba splits it: Chinese blocks left as
+        str (to be routed in the batch), mixed blocks as `_Held`, other blocks as their final tokens."""
         out: list[Any] = []
+        alike: list[str] = []  # consecutive blocks jieba-rs cuts as jieba does: routed as one str
         for block in _HAN_BLOCK.split(text):
-            if not block:
+            if _CHINESE_BLOCK.fullmatch(block) or not (_HAN_BLOCK.fullmatch(block) or _NOT_ALIKE.search(block)):
+                alike.append(block)
                 continue
-            if _CHINESE_BLOCK.fullmatch(block):
-                out.append(block)
-            elif _HAN_BLOCK.fullmatch(block):
-                out.append(self._jieba.lcut(block, HMM=True))
+            if alike:
+                out.append("".join(alike))
+                alike = []
+            if _HAN_BLOCK.fullmatch(block):
+                out.append(self._mixed_block(block, held_runs))
             else:
                 out.append([t for piece in _SKIP.split(block) if piece
                             for t in ([piece] if _SKIP.fullmatch(piece) else piece)])
+        if alike:
+            out.append("".join(alike))
         return out
+
+    def _mixed_block(self, block: str, held_runs: list[str]) -> Any:
+        """jieba's ``__cut_DAG`` of a block with letters or digits: jieba-rs's route (its letter and digit
+        runs taken apart into the single steps they are), then each run of single steps cut as jieba does."""
+        steps: list[str] = []
+        for token in self._route.cut(block, False):
+            if len(token) > 1 and token.isascii() and token.isalnum():
+                if self._freq.get(token):  # a word or single steps run together: only jieba can tell
+                    return self._jieba.lcut(block, HMM=True)
+                steps.extend(token)
+            else:
+                steps.append(token)
+        held = _Held()
+        single: list[str] = []
+        for step in [*steps, ""]:  # "" flushes the last run
+            if len(step) == 1:
+                single.append(step)
+                continue
+            if single:
+                self._cut_single_steps(single, held, held_runs)
+                single = []
+            if step:
+                held.items.append(step)
+        return held
+
+    def _cut_single_steps(self, run: list[str], held: _Held, held_runs: list[str]) -> None:
+        """A run of single route steps, as jieba cuts it: one step as it is, a dictionary word as single
+        characters, anything else by ``jieba.finalseg.cut`` (Chinese runs held for the batch's HMM)."""
+        joined = "".join(run)
+        if len(run) == 1 or self._freq.get(joined):
+            held.items.extend(run)
+            return
+        for part in _FINALSEG_CHINESE.split(joined):
+            if len(part) > 1 and _FINALSEG_CHINESE.fullmatch(part):
+                held.items.append(len(held_runs))
+                held_runs.append(part)
+            elif _FINALSEG_CHINESE.fullmatch(part):
+                held.items.append(part)
+            else:
+                held.items.extend(p for p in _FINALSEG_SKIP.split(part) if p)
 
     def _route_and_hmm(self, texts: list[str]) -> list[list[str]]:
         """Texts of Chinese blocks and the characters both libraries treat alike: jieba-rs's route, its
@@ -108,7 +171,19 @@ class JiebaFast:
             done, w = b + 1, w + c
         out.extend(tokens[done:])
         bounds = np.cumsum(new_sizes).tolist()
-        return [out[a:b] for a, b in zip([0, *bounds[:-1]], bounds, strict=True)]
+        return [out[a:b] for a, b in zip([0, *bounds][:-1], bounds, strict=True)]
+
+
+class _Held:
+    """A mixed block's tokens with holes: an int stands for the HMM's words of that Chinese run."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[str | int] = []
+
+    def fill(self, run_words: list[list[str]]) -> list[str]:
+        return [w for item in self.items for w in (run_words[item] if isinstance(item, int) else (item,))]
 
 
 def _runs(flags: np.ndarray, firsts: np.ndarray, lasts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -90,6 +90,6 @@ def cut_runs(runs: Sequence[str]) -> tuple[list[str], np.ndarray]:
     codes = np.frombuffer(joined.encode("utf-32-le"), dtype="<u4").astype(np.int64) - FIRST
     ends = _viterbi_states(codes, lengths) >= E  # a word ends at every E and S (jieba's transitions allow no other)
     cuts = (np.flatnonzero(ends) + 1).tolist()
-    words = [joined[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
+    words = [joined[a:b] for a, b in zip([0, *cuts][:-1], cuts, strict=True)]
     per_run = np.add.reduceat(ends.astype(np.int64), np.cumsum(lengths) - lengths)
     return words, per_run
