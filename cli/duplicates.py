@@ -1,4 +1,5 @@
 """``esdedup similar`` (the near-duplicates of one text) and ``esdedup dups`` (every near-duplicate pair)."""
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +22,12 @@ from .common import (
 from .output import Printer
 
 app = typer.Typer()
+
+
+class LshJoin(str, Enum):
+    auto = "auto"
+    memory = "memory"
+    store = "store"
 
 
 @app.command()
@@ -82,6 +89,10 @@ def dups(
                       ] = PairsFormat.jsonl,
     write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
+    lsh_join: Annotated[LshJoin, typer.Option(
+        help="Where documents sharing a MinHash LSH key are grouped: memory (one scan, about 512 bytes a "
+             "document), store (the index's key groups: composite aggregations), auto (memory up to 2,000,000 "
+             "documents). Same pairs either way.")] = LshJoin.auto,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
 
@@ -96,5 +107,6 @@ def dups(
     printer = Printer()
     thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
-        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters, thresholds=thresholds)
+        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters, thresholds=thresholds,
+                           lsh_join=lsh_join.value)
     printer.pairs(report, format.value)

@@ -164,17 +164,33 @@ class PairsReport:
     labels_written: int = 0
 
 
+#: Where `all_pairs` groups the documents sharing a MinHash LSH key (``lsh_join``).
+LSH_JOINS = ("auto", "memory", "store")
+
+
 def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
-              write_clusters: bool = False) -> PairsReport:
+              write_clusters: bool = False, lsh_join: str = "auto") -> PairsReport:
     """Every near-duplicate pair and the clusters they form (``thresholds`` default to the index's);
     optionally write ``cluster_id`` back (and ``duplicate_of`` = the cluster's representative) so searches
-    can ``collapse`` on it."""
+    can ``collapse`` on it.
+
+    ``lsh_join``: ``memory`` joins the LSH bands in numpy after one scan of the signatures (about 512 bytes
+    a document), ``store`` reads the store's key groups (`Store.shared_keys`: composite aggregations on
+    Elasticsearch), ``auto`` is memory up to `esdedup.pairs.LSH_IN_MEMORY_MAX` documents. The pairs are the
+    same either way; it is a choice of memory against time.
+
+    Raises:
+        ConfigError: ``max_bucket`` below 2, or an ``lsh_join`` not in `LSH_JOINS`.
+    """
     if max_bucket < 2:
         raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
+    if lsh_join not in LSH_JOINS:
+        raise ConfigError(f"lsh_join must be one of {', '.join(LSH_JOINS)}, got {lsh_join!r}")
     store.open(None, create=False)
     store.refresh()
     crowded: list[tuple[str, int]] = []
-    in_memory = lsh_in_memory(store)  # asked once: the search and the crowded report must agree
+    # Asked once: the search and the crowded report must agree. Without signatures there is nothing to join.
+    in_memory = lsh_in_memory(store) if lsh_join == "auto" else lsh_join == "memory" and store.config.gets_signatures
     pairs = sorted(find_pairs(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
                               in_memory=in_memory),
                    key=lambda p: (p.a, p.b))

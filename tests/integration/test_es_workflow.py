@@ -219,6 +219,27 @@ def test_dups_write_clusters_then_collapse(es_url, es_client, fresh_index, corpu
     assert len(clusters) == len(shown)
 
 
+def test_dups_lsh_join_store_gives_the_pairs_of_memory(es_url, es_client, fresh_index, corpus_file, tmp_path):
+    """`--lsh-join store` (the path above LSH_IN_MEMORY_MAX documents: composite aggregations over the LSH
+    keys) finds the same pairs, with the same measures, as the in-memory join; and it does ask the node."""
+    path, docs, planted = corpus_file
+    assert _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "index").exit_code == 0
+
+    def dups(join: str) -> tuple[list[dict], int]:
+        before = es_client.indices.stats(index=fresh_index, metric="search")["_all"]["total"]["search"]["query_total"]
+        r = cli("dups", "--index", fresh_index, "--es", es_url, "--lsh-join", join)
+        assert r.exit_code == 0, r.output
+        after = es_client.indices.stats(index=fresh_index, metric="search")["_all"]["total"]["search"]["query_total"]
+        return [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")], after - before
+
+    memory, memory_queries = dups("memory")
+    store, store_queries = dups("store")
+    assert memory and store == memory
+    assert all(tuple(sorted(p)) in {(p["a"], p["b"]) for p in store} for p in _detectable(docs, planted))
+    # The LSH keys paged by composite aggregations and their members fetched: more queries than one scan.
+    assert store_queries > memory_queries
+
+
 def test_search_diversified_fills_the_page(es_client, fresh_index):
     config = FingerprintConfig(tokenizer="rjieba")
     store = ElasticStore(es_client, fresh_index, shards=2, replicas=0)

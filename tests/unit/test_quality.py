@@ -261,6 +261,8 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
     """find_pairs joins LSH bands in numpy for stores that fit in memory and reads the store's key groups
     otherwise: the same candidate pairs with the same measures either way."""
     import esdedup.pairs as pairs_module
+    from esdedup.api import all_pairs
+    from esdedup.errors import ConfigError
     from tests.corpus import make_corpus
 
     docs, planted = make_corpus(300, 60, seed=11, sentences=(1, 8))
@@ -277,6 +279,8 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
     monkeypatch.setattr(pairs_module, "LSH_IN_MEMORY_MAX", -1)
     slow = measured()
     assert fast == slow
+    with pytest.raises(ConfigError, match="lsh_join must be one of auto, memory, store, got 'disk'"):
+        all_pairs(store, lsh_join="disk")
     assert sum(1 for a, b in planted if (min(a, b), max(a, b)) in fast) >= len(planted) * 0.9
     store.drop()
 

@@ -1,0 +1,498 @@
+"""Scale benchmark (issue 16): N synthetic documents through `esdedup ingest` into one Elasticsearch index, the
+index on disk, `esdedup dups` with both LSH joins, and lookups while the index holds N documents.
+
+    python bench/scale.py --docs 1000000                 # starts a local node (scripts/es-local, heap 1 GiB)
+    python bench/scale.py --docs 20000 --no-append       # a quick check, about 2 minutes
+    python bench/scale.py --docs 1000000 --es URL        # a running cluster (the index is deleted after)
+
+Phases, each timed on its own, with a progress line on stderr at least every 30 s:
+
+1. Documents: the poems of chinese-poetry under 2,000 characters (bench/corpora.py), shuffled and cut into
+   slices; each slice goes to `esdedup.synth.make_benchmark` (what `esdedup synth` runs) for 2,500 sources
+   and ``--variants`` planted near-duplicates of each. Slices, because picking mutually distinct sources and
+   pairing negatives grow with the square of the sources (10,000 sources take 21 s, 2,500 take 1.6 s), and
+   slices run in parallel. JSONL ``{"id", "text"}``; a variant's id is its source's id + ``v<k>``.
+2. Ingest: ``python -m esdedup ingest`` as a user runs it (default config and index settings, label mode):
+   wall time, CPU of the CLI and its fingerprint workers (``wait4``), node CPU (``_nodes/stats``), node heap.
+3. `dups`: ``python -m esdedup dups`` as it chooses (in-memory LSH join below 2M documents) and with
+   ``--lsh-join store`` (the composite aggregations that take over above 2M): wall, CPU, peak RSS, pairs;
+   both must give the same pairs.
+4. Lookups: ``SimilarFinder.find(doc_id=...)`` (what ``esdedup similar --id`` runs) for ``--lookups`` random
+   documents, one at a time: latency percentiles, how many found a near-duplicate, how many found one of
+   their planted family.
+5. Disk, last (so that `dups` and the lookups meet the index as ingest left it): ``_stats`` after a refresh,
+   then after ``_forcemerge`` to one segment, and ``_disk_usage`` per field (dedup.* against the rest).
+
+The section printed (and appended to BENCHMARKS.md unless --no-append) ends with the per-document costs a
+100M-document estimate needs.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+import corpora  # noqa: E402
+import es as es_bench  # noqa: E402  (bench/es.py: the node and CPU helpers every Elasticsearch bench uses)
+from elasticsearch import Elasticsearch  # noqa: E402
+
+#: Sources per call of make_benchmark (its cost grows with the square of this).
+SLICE_SOURCES = 2500
+#: Poems longer than this are left out (make_benchmark keeps one length class: every source a "short" one).
+MAX_CHARS = 2000
+#: Seconds between progress lines of a phase.
+BEAT = 30.0
+_VARIANT = re.compile(r"v\d+$")
+
+
+def log(msg: str) -> None:
+    print(f"[scale {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def heartbeat(what: str, extra: Callable[[], str] = lambda: "") -> Iterator[None]:
+    """A progress line on stderr every `BEAT` seconds while the block runs."""
+    done = threading.Event()
+    start = time.perf_counter()
+
+    def beat() -> None:
+        while not done.wait(BEAT):
+            log(f"{what}: {time.perf_counter() - start:.0f} s{extra()}")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def family(doc_id: str) -> str:
+    return _VARIANT.sub("", doc_id)
+
+
+# -- 1. documents ------------------------------------------------------------------------------------------
+def _synth_slice(job: tuple[int, list[str], int, int, int]) -> tuple[list[tuple[str, str]], float]:
+    """One slice through make_benchmark: its (id, text) rows, ids prefixed by the slice, and the CPU seconds."""
+    from esdedup.synth import SynthOptions, make_benchmark
+
+    k, texts, sources, variants, seed = job
+    cpu = time.process_time()
+    opts = SynthOptions(sources=sources, variants=variants, negatives=0, short_max=MAX_CHARS, long_min=MAX_CHARS,
+                        seed=seed)
+    bench = make_benchmark(texts, opts)
+    return [(f"c{k:03d}-{d['id']}", d["text"]) for d in bench.docs], time.process_time() - cpu
+
+
+@dataclass
+class Docs:
+    path: Path
+    count: int
+    sources: int
+    mb: float
+    wall: float
+    cpu: float
+    ids: list[str] = field(repr=False, default_factory=list)
+
+
+def make_docs(n: int, variants: int, workers: int, seed: int, path: Path) -> Docs:
+    t, cpu0 = time.perf_counter(), time.process_time()
+    poems = [p["text"] for p in corpora.poems() if len(p["text"]) < MAX_CHARS]
+    random.Random(seed).shuffle(poems)
+    sources = math.ceil(n / (variants + 1))
+    slices = math.ceil(sources / SLICE_SOURCES)
+    width = len(poems) // slices
+    per_slice = math.ceil(sources / slices)
+    if width < per_slice * 1.1:
+        raise SystemExit(f"{len(poems):,} poems cannot give {sources:,} distinct sources: raise --variants")
+    jobs = [(k, poems[k * width:(k + 1) * width], per_slice, variants, seed + k) for k in range(slices)]
+    log(f"documents: {n:,} from {sources:,} sources in {slices} slices of {width:,} poems ({workers} processes)")
+    ids: list[str] = []
+    cpu, last = 0.0, time.perf_counter()
+    with open(path, "w", encoding="utf-8") as fh, Pool(workers) as pool:
+        for k, (rows, slice_cpu) in enumerate(pool.imap(_synth_slice, jobs)):
+            cpu += slice_cpu
+            for doc_id, text in rows[:n - len(ids)]:
+                fh.write(json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) + "\n")
+                ids.append(doc_id)
+            if time.perf_counter() - last >= BEAT:
+                last = time.perf_counter()
+                log(f"documents: {k + 1}/{slices} slices, {len(ids):,} documents")
+    if len(ids) < n:
+        log(f"warning: the slices gave {len(ids):,} documents, not {n:,} (sources rejected as too alike)")
+    return Docs(path, len(ids), len({family(i) for i in ids}), path.stat().st_size / 1e6,
+                time.perf_counter() - t, cpu + time.process_time() - cpu0, ids)
+
+
+# -- child processes (the CLI) -----------------------------------------------------------------------------
+@dataclass
+class Run:
+    wall: float
+    cpu: float  # the CLI process and the children it waited for (fingerprint workers)
+    node_cpu: float
+    peak_rss_mb: float  # the CLI process itself (polled: a peak in its last 0.2 s is missed)
+    out: Path
+
+
+def _status_mb(pid: int, key: str) -> float | None:
+    """``VmRSS`` or ``VmHWM`` (peak RSS since exec) of a live process, in MB; None once it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+class PeakRss:
+    """A process's peak RSS, read from ``/proc`` every 0.2 s while it lives. Not ``wait4``'s ``ru_maxrss``:
+    the kernel carries the forking parent's high-water mark into the child across exec, so a child of
+    this (large) process would report at least this process's RSS."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak = pid, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._done.wait(0.2):
+            hwm = _status_mb(self.pid, "VmHWM")
+            if hwm is not None:
+                self.peak = max(self.peak, hwm)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
+def run_cli(es: Elasticsearch, argv: list[str], what: str, out: Path) -> Run:
+    """``python -m esdedup ARGV``, stdout to ``out``, stderr (its own progress lines) passed through."""
+    cmd = [sys.executable, "-m", "esdedup", *argv]
+    log(f"{what}: {' '.join(cmd)}")
+    node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
+    with open(out, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, cwd=ROOT)
+        peak = PeakRss(proc.pid)
+        with heartbeat(what, lambda: f", CLI RSS {_status_mb(proc.pid, 'VmRSS') or 0:,.0f} MB"):
+            _, status, usage = os.wait4(proc.pid, 0)
+        peak_mb = peak.stop()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t
+    time.sleep(1.1)  # the node refreshes its CPU figure about once a second
+    if proc.returncode != 0:
+        raise SystemExit(f"{what} failed with exit code {proc.returncode}; its output: {out}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, es_bench.node_cpu_seconds(es) - node0,
+               peak_mb, out)
+
+
+def ingest_summary(out: Path) -> dict[str, int]:
+    text = out.read_text("utf-8")
+    m = re.search(r"read (\d+) = indexed (\d+) .*\+ skipped (\d+) \+ failed (\d+)", text)
+    d = re.search(r"near-duplicates found: (\d+)", text)
+    if not m or not d:
+        raise SystemExit(f"no ingest summary in {out}:\n{text[-2000:]}")
+    return {"read": int(m[1]), "indexed": int(m[2]), "skipped": int(m[3]), "failed": int(m[4]),
+            "duplicates": int(d[1])}
+
+
+def read_pairs(out: Path) -> dict[tuple[str, str], int]:
+    """(a, b) -> CRC-32 of the pair's measures, for every pair `dups` printed."""
+    pairs = {}
+    with open(out, encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("{"):
+                p = json.loads(line)
+                pairs[(p["a"], p["b"])] = zlib.crc32(line.encode())
+    return pairs
+
+
+# -- Elasticsearch figures ---------------------------------------------------------------------------------
+def index_stats(es: Elasticsearch, index: str) -> dict[str, int]:
+    s = es.indices.stats(index=index, metric="store,segments,docs")["_all"]["primaries"]
+    return {"bytes": s["store"]["size_in_bytes"], "segments": s["segments"]["count"], "docs": s["docs"]["count"],
+            "segments_memory": s["segments"].get("memory_in_bytes", 0)}
+
+
+def node_memory(es: Elasticsearch) -> dict[str, int]:
+    nodes = es.nodes.stats(metric="jvm")["nodes"].values()
+    return {"heap_used": sum(n["jvm"]["mem"]["heap_used_in_bytes"] for n in nodes),
+            "heap_max": sum(n["jvm"]["mem"]["heap_max_in_bytes"] for n in nodes)}
+
+
+def disk_usage(es: Elasticsearch, index: str) -> dict[str, int]:
+    """Bytes on disk by group of fields (`_disk_usage`, every segment read: slow on big indexes)."""
+    resp = es.options(request_timeout=7200).indices.disk_usage(index=index, run_expensive_tasks=True)
+    fields = resp[index]["fields"]
+    groups = {"dedup.*": 0, "_source": 0, "_id": 0, "other fields": 0}
+    for name, f in fields.items():
+        group = "dedup.*" if name.startswith("dedup.") else name if name in groups else "other fields"
+        groups[group] += int(f["total_in_bytes"])
+    groups["index total"] = int(resp[index]["store_size_in_bytes"])
+    return groups
+
+
+def dedup_share_of_source(es: Elasticsearch, index: str, n: int = 500) -> float:
+    """The share of the JSON of ``_source`` that is the ``dedup`` object (uncompressed, a random sample)."""
+    resp = es.search(index=index, size=n, query={"function_score": {"random_score": {"seed": 1, "field": "_seq_no"}}})
+    total = dedup = 0
+    for h in resp["hits"]["hits"]:
+        src = h["_source"]
+        total += len(json.dumps(src, ensure_ascii=False).encode())
+        dedup += len(json.dumps(src.get("dedup", {}), ensure_ascii=False).encode())
+    return dedup / total if total else 0.0
+
+
+# -- lookups -----------------------------------------------------------------------------------------------
+def lookups(url: str, index: str, ids: list[str], n: int, seed: int) -> dict[str, Any]:
+    from esdedup.api import SimilarFinder, open_store
+
+    finder = SimilarFinder(open_store(index, es_url=url))
+    sample = random.Random(seed).sample(ids, min(n, len(ids)))
+    ms: list[float] = []
+    found = in_family = 0
+    t = time.perf_counter()
+    with heartbeat("lookups", lambda: f", {len(ms)}/{len(sample)} done"):
+        for doc_id in sample:
+            t0 = time.perf_counter()
+            matches = finder.find(doc_id=doc_id).matches
+            ms.append((time.perf_counter() - t0) * 1000)
+            found += bool(matches)
+            in_family += any(family(m["id"]) == family(doc_id) for m in matches)
+    return {"n": len(sample), "wall": time.perf_counter() - t, "found": found, "in_family": in_family,
+            "p50": es_bench.pct(ms, 50), "p95": es_bench.pct(ms, 95), "p99": es_bench.pct(ms, 99),
+            "max": max(ms)}
+
+
+# -- the run -----------------------------------------------------------------------------------------------
+def start_node(args: argparse.Namespace):
+    """(local cluster or None, URL), as bench/es.py gets them; with --keep a started node outlives the run."""
+    if args.heap:
+        os.environ["ESDEDUP_ES_HEAP"] = args.heap
+    if args.keep and args.es is None:
+        from tests.es_node import LocalCluster
+
+        cluster = LocalCluster(nodes=1, watch=False)
+        cluster.start()
+        return cluster, cluster.url
+    return es_bench.node(args.es)
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=1_000_000)
+    ap.add_argument("--es", help="a running cluster (default: start a local node with scripts/es-local)")
+    ap.add_argument("--lookups", type=int, default=1000)
+    ap.add_argument("--variants", type=int, default=3, help="planted near-duplicates per source")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="ingest's --workers and the document generator's processes (0: one per CPU)")
+    ap.add_argument("--heap", help="heap of the node started here (default 1g, scripts/es-local)")
+    ap.add_argument("--index", default="bench-scale")
+    ap.add_argument("--skip-store-dups", action="store_true", help="leave out `dups --lsh-join store`")
+    ap.add_argument("--keep", action="store_true", help="keep the index (and the node started here)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    ap.add_argument("--no-append", action="store_true")
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    load0, started = os.getloadavg(), datetime.datetime.now(datetime.timezone.utc)
+    tmp = Path(tempfile.mkdtemp(prefix="esdedup-scale-"))
+    cluster, url = start_node(args)
+    es = Elasticsearch(url, request_timeout=600)
+    res: dict[str, Any] = {}
+    try:
+        res["version"] = ", ".join(sorted({n["version"] for n in es.nodes.info()["nodes"].values()}))
+        es.options(ignore_status=404).indices.delete(index=args.index)
+        docs = make_docs(args.docs, args.variants, args.workers or os.cpu_count() or 2, args.seed,
+                         tmp / "docs.jsonl")
+        res["docs"] = docs
+        log(f"documents: {docs.count:,} ({docs.mb:.1f} MB) in {docs.wall:.1f} s")
+        res |= measure(es, url, args, docs, tmp)
+    finally:
+        if not args.keep:
+            es.options(ignore_status=404).indices.delete(index=args.index)
+        if cluster is not None and not args.keep:
+            cluster.stop()
+        elif cluster is not None:
+            log(f"node kept at {url}: ESDEDUP_ES_STATE={cluster.state_dir} scripts/es-local stop --purge "
+                f"--name {cluster.name}")
+    res["load"] = (load0, os.getloadavg())
+    res["started"] = started
+    section = report(args, res)
+    print(section)
+    if not args.no_append:
+        with open(args.out, "a", encoding="utf-8") as fh:
+            fh.write(section)
+
+
+def measure(es: Elasticsearch, url: str, args: argparse.Namespace, docs: Docs, tmp: Path) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    where = ["--es", url, "--index", args.index]
+    workers = ["--workers", str(args.workers)] if args.workers else []
+    ingest = run_cli(es, ["ingest", str(docs.path), *where, "--dead-letter", str(tmp / "dead.jsonl"),
+                          "--checkpoint", str(tmp / "checkpoint.json"), *workers], "ingest", tmp / "ingest.out")
+    res["ingest"], res["summary"] = ingest, ingest_summary(ingest.out)
+    if res["summary"]["indexed"] != docs.count:
+        raise SystemExit(f"ingest indexed {res['summary']} of {docs.count}")
+    es.indices.refresh(index=args.index)
+    res["after_ingest"], res["heap_ingest"] = index_stats(es, args.index), node_memory(es)
+
+    res["dups"] = run_cli(es, ["dups", *where], "dups (auto: memory join)", tmp / "dups-memory.jsonl")
+    memory_pairs = read_pairs(res["dups"].out)
+    res["pairs"] = pair_counts(memory_pairs, docs)
+    if not args.skip_store_dups:
+        res["dups_store"] = run_cli(es, ["dups", *where, "--lsh-join", "store"], "dups (store join)",
+                                    tmp / "dups-store.jsonl")
+        store_pairs = read_pairs(res["dups_store"].out)
+        res["store_diff"] = {"store": len(store_pairs), "only memory": len(memory_pairs.keys() - store_pairs.keys()),
+                             "only store": len(store_pairs.keys() - memory_pairs.keys()),
+                             "measures differ": sum(1 for k, v in store_pairs.items()
+                                                    if k in memory_pairs and memory_pairs[k] != v)}
+        del store_pairs
+    del memory_pairs
+    res["lookups"] = lookups(url, args.index, docs.ids, args.lookups, args.seed)
+
+    log("force merge to one segment")
+    node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
+    with heartbeat("force merge"):
+        es.options(request_timeout=7200).indices.forcemerge(index=args.index, max_num_segments=1)
+    es.indices.refresh(index=args.index)
+    res["merge"] = (time.perf_counter() - t, es_bench.node_cpu_seconds(es) - node0)
+    res["after_merge"], res["heap_merge"] = index_stats(es, args.index), node_memory(es)
+    log("disk usage per field")
+    t = time.perf_counter()
+    with heartbeat("disk usage"):
+        res["disk"] = disk_usage(es, args.index)
+    res["disk_wall"] = time.perf_counter() - t
+    res["source_share"] = dedup_share_of_source(es, args.index)
+    return res
+
+
+def pair_counts(pairs: dict[tuple[str, str], int], docs: Docs) -> dict[str, int]:
+    """Pairs within a planted family (a source and its variants) against the family pairs there are."""
+    sizes: dict[str, int] = {}
+    for i in docs.ids:
+        sizes[family(i)] = sizes.get(family(i), 0) + 1
+    planted = sum(s * (s - 1) // 2 for s in sizes.values())
+    within = sum(1 for a, b in pairs if family(a) == family(b))
+    return {"pairs": len(pairs), "within family": within, "family pairs": planted, "across": len(pairs) - within}
+
+
+# -- the report --------------------------------------------------------------------------------------------
+def machine() -> str:
+    mem = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal:")), 0)
+    return f"{platform.machine()}, {os.cpu_count()} cores, {mem / 2**20:.0f} GiB, Python {platform.python_version()}"
+
+
+def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
+    docs: Docs = r["docs"]
+    n = docs.count
+    ing: Run = r["ingest"]
+    s = r["summary"]
+    cmd = "python bench/scale.py " + " ".join(sys.argv[1:])
+    (l1, l5, l15), (e1, e5, e15) = r["load"]
+    heap = r["heap_ingest"]
+    lines = [
+        "", "## Scale (bench/scale.py)", "",
+        f"`{cmd.strip()}` — {r['started'].strftime('%Y-%m-%d %H:%M UTC')}, {machine()}; Elasticsearch "
+        f"{r['version']} {'at --es' if args.es else 'single node started here'} (heap "
+        f"{heap['heap_max'] / 2**30:.1f} GiB), index settings as `esdedup ingest` makes them, default "
+        f"config, label mode. Load average at start {l1:.2f} {l5:.2f} {l15:.2f}, at end {e1:.2f} {e5:.2f} {e15:.2f}.",
+        f"Documents: {n:,} ({docs.mb:.0f} MB JSONL) from {docs.sources:,} poems of chinese-poetry "
+        f"{corpora.POETRY_VERSION} under {MAX_CHARS:,} characters and {args.variants} planted variants of each "
+        f"(`esdedup.synth.make_benchmark`, slices of {SLICE_SOURCES:,} sources); `dups` and lookups ran on the "
+        "index as ingest left it, the force merge last.", "",
+        "| phase | wall s | CPU s client | CPU s node | notes |", "| --- | ---: | ---: | ---: | --- |",
+        f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |",
+        f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {ing.node_cpu:.1f} | {n / ing.wall:,.0f} docs/s; "
+        f"{s['duplicates']:,} near-duplicates labelled, {s['skipped']} skipped, {s['failed']} failed; CLI peak RSS "
+        f"{ing.peak_rss_mb:,.0f} MB |",
+    ]
+    p = r["pairs"]
+    dups: Run = r["dups"]
+    lines.append(f"| `esdedup dups` (auto: LSH joined in memory) | {dups.wall:.1f} | {dups.cpu:.1f} | "
+                 f"{dups.node_cpu:.1f} | {p['pairs']:,} pairs ({p['within family']:,} of the {p['family pairs']:,} "
+                 f"planted family pairs, {p['across']:,} across families); peak RSS {dups.peak_rss_mb:,.0f} MB |")
+    if "dups_store" in r:
+        st: Run = r["dups_store"]
+        d = r["store_diff"]
+        same = ("the same pairs and measures" if not (d["only memory"] or d["only store"] or d["measures differ"])
+                else f"DIFFERENT: {d['only memory']} only in memory, {d['only store']} only in store, "
+                     f"{d['measures differ']} with other measures")
+        lines.append(f"| `esdedup dups --lsh-join store` (composite aggregations) | {st.wall:.1f} | {st.cpu:.1f} | "
+                     f"{st.node_cpu:.1f} | {d['store']:,} pairs, {same}; peak RSS {st.peak_rss_mb:,.0f} MB |")
+    lk = r["lookups"]
+    lines.append(f"| {lk['n']:,} lookups (`SimilarFinder.find(doc_id=)`) | {lk['wall']:.1f} | - | - | "
+                 f"p50 {lk['p50']:.1f} ms, p95 {lk['p95']:.1f} ms, p99 {lk['p99']:.1f} ms, max {lk['max']:.0f} ms; "
+                 f"{lk['found']:,} found a near-duplicate, {lk['in_family']:,} one of their planted family |")
+    mw, mcpu = r["merge"]
+    lines.append(f"| `_forcemerge` to 1 segment | {mw:.1f} | - | {mcpu:.1f} | |")
+    lines.append(f"| `_disk_usage` (run_expensive_tasks) | {r['disk_wall']:.1f} | - | - | |")
+    a, m, disk = r["after_ingest"], r["after_merge"], r["disk"]
+    lines += ["", "| on disk (primaries) | MB | bytes/doc | notes |", "| --- | ---: | ---: | --- |",
+              f"| after ingest + refresh | {a['bytes'] / 1e6:,.1f} | {a['bytes'] / n:,.0f} | {a['segments']} segments |",
+              f"| after force merge | {m['bytes'] / 1e6:,.1f} | {m['bytes'] / n:,.0f} | {m['segments']} segment(s) |"]
+    for group in ("dedup.*", "_source", "_id", "other fields"):
+        note = (f"the dedup object is {r['source_share']:.0%} of its JSON (uncompressed, 500 sampled)"
+                if group == "_source" else "indexed terms, doc values, points" if group == "dedup.*" else "")
+        lines.append(f"| {group} (`_disk_usage`) | {disk[group] / 1e6:,.1f} | {disk[group] / n:,.0f} | {note} |")
+    lines += ["", "Per-document costs (for the 100M estimate):", "",
+              "| cost | per document | x 100M |", "| --- | ---: | ---: |"]
+    lines += [f"| {what} | {per} | {scaled} |" for what, per, scaled in per_doc(r, n)]
+    return "\n".join(lines) + "\n"
+
+
+def per_doc(r: dict[str, Any], n: int) -> list[tuple[str, str, str]]:
+    ing, dups = r["ingest"], r["dups"]
+    m, heap = r["after_merge"], r["heap_ingest"]
+    scale = 1e8 / n
+    rows = [("ingest CPU, client (CLI + workers)", f"{ing.cpu / n * 1e6:,.0f} µs", f"{ing.cpu * scale / 3600:,.0f} CPU h"),
+            ("ingest CPU, node", f"{ing.node_cpu / n * 1e6:,.0f} µs", f"{ing.node_cpu * scale / 3600:,.0f} CPU h"),
+            ("ingest wall on this machine", f"{ing.wall / n * 1e6:,.0f} µs", f"{ing.wall * scale / 3600:,.1f} h"),
+            ("disk, one segment (primaries)", f"{m['bytes'] / n:,.0f} B", f"{m['bytes'] * scale / 1e9:,.0f} GB"),
+            ("disk, dedup.* fields", f"{r['disk']['dedup.*'] / n:,.0f} B", f"{r['disk']['dedup.*'] * scale / 1e9:,.0f} GB"),
+            ("`dups` memory join: peak RSS", f"{dups.peak_rss_mb * 2**20 / n:,.0f} B",
+             f"{dups.peak_rss_mb * 2**20 * scale / 2**30:,.0f} GiB"),
+            ("`dups` memory join: wall", f"{dups.wall / n * 1e6:,.0f} µs", f"{dups.wall * scale / 3600:,.1f} h")]
+    if "dups_store" in r:
+        st = r["dups_store"]
+        rows += [("`dups` store join: wall", f"{st.wall / n * 1e6:,.0f} µs", f"{st.wall * scale / 3600:,.1f} h"),
+                 ("`dups` store join: node CPU", f"{st.node_cpu / n * 1e6:,.0f} µs",
+                  f"{st.node_cpu * scale / 3600:,.1f} CPU h"),
+                 ("`dups` store join: peak RSS (not linear in N)", f"{st.peak_rss_mb:,.0f} MB total", "")]
+    rows += [(f"node heap used after ingest (of {heap['heap_max'] / 2**20:,.0f} MB; GC-dependent)",
+              f"{heap['heap_used'] / n:,.0f} B", f"{heap['heap_used'] / 2**20:,.0f} MB at {n:,} docs")]
+    if m["segments_memory"]:
+        rows.append(("segments memory (`_stats`)", f"{m['segments_memory'] / n:,.1f} B", ""))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
