@@ -8,7 +8,7 @@ Documents: Tang and Song poems from chinese-poetry (bench/corpora.py), ingested 
 (default config, label mode). Queries: single characters and two-character words common in poems.
 
 * "full _source" is what a search for diversifying returned before: every stored field, the dedup fields
-  included (32 LSH keys, band keys, the 256-float vector), plus the SimHash as a doc value; then `diversify`.
+  included (16 LSH keys, band keys, the 256-float vector), plus the SimHash as a doc value; then `diversify`.
 * "search_diversified" is the request it sends now (the small dedup fields only; the signature from
   ``_source``; the bulky fields excluded) and the whole call (one window, no over-fetch), `diversify` included.
 

@@ -191,7 +191,7 @@ class Fingerprinter:
 
     >>> fp = Fingerprinter(FingerprintConfig()).fingerprint("今天天气很好，我们去公园散步。")
     >>> len(fp.hex), len(fp.bands), len(fp.lsh), fp.vector.shape, fp.empty
-    (16, 0, 32, (256,), False)
+    (16, 0, 16, (256,), False)
 
     Raises:
         InputError: when given bytes or another non-text object.
@@ -239,7 +239,8 @@ class Fingerprinter:
         if not todo:
             return out
         sigs = mh.signatures([sets[i] for i in todo], cfg.minhash_perm)
-        for i, sig, keys in zip(todo, sigs, mh.lsh_keys_many(sigs, cfg.minhash_bands), strict=True):
+        keys_of = mh.lsh_keys_many(sigs, cfg.minhash_bands, cfg.minhash_rows)
+        for i, sig, keys in zip(todo, sigs, keys_of, strict=True):
             out[i] = (keys, sig, len(sets[i]))
         return out
 

@@ -87,10 +87,9 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
             f"SimHash band {i} (bits {ranges})",
             f"SimHash band key of table {i}: bits {ranges}, stored as \"{i}:<hex>\"; equal values = candidate "
             f"near-duplicates{probe}")
-    rows = config.minhash_perm // config.minhash_bands
     out[f"{DEDUP}.{LSH_KEYS}"] = (
         "MinHash LSH keys",
-        f"one key per MinHash LSH band ({config.minhash_bands} bands of {rows} rows of the "
+        f"one key per MinHash LSH band ({config.minhash_bands} bands of {config.minhash_rows} rows of the "
         f"{config.minhash_perm}-permutation MinHash of the character {config.minhash_ngram}-grams): the top "
         f"{LSH_KEY_BITS} bits of a hash of the band number and its rows; a value shared by two documents = "
         "candidate near-duplicates")

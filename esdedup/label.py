@@ -115,7 +115,7 @@ class _Unlabelled:
         bands = [v[0] for v in (fields.get(f"{DEDUP}.{name}") for name in band_fields(config)) if v]
         # The LSH keys follow from the stored signature, in band order (the one multi-valued field's doc
         # values come back sorted).
-        lsh = lsh_keys(doc.minhash, config.minhash_bands) if doc.minhash is not None else []
+        lsh = lsh_keys(doc.minhash, config.minhash_bands, config.minhash_rows) if doc.minhash is not None else []
         fp = Fingerprint(doc.simhash, bands, doc.vector, {}, doc.tokens, doc.empty, lsh, doc.minhash,
                          doc.chars, config.bits, doc.shingles)
         return cls(doc, fp)

@@ -15,12 +15,14 @@ n-gram or per band:
   2^-16, so the share of equal positions estimates Jaccard s with a bias of (1 - s) / 65536, below 2e-5
   (measured on the natural short-text set of bench/quality.py: not one of its 175,578 labelled pairs
   changes verdict against full 32-bit values).
-* An LSH band is ``rows`` consecutive signature values: ``h = mix64(band)``, then ``h = mix64(h ^ v)`` for
-  each row value ``v``; the band's key is the top `LSH_KEY_BITS` (40) bits of ``h``, written in decimal: at
-  most 13 digits in a bulk body, and exact in JSON, Elasticsearch's ``long`` and JavaScript (Kibana). The band
-  number is mixed into ``h``, so the keys of all bands can share one field. Collisions by chance: an
-  unrelated document holds one of a lookup's 32 keys with probability 32 * 32 / 2^40 (1e-9), 0.09 random
-  candidates per lookup in 100 million documents (each verified and dropped like any other candidate).
+* An LSH band is ``rows`` consecutive signature values, band i the values ``[i * rows, (i + 1) * rows)``
+  (values past ``bands * rows`` are in no band and serve the Jaccard estimate only): ``h = mix64(band)``,
+  then ``h = mix64(h ^ v)`` for each row value ``v``; the band's key is the top `LSH_KEY_BITS` (40) bits of
+  ``h``, written in decimal: at most 13 digits in a bulk body, and exact in JSON, Elasticsearch's ``long``
+  and JavaScript (Kibana). The band number is mixed into ``h``, so the keys of all bands can share one
+  field. Collisions by chance: an unrelated document holds one of a lookup's 16 keys (the default 16 bands)
+  with probability 16 * 16 / 2^40 (2.3e-10), 0.02 random candidates per lookup in 100 million documents
+  (each verified and dropped like any other candidate).
 
 The chance that a pair with Jaccard s shares a band is 1 - (1 - s^rows)^bands.
 """
@@ -185,32 +187,37 @@ def segment_signatures(hashes: np.ndarray, sizes: np.ndarray, n_perm: int = 128,
     return out
 
 
-def lsh_key_values(sigs: np.ndarray, bands: int) -> np.ndarray:
-    """The 64-bit hash of every band of every signature, shape (len(sigs), bands); a key is its top
-    `LSH_KEY_BITS` bits (`lsh_keys_many`)."""
+def lsh_key_values(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """The 64-bit hash of every band of every signature, shape (len(sigs), bands); band ``i`` hashes the
+    signature values ``[i * rows, (i + 1) * rows)`` (values past ``bands * rows`` are in no band). A key is
+    the hash's top `LSH_KEY_BITS` bits (`lsh_keys_many`)."""
     sigs = np.asarray(sigs, dtype=np.uint32).reshape(-1, np.shape(sigs)[-1])
-    rows = sigs.shape[1] // bands
+    if bands < 1 or rows < 1 or bands * rows > sigs.shape[1]:
+        raise ValueError(f"{bands} bands of {rows} rows need {bands * rows} signature values, "
+                         f"the signatures have {sigs.shape[1]}")
     h = np.broadcast_to(mix64(np.arange(bands, dtype=np.uint64)), (len(sigs), bands)).copy()
-    cols = sigs.astype(np.uint64).reshape(len(sigs), bands, rows)
+    cols = sigs[:, :bands * rows].astype(np.uint64).reshape(len(sigs), bands, rows)
     for r in range(rows):
         h = mix64(h ^ cols[:, :, r])
     return h
 
 
-def lsh_keys_many(sigs: np.ndarray, bands: int) -> list[list[str]]:
+def lsh_keys_many(sigs: np.ndarray, bands: int, rows: int) -> list[list[str]]:
     """`lsh_keys` of each signature (rows of ``sigs``)."""
-    values = (lsh_key_values(sigs, bands) >> _KEY_SHIFT).tolist()
+    values = (lsh_key_values(sigs, bands, rows) >> _KEY_SHIFT).tolist()
     return [list(map(str, row)) for row in values]
 
 
-def lsh_keys(sig: np.ndarray, bands: int) -> list[str]:
-    """One key per band of one signature: the band hash's top `LSH_KEY_BITS` bits, in decimal.
+def lsh_keys(sig: np.ndarray, bands: int, rows: int) -> list[str]:
+    """One key per band of one signature (``bands`` bands of ``rows`` consecutive values from the first):
+    the band hash's top `LSH_KEY_BITS` bits, in decimal. Raises ValueError when the signature has fewer than
+    ``bands * rows`` values.
 
-    >>> keys = lsh_keys(signature(shingle_hashes(["ab", "bc"]), 8), 4)
+    >>> keys = lsh_keys(signature(shingle_hashes(["ab", "bc"]), 8), 4, 2)
     >>> len(keys), all(0 <= int(k) < 2**40 for k in keys)
     (4, True)
     """
-    return lsh_keys_many(np.asarray(sig)[None, :], bands)[0]
+    return lsh_keys_many(np.asarray(sig)[None, :], bands, rows)[0]
 
 
 def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:

@@ -257,9 +257,9 @@ def _lsh_pairs(store: Store, seen: set[tuple[str, str]], max_bucket: int,
     config = store.config
     cols = _Columns.of(store)
     groups: list[tuple[int, int, int]] = []
-    left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, max_bucket=max_bucket, crowded=groups)
+    left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, config.minhash_rows, max_bucket=max_bucket, crowded=groups)
     if crowded is not None:
-        crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands)[band], n) for band, row, n in groups)
+        crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands, config.minhash_rows)[band], n) for band, row, n in groups)
     ids = cols.ids
     words = simhash_words(cols.simhash, config.bits)
     for lo in range(0, len(left), chunk):
@@ -276,17 +276,20 @@ def _lsh_pairs(store: Store, seen: set[tuple[str, str]], max_bucket: int,
             yield ScoredPair(pair[0], pair[1], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
 
-def lsh_pair_indices(sigs: np.ndarray, bands: int, *, max_bucket: int = 1000,
+def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int = 1000,
                      crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
-    row of at least one LSH band: the all-pairs form of looking up each LSH key. Per band value only its
+    row of at least one LSH band (``bands`` bands of ``rows`` values, as `esdedup.minhash.lsh_key_values`
+    cuts them): the all-pairs form of looking up each LSH key. Per band value only its
     first ``max_bucket`` rows are paired (logged), as `Store.shared_keys` cuts a group. ``crowded``
     receives (band, first row, rows) of each band value held by ``max_bucket`` rows or more."""
     n, perm = sigs.shape
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
         return empty, empty
-    rows = perm // bands
+    if bands < 1 or rows < 1 or bands * rows > perm:
+        raise ValueError(f"{bands} bands of {rows} rows need {bands * rows} signature values, the signatures "
+                         f"have {perm}")
     codes: list[np.ndarray] = []
     capped = 0
     for band in range(bands):

@@ -8,7 +8,7 @@ starts with the key is an index on every band at once.
 MinHash LSH keys (40-bit integers in decimal, `esdedup.minhash.lsh_keys`) live in a table of their own,
 ``lsh``, laid out the same way. The vector is stored only when the config says documents carry it
 (`FingerprintConfig.stores_vector`).
-Writes only append document rows (a short text has 32 LSH keys, and 32 random B-tree inserts cost more
+Writes only append document rows (a short text has 16 LSH keys, and 16 random B-tree inserts cost more
 than the document itself). Keys are indexed lazily: ``docs.seq`` grows with every write (AUTOINCREMENT, never
 reused, and a replaced document gets a new one), ``meta`` remembers up to which ``seq`` each key table is
 indexed, and the first read that needs a table (lookup, shared keys, crowded keys) computes the keys of
@@ -337,8 +337,8 @@ class LocalStore:
         if not signed:
             return []
         sigs = np.stack([np.frombuffer(sig, dtype=SIGNATURE_DTYPE) for _, sig in signed])
-        return [(k, doc_id) for (doc_id, _), keys in zip(signed, mh.lsh_keys_many(sigs, self.config.minhash_bands),
-                                                         strict=True) for k in keys]
+        keys_of = mh.lsh_keys_many(sigs, self.config.minhash_bands, self.config.minhash_rows)
+        return [(k, doc_id) for (doc_id, _), keys in zip(signed, keys_of, strict=True) for k in keys]
 
     def _old_keys(self, ids: list[str]) -> list[tuple[str, str]]:
         """(key, id) of every key row the stored documents ``ids`` have in either table."""

@@ -7,7 +7,8 @@ scripts (Latin, full-width forms, digits and decimals, kana, Hangul, Cyrillic, e
 texts with invisible and control characters, edge cases (empty, only punctuation, only stopwords), long
 texts (past the 65,536-character segmentation piece: segmented piece by piece)
 and synthetic strings that exercise Unicode normalisation. Every text gets the default FingerprintConfig;
-subsets also get a few other configs (char n-grams, 128 bits, tf_length, other layouts and MinHash sizes).
+subsets also get a few other configs (char n-grams, 128 bits, tf_length, other layouts and MinHash sizes, a
+config stored before ``minhash_rows`` existed).
 
 Output: gzip'd JSON lines. Line 1: ``{"configs": {name: config dict}, "stamp": ...}``; then one object per
 (text, config): ``id``, ``kind``, ``config``, ``text``, ``norm``, ``tokens`` (the raw segmentation; only for
@@ -54,13 +55,17 @@ ALT_CONFIGS: dict[str, dict[str, object]] = {
     "char3_len_128": {"tokenizer": "char", "shingle": 3, "weighting": "tf_length", "bits": 128, "hamming_k": 6},
     "jieba_len_simhash_multi": {"weighting": "tf_length", "strategy": "simhash", "hamming_k": 3, "band_blocks": 6,
                                 "dims": 64},
-    "jieba_minhash_nostop": {"strategy": "minhash", "stopwords": "none", "minhash_perm": 64, "minhash_bands": 16,
-                             "minhash_ngram": 3},
+    "jieba_minhash_nostop": {"strategy": "minhash", "stopwords": "none", "minhash_perm": 64, "minhash_bands": 12,
+                             "minhash_rows": 5, "minhash_ngram": 3},
     "jieba_probe_128": {"bits": 128, "hamming_k": 8, "band_blocks": 5, "band_key_blocks": 1, "probe_radius": 1,
                         "short_text_chars": 60},
     # The default stores no vector (schema 4); the pairs use this one so that their cosines are real.
     "default_knn": {"vector_index": "int8_flat"},
+    # Written before minhash_rows was a field: its header entry has no minhash_rows (read as 128 // 32 = 4).
+    "legacy_32x4": {"minhash_bands": 32},
 }
+#: Configs whose header entry leaves out minhash_rows, as a config stored before the field existed does.
+WITHOUT_ROWS = {"legacy_32x4"}
 ALT_EVERY = 40  # every 40th text also goes through each alternative config
 
 
@@ -266,7 +271,17 @@ def configs() -> dict[str, FingerprintConfig]:
     out = {"default": base}
     for name, changes in ALT_CONFIGS.items():
         out[name] = base.replace(tokenizer_version="", **changes) if "tokenizer" in changes else base.replace(**changes)
+        if name in WITHOUT_ROWS:  # read back as a stored config without the field is
+            out[name] = FingerprintConfig.from_dict(_header_entry(name, out[name]))
     return out
+
+
+def _header_entry(name: str, config: FingerprintConfig) -> dict[str, object]:
+    """The config dict the header holds for ``name``."""
+    d = config.to_dict()
+    if name in WITHOUT_ROWS:
+        d.pop("minhash_rows")
+    return d
 
 
 def stamp(n_texts: int) -> str:
@@ -302,7 +317,7 @@ def main() -> None:
             # ensure_ascii keeps lone surrogates writable (as \\udXXX escapes, which Jackson reads back as is).
             gz.write(json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
 
-        put({"configs": {k: c.to_dict() for k, c in cfgs.items()}, "stamp": st})
+        put({"configs": {k: _header_entry(k, c) for k, c in cfgs.items()}, "stamp": st})
         items = list(texts(args.texts))
         for i, (kind, text) in enumerate(items):
             put(record(fpers["default"], "default", i, kind, text))

@@ -171,7 +171,7 @@ def test_default_index_has_no_vector_and_knn_says_so(es_url, es_client, fresh_in
     path, docs, planted = corpus_file
     assert _ingest(es_url, fresh_index, path, tmp_path).exit_code == 0
     dedup = next(iter(_all_docs(es_client, fresh_index).values()))["dedup"]
-    assert "vector" not in dedup and len(dedup["lsh_keys"]) == 32 and all(isinstance(k, int) for k in dedup["lsh_keys"])
+    assert "vector" not in dedup and len(dedup["lsh_keys"]) == 16 and all(isinstance(k, int) for k in dedup["lsh_keys"])
     a, b = _detectable(docs, planted)[0]
     r = cli("similar", "--index", fresh_index, "--es", es_url, "--id", b, "--json")
     assert r.exit_code == 0 and a in [m["id"] for m in json.loads(r.stdout)["matches"]]

@@ -76,7 +76,11 @@ def test_replace_revalidates():
     ({"stopwords": "some"}, r"stopwords must be 'default', 'none' or 'file'"),
     ({"cosine_threshold": 0.0}, r"cosine_threshold must be in \(0, 1\]"),
     ({"strategy": "lsh"}, r"strategy must be one of auto, simhash, minhash"),
-    ({"minhash_perm": 100, "minhash_bands": 32}, r"minhash_perm \(100\) must be a multiple of minhash_bands \(32\)"),
+    ({"minhash_bands": 64}, r"minhash_bands \(64\) >= 1 and minhash_rows \(3\) >= 1 with minhash_bands \* "
+                            r"minhash_rows at most minhash_perm \(128\): lower minhash_bands or minhash_rows"),
+    ({"minhash_perm": 40}, r"minhash_bands \(16\).*minhash_rows \(3\).*minhash_perm \(40\)"),
+    ({"minhash_bands": 0}, r"minhash_bands \(0\) >= 1"),
+    ({"minhash_rows": 0}, r"minhash_rows \(0\) >= 1"),
     ({"minhash_ngram": 0}, r"minhash_ngram must be >= 1"),
     ({"schema": SCHEMA_VERSION + 1}, r"config schema .* is not supported .*upgrade esdedup"),
     ({"schema": SCHEMA_VERSION - 1}, r"not supported .*older esdedup.*ingest the documents .*again into a new index"),
@@ -84,6 +88,42 @@ def test_replace_revalidates():
 def test_validation_errors_are_config_errors_with_helpful_text(changes, message):
     with pytest.raises(ConfigError, match=message):
         FingerprintConfig(**changes)
+
+
+#: A config as an index's ``_meta`` (or the local store) holds it when written before ``minhash_rows`` existed.
+_STORED_BEFORE_ROWS = (
+    '{"band_blocks": 0, "band_key_blocks": 0, "bits": 64, "containment_threshold": 0.8, "cosine_threshold": 0.8, '
+    '"dims": 256, "hamming_k": 3, "idf_path": null, "idf_sha256": null, "jaccard_threshold": 0.5, '
+    '"minhash_bands": 32, "minhash_ngram": 2, "minhash_perm": 128, "probe_radius": 0, "schema": 4, "shingle": 0, '
+    '"short_text_chars": 200, "stopwords": "default", "stopwords_path": null, "stopwords_sha256": null, '
+    '"strategy": "auto", "synonyms_path": null, "synonyms_sha256": null, "t2s": false, "tokenizer": "jieba", '
+    '"tokenizer_version": "0.42.1", "user_dict_path": null, "user_dict_sha256": null, "vector_index": "auto", '
+    '"weighting": "tf"}')
+#: The LSH keys of `_POEM` under that config, computed by esdedup before ``minhash_rows`` existed.
+_POEM = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+_POEM_KEYS_32X4 = [
+    "674810912044", "1006281018634", "619217008113", "450778231333", "106680093860", "303555309540", "973738485409",
+    "653199392266", "507034028921", "815208760091", "563579777784", "208415918218", "787491760538", "1018509784560",
+    "634933388442", "929710413575", "510454954182", "258791111066", "992926227765", "319391616843", "470729042914",
+    "187496287305", "109609062535", "339607682384", "1029133884069", "828980764751", "494829649435", "548631267535",
+    "277082107364", "370713867586", "363303896611", "446740622201"]
+
+
+def test_a_stored_config_without_minhash_rows_keeps_its_lsh_keys():
+    """Schema 4 configs written before minhash_rows was a field read as perm // bands rows, so an existing
+    index's LSH keys stay the ones it holds (no schema change, no sentinel)."""
+    from esdedup.fingerprint import Fingerprinter
+
+    cfg = FingerprintConfig.from_json(_STORED_BEFORE_ROWS)
+    assert (cfg.minhash_bands, cfg.minhash_rows) == (32, 4)
+    assert Fingerprinter(cfg).fingerprint(_POEM).lsh == _POEM_KEYS_32X4
+    assert FingerprintConfig.from_json(cfg.to_json()) == cfg and json.loads(cfg.to_json())["minhash_rows"] == 4
+    assert FingerprintConfig.from_dict({"minhash_perm": 64, "minhash_bands": 16}).minhash_rows == 4
+    assert FingerprintConfig.from_dict({"minhash_bands": 16, "minhash_rows": 2}).minhash_rows == 2
+    default = FingerprintConfig.from_dict({})
+    assert (default.minhash_bands, default.minhash_rows) == (16, 3)
+    assert Fingerprinter(default).fingerprint(_POEM).lsh != _POEM_KEYS_32X4[:16]
+    assert not default.compatible_with(cfg) and default.differences(cfg)["minhash_rows"] == (3, 4)
 
 
 def test_config_error_is_a_value_error():

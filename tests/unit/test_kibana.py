@@ -156,7 +156,7 @@ def test_band_descriptions_name_the_right_bits(config: FingerprintConfig) -> Non
     if config.gets_signatures:
         label, text = descriptions[f"dedup.{LSH_KEYS}"]
         assert label == "MinHash LSH keys"
-        assert f"{config.minhash_bands} bands of {config.minhash_perm // config.minhash_bands} rows" in text
+        assert f"{config.minhash_bands} bands of {config.minhash_rows} rows" in text
 
 
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())

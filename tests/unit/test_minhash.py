@@ -54,8 +54,7 @@ def _brute_signature(hashes: list[int], n_perm: int) -> list[int]:
     return out
 
 
-def _brute_lsh_keys(sig: list[int], bands: int) -> list[str]:
-    rows = len(sig) // bands
+def _brute_lsh_keys(sig: list[int], bands: int, rows: int) -> list[str]:
     out = []
     for band in range(bands):
         h = _mix64(band)
@@ -75,7 +74,7 @@ def test_golden_signature_and_keys():
     sig = mh.signature(hashes, 128)
     assert sig.dtype == np.uint32 and sig.shape == (128,)
     assert sig[:8].tolist() == GOLDEN_PREFIX == [v & 0xFFFF for v in GOLDEN_MINIMA]
-    assert mh.lsh_keys(sig, 32)[:2] == GOLDEN_KEYS
+    assert mh.lsh_keys(sig, 32, 4)[:2] == GOLDEN_KEYS
 
 
 def test_signature_matches_the_documented_formula():
@@ -84,7 +83,8 @@ def test_signature_matches_the_documented_formula():
         assert hashes.tolist() == sorted({_brute_shingle_hash(x) for x in shingles})
         assert mh.signature(hashes, 64).tolist() == _brute_signature(hashes.tolist(), 64)
         sig = mh.signature(hashes, 128)
-        assert mh.lsh_keys(sig, 32) == _brute_lsh_keys(sig.tolist(), 32)
+        for bands, rows in ((32, 4), (16, 3), (5, 7), (1, 128)):
+            assert mh.lsh_keys(sig, bands, rows) == _brute_lsh_keys(sig.tolist(), bands, rows)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
@@ -105,7 +105,7 @@ _CHILD = f"""
 from esdedup import minhash as mh
 from esdedup.features import char_shingles
 sig = mh.signature(mh.shingle_hashes(char_shingles({TEXT!r}, 2)), 128)
-print(",".join(map(str, sig[:8].tolist())), mh.lsh_keys(sig, 32)[0], hash("x"))
+print(",".join(map(str, sig[:8].tolist())), mh.lsh_keys(sig, 32, 4)[0], hash("x"))
 """
 
 
@@ -174,24 +174,59 @@ def test_shingle_hashes_sorted_unique():
 
 def test_lsh_keys_shape_and_sensitivity():
     sig = _sig(char_shingles(TEXT, 2))
-    keys = mh.lsh_keys(sig, 32)
+    keys = mh.lsh_keys(sig, 32, 4)
     assert len(keys) == 32 and len(set(keys)) == 32
     assert all(k == str(int(k)) and 0 <= int(k) < 2**40 for k in keys)  # exact as JSON / JavaScript numbers
     other = sig.copy()
     other[5] ^= 1  # row 5 is in band 1 (4 rows per band)
-    changed = [i for i, (x, y) in enumerate(zip(keys, mh.lsh_keys(other, 32), strict=True)) if x != y]
+    changed = [i for i, (x, y) in enumerate(zip(keys, mh.lsh_keys(other, 32, 4), strict=True)) if x != y]
     assert changed == [1]
+    # 16 bands of 3 rows read values 0..47: value 5 is in band 1, value 48 and later in none.
+    keys = mh.lsh_keys(sig, 16, 3)
+    assert len(keys) == 16 and [i for i, (x, y) in enumerate(zip(keys, mh.lsh_keys(other, 16, 3), strict=True))
+                                if x != y] == [1]
+    past = sig.copy()
+    past[48:] ^= 1
+    assert mh.lsh_keys(past, 16, 3) == keys
+
+
+@pytest.mark.parametrize(("bands", "rows"), [(0, 4), (4, 0), (33, 4), (16, 9)])
+def test_lsh_keys_refuse_bands_the_signature_cannot_fill(bands, rows):
+    with pytest.raises(ValueError, match="signature values, the signatures have 128"):
+        mh.lsh_keys(_sig(["ab", "bc"]), bands, rows)
 
 
 def test_collision_probability_formula():
     # 32 bands of 4 rows, s = 0.5: 1 - (1 - 0.5^4)^32 = 1 - 0.9375^32
     assert mh.collision_probability(0.5, 32, 4) == pytest.approx(1 - 0.9375**32)
     assert mh.collision_probability(0.5, 32, 4) == pytest.approx(0.87321, abs=1e-5)
+    assert mh.collision_probability(0.5, 16, 3) == pytest.approx(0.88193, abs=1e-5)
     assert mh.collision_probability(0.0, 32, 4) == 0.0
     assert mh.collision_probability(1.0, 32, 4) == 1.0
     assert mh.collision_probability(0.8, 1, 1) == pytest.approx(0.8)
     ps = [mh.collision_probability(s / 10, 32, 4) for s in range(11)]
     assert ps == sorted(ps)
+
+
+def test_the_default_lsh_layout_finds_pairs_at_the_jaccard_threshold():
+    """Guards the default bands x rows: a pair at the default jaccard_threshold (0.5) shares a band with
+    probability >= 0.85 (16 x 3: 1 - 0.875^16 = 0.882; 32 x 4 gave 0.873)."""
+    from esdedup import FingerprintConfig
+
+    cfg = FingerprintConfig()
+    assert (cfg.minhash_bands, cfg.minhash_rows) == (16, 3)
+    p = mh.collision_probability(cfg.jaccard_threshold, cfg.minhash_bands, cfg.minhash_rows)
+    assert p == pytest.approx(1 - 0.875**16) and p >= 0.85
+
+
+def test_texts_with_jaccard_near_0_9_share_a_band_under_16_by_3():
+    base = "近似重复检测：同一篇新闻被多家网站转载，标题略有改动，正文几乎相同，需要在入库时识别出来并归为一类。"
+    edited = base.replace("几乎", "几近", 1)  # one character: 2 of 44 bigrams change
+    a, b = set(char_shingles(base, 2)), set(char_shingles(edited, 2))
+    assert 0.85 <= len(a & b) / len(a | b) <= 0.95
+    ka, kb = mh.lsh_keys(_sig(a), 16, 3), mh.lsh_keys(_sig(b), 16, 3)
+    assert sum(x == y for x, y in zip(ka, kb, strict=True)) >= 1
+    assert ka != kb  # the edit moved some band: the test sees the signatures, not one text twice
 
 
 def test_collision_probability_matches_band_sharing():
@@ -201,7 +236,7 @@ def test_collision_probability_matches_band_sharing():
     for k in range(pairs):
         a = {f"c{k}-{i}" for i in range(60)}
         b = {f"c{k}-{i}" for i in range(20, 80)}  # 40 / 80 = 0.5
-        ka, kb = mh.lsh_keys(_sig(a), 32), mh.lsh_keys(_sig(b), 32)
+        ka, kb = mh.lsh_keys(_sig(a), 32, 4), mh.lsh_keys(_sig(b), 32, 4)
         shared += any(x == y for x, y in zip(ka, kb, strict=True))
     assert abs(shared / pairs - mh.collision_probability(0.5, 32, 4)) < 0.12
 
@@ -224,4 +259,4 @@ def test_fingerprinter_batch_equals_one_text_at_a_time(monkeypatch, chunk):
         hashes = mh.shingle_hashes(grams)
         assert fp.shingles == len(hashes)
         assert fp.minhash.tolist() == mh.signature(hashes, 128).tolist()
-        assert fp.lsh == mh.lsh_keys(fp.minhash, 32)
+        assert fp.lsh == mh.lsh_keys(fp.minhash, 16, 3)

@@ -247,13 +247,15 @@ def test_lsh_pair_indices_equal_brute_force():
 
     rng = np.random.default_rng(3)
     sigs = rng.integers(0, 3, size=(120, 16), dtype=np.uint32)  # few values: many collisions
-    left, right = lsh_pair_indices(sigs, 8)
-    want = {(i, j) for i, j in itertools.combinations(range(120), 2)
-            if any((sigs[i, 2 * b:2 * b + 2] == sigs[j, 2 * b:2 * b + 2]).all() for b in range(8))}
-    got = list(zip(left.tolist(), right.tolist(), strict=True))
-    assert got == sorted(want)
+    for bands, rows in ((8, 2), (5, 3)):  # 5 x 3 leaves the last value out of every band
+        left, right = lsh_pair_indices(sigs, bands, rows)
+        want = {(i, j) for i, j in itertools.combinations(range(120), 2)
+                if any((sigs[i, rows * b:rows * (b + 1)] == sigs[j, rows * b:rows * (b + 1)]).all()
+                       for b in range(bands))}
+        got = list(zip(left.tolist(), right.tolist(), strict=True))
+        assert got == sorted(want)
     crowded = np.zeros((30, 4), dtype=np.uint32)
-    left, right = lsh_pair_indices(crowded, 1, max_bucket=5)
+    left, right = lsh_pair_indices(crowded, 1, 4, max_bucket=5)
     assert set(zip(left.tolist(), right.tolist(), strict=True)) == set(itertools.combinations(range(5), 2))
 
 

@@ -9,6 +9,7 @@ import org.elasticsearch.ingest.Processor;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -135,5 +136,36 @@ class FingerprintProcessorTest {
             assertTrue(e.getMessage().contains(expected), expected + " not in: " + e.getMessage());
         });
         assertThrows(ElasticsearchParseException.class, () -> create(Map.of("field", "text")));
+    }
+
+    /** Today's LSH keys of {@link #POEM} under 32 bands of 4 rows (computed by Python before minhash_rows existed). */
+    private static final long[] POEM_KEYS_32X4 = {674810912044L, 1006281018634L, 619217008113L, 450778231333L,
+        106680093860L, 303555309540L, 973738485409L, 653199392266L, 507034028921L, 815208760091L, 563579777784L,
+        208415918218L, 787491760538L, 1018509784560L, 634933388442L, 929710413575L, 510454954182L, 258791111066L,
+        992926227765L, 319391616843L, 470729042914L, 187496287305L, 109609062535L, 339607682384L, 1029133884069L,
+        828980764751L, 494829649435L, 548631267535L, 277082107364L, 370713867586L, 363303896611L, 446740622201L};
+    private static final String POEM = "床前明月光，疑是地上霜。举头望明月，低头思故乡。";
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void aConfigWithoutMinhashRowsKeepsTheLayoutItWasWrittenWith() throws Exception {
+        Map<String, Object> legacy = config("minhash_bands", 32);
+        legacy.remove("minhash_rows");
+        List<Number> keys = create(Map.of("config", legacy)).execute(doc(Map.of("text", POEM)))
+            .getFieldValue("dedup.lsh_keys", List.class);
+        assertEquals(Arrays.stream(POEM_KEYS_32X4).boxed().toList(), keys.stream().map(Number::longValue).toList());
+        List<Number> now = create(Map.of("config", defaultConfig)).execute(doc(Map.of("text", POEM)))
+            .getFieldValue("dedup.lsh_keys", List.class);
+        assertEquals(16, now.size()); // the default: 16 bands of 3 rows
+    }
+
+    @Test
+    void refusesLshBandsThatNeedMoreValuesThanTheSignatureHas() {
+        ElasticsearchParseException e = assertThrows(ElasticsearchParseException.class,
+            () -> create(Map.of("config", config("minhash_bands", 64))));
+        assertTrue(e.getMessage().contains("minhash_bands (64) >= 1 and minhash_rows (3) >= 1 with minhash_bands * "
+            + "minhash_rows at most minhash_perm (128)"), e.getMessage());
+        e = assertThrows(ElasticsearchParseException.class, () -> create(Map.of("config", config("minhash_rows", 0))));
+        assertTrue(e.getMessage().contains("minhash_rows (0)"), e.getMessage());
     }
 }

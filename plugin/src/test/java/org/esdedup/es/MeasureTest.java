@@ -47,7 +47,7 @@ class MeasureTest {
         String text = "今天天气很好，我们去公园散步，然后一起吃午饭。";
         Map<String, Object> stored = DedupFields.source(plain.fingerprint(text), plain.config());
         assertFalse(stored.containsKey(DedupFields.VECTOR));
-        assertTrue(stored.get(DedupFields.LSH_KEYS) instanceof java.util.List<?> keys && keys.size() == 32);
+        assertTrue(stored.get(DedupFields.LSH_KEYS) instanceof java.util.List<?> keys && keys.size() == 16);
         DedupDoc same = DedupFields.read(stored);
         Measure.Query q = query(text);
         assertEquals(1.0, Measure.JACCARD.score(q, same));

@@ -31,6 +31,8 @@ public final class FingerprintConfig {
     public final int shortTextChars;
     public final int minhashPerm;
     public final int minhashBands;
+    /** Signature values per LSH band: the bands hash values [0, minhashBands * minhashRows). */
+    public final int minhashRows;
     public final int minhashNgram;
     public final double cosineThreshold;
     public final double jaccardThreshold;
@@ -45,7 +47,8 @@ public final class FingerprintConfig {
             {"bits", 64}, {"hamming_k", 3}, {"band_blocks", 0}, {"band_key_blocks", 0}, {"probe_radius", 0},
             {"tokenizer", "jieba"}, {"tokenizer_version", ""}, {"shingle", 0}, {"weighting", "tf"}, {"dims", 256},
             {"t2s", false}, {"stopwords", "default"}, {"cosine_threshold", 0.8}, {"strategy", "auto"},
-            {"short_text_chars", 200}, {"minhash_perm", 128}, {"minhash_bands", 32}, {"minhash_ngram", 2},
+            {"short_text_chars", 200}, {"minhash_perm", 128}, {"minhash_bands", 16}, {"minhash_rows", 3},
+            {"minhash_ngram", 2},
             {"vector_index", "auto"}, {"jaccard_threshold", 0.5}, {"containment_threshold", 0.8},
             {"synonyms_path", null}, {"synonyms_sha256", null}, {"user_dict_path", null}, {"user_dict_sha256", null},
             {"stopwords_path", null}, {"stopwords_sha256", null}, {"idf_path", null}, {"idf_sha256", null},
@@ -90,6 +93,7 @@ public final class FingerprintConfig {
         shortTextChars = r.integer("short_text_chars");
         minhashPerm = r.integer("minhash_perm");
         minhashBands = r.integer("minhash_bands");
+        minhashRows = legacyRows(r) ? Math.max(minhashPerm / Math.max(minhashBands, 1), 1) : r.integer("minhash_rows");
         minhashNgram = r.integer("minhash_ngram");
         cosineThreshold = r.number("cosine_threshold");
         jaccardThreshold = r.number("jaccard_threshold");
@@ -99,6 +103,15 @@ public final class FingerprintConfig {
         validate();
         check(List.of("auto", "int8_flat", "flat", "int8_hnsw", "hnsw", "none").contains(vectorIndex),
             "vector_index must be one of auto, int8_flat, flat, int8_hnsw, hnsw, none");
+    }
+
+    /**
+     * Whether the config was written before minhash_rows was a field (schema 4 has both forms): it names
+     * minhash_bands but not minhash_rows, and its bands took all the signature values, perm / bands each (as
+     * Python's {@code FingerprintConfig.from_dict} reads it).
+     */
+    private static boolean legacyRows(Reader r) {
+        return r.given.containsKey("minhash_bands") && r.given.containsKey("minhash_rows") == false;
     }
 
     /**
@@ -149,8 +162,9 @@ public final class FingerprintConfig {
         check(dims >= 8 && dims <= 4096, "dims must be between 8 and 4096, got " + dims);
         check(List.of("default", "none").contains(stopwords), "stopwords must be 'default', 'none' or 'file'");
         check(List.of("auto", "simhash", "minhash").contains(strategy), "strategy must be auto, simhash or minhash");
-        check(minhashBands >= 1 && minhashPerm % minhashBands == 0,
-            "minhash_perm (" + minhashPerm + ") must be a multiple of minhash_bands (" + minhashBands + ")");
+        check(minhashBands >= 1 && minhashRows >= 1 && (long) minhashBands * minhashRows <= minhashPerm,
+            "the LSH bands need minhash_bands (" + minhashBands + ") >= 1 and minhash_rows (" + minhashRows + ") >= 1 "
+                + "with minhash_bands * minhash_rows at most minhash_perm (" + minhashPerm + ")");
         check(minhashNgram >= 1, "minhash_ngram must be >= 1, got " + minhashNgram);
         check(cosineThreshold > 0 && cosineThreshold <= 1, "cosine_threshold must be in (0, 1]");
         check(jaccardThreshold > 0 && jaccardThreshold <= 1, "jaccard_threshold must be in (0, 1]");
@@ -215,8 +229,10 @@ public final class FingerprintConfig {
     /** Typed access to the config map, defaults filled in. */
     private static final class Reader {
         final Map<String, Object> map;
+        final Map<String, Object> given;
 
         Reader(Map<String, Object> given) {
+            this.given = given;
             map = new LinkedHashMap<>(DEFAULTS);
             map.putAll(given);
         }

@@ -93,7 +93,7 @@ public final class Fingerprinter {
             long[] hashes = shingleHashes(norm);
             if (hashes.length > 0) {
                 sig = MinHash.signature(hashes, permutations);
-                lsh = MinHash.lshKeys(sig, config.minhashBands);
+                lsh = MinHash.lshKeys(sig, config.minhashBands, config.minhashRows);
                 shingles = hashes.length;
             }
         }

@@ -82,9 +82,15 @@ public final class MinHash {
         return sig;
     }
 
-    /** The LSH key of each band: the top 40 bits of its hash, a non-negative long. */
-    public static long[] lshKeys(int[] sig, int bands) {
-        int rows = sig.length / bands;
+    /**
+     * The LSH key of each band: the top 40 bits of its hash, a non-negative long. Band i hashes the signature
+     * values [i * rows, (i + 1) * rows); values past bands * rows are in no band.
+     */
+    public static long[] lshKeys(int[] sig, int bands, int rows) {
+        if (bands < 1 || rows < 1 || (long) bands * rows > sig.length) {
+            throw new IllegalArgumentException(bands + " bands of " + rows + " rows need " + (long) bands * rows
+                + " signature values, the signature has " + sig.length);
+        }
         long[] keys = new long[bands];
         for (int band = 0; band < bands; band++) {
             long h = mix64(band);
