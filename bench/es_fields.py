@@ -83,18 +83,29 @@ def _first_lsh_keys(n: int) -> Step:
     return Step(doc=lambda d: {**d, LSH_KEYS: d[LSH_KEYS][:n]} if LSH_KEYS in d else d)
 
 
+def _source_excludes(*names: str) -> Step:
+    """Dedup fields indexed as before but not kept in ``_source`` (they follow from the stored signature).
+    A partial update of such a document through ``_source`` would drop them: a probe of the cost only."""
+    def mapping(m: Mapping) -> None:
+        m["_source"] = {"excludes": [f"dedup.{name}" for name in names]}
+    return Step(mapping)
+
+
 _NOT_SIGNATURE = ("minhash", "shingles")
 
 #: name -> (what it is, config overrides, changes to that config's layout); None is the plain index.
 VARIANTS: dict[str, tuple[str, dict[str, Any], list[Step]] | None] = {
     "plain": None,
-    "esdedup": ("esdedup's documents, default config (schema 4)", {}, []),
+    "esdedup": ("esdedup's documents, default config (16 LSH bands of 3 rows)", {}, []),
+    "32x4": ("... 32 LSH bands of 4 rows (the default before)", {"minhash_bands": 32, "minhash_rows": 4}, []),
+    "20x3": ("... 20 LSH bands of 3 rows", {"minhash_bands": 20, "minhash_rows": 3}, []),
     "knn": ("... with the vector for kNN (`vector_index` int8_flat)", {"vector_index": "int8_flat"}, []),
     "lsh-no-dv": ("... `lsh_keys` without doc values", {}, [_lsh_keys_as({"type": "long", "doc_values": False})]),
+    "lsh-not-in-source": ("... `lsh_keys` indexed but left out of `_source` (`_source.excludes`)", {},
+                          [_source_excludes(LSH_KEYS)]),
     "lsh-keyword": ("... `lsh_keys` as a keyword field (the same keys as strings)", {},
                     [_lsh_keys_as({"type": "keyword"}, str)]),
-    "16-keys": ("... 16 LSH keys a document instead of 32", {}, [_first_lsh_keys(16)]),
-    "8-keys": ("... 8 LSH keys a document instead of 32", {}, [_first_lsh_keys(8)]),
+    "8-keys": ("... 8 LSH keys a document instead of 16", {}, [_first_lsh_keys(8)]),
     "no-lsh": ("... without the LSH keys", {}, [_without(LSH_KEYS)]),
     "simhash": ("strategy simhash: SimHash bands + vector, no MinHash, no LSH", {"strategy": "simhash"}, []),
     "bands-only": ("SimHash bands, no vector, no MinHash, no LSH", {}, [_without(LSH_KEYS, *_NOT_SIGNATURE)]),
