@@ -75,7 +75,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     through the pipeline) write the same index; idempotent (a second run labels nothing). Documents written
     after the run started are left to the next run.
 
-    >>> # label_new(open_store("news", connection=...)).labelled   # doctest: +SKIP
+    >>> label_new(open_store("news", connection=...)).labelled  # doctest: +SKIP
 
     Raises ConfigError (not an Elasticsearch store, bad thresholds), IndexNotFound, StoreError (the server
     failed; what was labelled stays labelled, a new run continues).

@@ -1,0 +1,18 @@
+"""The examples in the library's docstrings run and print what they show (they are documentation too)."""
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import esdedup
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(esdedup.__path__, "esdedup.") if m.name != "esdedup.__main__")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples of {name} failed"
