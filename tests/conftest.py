@@ -23,6 +23,7 @@ Set ``ESDEDUP_TEST_KEEP_ES_LOGS=1`` to keep the local nodes' logs after the sess
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import uuid
@@ -33,9 +34,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 try:  # `python -m pytest` from the repo root: tests/ is importable as a (namespace) package
-    from tests.es_node import ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster
+    from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster
 except ImportError:  # plain `pytest`: pytest puts tests/ itself on sys.path (rootdir conftest)
-    from es_node import ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster  # type: ignore[no-redef]
+    from es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -66,15 +67,47 @@ _ES_FIXTURES = {"es_url", "es_client", "fresh_index"}
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests using the ES fixtures get the ``es`` marker (and ``cluster3``) even if not decorated,
-    so ``-m "not es"`` reliably deselects everything that needs a node."""
+    so ``-m "not es"`` reliably deselects everything that needs a node. Then the modules without an ``es`` test
+    run first: the nodes start in the background meanwhile (pytest_collection_finish)."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & _ES_FIXTURES or "cluster3" in names:
             item.add_marker(pytest.mark.es)
         if "cluster3" in names:
             item.add_marker(pytest.mark.cluster3)
+    with_es = {item.path for item in items if item.get_closest_marker("es")}
+    items.sort(key=lambda item: item.path in with_es)  # stable: each group keeps its order, a module stays whole
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the nodes the selected tests need now, in the background, in the order the tests first need them
+    (tests/es_node.py, EarlyStarts): each start-up overlaps the tests that run before its node is used."""
+    if session.config.option.collectonly:
+        return
+    dedicated = EARLY_STARTS.registered() - {"es_url"}
+    order: list[str] = []
+    for item in session.items:
+        names = [n for n in getattr(item, "fixturenames", ()) if n in dedicated]
+        # an `es` test asking for no node fixture of its own gets the session node (the contract tests ask for
+        # it with getfixturevalue, invisible here)
+        if "es_url" in getattr(item, "fixturenames", ()) or (item.get_closest_marker("es") and not names):
+            names.insert(0, "es_url")
+        order += names
+    EARLY_STARTS.begin(order if _session_node_is_local() else [n for n in order if n != "es_url"])
+
+
+def pytest_sessionfinish() -> None:
+    EARLY_STARTS.close()
+
+
+def _session_node_is_local() -> bool:
+    if os.environ.get("ESDEDUP_TEST_ES_URL", "").strip():
+        return False
+    backend = os.environ.get("ESDEDUP_TEST_ES_BACKEND", "auto").lower()
+    return backend == "local" or (backend == "auto" and not _docker_available())
+
+
+@functools.cache
 def _docker_available(timeout: float = 2.0) -> bool:
     try:
         import docker
@@ -136,11 +169,11 @@ def es_url() -> Iterator[str]:
             container.stop()
         return
 
-    cluster = _start_local(1, "test node")
+    cluster = EARLY_STARTS.take("es_url")
     try:
         yield cluster.url
     finally:
-        cluster.stop(purge=not _keep_logs())
+        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
 
 
 @pytest.fixture(scope="session")
@@ -170,6 +203,10 @@ def fresh_index(es_client: Elasticsearch) -> Iterator[str]:
     name = f"esdedup-test-{uuid.uuid4().hex[:12]}"
     yield name
     es_client.options(ignore_status=404).indices.delete(index=name)
+
+
+EARLY_STARTS.register("es_url", lambda: _start_local(1, "test node"))
+EARLY_STARTS.register("_cluster3_session", lambda: _start_local(3, "3-node cluster"))
 
 
 @dataclass
@@ -204,13 +241,13 @@ class Cluster3:
 
 @pytest.fixture(scope="session")
 def _cluster3_session() -> Iterator[Cluster3]:
-    cluster = _start_local(3, "3-node cluster")
+    cluster = EARLY_STARTS.take("_cluster3_session")
     client = cluster.client(max_retries=3, retry_on_timeout=True)
     try:
         yield Cluster3(cluster=cluster, client=client, urls=list(cluster.urls))
     finally:
         client.close()
-        cluster.stop(purge=not _keep_logs())
+        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
 
 
 @pytest.fixture
