@@ -10,7 +10,9 @@ Where ``es_url`` / ``es_client`` come from, first match wins:
    ``scripts/es-local`` (see tests/es_node.py) on free ports with a unique cluster name, stopped
    at the end of the session.
 
-The nodes start lazily, only when a test requests one of these fixtures. They never skip: when a
+The nodes start only when a selected test needs them, but early: once collection is done, in a background
+thread, one after another in the order the tests first need them (tests/es_node.py, EarlyStarts; the test
+modules' own node fixtures too), while the modules without an ``es`` test run first. They never skip: when a
 node cannot be started the requesting tests error out with the node's log tail.
 
 ``cluster3`` always uses a 3-node local cluster (it kills and restarts nodes).
