@@ -102,6 +102,14 @@ def pytest_sessionfinish() -> None:
     EARLY_STARTS.close()
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How long each node fixture's start took and how long its tests waited for it (the rest overlapped)."""
+    if EARLY_STARTS.timings:
+        terminalreporter.write_line("node start-ups: " + ", ".join(
+            f"{name} {started:.0f} s (waited {waited:.0f} s)"
+            for name, (started, waited) in EARLY_STARTS.timings.items()))
+
+
 def _session_node_is_local() -> bool:
     if os.environ.get("ESDEDUP_TEST_ES_URL", "").strip():
         return False

@@ -30,6 +30,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -325,6 +326,9 @@ class EarlyStarts:
         self._closing = False
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
+        #: per node fixture taken: (seconds its start took, seconds the fixture waited for it)
+        self.timings: dict[str, tuple[float, float]] = {}
+        self._start_seconds: dict[str, float] = {}
 
     def register(self, name: str, start: Callable[[], LocalCluster]) -> None:
         self._starts[name] = start
@@ -343,6 +347,7 @@ class EarlyStarts:
             result = self._results.setdefault(name, Future())
             mine = name not in self._claimed
             self._claimed.add(name)
+        t0 = time.monotonic()
         if mine:
             self._run_start(name, result, background=False)
         try:
@@ -351,6 +356,7 @@ class EarlyStarts:
             with self._cond:
                 self._untaken.discard(name)
                 self._cond.notify_all()
+                self.timings[name] = (self._start_seconds.get(name, 0.0), time.monotonic() - t0)
 
     def stop_later(self, cluster: LocalCluster, purge: bool = True) -> None:
         self._spawn(cluster.stop, purge)
@@ -384,11 +390,14 @@ class EarlyStarts:
             self._run_start(name, result, background=True)
 
     def _run_start(self, name: str, result: Future[LocalCluster], background: bool) -> None:
+        t0 = time.monotonic()
         try:
             cluster = self._starts[name]()
         except BaseException as exc:  # pytest.fail's Failed too: take() raises it again in the fixture
             result.set_exception(exc)
             return
+        finally:
+            self._start_seconds[name] = time.monotonic() - t0
         with self._cond:
             if background:
                 self._untaken.add(name)
