@@ -10,7 +10,9 @@ Where ``es_url`` / ``es_client`` come from, first match wins:
    ``scripts/es-local`` (see tests/es_node.py) on free ports with a unique cluster name, stopped
    at the end of the session.
 
-The nodes start lazily, only when a test requests one of these fixtures. They never skip: when a
+The nodes start only when a selected test needs them, but early: once collection is done, in a background
+thread, one after another in the order the tests first need them (tests/es_node.py, EarlyStarts; the test
+modules' own node fixtures too), while the modules without an ``es`` test run first. They never skip: when a
 node cannot be started the requesting tests error out with the node's log tail.
 
 ``cluster3`` always uses a 3-node local cluster (it kills and restarts nodes).
@@ -23,6 +25,7 @@ Set ``ESDEDUP_TEST_KEEP_ES_LOGS=1`` to keep the local nodes' logs after the sess
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import uuid
@@ -33,9 +36,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 try:  # `python -m pytest` from the repo root: tests/ is importable as a (namespace) package
-    from tests.es_node import ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster
+    from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster
 except ImportError:  # plain `pytest`: pytest puts tests/ itself on sys.path (rootdir conftest)
-    from es_node import ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster  # type: ignore[no-redef]
+    from es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -66,15 +69,55 @@ _ES_FIXTURES = {"es_url", "es_client", "fresh_index"}
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests using the ES fixtures get the ``es`` marker (and ``cluster3``) even if not decorated,
-    so ``-m "not es"`` reliably deselects everything that needs a node."""
+    so ``-m "not es"`` reliably deselects everything that needs a node. Then the modules without an ``es`` test
+    run first: the nodes start in the background meanwhile (pytest_collection_finish)."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & _ES_FIXTURES or "cluster3" in names:
             item.add_marker(pytest.mark.es)
         if "cluster3" in names:
             item.add_marker(pytest.mark.cluster3)
+    with_es = {item.path for item in items if item.get_closest_marker("es")}
+    items.sort(key=lambda item: item.path in with_es)  # stable: each group keeps its order, a module stays whole
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the nodes the selected tests need now, in the background, in the order the tests first need them
+    (tests/es_node.py, EarlyStarts): each start-up overlaps the tests that run before its node is used."""
+    if session.config.option.collectonly:
+        return
+    dedicated = EARLY_STARTS.registered() - {"es_url"}
+    order: list[str] = []
+    for item in session.items:
+        names = [n for n in getattr(item, "fixturenames", ()) if n in dedicated]
+        # an `es` test asking for no node fixture of its own gets the session node (the contract tests ask for
+        # it with getfixturevalue, invisible here)
+        if "es_url" in getattr(item, "fixturenames", ()) or (item.get_closest_marker("es") and not names):
+            names.insert(0, "es_url")
+        order += names
+    EARLY_STARTS.begin(order if _session_node_is_local() else [n for n in order if n != "es_url"])
+
+
+def pytest_sessionfinish() -> None:
+    EARLY_STARTS.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How long each node fixture's start took and how long its tests waited for it (the rest overlapped)."""
+    if EARLY_STARTS.timings:
+        terminalreporter.write_line("node start-ups: " + ", ".join(
+            f"{name} {started:.0f} s (waited {waited:.0f} s)"
+            for name, (started, waited) in EARLY_STARTS.timings.items()))
+
+
+def _session_node_is_local() -> bool:
+    if os.environ.get("ESDEDUP_TEST_ES_URL", "").strip():
+        return False
+    backend = os.environ.get("ESDEDUP_TEST_ES_BACKEND", "auto").lower()
+    return backend == "local" or (backend == "auto" and not _docker_available())
+
+
+@functools.cache
 def _docker_available(timeout: float = 2.0) -> bool:
     try:
         import docker
@@ -136,11 +179,11 @@ def es_url() -> Iterator[str]:
             container.stop()
         return
 
-    cluster = _start_local(1, "test node")
+    cluster = EARLY_STARTS.take("es_url")
     try:
         yield cluster.url
     finally:
-        cluster.stop(purge=not _keep_logs())
+        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
 
 
 @pytest.fixture(scope="session")
@@ -170,6 +213,10 @@ def fresh_index(es_client: Elasticsearch) -> Iterator[str]:
     name = f"esdedup-test-{uuid.uuid4().hex[:12]}"
     yield name
     es_client.options(ignore_status=404).indices.delete(index=name)
+
+
+EARLY_STARTS.register("es_url", lambda: _start_local(1, "test node"))
+EARLY_STARTS.register("_cluster3_session", lambda: _start_local(3, "3-node cluster"))
 
 
 @dataclass
@@ -204,13 +251,13 @@ class Cluster3:
 
 @pytest.fixture(scope="session")
 def _cluster3_session() -> Iterator[Cluster3]:
-    cluster = _start_local(3, "3-node cluster")
+    cluster = EARLY_STARTS.take("_cluster3_session")
     client = cluster.client(max_retries=3, retry_on_timeout=True)
     try:
         yield Cluster3(cluster=cluster, client=client, urls=list(cluster.urls))
     finally:
         client.close()
-        cluster.stop(purge=not _keep_logs())
+        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
 
 
 @pytest.fixture

@@ -29,7 +29,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
+import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +301,108 @@ class LocalCluster:
 
     def __repr__(self) -> str:
         return f"LocalCluster(name={self.name!r}, nodes={self.nodes}, urls={self.urls!r})"
+
+
+
+class EarlyStarts:
+    """Nodes the selected tests will need, started in a background thread as soon as collection knows which
+    (``begin``), so that their start-ups (25-55 s each on 2 cores) overlap the tests that run before them.
+
+    A node fixture registers how its node is made (``register(fixture_name, start)``: ``start`` returns a started
+    LocalCluster, or raises as the fixture would) and takes it with ``take(fixture_name)``: that waits for the
+    background start, or starts the node itself when the background thread has not begun it yet, and raises what the
+    start raised. The node then belongs to the fixture, which stops it (``stop_later`` stops it in the background;
+    ``close``, at the end of the session, waits for those stops and stops the nodes started but never taken).
+
+    One background start at a time, in order of first use, and at most ``ahead`` nodes started and not taken yet:
+    all the nodes of a full run would not fit in memory at once beside a second test pass."""
+
+    def __init__(self, ahead: int = 2) -> None:
+        self.ahead = ahead
+        self._starts: dict[str, Callable[[], LocalCluster]] = {}
+        self._results: dict[str, Future[LocalCluster]] = {}
+        self._claimed: set[str] = set()  # starts begun (by the background thread or by take)
+        self._untaken: set[str] = set()  # started in the background, not taken yet
+        self._closing = False
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        #: per node fixture taken: (seconds its start took, seconds the fixture waited for it)
+        self.timings: dict[str, tuple[float, float]] = {}
+        self._start_seconds: dict[str, float] = {}
+
+    def register(self, name: str, start: Callable[[], LocalCluster]) -> None:
+        self._starts[name] = start
+
+    def registered(self) -> set[str]:
+        return set(self._starts)
+
+    def begin(self, names: list[str]) -> None:
+        """Start the registered nodes among ``names`` (in that order) in a background thread."""
+        planned = [n for n in dict.fromkeys(names) if n in self._starts]
+        if planned:
+            self._spawn(self._start_in_order, planned)
+
+    def take(self, name: str) -> LocalCluster:
+        with self._cond:
+            result = self._results.setdefault(name, Future())
+            mine = name not in self._claimed
+            self._claimed.add(name)
+        t0 = time.monotonic()
+        if mine:
+            self._run_start(name, result, background=False)
+        try:
+            return result.result()
+        finally:
+            with self._cond:
+                self._untaken.discard(name)
+                self._cond.notify_all()
+                self.timings[name] = (self._start_seconds.get(name, 0.0), time.monotonic() - t0)
+
+    def stop_later(self, cluster: LocalCluster, purge: bool = True) -> None:
+        self._spawn(cluster.stop, purge)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join()  # a start under way ends first: its nodes would outlive a process that has exited
+        for name in sorted(self._untaken):
+            self._results[name].result().stop()
+        self._untaken.clear()
+        self._threads.clear()
+
+    def _spawn(self, target: Callable[..., object], *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"es-node-{target.__name__}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _start_in_order(self, names: list[str]) -> None:
+        for name in names:
+            with self._cond:
+                self._cond.wait_for(lambda: self._closing or len(self._untaken) < self.ahead)
+                if self._closing:
+                    return
+                if name in self._claimed:
+                    continue
+                self._claimed.add(name)
+                result = self._results.setdefault(name, Future())
+            self._run_start(name, result, background=True)
+
+    def _run_start(self, name: str, result: Future[LocalCluster], background: bool) -> None:
+        t0 = time.monotonic()
+        try:
+            cluster = self._starts[name]()
+        except BaseException as exc:  # pytest.fail's Failed too: take() raises it again in the fixture
+            result.set_exception(exc)
+            return
+        finally:
+            self._start_seconds[name] = time.monotonic() - t0
+        with self._cond:
+            if background:
+                self._untaken.add(name)
+            result.set_result(cluster)
+
+
+#: The node fixtures' early starts (tests/conftest.py begins them once collection is done).
+EARLY_STARTS = EarlyStarts()

@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("path")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--on-duplicate", default="label")
-    ap.add_argument("--start-at", type=float, default=0.0)
+    ap.add_argument("--ready", type=Path, help="created once everything is imported; then wait for --go")
+    ap.add_argument("--go", type=Path, help="start writing when this file exists")
     ap.add_argument("--progress", type=Path)
     ap.add_argument("--dead-letter", type=Path)
     args = ap.parse_args(argv)
@@ -136,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.progress is not None:
             args.progress.write_text(str(summary.read))
 
-    time.sleep(max(0.0, args.start_at - time.time()))
+    if args.ready is not None:
+        args.ready.touch()
+    while args.go is not None and not args.go.exists():
+        time.sleep(0.01)
     summary = ingest([args.path], store, config, opts, progress=progress)
     print(json.dumps(summary.to_dict()))
     return 0 if summary.ok else 1

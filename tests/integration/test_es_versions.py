@@ -17,7 +17,7 @@ from esdedup.schema import shipped_template, template_for
 from esdedup.store.base import NewDoc
 from esdedup.store.elastic import ElasticStore, es_errors
 from esdedup.store.versions import CLIENT_FOR_SERVER, refused_major
-from tests.es_node import ES_VERSION_FOR_MAJOR, REPO_ROOT, LocalCluster
+from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, REPO_ROOT, LocalCluster
 from tests.reliability import run_cli
 
 CLIENT = elasticsearch.__versionstr__
@@ -25,15 +25,24 @@ CLIENT_MAJOR = int(CLIENT.split(".")[0])
 OTHER_MAJOR = 9 if CLIENT_MAJOR == 8 else 8
 
 
-@pytest.fixture(scope="module")
-def other_major_node():
+def _start_other_major_node() -> LocalCluster:
     cluster = LocalCluster(nodes=1, version=ES_VERSION_FOR_MAJOR[OTHER_MAJOR],
                            name=f"esdedup-other-major-{OTHER_MAJOR}")
     cluster.start()
+    return cluster
+
+
+# started early, in the background, when the run selects a test using it (tests/es_node.py, EarlyStarts)
+EARLY_STARTS.register("other_major_node", _start_other_major_node)
+
+
+@pytest.fixture(scope="module")
+def other_major_node():
+    cluster = EARLY_STARTS.take("other_major_node")
     try:
         yield cluster
     finally:
-        cluster.stop()
+        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.mark.es

@@ -357,9 +357,13 @@ def test_lookups_refuse_partial_results(es_client, fresh_index):
     from esdedup.errors import StoreError
 
     config = FingerprintConfig(tokenizer="rjieba", vector_index="int8_flat")
-    es_client.indices.create(index=fresh_index, mappings=mapping_for(config),
+    # Not waiting for the active shards the create call waits for by default (it would time out after 30 s, the
+    # second primary never starting): for the one that can start, then no longer.
+    es_client.indices.create(index=fresh_index, mappings=mapping_for(config), wait_for_active_shards=0,
                              settings={"number_of_shards": 2, "number_of_replicas": 0,
                                        "index.routing.allocation.total_shards_per_node": 1})
+    health = es_client.cluster.health(index=fresh_index, wait_for_active_shards=1, timeout="120s")
+    assert (health["active_primary_shards"], health["unassigned_shards"]) == (1, 1), health
     store = ElasticStore(es_client, fresh_index)
     store.open(None, create=False)
     fp = Fingerprinter(config).fingerprint("国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长。")

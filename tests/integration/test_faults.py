@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.es_node import LocalCluster
+from tests.es_node import EARLY_STARTS, LocalCluster
 from tests.reliability import (
     balanced,
     dead_letters,
@@ -47,28 +47,39 @@ def _no_traceback(text: str) -> None:
     assert "Traceback" not in text, text[-3000:]
 
 
+def _started(cluster: LocalCluster) -> LocalCluster:
+    cluster.start()
+    return cluster
+
+
+# Started early, in the background, when the run selects a test using them (tests/es_node.py, EarlyStarts).
+# single_node: a node of its own, which the test kills (the session node serves the other tests).
+EARLY_STARTS.register("single_node", lambda: _started(LocalCluster(nodes=1, name=f"esdedup-faults-{os.getpid()}")))
+# tiny_queue_node: one write thread and a write queue of one: a bulk request touching three shards of the node
+# gets at least one shard-level request rejected with 429 (es_rejected_execution_exception).
+EARLY_STARTS.register("tiny_queue_node", lambda: _started(LocalCluster(
+    nodes=1, name=f"esdedup-bp-{os.getpid()}",
+    settings={"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1})))
+
+
 @pytest.fixture(scope="module")
 def single_node():
     """A node of its own: the test kills it (the session node serves the other tests)."""
-    cluster = LocalCluster(nodes=1, name=f"esdedup-faults-{os.getpid()}")
-    cluster.start()
+    cluster = EARLY_STARTS.take("single_node")
     try:
         yield cluster
     finally:
-        cluster.stop()
+        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.fixture(scope="module")
 def tiny_queue_node():
-    """One write thread and a write queue of one: a bulk request touching three shards of the node gets
-    at least one shard-level request rejected with 429 (es_rejected_execution_exception)."""
-    cluster = LocalCluster(nodes=1, name=f"esdedup-bp-{os.getpid()}",
-                           settings={"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1})
-    cluster.start()
+    """One write thread and a write queue of one (see its registration above)."""
+    cluster = EARLY_STARTS.take("tiny_queue_node")
     try:
         yield cluster
     finally:
-        cluster.stop()
+        EARLY_STARTS.stop_later(cluster)
 
 
 # -- a single node killed in the middle of a 50,000-document ingest -----------------------------------

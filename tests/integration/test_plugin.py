@@ -26,7 +26,7 @@ from esdedup.lookup import verify
 from esdedup.schema import dedup_source
 from esdedup.store.elastic import ElasticStore
 from esdedup.thresholds import Thresholds
-from tests.es_node import LocalCluster
+from tests.es_node import EARLY_STARTS, LocalCluster
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin]
 
@@ -97,20 +97,30 @@ def _check_client_major(version: str) -> None:
                     "ESDEDUP_ES_VERSION to the server of the client's major)", pytrace=False)
 
 
+def _start_plugin_node() -> LocalCluster:
+    version = server_version()
+    _check_client_major(version)
+    cluster = LocalCluster(nodes=1, version=version, plugins=[str(plugin_zip(version))])
+    cluster.start()
+    return cluster
+
+
+# started early, in the background, when the run selects a test using it (tests/es_node.py, EarlyStarts)
+if not os.environ.get("ESDEDUP_TEST_PLUGIN_ES_URL", "").strip():
+    EARLY_STARTS.register("plugin_url", _start_plugin_node)
+
+
 @pytest.fixture(scope="module")
 def plugin_url() -> Iterator[str]:
     url = os.environ.get("ESDEDUP_TEST_PLUGIN_ES_URL", "").strip()
     if url:
         yield url.rstrip("/")
         return
-    version = server_version()
-    _check_client_major(version)
-    cluster = LocalCluster(nodes=1, version=version, plugins=[str(plugin_zip(version))])
-    cluster.start()
+    cluster = EARLY_STARTS.take("plugin_url")
     try:
         yield cluster.url
     finally:
-        cluster.stop()
+        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.fixture(scope="module")

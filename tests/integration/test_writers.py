@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -63,17 +62,27 @@ def reference(corpus, es_client, tmp_path_factory):
     return labels
 
 
-def _writer(es_url: str, index: str, path: Path, tmp: Path, k: int, start_at: float, *extra: str
+def _writer(es_url: str, index: str, path: Path, tmp: Path, k: int, *extra: str, together: bool = True
             ) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "tests.writers", es_url, index, str(path), "--start-at", str(start_at),
+    """One writer process; ``together``: it waits, once everything is imported, for ``_go`` to let them all start."""
+    cmd = [sys.executable, "-m", "tests.writers", es_url, index, str(path),
            "--progress", str(tmp / f"progress{k}"), "--dead-letter", str(tmp / f"dl{k}.jsonl"), *extra]
+    if together:
+        cmd += ["--ready", str(tmp / f"ready{k}"), "--go", str(tmp / "go")]
     return subprocess.Popen(cmd, env=cli_env(), stdout=open(tmp / f"out{k}", "wb"),
                             stderr=open(tmp / f"err{k}", "wb"), stdin=subprocess.DEVNULL)
 
 
+def _go(procs: list[subprocess.Popen[bytes]], tmp: Path) -> None:
+    """Start the writers at once, when every one has imported everything."""
+    wait_for(lambda: all((tmp / f"ready{k}").exists() or p.poll() is not None for k, p in enumerate(procs)),
+             timeout=300, interval=0.05, what="every writer ready")
+    (tmp / "go").touch()
+
+
 def _run_writers(es_url: str, index: str, paths: list[Path], tmp: Path, *extra: str) -> list[dict]:
-    start_at = time.time() + 8  # every writer has imported everything by then
-    procs = [_writer(es_url, index, p, tmp, k, start_at, *extra) for k, p in enumerate(paths)]
+    procs = [_writer(es_url, index, p, tmp, k, *extra) for k, p in enumerate(paths)]
+    _go(procs, tmp)
     return [_summary(p, tmp, k) for k, p in enumerate(procs)]
 
 
@@ -102,8 +111,8 @@ def test_concurrent_writers_label_like_one_writer(corpus, reference, es_url, es_
 
 def test_a_killed_writer_run_again_converges(corpus, reference, es_url, es_client, fresh_index, tmp_path):
     _, _, paths = corpus
-    start_at = time.time() + 8
-    procs = [_writer(es_url, fresh_index, p, tmp_path, k, start_at, "--batch", "4") for k, p in enumerate(paths)]
+    procs = [_writer(es_url, fresh_index, p, tmp_path, k, "--batch", "4") for k, p in enumerate(paths)]
+    _go(procs, tmp_path)
     victim = procs[1]
     wait_for(lambda: (tmp_path / "progress1").exists() and int((tmp_path / "progress1").read_text() or 0) >= 40,
              timeout=300, interval=0.05, what="the writer to be half-way")
@@ -113,7 +122,7 @@ def test_a_killed_writer_run_again_converges(corpus, reference, es_url, es_clien
         if k != 1:
             _summary(p, tmp_path, k)
     assert len(stored_labels(es_client, fresh_index)) < len(reference)
-    rerun = _writer(es_url, fresh_index, paths[1], tmp_path, 9, 0.0)
+    rerun = _writer(es_url, fresh_index, paths[1], tmp_path, 9, together=False)
     assert _summary(rerun, tmp_path, 9)["failed"] == 0
     labels = stored_labels(es_client, fresh_index)
     assert set(labels) == set(reference)
