@@ -303,7 +303,6 @@ class LocalCluster:
         return f"LocalCluster(name={self.name!r}, nodes={self.nodes}, urls={self.urls!r})"
 
 
-
 class EarlyStarts:
     """Nodes the selected tests will need, started in a background thread as soon as collection knows which
     (``begin``), so that their start-ups (25-55 s each on 2 cores) overlap the tests that run before them.
