@@ -477,6 +477,9 @@ def per_doc(r: dict[str, Any], n: int) -> list[tuple[str, str, str]]:
     rows = [("ingest CPU, client (CLI + workers)", f"{ing.cpu / n * 1e6:,.0f} µs", f"{ing.cpu * scale / 3600:,.0f} CPU h"),
             ("ingest CPU, node", f"{ing.node_cpu / n * 1e6:,.0f} µs", f"{ing.node_cpu * scale / 3600:,.0f} CPU h"),
             ("ingest wall on this machine", f"{ing.wall / n * 1e6:,.0f} µs", f"{ing.wall * scale / 3600:,.1f} h"),
+            # Bounded since the run index is capped (esdedup.ingest.RUN_INDEX_MAX_DOCS): the total, not x 100M.
+            ("ingest CLI peak RSS (bounded: total, not linear in N)",
+             f"{ing.peak_rss_mb * 2**20 / n:,.0f} B", f"{ing.peak_rss_mb:,.0f} MB total at {n:,} docs"),
             ("disk, one segment (primaries)", f"{m['bytes'] / n:,.0f} B", f"{m['bytes'] * scale / 1e9:,.0f} GB"),
             ("disk, dedup.* fields", f"{r['disk']['dedup.*'] / n:,.0f} B", f"{r['disk']['dedup.*'] * scale / 1e9:,.0f} GB"),
             ("`dups` memory join: peak RSS", f"{dups.peak_rss_mb * 2**20 / n:,.0f} B",

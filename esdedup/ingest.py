@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -66,6 +67,14 @@ ON_DUPLICATE = ("index", "label", "skip")
 BATCH = 1000
 #: ... and at most about this many characters of text per task (bounds memory with large documents).
 BATCH_CHARS = 8 * 2**20
+#: Documents a batch run keeps in memory (its run index, about 4 KB each, and what it wrote), plus one batch.
+#: When that many are held, everything written is made searchable, and the run goes on with an empty run
+#: index, asking the store too (`_Run._next_window`): a run's memory does not grow with its input (about
+#: 1 GB at most). Lower costs speed: a run index spares the store lookups (bench/scale.py, 100k documents:
+#: 1,434 docs/s with one window, 696 with windows of 50k, whose peak RSS is 317 MB instead of 503).
+RUN_INDEX_MAX_DOCS = 200_000
+#: Ids the summary lists (``skipped_ids``, ``replaced_ids``), at most.
+SUMMARY_IDS = 1000
 
 
 @dataclass
@@ -87,7 +96,7 @@ class IngestSummary:
     #: not among this run's records (their own writer counted them indexed).
     removed: int = 0
     #: Records that replaced a stored document of the same id with a new text (its old cluster is labelled
-    #: again), and (the first 1,000 of) their ids.
+    #: again), and (the first `SUMMARY_IDS` of) their ids.
     replaced: int = 0
     replaced_ids: list[str] = field(default_factory=list)
     #: Band keys held by more of this run's documents than the in-run index compares (`MAX_PER_KEY`), with
@@ -100,6 +109,7 @@ class IngestSummary:
     resumed_files: int = 0
     seconds: float = 0.0
     dead_letter: str | None = None
+    #: The first `SUMMARY_IDS` ids of the skipped records.
     skipped_ids: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -113,8 +123,8 @@ class IngestSummary:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["skipped_ids"] = d["skipped_ids"][:1000]
-        d["replaced_ids"] = d["replaced_ids"][:1000]
+        d["skipped_ids"] = d["skipped_ids"][:SUMMARY_IDS]
+        d["replaced_ids"] = d["replaced_ids"][:SUMMARY_IDS]
         d["docs_per_s"] = round(self.read / self.seconds, 1) if self.seconds else None
         d["mb_per_s"] = round(self.bytes / 1e6 / self.seconds, 3) if self.seconds else None
         return d
@@ -290,11 +300,12 @@ LOOKUP_LIMIT = 100
 
 
 class RunIndex:
-    """Band key -> documents written in this run, so a run labels duplicates among its own records without
-    waiting for the store to make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded``
-    counts the documents of each key held by more."""
+    """Band key -> documents written in this run (since the store last made them searchable: at most about
+    `RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting for the store to
+    make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded`` counts the documents of each
+    key held by more."""
 
-    def __init__(self, complete: bool = False) -> None:
+    def __init__(self, complete: bool = False, crowded: dict[str, int] | None = None) -> None:
         self.docs: list[StoredDoc] = []
         # Key -> position in `docs` of the first document with it; further ones (rare) in `more`. Only
         # strings and ints: a run adds some 36 keys a document, and a million small lists would make every
@@ -303,7 +314,10 @@ class RunIndex:
         self.more: dict[str, list[int]] = {}
         #: True when the store held nothing before this run (then this index is the whole store).
         self.complete = complete
-        self.crowded: dict[str, int] = {}
+        #: Crowded keys of this run, with the count of each (``crowded``: carried over from the run's earlier
+        #: run indexes; a key crowded there counts every document of this one that holds it).
+        self.crowded: dict[str, int] = crowded if crowded is not None else {}
+        self._carried = bool(self.crowded)
 
     def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
         i = len(self.docs)
@@ -316,6 +330,9 @@ class RunIndex:
                     more.append(i)
                 else:
                     self.crowded[k] = self.crowded.get(k, MAX_PER_KEY) + 1
+                    continue
+            if self._carried and k in self.crowded:
+                self.crowded[k] += 1
 
     def most_crowded(self, limit: int = 10) -> list[tuple[str, int]]:
         """The most crowded keys and how many documents of the run hold each, most first."""
@@ -329,6 +346,51 @@ class RunIndex:
                 if k in self.more:
                     found.update(self.more[k])
         return [self.docs[i] for i in sorted(found)]
+
+
+class _Earlier:
+    """What a batch run wrote before its current run index (`_Run._next_window`): id -> content SHA-1, and
+    whether the document still represents its cluster. Kept in a private temporary SQLite file (deleted when
+    closed, a few MB of it cached), so that a run of any length still knows the ids it wrote, as one that
+    keeps everything in memory would: a second record with such an id is a repeat, and a representative
+    that joins an earlier cluster counts as a near-duplicate."""
+
+    def __init__(self) -> None:
+        self._db: sqlite3.Connection | None = None
+
+    def add(self, written: Mapping[str, str], own_roots: set[str]) -> None:
+        try:
+            if self._db is None:
+                self._db = sqlite3.connect("", isolation_level=None)
+                self._db.execute("CREATE TABLE w (id TEXT PRIMARY KEY, sha1 TEXT NOT NULL, own INTEGER NOT NULL) "
+                                 "WITHOUT ROWID")
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT INTO w VALUES (?, ?, ?)",
+                                 ((i, sha1, i in own_roots) for i, sha1 in written.items()))
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:  # the temporary directory is full or cannot be written
+            raise OutputError(f"cannot write the run's temporary file of written ids: {exc}") from None
+
+    def get(self, ids: Sequence[str]) -> dict[str, str]:
+        """The content SHA-1 of each id of ``ids`` written earlier."""
+        if self._db is None or not ids:
+            return {}
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            out.update(self._db.execute(f"SELECT id, sha1 FROM w WHERE id IN ({','.join('?' * len(part))})", part))
+        return out
+
+    def take_root(self, doc_id: str) -> bool:
+        """``doc_id`` represented its cluster and stops doing so now; False when it did not."""
+        if self._db is None:
+            return False
+        return self._db.execute("UPDATE w SET own = 0 WHERE id = ? AND own = 1", (doc_id,)).rowcount == 1
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 # -- dead letters and checkpoints --------------------------------------------------------------------
@@ -709,8 +771,11 @@ class _Run:
         self.remember = remember
         self.run_index = RunIndex(complete=created and remember)
         self.roots = _Roots()
-        #: id -> content SHA-1 of what this run wrote (or skipped) under it.
+        #: id -> content SHA-1 of what this run wrote (or skipped) under it since its run index was started;
+        #: what it wrote before, in `earlier`.
         self.written: dict[str, str] = {}
+        self.earlier = _Earlier()
+        self.window = RUN_INDEX_MAX_DOCS
         self.deleted: set[str] = set()
         #: Records of this run written as their cluster's representative (for the count of duplicates).
         self.own_roots: set[str] = set()
@@ -742,6 +807,7 @@ class _Run:
     # -- the driver ---------------------------------------------------------------------------------
     def process(self, batch: Batch, results: _Fingerprinted) -> list[_Done]:
         """Take one batch through every step; returns the records written (and still stored)."""
+        self._start_window_if_full(batch, results)
         self._enter(_BatchState(batch))
         items = self._accept(batch, results)
         with self.store.write_lock() as others_wrote:
@@ -760,6 +826,7 @@ class _Run:
         if self._writer is None:
             self.process(batch, results)
             return
+        self._start_window_if_full(batch, results)
         try:
             state = self._enter(_BatchState(batch))
             items = self._accept(batch, results)
@@ -790,12 +857,40 @@ class _Run:
             self._relabel_replaced()
         self._after_write(written)
 
-    def _abandon(self, state: _BatchState, exc: StoreError | OutputError) -> None:
-        """A labelled batch that will not be written (the store or the dead-letter file failed on the batch
-        before): its records count as failed, unconfirmed, like the rest of a batch the store stopped on."""
+    def _start_window_if_full(self, batch: Batch, results: _Fingerprinted) -> None:
+        """Before labelling ``batch``: start a new run index when this one holds `window` documents. When
+        that fails (the store or the dead-letter file failed), ``batch`` counts as failed, unconfirmed."""
+        if not self.remember or len(self.written) < self.window:
+            return
+        try:
+            self._next_window()
+        except (StoreError, OutputError) as exc:
+            state = self._enter(_BatchState(batch))
+            self._abandon(state, exc, self._accept(batch, results))
+            raise
+
+    def _next_window(self) -> None:
+        """Make everything written so far searchable (the batch being written first, with its joins) and go
+        on with an empty run index: from now on batches are looked up in the store as well. The cluster
+        merges of this run are in the store's labels by then (`_join_clusters`), so `roots` starts afresh
+        too, and the ids written so far go to `earlier`."""
+        self.drain()
+        self.store.refresh()
+        self.earlier.add(self.written, self.own_roots)
+        self.written.clear()
+        self.own_roots.clear()
+        self.deleted.clear()
+        self.roots = _Roots()
+        self.run_index = RunIndex(complete=False, crowded=self.run_index.crowded)
+
+    def _abandon(self, state: _BatchState, exc: StoreError | OutputError,
+                 items: Iterable[_Done] | None = None) -> None:
+        """A labelled batch (or the ``items`` of one) that will not be written (the store or the dead-letter
+        file failed on the batch before): its records count as failed, unconfirmed, like the rest of a batch
+        the store stopped on."""
         self._enter(state)
         what = "not written, the store failed" if isinstance(exc, StoreError) else "not written, the run stopped"
-        for d, _ in state.labelled:
+        for d in items if items is not None else (d for d, _ in state.labelled):
             self._fail(d.record, "unconfirmed", f"{what}: {exc}", doc_id=d.id)
         with contextlib.suppress(OutputError):  # the file that failed may fail again
             self.dead.commit()
@@ -804,6 +899,7 @@ class _Run:
         """Stop the writer thread (after the write it may be running)."""
         if self._writer is not None:
             self._writer.shutdown(wait=True)
+        self.earlier.close()
 
     def _after_write(self, written: list[_Done]) -> list[_Done]:
         """Settle, refresh for a service, advance the checkpoint."""
@@ -851,7 +947,7 @@ class _Run:
         """Count one record as skipped and dead-letter it; ``listed``: name it in ``skipped_ids``."""
         self.summary.skipped += 1
         self.fates[id(item.record)] = ("skipped", reason)
-        if listed:
+        if listed and len(self.summary.skipped_ids) < SUMMARY_IDS:
             self.summary.skipped_ids.append(item.id)
         self.dead.write(source=item.record.source, location=item.record.location, kind="skipped", id=item.id,
                         reason=reason)
@@ -904,9 +1000,11 @@ class _Run:
         """Decide each record's fate: a repeat within this run (skipped or failed), a near-duplicate to
         skip, or a document to write with its labels."""
         labelled: list[tuple[_Done, _Labels]] = []
+        earlier = self.earlier.get([d.id for d in items])
         for d, found in zip(items, stored, strict=True):
-            if d.id in self.written:
-                self._repeat(d)
+            first_sha1 = self.written.get(d.id) or earlier.get(d.id)
+            if first_sha1 is not None:
+                self._repeat(d, first_sha1)
                 continue
             self.written[d.id] = d.sha1
             labels = self._labels_of(d, found)
@@ -920,7 +1018,8 @@ class _Run:
                 self.own_roots.add(d.id)
             if labels.replaces is not None:
                 self.summary.replaced += 1
-                self.summary.replaced_ids.append(d.id)
+                if len(self.summary.replaced_ids) < SUMMARY_IDS:
+                    self.summary.replaced_ids.append(d.id)
                 self.cur.replaced[d.id] = (labels.replaces, labels.root)
             labelled.append((d, labels))
             self.clusters[id(d.record)] = (d.id, labels.root)
@@ -939,9 +1038,9 @@ class _Run:
         return NewDoc(d.id, d.fp, _source_fields(d.record), d.sha1, root[1], dup_of, seq=seq, cluster_seq=root[0],
                       dedup_json=d.dedup_json)
 
-    def _repeat(self, d: _Done) -> None:
-        """A second record with an id this run already wrote."""
-        if self.written[d.id] == d.sha1:
+    def _repeat(self, d: _Done, first_sha1: str) -> None:
+        """A second record with an id this run already wrote (with text ``first_sha1``)."""
+        if first_sha1 == d.sha1:
             self._skip(d, "same id and text as a record already written in this run", listed=False)
         else:
             self._fail(d.record, "rejected", "duplicate id with different text (the first record with this id "
@@ -1025,6 +1124,8 @@ class _Run:
         for r in moved:
             if r[1] in self.own_roots:
                 self.own_roots.discard(r[1])
+                self.summary.duplicates += 1
+            elif self.earlier.take_root(r[1]):
                 self.summary.duplicates += 1
         return top
 

@@ -1,0 +1,122 @@
+"""Issue 16: a batch ingest keeps at most `RUN_INDEX_MAX_DOCS` documents (plus one batch) in its run index, and
+labels as if it kept them all. Run on the embedded store and on a real Elasticsearch node.
+
+The corpus plants near-duplicates across the window boundaries, a document that joins two clusters written
+windows before it (one of this run's representatives becomes a near-duplicate), and records repeating an id
+written windows before (same text: skipped; another text: failed). The run with a window of 50 documents must
+give the labels and summary of the run that keeps every document.
+"""
+from __future__ import annotations
+
+import json
+import random
+import uuid
+
+import pytest
+
+from esdedup import FingerprintConfig
+from esdedup import ingest as ingest_module
+from esdedup.fingerprint import Fingerprinter
+from esdedup.ingest import IngestOptions, RunIndex, ingest
+from esdedup.rule import is_duplicate
+from esdedup.store.base import Store
+from esdedup.store.elastic import ElasticStore
+from esdedup.store.local import LocalStore
+from esdedup.thresholds import Thresholds
+from tests.corpus import make_corpus, make_document, make_variant
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+WINDOW, BATCH = 50, 10
+
+
+@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+def new_store(request, tmp_path):
+    made: list[Store] = []
+
+    def make() -> Store:
+        name = f"window-{uuid.uuid4().hex[:10]}"
+        s = LocalStore(name, tmp_path / "data") if request.param == "local" else \
+            ElasticStore(request.getfixturevalue("es_client"), name, shards=2, replicas=0)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.drop()
+
+
+def _bridge(rng: random.Random) -> tuple[str, str, str]:
+    """Texts a, b, c: a and c are not near-duplicates, b is one of both (a chain of variants)."""
+    fper, t = Fingerprinter(CONFIG), Thresholds.from_config(CONFIG)
+
+    def dup(x: str, y: str) -> bool:
+        fx, fy = fper.fingerprint(x), fper.fingerprint(y)
+        return is_duplicate((fx.simhash ^ fy.simhash).bit_count(), float(fx.vector @ fy.vector), t,
+                            bool(fx.lsh and fy.lsh))
+
+    while True:
+        chain = [make_document(rng, 6)]
+        for _ in range(12):
+            chain.append(make_variant(rng, chain[-1]))
+        far = next((k for k in range(2, len(chain)) if not dup(chain[0], chain[k])), None)
+        mid = next((m for m in range(1, far or 0) if dup(chain[0], chain[m]) and dup(chain[m], chain[far])), None) \
+            if far else None
+        if mid is not None:
+            return chain[0], chain[mid], chain[far]  # type: ignore[index]
+
+
+def _corpus(tmp_path) -> tuple[str, list[dict[str, str]]]:
+    docs, _ = make_corpus(150, 40, seed=23)  # the 40 variants come after all 150 originals: windows later
+    a, b, c = _bridge(random.Random(4))
+    docs[5:5] = [{"id": "bridge-a", "text": a}]
+    docs[20:20] = [{"id": "bridge-c", "text": c}]  # its own cluster, in the first window
+    docs += [{"id": "bridge-b", "text": b},  # joins a's and c's clusters, three windows later
+             dict(docs[3]),  # an id and text written in the first window: skipped
+             {"id": docs[4]["id"], "text": docs[9]["text"]}]  # an id of the first window, another text: failed
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
+    return str(path), docs
+
+
+class _Measured(RunIndex):
+    """The run index, noting the most documents any one held."""
+
+    most = 0
+
+    def add(self, doc, keys) -> None:
+        super().add(doc, keys)
+        _Measured.most = max(_Measured.most, len(self.docs))
+
+
+def _labels(store: Store) -> dict[str, tuple[str | None, str | None]]:
+    store.refresh()
+    return {d.id: (d.cluster_id, d.duplicate_of) for docs in store.scan() for d in docs}
+
+
+def _counts(summary) -> dict:
+    return {k: v for k, v in summary.to_dict().items() if k not in ("seconds", "docs_per_s", "mb_per_s")}
+
+
+@pytest.mark.parametrize("on_duplicate", ["label", "skip"])
+def test_a_run_longer_than_its_window_labels_as_one_that_keeps_every_document(new_store, tmp_path, monkeypatch,
+                                                                               on_duplicate):
+    path, docs = _corpus(tmp_path)
+    opts = IngestOptions(workers=1, batch=BATCH, on_duplicate=on_duplicate)
+    whole = new_store()
+    s_whole = ingest([path], whole, CONFIG, opts)
+    monkeypatch.setattr(ingest_module, "RUN_INDEX_MAX_DOCS", WINDOW, raising=False)
+    monkeypatch.setattr(ingest_module, "RunIndex", _Measured)
+    _Measured.most = 0
+    windowed = new_store()
+    s_windowed = ingest([path], windowed, CONFIG, opts)
+
+    assert 0 < _Measured.most <= WINDOW + BATCH  # without the window: every document of the run
+    assert s_windowed.error is None and s_windowed.balanced and s_windowed.read == len(docs)
+    assert (s_windowed.skipped, s_windowed.failed) == ((1, 1) if on_duplicate == "label" else
+                                                       (s_whole.skipped, 1))
+    assert _counts(s_windowed) == _counts(s_whole)
+    labels = _labels(windowed)
+    assert labels == _labels(whole)
+    if on_duplicate == "label":  # the bridge joined a cluster written three windows before
+        assert labels["bridge-c"] == labels["bridge-b"] == ("bridge-a", "bridge-a")
+        assert s_windowed.relabelled >= 1
