@@ -54,8 +54,7 @@ def test_hmm_runs_are_jieba_finalseg(runs: list[str]) -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(PALETTE), max_size=40).map("".join), min_size=1, max_size=6))
-def test_mixed_texts_are_cut_as_jieba_cuts_them(texts: list[str]) -> None:
-    fast, reference = _engines()
+def test_mixed_texts_are_cut_as_jieba_cuts_them(fast: JiebaFast, reference: jieba.Tokenizer, texts: list[str]) -> None:
     assert fast.cut_many(texts) == [reference.lcut(t, HMM=True) for t in texts]
 
 
@@ -80,15 +79,3 @@ def test_user_words_and_the_reference_switch_use_jieba_itself(monkeypatch: pytes
     monkeypatch.setenv("ESDEDUP_JIEBA", "reference")
     assert Tokenizer("jieba").cut("造次常在前") == ["造次", "常", "在", "前"]
 
-
-_ENGINES: tuple[JiebaFast, jieba.Tokenizer] | None = None
-
-
-def _engines() -> tuple[JiebaFast, jieba.Tokenizer]:
-    """One pair for the hypothesis test (function-scoped fixtures do not mix with @given)."""
-    global _ENGINES
-    if _ENGINES is None:
-        ref = jieba.Tokenizer()
-        ref.initialize()
-        _ENGINES = (JiebaFast(), ref)
-    return _ENGINES
