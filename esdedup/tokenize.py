@@ -85,6 +85,8 @@ class Tokenizer:
 
     def cut_many(self, texts: Sequence[str]) -> list[list[str]]:
         """`cut` of each text; a backend that segments a batch faster than text by text gets it whole."""
-        if self._cut_many is None or any(len(t) > PIECE_CHARS for t in texts):
+        if self._cut_many is None:
             return [self.cut(t) for t in texts]
-        return self._cut_many(texts)
+        # The short texts in one batch; a long one piece by piece, as `cut` does.
+        short = iter(self._cut_many([t for t in texts if len(t) <= PIECE_CHARS]))
+        return [next(short) if len(t) <= PIECE_CHARS else self.cut(t) for t in texts]
