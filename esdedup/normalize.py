@@ -144,10 +144,13 @@ def _clean_nfkc(text: str) -> str:
     """Remove junk characters, then NFKC (see the table above)."""
     if text.isascii():  # ASCII is NFKC already; only control characters can go
         return _JUNK.sub("", text) if not text.isprintable() and _JUNK.search(text) else text
-    if max(text) > "\uffff":  # the table covers the BMP; invisible characters beyond it go first
-        text = _WIDE_JUNK.sub("", text)
-    classes, replace = _tables()
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    # The table covers the BMP; invisible characters beyond it go first. (numpy's max, not ``max(text)``,
+    # which makes a string per character: a third of the whole normalisation of a long text.)
+    if cp.max() > 0xFFFF:
+        text = _WIDE_JUNK.sub("", text)
+        cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    classes, replace = _tables()
     cls = classes.take(cp, mode="clip")  # code points past the BMP clip to the last entry, _OTHER
     n_safe, n_map1, n_other, n_junk = np.bincount(cls, minlength=4).tolist()
     if n_safe == len(cls):
