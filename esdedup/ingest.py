@@ -824,7 +824,8 @@ class _Run:
 
     def _next_window(self) -> None:
         """Make everything written so far searchable (the batch being written first, with its joins) and go
-        on with an empty run index: from now on batches are looked up in the store as well. The cluster
+        on with an empty run index: from now on batches are looked up in the store as well (only the
+        documents the frozen keys name, `_freeze`, while the run writes its own index alone). The cluster
         merges of this run are in the store's labels by then (`_join_clusters`), so `roots` starts afresh
         too, and the ids written so far go to `earlier`."""
         self.drain()
