@@ -74,7 +74,8 @@ BATCH_CHARS = 8 * 2**20
 #: created its index and has been its only writer keeps the band keys of the documents it let go
 #: (`FROZEN_MAX_DOCS`) and asks the store only for the documents these name; any other run looks every batch
 #: up in the store too, which costs speed (bench/scale.py, 100k documents: 1,434 docs/s with one window, 696
-#: with windows of 50k, whose peak RSS is 317 MB instead of 503; frozen keys: see BENCHMARKS.md, "Scale").
+#: with windows of 50k, whose peak RSS is 317 MB instead of 503; with frozen keys, windows of 25k run at
+#: 2.6-3.9x the rate of store lookups, with the node CPU of one window: BENCHMARKS.md, "Past the window").
 RUN_INDEX_MAX_DOCS = 200_000
 #: Documents of earlier windows whose band keys a run keeps frozen (`esdedup.runindex.FrozenKeys`, about 250
 #: bytes each: 0.5 GB at most); past them the run looks its batches up in the store instead.
