@@ -189,9 +189,12 @@ class PeakRss:
         return self.peak
 
 
-def run_cli(es: Elasticsearch, argv: list[str], what: str, out: Path) -> Run:
-    """``python -m esdedup ARGV``, stdout to ``out``, stderr (its own progress lines) passed through."""
-    cmd = [sys.executable, "-m", "esdedup", *argv]
+def run_cli(es: Elasticsearch, argv: list[str], what: str, out: Path, run_window: int | None = None) -> Run:
+    """``python -m esdedup ARGV``, stdout to ``out``, stderr (its own progress lines) passed through;
+    ``run_window``: with `esdedup.ingest.RUN_INDEX_MAX_DOCS` set to it (a knob of this bench, not of the CLI)."""
+    cmd = [sys.executable, "-m", "esdedup", *argv] if run_window is None else [
+        sys.executable, "-c", f"import runpy, esdedup.ingest as m; m.RUN_INDEX_MAX_DOCS = {run_window}; "
+        "runpy.run_module('esdedup', run_name='__main__')", *argv]
     log(f"{what}: {' '.join(cmd)}")
     node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
     with open(out, "wb") as fh:
@@ -317,6 +320,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
+    ap.add_argument("--run-window", type=int, help="ingest's run index window (esdedup.ingest.RUN_INDEX_MAX_DOCS)")
     return ap.parse_args()
 
 
@@ -357,7 +361,8 @@ def measure(es: Elasticsearch, url: str, args: argparse.Namespace, docs: Docs, t
     where = ["--es", url, "--index", args.index]
     workers = ["--workers", str(args.workers)] if args.workers else []
     ingest = run_cli(es, ["ingest", str(docs.path), *where, "--dead-letter", str(tmp / "dead.jsonl"),
-                          "--checkpoint", str(tmp / "checkpoint.json"), *workers], "ingest", tmp / "ingest.out")
+                          "--checkpoint", str(tmp / "checkpoint.json"), *workers], "ingest", tmp / "ingest.out",
+                     args.run_window)
     res["ingest"], res["summary"] = ingest, ingest_summary(ingest.out)
     if res["summary"]["indexed"] != docs.count:
         raise SystemExit(f"ingest indexed {res['summary']} of {docs.count}")

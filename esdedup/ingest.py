@@ -55,6 +55,7 @@ from .lookup import lookup_keys, probe_for
 from .normalize import normalize
 from .readers import Record, Rejected, check_inputs, read_records
 from .rule import Sketch, measure
+from .runindex import MAX_PER_KEY, FrozenKeys, RunIndex
 from .schema import DEDUP, content_sha1, dedup_source
 from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
 from .store.elastic import ElasticStore, json_bytes
@@ -69,10 +70,16 @@ BATCH = 1000
 BATCH_CHARS = 8 * 2**20
 #: Documents a batch run keeps in memory (its run index, about 4 KB each, and what it wrote), plus one batch.
 #: When that many are held, everything written is made searchable, and the run goes on with an empty run
-#: index, asking the store too (`_Run._next_window`): a run's memory does not grow with its input (about
-#: 1 GB at most). Lower costs speed: a run index spares the store lookups (bench/scale.py, 100k documents:
-#: 1,434 docs/s with one window, 696 with windows of 50k, whose peak RSS is 317 MB instead of 503).
+#: index (`_Run._next_window`): a run's memory does not grow with its input (about 1 GB at most). A run that
+#: created its index and has been its only writer keeps the band keys of the documents it let go
+#: (`FROZEN_MAX_DOCS`) and asks the store only for the documents these name; any other run looks every batch
+#: up in the store too, which costs speed (bench/scale.py, 100k documents: 1,434 docs/s with one window, 696
+#: with windows of 50k, whose peak RSS is 317 MB instead of 503; with frozen keys, windows of 25k run at
+#: 2.6-3.9x the rate of store lookups, with the node CPU of one window: BENCHMARKS.md, "Past the window").
 RUN_INDEX_MAX_DOCS = 200_000
+#: Documents of earlier windows whose band keys a run keeps frozen (`esdedup.runindex.FrozenKeys`, about 250
+#: bytes each: 0.5 GB at most); past them the run looks its batches up in the store instead.
+FROZEN_MAX_DOCS = 2_000_000
 #: Ids the summary lists (``skipped_ids``, ``replaced_ids``), at most.
 SUMMARY_IDS = 1000
 
@@ -286,66 +293,11 @@ class _Roots:
         self._parent = {k: v for k, v in self._parent.items() if k not in ids and v[1] not in ids}
 
 
-# -- in-run index: the documents written earlier in this run ----------------------------------------
-#: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
-#: copies of one text) is crowded: its first documents stand for it. Near-duplicates share several keys,
-#: so a document still finds its cluster through them, and the run stays linear in its documents.
-MAX_PER_KEY = 32
-
-
+# -- in-run index: the documents written earlier in this run (esdedup/runindex.py) ------------------
 #: Stored candidates a record is compared with, at most. Every member of a cluster carries its
 #: representative, so a few members found are as good as all of them; a crowded key (thousands of copies)
 #: must not make every lookup fetch and compare a thousand documents.
 LOOKUP_LIMIT = 100
-
-
-class RunIndex:
-    """Band key -> documents written in this run (since the store last made them searchable: at most about
-    `RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting for the store to
-    make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded`` counts the documents of each
-    key held by more."""
-
-    def __init__(self, complete: bool = False, crowded: dict[str, int] | None = None) -> None:
-        self.docs: list[StoredDoc] = []
-        # Key -> position in `docs` of the first document with it; further ones (rare) in `more`. Only
-        # strings and ints: a run adds some 36 keys a document, and a million small lists would make every
-        # garbage-collector pass crawl through them.
-        self.first: dict[str, int] = {}
-        self.more: dict[str, list[int]] = {}
-        #: True when the store held nothing before this run (then this index is the whole store).
-        self.complete = complete
-        #: Crowded keys of this run, with the count of each (``crowded``: carried over from the run's earlier
-        #: run indexes; a key crowded there counts every document of this one that holds it).
-        self.crowded: dict[str, int] = crowded if crowded is not None else {}
-        self._carried = bool(self.crowded)
-
-    def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
-        i = len(self.docs)
-        self.docs.append(doc)
-        first = self.first
-        for k in keys:
-            if first.setdefault(k, i) != i:
-                more = self.more.setdefault(k, [])
-                if len(more) < MAX_PER_KEY - 1:
-                    more.append(i)
-                else:
-                    self.crowded[k] = self.crowded.get(k, MAX_PER_KEY) + 1
-                    continue
-            if self._carried and k in self.crowded:
-                self.crowded[k] += 1
-
-    def most_crowded(self, limit: int = 10) -> list[tuple[str, int]]:
-        """The most crowded keys and how many documents of the run hold each, most first."""
-        return sorted(self.crowded.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-
-    def lookup(self, keys: Sequence[str]) -> list[StoredDoc]:
-        """The documents holding any of ``keys``, in the order they were added."""
-        found = {i for i in map(self.first.get, keys) if i is not None}
-        if found and self.more:
-            for k in keys:
-                if k in self.more:
-                    found.update(self.more[k])
-        return [self.docs[i] for i in sorted(found)]
 
 
 class _Earlier:
@@ -770,6 +722,8 @@ class _Run:
         #: call finds them in the store instead, and keeps nothing that grows from one call to the next.
         self.remember = remember
         self.run_index = RunIndex(complete=created and remember)
+        #: The band keys of the run's earlier windows, while the run index and they are the whole store.
+        self.frozen: FrozenKeys | None = None
         self.roots = _Roots()
         #: id -> content SHA-1 of what this run wrote (or skipped) under it since its run index was started;
         #: what it wrote before, in `earlier`.
@@ -811,8 +765,8 @@ class _Run:
         self._enter(_BatchState(batch))
         items = self._accept(batch, results)
         with self.store.write_lock() as others_wrote:
-            if others_wrote:  # the store now holds documents this run's index does not
-                self.run_index.complete = False
+            if others_wrote:
+                self._not_alone()
             self.cur.labelled = self._label(items, self._lookup(items))
             written = self._write(self._new_docs(self.cur.labelled))
             self._join_clusters(written)
@@ -871,17 +825,41 @@ class _Run:
 
     def _next_window(self) -> None:
         """Make everything written so far searchable (the batch being written first, with its joins) and go
-        on with an empty run index: from now on batches are looked up in the store as well. The cluster
+        on with an empty run index: from now on batches are looked up in the store as well (only the
+        documents the frozen keys name, `_freeze`, while the run writes its own index alone). The cluster
         merges of this run are in the store's labels by then (`_join_clusters`), so `roots` starts afresh
         too, and the ids written so far go to `earlier`."""
         self.drain()
         self.store.refresh()
+        self.frozen = self._freeze()
         self.earlier.add(self.written, self.own_roots)
         self.written.clear()
         self.own_roots.clear()
         self.deleted.clear()
         self.roots = _Roots()
-        self.run_index = RunIndex(complete=False, crowded=self.run_index.crowded)
+        self.run_index = RunIndex(complete=self.frozen is not None, crowded=self.run_index.crowded)
+
+    def _freeze(self) -> FrozenKeys | None:
+        """At the end of a window: the band keys of every window so far, when the run index has been the
+        whole store (this run created the index and was its only writer), so that lookups need the store
+        only to fetch the documents the keys name. None otherwise, or past `FROZEN_MAX_DOCS` documents."""
+        ended = self.run_index
+        if not ended.complete or (self.store.settles and not self.store.alone()):
+            return None
+        frozen = self.frozen or FrozenKeys()
+        if frozen.docs + len(ended.docs) > FROZEN_MAX_DOCS:
+            log.info("more than %d documents written: batches are looked up in the store from now on",
+                     FROZEN_MAX_DOCS)
+            return None
+        frozen.add([doc.id for doc in ended.docs], *ended.entries())
+        log.debug("band keys of %d documents frozen: %.1f MB", frozen.docs, frozen.nbytes / 2**20)
+        return frozen
+
+    def _not_alone(self) -> None:
+        """Another writer wrote to the store: it now holds documents this run's index does not know, so
+        every batch is looked up in the store from now on."""
+        self.run_index.complete = False
+        self.frozen = None
 
     def _abandon(self, state: _BatchState, exc: StoreError | OutputError,
                  items: Iterable[_Done] | None = None) -> None:
@@ -905,6 +883,7 @@ class _Run:
         """Settle, refresh for a service, advance the checkpoint."""
         batch = self.cur.batch
         if self.store.settles and self.opts.on_duplicate != "index" and written and not self.store.alone():
+            self._not_alone()
             written = self._settle(written)
         elif not self.remember:  # a service's article is searchable when the call returns
             self.store.refresh()
@@ -981,9 +960,10 @@ class _Run:
     def _lookup(self, items: list[_Done]) -> list[list[StoredDoc]]:
         """The stored candidates of each record: one batched band lookup, and the stored document under the
         same id (``index`` mode: only that one, whose labels an idempotent re-ingest keeps). An index this
-        run created holds nothing this run did not write, all of it in the run index: nothing to ask."""
+        run created holds nothing this run did not write: what is not in the run index is among the
+        documents its frozen keys name (a repeated id is found by `_label`)."""
         if not items or self.run_index.complete:
-            return [[] for _ in items]
+            return self._frozen_candidates(items)
         try:
             # The stored document under each id, whatever its text (a new text finds no band key of the old).
             have = self.store.get([d.id for d in items])
@@ -995,6 +975,19 @@ class _Run:
         except StoreError as exc:
             self._fail_unconfirmed(items, exc, "not written, the store failed")
             raise
+
+    def _frozen_candidates(self, items: list[_Done]) -> list[list[StoredDoc]]:
+        """The documents of earlier windows sharing a band key with each record, as the store holds them
+        (their labels may have moved since): one fetch for the batch."""
+        if self.frozen is None or not self.frozen.docs or self.opts.on_duplicate == "index":
+            return [[] for _ in items]
+        named = self.frozen.lookup([lookup_keys(d.fp, self.config) for d in items], per_record=LOOKUP_LIMIT)
+        try:
+            docs = self.store.get(sorted({i for ids in named for i in ids}))
+        except StoreError as exc:
+            self._fail_unconfirmed(items, exc, "not written, the store failed")
+            raise
+        return [[docs[i] for i in ids if i in docs] for ids in named]
 
     def _label(self, items: list[_Done], stored: list[list[StoredDoc]]) -> list[tuple[_Done, _Labels]]:
         """Decide each record's fate: a repeat within this run (skipped or failed), a near-duplicate to

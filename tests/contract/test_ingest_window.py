@@ -4,7 +4,9 @@ labels as if it kept them all. Run on the embedded store and on a real Elasticse
 The corpus plants near-duplicates across the window boundaries, a document that joins two clusters written
 windows before it (one of this run's representatives becomes a near-duplicate), and records repeating an id
 written windows before (same text: skipped; another text: failed). The run with a window of 50 documents must
-give the labels and summary of the run that keeps every document.
+give the labels and summary of the run that keeps every document; while it is the index's only writer it
+looks nothing up in the store (the band keys of its earlier windows stay in memory, frozen), and once another
+writer writes it looks every batch up in the store again.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pytest
 from esdedup import FingerprintConfig
 from esdedup import ingest as ingest_module
 from esdedup.fingerprint import Fingerprinter
-from esdedup.ingest import IngestOptions, RunIndex, ingest
+from esdedup.ingest import Ingester, IngestOptions, RunIndex, ingest
 from esdedup.rule import is_duplicate
 from esdedup.store.base import Store
 from esdedup.store.elastic import ElasticStore
@@ -29,19 +31,38 @@ CONFIG = FingerprintConfig(tokenizer="rjieba")
 WINDOW, BATCH = 50, 10
 
 
+class _Counting:
+    """A real store that counts its band lookups (`Store.lookup`): each is a batch the store was asked about."""
+
+    lookups = 0
+
+    def lookup(self, probes, *, limit=1000):
+        self.lookups += 1
+        return super().lookup(probes, limit=limit)  # type: ignore[misc]
+
+
+class _CountingLocal(_Counting, LocalStore):
+    pass
+
+
+class _CountingElastic(_Counting, ElasticStore):
+    pass
+
+
 @pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
 def new_store(request, tmp_path):
+    """``make()``: a new index; ``make(name)``: another store object on index ``name`` (another writer)."""
     made: list[Store] = []
 
-    def make() -> Store:
-        name = f"window-{uuid.uuid4().hex[:10]}"
-        s = LocalStore(name, tmp_path / "data") if request.param == "local" else \
-            ElasticStore(request.getfixturevalue("es_client"), name, shards=2, replicas=0)
+    def make(name: str | None = None) -> Store:
+        name = name or f"window-{uuid.uuid4().hex[:10]}"
+        s = _CountingLocal(name, tmp_path / "data") if request.param == "local" else \
+            _CountingElastic(request.getfixturevalue("es_client"), name, shards=2, replicas=0)
         made.append(s)
         return s
 
     yield make
-    for s in made:
+    for s in made[::-1]:
         s.drop()
 
 
@@ -111,6 +132,7 @@ def test_a_run_longer_than_its_window_labels_as_one_that_keeps_every_document(ne
     s_windowed = ingest([path], windowed, CONFIG, opts)
 
     assert 0 < _Measured.most <= WINDOW + BATCH  # without the window: every document of the run
+    assert windowed.lookups == 0  # the run created the index and wrote alone: the store was never asked
     assert s_windowed.error is None and s_windowed.balanced and s_windowed.read == len(docs)
     assert (s_windowed.skipped, s_windowed.failed) == ((1, 1) if on_duplicate == "label" else
                                                        (s_whole.skipped, 1))
@@ -120,3 +142,39 @@ def test_a_run_longer_than_its_window_labels_as_one_that_keeps_every_document(ne
     if on_duplicate == "label":  # the bridge joined a cluster written three windows before
         assert labels["bridge-c"] == labels["bridge-b"] == ("bridge-a", "bridge-a")
         assert s_windowed.relabelled >= 1
+
+
+def test_a_second_writer_during_a_windowed_run_sends_its_lookups_to_the_store(new_store, tmp_path, monkeypatch):
+    """Another writer adds a near-duplicate of a document of the run's first window, and an original that a
+    later record of the run duplicates, while the run is in its third window: the run looks its batches up in
+    the store from then on, finds that original, and labels as the run that keeps every document."""
+    path, docs = _corpus(tmp_path)
+    rng = random.Random(9)
+    other = [{"id": "other-1", "text": make_variant(rng, docs[2]["text"])},
+             {"id": "other-2", "text": "".join(f"另一写入者的第{i}条独家消息，编号{i * 7919}，与语料无关。"
+                                               for i in range(8))}]
+    docs.append({"id": "late-2", "text": make_variant(rng, other[1]["text"])})
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(docs[-1], ensure_ascii=False) + "\n")
+    opts = IngestOptions(workers=1, batch=BATCH)
+
+    def run(window: int) -> tuple[Store, int]:
+        monkeypatch.setattr(ingest_module, "RUN_INDEX_MAX_DOCS", window, raising=False)
+        store, asked = new_store(), []
+
+        def second_writer(summary) -> None:
+            if summary.read == 12 * BATCH:  # 2 windows of 50 written
+                asked.append(store.lookups)
+                Ingester(new_store(store.name), CONFIG).add_many(other)
+
+        summary = ingest([path], store, CONFIG, opts, progress=second_writer)
+        assert summary.error is None and summary.balanced and summary.read == len(docs)
+        return store, asked[0]
+
+    whole, _ = run(10**6)
+    windowed, asked_before = run(WINDOW)
+    assert asked_before == 0 < windowed.lookups
+    labels = _labels(windowed)
+    assert labels == _labels(whole)
+    assert (labels["d00002"], labels["other-1"]) == (("d00002", None), ("d00002", "d00002"))
+    assert labels["late-2"] == ("other-2", "other-2")

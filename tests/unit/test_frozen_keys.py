@@ -1,0 +1,104 @@
+"""`esdedup.runindex.FrozenKeys`: the band keys of a run's earlier windows, frozen into sorted arrays (issue 16).
+
+Lookups must equal a dict-based reference (the first ``per_key`` documents of each key over all windows, then
+the first ``per_record`` of a record's, in write order), and windows of `RunIndex` frozen one after the other
+must find what one run index that kept every document finds.
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from esdedup.runindex import MAX_PER_KEY, FrozenKeys, RunIndex, key_hashes
+from esdedup.store.base import StoredDoc
+
+KEYS = [f"{t}:{v:04x}" for t in range(3) for v in range(6)] + [str(10**11 + v) for v in range(6)]
+
+#: A window: the keys of each of its documents (a few, from a small alphabet, so that keys crowd).
+windows_st = st.lists(st.lists(st.lists(st.sampled_from(KEYS), max_size=5, unique=True), max_size=12),
+                      min_size=1, max_size=4)
+queries_st = st.lists(st.lists(st.sampled_from(KEYS + ["9:ffff", "123"]), max_size=6), max_size=8)
+
+
+def _ids(windows: list[list[list[str]]]) -> list[list[str]]:
+    ids, n = [], 0
+    for w in windows:
+        ids.append([f"doc-{n + i}-é" for i in range(len(w))])  # not ASCII: ids travel as UTF-8
+        n += len(w)
+    return ids
+
+
+def _frozen(windows: list[list[list[str]]]) -> FrozenKeys:
+    frozen = FrozenKeys()
+    for ids, docs in zip(_ids(windows), windows, strict=True):
+        keys = [k for doc in docs for k in doc]
+        positions = np.array([i for i, doc in enumerate(docs) for _ in doc], dtype=np.uint32)
+        frozen.add(ids, keys, positions)
+    return frozen
+
+
+def _reference(windows: list[list[list[str]]], queries: list[list[str]], per_key: int,
+               per_record: int) -> list[list[str]]:
+    holders: dict[str, list[int]] = {}
+    all_ids = [i for ids in _ids(windows) for i in ids]
+    for ordinal, doc in enumerate(d for w in windows for d in w):
+        for k in doc:
+            holders.setdefault(k, []).append(ordinal)
+    out = []
+    for keys in queries:
+        found = sorted({o for k in keys for o in holders.get(k, [])[:per_key]})
+        out.append([all_ids[o] for o in found[:per_record]])
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(windows_st, queries_st, st.integers(1, 4), st.integers(1, 6))
+def test_lookups_equal_a_dict_of_the_same_keys(windows, queries, per_key, per_record) -> None:
+    found = _frozen(windows).lookup(queries, per_key=per_key, per_record=per_record)
+    assert found == _reference(windows, queries, per_key, per_record)
+
+
+def test_the_caps_hold_on_a_crowded_key() -> None:
+    """100 documents hold key "a", each also a key of its own: a record asking for "a" gets the first
+    ``per_key`` of them; asking for every key, the first ``per_record``."""
+    docs = [["a", f"own-{i}"] for i in range(100)]
+    frozen = _frozen([docs[:40], docs[40:]])
+    ids = _ids([docs[:40], docs[40:]])
+    every = [i for w in ids for i in w]
+    (crowded, many) = frozen.lookup([["a"], ["a", *(f"own-{i}" for i in range(100))]], per_key=MAX_PER_KEY,
+                                    per_record=50)
+    assert crowded == every[:MAX_PER_KEY]
+    assert many == every[:50]
+    assert frozen.docs == 100 and frozen.nbytes > 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(KEYS), max_size=5, unique=True), max_size=120), st.integers(1, 40),
+       queries_st)
+def test_frozen_windows_find_what_one_run_index_finds(docs, window, queries) -> None:
+    """A run index per window of ``window`` documents, each frozen when the next starts, plus the last one
+    live, finds the documents one run index of every document finds (which keeps `MAX_PER_KEY` per key)."""
+    whole, live, frozen = RunIndex(), RunIndex(), FrozenKeys()
+    for n, keys in enumerate(docs):
+        doc = StoredDoc(f"d{n}", 0, np.zeros(1), False, 1, 1, f"d{n}", None, seq=n)
+        whole.add(doc, keys)
+        if len(live.docs) == window:
+            frozen.add([d.id for d in live.docs], *live.entries())
+            live = RunIndex()
+        live.add(doc, keys)
+    earlier = frozen.lookup(queries, per_record=10**6)
+    for keys, ids in zip(queries, earlier, strict=True):
+        expected = [d.id for d in whole.lookup(keys)]
+        assert ids + [d.id for d in live.lookup(keys) if d.id not in ids] == expected
+
+
+def test_key_hashes_do_not_depend_on_the_keys_hashed_with() -> None:
+    """A key hashes the same alone and beside longer keys (the array is padded to the longest), keys differing
+    in their last byte differ, and the value is fixed (never Python's salted ``hash()``)."""
+    alone = key_hashes(["0:1f2e"])
+    beside = key_hashes(["0:1f2e", "123456789012345678901234", "键"])
+    assert alone[0] == beside[0] and len(set(beside.tolist())) == 3
+    assert len(set(key_hashes(["ab", "ab\x01", "ac"]).tolist())) == 3
+    assert int(alone[0]) == 0x40AD0678C6525E95
+    assert key_hashes([]).dtype == np.uint64 and len(key_hashes([])) == 0
