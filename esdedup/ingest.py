@@ -47,6 +47,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from .clock import WRITE_CLOCK
 from .config import FingerprintConfig
 from .errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
 from .filelock import FileLock
@@ -247,25 +248,7 @@ def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
     return out
 
 
-# -- write order and cluster roots --------------------------------------------------------------------
-class _WriteClock:
-    """`seq` values: nanoseconds since 1970, strictly increasing in this process and larger than any seq it
-    has seen (a Lamport clock over the wall clock), so a document labelled after another was read gets a
-    larger seq even when two machines' clocks disagree. One per process, shared by every run in it."""
-
-    def __init__(self) -> None:
-        self._last = 0
-        self._lock = threading.Lock()
-
-    def next(self, after: int = 0) -> int:
-        with self._lock:
-            self._last = max(self._last + 1, time.time_ns(), after + 1)
-            return self._last
-
-
-_CLOCK = _WriteClock()
-
-
+# -- cluster roots (write order: esdedup/clock.py) -----------------------------------------------------
 class _Roots:
     """The cluster merges of this run: a representative that joined an earlier cluster points at that
     cluster's representative (a union-find over representative ids)."""
@@ -1052,17 +1035,17 @@ class _Run:
             return self._labels_of_new_text(d, found, self_doc)
         same = self_doc is not None
         if self.opts.on_duplicate == "index":
-            seq = self_doc.seq if same and self_doc.seq else _CLOCK.next()  # type: ignore[union-attr]
+            seq = self_doc.seq if same and self_doc.seq else WRITE_CLOCK.next()  # type: ignore[union-attr]
             return _Labels(seq, self_doc.root if same else (seq, d.id))  # type: ignore[union-attr]
         cands = self._candidates(d, found)
         roots = {self.roots.find(c.root) for c in self._matches(d.fp, d.id, cands)}
         if same and self_doc is not None:
             me = self.roots.find(self_doc.root)
-            seq = self_doc.seq or _CLOCK.next()
+            seq = self_doc.seq or WRITE_CLOCK.next()
             if self.opts.on_duplicate == "skip":  # stored already: settling decides whether it stays
                 return _Labels(seq, me)
         else:
-            seq = _CLOCK.next(after=max((c.seq for c in cands), default=0))
+            seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
             me = (seq, d.id)
             if roots and self.opts.on_duplicate == "skip":
                 return _Labels(seq, me, skip_for=min(roots)[1])
@@ -1076,7 +1059,7 @@ class _Run:
         write). ``skip``: a new text that duplicates another document is skipped, the old one stays."""
         self.roots.forget({d.id})
         cands = self._candidates(d, found)
-        seq = _CLOCK.next(after=max((c.seq for c in cands), default=0))
+        seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
         me = (seq, d.id)
         if self.opts.on_duplicate == "index":
             return _Labels(seq, me, replaces=old.root)

@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .clock import WRITE_CLOCK
 from .config import FingerprintConfig
 from .errors import ConfigError
 from .fingerprint import Fingerprint
-from .ingest import _CLOCK, settle_stored
+from .ingest import settle_stored
 from .minhash import lsh_keys
 from .query import FINGERPRINT_FIELDS
 from .schema import DEDUP, band_fields
@@ -135,7 +136,7 @@ def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: lis
     unordered = [d for d in docs if not d.doc.seq]
     ordered: dict[str, StoredDoc] = {}
     if unordered:
-        ordered = store.update_dedup_if_unchanged({d.doc.id: (d.doc, {"seq": _CLOCK.next()}) for d in unordered})
+        ordered = store.update_dedup_if_unchanged({d.doc.id: (d.doc, {"seq": WRITE_CLOCK.next()}) for d in unordered})
         summary.ordered += len(ordered)
         summary.changed += len(unordered) - len(ordered)
         docs = [d if d.doc.seq else _Unlabelled(ordered[d.doc.id], d.fp) for d in docs

@@ -132,3 +132,31 @@ def test_importing_the_whole_library_loads_no_front_end() -> None:
 def test_the_elasticsearch_store_does_not_import_the_sqlite_store() -> None:
     """Name validation and the mismatch error are the protocol's (store/base.py), shared by both stores."""
     assert "esdedup.store.local" not in imports_of(REPO / "esdedup" / "store" / "elastic.py")
+
+
+def private_names_imported(path: Path) -> list[str]:
+    """``module.name`` for each underscore name ``path`` imports from another module of the project."""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package.pop()
+    out = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            if module.split(".")[0] in {"esdedup", "esdedup_cli"}:
+                out.extend(f"{module}.{a.name}" for a in node.names if a.name.startswith("_") and a.name != "__version__")
+    return out
+
+
+def test_the_private_name_reader_sees_one() -> None:
+    """bench/fingerprint.py times the SimHash stage alone, through a private function (a benchmark may)."""
+    assert "esdedup.fingerprint._vote_sums" in private_names_imported(REPO / "bench" / "fingerprint.py")
+
+
+@pytest.mark.parametrize("path", LIBRARY + CLI, ids=_rel)
+def test_no_module_imports_another_modules_private_names(path: Path) -> None:
+    """A name with a leading underscore belongs to its module; a second module that needs it needs a public
+    home for it (as the write clock got, esdedup/clock.py)."""
+    bad = private_names_imported(path)
+    assert not bad, f"{_rel(path)} imports private names {bad}"
