@@ -15,7 +15,7 @@ Phases, each timed on its own, with a progress line on stderr at least every 30 
 2. Ingest: ``python -m esdedup ingest`` as a user runs it (default config and index settings, label mode):
    wall time, CPU of the CLI and its fingerprint workers (``wait4``), node CPU (``_nodes/stats``), node heap.
 3. `dups`: ``python -m esdedup dups`` as it chooses (in-memory LSH join below 2M documents) and with
-   ``--lsh-join store`` (the composite aggregations that take over above 2M): wall, CPU, peak RSS, pairs;
+   ``--lsh-join store`` (the partitioned key join that takes over above 2M): wall, CPU, peak RSS, pairs;
    both must give the same pairs.
 4. Lookups: ``SimilarFinder.find(doc_id=...)`` (what ``esdedup similar --id`` runs) for ``--lookups`` random
    documents, one at a time: latency percentiles, how many found a near-duplicate, how many found one of
@@ -452,7 +452,7 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
         same = ("the same pairs and measures" if not (d["only memory"] or d["only store"] or d["measures differ"])
                 else f"DIFFERENT: {d['only memory']} only in memory, {d['only store']} only in store, "
                      f"{d['measures differ']} with other measures")
-        lines.append(f"| `esdedup dups --lsh-join store` (composite aggregations) | {st.wall:.1f} | {st.cpu:.1f} | "
+        lines.append(f"| `esdedup dups --lsh-join store` (partitioned terms aggregations) | {st.wall:.1f} | {st.cpu:.1f} | "
                      f"{st.node_cpu:.1f} | {d['store']:,} pairs, {same}; peak RSS {st.peak_rss_mb:,.0f} MB |")
     lk = r["lookups"]
     lines.append(f"| {lk['n']:,} lookups (`SimilarFinder.find(doc_id=)`) | {lk['wall']:.1f} | - | - | "

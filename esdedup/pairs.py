@@ -9,7 +9,7 @@ are cut to that many and logged as a warning (see `Store.crowded_keys`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -19,7 +19,7 @@ import numpy as np
 from .bands import BandLayout
 from .config import FingerprintConfig
 from .minhash import lsh_keys
-from .rule import containment_estimate, has_signature, is_duplicate, measure, row_cosines
+from .rule import Measures, containment_estimate, has_signature, is_duplicate, measure, row_cosines
 from .simhash import hamming_rows, simhash_words
 from .store.base import Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -28,11 +28,13 @@ log = logging.getLogger(__name__)
 
 #: Ids fetched per round trip while verifying pairs.
 FETCH_BATCH = 2000
+#: Candidate pairs from key groups measured at a time.
+PAIR_BATCH = 20_000
 #: Fingerprints kept in memory while verifying pairs before the cache starts over.
 CACHE_MAX = 200_000
 #: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one `Store.scan`,
 #: a numpy sort per band), for stores of up to this many documents (512 bytes each); larger ones use the
-#: store's key groups (`Store.shared_keys`). Both give the same pairs.
+#: store's key groups (`Store.key_batches`). Both give the same pairs.
 LSH_IN_MEMORY_MAX = 2_000_000
 
 
@@ -134,30 +136,67 @@ class _PairScorer:
             self.cache.update(self.store.get(need[start:start + FETCH_BATCH]))
 
     def key_groups(self, max_bucket: int, *, lsh: bool) -> Iterator[ScoredPair]:
-        """Pairs within each group of documents sharing a stored key (`Store.shared_keys`; ``lsh``: the LSH
-        keys too, unless they were joined in memory)."""
-        pending: list[list[str]] = []
-        pending_ids = 0
-        for key, ids in self.store.shared_keys(max_bucket=max_bucket, lsh=lsh):
-            if len(ids) >= max_bucket:
-                log.warning("band value %s is shared by %d or more documents; only %d were compared "
-                            "(boilerplate? see the index's crowded band values)", key, max_bucket, max_bucket)
-            pending.append(ids)
-            pending_ids += len(ids)
-            if pending_ids >= FETCH_BATCH:
-                yield from self._score_groups(pending)
-                pending, pending_ids = [], 0
-        yield from self._score_groups(pending)
+        """Pairs within each group of documents sharing a stored key (`Store.key_batches`; ``lsh``: the LSH
+        keys too, unless they were joined in memory), measured in bulk.
 
-    def _score_groups(self, groups: list[list[str]]) -> Iterator[ScoredPair]:
-        self.fetch(i for g in groups for i in g)
-        for group in groups:
-            docs = sorted((self.cache[i] for i in group if i in self.cache and not self.cache[i].empty),
-                          key=lambda d: d.id)
-            for i, a in enumerate(docs[:-1]):
-                rest = [d for d in docs[i + 1:] if (a.id, d.id) not in self.seen]
-                if rest:
-                    yield from self.score_against(a, rest)
+        A pair is taken under the smallest key its two documents share (`KeyBatch.keys`), so it is measured
+        once with nothing remembered across groups; only pairs that share crowded keys alone are remembered."""
+        crowded_seen: set[tuple[str, str]] = set()
+        pending: list[tuple[str, str]] = []
+        for batch in self.store.key_batches(max_bucket=max_bucket, lsh=lsh):
+            for key, count, ids in batch.groups:
+                if len(ids) >= max_bucket:
+                    log.warning("band value %s is shared by %d or more documents; only %d were compared "
+                                "(boilerplate? see the index's crowded band values)", key, max_bucket, max_bucket)
+                pending += self._owned(key, ids, batch.keys, crowded_seen if count > max_bucket else None)
+            if len(pending) >= PAIR_BATCH:
+                yield from self._score_pairs(pending)
+                pending = []
+        yield from self._score_pairs(pending)
+
+    def _owned(self, key: str, ids: list[str], keys: Mapping[str, frozenset[str]],
+               crowded_seen: set[tuple[str, str]] | None) -> Iterator[tuple[str, str]]:
+        """The pairs of a key group (ids sorted) to measure here: those whose smallest shared key (not
+        crowded) is ``key``; for a crowded key (``crowded_seen`` given), those sharing no other key, once."""
+        none: frozenset[str] = frozenset()
+        for i, a in enumerate(ids[:-1]):
+            mine = keys.get(a, none)
+            for b in ids[i + 1:]:
+                if (a, b) in self.seen:  # joined in memory already (the LSH bands, or probing layouts)
+                    continue
+                shared = mine & keys.get(b, none)
+                if crowded_seen is None:
+                    if not shared or min(shared) == key:
+                        yield a, b
+                elif not shared and (a, b) not in crowded_seen:
+                    crowded_seen.add((a, b))
+                    yield a, b
+
+    def _score_pairs(self, pairs: list[tuple[str, str]]) -> Iterator[ScoredPair]:
+        """Measure candidate pairs (``a < b``) in bulk: their documents fetched once, every measure in numpy
+        as `esdedup.rule.measure` takes it; pairs with an empty or vanished document are left out."""
+        ids = sorted({i for p in pairs for i in p})
+        docs: dict[str, StoredDoc] = {}
+        for start in range(0, len(ids), FETCH_BATCH):
+            docs.update(self.store.get(ids[start:start + FETCH_BATCH]))
+        live = [d for d in docs.values() if not d.empty]
+        if not live:
+            return
+        row = {d.id: i for i, d in enumerate(live)}
+        kept = [(a, b) for a, b in pairs if a in row and b in row]
+        left = np.array([row[a] for a, _ in kept], dtype=np.int64)
+        right = np.array([row[b] for _, b in kept], dtype=np.int64)
+        m = _pair_measures(live, left, right, self.config)
+        ngram = m.ngram
+        track = self.config.band_layout().radius > 0  # probing layouts skip these later
+        for x, (a, b) in enumerate(kept):
+            if track:
+                self.seen.add((a, b))
+            h = int(m.hamming[x])
+            if self.hamming_k is not None and not ngram[x] and h > self.hamming_k:
+                continue
+            yield ScoredPair(a, b, h, float(m.cosine[x]), bool(ngram[x]), _opt(m.jaccard[x]),
+                             _opt(m.containment[x]), (live[left[x]].chars, live[right[x]].chars))
 
     def probed(self, max_bucket: int) -> Iterator[ScoredPair]:
         """Pairs whose band keys are within the layout's probe radius (`probe_pairs`), joined in memory."""
@@ -204,6 +243,33 @@ class _PairScorer:
 
 def _opt(x: Any) -> float | None:
     return None if np.isnan(x) else float(x)
+
+
+def _pair_measures(docs: Sequence[StoredDoc], left: np.ndarray, right: np.ndarray, config: FingerprintConfig) -> Measures:
+    """`esdedup.rule.measure` of ``docs[left[x]]`` against ``docs[right[x]]`` for every x, in numpy: the same
+    numbers (the same products summed the same way), without a call a document."""
+    words = simhash_words([d.simhash for d in docs], config.bits)
+    vectors = np.stack([d.vector for d in docs]).astype(np.float32)
+    signed = np.array([has_signature(d) for d in docs], dtype=bool)
+    banded = np.array([config.gets_simhash_bands(d.chars) for d in docs], dtype=bool)
+    perm = config.minhash_perm
+    full = signed & np.array([d.minhash is not None and len(d.minhash) == perm for d in docs], dtype=bool)
+    sigs = np.zeros((len(docs), perm), dtype=np.uint32)
+    if full.any():
+        sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
+    shingles = np.array([d.shingles for d in docs], dtype=np.int64)
+    jac, cont = np.full(len(left), np.nan), np.full(len(left), np.nan)
+    fast = np.flatnonzero(full[left] & full[right])
+    a, b = left[fast], right[fast]
+    jac[fast] = (sigs[a] == sigs[b]).mean(axis=1)
+    cont[fast] = containment_estimate(jac[fast], shingles[a], shingles[b])
+    # Signatures of another length (written under an older config): measured one pair at a time.
+    for x in np.flatnonzero(signed[left] & signed[right] & ~(full[left] & full[right])):
+        one = measure(docs[int(left[x])], [docs[int(right[x])]], config)
+        jac[x], cont[x] = one.jaccard[0], one.containment[0]
+    legacy = ~signed[left] & ~signed[right] & ~banded[left] & ~banded[right]
+    return Measures(hamming_rows(words[left], words[right]), row_cosines(vectors[left], vectors[right]), jac, cont,
+                    legacy)
 
 
 def lsh_in_memory(store: Store) -> bool:

@@ -90,6 +90,19 @@ class WriteResult:
     status: int | None = None
 
 
+@dataclass(frozen=True)
+class KeyBatch:
+    """Some of the band keys held by two or more documents (`Store.key_batches`).
+
+    ``groups``: each key, how many documents hold it, and their ids (sorted; only the first ``max_bucket``
+    when more hold it: a crowded key). ``keys``: every member's keys of the fields read, less the crowded
+    ones, so that a caller can tell under which shared key a pair turns up first and count it once without
+    remembering the pairs it has seen."""
+
+    groups: list[tuple[str, int, list[str]]]
+    keys: dict[str, frozenset[str]]
+
+
 @dataclass
 class OpenResult:
     """What `Store.open` found: the config in force and whether the collection was just created."""
@@ -150,6 +163,11 @@ class Store(Protocol):
         ``max_bucket`` documents is yielded with only ``max_bucket`` ids, and reported by
         `crowded_keys` (boilerplate that collides with everything). ``lsh=False``: SimHash band keys
         only (all-pairs search then groups the MinHash LSH bands itself, from `scan`)."""
+        ...
+
+    def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
+        """`shared_keys` in batches of a few thousand members, with every member's other keys (`KeyBatch`);
+        each key comes in one batch only."""
         ...
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:

@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -39,6 +40,7 @@ from ..schema import (
 from ..simhash import from_hex
 from . import versions
 from .base import (
+    KeyBatch,
     NewDoc,
     OpenResult,
     Probe,
@@ -56,6 +58,10 @@ log = logging.getLogger(__name__)
 MSEARCH_BATCH = 100
 #: Largest page of ids/values per request (below Elasticsearch's default max_result_window of 10,000).
 PAGE = 5000
+#: Shared values one partition of a key field should return (`ElasticStore.key_batches`).
+PARTITION_BUCKETS = 20_000
+#: Most partitions of one key field (a partition split past this means the field cannot be cut).
+MAX_PARTITIONS = 1 << 20
 #: Rounds of `ElasticStore.merge_clusters` before it gives up (each round moves clusters to earlier roots,
 #: so a handful suffice even with many writers).
 MERGE_ROUNDS = 50
@@ -616,60 +622,116 @@ class ElasticStore:
     def _fields(self, *, lsh: bool = True) -> list[str]:
         return [f"{DEDUP}.{n}" for n in key_fields(self.config, lsh=lsh)]
 
-    def _values_with_counts(self, field: str, min_count: int) -> Iterator[tuple[str, int]]:
-        """All values of a key field held by at least ``min_count`` documents (composite paging), as strings
-        (the LSH keys field is numeric: its values come back as numbers)."""
-        after = None
-        while True:
-            comp: dict[str, Any] = {"size": PAGE, "sources": [{"k": {"terms": {"field": field}}}]}
-            if after:
-                comp["after"] = after
-            with self._errors("band aggregation"):
-                resp = self.client.search(index=self.name, size=0, aggs={"keys": {"composite": comp}})
-            self._complete(resp, "band aggregation")
-            agg = resp["aggregations"]["keys"]
-            for b in agg["buckets"]:
-                if b["doc_count"] >= min_count:
-                    yield str(b["key"]["k"]), int(b["doc_count"])
-            after = agg.get("after_key")
-            if not after or not agg["buckets"]:
-                return
+    def _key_stats(self, field: str) -> tuple[int, int]:
+        """Distinct values of a key field (HyperLogLog: exact up to 40,000, within a few percent above) and
+        values in all."""
+        aggs = {"distinct": {"cardinality": {"field": field, "precision_threshold": 40_000}},
+                "values": {"value_count": {"field": field}}}
+        with self._errors("band aggregation"):
+            resp = self.client.search(index=self.name, size=0, aggs=aggs)
+        self._complete(resp, "band aggregation")
+        return int(resp["aggregations"]["distinct"]["value"]), int(resp["aggregations"]["values"]["value"])
+
+    def _terms(self, field: str, min_count: int, part: tuple[int, int], size: int,
+               shard_size: int) -> tuple[list[tuple[str, int]], bool]:
+        """The values of partition ``part`` = (p, of n) of a key field held by ``min_count`` or more
+        documents, as strings (the LSH keys field is numeric), and whether the answer is whole: False when
+        it filled ``size`` or a shard had more values than it could send (then some may be missing)."""
+        terms: dict[str, Any] = {"field": field, "size": size, "shard_size": shard_size, "min_doc_count": min_count}
+        if part[1] > 1:
+            terms["include"] = {"partition": part[0], "num_partitions": part[1]}
+        with self._errors("band aggregation"):
+            resp = self.client.search(index=self.name, size=0, aggs={"keys": {"terms": terms}})
+        self._complete(resp, "band aggregation")
+        agg = resp["aggregations"]["keys"]
+        found = [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
+        return found, len(found) < size and not agg.get("doc_count_error_upper_bound")
+
+    def _shared_values(self, field: str, min_count: int) -> Iterator[list[tuple[str, int]]]:
+        """Every value of a key field held by ``min_count`` or more documents, with its count, one partition
+        of the field's values at a time: the node reads the field once a partition and sends only those
+        values, not the singletons. The partitions are as many as make each answer about
+        `PARTITION_BUCKETS` values (the field's value count less its distinct values bounds the values
+        held twice or more); a partition whose answer may be cut is asked again as two (values fall in
+        partition ``hash % n``, so partition p of n is partitions p and p + n of 2n)."""
+        distinct, values = self._key_stats(field)
+        parts = max(1, math.ceil(min(distinct, values - distinct) / PARTITION_BUCKETS))
+        log.debug("%s: %d distinct values, %d in all: %d partitions", field, distinct, values, parts)
+        size = 2 * PARTITION_BUCKETS
+        # With several shards each must send all of its values in the partition for the counts to add up.
+        shard_size = max(size, math.ceil(1.5 * distinct / parts))
+        todo = [(p, parts) for p in reversed(range(parts))]
+        while todo:
+            part = todo.pop()
+            found, whole = self._terms(field, min_count, part, size, shard_size)
+            if whole:
+                yield found
+            elif part[1] >= MAX_PARTITIONS:
+                raise StoreError(f"band aggregation on {self.name!r}: {field} does not fit {MAX_PARTITIONS} "
+                                 "partitions")
+            else:
+                log.debug("partition %d of %d of %s may hold more than %d shared values: split", *part, field, size)
+                todo += [(part[0] + part[1], 2 * part[1]), (part[0], 2 * part[1])]
+
+    def _crowded_set(self, fields: Sequence[str], max_bucket: int) -> frozenset[str]:
+        """The values of ``fields`` held by more than ``max_bucket`` documents (few: one request a field,
+        unless there are more than a page of them or several shards leave the answer uncertain)."""
+        out: set[str] = set()
+        for field in fields:
+            found, whole = self._terms(field, max_bucket + 1, (0, 1), PAGE, PAGE)
+            if not whole:
+                found = [v for part in self._shared_values(field, max_bucket + 1) for v in part]
+            out.update(v for v, _ in found)
+        return frozenset(out)
 
     def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
-        for field in self._fields(lsh=lsh):
-            batch: list[tuple[str, int]] = []
-            total = 0
-            for value, n in self._values_with_counts(field, 2):
-                n = min(n, max_bucket)
-                if batch and total + n > PAGE:
-                    yield from self._ids_for(field, batch, max_bucket)
-                    batch, total = [], 0
-                batch.append((value, n))
-                total += n
-            if batch:
-                yield from self._ids_for(field, batch, max_bucket)
+        for batch in self.key_batches(max_bucket=max_bucket, lsh=lsh):
+            for key, _, ids in batch.groups:
+                yield key, ids
 
-    def _ids_for(self, field: str, values: list[tuple[str, int]], max_bucket: int) -> Iterator[tuple[str, list[str]]]:
+    def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
+        """Shared keys field by field, partition by partition (`_shared_values`); their members fetched
+        for a page of members at a time, with every member's keys (doc values)."""
+        fields = self._fields(lsh=lsh)
+        crowded = self._crowded_set(fields, max_bucket)
+        for field in fields:
+            for found in self._shared_values(field, 2):
+                batch: list[tuple[str, int]] = []
+                total = 0
+                for value, n in found:
+                    if batch and total + min(n, max_bucket) > PAGE:
+                        yield self._members(field, batch, fields, crowded, max_bucket)
+                        batch, total = [], 0
+                    batch.append((value, n))
+                    total += min(n, max_bucket)
+                if batch:
+                    yield self._members(field, batch, fields, crowded, max_bucket)
+
+    def _members(self, field: str, values: list[tuple[str, int]], fields: Sequence[str], crowded: frozenset[str],
+                 max_bucket: int) -> KeyBatch:
+        """The `KeyBatch` of some values of ``field``: one search for the values held by at most
+        ``max_bucket`` documents, one a crowded value (its first ``max_bucket`` documents)."""
         groups: dict[str, list[str]] = {v: [] for v, _ in values}
-        crowded = [v for v, n in values if n >= max_bucket]
-        normal = [v for v, n in values if n < max_bucket]
-        searches: list[tuple[list[str], int]] = [([v], max_bucket) for v in crowded]
+        keys: dict[str, frozenset[str]] = {}
+        normal = [(v, n) for v, n in values if n <= max_bucket]
+        searches = [([v], max_bucket) for v, n in values if n > max_bucket]
         if normal:
-            searches.append((normal, sum(n for v, n in values if v in set(normal))))
+            searches.append(([v for v, _ in normal], sum(n for _, n in normal)))
         for vals, size in searches:
             with self._errors("fetching band members"):
                 resp = self.client.search(index=self.name, size=size, query={"terms": {field: vals}},
-                                          docvalue_fields=[field], _source=False, track_total_hits=False,
-                                          sort=["_doc"])
+                                          docvalue_fields=list(fields), _source=False, track_total_hits=False,
+                                          sort=["_doc"], filter_path=["_shards", "hits.hits._id", "hits.hits.fields"])
             self._complete(resp, "fetching band members")
-            for h in resp["hits"]["hits"]:
-                for v in map(str, h.get("fields", {}).get(field, [])):
-                    if v in groups and len(groups[v]) < max_bucket:
+            asked = set(vals)  # a hit of one search may hold values of another: counted there
+            for h in (resp.get("hits") or {}).get("hits", []):
+                got = h.get("fields", {})
+                for v in map(str, got.get(field, ())):
+                    if v in asked and len(groups[v]) < max_bucket:
                         groups[v].append(h["_id"])
-        for v, _ in values:
-            ids = sorted(groups[v])
-            if len(ids) > 1:
-                yield v, ids
+                if h["_id"] not in keys:
+                    keys[h["_id"]] = frozenset(str(k) for f in fields for k in got.get(f, ())) - crowded
+        return KeyBatch([(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1], keys)
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []

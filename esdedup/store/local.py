@@ -28,7 +28,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 import json
+import operator
 import os
 import sqlite3
 from collections import Counter
@@ -45,6 +47,7 @@ from ..minhash import SIGNATURE_DTYPE
 from ..schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
 from ..simhash import from_hex, to_hex
 from .base import (
+    KeyBatch,
     NewDoc,
     OpenResult,
     Probe,
@@ -75,6 +78,8 @@ BUSY_SECONDS = 120.0
 WRITE_BATCH = 2000
 #: Host parameters per statement (SQLite's default limit is 32766).
 _MAX_PARAMS = 30000
+#: Members of shared keys per `KeyBatch` (`LocalStore.key_batches`).
+_KEY_BATCH = 5000
 #: SELECTs per compound statement (SQLite's default limit is 500).
 _COMPOUND = 400
 # Ids read per key in a lookup, at least: enough to rank a crowd of a few hundred near-identical documents
@@ -531,22 +536,44 @@ class LocalStore:
 
     @_sql_errors
     def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
+        for batch in self.key_batches(max_bucket=max_bucket, lsh=lsh):
+            for key, _, ids in batch.groups:
+                yield key, ids
+
+    @_sql_errors
+    def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         tables = ("bands", "lsh") if lsh else ("bands",)
         self._merge(tables)
         db = self._connect()
+        crowded = frozenset(k for t in tables for (k,) in
+                            db.execute(f"SELECT key FROM {t} GROUP BY key HAVING COUNT(*) > ?", (max_bucket,)))
         for table in tables:
             cur = db.execute(f"SELECT key, id FROM {table} WHERE key IN "
                              f"(SELECT key FROM {table} GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, id")
-            key: str | None = None
-            ids: list[str] = []
-            for k, i in cur:
-                if k != key:
-                    if key is not None:
-                        yield key, ids[:max_bucket]
-                    key, ids = k, []
-                ids.append(i)
-            if key is not None:
-                yield key, ids[:max_bucket]
+            groups: list[tuple[str, int, list[str]]] = []
+            members = 0
+            for key, rows in itertools.groupby(cur, key=operator.itemgetter(0)):
+                ids = [i for _, i in rows]
+                groups.append((key, len(ids), ids[:max_bucket]))
+                members += min(len(ids), max_bucket)
+                if members >= _KEY_BATCH:
+                    yield self._key_batch(groups, tables, crowded)
+                    groups, members = [], 0
+            if groups:
+                yield self._key_batch(groups, tables, crowded)
+
+    def _key_batch(self, groups: list[tuple[str, int, list[str]]], tables: Sequence[str],
+                   crowded: frozenset[str]) -> KeyBatch:
+        """``groups`` with the keys of their members (computed from the stored documents, as indexed)."""
+        ids = sorted({i for _, _, g in groups for i in g})
+        keys: dict[str, set[str]] = {i: set() for i in ids}
+        for chunk in _chunks(ids, _MAX_PARAMS):
+            q = f"SELECT seq, id, simhash, minhash, banded FROM docs WHERE id IN ({','.join('?' * len(chunk))})"
+            rows = self._connect().execute(q, chunk).fetchall()
+            for table in tables:
+                for k, i in self._keys_of(rows, table):
+                    keys[i].add(k)
+        return KeyBatch(groups, {i: frozenset(k - crowded) for i, k in keys.items()})
 
     @_sql_errors
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:

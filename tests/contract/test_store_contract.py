@@ -211,6 +211,15 @@ def test_labels_and_crowded_keys(new_store, corpus):
     groups = dict(store.shared_keys(max_bucket=4))
     assert set(groups) == set(fps[0].bands + fps[0].lsh)
     assert all(len(ids) == 4 for ids in groups.values())
+    # In batches: each key once, with its full count, and each member's keys less the crowded ones.
+    _write(store, [{"id": f"pair{i}", "text": docs[1]["text"]} for i in range(2)], [fps[1]] * 2)
+    store.refresh()
+    batches = list(store.key_batches(max_bucket=4))
+    found = [(key, n) for b in batches for key, n, _ in b.groups]
+    assert sorted(found) == sorted([(k, 10) for k in fps[0].bands + fps[0].lsh] + [(k, 2) for k in fps[1].bands + fps[1].lsh])
+    members = {i: ks for b in batches for i, ks in b.keys.items()}
+    assert members["pair0"] == members["pair1"] == set(fps[1].bands + fps[1].lsh)
+    assert members["same0"] == frozenset()
     assert store.set_labels({"same1": ("same0", "same0")}) == 1
     store.refresh()
     got = store.get(["same1"])["same1"]

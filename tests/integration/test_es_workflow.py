@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from esdedup_cli.main import app
 from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
+from esdedup.api import all_pairs
 from esdedup.fingerprint import Fingerprinter
 from esdedup.lookup import similar
 from esdedup.rule import is_duplicate
@@ -220,7 +223,7 @@ def test_dups_write_clusters_then_collapse(es_url, es_client, fresh_index, corpu
 
 
 def test_dups_lsh_join_store_gives_the_pairs_of_memory(es_url, es_client, fresh_index, corpus_file, tmp_path):
-    """`--lsh-join store` (the path above LSH_IN_MEMORY_MAX documents: composite aggregations over the LSH
+    """`--lsh-join store` (the path above LSH_IN_MEMORY_MAX documents: partitioned terms aggregations over the LSH
     keys) finds the same pairs, with the same measures, as the in-memory join; and it does ask the node."""
     path, docs, planted = corpus_file
     assert _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "index").exit_code == 0
@@ -238,6 +241,68 @@ def test_dups_lsh_join_store_gives_the_pairs_of_memory(es_url, es_client, fresh_
     assert all(tuple(sorted(p)) in {(p["a"], p["b"]) for p in store} for p in _detectable(docs, planted))
     # The LSH keys paged by composite aggregations and their members fetched: more queries than one scan.
     assert store_queries > memory_queries
+
+
+def test_store_join_in_many_partitions_gives_the_pairs_of_memory(es_url, es_client, fresh_index, corpus_file,
+                                                                   tmp_path, monkeypatch, caplog):
+    """The store join reads each key field in many partitions (a few shared keys each), splits those whose
+    answer may be cut, on 2 shards, and still finds every pair once, with the measures of the memory join."""
+    path, docs, planted = corpus_file
+    assert _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "index").exit_code == 0
+    monkeypatch.setattr(elastic, "PARTITION_BUCKETS", 8)
+    store = ElasticStore(es_client, fresh_index)
+    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic"):
+        memory, by_store = (all_pairs(store, lsh_join=join).pairs for join in ("memory", "store"))
+    assert memory and by_store == memory  # a key dropped loses pairs, a key read twice repeats them
+    parts = [int(m[1]) for m in re.finditer(r"lsh_keys: \d+ distinct values, \d+ in all: (\d+) partitions",
+                                           caplog.text)]
+    assert parts and parts[0] >= 10
+    # An estimate far too low (HyperLogLog errs, a little): one partition first, split until none is cut.
+    monkeypatch.setattr(store, "_key_stats", lambda field: (100, 108))
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic"):
+        assert all_pairs(store, lsh_join="store").pairs == memory
+    assert caplog.text.count("may hold more than 16 shared values: split") >= 10
+
+
+@pytest.mark.parametrize("page", [8, elastic.PAGE])
+def test_store_join_crowded_key_larger_than_a_page(es_client, fresh_index, monkeypatch, caplog, page):
+    """A key held by more documents than a page of members (8) and than max_bucket: its first max_bucket
+    documents are paired once (one warning a crowded key), as the memory join pairs them. Two of them also
+    share keys of their own (one page: fetched beside the crowded key, counted once)."""
+    from esdedup.schema import content_sha1
+    from esdedup.store.base import NewDoc
+
+    config = FingerprintConfig(tokenizer="rjieba")
+    store = ElasticStore(es_client, fresh_index, replicas=0)
+    store.open(config)
+    docs, _ = make_corpus(120, 30, seed=8, sentences=(1, 4))
+    same = "国务院台办发言人在例行新闻发布会上宣布了这一消息，台湾居民明日起持台胞证可通关。"
+    texts = [same.replace("宣布", "公布")] * 2 + [same] * 25 + [d["text"] for d in docs]
+    ids = ["b0", "b1"] + [f"c{i:02d}" for i in range(25)] + [d["id"] for d in docs]
+    fps = Fingerprinter(config).fingerprint_many(texts)
+    assert all(r.ok for r in store.write(NewDoc(i, fp, {"text": t}, content_sha1(t))
+                                         for i, t, fp in zip(ids, texts, fps, strict=True)))
+    store.refresh()
+    monkeypatch.setattr(elastic, "PAGE", page)
+    monkeypatch.setattr(elastic, "PARTITION_BUCKETS", 8 if page == 8 else elastic.PARTITION_BUCKETS)
+    crowded = set(fps[0].lsh) & set(fps[2].lsh)
+    assert 0 < len(crowded) < 16  # b0 and b1 hold crowded keys and keys of their own
+    for batch in store.key_batches(max_bucket=10):
+        for key, n, members in batch.groups:
+            assert len(set(members)) == len(members) == min(n, 10), key
+    memory = all_pairs(store, lsh_join="memory", max_bucket=10).pairs
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
+        by_store = all_pairs(store, lsh_join="store", max_bucket=10).pairs
+    assert by_store == memory
+    first = {"b0", "b1", *(f"c{i:02d}" for i in range(8))}  # a crowded key's first 10 documents
+    among = [p for p in by_store if {p.a, p.b} <= first]
+    assert len(among) == 10 * 9 // 2  # each pair once, though they share up to 16 crowded keys
+    warned = [r.args[0] for r in caplog.records if "is shared by 10 or more documents" in r.getMessage()]
+    crowded_keys = [k for k, _ in store.crowded_keys(min_count=10, limit=1000)]
+    assert set(fps[2].lsh) <= set(crowded_keys)
+    assert sorted(warned) == sorted(crowded_keys)  # one warning a crowded key
 
 
 def test_search_diversified_fills_the_page(es_client, fresh_index):
