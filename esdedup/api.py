@@ -175,8 +175,8 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     can ``collapse`` on it.
 
     ``lsh_join``: ``memory`` joins the LSH bands in numpy after one scan of the signatures (about 512 bytes
-    a document), ``store`` reads the store's key groups (`Store.shared_keys`: composite aggregations on
-    Elasticsearch), ``auto`` is memory up to `esdedup.pairs.LSH_IN_MEMORY_MAX` documents. The pairs are the
+    a document), ``store`` reads the store's key groups (`Store.key_batches`: on Elasticsearch a ``terms``
+    aggregation of the keys held by two documents or more, a partition of the keys at a time), ``auto`` is memory up to `esdedup.pairs.LSH_IN_MEMORY_MAX` documents. The pairs are the
     same either way; it is a choice of memory against time.
 
     Raises:
