@@ -19,7 +19,7 @@ import numpy as np
 from .bands import BandLayout
 from .config import FingerprintConfig
 from .minhash import lsh_keys
-from .rule import Measures, containment_estimate, has_signature, is_duplicate, measure, row_cosines
+from .rule import containment_estimate, has_signature, is_duplicate, measure, measure_pairs, row_cosines
 from .simhash import hamming_rows, simhash_words
 from .store.base import Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -186,7 +186,7 @@ class _PairScorer:
         kept = [(a, b) for a, b in pairs if a in row and b in row]
         left = np.array([row[a] for a, _ in kept], dtype=np.int64)
         right = np.array([row[b] for _, b in kept], dtype=np.int64)
-        m = _pair_measures(live, left, right, self.config)
+        m = measure_pairs(live, left, right, self.config)
         ngram = m.ngram
         track = self.config.band_layout().radius > 0  # probing layouts skip these later
         for x, (a, b) in enumerate(kept):
@@ -243,33 +243,6 @@ class _PairScorer:
 
 def _opt(x: Any) -> float | None:
     return None if np.isnan(x) else float(x)
-
-
-def _pair_measures(docs: Sequence[StoredDoc], left: np.ndarray, right: np.ndarray, config: FingerprintConfig) -> Measures:
-    """`esdedup.rule.measure` of ``docs[left[x]]`` against ``docs[right[x]]`` for every x, in numpy: the same
-    numbers (the same products summed the same way), without a call a document."""
-    words = simhash_words([d.simhash for d in docs], config.bits)
-    vectors = np.stack([d.vector for d in docs]).astype(np.float32)
-    signed = np.array([has_signature(d) for d in docs], dtype=bool)
-    banded = np.array([config.gets_simhash_bands(d.chars) for d in docs], dtype=bool)
-    perm = config.minhash_perm
-    full = signed & np.array([d.minhash is not None and len(d.minhash) == perm for d in docs], dtype=bool)
-    sigs = np.zeros((len(docs), perm), dtype=np.uint32)
-    if full.any():
-        sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
-    shingles = np.array([d.shingles for d in docs], dtype=np.int64)
-    jac, cont = np.full(len(left), np.nan), np.full(len(left), np.nan)
-    fast = np.flatnonzero(full[left] & full[right])
-    a, b = left[fast], right[fast]
-    jac[fast] = (sigs[a] == sigs[b]).mean(axis=1)
-    cont[fast] = containment_estimate(jac[fast], shingles[a], shingles[b])
-    # Signatures of another length (written under an older config): measured one pair at a time.
-    for x in np.flatnonzero(signed[left] & signed[right] & ~(full[left] & full[right])):
-        one = measure(docs[int(left[x])], [docs[int(right[x])]], config)
-        jac[x], cont[x] = one.jaccard[0], one.containment[0]
-    legacy = ~signed[left] & ~signed[right] & ~banded[left] & ~banded[right]
-    return Measures(hamming_rows(words[left], words[right]), row_cosines(vectors[left], vectors[right]), jac, cont,
-                    legacy)
 
 
 def lsh_in_memory(store: Store) -> bool:

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .config import FingerprintConfig
-from .simhash import hamming_many
+from .simhash import hamming_many, hamming_rows, simhash_words
 from .thresholds import Thresholds
 
 __all__ = ["Measures", "Sketch", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
@@ -158,6 +158,34 @@ def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Mea
         legacy = np.array([not has_signature(d) and not config.gets_simhash_bands(d.chars) for d in docs],
                           dtype=bool)
     return Measures(hams, coss, jac, cont, legacy)
+
+
+def measure_pairs(docs: Sequence[Sketch], left: np.ndarray, right: np.ndarray, config: FingerprintConfig) -> Measures:
+    """`measure` of ``docs[left[x]]`` against ``docs[right[x]]`` for every x, in numpy: the same numbers (the
+    same products summed the same way), without a call a document (the store-side join measures its
+    candidate pairs in bulk with it)."""
+    words = simhash_words([d.simhash for d in docs], config.bits)
+    vectors = np.stack([d.vector for d in docs]).astype(np.float32)
+    signed = np.array([has_signature(d) for d in docs], dtype=bool)
+    banded = np.array([config.gets_simhash_bands(d.chars) for d in docs], dtype=bool)
+    perm = config.minhash_perm
+    full = signed & np.array([d.minhash is not None and len(d.minhash) == perm for d in docs], dtype=bool)
+    sigs = np.zeros((len(docs), perm), dtype=np.uint32)
+    if full.any():
+        sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
+    shingles = np.array([d.shingles for d in docs], dtype=np.int64)
+    jac, cont = np.full(len(left), np.nan), np.full(len(left), np.nan)
+    fast = np.flatnonzero(full[left] & full[right])
+    a, b = left[fast], right[fast]
+    jac[fast] = (sigs[a] == sigs[b]).mean(axis=1)
+    cont[fast] = containment_estimate(jac[fast], shingles[a], shingles[b])
+    # Signatures of another length (written under an older config): measured one pair at a time.
+    for x in np.flatnonzero(signed[left] & signed[right] & ~(full[left] & full[right])):
+        one = measure(docs[int(left[x])], [docs[int(right[x])]], config)
+        jac[x], cont[x] = one.jaccard[0], one.containment[0]
+    legacy = ~signed[left] & ~signed[right] & ~banded[left] & ~banded[right]
+    return Measures(hamming_rows(words[left], words[right]), row_cosines(vectors[left], vectors[right]), jac, cont,
+                    legacy)
 
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -296,3 +296,29 @@ def test_threshold_overrides_are_checked_when_given():
     with pytest.raises(ConfigError, match="cosine threshold must be a number in"):
         ThresholdOverrides(cosine=float("nan"))
     assert ThresholdOverrides(containment=0).for_config(FingerprintConfig()).containment is None  # 0: off
+
+
+def test_measure_pairs_equals_measure_pair_by_pair():
+    """The store-side join measures its candidate pairs in bulk (`measure_pairs`); every number must be the one
+    `measure` gives the same two texts, or `dups` would decide otherwise than `similar`. Texts short and long,
+    with and without signatures (strategy simhash: short ones are then measured by the legacy rule)."""
+    from esdedup.rule import measure, measure_pairs
+
+    long_text = "".join(SENTENCES[:6])
+    texts = [*SENTENCES[:12], long_text, long_text[:-3] + "改动了", "短"]
+    # Texts without signatures first and last, so that each side of a pair is sometimes one.
+    plain = Fingerprinter(FingerprintConfig(strategy="simhash")).fingerprint_many(texts[:4])
+    fps = [*plain[:2], *Fingerprinter(FingerprintConfig()).fingerprint_many(texts), *plain[2:]]
+    docs = [fp for fp in fps if not fp.empty]
+    pairs = list(itertools.combinations(range(len(docs)), 2))
+    left, right = (np.array(side, dtype=np.int64) for side in zip(*pairs, strict=True))
+    config = FingerprintConfig()
+    bulk = measure_pairs(docs, left, right, config)
+    for x, (i, j) in enumerate(pairs):
+        one = measure(docs[i], [docs[j]], config)
+        assert bulk.hamming[x] == one.hamming[0]
+        assert bulk.cosine[x] == one.cosine[0]
+        for name in ("jaccard", "containment"):
+            got, want = getattr(bulk, name)[x], getattr(one, name)[0]
+            assert (np.isnan(got) and np.isnan(want)) or got == want, (name, i, j)
+        assert bool(bulk.ngram[x]) == bool(one.ngram[0]), (i, j)
