@@ -42,8 +42,7 @@ from es import node, node_cpu_seconds  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint import Fingerprint, Fingerprinter  # noqa: E402
-from esdedup.schema import ARTICLE_FIELDS, LSH_KEYS, content_sha1, dedup_source, mapping_for  # noqa: E402
-from esdedup.store.elastic import json_bytes  # noqa: E402
+from esdedup.schema import ARTICLE_FIELDS, LSH_KEYS, content_sha1, dedup_source, json_bytes, mapping_for  # noqa: E402
 
 Dedup = dict[str, Any]
 Mapping = dict[str, Any]

@@ -57,9 +57,8 @@ from .normalize import normalize
 from .readers import Record, Rejected, check_inputs, read_records
 from .rule import Sketch, measure
 from .runindex import MAX_PER_KEY, FrozenKeys, RunIndex
-from .schema import DEDUP, content_sha1, dedup_source
+from .schema import DEDUP, content_sha1, dedup_members
 from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
-from .store.elastic import ElasticStore, json_bytes
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 log = logging.getLogger(__name__)
@@ -218,7 +217,7 @@ class _Fingerprinted(Sequence[tuple[Fingerprint, str]]):
 def _encode_dedup(fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig) -> list[bytes]:
     """Each fingerprint's ``dedup`` object (`esdedup.schema.dedup_source`) as JSON object members, braces
     stripped, so that the writer can add the labels and splice it into the document's JSON."""
-    return [json_bytes(dedup_source(fp, config, sha1))[1:-1] for fp, sha1 in zip(fps, sha1s, strict=True)]
+    return [dedup_members(fp, config, sha1) for fp, sha1 in zip(fps, sha1s, strict=True)]
 
 
 def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
@@ -1371,7 +1370,7 @@ def _run_ingest(paths: Sequence[str | Path], run: _Run,
                            title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
                            skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
     # Documents for Elasticsearch leave the workers as JSON already (the embedded store keeps fingerprints).
-    workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1), encode=isinstance(store, ElasticStore))
+    workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1), encode=store.takes_dedup_json)
     retried_before = store.retried
     stop = _Stop()
     try:

@@ -207,3 +207,29 @@ def decode_minhash(text: str | None) -> np.ndarray | None:
     if not text:
         return None
     return np.frombuffer(base64.b64decode(text), dtype=SIGNATURE_DTYPE).astype(np.uint32)
+
+
+# -- the document as JSON ----------------------------------------------------------------------------
+def _stdlib_json_bytes(obj: Any) -> bytes:
+    # What the client's own serializer would send (surrogates passed through, ES reports them per document).
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass")
+
+
+try:
+    import orjson
+
+    def json_bytes(obj: Any) -> bytes:
+        """``obj`` as compact UTF-8 JSON (orjson; the standard library for what orjson refuses, such as
+        lone surrogates or exotic types)."""
+        try:
+            return orjson.dumps(obj)
+        except TypeError:  # orjson.JSONEncodeError
+            return _stdlib_json_bytes(obj)
+except ImportError:  # pragma: no cover - orjson is a dependency; still work without it
+    json_bytes = _stdlib_json_bytes
+
+
+def dedup_members(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: str | None = None) -> bytes:
+    """`dedup_source` as JSON object members without the braces (`esdedup.store.base.NewDoc.dedup_json`):
+    encoded where the fingerprint is made, spliced into the document's JSON by a store that sends JSON."""
+    return json_bytes(dedup_source(fp, config, normalized_sha1))[1:-1]

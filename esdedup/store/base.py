@@ -184,6 +184,10 @@ class Store(Protocol):
     #: step for every writer (the embedded store).
     settles: bool
 
+    #: True when the store writes `NewDoc.dedup_json` as it is (it sends documents as JSON), so that a writer
+    #: encodes the ``dedup`` fields where it fingerprints (ingest's worker processes).
+    takes_dedup_json: bool
+
     def alone(self) -> bool:
         """True while no other writer has written to the collection since this store opened it: a writer
         that ``settles`` need not settle a batch written while it was alone (any writer that comes later

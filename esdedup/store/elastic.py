@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-import json
 import logging
 import math
 import re
@@ -34,6 +33,7 @@ from ..schema import (
     config_from_meta,
     decode_minhash,
     dedup_source,
+    json_bytes,
     key_fields,
     mapping_for,
 )
@@ -162,6 +162,8 @@ class ElasticStore:
         self.retried = 0
         #: Other writers' documents become visible only after a refresh: writers settle labels afterwards.
         self.settles = True
+        #: Documents go out as JSON: ingest's workers encode the ``dedup`` fields (`NewDoc.dedup_json`).
+        self.takes_dedup_json = True
         #: The index's count of indexing operations when it was opened, and this store's own since.
         self._baseline: int | None = None
         self._own_writes = 0
@@ -762,25 +764,6 @@ def _spliced(d: NewDoc) -> bytes:
     tail = json_bytes(_labels(d))[1:-1]
     return b"".join((head, b"," if len(head) > 1 else b"", b'"' + DEDUP.encode() + b'":{', d.dedup_json or b"",
                      b"," if tail and d.dedup_json else b"", tail, b"}}"))
-
-
-def _stdlib_json_bytes(obj: Any) -> bytes:
-    # What the client's own serializer would send (surrogates passed through, ES reports them per document).
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass")
-
-
-try:
-    import orjson
-
-    def json_bytes(obj: Any) -> bytes:
-        """``obj`` as compact UTF-8 JSON (orjson; the standard library for what orjson refuses, such as
-        lone surrogates or exotic types)."""
-        try:
-            return orjson.dumps(obj)
-        except TypeError:  # orjson.JSONEncodeError
-            return _stdlib_json_bytes(obj)
-except ImportError:  # pragma: no cover - orjson is a dependency; still work without it
-    json_bytes = _stdlib_json_bytes
 
 
 def _bulk_reason(info: Mapping[str, Any]) -> str:

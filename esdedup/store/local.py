@@ -132,6 +132,8 @@ class LocalStore:
         self.retried = 0
         #: Writers never need to settle labels here: `write_lock` serialises their batches.
         self.settles = False
+        #: Rows, not JSON: the ``dedup`` fields are not encoded in advance for this store.
+        self.takes_dedup_json = False
         #: The file cannot be written: keys not yet indexed are indexed in temporary tables only.
         self.read_only = False
         self._tail_marks: dict[str, int] = {}
