@@ -1,7 +1,9 @@
 """Elasticsearch request bodies for band lookups, kNN and fetching fingerprints. Pure: dicts in, dicts out.
 
 A band lookup is a ``bool`` query whose ``should`` clauses are one ``term`` query per band (a ``terms``
-query when the layout probes neighbours), at least one of which must match; filters narrow it. SimHash
+query when the layout probes neighbours), at least one of which must match; filters narrow it. A batched
+lookup (`batch_lookup_body`) asks once for every document holding any key of many probes, one ``terms``
+query a key field, and returns each hit's key values, so that the client gives each probe its own. SimHash
 bands have a field each; the MinHash LSH bands ``lsh_<i>`` all query the one field ``dedup.lsh_keys``
 (`esdedup.schema.key_field`), still one clause a band.
 Candidates come back with their SimHash and labels as doc values and their vector from ``_source``, never
@@ -60,6 +62,45 @@ def msearch_body(index: str, probes: Sequence[Mapping[str, Sequence[str]]], *, s
         out.append({"index": index})
         out.append(lookup_body(probe, size=size, filters=filters))
     return out
+
+
+def keys_by_field(probes: Iterable[Mapping[str, Sequence[str]]]) -> dict[str, list[str]]:
+    """The band keys of several probes by stored field (``dedup.<field>``), each key once, in first-seen order.
+
+    >>> keys_by_field([{"band_0": ["0:ab"], "lsh_0": ["12"], "lsh_1": ["7"]}, {"band_0": ["0:ab", "0:cd"]}])
+    {'dedup.band_0': ['0:ab', '0:cd'], 'dedup.lsh_keys': ['12', '7']}
+    """
+    out: dict[str, dict[str, None]] = {}
+    for probe in probes:
+        for name, keys in probe.items():
+            if keys:
+                out.setdefault(f"{DEDUP}.{key_field(name)}", {}).update(dict.fromkeys(keys))
+    return {field: list(keys) for field, keys in out.items()}
+
+
+def _any_key(keys: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    return {"bool": {"should": [{"terms": {field: list(values)}} for field, values in keys.items()],
+                     "minimum_should_match": 1}}
+
+
+def batch_lookup_body(keys: Mapping[str, Sequence[str]], *, size: int) -> dict[str, Any]:
+    """One ``_search`` for the band lookups of many probes: every document holding any of ``keys`` (by stored
+    field, `keys_by_field`), unscored in index order, with its fingerprint and its own key values (doc values
+    of the key fields), from which the client tells which probe it answers."""
+    return {"size": size, "query": {"bool": {"filter": [_any_key(keys)]}}, "_source": VECTOR_SOURCE,
+            "docvalue_fields": FINGERPRINT_FIELDS + list(keys), "track_total_hits": False, "sort": ["_doc"],
+            "seq_no_primary_term": True}
+
+
+def crowded_keys_body(keys: Mapping[str, Sequence[str]], *, min_count: int, size: int = 1000) -> dict[str, Any]:
+    """A count-only ``_search`` whose aggregation ``<field>`` lists, for each stored key field, the given keys
+    held by at least ``min_count`` documents (at most ``size`` a field)."""
+    # "map": count the few matching documents' values, not the field's global ordinals (rebuilt after
+    # each refresh of an index being written).
+    aggs = {field: {"terms": {"field": field, "include": list(values), "min_doc_count": min_count,
+                              "size": min(size, len(values)), "execution_hint": "map"}}
+            for field, values in keys.items()}
+    return {"size": 0, "query": {"bool": {"filter": [_any_key(keys)]}}, "aggs": aggs, "track_total_hits": False}
 
 
 #: The measures the esdedup plugin's script language computes on the node.

@@ -3,7 +3,9 @@ config stores one) as a dense_vector, config in `_meta`.
 
 Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes); documents rejected
 with 429 (write queue full) or a 5xx status, and whole requests throttled with 429, are re-sent here with
-exponential backoff and counted in `ElasticStore.retried`. Lookups are `_msearch` batches of band queries built by `esdedup.query`.
+exponential backoff and counted in `ElasticStore.retried`. Lookups of many probes share one search (one `terms`
+query a key field, `esdedup.query.batch_lookup_body`) and the client gives each probe the hits sharing its keys;
+probes holding crowded keys are ranked by the node, one band query each in `_msearch` batches.
 
 Several writers may write one index at once; a document becomes visible to the others' lookups only after
 a refresh, so writers settle their labels after writing (`esdedup.ingest`), and `merge_clusters` and
@@ -19,6 +21,7 @@ import logging
 import math
 import re
 import time
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,6 +37,7 @@ from ..schema import (
     decode_minhash,
     dedup_source,
     json_bytes,
+    key_field,
     key_fields,
     mapping_for,
 )
@@ -54,8 +58,12 @@ from .base import (
 
 log = logging.getLogger(__name__)
 
-#: Probes per `_msearch` request.
+#: Probes per `_msearch` request (probes the node ranks one by one).
 MSEARCH_BATCH = 100
+#: Probes per batched lookup search, and band keys per key field in it (a `terms` query takes at most
+#: 65,536 by default, ``index.max_terms_count``).
+LOOKUP_PROBES = 250
+LOOKUP_TERMS = 30_000
 #: Largest page of ids/values per request (below Elasticsearch's default max_result_window of 10,000).
 PAGE = 5000
 #: Shared values one partition of a key field should return (`ElasticStore.key_batches`).
@@ -507,12 +515,79 @@ class ElasticStore:
         return done
 
     # -- reading ---------------------------------------------------------------------------------
+    #: Documents one batched lookup search may return: a batch of probes whose keys match more is split, down
+    #: to single probes, which the node then ranks one by one (`_lookup_each`).
+    lookup_page = PAGE
+
     def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
-        dims = self.config.dims
+        """See `Store.lookup`. Up to `LOOKUP_PROBES` probes share one search, which returns every document
+        holding any of their keys with its key values; each probe then takes the hits sharing its keys, the
+        ``limit`` sharing the most bands when more do (ties by id). A probe holding a crowded key (one held by
+        more than ``limit`` documents), or matching more than `lookup_page` documents alone, is looked up by
+        itself and ranked by the node (ties in index order). Either way a probe's answer does not depend on the
+        other probes of the call."""
         out: list[list[StoredDoc]] = [[] for _ in probes]
-        todo = [i for i, p in enumerate(probes) if any(p.values())]
-        for start in range(0, len(todo), MSEARCH_BATCH):
-            batch = todo[start : start + MSEARCH_BATCH]
+        alone: list[int] = []
+        for chunk in _lookup_chunks(probes):
+            alone += self._lookup_together(probes, chunk, limit, out, crowds_known=False)
+        self._lookup_each(probes, sorted(alone), limit, out)
+        return out
+
+    def _lookup_together(self, probes: Sequence[Probe], idx: list[int], limit: int, out: list[list[StoredDoc]],
+                         *, crowds_known: bool) -> list[int]:
+        """Fill ``out`` for the probes ``idx`` from one search, split in halves while it would return more than
+        `lookup_page` documents; returns the probes to look up one by one."""
+        keys = q.keys_by_field([probes[i] for i in idx])
+        with self._errors("band lookup"):
+            resp = self.client.search(index=self.name, **q.batch_lookup_body(keys, size=self.lookup_page + 1))
+        self._complete(resp, "band lookup")
+        hits = resp["hits"]["hits"]
+        if len(hits) <= self.lookup_page:  # every holder of every key: the counts of holders are exact
+            return self._assign(probes, idx, hits, _holders(hits, keys), limit, out)
+        if len(idx) == 1:
+            return idx
+        # Keys held by thousands of documents fill the page: their probes go alone, the rest together again.
+        alone = [] if crowds_known else self._crowded_holders(probes, idx, keys, limit)
+        gone = set(alone)
+        rest = [i for i in idx if i not in gone]
+        halves = [rest] if alone else [rest[: len(rest) // 2], rest[len(rest) // 2 :]]
+        for part in halves:
+            if part:
+                alone += self._lookup_together(probes, part, limit, out, crowds_known=True)
+        return alone
+
+    def _assign(self, probes: Sequence[Probe], idx: list[int], hits: list[dict[str, Any]],
+                holders: Mapping[tuple[str, str], Sequence[int]], limit: int, out: list[list[StoredDoc]]) -> list[int]:
+        """Give each probe of ``idx`` the hits sharing its keys (`_shared_hits`); returns the probes holding a
+        crowded key."""
+        docs: dict[int, StoredDoc] = {}
+        alone = []
+        for i in idx:
+            chosen = _shared_hits(probes[i], holders, hits, limit)
+            if chosen is None:
+                alone.append(i)
+                continue
+            for pos in chosen:
+                if pos not in docs:
+                    docs[pos] = hit_to_doc(hits[pos], self.config.dims)
+            out[i] = [docs[pos] for pos in chosen]
+        return alone
+
+    def _crowded_holders(self, probes: Sequence[Probe], idx: list[int], keys: Mapping[str, Sequence[str]],
+                         limit: int) -> list[int]:
+        """The probes of ``idx`` holding a key that more than ``limit`` documents hold (a count per key)."""
+        with self._errors("band lookup"):
+            resp = self.client.search(index=self.name, **q.crowded_keys_body(keys, min_count=limit + 1))
+        self._complete(resp, "band lookup")
+        crowded = {(field, str(b["key"])) for field in keys for b in resp["aggregations"][field]["buckets"]}
+        return [i for i in idx if any((f"{DEDUP}.{key_field(name)}", k) in crowded
+                                      for name, band_keys in probes[i].items() for k in band_keys)]
+
+    def _lookup_each(self, probes: Sequence[Probe], idx: list[int], limit: int, out: list[list[StoredDoc]]) -> None:
+        """One ranked search per probe (`_msearch`): the node keeps the ``limit`` documents sharing the most bands."""
+        dims = self.config.dims
+        for start in range(0, len(idx), MSEARCH_BATCH):
+            batch = idx[start : start + MSEARCH_BATCH]
             with self._errors("band lookup"):
                 resp = self.client.msearch(searches=q.msearch_body(self.name, [probes[i] for i in batch],
                                                                   size=limit))
@@ -523,7 +598,6 @@ class ElasticStore:
                     raise StoreError(f"band lookup on {self.name!r} failed: {redact(str(reason), self.secrets)}")
                 self._complete(r, "band lookup")
                 out[i] = sorted((hit_to_doc(h, dims) for h in r["hits"]["hits"]), key=lambda d: d.id)
-        return out
 
     def verified_on_node(self, probe: Probe, params: Mapping[str, Any], *, size: int) -> list[dict[str, Any]]:
         """The hits the node itself verifies as near-duplicates of one probe (`query.node_verified_body`;
@@ -744,6 +818,57 @@ class ElasticStore:
             self._complete(resp, "crowded band values")
             found.extend((str(b["key"]), int(b["doc_count"])) for b in resp["aggregations"]["top"]["buckets"])
         return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
+
+
+def _lookup_chunks(probes: Sequence[Probe]) -> Iterator[list[int]]:
+    """The probes with keys, in groups of at most `LOOKUP_PROBES` and `LOOKUP_TERMS` keys a field."""
+    chunk: list[int] = []
+    terms: Counter[str] = Counter()
+    for i, probe in enumerate(probes):
+        need: Counter[str] = Counter()
+        for name, keys in probe.items():
+            need[key_field(name)] += len(keys)
+        if not need.total():
+            continue
+        if chunk and (len(chunk) >= LOOKUP_PROBES or any(terms[f] + n > LOOKUP_TERMS for f, n in need.items())):
+            yield chunk
+            chunk, terms = [], Counter()
+        chunk.append(i)
+        terms.update(need)
+    if chunk:
+        yield chunk
+
+
+def _holders(hits: Sequence[Mapping[str, Any]], fields: Iterable[str]) -> dict[tuple[str, str], list[int]]:
+    """(key field, key) -> positions of the hits holding it, from the hits' doc values of ``fields`` (numbers
+    for the LSH keys field: read as strings, as probes hold them)."""
+    holders: dict[tuple[str, str], list[int]] = {}
+    fields = list(fields)
+    for pos, hit in enumerate(hits):
+        values_of = hit.get("fields", {})
+        for field in fields:
+            for v in {str(x) for x in values_of.get(field, ())}:  # a document may hold one LSH key in two bands
+                holders.setdefault((field, v), []).append(pos)
+    return holders
+
+
+def _shared_hits(probe: Probe, holders: Mapping[tuple[str, str], Sequence[int]], hits: Sequence[Mapping[str, Any]],
+                 limit: int) -> list[int] | None:
+    """The positions of the hits sharing a key with ``probe``, in id order: the ``limit`` sharing the most
+    bands (ties by id) when more do, as a band lookup scores them (a band counts once, however many of its
+    keys match). None when one of its keys is held by more than ``limit`` documents (the node ranks those)."""
+    shared: Counter[int] = Counter()
+    for name, keys in probe.items():
+        field = f"{DEDUP}.{key_field(name)}"
+        band: set[int] = set()
+        for k in keys:
+            held = holders.get((field, k), ())
+            if len(held) > limit:
+                return None
+            band.update(held)
+        shared.update(band)
+    chosen = sorted(shared, key=lambda pos: (-shared[pos], hits[pos]["_id"]))[:limit]
+    return sorted(chosen, key=lambda pos: hits[pos]["_id"])
 
 
 def _labels(d: NewDoc) -> dict[str, Any]:

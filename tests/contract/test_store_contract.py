@@ -5,6 +5,7 @@ the two give identical pairs and clusters on the same input.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import uuid
@@ -18,6 +19,7 @@ from esdedup.errors import ConfigError, ConfigMismatchError, EsdedupError, Index
 from esdedup.fingerprint import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.lookup import probe_for, similar, similar_knn
+from esdedup.minhash import lsh_keys
 from esdedup.pairs import find_pairs
 from esdedup.rule import is_duplicate
 from esdedup.rule import minhash_estimates as short_scores
@@ -133,6 +135,69 @@ def test_lookup_returns_exactly_the_band_matches(new_store, corpus):
         expected = {d["id"] for d, fp in zip(docs, fps) if keys & set(fp.bands + fp.lsh)}
         assert {h.id for h in hits} == expected
         assert docs[i]["id"] in {h.id for h in hits}
+
+
+def _bands_shared(probe, fp) -> int:
+    """How many bands of ``probe`` match a stored fingerprint (what a band lookup ranks by)."""
+    held = {f"band_{i}": {k} for i, k in enumerate(fp.bands)}
+    return sum(1 for band, keys in probe.items()
+               if set(keys) & (set(fp.lsh) if band.startswith("lsh_") else held.get(band, set())))
+
+
+def _with_bands_of(fp, donor, bands):
+    """``fp`` with the signature rows (hence the LSH keys) of ``donor`` in the LSH ``bands``."""
+    rows = CONFIG.minhash_rows
+    sig = fp.minhash.copy()
+    for b in bands:
+        sig[b * rows : (b + 1) * rows] = donor.minhash[b * rows : (b + 1) * rows]
+    return dataclasses.replace(fp, minhash=sig, lsh=lsh_keys(sig, CONFIG.minhash_bands, rows))
+
+
+def test_a_batch_of_probes_gets_what_each_probe_gets_alone(new_store, corpus):
+    """One lookup call for many probes (some sharing keys, one whose key a crowd holds, some matching nothing,
+    one repeated, one empty) answers each probe as a call for it alone does, on any page of the batched
+    search: exactly the documents sharing a band, or the ``limit`` sharing the most bands."""
+    docs, _, fps = corpus
+    fper = Fingerprinter(CONFIG)
+    base = "国务院台办发言人在例行新闻发布会上宣布，台湾居民明日起持台胞证可直接通关，无需另行办理签注。"
+    crowd = [{"id": f"crowd{i:02d}", "text": f"{i:02d}号转载：" + base} for i in range(12)]
+    # Eight documents sharing two LSH bands each with `tied` (one of them three), no key held by more than two:
+    # more candidates than the limit, ranked by the client; written in reverse id order.
+    tied = fper.fingerprint("一段只为测试而写的短文，它和别的文字都不一样。")
+    others = fper.fingerprint_many([f"第{i}段完全不同的测试文字，编号{i * 7919}。" for i in range(8)])
+    picks = [[2 * j, 2 * j + 1] for j in range(7)] + [[14, 15, 0]]
+    ties = [({"id": f"tie{j}", "text": f"tie {j}"}, _with_bands_of(o, tied, pick))
+            for j, (o, pick) in enumerate(zip(others, picks, strict=True))][::-1]
+    stored = docs + crowd + [d for d, _ in ties]
+    stored_fps = fps + fper.fingerprint_many([d["text"] for d in crowd]) + [fp for _, fp in ties]
+    store = new_store()
+    store.open(CONFIG)
+    _write(store, stored, stored_fps)
+    strangers = fper.fingerprint_many(["完全无关的一句话，谁也不像。", "The quick brown fox jumps over the lazy dog."])
+    probe_fps = [*fps[:40], fper.fingerprint(base), *strangers, fps[7], tied]
+    probes = [probe_for(fp, CONFIG) for fp in probe_fps] + [{}]
+    limit = 5
+
+    def answers() -> list[list[str]]:
+        """The ids found for each probe by one call, checked against a call per probe and brute force."""
+        ids = [[d.id for d in found] for found in store.lookup(probes, limit=limit)]
+        assert ids == [[d.id for d in store.lookup([p], limit=limit)[0]] for p in probes]
+        for probe, got in zip(probes, ids, strict=True):
+            shared = {d["id"]: n for d, fp in zip(stored, stored_fps, strict=True) if (n := _bands_shared(probe, fp))}
+            assert got == sorted(got) and set(got) <= set(shared) and len(got) == min(limit, len(shared))
+            assert min((shared[i] for i in got), default=99) >= max((n for i, n in shared.items() if i not in got),
+                                                                    default=0)
+        return ids
+
+    ids = answers()
+    assert len(ids[40]) == limit and all(i.startswith("crowd") for i in ids[40])  # the crowd is cut at the limit
+    assert ids[41] == ids[42] == ids[-1] == [] and ids[-3] == ids[7]
+    assert ids[-2] == ["tie0", "tie1", "tie2", "tie3", "tie7"]  # tie7 shares 3 bands; ties by id
+    assert sum(len(x) > 1 for x in ids[:40]) >= 5  # probes sharing keys with others, not only with themselves
+    if isinstance(store, ElasticStore):  # pages smaller than the matches: batches split, crowded probes alone
+        for page in (30, 8, 1):
+            store.lookup_page = page
+            assert [x for x in answers() if len(x) < limit] == [x for x in ids if len(x) < limit]
 
 
 def test_find_pairs_matches_brute_force(new_store, corpus):

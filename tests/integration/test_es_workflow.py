@@ -195,7 +195,7 @@ def test_msearch_batches_equal_single_lookups(es_client, fresh_index, corpus_fil
     assert all(r.ok for r in store.write(NewDoc(d["id"], fp, {"text": d["text"]}, content_sha1(d["text"]))
                                          for d, fp in zip(docs, fps)))
     store.refresh()
-    monkeypatch.setattr(elastic, "MSEARCH_BATCH", 7)  # several _msearch requests for 250 probes
+    monkeypatch.setattr(elastic, "LOOKUP_PROBES", 7)  # several batched lookup searches for 250 probes
     batched = similar(store, fps[:250], exclude=[d["id"] for d in docs[:250]])
     single = [similar(store, [fp], exclude=[d["id"]])[0] for d, fp in zip(docs[:250], fps[:250])]
     assert batched == single
