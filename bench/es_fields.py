@@ -22,6 +22,7 @@ new text would.
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
 import datetime
 import json
@@ -90,7 +91,28 @@ def _source_excludes(*names: str) -> Step:
     return Step(mapping)
 
 
+def _not_indexed(*names: str) -> Step:
+    """Dedup fields kept as doc values (what `diversify` and lookups read) but not indexed: esdedup never
+    searches them (Elasticsearch 8.1+ still answers a term or range query on them from the doc values)."""
+    def mapping(m: Mapping) -> None:
+        for name in names:
+            _props(m)[name] = {**_props(m)[name], "index": False}
+    return Step(mapping)
+
+
+def _signature_bytes(keep: int) -> Step:
+    """The MinHash signature with only the low ``keep`` bytes of each 16-bit value (a probe of what the
+    signature's size costs the node: fewer bits per value change the estimates)."""
+    def doc(d: Dedup) -> Dedup:
+        if "minhash" not in d:
+            return d
+        raw = base64.b64decode(d["minhash"])
+        return {**d, "minhash": base64.b64encode(raw[::2] if keep == 1 else raw).decode("ascii")}
+    return Step(doc=doc)
+
+
 _NOT_SIGNATURE = ("minhash", "shingles")
+_NEVER_SEARCHED = ("simhash", "tokens", "chars", "shingles", "empty", "content_sha1")
 
 #: name -> (what it is, config overrides, changes to that config's layout); None is the plain index.
 VARIANTS: dict[str, tuple[str, dict[str, Any], list[Step]] | None] = {
@@ -106,6 +128,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], list[Step]] | None] = {
                     [_lsh_keys_as({"type": "keyword"}, str)]),
     "8-keys": ("... 8 LSH keys a document instead of 16", {}, [_first_lsh_keys(8)]),
     "no-lsh": ("... without the LSH keys", {}, [_without(LSH_KEYS)]),
+    "unsearched-not-indexed": ("... fields esdedup never searches as doc values only (`index: false`)", {},
+                               [_not_indexed(*_NEVER_SEARCHED)]),
+    "sig-8bit": ("... signature of 8-bit values (128 bytes)", {}, [_signature_bytes(1)]),
     "simhash": ("strategy simhash: SimHash bands + vector, no MinHash, no LSH", {"strategy": "simhash"}, []),
     "bands-only": ("SimHash bands, no vector, no MinHash, no LSH", {}, [_without(LSH_KEYS, *_NOT_SIGNATURE)]),
 }

@@ -79,3 +79,28 @@ def test_user_words_and_the_reference_switch_use_jieba_itself(monkeypatch: pytes
     monkeypatch.setenv("ESDEDUP_JIEBA", "reference")
     assert Tokenizer("jieba").cut("造次常在前") == ["造次", "常", "在", "前"]
 
+
+
+def test_jieba_rs_knows_the_words_jieba_knows(reference: jieba.Tokenizer) -> None:
+    """The engine asks jieba-rs whether a run is a word (so that jieba's own dictionary need not be loaded):
+    the answer must be jieba's for every entry of jieba's FREQ, words (count > 0) and prefixes (count 0)."""
+    import rjieba
+
+    route = rjieba.Jieba()
+    words = [w for w, n in reference.FREQ.items() if n]
+    prefixes = [w for w, n in reference.FREQ.items() if not n]
+    assert len(words) > 300_000 and len(prefixes) > 100_000
+    assert [w for w in words if not route.has_word(w)] == []
+    assert [w for w in prefixes if route.has_word(w)] == []
+
+
+def test_jieba_itself_is_loaded_only_for_a_block_only_it_can_cut() -> None:
+    fast = JiebaFast()
+    fast.cut_many(["造次常在前，我们去公园散步。", "买了T恤和A股", "AT&T的3D打印机", "1.5%的v%"])
+    assert fast._reference is None
+    # jieba's dictionary has no word of ASCII letters or digits; were one there, jieba-rs would run its letter
+    # steps together and only jieba could tell them apart: that block is then cut by jieba itself.
+    route_has_word = fast._is_word
+    fast._is_word = lambda w: w == "iphone" or route_has_word(w)  # type: ignore[method-assign]
+    assert fast.cut("用iphone拍照") == jieba.Tokenizer().lcut("用iphone拍照", HMM=True)
+    assert fast._reference is not None
