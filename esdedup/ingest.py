@@ -25,41 +25,43 @@ would stop all the others; settling costs a refresh and a second lookup per batc
 counted writes other than the writer's own (`Store.alone`). With ``skip``, the later document of a pair
 written at the same time is deleted again (skipped when it was the writer's own, ``removed`` otherwise).
 `Ingester` takes one article at a time, for a service.
+
+This module holds the run (`_Run`: accounting, labelling, writing, settling) and its entry points. What the
+run uses but does not decide lives apart, one idea per module: the worker pool that fingerprints batches
+(`esdedup.workers`), the run's memory of what it wrote (`esdedup.runindex`), and its two files, the
+checkpoint (`esdedup.checkpoint`) and the dead letters (`esdedup.deadletters`).
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import signal
-import sqlite3
-import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, TimeoutError
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from itertools import chain, repeat
+from itertools import repeat
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
+from .checkpoint import Checkpoint, lock_checkpoint, open_checkpoint
 from .clock import WRITE_CLOCK
 from .config import FingerprintConfig
+from .deadletters import DeadLetters
 from .errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
-from .filelock import FileLock
 from .fingerprint import Fingerprint, Fingerprinter
 from .lookup import lookup_keys, probe_for
 from .normalize import normalize
 from .readers import Record, Rejected, check_inputs, read_records
 from .rule import Sketch, measure
-from .runindex import MAX_PER_KEY, FrozenKeys, RunIndex
-from .schema import DEDUP, content_sha1, dedup_members
+from .runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
+from .schema import DEDUP, content_sha1
 from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from .workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,10 @@ RUN_INDEX_MAX_DOCS = 200_000
 FROZEN_MAX_DOCS = 2_000_000
 #: Ids the summary lists (``skipped_ids``, ``replaced_ids``), at most.
 SUMMARY_IDS = 1000
+#: Stored candidates a record is compared with, at most. Every member of a cluster carries its
+#: representative, so a few members found are as good as all of them; a crowded key (thousands of copies)
+#: must not make every lookup fetch and compare a thousand documents.
+LOOKUP_LIMIT = 100
 
 
 @dataclass
@@ -147,314 +153,6 @@ class _Done:
     id: str
     #: The ``dedup`` fields encoded by the worker (`NewDoc.dedup_json`), when the store takes them.
     dedup_json: bytes | None = None
-
-
-# -- worker processes --------------------------------------------------------------------------------
-_WORKER: Fingerprinter | None = None
-
-
-def _init_worker(config_json: str, parent: int) -> None:
-    global _WORKER
-    _die_with(parent)
-    _WORKER = Fingerprinter(FingerprintConfig.from_json(config_json))
-
-
-def _die_with(parent: int) -> None:
-    """Linux: have the kernel send this worker SIGTERM when the process that started it dies, however it
-    dies (SIGKILL included): no worker outlives its ingest."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
-        return
-    if os.getppid() != parent:  # the parent died before the line above
-        os._exit(1)
-
-
-def _fingerprint_batch(texts: list[str], encode: bool) -> _Fingerprinted:
-    assert _WORKER is not None
-    return _fingerprint_with(_WORKER, texts, encode=encode)
-
-
-def _fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> _Fingerprinted:
-    norms = [fper.normalize(t) for t in texts]
-    return _Fingerprinted(fper.fingerprint_normalized(norms), [content_sha1(norm) for norm in norms],
-                          fper.config if encode else None)
-
-
-class _Fingerprinted(Sequence[tuple[Fingerprint, str]]):
-    """A batch of fingerprints with the content SHA-1 of each text, as a worker process sends it back: the
-    fingerprints travel as a few columns (one array of vectors, one of signatures, flat key lists) instead
-    of one pickled object with arrays and lists per document, and without the exact TF tables (not stored,
-    and dearer to pickle than to compute). With ``config``, each document's ``dedup`` fields are encoded as
-    JSON here too (`NewDoc.dedup_json`), in the worker processes rather than in the process that writes."""
-
-    def __init__(self, fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig | None = None) -> None:
-        self.sha1s = sha1s
-        self._fps: list[Fingerprint] | None = fps
-        self._columns: tuple[Any, ...] = ()
-        self.dedup_json = _encode_dedup(fps, sha1s, config) if config is not None else None
-
-    def __len__(self) -> int:
-        return len(self.sha1s)
-
-    def __getitem__(self, i: int) -> tuple[Fingerprint, str]:  # type: ignore[override]
-        return self.fingerprints()[i], self.sha1s[i]
-
-    def fingerprints(self) -> list[Fingerprint]:
-        if self._fps is None:
-            self._fps, self._columns = _unpack_fingerprints(self._columns), ()
-        return self._fps
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_fps": None,
-                "_columns": _pack_fingerprints(self.fingerprints())}
-
-
-def _encode_dedup(fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig) -> list[bytes]:
-    """Each fingerprint's ``dedup`` object (`esdedup.schema.dedup_source`) as JSON object members, braces
-    stripped, so that the writer can add the labels and splice it into the document's JSON."""
-    return [dedup_members(fp, config, sha1) for fp, sha1 in zip(fps, sha1s, strict=True)]
-
-
-def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
-    """Fingerprints as columns: per-document scalars in lists, vectors and signatures stacked in arrays,
-    band and LSH keys in flat lists with a count per document."""
-    sigs = [fp.minhash for fp in fps if fp.minhash is not None]
-    return ([fp.simhash for fp in fps], [fp.length for fp in fps], [fp.chars for fp in fps],
-            [fp.shingles for fp in fps], [fp.empty for fp in fps], fps[0].bits if fps else 64,
-            np.stack([fp.vector for fp in fps]) if fps else None,
-            np.stack(sigs) if sigs else None, [fp.minhash is not None for fp in fps],
-            [len(fp.bands) for fp in fps], list(chain.from_iterable(fp.bands for fp in fps)),
-            [len(fp.lsh) for fp in fps], list(chain.from_iterable(fp.lsh for fp in fps)))
-
-
-def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
-    simhashes, lengths, chars, shingles, empties, bits, vectors, sigs, signed, n_bands, bands, n_lsh, lsh = columns
-    out: list[Fingerprint] = []
-    b = l = s = 0  # noqa: E741 - positions in the flat band and LSH lists and in the signatures
-    for i, simhash in enumerate(simhashes):
-        sig = None
-        if signed[i]:
-            sig, s = sigs[s], s + 1
-        out.append(Fingerprint(simhash, bands[b:b + n_bands[i]], vectors[i], {}, lengths[i], empty=empties[i],
-                               lsh=lsh[l:l + n_lsh[i]], minhash=sig, chars=chars[i], bits=bits,
-                               shingles=shingles[i]))
-        b, l = b + n_bands[i], l + n_lsh[i]  # noqa: E741
-    return out
-
-
-# -- cluster roots (write order: esdedup/clock.py) -----------------------------------------------------
-class _Roots:
-    """The cluster merges of this run: a representative that joined an earlier cluster points at that
-    cluster's representative (a union-find over representative ids)."""
-
-    def __init__(self) -> None:
-        self._parent: dict[str, Root] = {}
-
-    def find(self, root: Root) -> Root:
-        while root[1] in self._parent:
-            root = self._parent[root[1]]
-        return root
-
-    def union(self, roots: Iterable[Root]) -> tuple[Root, list[Root]]:
-        """Join the clusters of ``roots``; returns their representative (the earliest) and the
-        representatives that stopped being one."""
-        found = {self.find(r) for r in roots}
-        top = min(found)
-        moved = [r for r in found if r != top]
-        for r in moved:
-            self._parent[r[1]] = top
-        return top, moved
-
-    def forget(self, ids: set[str]) -> None:
-        """Drop what this run knows of the clusters of ``ids`` (the store now labels them afresh)."""
-        self._parent = {k: v for k, v in self._parent.items() if k not in ids and v[1] not in ids}
-
-
-# -- in-run index: the documents written earlier in this run (esdedup/runindex.py) ------------------
-#: Stored candidates a record is compared with, at most. Every member of a cluster carries its
-#: representative, so a few members found are as good as all of them; a crowded key (thousands of copies)
-#: must not make every lookup fetch and compare a thousand documents.
-LOOKUP_LIMIT = 100
-
-
-class _Earlier:
-    """What a batch run wrote before its current run index (`_Run._next_window`): id -> content SHA-1, and
-    whether the document still represents its cluster. Kept in a private temporary SQLite file (deleted when
-    closed, a few MB of it cached), so that a run of any length still knows the ids it wrote, as one that
-    keeps everything in memory would: a second record with such an id is a repeat, and a representative
-    that joins an earlier cluster counts as a near-duplicate."""
-
-    def __init__(self) -> None:
-        self._db: sqlite3.Connection | None = None
-
-    def add(self, written: Mapping[str, str], own_roots: set[str]) -> None:
-        try:
-            if self._db is None:
-                self._db = sqlite3.connect("", isolation_level=None)
-                self._db.execute("CREATE TABLE w (id TEXT PRIMARY KEY, sha1 TEXT NOT NULL, own INTEGER NOT NULL) "
-                                 "WITHOUT ROWID")
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT INTO w VALUES (?, ?, ?)",
-                                 ((i, sha1, i in own_roots) for i, sha1 in written.items()))
-            self._db.execute("COMMIT")
-        except sqlite3.Error as exc:  # the temporary directory is full or cannot be written
-            raise OutputError(f"cannot write the run's temporary file of written ids: {exc}") from None
-
-    def get(self, ids: Sequence[str]) -> dict[str, str]:
-        """The content SHA-1 of each id of ``ids`` written earlier."""
-        if self._db is None or not ids:
-            return {}
-        out: dict[str, str] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            out.update(self._db.execute(f"SELECT id, sha1 FROM w WHERE id IN ({','.join('?' * len(part))})", part))
-        return out
-
-    def take_root(self, doc_id: str) -> bool:
-        """``doc_id`` represented its cluster and stops doing so now; False when it did not."""
-        if self._db is None:
-            return False
-        return self._db.execute("UPDATE w SET own = 0 WHERE id = ? AND own = 1", (doc_id,)).rowcount == 1
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-
-# -- dead letters and checkpoints --------------------------------------------------------------------
-class DeadLetters:
-    """One JSON line per failed or skipped record.
-
-    The file is opened when the run starts, so that a path that cannot be written is refused before any
-    record is (`OutputError`): emptied first (``fresh``: a run's file lists that run's records only), or
-    appended to (a resumed run, a service). Lines are held until `commit`, which ingest calls once a batch
-    is accounted for (counted in the summary). A batch interrupted before that (Ctrl-C, a crash) is not
-    checkpointed either: the next run reads it again and reports its records then, so `close` drops what
-    was never committed rather than leave those records in the file twice. A fresh file that got no line
-    is removed again.
-    """
-
-    def __init__(self, path: str | Path | None, *, fresh: bool = False) -> None:
-        self.path = Path(path) if path else None
-        self._fh: TextIO | None = None
-        self._pending: list[str] = []
-        self._fresh = fresh
-        self._lines = 0
-        if self.path is not None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = open(self.path, "w" if fresh else "a", encoding="utf-8")
-            except OSError as exc:
-                raise OutputError(f"cannot write the dead-letter file {self.path}: "
-                                  f"{exc.strerror or exc}") from None
-
-    def write(self, *, source: str, location: str, reason: str, kind: str, id: str | None = None,
-              excerpt: str | None = None) -> None:
-        if self.path is None:
-            return
-        rec = {"kind": kind, "source": source, "location": location, "reason": reason, "id": id,
-               "excerpt": excerpt}
-        self._pending.append(json.dumps(rec, ensure_ascii=False) + "\n")
-
-    def use(self, lines: list[str]) -> None:
-        """Hold the lines written from now on in ``lines`` (one batch's), until `commit`."""
-        self._pending = lines
-
-    def commit(self) -> None:
-        """Write the held lines and flush them to the OS (a resumed run will not read those records again)."""
-        if not self._pending or self._fh is None:
-            return
-        try:
-            self._fh.writelines(self._pending)
-            self._fh.flush()
-        except OSError as exc:
-            raise OutputError(f"cannot write the dead-letter file {self.path}: {exc.strerror or exc}") from None
-        self._lines += len(self._pending)
-        self._pending.clear()
-
-    def close(self) -> None:
-        self._pending.clear()
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-            if self._fresh and not self._lines and self.path is not None:
-                self.path.unlink(missing_ok=True)
-
-
-class Checkpoint:
-    """Per input file, the byte offset below which every record has been written (or dead-lettered),
-    or that the whole file is done. Saved atomically after every confirmed batch."""
-
-    def __init__(self, path: str | Path | None) -> None:
-        self.path = Path(path) if path else None
-        self.files: dict[str, dict[str, Any]] = {}
-        if self.path is not None and self.path.exists():
-            try:
-                data = json.loads(self.path.read_text("utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"checkpoint {self.path} is unreadable ({exc}); delete it to start over") from exc
-            self.files = _checkpoint_files(data, self.path)
-
-    def skip(self, source: str, offset: int) -> bool:
-        return self.done(source) or offset < self.files.get(source, {}).get("offset", 0)
-
-    def done(self, source: str) -> bool:
-        """The whole file was finished by the run being resumed (it is not opened again)."""
-        return bool(self.files.get(source, {}).get("done", False))
-
-    def advance(self, source: str, next_offset: int) -> None:
-        f = self.files.setdefault(source, {"offset": 0})
-        f["offset"] = max(f.get("offset", 0), next_offset)
-
-    def finish(self, source: str) -> None:
-        self.files.setdefault(source, {})["done"] = True
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        # Encoded before the file is opened (ASCII escapes: any source name can be saved), and the
-        # temporary file removed on failure: a failed save never leaves a 0-byte .tmp behind.
-        payload = json.dumps({"files": self.files}).encode("ascii")
-        try:
-            tmp.write_bytes(payload)
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-
-
-def _checkpoint_files(data: Any, path: Path) -> dict[str, dict[str, Any]]:
-    """The ``files`` of a checkpoint as read from disk, checked: ``{"files": {path: {"offset": int >= 0,
-    "done": bool}}}``."""
-    files = data.get("files") if isinstance(data, dict) else None
-    bad = None
-    if not isinstance(data, dict):
-        bad = f"a JSON {_json_kind(data)} instead of an object"
-    elif not isinstance(files, dict):
-        bad = f"'files' is {_json_kind(files)} instead of an object"
-    else:
-        for name, entry in files.items():
-            offset = entry.get("offset", 0) if isinstance(entry, dict) else None
-            if not isinstance(entry, dict) or isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 \
-                    or not isinstance(entry.get("done", False), bool):
-                bad = f"the entry of {name!r} is not {{'offset': a whole number >= 0, 'done': true or false}}"
-                break
-    if bad is not None:
-        raise ConfigError(f"checkpoint {path} does not hold an ingest checkpoint ({bad}); delete it to start over")
-    return files  # type: ignore[return-value]
-
-
-def _json_kind(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(value), "number")
 
 
 # -- the pipeline ------------------------------------------------------------------------------------
@@ -533,108 +231,6 @@ def _batches(items: Iterable[Record | Rejected], size: int,
         yield batch
 
 
-Batch = list[Record | Rejected]
-
-
-class _Workers:
-    """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
-    order with at most ``workers + 1`` of them in flight."""
-
-    def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False) -> None:
-        self.workers = workers
-        self._encode = encode
-        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid())) \
-            if workers > 1 else None
-        self._local = None if self._pool else Fingerprinter(config)
-        #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
-        self._in_flight: deque[tuple[Batch, Future | _Fingerprinted]] = deque()
-
-    def _submit(self, batch: Batch) -> Future | _Fingerprinted:
-        texts = [r.text for r in batch if isinstance(r, Record)]
-        if self._pool is not None:
-            return self._pool.submit(_fingerprint_batch, texts, self._encode)
-        return _fingerprint_with(self._local, texts, encode=self._encode)  # type: ignore[arg-type]
-
-    def in_order(self, batches: Iterator[Batch], stop: _Stop) -> Iterator[tuple[Batch, _Fingerprinted]]:
-        """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""
-        in_flight = self._in_flight
-        for batch in batches:
-            in_flight.append((batch, self._submit(batch)))
-            if len(in_flight) > self.workers:
-                done = self._next(stop)
-                if done is None:
-                    return
-                yield done
-        while in_flight:
-            done = self._next(stop)
-            if done is None:
-                return
-            yield done
-
-    def _next(self, stop: _Stop) -> tuple[Batch, _Fingerprinted] | None:
-        batch, fut = self._in_flight[0]
-        if isinstance(fut, Future):
-            while not stop.asked:
-                try:
-                    results = fut.result(timeout=0.25)
-                    break
-                except TimeoutError:
-                    continue
-            else:
-                return None
-        else:
-            results = fut
-        if stop.asked:
-            return None
-        self._in_flight.popleft()
-        return batch, results
-
-    def unwritten(self) -> int:
-        """Records handed to the workers and never given back (when the run was stopped)."""
-        return sum(len(batch) for batch, _ in self._in_flight)
-
-    def close(self, *, terminate: bool = False) -> None:
-        """Shut the workers down; ``terminate``: at once, with the tasks they are working on."""
-        if self._pool is None:
-            return
-        processes = list((getattr(self._pool, "_processes", None) or {}).values())
-        self._pool.shutdown(wait=not terminate, cancel_futures=True)
-        if terminate:
-            for proc in processes:
-                proc.terminate()
-            for proc in processes:
-                proc.join(5)
-
-
-class _Stop:
-    """Whether the run was asked to stop: by SIGTERM, while `_Stop.on_sigterm` holds the handler (in the main
-    thread of a program that left SIGTERM's default action in place; elsewhere SIGTERM is the program's).
-    The run then ends after the batch it is writing, its workers are stopped, and `Terminated` says what
-    was written and what was read but not written (a resumed run reads it again)."""
-
-    def __init__(self) -> None:
-        self.asked: str | None = None
-
-    @contextlib.contextmanager
-    def on_sigterm(self) -> Iterator[_Stop]:
-        if threading.current_thread() is not threading.main_thread() \
-                or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            yield self
-            return
-
-        def handler(signum: int, frame: object) -> None:
-            if self.asked:  # asked twice: stop now
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
-            self.asked = signal.Signals(signum).name
-
-        signal.signal(signal.SIGTERM, handler)
-        try:
-            yield self
-        finally:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 @dataclass(frozen=True)
 class _Labels:
     """What labelling decided for one record: its write order and cluster, or that it is skipped."""
@@ -706,11 +302,11 @@ class _Run:
         self.run_index = RunIndex(complete=created and remember)
         #: The band keys of the run's earlier windows, while the run index and they are the whole store.
         self.frozen: FrozenKeys | None = None
-        self.roots = _Roots()
+        self.roots = ClusterRoots()
         #: id -> content SHA-1 of what this run wrote (or skipped) under it since its run index was started;
         #: what it wrote before, in `earlier`.
         self.written: dict[str, str] = {}
-        self.earlier = _Earlier()
+        self.earlier = EarlierWrites()
         self.window = RUN_INDEX_MAX_DOCS
         self.deleted: set[str] = set()
         #: Records of this run written as their cluster's representative (for the count of duplicates).
@@ -741,7 +337,7 @@ class _Run:
         return state
 
     # -- the driver ---------------------------------------------------------------------------------
-    def process(self, batch: Batch, results: _Fingerprinted) -> list[_Done]:
+    def process(self, batch: Batch, results: Fingerprinted) -> list[_Done]:
         """Take one batch through every step; returns the records written (and still stored)."""
         self._start_window_if_full(batch, results)
         self._enter(_BatchState(batch))
@@ -755,7 +351,7 @@ class _Run:
             self._relabel_replaced()
         return self._after_write(written)
 
-    def feed(self, batch: Batch, results: _Fingerprinted) -> None:
+    def feed(self, batch: Batch, results: Fingerprinted) -> None:
         """Take one batch in: with overlapped writes, label it while the batch before is written, then
         account for that one (write results, joins, settling, checkpoint) and start writing this one; else
         `process` it. Either way a batch is checkpointed only once it is written and accounted for."""
@@ -793,7 +389,7 @@ class _Run:
             self._relabel_replaced()
         self._after_write(written)
 
-    def _start_window_if_full(self, batch: Batch, results: _Fingerprinted) -> None:
+    def _start_window_if_full(self, batch: Batch, results: Fingerprinted) -> None:
         """Before labelling ``batch``: start a new run index when this one holds `window` documents. When
         that fails (the store or the dead-letter file failed), ``batch`` counts as failed, unconfirmed."""
         if not self.remember or len(self.written) < self.window:
@@ -818,7 +414,7 @@ class _Run:
         self.written.clear()
         self.own_roots.clear()
         self.deleted.clear()
-        self.roots = _Roots()
+        self.roots = ClusterRoots()
         self.run_index = RunIndex(complete=self.frozen is not None, crowded=self.run_index.crowded)
 
     def _freeze(self) -> FrozenKeys | None:
@@ -921,7 +517,7 @@ class _Run:
         self.dead.commit()
 
     # -- the steps ----------------------------------------------------------------------------------
-    def _accept(self, batch: Batch, results: _Fingerprinted) -> list[_Done]:
+    def _accept(self, batch: Batch, results: Fingerprinted) -> list[_Done]:
         """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
         items: list[_Done] = []
         it = zip(results.fingerprints(), results.sha1s, results.dedup_json or repeat(None), strict=False)
@@ -1307,26 +903,6 @@ def _open(store: Store, config: FingerprintConfig | None) -> OpenResult:
     return opened
 
 
-def _checkpoint(opts: IngestOptions) -> Checkpoint:
-    """The checkpoint a resumed run continues from; a new run starts an empty one at the same path
-    (without reading what is there: it is overwritten)."""
-    if opts.resume:
-        return Checkpoint(opts.checkpoint)
-    ckpt = Checkpoint(None)
-    ckpt.path = Path(opts.checkpoint) if opts.checkpoint else None
-    return ckpt
-
-
-def _checkpoint_lock(opts: IngestOptions) -> FileLock | None:
-    """The checkpoint belongs to one run at a time: two runs saving one file would each overwrite the
-    other's progress (and a resumed run would skip or repeat records)."""
-    if not opts.checkpoint:
-        return None
-    path = Path(opts.checkpoint)
-    return FileLock(path.with_name(path.name + ".lock"), busy=ConfigError(
-        f"checkpoint {path} is in use by another ingest that is still running; give each ingest that runs at "
-        "the same time a checkpoint file of its own")).acquire()
-
 
 def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,
            options: IngestOptions | None = None,
@@ -1340,12 +916,12 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     """
     opts = options or IngestOptions()
     check_inputs(paths)  # a mistyped path fails here, before the store (or an empty index) is opened
-    ckpt_lock = _checkpoint_lock(opts)
+    ckpt_lock = lock_checkpoint(opts.checkpoint)
     dead: DeadLetters | None = None
     try:
         # The files this run writes are checked before the store is opened (or created).
         dead = DeadLetters(opts.dead_letter, fresh=not opts.resume)
-        ckpt = _checkpoint(opts)
+        ckpt = open_checkpoint(opts.checkpoint, resume=opts.resume)
         opened = _open(store, config)
         t = resolve_thresholds(opts.thresholds, opened.config)
         t.check_band_guarantee(opened.config)
@@ -1370,9 +946,9 @@ def _run_ingest(paths: Sequence[str | Path], run: _Run,
                            title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
                            skip=ckpt.skip if opts.resume else None, skip_file=ckpt.done if opts.resume else None)
     # Documents for Elasticsearch leave the workers as JSON already (the embedded store keeps fingerprints).
-    workers = _Workers(cfg, opts.workers or (os.cpu_count() or 1), encode=store.takes_dedup_json)
+    workers = Workers(cfg, opts.workers or (os.cpu_count() or 1), encode=store.takes_dedup_json)
     retried_before = store.retried
-    stop = _Stop()
+    stop = Stop()
     try:
         with stop.on_sigterm():
             for batch, results in workers.in_order(_batches(records, opts.batch), stop):
@@ -1461,7 +1037,7 @@ class Ingester:
         optionally ``id``, ``title`` and other fields. Returns one `Added` per article, in order."""
         with self._lock:
             records = [self._record(d) for d in docs]
-            results = _fingerprint_with(self._fper, [r.text for r in records if isinstance(r, Record)])
+            results = fingerprint_with(self._fper, [r.text for r in records if isinstance(r, Record)])
             self._run.process(records, results)
             return [self._added(r) for r in records]
 

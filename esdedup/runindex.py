@@ -3,19 +3,26 @@ asking the store: the run index of the current window (`RunIndex`: band key -> d
 fingerprints), and the keys of the windows before it, frozen into sorted numpy arrays (`FrozenKeys`: band key
 -> document ids, about 250 bytes a document instead of 4 KB).
 
-Pure data structures: no store, no files. `esdedup.ingest` decides when a window is frozen and fetches the
-documents a frozen lookup names.
+Besides the band keys, what the run needs to label as one that kept everything in memory would: the cluster
+merges it made (`ClusterRoots`: a union-find over representatives, the earliest by write order winning), and
+the ids it wrote in its earlier windows with their content SHA-1 (`EarlierWrites`).
+
+No store: `esdedup.ingest` decides when a window is frozen and fetches the documents a frozen lookup names.
+Everything is in memory but `EarlierWrites`, which keeps its ids in a private temporary SQLite file (a run of
+any length knows every id it wrote).
 """
 from __future__ import annotations
 
+import sqlite3
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 
 import numpy as np
 
+from .errors import OutputError
 from .minhash import mix64
-from .store.base import StoredDoc
+from .store.base import Root, StoredDoc
 
 #: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
 #: copies of one text) is crowded: its first documents stand for it. Near-duplicates share several keys,
@@ -203,3 +210,75 @@ def _rank_in_runs(labels: np.ndarray) -> np.ndarray:
     idx = np.arange(len(labels))
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
     return idx - np.repeat(starts, np.diff(np.r_[starts, len(labels)]))
+
+
+class ClusterRoots:
+    """The cluster merges of this run: a representative that joined an earlier cluster points at that
+    cluster's representative (a union-find over representative ids)."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, Root] = {}
+
+    def find(self, root: Root) -> Root:
+        while root[1] in self._parent:
+            root = self._parent[root[1]]
+        return root
+
+    def union(self, roots: Iterable[Root]) -> tuple[Root, list[Root]]:
+        """Join the clusters of ``roots``; returns their representative (the earliest) and the
+        representatives that stopped being one."""
+        found = {self.find(r) for r in roots}
+        top = min(found)
+        moved = [r for r in found if r != top]
+        for r in moved:
+            self._parent[r[1]] = top
+        return top, moved
+
+    def forget(self, ids: set[str]) -> None:
+        """Drop what this run knows of the clusters of ``ids`` (the store now labels them afresh)."""
+        self._parent = {k: v for k, v in self._parent.items() if k not in ids and v[1] not in ids}
+
+
+class EarlierWrites:
+    """What a batch run wrote before its current run index (in its earlier windows): id -> content SHA-1,
+    and whether the document still represents its cluster. Kept in a private temporary SQLite file (deleted
+    when closed, a few MB of it cached), so that a run of any length still knows the ids it wrote, as one that
+    keeps everything in memory would: a second record with such an id is a repeat, and a representative
+    that joins an earlier cluster counts as a near-duplicate."""
+
+    def __init__(self) -> None:
+        self._db: sqlite3.Connection | None = None
+
+    def add(self, written: Mapping[str, str], own_roots: set[str]) -> None:
+        try:
+            if self._db is None:
+                self._db = sqlite3.connect("", isolation_level=None)
+                self._db.execute("CREATE TABLE w (id TEXT PRIMARY KEY, sha1 TEXT NOT NULL, own INTEGER NOT NULL) "
+                                 "WITHOUT ROWID")
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT INTO w VALUES (?, ?, ?)",
+                                 ((i, sha1, i in own_roots) for i, sha1 in written.items()))
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:  # the temporary directory is full or cannot be written
+            raise OutputError(f"cannot write the run's temporary file of written ids: {exc}") from None
+
+    def get(self, ids: Sequence[str]) -> dict[str, str]:
+        """The content SHA-1 of each id of ``ids`` written earlier."""
+        if self._db is None or not ids:
+            return {}
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            out.update(self._db.execute(f"SELECT id, sha1 FROM w WHERE id IN ({','.join('?' * len(part))})", part))
+        return out
+
+    def take_root(self, doc_id: str) -> bool:
+        """``doc_id`` represented its cluster and stops doing so now; False when it did not."""
+        if self._db is None:
+            return False
+        return self._db.execute("UPDATE w SET own = 0 WHERE id = ? AND own = 1", (doc_id,)).rowcount == 1
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,230 @@
+"""The fingerprint worker pool of `esdedup.ingest`: batches of records go to worker processes (or are
+fingerprinted in this process, with one worker) and come back in input order, each as a `Fingerprinted`: the
+fingerprints packed into a few columns, with the content SHA-1 of each text and, for Elasticsearch, each
+document's ``dedup`` fields encoded as JSON already.
+
+Separate from the run because it is another job with its own rules: this module is what the worker processes
+run (its functions are what they unpickle; it touches no store and none of the run's files), and it alone
+decides how fingerprints cross the process boundary. The run takes the batches in order from `Workers.in_order`
+and stops it through `Stop` (SIGTERM).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from .config import FingerprintConfig
+from .fingerprint import Fingerprint, Fingerprinter
+from .readers import Record, Rejected
+from .schema import content_sha1, dedup_members
+
+#: Records as the run reads them, the rejected ones in their places: one task for a worker.
+Batch = list[Record | Rejected]
+
+#: A worker process's own Fingerprinter, built once by `_init_worker`.
+_WORKER: Fingerprinter | None = None
+
+
+def _init_worker(config_json: str, parent: int) -> None:
+    global _WORKER
+    _die_with(parent)
+    _WORKER = Fingerprinter(FingerprintConfig.from_json(config_json))
+
+
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel send this worker SIGTERM when the process that started it dies, however it
+    dies (SIGKILL included): no worker outlives its ingest."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+        return
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _fingerprint_batch(texts: list[str], encode: bool) -> Fingerprinted:
+    assert _WORKER is not None
+    return fingerprint_with(_WORKER, texts, encode=encode)
+
+
+def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> Fingerprinted:
+    """What a worker does with one task, also done in the calling thread (`esdedup.ingest.Ingester`): each
+    text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too."""
+    norms = [fper.normalize(t) for t in texts]
+    return Fingerprinted(fper.fingerprint_normalized(norms), [content_sha1(norm) for norm in norms],
+                         fper.config if encode else None)
+
+
+class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
+    """A batch of fingerprints with the content SHA-1 of each text, as a worker process sends it back: the
+    fingerprints travel as a few columns (one array of vectors, one of signatures, flat key lists) instead
+    of one pickled object with arrays and lists per document, and without the exact TF tables (not stored,
+    and dearer to pickle than to compute). With ``config``, each document's ``dedup`` fields are encoded as
+    JSON here too (`NewDoc.dedup_json`), in the worker processes rather than in the process that writes."""
+
+    def __init__(self, fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig | None = None) -> None:
+        self.sha1s = sha1s
+        self._fps: list[Fingerprint] | None = fps
+        self._columns: tuple[Any, ...] = ()
+        self.dedup_json = _encode_dedup(fps, sha1s, config) if config is not None else None
+
+    def __len__(self) -> int:
+        return len(self.sha1s)
+
+    def __getitem__(self, i: int) -> tuple[Fingerprint, str]:  # type: ignore[override]
+        return self.fingerprints()[i], self.sha1s[i]
+
+    def fingerprints(self) -> list[Fingerprint]:
+        if self._fps is None:
+            self._fps, self._columns = _unpack_fingerprints(self._columns), ()
+        return self._fps
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_fps": None,
+                "_columns": _pack_fingerprints(self.fingerprints())}
+
+
+def _encode_dedup(fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig) -> list[bytes]:
+    """Each fingerprint's ``dedup`` object (`esdedup.schema.dedup_source`) as JSON object members, braces
+    stripped, so that the writer can add the labels and splice it into the document's JSON."""
+    return [dedup_members(fp, config, sha1) for fp, sha1 in zip(fps, sha1s, strict=True)]
+
+
+def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
+    """Fingerprints as columns: per-document scalars in lists, vectors and signatures stacked in arrays,
+    band and LSH keys in flat lists with a count per document."""
+    sigs = [fp.minhash for fp in fps if fp.minhash is not None]
+    return ([fp.simhash for fp in fps], [fp.length for fp in fps], [fp.chars for fp in fps],
+            [fp.shingles for fp in fps], [fp.empty for fp in fps], fps[0].bits if fps else 64,
+            np.stack([fp.vector for fp in fps]) if fps else None,
+            np.stack(sigs) if sigs else None, [fp.minhash is not None for fp in fps],
+            [len(fp.bands) for fp in fps], list(chain.from_iterable(fp.bands for fp in fps)),
+            [len(fp.lsh) for fp in fps], list(chain.from_iterable(fp.lsh for fp in fps)))
+
+
+def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
+    simhashes, lengths, chars, shingles, empties, bits, vectors, sigs, signed, n_bands, bands, n_lsh, lsh = columns
+    out: list[Fingerprint] = []
+    b = l = s = 0  # noqa: E741 - positions in the flat band and LSH lists and in the signatures
+    for i, simhash in enumerate(simhashes):
+        sig = None
+        if signed[i]:
+            sig, s = sigs[s], s + 1
+        out.append(Fingerprint(simhash, bands[b:b + n_bands[i]], vectors[i], {}, lengths[i], empty=empties[i],
+                               lsh=lsh[l:l + n_lsh[i]], minhash=sig, chars=chars[i], bits=bits,
+                               shingles=shingles[i]))
+        b, l = b + n_bands[i], l + n_lsh[i]  # noqa: E741
+    return out
+
+
+class Workers:
+    """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
+    order with at most ``workers + 1`` of them in flight."""
+
+    def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False) -> None:
+        self.workers = workers
+        self._encode = encode
+        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid())) \
+            if workers > 1 else None
+        self._local = None if self._pool else Fingerprinter(config)
+        #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
+        self._in_flight: deque[tuple[Batch, Future | Fingerprinted]] = deque()
+
+    def _submit(self, batch: Batch) -> Future | Fingerprinted:
+        texts = [r.text for r in batch if isinstance(r, Record)]
+        if self._pool is not None:
+            return self._pool.submit(_fingerprint_batch, texts, self._encode)
+        return fingerprint_with(self._local, texts, encode=self._encode)  # type: ignore[arg-type]
+
+    def in_order(self, batches: Iterator[Batch], stop: Stop) -> Iterator[tuple[Batch, Fingerprinted]]:
+        """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""
+        in_flight = self._in_flight
+        for batch in batches:
+            in_flight.append((batch, self._submit(batch)))
+            if len(in_flight) > self.workers:
+                done = self._next(stop)
+                if done is None:
+                    return
+                yield done
+        while in_flight:
+            done = self._next(stop)
+            if done is None:
+                return
+            yield done
+
+    def _next(self, stop: Stop) -> tuple[Batch, Fingerprinted] | None:
+        batch, fut = self._in_flight[0]
+        if isinstance(fut, Future):
+            while not stop.asked:
+                try:
+                    results = fut.result(timeout=0.25)
+                    break
+                except TimeoutError:
+                    continue
+            else:
+                return None
+        else:
+            results = fut
+        if stop.asked:
+            return None
+        self._in_flight.popleft()
+        return batch, results
+
+    def unwritten(self) -> int:
+        """Records handed to the workers and never given back (when the run was stopped)."""
+        return sum(len(batch) for batch, _ in self._in_flight)
+
+    def close(self, *, terminate: bool = False) -> None:
+        """Shut the workers down; ``terminate``: at once, with the tasks they are working on."""
+        if self._pool is None:
+            return
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=not terminate, cancel_futures=True)
+        if terminate:
+            for proc in processes:
+                proc.terminate()
+            for proc in processes:
+                proc.join(5)
+
+
+class Stop:
+    """Whether the run was asked to stop: by SIGTERM, while `Stop.on_sigterm` holds the handler (in the main
+    thread of a program that left SIGTERM's default action in place; elsewhere SIGTERM is the program's).
+    The run then ends after the batch it is writing, its workers are stopped, and `Terminated` says what
+    was written and what was read but not written (a resumed run reads it again)."""
+
+    def __init__(self) -> None:
+        self.asked: str | None = None
+
+    @contextlib.contextmanager
+    def on_sigterm(self) -> Iterator[Stop]:
+        if threading.current_thread() is not threading.main_thread() \
+                or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            yield self
+            return
+
+        def handler(signum: int, frame: object) -> None:
+            if self.asked:  # asked twice: stop now
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+            self.asked = signal.Signals(signum).name
+
+        signal.signal(signal.SIGTERM, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -1,0 +1,33 @@
+"""The fingerprint worker pool (esdedup/workers.py): what crosses from a worker process to the run."""
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+
+from esdedup.config import FingerprintConfig
+from esdedup.fingerprint import Fingerprinter
+from esdedup.schema import dedup_source, json_bytes
+from esdedup.workers import fingerprint_with
+from tests.corpus import make_corpus
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+
+
+def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal():
+    """Issue #16: a worker's batch is pickled as a few columns, not one object per document; what the writing
+    process unpickles is every fingerprint field it reads, bit for bit, and each document's encoded dedup
+    fields are those the store would have encoded."""
+    texts = [d["text"] for d in make_corpus(30, 10)[0]] + ["", "。。", "短", "臺灣居民明日起" * 60]
+    fper = Fingerprinter(CONFIG)
+    sent = fingerprint_with(fper, texts, encode=True)
+    got = pickle.loads(pickle.dumps(sent, pickle.HIGHEST_PROTOCOL))
+    assert len(got) == len(texts) and got.sha1s == sent.sha1s
+    for (a, sha), b, enc in zip(got, fper.fingerprint_many(texts), got.dedup_json, strict=True):
+        assert (a.simhash, a.bands, a.lsh, a.length, a.chars, a.empty, a.shingles, a.bits) == \
+            (b.simhash, b.bands, b.lsh, b.length, b.chars, b.empty, b.shingles, b.bits)
+        assert a.vector.dtype == b.vector.dtype and np.array_equal(a.vector, b.vector)
+        assert (a.minhash is None) == (b.minhash is None)
+        assert a.minhash is None or np.array_equal(a.minhash, b.minhash)
+        assert json.loads(b"{" + enc + b"}") == json.loads(json_bytes(dedup_source(b, CONFIG, sha)))
