@@ -131,6 +131,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], list[Step]] | None] = {
     "unsearched-not-indexed": ("... fields esdedup never searches as doc values only (`index: false`)", {},
                                [_not_indexed(*_NEVER_SEARCHED)]),
     "sig-8bit": ("... signature of 8-bit values (128 bytes)", {}, [_signature_bytes(1)]),
+    "leanest": ("... all three: 8-bit signature, `lsh_keys` without doc values, never-searched fields as doc "
+                "values only", {}, [_signature_bytes(1), _lsh_keys_as({"type": "long", "doc_values": False}),
+                                    _not_indexed(*_NEVER_SEARCHED)]),
     "simhash": ("strategy simhash: SimHash bands + vector, no MinHash, no LSH", {"strategy": "simhash"}, []),
     "bands-only": ("SimHash bands, no vector, no MinHash, no LSH", {}, [_without(LSH_KEYS, *_NOT_SIGNATURE)]),
 }
