@@ -30,6 +30,7 @@ import numpy as np
 from .. import query as q
 from ..config import FingerprintConfig
 from ..errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
+from ..prefetch import ahead
 from ..redact import redact
 from ..schema import (
     DEDUP,
@@ -767,7 +768,12 @@ class ElasticStore:
 
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         """Shared keys field by field, partition by partition (`_shared_values`); their members fetched
-        for a page of members at a time, with every member's keys (doc values)."""
+        for a page of members at a time, with every member's keys (doc values). The next batch is fetched
+        while the caller works on this one (`ahead`): the node's aggregations and searches overlap the
+        caller's pair work instead of taking turns with it."""
+        return ahead(self._key_batches(max_bucket, lsh))
+
+    def _key_batches(self, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
         fields = self._fields(lsh=lsh)
         crowded = self._crowded_set(fields, max_bucket)
         for field in fields:

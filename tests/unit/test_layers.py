@@ -22,7 +22,7 @@ CLI = sorted((REPO / "cli").glob("*.py"))
 FINGERPRINT = {"normalize", "tokenize", "jieba_fast", "jieba_hmm", "features", "hashing", "simhash", "minhash", "bands", "config",
                "fingerprint", "resources"}
 ABOVE_FINGERPRINT = {"lookup", "pairs", "rule", "thresholds", "clusters", "store", "ingest", "readers", "search",
-                     "diversify", "api", "connect", "workers", "runindex", "checkpoint", "deadletters"}
+                     "diversify", "api", "connect", "workers", "runindex", "checkpoint", "deadletters", "prefetch"}
 FRONT_ENDS = {"esdedup_cli", "typer", "rich", "click"}
 #: Command names; "mapping" only quoted, as "the esdedup mapping" is also the library's word for its mapping.
 COMMANDS = ("ingest", "similar", "dups", "info", "compare", "eval", "synth", "kibana")

@@ -1,0 +1,85 @@
+"""Running an iterator ahead of its consumer, in a thread: `ahead`.
+
+A store whose iterator waits on a server (`ElasticStore.key_batches`: an aggregation, then a search for the
+members of each page of keys) and a consumer that spends CPU on every item (`esdedup.pairs`: pair ownership,
+the rule in numpy) take turns when the one drives the other; on a machine whose cores the server shares, the
+server's work and the client's then add up instead of overlapping. `ahead` lets the iterator fetch the next
+items while the consumer works on the current one, and changes nothing else: the same items in the same order,
+an exception raised where the iterator raised it, nothing fetched beyond ``depth`` items ahead, and the thread
+stopped (the iterator closed) when the consumer stops early.
+
+Only for iterators that may run in another thread (an HTTP client may; a SQLite connection may not).
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: How often the producer looks whether the consumer has gone, while it waits for room in the queue.
+_POLL_SECONDS = 0.1
+
+
+class _End:
+    """The producer's last message: the iterator ended, or raised ``error``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error = error
+
+
+def ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
+    """``items`` in order, the next ``depth`` of them fetched in a thread while the consumer handles the
+    current one. An exception of ``items`` is raised to the consumer after the items before it; closing this
+    generator (a ``break``, garbage collection) stops the thread and closes ``items``.
+
+    >>> list(ahead(iter(range(5)), depth=2))
+    [0, 1, 2, 3, 4]
+    """
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, not {depth}")
+    handoff: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def offer(item: object) -> bool:
+        """Put ``item`` once there is room; False when the consumer has gone meanwhile."""
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=_POLL_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        source = iter(items)
+        try:
+            for item in source:
+                if not offer(item):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, who raises it
+            offer(_End(exc))
+            return
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None and stop.is_set():
+                close()
+        offer(_End())
+
+    thread = threading.Thread(target=produce, name="esdedup-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            got = handoff.get()
+            if isinstance(got, _End):
+                if got.error is not None:
+                    raise got.error
+                return
+            yield got  # type: ignore[misc]
+    finally:
+        stop.set()
+        thread.join()
