@@ -319,9 +319,9 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
                      crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
     row of at least one LSH band (``bands`` bands of ``rows`` values, as `esdedup.minhash.lsh_key_values`
-    cuts them): the all-pairs form of looking up each LSH key. Per band value only its
-    first ``max_bucket`` rows are paired (logged), as `Store.shared_keys` cuts a group. ``crowded``
-    receives (band, first row, rows) of each band value held by ``max_bucket`` rows or more."""
+    cuts them): the all-pairs form of looking up each LSH key. Per band value only its first ``max_bucket``
+    rows are paired (logged), as `esdedup.store.base.shared_keys` cuts a group. ``crowded`` receives (band,
+    first row, rows) of each band value held by ``max_bucket`` rows or more."""
     n, perm = sigs.shape
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:

@@ -760,11 +760,6 @@ class ElasticStore:
             out.update(v for v, _ in found)
         return frozenset(out)
 
-    def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
-        for batch in self.key_batches(max_bucket=max_bucket, lsh=lsh):
-            for key, _, ids in batch.groups:
-                yield key, ids
-
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         """Shared keys field by field, partition by partition (`_shared_values`); their members fetched
         for a page of members at a time, with every member's keys (doc values)."""
