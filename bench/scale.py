@@ -288,7 +288,8 @@ def dedup_share_of_source(es: Elasticsearch, index: str, n: int = 500) -> float:
 # -- lookups -----------------------------------------------------------------------------------------------
 def lookups(url: str, index: str, ids: list[str], n: int, seed: int) -> dict[str, Any]:
     finder = SimilarFinder(open_store(index, es_url=url))
-    sample = random.Random(seed).sample(ids, min(n, len(ids)))
+    # From the ids sorted: the same sample whether they come from synth or from an existing index.
+    sample = random.Random(seed).sample(sorted(ids), min(n, len(ids)))
     finder.find(text="床前明月光，疑是地上霜。")  # untimed: the first fingerprint loads the tokenizer's dictionary
     ms: list[float] = []
     found = in_family = 0
