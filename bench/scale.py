@@ -4,6 +4,10 @@ index on disk, `esdedup dups` with both LSH joins, and lookups while the index h
     python bench/scale.py --docs 1000000                 # starts a local node (scripts/es-local, heap 1 GiB)
     python bench/scale.py --docs 20000 --no-append       # a quick check, about 2 minutes
     python bench/scale.py --docs 1000000 --es URL        # a running cluster (the index is deleted after)
+    python bench/scale.py --es URL --index NAME --phases lookups,store-dups,disk   # finish a stopped run
+
+Phases (``--phases``, default all): synth, ingest, dups, store-dups, lookups, disk. Without synth and ingest
+the phases run on an existing index at ``--es`` as it is, and the index is kept.
 
 Phases, each timed on its own, with a progress line on stderr at least every 30 s:
 
@@ -24,7 +28,10 @@ Phases, each timed on its own, with a progress line on stderr at least every 30 
    then after ``_forcemerge`` to one segment, and ``_disk_usage`` per field (dedup.* against the rest).
 
 The section printed (and appended to BENCHMARKS.md unless --no-append) ends with the per-document costs a
-100M-document estimate needs.
+100M-document estimate needs (those of the phases run).
+
+Every library module the run uses is imported at its start: a run of hours is not broken by an edit of the
+tree meanwhile (the CLI phases still start ``python -m esdedup`` from the tree as it is then).
 """
 from __future__ import annotations
 
@@ -54,7 +61,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import corpora  # noqa: E402
 import es as es_bench  # noqa: E402  (bench/es.py: the node and CPU helpers every Elasticsearch bench uses)
-from elasticsearch import Elasticsearch  # noqa: E402
+from elasticsearch import Elasticsearch, helpers  # noqa: E402
+
+import esdedup.jieba_fast  # noqa: E402, F401  (loaded by the first lookup's fingerprint)
+import esdedup.store.elastic  # noqa: E402, F401  (loaded by open_store when called)
+import esdedup.store.local  # noqa: E402, F401  (likewise)
+from esdedup.api import SimilarFinder, open_store  # noqa: E402
+from esdedup.synth import SynthOptions, make_benchmark  # noqa: E402
+from tests.es_node import LocalCluster  # noqa: E402
 
 #: Sources per call of make_benchmark (its cost grows with the square of this).
 SLICE_SOURCES = 2500
@@ -62,6 +76,10 @@ SLICE_SOURCES = 2500
 MAX_CHARS = 2000
 #: Seconds between progress lines of a phase.
 BEAT = 30.0
+#: The phases, in the order they run (``--phases``).
+PHASES = ("synth", "ingest", "dups", "store-dups", "lookups", "disk")
+#: Ids per page when reading an existing index's ids.
+PAGE_IDS = 10_000
 _VARIANT = re.compile(r"v\d+$")
 
 
@@ -95,8 +113,6 @@ def family(doc_id: str) -> str:
 # -- 1. documents ------------------------------------------------------------------------------------------
 def _synth_slice(job: tuple[int, list[str], int, int, int]) -> tuple[list[tuple[str, str]], float]:
     """One slice through make_benchmark: its (id, text) rows, ids prefixed by the slice, and the CPU seconds."""
-    from esdedup.synth import SynthOptions, make_benchmark
-
     k, texts, sources, variants, seed = job
     cpu = time.process_time()
     opts = SynthOptions(sources=sources, variants=variants, negatives=0, short_max=MAX_CHARS, long_min=MAX_CHARS,
@@ -271,10 +287,9 @@ def dedup_share_of_source(es: Elasticsearch, index: str, n: int = 500) -> float:
 
 # -- lookups -----------------------------------------------------------------------------------------------
 def lookups(url: str, index: str, ids: list[str], n: int, seed: int) -> dict[str, Any]:
-    from esdedup.api import SimilarFinder, open_store
-
     finder = SimilarFinder(open_store(index, es_url=url))
-    sample = random.Random(seed).sample(ids, min(n, len(ids)))
+    # From the ids sorted: the same sample whether they come from synth or from an existing index.
+    sample = random.Random(seed).sample(sorted(ids), min(n, len(ids)))
     finder.find(text="床前明月光，疑是地上霜。")  # untimed: the first fingerprint loads the tokenizer's dictionary
     ms: list[float] = []
     found = in_family = 0
@@ -297,8 +312,6 @@ def start_node(args: argparse.Namespace):
     if args.heap:
         os.environ["ESDEDUP_ES_HEAP"] = args.heap
     if args.keep and args.es is None:
-        from tests.es_node import LocalCluster
-
         cluster = LocalCluster(nodes=1, watch=False)
         cluster.start()
         return cluster, cluster.url
@@ -315,13 +328,40 @@ def parse_args() -> argparse.Namespace:
                     help="ingest's --workers and the document generator's processes (0: one per CPU)")
     ap.add_argument("--heap", help="heap of the node started here (default 1g, scripts/es-local)")
     ap.add_argument("--index", default="bench-scale")
-    ap.add_argument("--skip-store-dups", action="store_true", help="leave out `dups --lsh-join store`")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help=f"the phases to run, comma-separated, of {', '.join(PHASES)} (default all); without "
+                    "synth and ingest, on the existing index --index at --es, which is kept")
+    ap.add_argument("--skip-store-dups", action="store_true", help="leave out `dups --lsh-join store` (the phase "
+                    "store-dups)")
     ap.add_argument("--keep", action="store_true", help="keep the index (and the node started here)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
     ap.add_argument("--run-window", type=int, help="ingest's run index window (esdedup.ingest.RUN_INDEX_MAX_DOCS)")
-    return ap.parse_args()
+    args = ap.parse_args()
+    asked = [p.strip() for p in args.phases.split(",") if p.strip()]
+    unknown = sorted(set(asked) - set(PHASES))
+    if unknown or not asked:
+        ap.error(f"--phases takes some of {', '.join(PHASES)}, got {args.phases!r}")
+    args.phases = [p for p in PHASES if p in asked and not (p == "store-dups" and args.skip_store_dups)]
+    if ("synth" in args.phases) != ("ingest" in args.phases):
+        ap.error("--phases: synth and ingest go together (a new index), or neither (an existing one)")
+    if "ingest" not in args.phases and args.es is None:
+        ap.error("--phases without ingest works on an existing index: name its cluster with --es")
+    return args
+
+
+def index_ids(es: Elasticsearch, index: str) -> list[str]:
+    """Every document id of an existing index (for lookups and the planted family counts)."""
+    if not es.indices.exists(index=index):
+        raise SystemExit(f"index {index!r} does not exist: run the phases synth and ingest first")
+    t = time.perf_counter()
+    ids: list[str] = []
+    with heartbeat("reading the index's ids", lambda: f", {len(ids):,} read"):
+        ids += (h["_id"] for h in helpers.scan(es, index=index, query={"query": {"match_all": {}}, "_source": False},
+                                               size=PAGE_IDS))
+    log(f"ids: {len(ids):,} of index {index!r} in {time.perf_counter() - t:.1f} s")
+    return ids
 
 
 def main() -> None:
@@ -330,17 +370,21 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-scale-"))
     cluster, url = start_node(args)
     es = Elasticsearch(url, request_timeout=600)
+    fresh = "ingest" in args.phases  # else the phases run on the index as it is, and it is kept
     res: dict[str, Any] = {}
     try:
         res["version"] = ", ".join(sorted({n["version"] for n in es.nodes.info()["nodes"].values()}))
-        es.options(ignore_status=404).indices.delete(index=args.index)
-        docs = make_docs(args.docs, args.variants, args.workers or os.cpu_count() or 2, args.seed,
-                         tmp / "docs.jsonl")
-        res["docs"] = docs
-        log(f"documents: {docs.count:,} ({docs.mb:.1f} MB) in {docs.wall:.1f} s")
-        res |= measure(es, url, args, docs, tmp)
+        if fresh:
+            es.options(ignore_status=404).indices.delete(index=args.index)
+            docs = make_docs(args.docs, args.variants, args.workers or os.cpu_count() or 2, args.seed,
+                             tmp / "docs.jsonl")
+            res["docs"], ids = docs, docs.ids
+            log(f"documents: {docs.count:,} ({docs.mb:.1f} MB) in {docs.wall:.1f} s")
+        else:
+            ids = index_ids(es, args.index)
+        res |= measure(es, url, args, ids, res.get("docs"), tmp)
     finally:
-        if not args.keep:
+        if fresh and not args.keep:
             es.options(ignore_status=404).indices.delete(index=args.index)
         if cluster is not None and not args.keep:
             cluster.stop()
@@ -349,6 +393,7 @@ def main() -> None:
                 f"--name {cluster.name}")
     res["load"] = (load0, os.getloadavg())
     res["started"] = started
+    res["n"] = len(ids)
     section = report(args, res)
     print(section)
     if not args.no_append:
@@ -356,54 +401,63 @@ def main() -> None:
             fh.write(section)
 
 
-def measure(es: Elasticsearch, url: str, args: argparse.Namespace, docs: Docs, tmp: Path) -> dict[str, Any]:
+def measure(es: Elasticsearch, url: str, args: argparse.Namespace, ids: list[str], docs: Docs | None,
+            tmp: Path) -> dict[str, Any]:
+    """The phases after synth (``docs``: what it wrote, None when the index exists already)."""
     res: dict[str, Any] = {}
     where = ["--es", url, "--index", args.index]
     workers = ["--workers", str(args.workers)] if args.workers else []
-    ingest = run_cli(es, ["ingest", str(docs.path), *where, "--dead-letter", str(tmp / "dead.jsonl"),
-                          "--checkpoint", str(tmp / "checkpoint.json"), *workers], "ingest", tmp / "ingest.out",
-                     args.run_window)
-    res["ingest"], res["summary"] = ingest, ingest_summary(ingest.out)
-    if res["summary"]["indexed"] != docs.count:
-        raise SystemExit(f"ingest indexed {res['summary']} of {docs.count}")
+    if docs is not None:
+        ingest = run_cli(es, ["ingest", str(docs.path), *where, "--dead-letter", str(tmp / "dead.jsonl"),
+                              "--checkpoint", str(tmp / "checkpoint.json"), *workers], "ingest", tmp / "ingest.out",
+                         args.run_window)
+        res["ingest"], res["summary"] = ingest, ingest_summary(ingest.out)
+        if res["summary"]["indexed"] != docs.count:
+            raise SystemExit(f"ingest indexed {res['summary']} of {docs.count}")
     es.indices.refresh(index=args.index)
-    res["after_ingest"], res["heap_ingest"] = index_stats(es, args.index), node_memory(es)
+    res["first_stats"], res["heap"] = index_stats(es, args.index), node_memory(es)
 
-    res["dups"] = run_cli(es, ["dups", *where], "dups (auto: memory join)", tmp / "dups-memory.jsonl")
-    memory_pairs = read_pairs(res["dups"].out)
-    res["pairs"] = pair_counts(memory_pairs, docs)
-    if not args.skip_store_dups:
+    memory_pairs = None
+    if "dups" in args.phases:
+        res["dups"] = run_cli(es, ["dups", *where], "dups (auto: memory join)", tmp / "dups-memory.jsonl")
+        memory_pairs = read_pairs(res["dups"].out)
+        res["pairs"] = pair_counts(memory_pairs, ids)
+    if "store-dups" in args.phases:
         res["dups_store"] = run_cli(es, ["dups", *where, "--lsh-join", "store"], "dups (store join)",
                                     tmp / "dups-store.jsonl")
         store_pairs = read_pairs(res["dups_store"].out)
-        res["store_diff"] = {"store": len(store_pairs), "only memory": len(memory_pairs.keys() - store_pairs.keys()),
-                             "only store": len(store_pairs.keys() - memory_pairs.keys()),
-                             "measures differ": sum(1 for k, v in store_pairs.items()
-                                                    if k in memory_pairs and memory_pairs[k] != v)}
+        res["store_pairs"] = pair_counts(store_pairs, ids)
+        if memory_pairs is not None:
+            res["store_diff"] = {"only memory": len(memory_pairs.keys() - store_pairs.keys()),
+                                 "only store": len(store_pairs.keys() - memory_pairs.keys()),
+                                 "measures differ": sum(1 for k, v in store_pairs.items()
+                                                        if k in memory_pairs and memory_pairs[k] != v)}
         del store_pairs
     del memory_pairs
-    res["lookups"] = lookups(url, args.index, docs.ids, args.lookups, args.seed)
+    if "lookups" in args.phases:
+        res["lookups"] = lookups(url, args.index, ids, args.lookups, args.seed)
 
-    log("force merge to one segment")
-    node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
-    with heartbeat("force merge"):
-        es.options(request_timeout=7200).indices.forcemerge(index=args.index, max_num_segments=1)
-    es.indices.refresh(index=args.index)
-    res["merge"] = (time.perf_counter() - t, es_bench.node_cpu_seconds(es) - node0)
-    res["after_merge"], res["heap_merge"] = index_stats(es, args.index), node_memory(es)
-    log("disk usage per field")
-    t = time.perf_counter()
-    with heartbeat("disk usage"):
-        res["disk"] = disk_usage(es, args.index)
-    res["disk_wall"] = time.perf_counter() - t
-    res["source_share"] = dedup_share_of_source(es, args.index)
+    if "disk" in args.phases:
+        log("force merge to one segment")
+        node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
+        with heartbeat("force merge"):
+            es.options(request_timeout=7200).indices.forcemerge(index=args.index, max_num_segments=1)
+        es.indices.refresh(index=args.index)
+        res["merge"] = (time.perf_counter() - t, es_bench.node_cpu_seconds(es) - node0)
+        res["after_merge"], res["heap_merge"] = index_stats(es, args.index), node_memory(es)
+        log("disk usage per field")
+        t = time.perf_counter()
+        with heartbeat("disk usage"):
+            res["disk"] = disk_usage(es, args.index)
+        res["disk_wall"] = time.perf_counter() - t
+        res["source_share"] = dedup_share_of_source(es, args.index)
     return res
 
 
-def pair_counts(pairs: dict[tuple[str, str], int], docs: Docs) -> dict[str, int]:
+def pair_counts(pairs: dict[tuple[str, str], int], ids: list[str]) -> dict[str, int]:
     """Pairs within a planted family (a source and its variants) against the family pairs there are."""
     sizes: dict[str, int] = {}
-    for i in docs.ids:
+    for i in ids:
         sizes[family(i)] = sizes.get(family(i), 0) + 1
     planted = sum(s * (s - 1) // 2 for s in sizes.values())
     within = sum(1 for a, b in pairs if family(a) == family(b))
@@ -418,90 +472,118 @@ def machine() -> str:
 
 
 def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
-    docs: Docs = r["docs"]
-    n = docs.count
-    ing: Run = r["ingest"]
-    s = r["summary"]
+    """The BENCHMARKS.md section: a row per phase run, the index on disk, the per-document costs."""
+    n = r["n"]
     cmd = "python bench/scale.py " + " ".join(sys.argv[1:])
     (l1, l5, l15), (e1, e5, e15) = r["load"]
-    heap = r["heap_ingest"]
+    heap = r["heap"]
     lines = [
         "", "## Scale (bench/scale.py)", "",
         f"`{cmd.strip()}` — {r['started'].strftime('%Y-%m-%d %H:%M UTC')}, {machine()}; Elasticsearch "
         f"{r['version']} {'at --es' if args.es else 'single node started here'} (heap "
         f"{heap['heap_max'] / 2**30:.1f} GiB), index settings as `esdedup ingest` makes them, default "
-        f"config, label mode. Load average at start {l1:.2f} {l5:.2f} {l15:.2f}, at end {e1:.2f} {e5:.2f} {e15:.2f}.",
-        f"Documents: {n:,} ({docs.mb:.0f} MB JSONL) from {docs.sources:,} poems of chinese-poetry "
-        f"{corpora.POETRY_VERSION} under {MAX_CHARS:,} characters and {args.variants} planted variants of each "
-        f"(`esdedup.synth.make_benchmark`, slices of {SLICE_SOURCES:,} sources); `dups` and lookups ran on the "
-        "index as ingest left it, the force merge last.", "",
-        "| phase | wall s | CPU s client | CPU s node | notes |", "| --- | ---: | ---: | ---: | --- |",
-        f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |",
-        f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {ing.node_cpu:.1f} | {n / ing.wall:,.0f} docs/s; "
-        f"{s['duplicates']:,} near-duplicates labelled, {s['skipped']} skipped, {s['failed']} failed; CLI peak RSS "
-        f"{ing.peak_rss_mb:,.0f} MB |",
-    ]
-    p = r["pairs"]
-    dups: Run = r["dups"]
-    lines.append(f"| `esdedup dups` (auto: LSH joined in memory) | {dups.wall:.1f} | {dups.cpu:.1f} | "
-                 f"{dups.node_cpu:.1f} | {p['pairs']:,} pairs ({p['within family']:,} of the {p['family pairs']:,} "
-                 f"planted family pairs, {p['across']:,} across families); peak RSS {dups.peak_rss_mb:,.0f} MB |")
+        f"config, label mode. Load average at start {l1:.2f} {l5:.2f} {l15:.2f}, at end {e1:.2f} {e5:.2f} {e15:.2f}."]
+    docs: Docs | None = r.get("docs")
+    if docs is not None:
+        lines.append(
+            f"Documents: {n:,} ({docs.mb:.0f} MB JSONL) from {docs.sources:,} poems of chinese-poetry "
+            f"{corpora.POETRY_VERSION} under {MAX_CHARS:,} characters and {args.variants} planted variants of each "
+            f"(`esdedup.synth.make_benchmark`, slices of {SLICE_SOURCES:,} sources); `dups` and lookups ran on the "
+            "index as ingest left it, the force merge last.")
+    else:
+        lines.append(f"Documents: the {n:,} of the existing index `{args.index}` as found; phases "
+                     f"{', '.join(args.phases)} only (no synth, no ingest here).")
+    lines += ["", "| phase | wall s | CPU s client | CPU s node | notes |", "| --- | ---: | ---: | ---: | --- |"]
+    if docs is not None:
+        ing: Run = r["ingest"]
+        s = r["summary"]
+        lines += [
+            f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |",
+            f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {ing.node_cpu:.1f} | {n / ing.wall:,.0f} docs/s; "
+            f"{s['duplicates']:,} near-duplicates labelled, {s['skipped']} skipped, {s['failed']} failed; CLI peak "
+            f"RSS {ing.peak_rss_mb:,.0f} MB |"]
+    if "dups" in r:
+        p = r["pairs"]
+        dups: Run = r["dups"]
+        lines.append(f"| `esdedup dups` (auto: LSH joined in memory) | {dups.wall:.1f} | {dups.cpu:.1f} | "
+                     f"{dups.node_cpu:.1f} | {_pairs_note(p)}; peak RSS {dups.peak_rss_mb:,.0f} MB |")
     if "dups_store" in r:
         st: Run = r["dups_store"]
-        d = r["store_diff"]
-        same = ("the same pairs and measures" if not (d["only memory"] or d["only store"] or d["measures differ"])
-                else f"DIFFERENT: {d['only memory']} only in memory, {d['only store']} only in store, "
-                     f"{d['measures differ']} with other measures")
+        same = _pairs_note(r["store_pairs"])
+        if "store_diff" in r:
+            d = r["store_diff"]
+            same += ("; the same pairs and measures as in memory" if not any(d.values())
+                     else f"; DIFFERENT: {d['only memory']} only in memory, {d['only store']} only in store, "
+                          f"{d['measures differ']} with other measures")
         lines.append(f"| `esdedup dups --lsh-join store` (partitioned terms aggregations) | {st.wall:.1f} | {st.cpu:.1f} | "
-                     f"{st.node_cpu:.1f} | {d['store']:,} pairs, {same}; peak RSS {st.peak_rss_mb:,.0f} MB |")
-    lk = r["lookups"]
-    lines.append(f"| {lk['n']:,} lookups (`SimilarFinder.find(doc_id=)`) | {lk['wall']:.1f} | - | - | "
-                 f"p50 {lk['p50']:.1f} ms, p95 {lk['p95']:.1f} ms, p99 {lk['p99']:.1f} ms, max {lk['max']:.0f} ms; "
-                 f"{lk['found']:,} found a near-duplicate, {lk['in_family']:,} one of their planted family |")
-    mw, mcpu = r["merge"]
-    lines.append(f"| `_forcemerge` to 1 segment | {mw:.1f} | - | {mcpu:.1f} | |")
-    lines.append(f"| `_disk_usage` (run_expensive_tasks) | {r['disk_wall']:.1f} | - | - | |")
-    a, m, disk = r["after_ingest"], r["after_merge"], r["disk"]
-    lines += ["", "| on disk (primaries) | MB | bytes/doc | notes |", "| --- | ---: | ---: | --- |",
-              f"| after ingest + refresh | {a['bytes'] / 1e6:,.1f} | {a['bytes'] / n:,.0f} | {a['segments']} segments |",
-              f"| after force merge | {m['bytes'] / 1e6:,.1f} | {m['bytes'] / n:,.0f} | {m['segments']} segment(s) |"]
-    for group in ("dedup.*", "_source", "_id", "other fields"):
-        note = (f"the dedup object is {r['source_share']:.0%} of its JSON (uncompressed, 500 sampled)"
-                if group == "_source" else "indexed terms, doc values, points" if group == "dedup.*" else "")
-        lines.append(f"| {group} (`_disk_usage`) | {disk[group] / 1e6:,.1f} | {disk[group] / n:,.0f} | {note} |")
+                     f"{st.node_cpu:.1f} | {same}; peak RSS {st.peak_rss_mb:,.0f} MB |")
+    if "lookups" in r:
+        lk = r["lookups"]
+        lines.append(f"| {lk['n']:,} lookups (`SimilarFinder.find(doc_id=)`) | {lk['wall']:.1f} | - | - | "
+                     f"p50 {lk['p50']:.1f} ms, p95 {lk['p95']:.1f} ms, p99 {lk['p99']:.1f} ms, max {lk['max']:.0f} ms; "
+                     f"{lk['found']:,} found a near-duplicate, {lk['in_family']:,} one of their planted family |")
+    a = r["first_stats"]
+    when = "after ingest + refresh" if docs is not None else "as found + refresh"
+    disk_rows = [f"| {when} | {a['bytes'] / 1e6:,.1f} | {a['bytes'] / n:,.0f} | {a['segments']} segments |"]
+    if "disk" in r:
+        mw, mcpu = r["merge"]
+        lines.append(f"| `_forcemerge` to 1 segment | {mw:.1f} | - | {mcpu:.1f} | |")
+        lines.append(f"| `_disk_usage` (run_expensive_tasks) | {r['disk_wall']:.1f} | - | - | |")
+        m, disk = r["after_merge"], r["disk"]
+        disk_rows.append(f"| after force merge | {m['bytes'] / 1e6:,.1f} | {m['bytes'] / n:,.0f} | "
+                         f"{m['segments']} segment(s) |")
+        for group in ("dedup.*", "_source", "_id", "other fields"):
+            note = (f"the dedup object is {r['source_share']:.0%} of its JSON (uncompressed, 500 sampled)"
+                    if group == "_source" else "indexed terms, doc values, points" if group == "dedup.*" else "")
+            disk_rows.append(f"| {group} (`_disk_usage`) | {disk[group] / 1e6:,.1f} | {disk[group] / n:,.0f} | {note} |")
+    lines += ["", "| on disk (primaries) | MB | bytes/doc | notes |", "| --- | ---: | ---: | --- |", *disk_rows]
     lines += ["", "Per-document costs (for the 100M estimate):", "",
               "| cost | per document | x 100M |", "| --- | ---: | ---: |"]
     lines += [f"| {what} | {per} | {scaled} |" for what, per, scaled in per_doc(r, n)]
     return "\n".join(lines) + "\n"
 
 
+def _pairs_note(p: dict[str, int]) -> str:
+    return (f"{p['pairs']:,} pairs ({p['within family']:,} of the {p['family pairs']:,} planted family pairs, "
+            f"{p['across']:,} across families)")
+
+
 def per_doc(r: dict[str, Any], n: int) -> list[tuple[str, str, str]]:
-    ing, dups = r["ingest"], r["dups"]
-    m, heap = r["after_merge"], r["heap_ingest"]
+    """The costs of the phases run, per document and times 100M."""
     scale = 1e8 / n
-    rows = [("ingest CPU, client (CLI + workers)", f"{ing.cpu / n * 1e6:,.0f} µs", f"{ing.cpu * scale / 3600:,.0f} CPU h"),
+    rows = []
+    if "ingest" in r:
+        ing = r["ingest"]
+        rows += [
+            ("ingest CPU, client (CLI + workers)", f"{ing.cpu / n * 1e6:,.0f} µs", f"{ing.cpu * scale / 3600:,.0f} CPU h"),
             ("ingest CPU, node", f"{ing.node_cpu / n * 1e6:,.0f} µs", f"{ing.node_cpu * scale / 3600:,.0f} CPU h"),
             ("ingest wall on this machine", f"{ing.wall / n * 1e6:,.0f} µs", f"{ing.wall * scale / 3600:,.1f} h"),
             # Bounded since the run index is capped (esdedup.ingest.RUN_INDEX_MAX_DOCS): the total, not x 100M.
             ("ingest CLI peak RSS (bounded: total, not linear in N)",
-             f"{ing.peak_rss_mb * 2**20 / n:,.0f} B", f"{ing.peak_rss_mb:,.0f} MB total at {n:,} docs"),
-            ("disk, one segment (primaries)", f"{m['bytes'] / n:,.0f} B", f"{m['bytes'] * scale / 1e9:,.0f} GB"),
-            ("disk, dedup.* fields", f"{r['disk']['dedup.*'] / n:,.0f} B", f"{r['disk']['dedup.*'] * scale / 1e9:,.0f} GB"),
-            ("`dups` memory join: peak RSS", f"{dups.peak_rss_mb * 2**20 / n:,.0f} B",
-             f"{dups.peak_rss_mb * 2**20 * scale / 2**30:,.0f} GiB"),
-            ("`dups` memory join: wall", f"{dups.wall / n * 1e6:,.0f} µs", f"{dups.wall * scale / 3600:,.1f} h")]
+             f"{ing.peak_rss_mb * 2**20 / n:,.0f} B", f"{ing.peak_rss_mb:,.0f} MB total at {n:,} docs")]
+    if "disk" in r:
+        m = r["after_merge"]
+        rows += [("disk, one segment (primaries)", f"{m['bytes'] / n:,.0f} B", f"{m['bytes'] * scale / 1e9:,.0f} GB"),
+                 ("disk, dedup.* fields", f"{r['disk']['dedup.*'] / n:,.0f} B",
+                  f"{r['disk']['dedup.*'] * scale / 1e9:,.0f} GB")]
+    if "dups" in r:
+        dups = r["dups"]
+        rows += [("`dups` memory join: peak RSS", f"{dups.peak_rss_mb * 2**20 / n:,.0f} B",
+                  f"{dups.peak_rss_mb * 2**20 * scale / 2**30:,.0f} GiB"),
+                 ("`dups` memory join: wall", f"{dups.wall / n * 1e6:,.0f} µs", f"{dups.wall * scale / 3600:,.1f} h")]
     if "dups_store" in r:
         st = r["dups_store"]
         rows += [("`dups` store join: wall", f"{st.wall / n * 1e6:,.0f} µs", f"{st.wall * scale / 3600:,.1f} h"),
                  ("`dups` store join: node CPU", f"{st.node_cpu / n * 1e6:,.0f} µs",
                   f"{st.node_cpu * scale / 3600:,.1f} CPU h"),
                  ("`dups` store join: peak RSS (not linear in N)", f"{st.peak_rss_mb:,.0f} MB total", "")]
-    rows += [(f"node heap used after ingest (of {heap['heap_max'] / 2**20:,.0f} MB; GC-dependent)",
+    heap = r["heap"]
+    when = "after ingest" if "ingest" in r else "as found"
+    rows += [(f"node heap used {when} (of {heap['heap_max'] / 2**20:,.0f} MB; GC-dependent)",
               f"{heap['heap_used'] / n:,.0f} B", f"{heap['heap_used'] / 2**20:,.0f} MB at {n:,} docs")]
-    if m["segments_memory"]:
-        rows.append(("segments memory (`_stats`)", f"{m['segments_memory'] / n:,.1f} B", ""))
+    if "disk" in r and r["after_merge"]["segments_memory"]:
+        rows.append(("segments memory (`_stats`)", f"{r['after_merge']['segments_memory'] / n:,.1f} B", ""))
     return rows
-
 
 if __name__ == "__main__":
     main()

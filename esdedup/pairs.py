@@ -19,7 +19,7 @@ import numpy as np
 from .bands import BandLayout
 from .config import FingerprintConfig
 from .minhash import lsh_keys
-from .rule import containment_estimate, has_signature, is_duplicate, measure, measure_pairs, row_cosines
+from .rule import SketchColumns, has_signature, is_duplicate, measure, measure_pairs
 from .simhash import hamming_rows, simhash_words
 from .store.base import Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -266,14 +266,12 @@ def crowded_values(store: Store, found_in_memory: Sequence[tuple[str, int]], *, 
 
 @dataclass
 class _Columns:
-    """The stored documents with a MinHash signature (of the config's length), as arrays, ids sorted."""
+    """The stored documents with a MinHash signature (of the config's length), ids sorted: their ids and
+    lengths, and their sketches as arrays (the documents themselves are not kept)."""
 
     ids: list[str]
-    simhash: list[int]
-    vectors: np.ndarray  # (n, dims) float32
-    sigs: np.ndarray  # (n, perm) uint32
-    shingles: np.ndarray  # (n,) int64
     chars: list[int]
+    sketches: SketchColumns
 
     @classmethod
     def of(cls, store: Store) -> _Columns:
@@ -281,35 +279,27 @@ class _Columns:
         docs = sorted((d for batch in store.scan() for d in batch
                        if not d.empty and has_signature(d) and len(d.minhash) == config.minhash_perm),  # type: ignore[arg-type]
                       key=lambda d: d.id)
-        if not docs:
-            return cls([], [], np.zeros((0, config.dims), np.float32), np.zeros((0, config.minhash_perm), np.uint32),
-                       np.zeros(0, np.int64), [])
-        return cls([d.id for d in docs], [d.simhash for d in docs],
-                   np.stack([d.vector for d in docs]).astype(np.float32),
-                   np.stack([d.minhash for d in docs]).astype(np.uint32),  # type: ignore[misc]
-                   np.array([d.shingles for d in docs], dtype=np.int64), [d.chars for d in docs])
+        return cls([d.id for d in docs], [d.chars for d in docs], SketchColumns.of(docs, config))
 
 
 def _lsh_pairs(store: Store, seen: set[tuple[str, str]], max_bucket: int,
                crowded: list[tuple[str, int]] | None = None, chunk: int = 16384) -> Iterator[ScoredPair]:
-    """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined and measured in numpy."""
+    """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined in numpy and measured as
+    `esdedup.rule.measure_pairs` measures them."""
     config = store.config
     cols = _Columns.of(store)
+    sigs = cols.sketches.sigs
     groups: list[tuple[int, int, int]] = []
-    left, right = lsh_pair_indices(cols.sigs, config.minhash_bands, config.minhash_rows, max_bucket=max_bucket, crowded=groups)
+    left, right = lsh_pair_indices(sigs, config.minhash_bands, config.minhash_rows, max_bucket=max_bucket, crowded=groups)
     if crowded is not None:
-        crowded.extend((lsh_keys(cols.sigs[row], config.minhash_bands, config.minhash_rows)[band], n) for band, row, n in groups)
+        crowded.extend((lsh_keys(sigs[row], config.minhash_bands, config.minhash_rows)[band], n) for band, row, n in groups)
     ids = cols.ids
-    words = simhash_words(cols.simhash, config.bits)
     for lo in range(0, len(left), chunk):
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
-        hams = hamming_rows(words[a], words[b])
-        coss = row_cosines(cols.vectors[a], cols.vectors[b])
-        jac = (cols.sigs[a] == cols.sigs[b]).mean(axis=1)
-        cont = containment_estimate(jac, cols.shingles[a], cols.shingles[b])
-        # Both sides carry signatures: the n-gram rule decides, no Hamming cut applies.
-        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), hams.tolist(), coss.tolist(), jac.tolist(),
-                                      cont.tolist(), strict=True):
+        m = cols.sketches.measure(a, b)
+        # Both sides carry signatures of the config's length: the n-gram rule decides, no Hamming cut applies.
+        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), m.hamming.tolist(), m.cosine.tolist(),
+                                      m.jaccard.tolist(), m.containment.tolist(), strict=True):
             pair = (ids[i], ids[j])
             seen.add(pair)
             yield ScoredPair(pair[0], pair[1], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
@@ -319,9 +309,9 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
                      crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
     row of at least one LSH band (``bands`` bands of ``rows`` values, as `esdedup.minhash.lsh_key_values`
-    cuts them): the all-pairs form of looking up each LSH key. Per band value only its
-    first ``max_bucket`` rows are paired (logged), as `Store.shared_keys` cuts a group. ``crowded``
-    receives (band, first row, rows) of each band value held by ``max_bucket`` rows or more."""
+    cuts them): the all-pairs form of looking up each LSH key. Per band value only its first ``max_bucket``
+    rows are paired (logged), as `esdedup.store.base.shared_keys` cuts a group. ``crowded`` receives (band,
+    first row, rows) of each band value held by ``max_bucket`` rows or more."""
     n, perm = sigs.shape
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:

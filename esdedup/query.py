@@ -92,15 +92,39 @@ def batch_lookup_body(keys: Mapping[str, Sequence[str]], *, size: int) -> dict[s
             "seq_no_primary_term": True}
 
 
-def crowded_keys_body(keys: Mapping[str, Sequence[str]], *, min_count: int, size: int = 1000) -> dict[str, Any]:
-    """A count-only ``_search`` whose aggregation ``<field>`` lists, for each stored key field, the given keys
-    held by at least ``min_count`` documents (at most ``size`` a field)."""
-    # "map": count the few matching documents' values, not the field's global ordinals (rebuilt after
-    # each refresh of an index being written).
-    aggs = {field: {"terms": {"field": field, "include": list(values), "min_doc_count": min_count,
-                              "size": min(size, len(values)), "execution_hint": "map"}}
-            for field, values in keys.items()}
-    return {"size": 0, "query": {"bool": {"filter": [_any_key(keys)]}}, "aggs": aggs, "track_total_hits": False}
+def key_counts_body(keys: Sequence[str] | Mapping[str, Sequence[str]], *, min_count: int, size: int,
+                    shard_size: int | None = None, partition: tuple[int, int] = (0, 1)) -> dict[str, Any]:
+    """A count-only ``_search`` whose aggregation ``<field>`` lists, for each key field of ``keys``, the values
+    held by at least ``min_count`` documents with their counts, most held first, at most ``size`` a field.
+
+    ``keys`` names the fields (every value counts), or maps them to the values to count (only the documents
+    holding one are read). ``partition`` (p, of n), with named fields: only the values in the p-th of n
+    partitions of each field's values. ``shard_size``: how many values each shard sends (None: the node's
+    default).
+
+    >>> key_counts_body({"dedup.band_0": ["0:ab", "0:cd"]}, min_count=3, size=1000)["aggs"]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'dedup.band_0': {'terms': {'field': 'dedup.band_0', 'min_doc_count': 3, 'size': 2,
+                                'include': ['0:ab', '0:cd'], 'execution_hint': 'map'}}}
+    >>> key_counts_body(["dedup.lsh_keys"], min_count=2, size=10, partition=(1, 4))["aggs"]["dedup.lsh_keys"]
+    {'terms': {'field': 'dedup.lsh_keys', 'min_doc_count': 2, 'size': 10, 'include': {'partition': 1, 'num_partitions': 4}}}
+    """
+    aggs: dict[str, Any] = {}
+    for field in keys:
+        terms: dict[str, Any] = {"field": field, "min_doc_count": min_count, "size": size}
+        if shard_size is not None:
+            terms["shard_size"] = shard_size
+        if isinstance(keys, Mapping):
+            # "map": count the few matching documents' values, not the field's global ordinals (rebuilt after
+            # each refresh of an index being written).
+            terms.update(size=min(size, len(keys[field])), include=list(keys[field]), execution_hint="map")
+        elif partition[1] > 1:
+            terms["include"] = {"partition": partition[0], "num_partitions": partition[1]}
+        aggs[field] = {"terms": terms}
+    body: dict[str, Any] = {"size": 0, "aggs": aggs, "track_total_hits": False}
+    if isinstance(keys, Mapping):
+        body["query"] = {"bool": {"filter": [_any_key(keys)]}}
+    return body
 
 
 #: The measures the esdedup plugin's script language computes on the node.

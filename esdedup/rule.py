@@ -164,28 +164,55 @@ def measure_pairs(docs: Sequence[Sketch], left: np.ndarray, right: np.ndarray, c
     """`measure` of ``docs[left[x]]`` against ``docs[right[x]]`` for every x, in numpy: the same numbers (the
     same products summed the same way), without a call a document (the store-side join measures its
     candidate pairs in bulk with it)."""
-    words = simhash_words([d.simhash for d in docs], config.bits)
-    vectors = np.stack([d.vector for d in docs]).astype(np.float32)
-    signed = np.array([has_signature(d) for d in docs], dtype=bool)
-    banded = np.array([config.gets_simhash_bands(d.chars) for d in docs], dtype=bool)
-    perm = config.minhash_perm
-    full = signed & np.array([d.minhash is not None and len(d.minhash) == perm for d in docs], dtype=bool)
-    sigs = np.zeros((len(docs), perm), dtype=np.uint32)
-    if full.any():
-        sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
-    shingles = np.array([d.shingles for d in docs], dtype=np.int64)
-    jac, cont = np.full(len(left), np.nan), np.full(len(left), np.nan)
-    fast = np.flatnonzero(full[left] & full[right])
-    a, b = left[fast], right[fast]
-    jac[fast] = (sigs[a] == sigs[b]).mean(axis=1)
-    cont[fast] = containment_estimate(jac[fast], shingles[a], shingles[b])
+    cols = SketchColumns.of(docs, config)
+    m = cols.measure(left, right)
     # Signatures of another length (written under an older config): measured one pair at a time.
-    for x in np.flatnonzero(signed[left] & signed[right] & ~(full[left] & full[right])):
+    for x in np.flatnonzero(cols.signed[left] & cols.signed[right] & ~(cols.full[left] & cols.full[right])):
         one = measure(docs[int(left[x])], [docs[int(right[x])]], config)
-        jac[x], cont[x] = one.jaccard[0], one.containment[0]
-    legacy = ~signed[left] & ~signed[right] & ~banded[left] & ~banded[right]
-    return Measures(hamming_rows(words[left], words[right]), row_cosines(vectors[left], vectors[right]), jac, cont,
-                    legacy)
+        m.jaccard[x], m.containment[x] = one.jaccard[0], one.containment[0]
+    return m
+
+
+@dataclass
+class SketchColumns:
+    """Texts' sketches as arrays, row i for text i, to measure many pairs among them at once (`measure_pairs`;
+    all-pairs search keeps the columns of every signed document of a store). Only the arrays: the texts
+    themselves need not be kept."""
+
+    words: np.ndarray  # (n, words) uint64, `simhash_words`
+    vectors: np.ndarray  # (n, dims) float32
+    sigs: np.ndarray  # (n, perm) uint32, zeros where not ``full``
+    shingles: np.ndarray  # (n,) int64
+    signed: np.ndarray  # bool: carries a signature (`has_signature`)
+    full: np.ndarray  # bool: ... of the config's length
+    banded: np.ndarray  # bool: long enough for SimHash bands
+
+    @classmethod
+    def of(cls, docs: Sequence[Sketch], config: FingerprintConfig) -> SketchColumns:
+        perm = config.minhash_perm
+        signed = np.array([has_signature(d) for d in docs], dtype=bool)
+        full = signed & np.array([d.minhash is not None and len(d.minhash) == perm for d in docs], dtype=bool)
+        sigs = np.zeros((len(docs), perm), dtype=np.uint32)
+        if full.any():
+            sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
+        vectors = (np.stack([d.vector for d in docs]).astype(np.float32) if docs
+                   else np.zeros((0, config.dims), dtype=np.float32))
+        return cls(simhash_words([d.simhash for d in docs], config.bits), vectors, sigs,
+                   np.array([d.shingles for d in docs], dtype=np.int64), signed, full,
+                   np.array([config.gets_simhash_bands(d.chars) for d in docs], dtype=bool))
+
+    def measure(self, left: np.ndarray, right: np.ndarray) -> Measures:
+        """`measure` of row ``left[x]`` against row ``right[x]`` for every x; the n-gram estimates of a pair
+        whose signatures differ in length from the config's are left NaN (`measure_pairs` measures those
+        one by one, from the texts)."""
+        jac, cont = np.full(len(left), np.nan), np.full(len(left), np.nan)
+        fast = np.flatnonzero(self.full[left] & self.full[right])
+        a, b = left[fast], right[fast]
+        jac[fast] = (self.sigs[a] == self.sigs[b]).mean(axis=1)
+        cont[fast] = containment_estimate(jac[fast], self.shingles[a], self.shingles[b])
+        legacy = ~self.signed[left] & ~self.signed[right] & ~self.banded[left] & ~self.banded[right]
+        return Measures(hamming_rows(self.words[left], self.words[right]),
+                        row_cosines(self.vectors[left], self.vectors[right]), jac, cont, legacy)
 
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

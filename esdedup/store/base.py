@@ -158,16 +158,13 @@ class Store(Protocol):
         layout probes neighbours, which exact key groups cannot serve)."""
         ...
 
-    def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
-        """Every band key held by two or more documents, with their ids (sorted). A key held by more than
-        ``max_bucket`` documents is yielded with only ``max_bucket`` ids, and reported by
-        `crowded_keys` (boilerplate that collides with everything). ``lsh=False``: SimHash band keys
-        only (all-pairs search then groups the MinHash LSH bands itself, from `scan`)."""
-        ...
-
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
-        """`shared_keys` in batches of a few thousand members, with every member's other keys (`KeyBatch`);
-        each key comes in one batch only."""
+        """Every band key held by two or more documents, with their ids (sorted), in batches of a few
+        thousand members, with every member's other keys (`KeyBatch`); each key comes in one batch only.
+        A key held by more than ``max_bucket`` documents comes with only ``max_bucket`` ids, and is
+        reported by `crowded_keys` (boilerplate that collides with everything). ``lsh=False``: SimHash
+        band keys only (all-pairs search then groups the MinHash LSH bands itself, from `scan`).
+        `shared_keys` gives the keys and ids alone."""
         ...
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
@@ -231,6 +228,15 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def shared_keys(store: Store, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
+    """Every band key held by two or more documents in ``store``, with their ids (sorted): the groups of
+    `Store.key_batches` without the batches (a crowded key, held by more than ``max_bucket`` documents,
+    with only ``max_bucket`` ids). ``lsh=False``: SimHash band keys only."""
+    for batch in store.key_batches(max_bucket=max_bucket, lsh=lsh):
+        for key, _, ids in batch.groups:
+            yield key, ids
 
 
 #: Used with fullmatch: ``$`` would also match before a trailing newline ("abc\\n" passed).

@@ -577,10 +577,8 @@ class ElasticStore:
     def _crowded_holders(self, probes: Sequence[Probe], idx: list[int], keys: Mapping[str, Sequence[str]],
                          limit: int) -> list[int]:
         """The probes of ``idx`` holding a key that more than ``limit`` documents hold (a count per key)."""
-        with self._errors("band lookup"):
-            resp = self.client.search(index=self.name, **q.crowded_keys_body(keys, min_count=limit + 1))
-        self._complete(resp, "band lookup")
-        crowded = {(field, str(b["key"])) for field in keys for b in resp["aggregations"][field]["buckets"]}
+        counts = self._key_counts(keys, "band lookup", min_count=limit + 1, size=1000)
+        crowded = {(field, k) for field, (found, _) in counts.items() for k, _ in found}
         return [i for i in idx if any((f"{DEDUP}.{key_field(name)}", k) in crowded
                                       for name, band_keys in probes[i].items() for k in band_keys)]
 
@@ -709,20 +707,24 @@ class ElasticStore:
         self._complete(resp, "band aggregation")
         return int(resp["aggregations"]["distinct"]["value"]), int(resp["aggregations"]["values"]["value"])
 
-    def _terms(self, field: str, min_count: int, part: tuple[int, int], size: int,
-               shard_size: int) -> tuple[list[tuple[str, int]], bool]:
-        """The values of partition ``part`` = (p, of n) of a key field held by ``min_count`` or more
-        documents, as strings (the LSH keys field is numeric), and whether the answer is whole: False when
-        it filled ``size`` or a shard had more values than it could send (then some may be missing)."""
-        terms: dict[str, Any] = {"field": field, "size": size, "shard_size": shard_size, "min_doc_count": min_count}
-        if part[1] > 1:
-            terms["include"] = {"partition": part[0], "num_partitions": part[1]}
-        with self._errors("band aggregation"):
-            resp = self.client.search(index=self.name, size=0, aggs={"keys": {"terms": terms}})
-        self._complete(resp, "band aggregation")
-        agg = resp["aggregations"]["keys"]
-        found = [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
-        return found, len(found) < size and not agg.get("doc_count_error_upper_bound")
+    def _key_counts(self, keys: Sequence[str] | Mapping[str, Sequence[str]], what: str, *, min_count: int,
+                    size: int, shard_size: int | None = None,
+                    partition: tuple[int, int] = (0, 1)) -> dict[str, tuple[list[tuple[str, int]], bool]]:
+        """For each key field of ``keys``, its values held by ``min_count`` or more documents with their counts
+        (`query.key_counts_body`; values as strings: the LSH keys field is numeric), and whether that answer
+        is whole: False when it filled its size or a shard had more values than it could send (then some may
+        be missing)."""
+        body = q.key_counts_body(keys, min_count=min_count, size=size, shard_size=shard_size, partition=partition)
+        with self._errors(what):
+            resp = self.client.search(index=self.name, **body)
+        self._complete(resp, what)
+        out = {}
+        for field in keys:
+            agg = resp["aggregations"][field]
+            found = [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
+            whole = len(found) < body["aggs"][field]["terms"]["size"] and not agg.get("doc_count_error_upper_bound")
+            out[field] = (found, whole)
+        return out
 
     def _shared_values(self, field: str, min_count: int) -> Iterator[list[tuple[str, int]]]:
         """Every value of a key field held by ``min_count`` or more documents, with its count, one partition
@@ -740,7 +742,8 @@ class ElasticStore:
         todo = [(p, parts) for p in reversed(range(parts))]
         while todo:
             part = todo.pop()
-            found, whole = self._terms(field, min_count, part, size, shard_size)
+            found, whole = self._key_counts([field], "band aggregation", min_count=min_count, size=size,
+                                            shard_size=shard_size, partition=part)[field]
             if whole:
                 yield found
             elif part[1] >= MAX_PARTITIONS:
@@ -755,16 +758,14 @@ class ElasticStore:
         unless there are more than a page of them or several shards leave the answer uncertain)."""
         out: set[str] = set()
         for field in fields:
-            found, whole = self._terms(field, max_bucket + 1, (0, 1), PAGE, PAGE)
+            # One field a request: a page of values from each of many fields could pass the node's
+            # search.max_buckets (65,536 by default).
+            found, whole = self._key_counts([field], "band aggregation", min_count=max_bucket + 1, size=PAGE,
+                                            shard_size=PAGE)[field]
             if not whole:
                 found = [v for part in self._shared_values(field, max_bucket + 1) for v in part]
             out.update(v for v, _ in found)
         return frozenset(out)
-
-    def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
-        for batch in self.key_batches(max_bucket=max_bucket, lsh=lsh):
-            for key, _, ids in batch.groups:
-                yield key, ids
 
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         """Shared keys field by field, partition by partition (`_shared_values`); their members fetched
@@ -816,13 +817,8 @@ class ElasticStore:
         return KeyBatch([(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1], keys)
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
-        found: list[tuple[str, int]] = []
-        for field in self._fields(lsh=lsh):
-            with self._errors("crowded band values"):
-                resp = self.client.search(index=self.name, size=0, aggs={"top": {"terms": {
-                    "field": field, "size": limit, "min_doc_count": min_count}}})
-            self._complete(resp, "crowded band values")
-            found.extend((str(b["key"]), int(b["doc_count"])) for b in resp["aggregations"]["top"]["buckets"])
+        found = [kn for field in self._fields(lsh=lsh)  # one field a request, as `_crowded_set`
+                 for kn in self._key_counts([field], "crowded band values", min_count=min_count, size=limit)[field][0]]
         return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
 
 

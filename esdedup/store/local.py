@@ -537,12 +537,6 @@ class LocalStore:
             yield list(self._docs(rows))
 
     @_sql_errors
-    def shared_keys(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
-        for batch in self.key_batches(max_bucket=max_bucket, lsh=lsh):
-            for key, _, ids in batch.groups:
-                yield key, ids
-
-    @_sql_errors
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         tables = ("bands", "lsh") if lsh else ("bands",)
         self._merge(tables)

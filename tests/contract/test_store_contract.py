@@ -24,7 +24,7 @@ from esdedup.pairs import find_pairs
 from esdedup.rule import is_duplicate
 from esdedup.rule import minhash_estimates as short_scores
 from esdedup.schema import META_KEY, content_sha1, meta_for
-from esdedup.store.base import NewDoc, Store
+from esdedup.store.base import NewDoc, Store, shared_keys
 from esdedup.store.elastic import ElasticStore
 from esdedup.store.local import LocalStore
 from esdedup.thresholds import ThresholdOverrides, Thresholds
@@ -273,7 +273,7 @@ def test_labels_and_crowded_keys(new_store, corpus):
     crowded = store.crowded_keys(min_count=10, limit=100)
     assert {k for k, _ in crowded} == set(fps[0].bands + fps[0].lsh)  # LSH keys as strings on both stores
     assert all(n == 10 for _, n in crowded)
-    groups = dict(store.shared_keys(max_bucket=4))
+    groups = dict(shared_keys(store, max_bucket=4))
     assert set(groups) == set(fps[0].bands + fps[0].lsh)
     assert all(len(ids) == 4 for ids in groups.values())
     # In batches: each key once, with its full count, and each member's keys less the crowded ones.

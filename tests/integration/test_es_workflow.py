@@ -23,6 +23,7 @@ from esdedup.rule import is_duplicate
 from esdedup.schema import mapping_for
 from esdedup.search import async_search_diversified, search_diversified
 from esdedup.store import elastic
+from esdedup.store.base import shared_keys
 from esdedup.store.elastic import ElasticStore
 from esdedup.thresholds import Thresholds
 from tests.corpus import make_corpus
@@ -400,7 +401,7 @@ def test_band_lookup_recall_against_brute_force(es_client, fresh_index):
                 truth.add((ids[start + i], ids[j]))
     assert len(truth) > 200  # enough pairs within k for the check to mean something
     candidates = set()
-    for _key, members in store.shared_keys(max_bucket=100_000):
+    for _key, members in shared_keys(store, max_bucket=100_000):
         for x in range(len(members)):
             for y in range(x + 1, len(members)):
                 candidates.add(tuple(sorted((members[x], members[y]))))

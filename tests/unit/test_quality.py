@@ -287,6 +287,30 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
     store.drop()
 
 
+def test_all_pairs_in_memory_measures_equal_measure_pair_by_pair(tmp_path, fper):
+    """The in-memory LSH join measures its candidate pairs in bulk (`SketchColumns.measure`); every number must be
+    the one `measure` gives the two stored documents, or `dups` would decide otherwise than `similar`."""
+    from esdedup.rule import measure
+    from tests.corpus import make_corpus
+
+    docs, _ = make_corpus(200, 40, seed=5, sentences=(1, 8))
+    store = LocalStore("inmem-measures", tmp_path)
+    store.open(fper.config)
+    fps = fper.fingerprint_many([d["text"] for d in docs])
+    list(store.write(NewDoc(d["id"], fp, {"text": d["text"]}, "") for d, fp in zip(docs, fps, strict=True)))
+    lsh = {d["id"]: set(fp.lsh) for d, fp in zip(docs, fps, strict=True)}
+    found = list(scored_pairs(store, in_memory=True))
+    # The LSH pairs all come from the in-memory join (the store's key groups then read SimHash bands only).
+    assert sum(1 for p in found if lsh[p.a] & lsh[p.b]) > 20
+    stored = store.get(list(lsh))
+    for p in found:
+        one = measure(stored[p.a], [stored[p.b]], store.config)
+        assert (p.hamming, p.cosine, p.ngram) == (one.hamming[0], one.cosine[0], one.ngram[0]), (p.a, p.b)
+        want = [None if np.isnan(x) else x for x in (one.jaccard[0], one.containment[0])]
+        assert [p.jaccard, p.containment] == want, (p.a, p.b)
+    store.drop()
+
+
 def test_threshold_overrides_are_checked_when_given():
     """Refused at construction, before a caller (ingest) has created an index with them."""
     from esdedup.errors import ConfigError
