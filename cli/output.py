@@ -9,7 +9,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -119,13 +119,11 @@ class Printer:
 
     def pairs(self, report: Any, fmt: str) -> None:
         if fmt == "jsonl":
-            for p in report.pairs:
-                typer.echo(json_text(p.to_dict()))
+            _echo_lines(json_text(p.to_dict()) for p in report.pairs)
         else:
             typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}")
-            for p in report.pairs:
-                typer.echo(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {p.cosine:>7.4f} "
-                           f"{_number(p.jaccard):>7} {_number(p.containment):>7}")
+            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {p.cosine:>7.4f} "
+                        f"{_number(p.jaccard):>7} {_number(p.containment):>7}" for p in report.pairs)
             n_clusters = len(set(report.clusters.values()))
             typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
             typer.echo("vec_cos: cosine of the hashed TF vectors; jaccard, contain: MinHash estimates of the "
@@ -175,6 +173,19 @@ class Printer:
         if filtered:
             typer.echo("pairs that differ more in length were skipped; --max-ratio sets the limit (compare two "
                        "files alone to measure them anyway)")
+
+
+def _echo_lines(lines: Iterable[str], chunk: int = 1000) -> None:
+    """Print lines a chunk at a time: `typer.echo` asks the terminal about colours on every call, which
+    cost more than the pairs of a large `dups` themselves."""
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= chunk:
+            typer.echo("\n".join(batch))
+            batch = []
+    if batch:
+        typer.echo("\n".join(batch))
 
 
 def _number(value: float | None) -> str:

@@ -166,8 +166,10 @@ def make_client(s: ConnectionSettings, *, async_: bool = False):
     """An `Elasticsearch` (or `AsyncElasticsearch`) client for the settings."""
     import elasticsearch
 
+    from .store.serializer import ResponseJson
+
     cls = elasticsearch.AsyncElasticsearch if async_ else elasticsearch.Elasticsearch
     try:
-        return cls(s.hosts, **client_kwargs(s))
+        return cls(s.hosts, serializer=ResponseJson(), **client_kwargs(s))
     except (ValueError, TypeError) as exc:
         raise ConnectionFailed(f"cannot configure a client for {s.display_url}: {s.redact(str(exc))}") from exc

@@ -19,7 +19,7 @@ import numpy as np
 from .bands import BandLayout
 from .config import FingerprintConfig
 from .minhash import lsh_keys
-from .rule import SketchColumns, has_signature, is_duplicate, measure, measure_pairs
+from .rule import SketchColumns, decide, has_signature, measure, measure_pairs
 from .simhash import hamming_rows, simhash_words
 from .store.base import Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -74,11 +74,23 @@ class ScoredPair:
     chars: tuple[int, int] = field(default=(0, 0), compare=False)
 
     def is_duplicate(self, t: Thresholds) -> bool:
-        return is_duplicate(self.hamming, self.cosine, t, self.ngram, jaccard=self.jaccard,
-                            containment=self.containment)
+        return bool(verdicts([self], t)[0])
 
     def to_pair(self) -> Pair:
         return Pair(self.a, self.b, self.hamming, self.cosine, self.jaccard, self.containment)
+
+
+def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
+    """The rule's verdict on each scored pair (`esdedup.rule.decide`), in one call: bool array."""
+    nan = float("nan")
+    ngram = [p.ngram for p in pairs]
+    return decide(t, hamming=np.array([p.hamming for p in pairs], dtype=np.float64),
+                  cosine=np.array([p.cosine for p in pairs], dtype=np.float64),
+                  jaccard=np.array([p.jaccard if p.ngram and p.jaccard is not None else nan for p in pairs]),
+                  containment=np.array([p.containment if p.ngram and p.containment is not None else nan
+                                        for p in pairs]),
+                  legacy_short=np.array([p.ngram and p.jaccard is None for p in pairs], dtype=bool)
+                  if any(ngram) else False)
 
 
 def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
@@ -87,10 +99,23 @@ def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | No
     (thresholds default to the index's). ``crowded`` and ``in_memory``: see `scored_pairs`."""
     t = resolve_thresholds(thresholds, store.config)
     t.check_band_guarantee(store.config)
+    batch: list[ScoredPair] = []
     for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k, crowded=crowded,
                           in_memory=in_memory):
-        if p.is_duplicate(t):
-            yield p.to_pair()
+        batch.append(p)
+        if len(batch) >= VERDICT_BATCH:
+            yield from _duplicates(batch, t)
+            batch = []
+    yield from _duplicates(batch, t)
+
+
+#: Scored pairs judged by one call of the rule (a call a pair cost more than measuring it).
+VERDICT_BATCH = 4096
+
+
+def _duplicates(pairs: list[ScoredPair], t: Thresholds) -> Iterator[Pair]:
+    if pairs:
+        yield from (p.to_pair() for p, dup in zip(pairs, verdicts(pairs, t).tolist(), strict=True) if dup)
 
 
 def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None,

@@ -807,13 +807,16 @@ class ElasticStore:
                                           sort=["_doc"], filter_path=["_shards", "hits.hits._id", "hits.hits.fields"])
             self._complete(resp, "fetching band members")
             asked = set(vals)  # a hit of one search may hold values of another: counted there
+            # Set operations over map(str): every member brings all its keys (16 or more), the join's
+            # largest client cost after reading the responses.
             for h in (resp.get("hits") or {}).get("hits", []):
-                got = h.get("fields", {})
-                for v in map(str, got.get(field, ())):
-                    if v in asked and len(groups[v]) < max_bucket:
-                        groups[v].append(h["_id"])
-                if h["_id"] not in keys:
-                    keys[h["_id"]] = frozenset(str(k) for f in fields for k in got.get(f, ())) - crowded
+                doc_id, got = h["_id"], h.get("fields", {})
+                for v in asked.intersection(map(str, got.get(field, ()))):
+                    if len(groups[v]) < max_bucket:
+                        groups[v].append(doc_id)
+                if doc_id not in keys:
+                    held = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in fields)))
+                    keys[doc_id] = held - crowded if crowded else held
         return KeyBatch([(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1], keys)
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:

@@ -483,3 +483,11 @@ def test_empty_files_are_not_identical(clean_env: Path) -> None:
 def test_compare_speaks_in_the_users_terms() -> None:
     text = _runner().invoke(app, ["compare", "--help"]).stdout
     assert "design document" not in text.lower() and "Hamming distance" in text
+
+
+def test_long_outputs_are_printed_in_chunks_line_for_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from esdedup_cli.output import _echo_lines
+
+    _echo_lines((f"pair {i}" for i in range(2500)), chunk=1000)
+    _echo_lines(iter(()))
+    assert capsys.readouterr().out == "".join(f"pair {i}\n" for i in range(2500))

@@ -8,13 +8,15 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from esdedup import FingerprintConfig
 from esdedup.bands import BandLayout
 from esdedup.features import char_shingles
 from esdedup.fingerprint import Fingerprint, Fingerprinter
 from esdedup.lookup import probe_for, similar
-from esdedup.pairs import find_pairs, probe_pairs, scored_pairs
+from esdedup.pairs import ScoredPair, find_pairs, probe_pairs, scored_pairs, verdicts
 from esdedup.rule import is_duplicate
 from esdedup.rule import minhash_estimates as short_scores
 from esdedup.store.base import NewDoc
@@ -72,6 +74,22 @@ def test_ngram_rule_decides_pairs_with_signatures():
     assert is_duplicate(30, 0.85, t, True) and not is_duplicate(0, 0.5, t, True)
     # containment switched off
     assert not is_duplicate(0, 1.0, Thresholds(3, 0.8, 0.5, None), True, jaccard=0.2, containment=1.0)
+
+
+_MEASURE = st.none() | st.floats(0, 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.builds(ScoredPair, st.just("a"), st.just("b"), st.integers(0, 64), st.floats(0, 1),
+                          st.booleans(), _MEASURE, _MEASURE), max_size=30),
+       st.sampled_from([(3, 0.8, 0.5, 0.8), (3, None, 0.5, None), (None, 0.9, None, 0.7), (5, 0.7, None, None)]))
+def test_scored_pairs_judged_together_get_the_verdicts_of_one_at_a_time(pairs, limits):
+    """`verdicts` (find_pairs judges its pairs in batches) is the rule of `is_duplicate`, pair by pair."""
+    t = Thresholds(*limits)
+    expected = [is_duplicate(p.hamming, p.cosine, t, p.ngram, jaccard=p.jaccard, containment=p.containment)
+                for p in pairs]
+    assert verdicts(pairs, t).tolist() == expected
+    assert [p.is_duplicate(t) for p in pairs] == expected
 
 
 def test_short_scores_estimate_jaccard_and_containment(fper):

@@ -1,0 +1,32 @@
+"""How the Elasticsearch clients esdedup builds read responses: orjson first.
+
+The store-side `dups` join and the band lookups read large search responses (every member's key doc values);
+the client's standard-library JSON decoder took a fifth of the join's client CPU (py-spy, 100,000 documents,
+BENCHMARKS.md). orjson parses the same JSON several times faster into the same values (Elasticsearch's numbers
+are at most 64-bit integers and doubles, which both read alike). What orjson refuses, such as a lone surrogate
+escaped in a stored text, is read by the standard library as before. Requests are still encoded by the
+standard library: orjson refuses some of what it passes through (lone surrogates again), and bulk bodies are
+encoded by esdedup itself (`esdedup.schema.json_bytes`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from elasticsearch.serializer import JsonSerializer
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; still work without it
+    orjson = None  # type: ignore[assignment]
+
+
+class ResponseJson(JsonSerializer):
+    """`JsonSerializer` whose `loads` tries orjson first (see the module docstring)."""
+
+    def loads(self, data: bytes) -> Any:  # type: ignore[override]
+        if orjson is not None:
+            try:
+                return orjson.loads(data)
+            except orjson.JSONDecodeError:
+                pass
+        return super().loads(data)
