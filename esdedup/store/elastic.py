@@ -807,15 +807,17 @@ class ElasticStore:
                                           sort=["_doc"], filter_path=["_shards", "hits.hits._id", "hits.hits.fields"])
             self._complete(resp, "fetching band members")
             asked = set(vals)  # a hit of one search may hold values of another: counted there
-            # Set operations over map(str): every member brings all its keys (16 or more), the join's
-            # largest client cost after reading the responses.
+            # Every member brings all its keys (16 or more): turned into strings once, in C (map, set
+            # operations), the join's largest client cost after reading the responses. The values of
+            # ``field`` are found among them all, since no two key fields share a value (band keys are
+            # "<table>:<hex>", LSH keys decimal integers).
             for h in (resp.get("hits") or {}).get("hits", []):
                 doc_id, got = h["_id"], h.get("fields", {})
-                for v in asked.intersection(map(str, got.get(field, ()))):
+                held = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in fields)))
+                for v in asked & held:
                     if len(groups[v]) < max_bucket:
                         groups[v].append(doc_id)
                 if doc_id not in keys:
-                    held = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in fields)))
                     keys[doc_id] = held - crowded if crowded else held
         return KeyBatch([(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1], keys)
 
