@@ -190,8 +190,13 @@ class FrozenKeys:
         by_hash = np.argsort(hashes)  # sorted queries: each binary search starts where the last one ended
         queries = hashes[by_hash]
         first = np.searchsorted(self._hashes, queries, side="left")
+        # Most keys are held by no earlier document: the end of a key's entries is searched for the others only.
+        hit = np.flatnonzero(self._hashes[np.minimum(first, len(self._hashes) - 1)] == queries) \
+            if len(self._hashes) else np.zeros(0, dtype=np.int64)
+        held = np.zeros(len(queries), dtype=np.int64)
+        held[hit] = np.searchsorted(self._hashes, queries[hit], side="right") - first[hit]
         # A key's entries are in write order: its first per_key documents are its first per_key entries.
-        held = np.minimum(np.searchsorted(self._hashes, queries, side="right") - first, max(per_key, 0))
+        held = np.minimum(held, max(per_key, 0))
         query = np.repeat(np.arange(len(queries)), held)
         at = np.repeat(first, held) + _rank_in_runs(query)
         records = record_of[by_hash[query]].astype(np.uint64)
