@@ -7,9 +7,11 @@ must find what one run index that kept every document finds.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from esdedup import runindex
 from esdedup.runindex import MAX_PER_KEY, FrozenKeys, RunIndex, key_hashes
 from esdedup.store.base import StoredDoc
 
@@ -57,6 +59,37 @@ def _reference(windows: list[list[list[str]]], queries: list[list[str]], per_key
 def test_lookups_equal_a_dict_of_the_same_keys(windows, queries, per_key, per_record) -> None:
     found = _frozen(windows).lookup(queries, per_key=per_key, per_record=per_record)
     assert found == _reference(windows, queries, per_key, per_record)
+
+
+#: Six to nine windows over eight keys: most keys are held in every window, so the caps bind across windows.
+many_windows_st = st.lists(st.lists(st.lists(st.sampled_from(KEYS[:8]), min_size=1, max_size=4, unique=True),
+                                    min_size=1, max_size=8), min_size=6, max_size=9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(many_windows_st, st.lists(st.lists(st.sampled_from(KEYS[:9]), max_size=4), max_size=6),
+       st.integers(1, 5), st.integers(1, 8))
+def test_many_windows_merged_into_one_table_keep_write_order(windows, queries, per_key, per_record) -> None:
+    """Each window is merged into the one table a few entries at a time (a small merge chunk): a key's
+    documents stay in write order across windows, so the caps keep the earliest."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runindex, "_MERGE_CHUNK", 3)
+        frozen = _frozen(windows)
+    found = frozen.lookup(queries, per_key=per_key, per_record=per_record)
+    assert found == _reference(windows, queries, per_key, per_record)
+
+
+def test_a_key_of_every_window_finds_its_earliest_documents() -> None:
+    """Seven windows, each of three documents holding "shared" and one of its own key: the first four holders
+    of "shared" are the three of the first window and the first of the second, whatever came after."""
+    windows = [[["shared", f"w{w}"], ["shared"], ["shared", "x"]] for w in range(7)]
+    ids = [i for w in _ids(windows) for i in w]
+    frozen = _frozen(windows)
+    (shared, everything) = frozen.lookup([["shared"], ["x", "w6", "w5", "shared"]], per_key=4, per_record=6)
+    assert shared == ids[:4]
+    # "x": the third document of each window (its first four); "w5", "w6": the first of those windows.
+    assert everything == [ids[0], ids[1], ids[2], ids[3], ids[5], ids[8]]
+    assert frozen.docs == 21
 
 
 def test_the_caps_hold_on_a_crowded_key() -> None:
