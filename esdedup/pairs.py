@@ -19,7 +19,7 @@ import numpy as np
 from .bands import BandLayout
 from .config import FingerprintConfig
 from .minhash import lsh_keys
-from .rule import SketchColumns, decide, has_signature, measure, measure_pairs
+from .rule import SketchColumns, are_duplicates, has_signature, is_duplicate, measure, measure_pairs
 from .simhash import hamming_rows, simhash_words
 from .store.base import Store, StoredDoc
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
@@ -74,23 +74,17 @@ class ScoredPair:
     chars: tuple[int, int] = field(default=(0, 0), compare=False)
 
     def is_duplicate(self, t: Thresholds) -> bool:
-        return bool(verdicts([self], t)[0])
+        return is_duplicate(self.hamming, self.cosine, t, self.ngram, jaccard=self.jaccard,
+                            containment=self.containment)
 
     def to_pair(self) -> Pair:
         return Pair(self.a, self.b, self.hamming, self.cosine, self.jaccard, self.containment)
 
 
 def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
-    """The rule's verdict on each scored pair (`esdedup.rule.decide`), in one call: bool array."""
-    nan = float("nan")
-    ngram = [p.ngram for p in pairs]
-    return decide(t, hamming=np.array([p.hamming for p in pairs], dtype=np.float64),
-                  cosine=np.array([p.cosine for p in pairs], dtype=np.float64),
-                  jaccard=np.array([p.jaccard if p.ngram and p.jaccard is not None else nan for p in pairs]),
-                  containment=np.array([p.containment if p.ngram and p.containment is not None else nan
-                                        for p in pairs]),
-                  legacy_short=np.array([p.ngram and p.jaccard is None for p in pairs], dtype=bool)
-                  if any(ngram) else False)
+    """The rule's verdict on each scored pair (`esdedup.rule.are_duplicates`), in one call: a bool array."""
+    return are_duplicates([p.hamming for p in pairs], [p.cosine for p in pairs], t, [p.ngram for p in pairs],
+                          jaccard=[p.jaccard for p in pairs], containment=[p.containment for p in pairs])
 
 
 def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,

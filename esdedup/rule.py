@@ -41,7 +41,7 @@ from .config import FingerprintConfig
 from .simhash import hamming_many, hamming_rows, simhash_words
 from .thresholds import Thresholds
 
-__all__ = ["Measures", "Sketch", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
+__all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
 
 #: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
 #: characters are "contained" in almost anything) ...
@@ -106,14 +106,24 @@ def _at_least(values: np.ndarray, threshold: float | None) -> np.ndarray:
 
 def is_duplicate(hamming: int | None, cosine: float | None, t: Thresholds, ngram: bool = False, *,
                  jaccard: float | None = None, containment: float | None = None) -> bool:
-    """`decide` for one pair. ``ngram``: both texts are on the n-gram path (they carry signatures, then
-    ``jaccard``/``containment`` are their estimates; or they are legacy short texts, then those are None)."""
+    """`decide` for one pair (`are_duplicates` of one)."""
+    return bool(are_duplicates([hamming], [cosine], t, [ngram], jaccard=[jaccard], containment=[containment])[0])
+
+
+def are_duplicates(hamming: Sequence[int | None], cosine: Sequence[float | None], t: Thresholds,
+                   ngram: Sequence[bool], *, jaccard: Sequence[float | None],
+                   containment: Sequence[float | None]) -> np.ndarray:
+    """`decide` for pairs given by their measures, None where a measure is missing; a bool array.
+    ``ngram``: both texts of a pair are on the n-gram path (they carry signatures, then ``jaccard`` and
+    ``containment`` are their estimates; or they are legacy short texts, then those are None)."""
     nan = float("nan")
-    return bool(decide(t, hamming=np.float64(nan if hamming is None else hamming),
-                       cosine=np.float64(nan if cosine is None else cosine),
-                       jaccard=np.float64(nan if jaccard is None or not ngram else jaccard),
-                       containment=np.float64(nan if containment is None or not ngram else containment),
-                       legacy_short=ngram and jaccard is None))
+    return decide(t, hamming=np.array([nan if h is None else h for h in hamming], dtype=np.float64),
+                  cosine=np.array([nan if c is None else c for c in cosine], dtype=np.float64),
+                  jaccard=np.array([j if g and j is not None else nan for j, g in zip(jaccard, ngram, strict=True)],
+                                   dtype=np.float64),
+                  containment=np.array([c if g and c is not None else nan
+                                        for c, g in zip(containment, ngram, strict=True)], dtype=np.float64),
+                  legacy_short=np.array([g and j is None for j, g in zip(jaccard, ngram, strict=True)], dtype=bool))
 
 
 @dataclass
