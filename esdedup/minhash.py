@@ -151,11 +151,16 @@ def _one_signature(hashes: np.ndarray, n_perm: int, group: int) -> np.ndarray:
     """`segment_signatures` of a single set (the same minima, ``group`` hashes at a time)."""
     a, b = permutations(n_perm)
     a, b = a[:, None], b[:, None]
-    out = np.full(n_perm, 0xFFFFFFFF, dtype=np.uint32)
+    out = np.full(n_perm, 0xFFFFFFFF, dtype=np.uint64)
+    values = np.empty((n_perm, min(group, len(hashes))), dtype=np.uint64)
     for lo in range(0, len(hashes), group):
-        x = hashes[lo:lo + group].astype(np.uint64)
-        np.minimum(out, ((a * x[None, :] + b) >> _S32).astype(np.uint32).min(axis=1), out=out)
-    return out
+        x = hashes[lo:lo + group].astype(np.uint64, copy=False)
+        block = values[:, :len(x)]
+        np.multiply(a, x[None, :], out=block)  # (a * x + b) >> 32 in place, as in `segment_signatures`
+        block += b
+        block >>= _S32
+        np.minimum(out, block.min(axis=1), out=out)
+    return out.astype(np.uint32)
 
 
 def segment_signatures(hashes: np.ndarray, sizes: np.ndarray, n_perm: int = 128, *, group: int = 4096
@@ -168,15 +173,21 @@ def segment_signatures(hashes: np.ndarray, sizes: np.ndarray, n_perm: int = 128,
         return out
     a, b = permutations(n_perm)
     a, b = a[:, None], b[:, None]
+    hashes = np.asarray(hashes, dtype=np.uint64)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     owner = np.repeat(np.arange(len(sizes)), sizes)
+    values = np.empty((n_perm, min(group, len(hashes))), dtype=np.uint64)
     for lo in range(0, len(hashes), group):
         x = hashes[lo:lo + group]
         own = owner[lo:lo + group]
-        values = ((a * x[None, :] + b) >> _S32).astype(np.uint32)
+        # (a * x + b) >> 32 in one preallocated block: no temporary array per operation.
+        block = values[:, :len(x)]
+        np.multiply(a, x[None, :], out=block)
+        block += b
+        block >>= _S32
         # Segment boundaries inside this slice: where the owner changes.
         cuts = np.flatnonzero(np.r_[True, own[1:] != own[:-1]])
-        mins = np.minimum.reduceat(values, cuts, axis=1).T
+        mins = np.minimum.reduceat(block, cuts, axis=1).T
         rows = own[cuts]
         first = rows[0]
         if lo > starts[first]:  # the first segment began in an earlier slice
