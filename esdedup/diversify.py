@@ -5,7 +5,8 @@ returns new hit dicts; it makes no requests. Pairs are decided by the near-dupli
 (`esdedup.rule`) with the index's thresholds, the same answer `dups` and ingest labels give:
 
 * two hits that carry MinHash signatures are judged on their estimated n-gram Jaccard / containment;
-* two hits without are judged on SimHash Hamming distance and TF cosine, each test where both hits carry
+* two short hits without signatures (documents of an older esdedup) are judged on their TF cosine alone;
+* any other pair is judged on SimHash Hamming distance and TF cosine, each test where both hits carry
   what it needs (a hit without a vector is judged by Hamming alone, one without a SimHash by cosine alone);
 * two hits that carry the same stored ``cluster_id`` (labelled by ingest or ``dups --write-clusters``)
   are near-duplicates whatever their measures.
