@@ -264,7 +264,7 @@ class SketchColumns:
         """`measure` of every row ``rows[i]`` against every row ``cols[j]``: arrays of shape (len(rows),
         len(cols)). The cosines come from one matrix product (`grid_cosines`); they are left NaN when the
         thresholds ``t`` do not read them (`reads_cosine`), and the vectors are then not read at all."""
-        want_cosine = t is None or reads_cosine(t, all_signed=bool(self.signed[rows].all() and self.signed[cols].all()))
+        want_cosine = t is None or reads_cosine(t, all_signed=bool(self.full[rows].all() and self.full[cols].all()))
         return self._measure(rows[:, None], cols[None, :],
                              (lambda: grid_cosines(self.vector_rows()[rows], self.vector_rows()[cols]))
                              if want_cosine else None)
