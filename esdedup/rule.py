@@ -145,8 +145,9 @@ def are_duplicates(hamming: Sequence[int | None], cosine: Sequence[float | None]
 
 
 def reads_cosine(t: Thresholds, *, all_signed: bool) -> bool:
-    """Whether `decide` reads the cosine of some pair among pairs that (``all_signed``) all carry two signatures,
-    or not; a caller whose cosines are costly skips them when it does not."""
+    """Whether `decide` reads the cosine of some pair among pairs that (``all_signed``) all carry two signatures
+    of the config's length (n-gram estimates) or not; a caller whose cosines are costly skips them when it
+    does not."""
     return t.cosine is not None and not (all_signed and (t.jaccard is not None or t.containment is not None))
 
 
