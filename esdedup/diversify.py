@@ -5,7 +5,8 @@ returns new hit dicts; it makes no requests. Pairs are decided by the near-dupli
 (`esdedup.rule`) with the index's thresholds, the same answer `dups` and ingest labels give:
 
 * two hits that carry MinHash signatures are judged on their estimated n-gram Jaccard / containment;
-* two hits without are judged on SimHash Hamming distance and TF cosine, each test where both hits carry
+* two short hits without signatures (documents of an older esdedup) are judged on their TF cosine alone;
+* any other pair is judged on SimHash Hamming distance and TF cosine, each test where both hits carry
   what it needs (a hit without a vector is judged by Hamming alone, one without a SimHash by cosine alone);
 * two hits that carry the same stored ``cluster_id`` (labelled by ingest or ``dups --write-clusters``)
   are near-duplicates whatever their measures.
@@ -51,8 +52,7 @@ from .config import FingerprintConfig
 from .errors import ConfigError, InputError
 from .fingerprint import Fingerprint, Fingerprinter
 from .minhash import SIGNATURE_DTYPE
-from .rule import containment_estimate, decide
-from .simhash import hamming_rows, simhash_words
+from .rule import SketchColumns
 from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 __all__ = ["MODES", "diversify"]
@@ -62,8 +62,6 @@ MODES = ("drop", "demote", "group")
 
 #: Elements of one block of the pair matrices (bounds the temporary arrays to a few MB for long pages).
 _BLOCK_ELEMENTS = 1 << 20
-#: Multiply-adds per matrix-product call (see `_gram`).
-_GEMM_SLICE = 200_000
 
 _default_lock = threading.Lock()
 _default_fingerprinters: dict[str, Fingerprinter] = {}
@@ -314,78 +312,36 @@ def _fingerprint(texts: list[str], fingerprinter: Fingerprinter | None, config: 
 
 # -- the comparisons -------------------------------------------------------------------------------
 class _Columns:
-    """The participants' sketches as arrays (NaN-free masks say who carries what)."""
+    """The participants' sketches as `SketchColumns` (which measure the pairs), and what is diversify's own:
+    their cluster ids, and their vectors read from JSON lists only when a cosine is first wanted."""
 
     def __init__(self, sketches: list[_Sketch], config: FingerprintConfig) -> None:
-        m = len(sketches)
-        self.has_sh = np.fromiter((s.simhash is not None for s in sketches), dtype=bool, count=m)
-        self.words = simhash_words([s.simhash or 0 for s in sketches], config.bits)
-        self.has_sig = np.fromiter((s.minhash is not None for s in sketches), dtype=bool, count=m)
-        self.sigs = np.zeros((m, config.minhash_perm), dtype=np.uint32)
-        for i, s in enumerate(sketches):
-            if s.minhash is not None:
-                self.sigs[i] = s.minhash
-        self.shingles = np.array([s.shingles for s in sketches], dtype=np.int64)
-        self.short = np.array([s.chars is not None and not config.gets_simhash_bands(s.chars) for s in sketches],
-                              dtype=bool)
+        self.sketches = SketchColumns.of(sketches, config, vectors=lambda: _unit_vectors([s.vector for s in sketches]))
         codes: dict[str, int] = {}
         self.cluster = np.array([-1 if s.cluster_id is None else codes.setdefault(s.cluster_id, len(codes))
                                  for s in sketches], dtype=np.int64)
-        self.vectors = _Vectors([s.vector for s in sketches])
 
-    def measures(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds) -> np.ndarray:
+    def verdicts(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds) -> np.ndarray:
         """The rule's verdict for every (row, col) pair."""
-        shape = (len(rows), len(cols))
-        ham = np.full(shape, np.nan)
-        both_sh = self.has_sh[rows, None] & self.has_sh[None, cols]
-        ham[both_sh] = hamming_rows(self.words[rows, None, :], self.words[None, cols, :])[both_sh]
-        both_sig = self.has_sig[rows, None] & self.has_sig[None, cols]
-        jac = np.full(shape, np.nan)
-        cont = np.full(shape, np.nan)
-        if both_sig.any():
-            r, c = np.nonzero(both_sig)
-            j = (self.sigs[rows[r]] == self.sigs[cols[c]]).mean(axis=1)
-            jac[r, c] = j
-            cont[r, c] = containment_estimate(j, self.shingles[rows[r]], self.shingles[cols[c]])
-        legacy = self.short[rows, None] & self.short[None, cols] & ~both_sig
-        need_cos = t.cosine is not None and not bool(both_sig.all() and (t.jaccard or t.containment))
-        cos = self.vectors.cosines(rows, cols) if need_cos else np.full(shape, np.nan)
         same = (self.cluster[rows, None] == self.cluster[None, cols]) & (self.cluster[rows, None] >= 0)
-        return decide(t, hamming=ham, cosine=cos, jaccard=jac, containment=cont, legacy_short=legacy,
-                      same_cluster=same)
+        return self.sketches.measure_grid(rows, cols, t).decide(t, same_cluster=same)
 
 
-class _Vectors:
-    """Unit vectors of the participants, converted from their JSON lists only when first needed."""
-
-    def __init__(self, raw: list[Any]) -> None:
-        self.raw = raw
-        self.has = np.fromiter((v is not None for v in raw), dtype=bool, count=len(raw))
-        self._unit: np.ndarray | None = None
-
-    def unit(self) -> np.ndarray:
-        if self._unit is None:
-            idx = np.flatnonzero(self.has).tolist()
-            try:
-                m = np.array([self.raw[i] for i in idx], dtype=np.float32)
-            except ValueError:
-                m = None
-            if m is None or m.ndim != 2:
-                lengths = sorted({len(self.raw[i]) for i in idx})
-                raise InputError(f"dedup.vector: the hits' vectors are not numeric lists of one length "
-                                 f"(lengths {lengths}); fingerprints of different configs are not comparable")
-            norms = np.linalg.norm(m, axis=1, keepdims=True)
-            self._unit = np.zeros((len(self.raw), m.shape[1] if len(idx) else 1), dtype=np.float32)
-            self._unit[idx] = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
-        return self._unit
-
-    def cosines(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        both = self.has[rows, None] & self.has[None, cols]
-        out = np.full(both.shape, np.nan)
-        if both.any():
-            unit = self.unit()
-            out[both] = _gram(unit[rows], unit[cols])[both]
-        return out
+def _unit_vectors(raw: list[Any]) -> np.ndarray:
+    """The hits' vectors from their JSON lists, as unit float32 rows (zeros where a hit has none)."""
+    idx = [i for i, v in enumerate(raw) if v is not None]
+    try:
+        m = np.array([raw[i] for i in idx], dtype=np.float32)
+    except ValueError:
+        m = None
+    if m is None or m.ndim != 2:
+        lengths = sorted({len(raw[i]) for i in idx})
+        raise InputError(f"dedup.vector: the hits' vectors are not numeric lists of one length "
+                         f"(lengths {lengths}); fingerprints of different configs are not comparable")
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    unit = np.zeros((len(raw), m.shape[1] if idx else 1), dtype=np.float32)
+    unit[idx] = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+    return unit
 
 
 def _greedy(page: _Page, t: Thresholds, config: FingerprintConfig) -> list[int]:
@@ -402,7 +358,7 @@ def _greedy(page: _Page, t: Thresholds, config: FingerprintConfig) -> list[int]:
         rows = np.arange(a, b)
         cols = np.concatenate((reps, rows))  # earlier representatives, then the block itself
         # Earlier representatives always count; within the block only columns before the row do.
-        dup = cols_data.measures(rows, cols, t)
+        dup = cols_data.verdicts(rows, cols, t)
         dup[:, len(reps):] &= np.tri(b - a, k=-1, dtype=bool)
         new = _settle_block(dup, reps, a, rep_of)
         reps = np.concatenate((reps, np.array(new, dtype=np.int64)))
@@ -427,15 +383,3 @@ def _settle_block(dup: np.ndarray, reps: np.ndarray, a: int, rep_of: list[int]) 
             is_dup[r] = True
             rep_of[a + r] = a + c
     return [a + r for r in range(dup.shape[0]) if not is_dup[r]]
-
-
-def _gram(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b.T``, in slices of rows small enough that a threaded BLAS runs each one on the calling
-    thread (OpenBLAS threads products above 2**18 multiply-adds; waking its threads on a busy machine
-    costs milliseconds, far more than a 100 x 100 product)."""
-    out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
-    step = max(1, _GEMM_SLICE // max(1, b.shape[0] * a.shape[1]))
-    bt = b.T
-    for i in range(0, a.shape[0], step):
-        np.matmul(a[i:i + step], bt, out=out[i:i + step])
-    return out

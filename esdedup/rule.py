@@ -26,13 +26,15 @@ bits apart on long texts, beyond any cheap band layout, and the hashed TF cosine
 comes close to that of edited variants; character-bigram Jaccard keeps the two far apart, long or short.
 
 The measures (`measure`, `minhash_estimates`, `row_cosines`) work on anything shaped like a stored
-document or a fingerprint (`Sketch`): no store, no client, no I/O.
+document or a fingerprint (`Sketch`): no store, no client, no I/O. Many pairs at once are measured from
+the texts' sketches as arrays (`SketchColumns`: given pairs, or a grid of rows by columns), which may lack
+a part (a search hit without its SimHash or vector): the all-pairs join and `diversify` both measure so.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -69,7 +71,23 @@ class Sketch(Protocol):
     def shingles(self) -> int: ...
 
 
-def has_signature(s: Sketch) -> bool:
+class PartialSketch(Protocol):
+    """What `SketchColumns` reads of a text: a `Sketch`, or what a search hit carries, which may lack its SimHash,
+    its vector, its signature or its length (None)."""
+
+    @property
+    def simhash(self) -> int | None: ...
+    @property
+    def vector(self) -> Any: ...  # a vector, or None
+    @property
+    def chars(self) -> int | None: ...
+    @property
+    def minhash(self) -> np.ndarray | None: ...
+    @property
+    def shingles(self) -> int: ...
+
+
+def has_signature(s: PartialSketch) -> bool:
     return s.minhash is not None and s.shingles > 0
 
 
@@ -126,12 +144,20 @@ def are_duplicates(hamming: Sequence[int | None], cosine: Sequence[float | None]
                   legacy_short=np.array([g and j is None for j, g in zip(jaccard, ngram, strict=True)], dtype=bool))
 
 
+def reads_cosine(t: Thresholds, *, all_signed: bool) -> bool:
+    """Whether `decide` reads the cosine of some pair among pairs that (``all_signed``) all carry two signatures
+    of the config's length (n-gram estimates) or not; a caller whose cosines are costly skips them when it
+    does not."""
+    return t.cosine is not None and not (all_signed and (t.jaccard is not None or t.containment is not None))
+
+
 @dataclass
 class Measures:
-    """Every measure between one text and each of several (arrays of one length)."""
+    """Every measure of several pairs (arrays of one shape): between one text and each of several (`measure`),
+    or of the pairs of `SketchColumns`."""
 
-    hamming: np.ndarray  # int64
-    cosine: np.ndarray  # float32, clipped to [0, 1]
+    hamming: np.ndarray  # int64; float64, NaN where a side lacks its SimHash (`SketchColumns.has_simhash`)
+    cosine: np.ndarray  # float32, clipped to [0, 1]; NaN where a side lacks its vector or it was not wanted
     jaccard: np.ndarray  # float64, NaN where not both carry signatures
     containment: np.ndarray  # float64, likewise
     legacy_short: np.ndarray  # bool
@@ -141,9 +167,9 @@ class Measures:
         """Pairs on the n-gram path: both carry signatures, or both are legacy short texts."""
         return ~np.isnan(self.jaccard) | self.legacy_short
 
-    def decide(self, t: Thresholds) -> np.ndarray:
+    def decide(self, t: Thresholds, same_cluster: np.ndarray | bool = False) -> np.ndarray:
         return decide(t, hamming=self.hamming, cosine=self.cosine, jaccard=self.jaccard,
-                      containment=self.containment, legacy_short=self.legacy_short)
+                      containment=self.containment, legacy_short=self.legacy_short, same_cluster=same_cluster)
 
 
 def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Measures:
@@ -185,50 +211,126 @@ def measure_pairs(docs: Sequence[Sketch], left: np.ndarray, right: np.ndarray, c
 
 @dataclass
 class SketchColumns:
-    """Texts' sketches as arrays, row i for text i, to measure many pairs among them at once (`measure_pairs`;
-    all-pairs search keeps the columns of every signed document of a store). Only the arrays: the texts
-    themselves need not be kept."""
+    """Texts' sketches as arrays, row i for text i, to measure many pairs among them at once: given pairs
+    (`measure`; `measure_pairs`, and all-pairs search keeps the columns of every signed document of a store) or
+    every pair of two sets of rows (`measure_grid`; `esdedup.diversify` measures a page of hits so). Only the
+    arrays: the texts themselves need not be kept. This is the one place that turns columns into measures."""
 
-    words: np.ndarray  # (n, words) uint64, `simhash_words`
-    vectors: np.ndarray  # (n, dims) float32
+    words: np.ndarray  # (n, words) uint64, `simhash_words`; 0 where ``has_simhash`` says none
+    vectors: np.ndarray | Callable[[], np.ndarray]  # (n, dims) float32, or what gives them on first need
     sigs: np.ndarray  # (n, perm) uint32, zeros where not ``full``
     shingles: np.ndarray  # (n,) int64
     signed: np.ndarray  # bool: carries a signature (`has_signature`)
     full: np.ndarray  # bool: ... of the config's length
-    banded: np.ndarray  # bool: long enough for SimHash bands
+    banded: np.ndarray  # bool: long enough for SimHash bands, or of unknown length (not a legacy short text)
+    has_simhash: np.ndarray | None = None  # bool: carries a SimHash; None: every text does
+    has_vector: np.ndarray | None = None  # bool: carries a vector; None: every text does
 
     @classmethod
-    def of(cls, docs: Sequence[Sketch], config: FingerprintConfig) -> SketchColumns:
-        perm = config.minhash_perm
-        signed = np.array([has_signature(d) for d in docs], dtype=bool)
-        full = signed & np.array([d.minhash is not None and len(d.minhash) == perm for d in docs], dtype=bool)
-        sigs = np.zeros((len(docs), perm), dtype=np.uint32)
+    def of(cls, docs: Sequence[PartialSketch], config: FingerprintConfig, *,
+           vectors: Callable[[], np.ndarray] | None = None) -> SketchColumns:
+        """The columns of ``docs``. A text may lack its SimHash, its vector or its length (None): the
+        measures that need them are NaN for its pairs, and a text of unknown length is not taken for a
+        short one. ``vectors``: what reads the texts' vectors as an (n, dims) float32 array (any values
+        where a text has none), called once, when a cosine is first wanted; default: ``d.vector`` stacked."""
+        n, perm = len(docs), config.minhash_perm
+        signed = np.fromiter((has_signature(d) for d in docs), dtype=bool, count=n)
+        full = signed & np.fromiter((d.minhash is not None and len(d.minhash) == perm for d in docs),
+                                    dtype=bool, count=n)
+        sigs = np.zeros((n, perm), dtype=np.uint32)
         if full.any():
             sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
-        vectors = (np.stack([d.vector for d in docs]).astype(np.float32) if docs
-                   else np.zeros((0, config.dims), dtype=np.float32))
-        return cls(simhash_words([d.simhash for d in docs], config.bits), vectors, sigs,
-                   np.array([d.shingles for d in docs], dtype=np.int64), signed, full,
-                   np.array([config.gets_simhash_bands(d.chars) for d in docs], dtype=bool))
+        has_simhash = np.fromiter((d.simhash is not None for d in docs), dtype=bool, count=n)
+        has_vector = np.fromiter((d.vector is not None for d in docs), dtype=bool, count=n)
+        banded = np.fromiter((d.chars is None or config.gets_simhash_bands(d.chars) for d in docs),
+                             dtype=bool, count=n)
+        return cls(simhash_words([d.simhash or 0 for d in docs], config.bits),
+                   _stacked_vectors(docs, has_vector, config) if vectors is None else vectors, sigs,
+                   np.array([d.shingles for d in docs], dtype=np.int64), signed, full, banded,
+                   None if has_simhash.all() else has_simhash, None if has_vector.all() else has_vector)
+
+    def vector_rows(self) -> np.ndarray:
+        """The vectors as an (n, dims) array (read now if they were given as a function)."""
+        if callable(self.vectors):
+            self.vectors = self.vectors()
+        return self.vectors
 
     def measure(self, left: np.ndarray, right: np.ndarray) -> Measures:
         """`measure` of row ``left[x]`` against row ``right[x]`` for every x; the n-gram estimates of a pair
         whose signatures differ in length from the config's are left NaN (`measure_pairs` measures those
         one by one, from the texts)."""
-        jac, cont = np.full(len(left), np.nan), np.full(len(left), np.nan)
-        fast = np.flatnonzero(self.full[left] & self.full[right])
-        a, b = left[fast], right[fast]
-        jac[fast] = (self.sigs[a] == self.sigs[b]).mean(axis=1)
-        cont[fast] = containment_estimate(jac[fast], self.shingles[a], self.shingles[b])
+        return self._measure(left, right, lambda: row_cosines(self.vector_rows()[left], self.vector_rows()[right]))
+
+    def measure_grid(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds | None = None) -> Measures:
+        """`measure` of every row ``rows[i]`` against every row ``cols[j]``: arrays of shape (len(rows),
+        len(cols)). The cosines come from one matrix product (`grid_cosines`); they are left NaN when the
+        thresholds ``t`` do not read them (`reads_cosine`), and the vectors are then not read at all."""
+        want_cosine = t is None or reads_cosine(t, all_signed=bool(self.full[rows].all() and self.full[cols].all()))
+        return self._measure(rows[:, None], cols[None, :],
+                             (lambda: grid_cosines(self.vector_rows()[rows], self.vector_rows()[cols]))
+                             if want_cosine else None)
+
+    def _measure(self, left: np.ndarray, right: np.ndarray, cosines: Callable[[], np.ndarray] | None) -> Measures:
+        """The measures of the pairs of rows (``left``, ``right``): index arrays that broadcast to the
+        measures' shape. ``cosines``: the cosines of all those pairs, called only if some pair carries two
+        vectors; None: leave the cosines NaN."""
+        shape = np.broadcast_shapes(left.shape, right.shape)
+        ham = hamming_rows(self.words[left], self.words[right])
+        if self.has_simhash is not None:
+            ham = np.where(self.has_simhash[left] & self.has_simhash[right], ham, np.nan)
+        cos = np.full(shape, np.nan, dtype=np.float32)
+        if cosines is not None:
+            if self.has_vector is None:
+                cos = cosines()
+            else:
+                both = self.has_vector[left] & self.has_vector[right]
+                if both.any():
+                    cos[both] = cosines()[both]
+        jac, cont = np.full(shape, np.nan), np.full(shape, np.nan)
+        fast = self.full[left] & self.full[right]
+        if fast.any():
+            a, b = np.broadcast_to(left, shape)[fast], np.broadcast_to(right, shape)[fast]
+            share = (self.sigs[a] == self.sigs[b]).mean(axis=1)
+            jac[fast], cont[fast] = share, containment_estimate(share, self.shingles[a], self.shingles[b])
+        # Rule 2 of the module docstring: both short, neither signed.
         legacy = ~self.signed[left] & ~self.signed[right] & ~self.banded[left] & ~self.banded[right]
-        return Measures(hamming_rows(self.words[left], self.words[right]),
-                        row_cosines(self.vectors[left], self.vectors[right]), jac, cont, legacy)
+        return Measures(ham, cos, jac, cont, legacy)
+
+
+def _stacked_vectors(docs: Sequence[PartialSketch], present: np.ndarray, config: FingerprintConfig) -> np.ndarray:
+    """The texts' vectors as an (n, dims) float32 array, zeros where a text has none."""
+    given = [d.vector for d in docs if d.vector is not None]
+    if len(given) == len(docs):
+        return (np.stack(given).astype(np.float32) if given else np.zeros((0, config.dims), dtype=np.float32))
+    out = np.zeros((len(docs), len(given[0]) if given else config.dims), dtype=np.float32)
+    if given:
+        out[present] = np.stack(given)
+    return out
 
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise dot products of unit float32 vectors, clipped to [0, 1]. Every path computes cosines here,
     the same products summed the same way, so `similar` and `dups` agree to the last bit."""
     return np.clip((a * b).sum(axis=1, dtype=np.float32), 0.0, 1.0)
+
+
+#: Multiply-adds per matrix-product call (see `grid_cosines`).
+_GEMM_SLICE = 200_000
+
+
+def grid_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosines of every row of ``a`` with every row of ``b`` (unit float32 vectors), clipped to [0, 1] as
+    `row_cosines` clips them. A matrix product, for speed: it may sum in another order than `row_cosines`
+    and differ from it in the last bits (a verdict could only move for a pair within a few float32 steps of
+    the threshold less `COSINE_TOLERANCE`). In slices of rows small enough that a threaded BLAS runs each
+    one on the calling thread (OpenBLAS threads products above 2**18 multiply-adds;
+    waking its threads on a busy machine costs milliseconds, far more than a 100 x 100 product)."""
+    out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
+    step = max(1, _GEMM_SLICE // max(1, b.shape[0] * a.shape[1]))
+    bt = b.T
+    for i in range(0, a.shape[0], step):
+        np.matmul(a[i:i + step], bt, out=out[i:i + step])
+    return np.clip(out, 0.0, 1.0, out=out)
 
 
 def minhash_estimates(sig: np.ndarray, n: int, sigs: np.ndarray, ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

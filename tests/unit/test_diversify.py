@@ -2,18 +2,22 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import math
 import random
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from esdedup.config import FingerprintConfig
 from esdedup.diversify import MODES, diversify
 from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint import Fingerprinter
-from esdedup.schema import dedup_source
+from esdedup.rule import is_duplicate, measure, minhash_estimates
+from esdedup.schema import dedup_source, encode_minhash
 from esdedup.simhash import hamming, to_hex
 from esdedup.similarity import vector_cosine
 from esdedup.thresholds import Thresholds
@@ -26,6 +30,7 @@ def T(hamming_k, cosine):  # noqa: N802 - reads like the old keyword pair
 # The module itself: the package exports the function under the same name, so `esdedup.diversify` as an
 # attribute is the function.
 div = importlib.import_module("esdedup.diversify")
+rule = importlib.import_module("esdedup.rule")
 
 BASE = 0x0123_4567_89AB_CDEF
 
@@ -456,12 +461,128 @@ def test_matches_a_pair_by_pair_reference(seed, hamming_k, cosine, monkeypatch):
     # Small blocks and small matrix-product slices force the multi-block paths too.
     for block in (1 << 20, 1):
         monkeypatch.setattr(div, "_BLOCK_ELEMENTS", block)
-        monkeypatch.setattr(div, "_GEMM_SLICE", 1000)
+        monkeypatch.setattr(rule, "_GEMM_SLICE", 1000)
         out = diversify(hits, mode="demote", thresholds=T(hamming_k, cosine), config=FingerprintConfig(bits=bits))
         got = {int(h["_id"][1:]): int(h["_duplicate_of"][1:]) for h in out if "_duplicate_of" in h}
         assert got == expected
         n_reps = len(hits) - len(expected)
         assert [int(x[1:]) for x in ids(out[:n_reps])] == sorted(set(range(len(hits))) - set(expected))
+
+
+def test_a_short_signed_hit_and_a_short_unsigned_one_are_judged_on_simhash_and_cosine():
+    """Rule 2 (the cosine alone) is for two short texts without signatures; a short text with a signature
+    and a short one without (a document written by an older esdedup, returned without its text) fall under
+    rule 3, as `measure` has them for `similar` and `dups`: here the Hamming test fails, so they are not
+    near-duplicates, though their vectors are identical. (diversify used to take any two short texts not
+    both signed for legacy ones.)"""
+    config = FingerprintConfig()
+    signed = Fingerprinter(config).fingerprint("今天天气很好，适合出门散步。")
+    unsigned = Fingerprinter(FingerprintConfig(strategy="simhash")).fingerprint("今天天气很好，适合出门。")
+    assert signed.minhash is not None and signed.shingles and unsigned.minhash is None
+    assert not config.gets_simhash_bands(signed.chars) and not config.gets_simhash_bands(unsigned.chars)
+    far = signed.simhash ^ 0xFFFF_0000_0000_0000
+    t = T(3, 0.9)
+    sketches = [{"simhash": to_hex(signed.simhash), "vector": [1.0, 0.0], "chars": signed.chars,
+                 "minhash": encode_minhash(signed.minhash), "shingles": signed.shingles, "empty": False},
+                {"simhash": to_hex(far), "vector": [1.0, 0.0], "chars": unsigned.chars, "empty": False}]
+    hits = [{"_id": str(i), "_source": {"dedup": d}} for i, d in enumerate(sketches)]
+    assert ids(diversify(hits, thresholds=t, config=config)) == ["0", "1"]
+    same_vector = np.array([1.0, 0.0], dtype=np.float32)
+    a = dataclasses.replace(signed, vector=same_vector)
+    b = dataclasses.replace(unsigned, vector=same_vector, simhash=far)
+    m = measure(a, [b], config)
+    assert not m.ngram[0] and not m.decide(t)[0]
+    # Both unsigned (the legacy rule): the identical vectors decide.
+    del sketches[0]["minhash"]
+    assert ids(diversify(hits, thresholds=t, config=config)) == ["0"]
+
+
+# Sketches of a page of hits for `test_grid_verdicts_equal_the_rule_pair_by_pair`: a few centres, each
+# part of a hit drawn near one of them or missing.
+_RNG = np.random.default_rng(3)
+_SIMHASHES = [int(x) | 1 for x in _RNG.integers(1, 2**63, 3)]
+_VECTORS = _RNG.normal(size=(3, 8))
+_NOISE = _RNG.normal(size=(6, 8)) * np.array([0.0, 0.05, 0.1, 0.2, 0.4, 0.8])[:, None]
+_SIGNATURES = _RNG.integers(0, 2**16, size=(2, 128))
+_sketch = st.fixed_dictionaries({
+    "simhash": st.one_of(st.none(), st.tuples(st.integers(0, 2), st.lists(st.integers(1, 63), max_size=6))),
+    "vector": st.one_of(st.none(), st.tuples(st.integers(0, 2), st.integers(0, 5))),
+    "minhash": st.one_of(st.none(), st.tuples(st.integers(0, 1), st.integers(0, 128), st.integers(1, 3))),
+    "shingles": st.integers(1, 60),
+    "chars": st.sampled_from([None, 3, 150, 199, 200, 500]),
+    "cluster_id": st.sampled_from([None, None, "x", "y"]),
+})
+_THRESHOLDS = [Thresholds(3, None), Thresholds(None, 0.9), Thresholds(4, 0.8), Thresholds(3, 0.9, jaccard=0.5),
+               Thresholds(None, 0.85, jaccard=0.6, containment=0.7), Thresholds(5, None, containment=0.5)]
+
+
+def _drawn(d: dict) -> dict:
+    """A drawn sketch in the reference's form: Python values, None where missing."""
+    out = {"chars": d["chars"], "cluster_id": d["cluster_id"], "shingles": d["shingles"]}
+    out["simhash"] = None if d["simhash"] is None else flip(_SIMHASHES[d["simhash"][0]], *set(d["simhash"][1]))
+    out["vector"] = None if d["vector"] is None else _VECTORS[d["vector"][0]] + _NOISE[d["vector"][1]]
+    if d["minhash"] is None:
+        out["minhash"] = None
+    else:
+        centre, edits, salt = d["minhash"]
+        sig = _SIGNATURES[centre].copy()
+        sig[:edits] = (sig[:edits] + salt) % 2**16
+        out["minhash"] = sig.astype(np.uint32)
+    return out
+
+
+def _rule_says(a: dict, b: dict, t: Thresholds, config: FingerprintConfig) -> bool:
+    """The rule for one pair, from the module docstring of `esdedup.rule`, with `is_duplicate`."""
+    if a["cluster_id"] is not None and a["cluster_id"] == b["cluster_id"]:
+        return True
+    ham = hamming(a["simhash"], b["simhash"]) if a["simhash"] is not None and b["simhash"] is not None else None
+    cos = None
+    if a["vector"] is not None and b["vector"] is not None:
+        cos = min(1.0, max(0.0, vector_cosine(a["vector"], b["vector"])))
+    signed_a, signed_b = a["minhash"] is not None, b["minhash"] is not None
+    jac = cont = None
+    if signed_a and signed_b:
+        js, cs = minhash_estimates(a["minhash"], a["shingles"], b["minhash"][None, :], np.array([b["shingles"]]))
+        jac, cont = float(js[0]), float(cs[0])
+
+    def short(x):
+        return x["chars"] is not None and not config.gets_simhash_bands(x["chars"])
+
+    ngram = (signed_a and signed_b) or (not signed_a and not signed_b and short(a) and short(b))
+    return is_duplicate(ham, cos, t, ngram, jaccard=jac, containment=cont)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(page=st.lists(_sketch, min_size=2, max_size=12), t=st.sampled_from(_THRESHOLDS),
+       strategy=st.sampled_from(["auto", "minhash", "simhash"]))
+def test_grid_verdicts_equal_the_rule_pair_by_pair(page, t, strategy):
+    """diversify measures its pages as grids (`SketchColumns.measure_grid`); on hits that may lack any part
+    of their sketch, its groups must be those of a greedy pass that asks the rule one pair at a time."""
+    config = FingerprintConfig(strategy=strategy)
+    drawn = [_drawn(d) for d in page]
+    hits = []
+    for i, d in enumerate(drawn):
+        dedup: dict = {"empty": False, "chars": d["chars"], "cluster_id": d["cluster_id"]}
+        if d["simhash"] is not None:
+            dedup["simhash"] = to_hex(d["simhash"])
+        if d["vector"] is not None:
+            dedup["vector"] = [float(x) for x in d["vector"]]
+        if d["minhash"] is not None:
+            dedup["minhash"], dedup["shingles"] = encode_minhash(d["minhash"]), d["shingles"]
+        hits.append({"_id": str(i), "_source": {"dedup": {k: v for k, v in dedup.items() if v is not None}}})
+    expected: dict[int, int] = {}
+    reps: list[int] = []
+    for i, d in enumerate(drawn):
+        r = next((r for r in reps if _rule_says(d, drawn[r], t, config)), None)
+        if r is None:
+            reps.append(i)
+        else:
+            expected[i] = r
+    for block in (1 << 20, 1):  # one block, and one block a hit
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(div, "_BLOCK_ELEMENTS", block)
+            out = diversify(hits, mode="demote", thresholds=t, config=config)
+        assert {int(h["_id"]): int(h["_duplicate_of"]) for h in out if "_duplicate_of" in h} == expected
 
 
 # -- errors ----------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 the cap on over-full band values."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import random
@@ -364,3 +365,26 @@ def test_measure_pairs_equals_measure_pair_by_pair():
             got, want = getattr(bulk, name)[x], getattr(one, name)[0]
             assert (np.isnan(got) and np.isnan(want)) or got == want, (name, i, j)
         assert bool(bulk.ngram[x]) == bool(one.ngram[0]), (i, j)
+
+
+def test_sketch_columns_measure_a_grid_as_they_measure_its_pairs():
+    """`SketchColumns.measure_grid` (diversify's pages) gives each pair of the grid the numbers `measure`
+    gives it as a pair (the cosine up to the last bits of a matrix product), texts lacking a SimHash or a
+    vector included (NaN where a side lacks it)."""
+    from esdedup.rule import SketchColumns
+
+    texts = [*SENTENCES[:6], "".join(SENTENCES[:6]), "短"]
+    fps = [*Fingerprinter(FingerprintConfig(strategy="simhash")).fingerprint_many(texts[:3]),
+           *Fingerprinter(FingerprintConfig()).fingerprint_many(texts)]
+    sketches = [dataclasses.replace(fp, simhash=None) if i % 4 == 1 else
+                dataclasses.replace(fp, vector=None) if i % 4 == 2 else fp for i, fp in enumerate(fps)]
+    cols = SketchColumns.of(sketches, FingerprintConfig())
+    rows, others = np.array([0, 2, 5, 9, 10]), np.arange(len(fps))
+    grid = cols.measure_grid(rows, others)
+    flat = cols.measure(np.repeat(rows, len(others)), np.tile(others, len(rows)))
+    assert grid.hamming.shape == (len(rows), len(others))
+    for name in ("hamming", "jaccard", "containment", "legacy_short"):
+        assert np.array_equal(getattr(grid, name).ravel(), getattr(flat, name), equal_nan=name != "legacy_short"), name
+    assert np.allclose(grid.cosine.ravel(), flat.cosine, atol=1e-6, equal_nan=True)
+    assert np.isnan(grid.hamming[1, 1]) and np.isnan(grid.cosine[1, 2]) and not np.isnan(grid.cosine[0, 0])
+    assert grid.ngram.any() and (~grid.ngram).any() and grid.legacy_short.any()
