@@ -82,8 +82,8 @@ class RunIndex:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
         (key, document), the first document of each key first. The documents go once their ids are read and
-        the keys once they are hashed, so that what comes next (the sort and merge of a roll, its peak memory)
-        holds neither: some 2 KB a document."""
+        the keys once they are hashed: the sort and merge that follow, where a roll's memory peaks, hold
+        neither (bench/roll_memory.py)."""
         ids = [doc.id for doc in self.docs]
         self.docs = []
         n = len(self.first) + sum(map(len, self.more.values()))
@@ -159,7 +159,7 @@ class FrozenKeys:
 
     def add(self, ids: Sequence[str], keys: Sequence[str], positions: np.ndarray) -> None:
         """Freeze one window: its documents' ``ids``, and each (key, position in ``ids``) of its index."""
-        self._add_entries(ids, key_hashes(keys), np.array(positions, dtype=np.uint32))
+        self._add_entries(ids, key_hashes(keys), np.array(positions, dtype=np.uint32))  # a copy, sorted there
 
     def add_index(self, index: RunIndex) -> None:
         """Freeze a closed window's run index, which this empties (`RunIndex.release`): it is merged in
