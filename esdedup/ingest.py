@@ -409,12 +409,13 @@ class _Run:
         too, and the ids written so far go to `earlier`."""
         self.drain()
         self.store.refresh()
-        self.frozen = self._freeze()
         self.earlier.add(self.written, self.own_roots)
         self.written.clear()
         self.own_roots.clear()
         self.deleted.clear()
         self.roots = ClusterRoots()
+        # Last, with the window's other structures let go: freezing is where a run's memory peaks.
+        self.frozen = self._freeze()
         self.run_index = RunIndex(complete=self.frozen is not None, crowded=self.run_index.crowded)
 
     def _freeze(self) -> FrozenKeys | None:
@@ -429,7 +430,7 @@ class _Run:
             log.info("more than %d documents written: batches are looked up in the store from now on",
                      FROZEN_MAX_DOCS)
             return None
-        frozen.add([doc.id for doc in ended.docs], *ended.entries())
+        frozen.add_index(ended)  # empties the ended run index: the merge does not hold its documents
         log.debug("band keys of %d documents frozen: %.1f MB", frozen.docs, frozen.nbytes / 2**20)
         return frozen
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, islice, repeat
 
 import numpy as np
 
@@ -78,13 +78,23 @@ class RunIndex:
                     found.update(self.more[k])
         return [self.docs[i] for i in sorted(found)]
 
-    def entries(self) -> tuple[list[str], np.ndarray]:
-        """Every (key, position in `docs`) this index holds, as a list of keys and an array of positions."""
-        keys = list(self.first)
-        keys.extend(chain.from_iterable([k] * len(more) for k, more in self.more.items()))
+    def release(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for
+        `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
+        (key, document), the first document of each key first. The documents go once their ids are read and
+        the keys once they are hashed: the sort and merge that follow, where a roll's memory peaks, hold
+        neither (bench/roll_memory.py)."""
+        ids = [doc.id for doc in self.docs]
+        self.docs = []
+        n = len(self.first) + sum(map(len, self.more.values()))
+        keys = chain(self.first, chain.from_iterable(repeat(k, len(more)) for k, more in self.more.items()))
+        hashes = np.empty(n, dtype=np.uint64)
+        for start in range(0, n, _HASH_CHUNK):
+            hashes[start:start + _HASH_CHUNK] = key_hashes(list(islice(keys, _HASH_CHUNK)))
         positions = np.fromiter(chain(self.first.values(), chain.from_iterable(self.more.values())),
-                                dtype=np.uint32, count=len(keys))
-        return keys, positions
+                                dtype=np.uint32, count=n)
+        self.first, self.more = {}, {}
+        return ids, hashes, positions
 
 
 #: Keys hashed at a time (bounds the temporary arrays when a window of millions of keys is frozen).
@@ -124,7 +134,7 @@ def _hash_chunk(keys: Sequence[str]) -> np.ndarray:
 
 class FrozenKeys:
     """The band keys of a run's earlier windows: key hash -> document ordinal, in one table sorted by (hash,
-    ordinal), and ordinal -> id. Each `RunIndex` is merged in when its window closes (`add`); `lookup` finds
+    ordinal), and ordinal -> id. Each `RunIndex` is merged in when its window closes (`add_index`); `lookup` finds
     the ids of the documents holding a record's keys as the run index that kept every document would (the
     first `MAX_PER_KEY` documents of each key, in the order they were written), at most ``per_record`` of
     them, with one binary search per key however many windows were frozen.
@@ -149,10 +159,22 @@ class FrozenKeys:
 
     def add(self, ids: Sequence[str], keys: Sequence[str], positions: np.ndarray) -> None:
         """Freeze one window: its documents' ``ids``, and each (key, position in ``ids``) of its index."""
-        hashes = key_hashes(keys)
-        ords = np.asarray(positions, dtype=np.uint32) + np.uint32(self.docs)
-        order = np.lexsort((ords, hashes))
-        self._merge(hashes[order], ords[order])
+        self._add_entries(ids, key_hashes(keys), np.array(positions, dtype=np.uint32))  # a copy, sorted there
+
+    def add_index(self, index: RunIndex) -> None:
+        """Freeze a closed window's run index, which this empties (`RunIndex.release`): it is merged in
+        without the window's documents and keys held beside the table, where a roll peaks."""
+        self._add_entries(*index.release())
+
+    def _add_entries(self, ids: Sequence[str], hashes: np.ndarray, positions: np.ndarray) -> None:
+        """``hashes`` (uint64) and ``positions`` (uint32), each entry's key hash and position in ``ids``, are
+        sorted in place: the merge holds them once (they belong to this call)."""
+        order = np.lexsort((positions, hashes))
+        hashes[:] = hashes[order]
+        positions[:] = positions[order]
+        del order
+        positions += np.uint32(self.docs)  # the ordinals: each window's above those of the windows before
+        self._merge(hashes, positions)
         encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
         ends = self._offsets[-1] + np.cumsum([len(e) for e in encoded], dtype=np.uint64)
         self._offsets = np.concatenate((self._offsets, ends))
@@ -164,18 +186,21 @@ class FrozenKeys:
         table, in place: the table grows (a reallocation, which moves no pages of a large array), then its
         entries move up from the last, a chunk at a time, by the number of new entries of a smaller hash.
         ``np.insert`` at the same positions is about a third faster (0.5 s instead of 0.8 for 3.2M entries
-        into 12.8M, once a window) but builds a second table: 0.4 GB more near `FROZEN_MAX_DOCS`, just when
-        the closed window's run index is still held."""
+        into 12.8M, once a window) but builds a second table: 0.4 GB more near `FROZEN_MAX_DOCS`, at the
+        roll, where a run's memory peaks."""
         n, m = len(self._hashes), len(hashes)
         # A new entry goes after the table's entries of its hash (written earlier) and the new ones before it.
-        at = np.searchsorted(self._hashes, hashes, side="right") + np.arange(m)
+        at = np.searchsorted(self._hashes, hashes, side="right")
+        for start in range(0, m, _MERGE_CHUNK):  # in place: no second array of m positions
+            at[start:start + _MERGE_CHUNK] += np.arange(start, min(start + _MERGE_CHUNK, m))
         self._hashes.resize(n + m)  # refcheck: raises rather than free memory a view still reads
         self._ords.resize(n + m)
         for end in range(n, 0, -_MERGE_CHUNK):
             start = max(end - _MERGE_CHUNK, 0)
             moved_hashes, moved_ords = self._hashes[start:end].copy(), self._ords[start:end].copy()
             # Each destination is at or above its source and below those of the later chunks, moved already.
-            to = np.arange(start, end) + np.searchsorted(hashes, moved_hashes, side="left")
+            to = np.searchsorted(hashes, moved_hashes, side="left")
+            to += np.arange(start, end)
             self._hashes[to] = moved_hashes
             self._ords[to] = moved_ords
         self._hashes[at] = hashes

@@ -110,14 +110,15 @@ def test_the_caps_hold_on_a_crowded_key() -> None:
 @given(st.lists(st.lists(st.sampled_from(KEYS), max_size=5, unique=True), max_size=120), st.integers(1, 40),
        queries_st)
 def test_frozen_windows_find_what_one_run_index_finds(docs, window, queries) -> None:
-    """A run index per window of ``window`` documents, each frozen when the next starts, plus the last one
-    live, finds the documents one run index of every document finds (which keeps `MAX_PER_KEY` per key)."""
+    """A run index per window of ``window`` documents, each frozen when the next starts (`FrozenKeys.add_index`,
+    as ingest does), plus the last one live, finds the documents one run index of every document finds (which keeps `MAX_PER_KEY` per key)."""
     whole, live, frozen = RunIndex(), RunIndex(), FrozenKeys()
     for n, keys in enumerate(docs):
         doc = StoredDoc(f"d{n}", 0, np.zeros(1), False, 1, 1, f"d{n}", None, seq=n)
         whole.add(doc, keys)
         if len(live.docs) == window:
-            frozen.add([d.id for d in live.docs], *live.entries())
+            frozen.add_index(live)
+            assert not live.docs and not live.lookup(keys)  # emptied: the merge held none of it
             live = RunIndex()
         live.add(doc, keys)
     earlier = frozen.lookup(queries, per_record=10**6)
