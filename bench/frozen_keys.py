@@ -35,7 +35,7 @@ def _keys(values: np.ndarray, prefix: str = "") -> list[str]:
 
 
 def windows(rng: np.random.Generator, n_windows: int, docs: int, keys: int) -> tuple[list, np.ndarray]:
-    """Each window as (ids, keys, positions) as `RunIndex.entries` gives them, and every document's key values."""
+    """Each window as (ids, keys, positions), the arguments of `FrozenKeys.add`, and every document's key values."""
     values = rng.integers(0, 2**48, size=(n_windows * docs, keys))
     out = []
     for w in range(n_windows):
