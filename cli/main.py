@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from esdedup import __version__
+from esdedup._version import __version__
 
 from . import compare, duplicates, index, ingest, kibana, label, pipeline, quality
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .bands import BandLayout
-from .config import FingerprintConfig
-from .diversify import diversify
-from .errors import EsdedupError
-from .fingerprint import Fingerprint, Fingerprinter
-from .simhash import hamming
+from esdedup._version import __version__
+from esdedup.bands import BandLayout
+from esdedup.config import FingerprintConfig
+from esdedup.diversify import diversify
+from esdedup.errors import EsdedupError
+from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.simhash import hamming
 
 if TYPE_CHECKING:
-    from .api import open_store
-    from .search import search_diversified
+    from esdedup.api import open_store
+    from esdedup.search import search_diversified
 
-__version__ = "0.1.0"
 
 __all__ = [
     "BandLayout",

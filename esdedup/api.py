@@ -9,18 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .clusters import clusters
-from .config import FingerprintConfig
-from .connect import ConnectionSettings, make_client, resolve_settings
-from .errors import ConfigError, IndexNotFound
-from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import Match, shared_bands, similar, similar_knn, similar_on_node
-from .pairs import Pair, crowded_values, find_pairs, lsh_in_memory
-from .readers import read_text_file
-from .simhash import hamming
-from .similarity import cosine, novel_similarity, size_ratio_ok
-from .store.base import Store
-from .thresholds import ThresholdOverrides, Thresholds
+from esdedup.clusters import clusters
+from esdedup.config import FingerprintConfig
+from esdedup.connect import ConnectionSettings, make_client, resolve_settings
+from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
+from esdedup.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
+from esdedup.readers import read_text_file
+from esdedup.simhash import hamming
+from esdedup.similarity import cosine, novel_similarity, size_ratio_ok
+from esdedup.store.base import Store
+from esdedup.thresholds import ThresholdOverrides, Thresholds
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
@@ -37,8 +37,8 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     Raises:
         ConfigError: more than one of ``client``, ``connection`` and ``es_url``; an invalid URL or name.
     """
-    from .store.elastic import ElasticStore
-    from .store.local import LocalStore
+    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.local import LocalStore
 
     if sum(x is not None for x in (client, connection, es_url)) > 1:
         raise ConfigError("give one of client, connection and es_url")

@@ -29,7 +29,7 @@ from math import comb
 
 import numpy as np
 
-from .errors import ConfigError
+from esdedup.errors import ConfigError
 
 #: SimHash widths esdedup supports.
 WIDTHS = (64, 128)

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .filelock import FileLock
+from esdedup.errors import ConfigError
+from esdedup.filelock import FileLock
 
 
 class Checkpoint:

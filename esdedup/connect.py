@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
-from .errors import ConfigError, ConnectionFailed
-from .redact import redact, redact_url
+from esdedup.errors import ConfigError, ConnectionFailed
+from esdedup.redact import redact, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def make_client(s: ConnectionSettings, *, async_: bool = False):
     """An `Elasticsearch` (or `AsyncElasticsearch`) client for the settings."""
     import elasticsearch
 
-    from .store.serializer import ResponseJson
+    from esdedup.store.serializer import ResponseJson
 
     cls = elasticsearch.AsyncElasticsearch if async_ else elasticsearch.Elasticsearch
     try:

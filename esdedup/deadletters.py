@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from .errors import OutputError
+from esdedup.errors import OutputError
 
 
 class DeadLetters:

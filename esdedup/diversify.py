@@ -49,12 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from .config import FingerprintConfig
-from .errors import ConfigError, InputError
-from .fingerprint import Fingerprint, Fingerprinter
-from .minhash import SIGNATURE_DTYPE
-from .rule import SketchColumns
-from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError, InputError
+from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.minhash import SIGNATURE_DTYPE
+from esdedup.rule import SketchColumns
+from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 __all__ = ["MODES", "diversify"]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources as importlib_resources
 
-from .errors import DecodeError
+from esdedup.errors import DecodeError
 
 __all__ = ["SAMPLE_BYTES", "decode_bytes", "detect_encoding", "detect_line_encoding"]
 

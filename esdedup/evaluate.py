@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from .config import FingerprintConfig
-from .errors import ConfigError, InputError
-from .pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
-from .rule import decide
-from .store.base import Store
-from .thresholds import Thresholds
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError, InputError
+from esdedup.pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
+from esdedup.rule import decide
+from esdedup.store.base import Store
+from esdedup.thresholds import Thresholds
 
 #: Grid swept by default (each list is one axis; ``None`` switches the test off).
 DEFAULT_COSINES = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -281,7 +281,7 @@ def run(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (
     score every labelled pair under each setting (default: `default_grid`).
 
     With no ``docs`` the store must already hold the labelled documents."""
-    from .ingest import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
 
     if not labels:
         raise ConfigError("no labelled pairs to evaluate against")

@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError
-from .normalize import is_token
+from esdedup.errors import ConfigError
+from esdedup.normalize import is_token
 
 
 def terms(tokens: Iterable[str], stopwords: frozenset[str] = frozenset(),

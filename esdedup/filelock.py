@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from .errors import EsdedupError, StoreError
+from esdedup.errors import EsdedupError, StoreError
 
 try:
     import fcntl

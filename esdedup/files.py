@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .encodings import decode_bytes
-from .errors import ConfigError, DecodeError, InputError, InputNotFound
-from .records import DEFAULT_MAX_RECORD_BYTES, Rejected
+from esdedup.encodings import decode_bytes
+from esdedup.errors import ConfigError, DecodeError, InputError, InputNotFound
+from esdedup.records import DEFAULT_MAX_RECORD_BYTES, Rejected
 
 __all__ = ["MAX_TEXT_FILE_BYTES", "check_inputs", "detect_format", "iter_files", "read_text_file",
            "source_name"]

@@ -15,16 +15,16 @@ from operator import itemgetter
 
 import numpy as np
 
-from . import minhash as mh
-from .bands import BandLayout
-from .config import FingerprintConfig
-from .errors import InputError
-from .features import char_shingles, term_of, term_weights
-from .hashing import token_digest
-from .normalize import normalize
-from .resources import Resources, load_resources
-from .simhash import pack_bits, to_hex
-from .tokenize import PIECE_CHARS, Tokenizer, iter_pieces
+from esdedup import minhash as mh
+from esdedup.bands import BandLayout
+from esdedup.config import FingerprintConfig
+from esdedup.errors import InputError
+from esdedup.features import char_shingles, term_of, term_weights
+from esdedup.hashing import token_digest
+from esdedup.normalize import normalize
+from esdedup.resources import Resources, load_resources
+from esdedup.simhash import pack_bits, to_hex
+from esdedup.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
 
 #: The term table is cleared when it grows past this many terms (bounds memory on endless streams).
 MAX_CACHED_TERMS = 2_000_000

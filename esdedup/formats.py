@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .encodings import SAMPLE_BYTES, LineCodec, decode_bytes, detect_encoding, line_codec
-from .errors import ConfigError, DecodeError
-from .files import (
+from esdedup.encodings import SAMPLE_BYTES, LineCodec, decode_bytes, detect_encoding, line_codec
+from esdedup.errors import ConfigError, DecodeError
+from esdedup.files import (
     Found,
     as_paths,
     detect_format,
@@ -40,8 +40,8 @@ from .files import (
     too_long,
     walk,
 )
-from .lines import HEAD_BYTES, Line, decode_line, decode_reason, excerpt, sniff, split_lines
-from .records import (
+from esdedup.lines import HEAD_BYTES, Line, decode_line, decode_reason, excerpt, sniff, split_lines
+from esdedup.records import (
     DEFAULT_MAX_RECORD_BYTES,
     EXCERPT_CHARS,
     STRICT_JSON,

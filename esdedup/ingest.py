@@ -47,21 +47,21 @@ from typing import Any
 
 import numpy as np
 
-from .checkpoint import Checkpoint, lock_checkpoint, open_checkpoint
-from .clock import WRITE_CLOCK
-from .config import FingerprintConfig
-from .deadletters import DeadLetters
-from .errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
-from .fingerprint import Fingerprint, Fingerprinter
-from .lookup import lookup_keys, probe_for
-from .normalize import normalize
-from .readers import Record, Rejected, check_inputs, read_records
-from .rule import Sketch, measure
-from .runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
-from .schema import DEDUP, content_sha1
-from .store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
-from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from .workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
+from esdedup.checkpoint import Checkpoint, lock_checkpoint, open_checkpoint
+from esdedup.clock import WRITE_CLOCK
+from esdedup.config import FingerprintConfig
+from esdedup.deadletters import DeadLetters
+from esdedup.errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
+from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.lookup import lookup_keys, probe_for
+from esdedup.normalize import normalize
+from esdedup.readers import Record, Rejected, check_inputs, read_records
+from esdedup.rule import Sketch, measure
+from esdedup.runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
+from esdedup.schema import DEDUP, content_sha1
+from esdedup.store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
+from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
 
 log = logging.getLogger(__name__)
 

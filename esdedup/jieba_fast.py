@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .jieba_hmm import FIRST, LAST, cut_runs
+from esdedup.jieba_hmm import FIRST, LAST, cut_runs
 
 #: jieba's blocks (``jieba.re_han_default``, ``jieba.re_skip_default``).
 _HAN_BLOCK = re.compile(r"([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)")

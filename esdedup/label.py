@@ -26,17 +26,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .clock import WRITE_CLOCK
-from .config import FingerprintConfig
-from .errors import ConfigError
-from .fingerprint import Fingerprint
-from .ingest import settle_stored
-from .minhash import lsh_keys
-from .query import FINGERPRINT_FIELDS
-from .schema import DEDUP, band_fields
-from .store.base import Root, Store, StoredDoc
-from .store.elastic import hit_to_doc
-from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.clock import WRITE_CLOCK
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError
+from esdedup.fingerprint import Fingerprint
+from esdedup.ingest import settle_stored
+from esdedup.minhash import lsh_keys
+from esdedup.query import FINGERPRINT_FIELDS
+from esdedup.schema import DEDUP, band_fields
+from esdedup.store.base import Root, Store, StoredDoc
+from esdedup.store.elastic import hit_to_doc
+from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from .config import FingerprintConfig
-from .errors import ConfigError
-from .fingerprint import Fingerprint
-from .rule import Sketch, measure
-from .schema import band_fields, dedup_source, lsh_bands
-from .store.base import Probe, Store, StoredDoc
-from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError
+from esdedup.fingerprint import Fingerprint
+from esdedup.rule import Sketch, measure
+from esdedup.schema import band_fields, dedup_source, lsh_bands
+from esdedup.store.base import Probe, Store, StoredDoc
+from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .bands import BandLayout
-from .config import FingerprintConfig
-from .minhash import lsh_keys
-from .rule import SketchColumns, are_duplicates, has_signature, is_duplicate, measure, measure_pairs
-from .simhash import hamming_rows, simhash_words
-from .store.base import Store, StoredDoc
-from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.bands import BandLayout
+from esdedup.config import FingerprintConfig
+from esdedup.minhash import lsh_keys
+from esdedup.rule import SketchColumns, are_duplicates, has_signature, is_duplicate, measure, measure_pairs
+from esdedup.simhash import hamming_rows, simhash_words
+from esdedup.store.base import Store, StoredDoc
+from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import FingerprintConfig
-from .errors import ConfigError, StoreError
-from .store.base import Store
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError, StoreError
+from esdedup.store.base import Store
 
 #: The plugin's processor type.
 PROCESSOR = "esdedup_fingerprint"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .schema import DEDUP, key_field
+from esdedup.schema import DEDUP, key_field
 
 #: Doc-value fields every lookup returns (cheap, columnar).
 FINGERPRINT_FIELDS = ["dedup.simhash", "dedup.tokens", "dedup.chars", "dedup.empty", "dedup.cluster_id",

@@ -12,10 +12,10 @@ The readers live in one module per idea and are re-exported here:
 """
 from __future__ import annotations
 
-from .encodings import SAMPLE_BYTES, decode_bytes, detect_encoding
-from .files import MAX_TEXT_FILE_BYTES, check_inputs, detect_format, iter_files, read_text_file, source_name
-from .formats import FORMATS, read_records
-from .records import DEFAULT_MAX_RECORD_BYTES, EXCERPT_CHARS, MAX_ID_BYTES, Record, Rejected
+from esdedup.encodings import SAMPLE_BYTES, decode_bytes, detect_encoding
+from esdedup.files import MAX_TEXT_FILE_BYTES, check_inputs, detect_format, iter_files, read_text_file, source_name
+from esdedup.formats import FORMATS, read_records
+from esdedup.records import DEFAULT_MAX_RECORD_BYTES, EXCERPT_CHARS, MAX_ID_BYTES, Record, Rejected
 
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
 
-from .config import FingerprintConfig, file_digest
-from .errors import ConfigError, ConfigMismatchError
-from .features import DocumentFrequency
-from .normalize import normalize
+from esdedup.config import FingerprintConfig, file_digest
+from esdedup.errors import ConfigError, ConfigMismatchError
+from esdedup.features import DocumentFrequency
+from esdedup.normalize import normalize
 
 _SPLIT = re.compile(r"[\s,，]+")
 

@@ -39,9 +39,9 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .config import FingerprintConfig
-from .simhash import hamming_many, hamming_rows, simhash_words
-from .thresholds import Thresholds
+from esdedup.config import FingerprintConfig
+from esdedup.simhash import hamming_many, hamming_rows, simhash_words
+from esdedup.thresholds import Thresholds
 
 __all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
 

@@ -19,9 +19,9 @@ from itertools import chain, islice, repeat
 
 import numpy as np
 
-from .errors import OutputError
-from .minhash import mix64
-from .store.base import Root, StoredDoc
+from esdedup.errors import OutputError
+from esdedup.minhash import mix64
+from esdedup.store.base import Root, StoredDoc
 
 #: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
 #: copies of one text) is crowded: its first documents stand for it. Near-duplicates share several keys,

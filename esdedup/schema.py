@@ -42,10 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from .config import FingerprintConfig
-from .fingerprint import Fingerprint
-from .minhash import SIGNATURE_DTYPE
-from .simhash import to_hex
+from esdedup._version import __version__
+from esdedup.config import FingerprintConfig
+from esdedup.fingerprint import Fingerprint
+from esdedup.minhash import SIGNATURE_DTYPE
+from esdedup.simhash import to_hex
 
 DEDUP = "dedup"
 SIMHASH = "dedup.simhash"
@@ -104,8 +105,6 @@ def content_sha1(normalized_text: str) -> str:
 
 def meta_for(config: FingerprintConfig) -> dict[str, Any]:
     """The `_meta` block that travels with an index."""
-    from . import __version__
-
     return {META_KEY: {"schema": META_SCHEMA, "esdedup_version": __version__, "config": config.to_dict()}}
 
 

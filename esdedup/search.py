@@ -19,13 +19,13 @@ import weakref
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from .config import FingerprintConfig
-from .diversify import MODES, diversify
-from .errors import ConfigError, IndexNotFound
-from .fingerprint import Fingerprinter
-from .schema import META_KEY, config_from_meta
-from .store.elastic import es_errors
-from .thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.config import FingerprintConfig
+from esdedup.diversify import MODES, diversify
+from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.fingerprint import Fingerprinter
+from esdedup.schema import META_KEY, config_from_meta
+from esdedup.store.elastic import es_errors
+from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Elasticsearch's default index.max_result_window: a window never grows past it.
 MAX_WINDOW = 10_000

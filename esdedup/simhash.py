@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .hashing import token_digest
+from esdedup.hashing import token_digest
 
 
 def vote_rows(digests: Sequence[bytes], bits: int = 64) -> np.ndarray:

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .errors import ConfigError
+from esdedup.errors import ConfigError
 
 RECIPES = ("chars", "words", "sentences", "reorder", "affix", "convert", "noise", "mixed")
 _SENT = re.compile(r"(?<=[。！？；!?;\n])")

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import FingerprintConfig
-from .errors import ConfigError
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError
 
 __all__ = ["ThresholdOverrides", "Thresholds", "resolve_thresholds"]
 

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from .errors import ConfigError
+from esdedup.errors import ConfigError
 
 #: Pieces of at most this many characters are segmented at a time (cut at a sentence end or space).
 PIECE_CHARS = 1 << 16
@@ -50,7 +50,7 @@ class Tokenizer:
         self._cut: Callable[[str], list[str]]
         self._cut_many: Callable[[Sequence[str]], list[list[str]]] | None = None
         if backend == "jieba" and not user_words and os.environ.get("ESDEDUP_JIEBA") != "reference":
-            from .jieba_fast import JiebaFast
+            from esdedup.jieba_fast import JiebaFast
 
             fast = JiebaFast()
             self._cut, self._cut_many = fast.cut, fast.cut_many

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .config import FingerprintConfig
-from .fingerprint import Fingerprint, Fingerprinter
-from .readers import Record, Rejected
-from .schema import content_sha1, dedup_members
+from esdedup.config import FingerprintConfig
+from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.readers import Record, Rejected
+from esdedup.schema import content_sha1, dedup_members
 
 #: Records as the run reads them, the rejected ones in their places: one task for a worker.
 Batch = list[Record | Rejected]

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import query as q
-from ..config import FingerprintConfig
-from ..errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
-from ..prefetch import ahead
-from ..redact import redact
-from ..schema import (
+from esdedup import query as q
+from esdedup.config import FingerprintConfig
+from esdedup.errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
+from esdedup.prefetch import ahead
+from esdedup.redact import redact
+from esdedup.schema import (
     DEDUP,
     config_from_meta,
     decode_minhash,
@@ -42,9 +42,9 @@ from ..schema import (
     key_fields,
     mapping_for,
 )
-from ..simhash import from_hex
-from . import versions
-from .base import (
+from esdedup.simhash import from_hex
+from esdedup.store import versions
+from esdedup.store.base import (
     KeyBatch,
     NewDoc,
     OpenResult,

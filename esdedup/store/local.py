@@ -40,13 +40,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..config import FingerprintConfig
-from ..errors import ConfigError, IndexNotFound, StoreError
-from ..filelock import FileLock
-from ..minhash import SIGNATURE_DTYPE
-from ..schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
-from ..simhash import from_hex, to_hex
-from .base import (
+from esdedup.config import FingerprintConfig
+from esdedup.errors import ConfigError, IndexNotFound, StoreError
+from esdedup.filelock import FileLock
+from esdedup.minhash import SIGNATURE_DTYPE
+from esdedup.schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
+from esdedup.simhash import from_hex, to_hex
+from esdedup.store.base import (
     KeyBatch,
     NewDoc,
     OpenResult,
@@ -335,7 +335,7 @@ class LocalStore:
 
     def _keys_of(self, rows: Sequence[tuple], table: str) -> list[tuple[str, str]]:
         """(key, id) of every ``table`` key of the documents ``rows`` (seq, id, simhash, minhash, banded)."""
-        from .. import minhash as mh
+        from esdedup import minhash as mh
 
         if table == "bands":
             layout = self.config.band_layout()

@@ -12,7 +12,7 @@ import logging
 import re
 from typing import Any
 
-from ..errors import ClientVersionMismatch
+from esdedup.errors import ClientVersionMismatch
 
 log = logging.getLogger(__name__)
 
