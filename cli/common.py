@@ -19,7 +19,7 @@ import typer
 
 from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
 from esdedup.readers import FORMATS
-from esdedup.redact import redact
+from esdedup.util.redact import redact
 from esdedup.thresholds import HammingBeyondIndex, ThresholdOverrides
 
 from .output import for_people

@@ -38,7 +38,7 @@ class _OneLineFormatter(logging.Formatter):
     does, on every retry) shows its type and message only, redacted."""
 
     def formatException(self, ei: Any) -> str:  # noqa: N802 (logging's name)
-        from esdedup.redact import redact
+        from esdedup.util.redact import redact
 
         return redact(f"  caused by {ei[0].__name__}: {ei[1]}")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError
-from esdedup.filelock import FileLock
+from esdedup.util.filelock import FileLock
 
 
 class Checkpoint:

@@ -4,7 +4,7 @@ Sources, first wins: explicit arguments, then environment variables ``ESDEDUP_ES
 ``ESDEDUP_ES_API_KEY``, ``ESDEDUP_ES_USER`` / ``ESDEDUP_ES_PASSWORD``, ``ESDEDUP_ES_CA_CERTS``, then a
 JSON config file (``ESDEDUP_CONFIG`` or ``~/.config/esdedup/config.json``) with the same keys in lower
 case without the prefix (``{"es_url": ..., "api_key": ...}``). TLS certificates are verified unless
-``verify_certs=False`` is given explicitly. Secrets never reach logs or error messages (`esdedup.redact`).
+``verify_certs=False`` is given explicitly. Secrets never reach logs or error messages (`esdedup.util.redact`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from esdedup.errors import ConfigError, ConnectionFailed
-from esdedup.redact import redact, redact_url
+from esdedup.util.redact import redact, redact_url
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ import numpy as np
 from esdedup import query as q
 from esdedup.config import FingerprintConfig
 from esdedup.errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
-from esdedup.prefetch import ahead
-from esdedup.redact import redact
+from esdedup.util.prefetch import ahead
+from esdedup.util.redact import redact
 from esdedup.schema import (
     DEDUP,
     config_from_meta,

@@ -42,7 +42,7 @@ import numpy as np
 
 from esdedup.config import FingerprintConfig
 from esdedup.errors import ConfigError, IndexNotFound, StoreError
-from esdedup.filelock import FileLock
+from esdedup.util.filelock import FileLock
 from esdedup.minhash import SIGNATURE_DTYPE
 from esdedup.schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
 from esdedup.simhash import from_hex, to_hex

@@ -15,7 +15,7 @@ import pytest
 
 from esdedup.config import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.filelock import FileLock
+from esdedup.util.filelock import FileLock
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.store.local import LocalStore
 from tests.reliability import cli_cmd, cli_env, last_json, run_cli, start_cli, write_corpus

@@ -60,11 +60,11 @@ def test_the_examples_in_the_docstrings_run():
     import doctest
 
     import esdedup.api
-    import esdedup.filelock
+    import esdedup.util.filelock
     import esdedup.ingest
     import esdedup.store.base
 
-    for module in (esdedup.ingest, esdedup.store.base, esdedup.filelock, esdedup.api):
+    for module in (esdedup.ingest, esdedup.store.base, esdedup.util.filelock, esdedup.api):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.prefetch import ahead
+from esdedup.util.prefetch import ahead
 
 
 @settings(max_examples=50, deadline=None)
