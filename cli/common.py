@@ -87,7 +87,7 @@ class Connection:
 
     def settings(self) -> Any:  # -> ConnectionSettings | None
         """The server these options, the environment and the config file name; None: the local store."""
-        from esdedup.connect import resolve_settings
+        from esdedup.es.connect import resolve_settings
 
         return resolve_settings(self.es, ca_certs=self.ca_certs, verify_certs=not self.no_verify_certs,
                                 client_cert=self.client_cert, client_key=self.client_key)

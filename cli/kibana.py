@@ -1,4 +1,4 @@
-"""``esdedup kibana ...``: Kibana saved objects for an index (see `esdedup.kibana`)."""
+"""``esdedup kibana ...``: Kibana saved objects for an index (see `esdedup.es.kibana`)."""
 from typing import Annotated
 
 import typer
@@ -49,7 +49,7 @@ def export(
     """
     from esdedup.config import FingerprintConfig
     from esdedup.errors import IndexNotFound
-    from esdedup.kibana import saved_objects, to_ndjson
+    from esdedup.es.kibana import saved_objects, to_ndjson
     from esdedup.store.base import mismatch_error
 
     given = fp.config()

@@ -11,7 +11,7 @@ from typing import Any
 
 from esdedup.clusters import clusters
 from esdedup.config import FingerprintConfig
-from esdedup.connect import ConnectionSettings, make_client, resolve_settings
+from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
 from esdedup.errors import ConfigError, IndexNotFound
 from esdedup.fingerprint import Fingerprint, Fingerprinter
 from esdedup.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
@@ -30,7 +30,7 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     store is not opened yet.
 
     The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` the caller owns), then
-    ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.connect.resolve_settings`), then
+    ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.es.connect.resolve_settings`), then
     ``es_url`` or, without it, ``ESDEDUP_ES_URL`` or the config file (credentials and CA from the
     environment or the config file, as `resolve_settings` reads them).
 

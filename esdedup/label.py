@@ -32,7 +32,7 @@ from esdedup.errors import ConfigError
 from esdedup.fingerprint import Fingerprint
 from esdedup.ingest import settle_stored
 from esdedup.minhash import lsh_keys
-from esdedup.query import FINGERPRINT_FIELDS
+from esdedup.es.query import FINGERPRINT_FIELDS
 from esdedup.schema import DEDUP, band_fields
 from esdedup.store.base import Root, Store, StoredDoc
 from esdedup.store.elastic import hit_to_doc

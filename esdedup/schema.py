@@ -28,7 +28,7 @@ Why the LSH keys are one ``long`` field (bench/es_fields.py, BENCHMARKS.md): eve
 (16 by default) that hardly any other document shares. As keyword terms they cost the node more than the rest of the document
 (unique terms in the terms dictionary and in the doc values' ordinals, hashed, sorted and merged); as
 points of a numeric field they cost a third of that. Lookups still score a candidate by the number of bands
-it shares (one ``term`` clause per band, `esdedup.query`); probes name the bands ``lsh_<i>``
+it shares (one ``term`` clause per band, `esdedup.es.query`); probes name the bands ``lsh_<i>``
 (`lsh_bands`), all of which live in ``dedup.lsh_keys`` (`key_field`).
 """
 from __future__ import annotations

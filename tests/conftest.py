@@ -191,8 +191,7 @@ def es_client(es_url: str) -> Iterator[Elasticsearch]:
     from elasticsearch import Elasticsearch
 
     from esdedup.errors import ClientVersionMismatch
-    from esdedup.store import versions
-
+    from esdedup.es import versions as versions
     client = Elasticsearch(es_url, request_timeout=60)
     try:
         versions.check_server(client, f"the test cluster at {es_url}")

@@ -4,7 +4,7 @@ config stores one) as a dense_vector, config in `_meta`.
 Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes); documents rejected
 with 429 (write queue full) or a 5xx status, and whole requests throttled with 429, are re-sent here with
 exponential backoff and counted in `ElasticStore.retried`. Lookups of many probes share one search (one `terms`
-query a key field, `esdedup.query.batch_lookup_body`) and the client gives each probe the hits sharing its keys;
+query a key field, `esdedup.es.query.batch_lookup_body`) and the client gives each probe the hits sharing its keys;
 probes holding crowded keys are ranked by the node, one band query each in `_msearch` batches.
 
 Several writers may write one index at once; a document becomes visible to the others' lookups only after
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from esdedup import query as q
+from esdedup.es import query as q
 from esdedup.config import FingerprintConfig
 from esdedup.errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
 from esdedup.util.prefetch import ahead
@@ -43,7 +43,7 @@ from esdedup.schema import (
     mapping_for,
 )
 from esdedup.simhash import from_hex
-from esdedup.store import versions
+from esdedup.es import versions as versions
 from esdedup.store.base import (
     KeyBatch,
     NewDoc,

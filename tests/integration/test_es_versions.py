@@ -16,7 +16,7 @@ from esdedup.fingerprint import Fingerprinter
 from esdedup.schema import shipped_template, template_for
 from esdedup.store.base import NewDoc
 from esdedup.store.elastic import ElasticStore, es_errors
-from esdedup.store.versions import CLIENT_FOR_SERVER, refused_major
+from esdedup.es.versions import CLIENT_FOR_SERVER, refused_major
 from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, REPO_ROOT, LocalCluster
 from tests.reliability import run_cli
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from esdedup.connect import make_client, resolve_settings
+from esdedup.es.connect import make_client, resolve_settings
 from esdedup.errors import ConfigError
 
 

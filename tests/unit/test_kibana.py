@@ -1,4 +1,4 @@
-"""`esdedup.kibana` and ``esdedup kibana export``: the NDJSON is well formed for Kibana's saved-objects
+"""`esdedup.es.kibana` and ``esdedup kibana export``: the NDJSON is well formed for Kibana's saved-objects
 import, its references resolve, and every field it names exists in the esdedup mapping."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from esdedup.config import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.kibana import INDEX_REF, UNDESCRIBED, field_descriptions, object_id, saved_objects, to_ndjson
+from esdedup.es.kibana import INDEX_REF, UNDESCRIBED, field_descriptions, object_id, saved_objects, to_ndjson
 from esdedup.schema import LSH_KEYS, band_fields, mapping_for
 from esdedup.store.local import LocalStore
 
@@ -132,7 +132,7 @@ def test_every_dedup_field_is_described(config: FingerprintConfig) -> None:
     assert set(attrs) == dedup_fields
     for name, attr in attrs.items():
         assert attr["customLabel"] and attr["customDescription"], name
-        # A new mapping field gets a generic text; give it a real one in esdedup.kibana.field_descriptions.
+        # A new mapping field gets a generic text; give it a real one in esdedup.es.kibana.field_descriptions.
         assert not attr["customDescription"].startswith(UNDESCRIBED), f"{name} has no real description"
 
 

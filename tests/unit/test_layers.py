@@ -63,7 +63,7 @@ def _rel(path: Path) -> str:
 def test_the_import_reader_resolves_relative_imports() -> None:
     """The checks below are only as good as this reader: it must see a local, relative import."""
     names = imports_of(REPO / "esdedup" / "store" / "elastic.py")
-    assert {"esdedup.schema", "esdedup.store.base", "esdedup.query"} <= names
+    assert {"esdedup.schema", "esdedup.store.base", "esdedup.es.query"} <= names
     assert "esdedup.api" in imports_of(REPO / "esdedup" / "__init__.py")  # imported under TYPE_CHECKING
     assert "esdedup_cli.main" in imports_of(ENTRY_POINT)
 

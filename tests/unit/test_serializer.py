@@ -6,8 +6,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.connect import make_client, resolve_settings
-from esdedup.store.serializer import ResponseJson
+from esdedup.es.connect import make_client, resolve_settings
+from esdedup.es.serializer import ResponseJson
 
 # What Elasticsearch sends: 64-bit integers, finite doubles, text (valid Unicode), lists and objects.
 JSON_VALUES = st.recursive(

@@ -166,7 +166,7 @@ def make_client(s: ConnectionSettings, *, async_: bool = False):
     """An `Elasticsearch` (or `AsyncElasticsearch`) client for the settings."""
     import elasticsearch
 
-    from esdedup.store.serializer import ResponseJson
+    from esdedup.es.serializer import ResponseJson
 
     cls = elasticsearch.AsyncElasticsearch if async_ else elasticsearch.Elasticsearch
     try:
