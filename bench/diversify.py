@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from esdedup.config import FingerprintConfig  # noqa: E402
+from esdedup.fingerprint.config import FingerprintConfig  # noqa: E402
 from esdedup.diversify import diversify  # noqa: E402
-from esdedup.fingerprint import Fingerprinter  # noqa: E402
+from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.schema import dedup_source  # noqa: E402
 from esdedup.thresholds import Thresholds  # noqa: E402
 

@@ -42,7 +42,7 @@ from elasticsearch import Elasticsearch  # noqa: E402
 from es import node, node_cpu_seconds  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
-from esdedup.fingerprint import Fingerprint, Fingerprinter  # noqa: E402
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter  # noqa: E402
 from esdedup.schema import ARTICLE_FIELDS, LSH_KEYS, content_sha1, dedup_source, json_bytes, mapping_for  # noqa: E402
 
 Dedup = dict[str, Any]

@@ -10,7 +10,7 @@ What is measured, on the same documents, each the best of ``--repeat`` interleav
 
 * tokenizer only: ``jieba.Tokenizer().lcut(text, HMM=True)`` (jieba itself), esdedup's engine for the
   ``jieba`` tokenizer on the normalised text (``Tokenizer("jieba").cut_many``: jieba's tokens,
-  `esdedup.jieba_fast`) and
+  `esdedup.fingerprint.jieba_fast`) and
   ``rjieba.Jieba().cut(text, True)``, on the raw text;
 * full fingerprint (normalise, segment, filter, weight, SimHash, band keys, hashed TF vector: strategy
   ``simhash``) with each tokenizer, ``Fingerprinter.fingerprint_many`` in batches: *cold* is a fresh
@@ -38,9 +38,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from esdedup.config import FingerprintConfig  # noqa: E402
-from esdedup.fingerprint import Fingerprinter, _vote_sums  # noqa: E402
-from esdedup.simhash import pack_bits, simhash  # noqa: E402
+from esdedup.fingerprint.config import FingerprintConfig  # noqa: E402
+from esdedup.fingerprint.fingerprinter import Fingerprinter, _vote_sums  # noqa: E402
+from esdedup.fingerprint.simhash import pack_bits, simhash  # noqa: E402
 
 
 def _version(name: str) -> str:

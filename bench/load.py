@@ -61,7 +61,7 @@ def _client(args: tuple[str, str, list[tuple[str, str]], float, float, int, str]
     from esdedup.api import similar_to
     from esdedup.es.connect import make_client, resolve_settings
     from esdedup.errors import StoreError
-    from esdedup.fingerprint import Fingerprinter
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.lookup import similar
     from esdedup.store.elastic import ElasticStore
 

@@ -47,7 +47,7 @@ from elasticsearch import Elasticsearch  # noqa: E402
 from es import Timed, pct, timed_bulk  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
-from esdedup.fingerprint import Fingerprinter  # noqa: E402
+from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.label import label_new  # noqa: E402
 from esdedup.lookup import similar, similar_on_node  # noqa: E402

@@ -143,7 +143,7 @@ def song_records(dist: Path, authors: set[str], cc) -> list[dict]:
 
 def natural_benchmark(dist: Path, *, seed: int = 1, max_chars: int = SHORT_MAX) -> tuple[list[dict], list[dict]]:
     """Documents and labels of the natural benchmark (see the module docstring)."""
-    from esdedup.normalize import normalize
+    from esdedup.fingerprint.normalize import normalize
 
     cc = _t2s()
     recs = tang_records(dist)
@@ -284,14 +284,14 @@ _FPER = None
 
 def _init_worker(config_json: str) -> None:
     global _FPER
-    from esdedup.config import FingerprintConfig
-    from esdedup.fingerprint import Fingerprinter
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
 
     _FPER = Fingerprinter(FingerprintConfig.from_json(config_json))
 
 
 def _fingerprint(texts: list[str]):
-    from esdedup.fingerprint import Fingerprint
+    from esdedup.fingerprint.fingerprinter import Fingerprint
 
     return [Fingerprint(fp.simhash, fp.bands, fp.vector, {}, fp.length, fp.empty, fp.lsh, fp.minhash, fp.chars,
                         fp.bits, fp.shingles) for fp in _FPER.fingerprint_many(texts)]
@@ -327,8 +327,8 @@ def run_esdedup_library(docs_path: Path, config, workdir: Path, workers: int, ch
 
 
 def _normalised_bigrams(docs_path: Path):
-    from esdedup.features import char_shingles
-    from esdedup.normalize import normalize
+    from esdedup.fingerprint.features import char_shingles
+    from esdedup.fingerprint.normalize import normalize
 
     docs = read_jsonl(docs_path)
     return docs, [char_shingles(normalize(d["text"], t2s=True), 2) for d in docs]
@@ -375,7 +375,7 @@ def run_simhash(docs_path: Path, k: int = 3) -> tuple[set, dict]:
 
 
 def natural(args) -> list[str]:
-    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.evaluate import parse_labels, score, score_by_class
 
     out_dir = DATA / "natural"
@@ -447,7 +447,7 @@ def natural(args) -> list[str]:
 
 # -- synthetic benchmark -------------------------------------------------------------------------------
 def synth(args) -> list[str]:
-    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.evaluate import best_per_class, parse_labels, run
     from esdedup.store.local import LocalStore
     from esdedup.synth import SynthOptions, make_benchmark
@@ -510,7 +510,7 @@ def layouts(args) -> list[str]:
     what an all-pairs probe join over 100,000 random fingerprints costs."""
     import numpy as np
 
-    from esdedup.bands import BandLayout
+    from esdedup.fingerprint.bands import BandLayout
     from esdedup.pairs import probe_pairs
 
     rng = np.random.default_rng(args.seed)

@@ -5,7 +5,7 @@
 Texts: chinese-poetry poems (Traditional -> Simplified, normalised), People's Daily paragraphs (January
 1998), and random strings over Chinese, CJK extension, Latin, digits, jieba's in-block symbols, punctuation,
 whitespace kinds and emoji. Each set is cut by ``jieba.Tokenizer().lcut(text, HMM=True)`` and by
-`esdedup.jieba_fast.JiebaFast.cut_many` in batches of 256 (as the fingerprinter sends them); the table gives
+`esdedup.fingerprint.jieba_fast.JiebaFast.cut_many` in batches of 256 (as the fingerprinter sends them); the table gives
 how many texts got equal tokens and the process CPU seconds of each.
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import corpora  # noqa: E402
 import jieba  # noqa: E402
 
-from esdedup.jieba_fast import JiebaFast  # noqa: E402
-from esdedup.normalize import normalize  # noqa: E402
+from esdedup.fingerprint.jieba_fast import JiebaFast  # noqa: E402
+from esdedup.fingerprint.normalize import normalize  # noqa: E402
 
 PALETTE = [*"的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产常造次前江湖",
            *"㶉𫛶𩙫𣀃埜丄丅", *"abcXYZ0123456789+#&._%-", " ", "\r\n", "\t", "，", "。", "！", "?", "“", "😀", "こ",

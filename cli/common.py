@@ -130,7 +130,7 @@ class FingerprintOptions:
 
     def config(self):  # -> FingerprintConfig | None
         """The config these options describe, or None when none was given (use the index's)."""
-        from esdedup.config import FingerprintConfig
+        from esdedup.fingerprint.config import FingerprintConfig
 
         given = {f.name: getattr(self, f.name) for f in fields(self)
                  if f.name != "config_file" and getattr(self, f.name) is not None}
@@ -159,7 +159,7 @@ CONFIG_FILE_LIMIT = 1 << 20
 def read_config_file(path: Path):  # -> FingerprintConfig
     """The FingerprintConfig JSON in ``path`` (as ``esdedup info --json`` prints under "config"); a file that
     is not one, whatever it holds, is one ConfigError naming the file."""
-    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.errors import ConfigError
 
     if not path.is_file():  # a folder, a FIFO (would block) or a device (/dev/zero never ends)

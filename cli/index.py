@@ -30,7 +30,7 @@ def mapping(
 
     Example: esdedup mapping --index news > news-mapping.json
     """
-    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.schema import mapping_for, template_for
 
     config = fp.config() or FingerprintConfig()

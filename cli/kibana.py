@@ -47,7 +47,7 @@ def export(
 
     Example: esdedup kibana export --index news --es http://localhost:9200 > saved_objects.ndjson
     """
-    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.errors import IndexNotFound
     from esdedup.es.kibana import saved_objects, to_ndjson
     from esdedup.store.base import mismatch_error

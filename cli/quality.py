@@ -110,7 +110,7 @@ def eval_command(
             settings = None
             if any(v is not None for v in axes.values()) or hs is not None:
                 if docs:
-                    from esdedup.config import FingerprintConfig
+                    from esdedup.fingerprint.config import FingerprintConfig
 
                     base = config or FingerprintConfig()
                 else:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from esdedup._version import __version__
-from esdedup.bands import BandLayout
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.bands import BandLayout
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.diversify import diversify
 from esdedup.errors import EsdedupError
-from esdedup.fingerprint import Fingerprint, Fingerprinter
-from esdedup.simhash import hamming
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from esdedup.fingerprint.simhash import hamming
 
 if TYPE_CHECKING:
     from esdedup.api import open_store

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from esdedup.clusters import clusters
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
 from esdedup.errors import ConfigError, IndexNotFound
-from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from esdedup.readers import read_text_file
-from esdedup.simhash import hamming
+from esdedup.fingerprint.simhash import hamming
 from esdedup.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.store.base import Store
 from esdedup.thresholds import ThresholdOverrides, Thresholds

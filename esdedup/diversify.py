@@ -49,10 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, InputError
-from esdedup.fingerprint import Fingerprint, Fingerprinter
-from esdedup.minhash import SIGNATURE_DTYPE
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.rule import SketchColumns
 from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 

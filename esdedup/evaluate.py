@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, InputError
 from esdedup.pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
 from esdedup.rule import decide

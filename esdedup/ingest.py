@@ -49,12 +49,12 @@ import numpy as np
 
 from esdedup.checkpoint import Checkpoint, lock_checkpoint, open_checkpoint
 from esdedup.clock import WRITE_CLOCK
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.deadletters import DeadLetters
 from esdedup.errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
-from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.lookup import lookup_keys, probe_for
-from esdedup.normalize import normalize
+from esdedup.fingerprint.normalize import normalize
 from esdedup.readers import Record, Rejected, check_inputs, read_records
 from esdedup.rule import Sketch, measure
 from esdedup.runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex

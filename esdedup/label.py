@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from esdedup.clock import WRITE_CLOCK
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.fingerprint import Fingerprint
+from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.ingest import settle_stored
-from esdedup.minhash import lsh_keys
+from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.es.query import FINGERPRINT_FIELDS
 from esdedup.schema import DEDUP, band_fields
 from esdedup.store.base import Root, Store, StoredDoc

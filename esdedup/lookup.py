@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.fingerprint import Fingerprint
+from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.rule import Sketch, measure
 from esdedup.schema import band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, Store, StoredDoc

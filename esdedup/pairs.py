@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.bands import BandLayout
-from esdedup.config import FingerprintConfig
-from esdedup.minhash import lsh_keys
+from esdedup.fingerprint.bands import BandLayout
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.rule import SketchColumns, are_duplicates, has_signature, is_duplicate, measure, measure_pairs
-from esdedup.simhash import hamming_rows, simhash_words
+from esdedup.fingerprint.simhash import hamming_rows, simhash_words
 from esdedup.store.base import Store, StoredDoc
 from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
@@ -327,7 +327,7 @@ def _lsh_pairs(store: Store, seen: set[tuple[str, str]], max_bucket: int,
 def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int = 1000,
                      crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
-    row of at least one LSH band (``bands`` bands of ``rows`` values, as `esdedup.minhash.lsh_key_values`
+    row of at least one LSH band (``bands`` bands of ``rows`` values, as `esdedup.fingerprint.minhash.lsh_key_values`
     cuts them): the all-pairs form of looking up each LSH key. Per band value only its first ``max_bucket``
     rows are paired (logged), as `esdedup.store.base.shared_keys` cuts a group. ``crowded`` receives (band,
     first row, rows) of each band value held by ``max_bucket`` rows or more."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, StoreError
 from esdedup.store.base import Store
 

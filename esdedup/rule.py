@@ -39,8 +39,8 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike
 
-from esdedup.config import FingerprintConfig
-from esdedup.simhash import hamming_many, hamming_rows, simhash_words
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_words
 from esdedup.thresholds import Thresholds
 
 __all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]

@@ -20,7 +20,7 @@ from itertools import chain, islice, repeat
 import numpy as np
 
 from esdedup.errors import OutputError
-from esdedup.minhash import mix64
+from esdedup.fingerprint.minhash import mix64
 from esdedup.store.base import Root, StoredDoc
 
 #: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
@@ -104,7 +104,7 @@ _LENGTH_SEED = np.uint64(0x9E3779B97F4A7C15)
 
 def key_hashes(keys: Sequence[str]) -> np.ndarray:
     """A fixed 64-bit hash of each key (uint64): the key's UTF-8 bytes read as little-endian 64-bit words,
-    folded with SplitMix64's finaliser (`esdedup.minhash.mix64`) from a seed that holds the byte length.
+    folded with SplitMix64's finaliser (`esdedup.fingerprint.minhash.mix64`) from a seed that holds the byte length.
     Reproducible on every machine and in every process (never Python's ``hash()``); two keys that share a
     hash (trailing NUL bytes are not seen: band keys have none) only share candidates, which the rule then
     verifies.

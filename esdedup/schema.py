@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 
 from esdedup._version import __version__
-from esdedup.config import FingerprintConfig
-from esdedup.fingerprint import Fingerprint
-from esdedup.minhash import SIGNATURE_DTYPE
-from esdedup.simhash import to_hex
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprint
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
+from esdedup.fingerprint.simhash import to_hex
 
 DEDUP = "dedup"
 SIMHASH = "dedup.simhash"
@@ -198,7 +198,7 @@ def dedup_source(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: st
 
 def encode_minhash(sig: np.ndarray) -> str:
     """A MinHash signature as stored in Elasticsearch: base64 of its little-endian 16-bit values
-    (`esdedup.minhash.SIGNATURE_DTYPE`)."""
+    (`esdedup.fingerprint.minhash.SIGNATURE_DTYPE`)."""
     return base64.b64encode(np.asarray(sig, dtype=SIGNATURE_DTYPE).tobytes()).decode("ascii")
 
 

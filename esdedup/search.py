@@ -19,10 +19,10 @@ import weakref
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.diversify import MODES, diversify
 from esdedup.errors import ConfigError, IndexNotFound
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import META_KEY, config_from_meta
 from esdedup.store.elastic import es_errors
 from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds

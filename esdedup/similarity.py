@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from esdedup.simhash import hamming
+from esdedup.fingerprint.simhash import hamming
 
 __all__ = ["cosine", "vector_cosine", "adjusted_cosine", "weighted_jaccard", "novel_similarity",
            "jaccard", "containment", "size_ratio_ok", "hamming"]

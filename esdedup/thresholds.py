@@ -9,7 +9,7 @@ A threshold of None switches its test off. "Use the index's value" is never a va
 `Thresholds.from_config` does for every threshold it is not given, and what a function taking
 ``thresholds=None`` does for all of them.
 
->>> from esdedup.config import FingerprintConfig
+>>> from esdedup.fingerprint.config import FingerprintConfig
 >>> t = Thresholds.from_config(FingerprintConfig(), jaccard=0.6)
 >>> (t.hamming_k, t.cosine, t.jaccard, t.containment)
 (3, 0.8, 0.6, 0.8)
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
 
 __all__ = ["ThresholdOverrides", "Thresholds", "resolve_thresholds"]

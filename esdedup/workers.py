@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.config import FingerprintConfig
-from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members
 

@@ -113,7 +113,7 @@ def inconsistencies(labels: dict[str, dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     from elasticsearch import Elasticsearch
 
-    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.ingest import IngestOptions, ingest
     from esdedup.store.elastic import ElasticStore
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from esdedup.es import query as q
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
 from esdedup.util.prefetch import ahead
 from esdedup.util.redact import redact
@@ -42,7 +42,7 @@ from esdedup.schema import (
     key_fields,
     mapping_for,
 )
-from esdedup.simhash import from_hex
+from esdedup.fingerprint.simhash import from_hex
 from esdedup.es import versions as versions
 from esdedup.store.base import (
     KeyBatch,

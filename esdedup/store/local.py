@@ -5,7 +5,7 @@ document: SimHash hex, vector as float32 bytes, labels, article fields as JSON) 
 document id). Band keys carry their table number (``"2:9f3a"``), so one ``bands`` table whose primary key
 starts with the key is an index on every band at once.
 
-MinHash LSH keys (40-bit integers in decimal, `esdedup.minhash.lsh_keys`) live in a table of their own,
+MinHash LSH keys (40-bit integers in decimal, `esdedup.fingerprint.minhash.lsh_keys`) live in a table of their own,
 ``lsh``, laid out the same way. The vector is stored only when the config says documents carry it
 (`FingerprintConfig.stores_vector`).
 Writes only append document rows (a short text has 16 LSH keys, and 16 random B-tree inserts cost more
@@ -40,12 +40,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, IndexNotFound, StoreError
 from esdedup.util.filelock import FileLock
-from esdedup.minhash import SIGNATURE_DTYPE
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
-from esdedup.simhash import from_hex, to_hex
+from esdedup.fingerprint.simhash import from_hex, to_hex
 from esdedup.store.base import (
     KeyBatch,
     NewDoc,
@@ -335,8 +335,7 @@ class LocalStore:
 
     def _keys_of(self, rows: Sequence[tuple], table: str) -> list[tuple[str, str]]:
         """(key, id) of every ``table`` key of the documents ``rows`` (seq, id, simhash, minhash, banded)."""
-        from esdedup import minhash as mh
-
+        from esdedup.fingerprint import minhash as mh
         if table == "bands":
             layout = self.config.band_layout()
             return [(k, doc_id) for _, doc_id, sh, _, banded in rows if banded for k in layout.keys(from_hex(sh))]
@@ -611,7 +610,7 @@ def _key_table(band: str) -> str:
 
 
 def _stored_signature(sig: np.ndarray) -> bytes:
-    """A MinHash signature's 16-bit values as bytes (`esdedup.minhash.SIGNATURE_DTYPE`, as in Elasticsearch)."""
+    """A MinHash signature's 16-bit values as bytes (`esdedup.fingerprint.minhash.SIGNATURE_DTYPE`, as in Elasticsearch)."""
     return np.asarray(sig, dtype=SIGNATURE_DTYPE).tobytes()
 
 

@@ -90,7 +90,7 @@ def _hex(s: str) -> str:
 
 
 def export_unicode(out: Path) -> None:
-    from esdedup.normalize import _JUNK
+    from esdedup.fingerprint.normalize import _JUNK
 
     chars = [chr(cp) for cp in range(MAX_CP)]
     surrogate = range(0xD800, 0xE000)
@@ -100,7 +100,7 @@ def export_unicode(out: Path) -> None:
             fh.write(f"alnum {lo:x} {hi:x}\n")
         for lo, hi in _ranges([unicodedata.category(c) != "Cn" for c in chars]):
             fh.write(f"assigned {lo:x} {hi:x}\n")  # only the tests use it (to compare with the JVM's NFKC)
-        junk = _JUNK.fullmatch  # what esdedup.normalize removes before NFKC (controls, invisibles, surrogates)
+        junk = _JUNK.fullmatch  # what esdedup.fingerprint.normalize removes before NFKC (controls, invisibles, surrogates)
         for lo, hi in _ranges([junk(c) is not None for c in chars]):
             fh.write(f"junk {lo:x} {hi:x}\n")
         for c in chars:
@@ -130,7 +130,7 @@ def export_unicode(out: Path) -> None:
 
 
 def export_stopwords(out: Path) -> None:
-    from esdedup.resources import parse_stopwords, shipped_stopwords
+    from esdedup.fingerprint.resources import parse_stopwords, shipped_stopwords
 
     words = sorted(parse_stopwords(shipped_stopwords()))
     with open(out / "stopwords.txt", "w", encoding="utf-8", newline="\n") as fh:

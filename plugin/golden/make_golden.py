@@ -42,8 +42,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 
-from esdedup.config import FingerprintConfig  # noqa: E402
-from esdedup.fingerprint import Fingerprinter  # noqa: E402
+from esdedup.fingerprint.config import FingerprintConfig  # noqa: E402
+from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.schema import content_sha1, dedup_source  # noqa: E402
 
 TOKENS_UP_TO = 5000

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from esdedup.config import FingerprintConfig  # noqa: E402
-from esdedup.fingerprint import Fingerprinter  # noqa: E402
+from esdedup.fingerprint.config import FingerprintConfig  # noqa: E402
+from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.schema import content_sha1, dedup_source  # noqa: E402
 
 

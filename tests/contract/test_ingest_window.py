@@ -18,7 +18,7 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup import ingest as ingest_module
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import Ingester, IngestOptions, RunIndex, ingest
 from esdedup.rule import is_duplicate
 from esdedup.store.base import Store

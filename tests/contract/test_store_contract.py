@@ -16,10 +16,10 @@ import pytest
 from esdedup import FingerprintConfig
 from esdedup.clusters import clusters
 from esdedup.errors import ConfigError, ConfigMismatchError, EsdedupError, IndexNotFound
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.lookup import probe_for, similar, similar_knn
-from esdedup.minhash import lsh_keys
+from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.pairs import find_pairs
 from esdedup.rule import is_duplicate
 from esdedup.rule import minhash_estimates as short_scores

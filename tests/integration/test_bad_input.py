@@ -57,7 +57,7 @@ def _jsonl(*objs: object) -> str:
 
 def build_corpus(root: Path, *, unreadable: bool = True) -> Expect:
     """Write the bad-input corpus under ``root``; returns what ingesting it must give."""
-    from esdedup.config import FingerprintConfig
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.ingest import ids_for_texts
 
     rng = random.Random(99)

@@ -12,7 +12,7 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.errors import ClientVersionMismatch, IndexNotFound
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import shipped_template, template_for
 from esdedup.store.base import NewDoc
 from esdedup.store.elastic import ElasticStore, es_errors

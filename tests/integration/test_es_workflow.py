@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
 from esdedup.api import all_pairs
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.lookup import similar
 from esdedup.rule import is_duplicate
 from esdedup.schema import mapping_for

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
 from esdedup.util.filelock import FileLock
 from esdedup.ingest import IngestOptions, ingest

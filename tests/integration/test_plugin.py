@@ -21,7 +21,7 @@ from esdedup_cli.main import app
 from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.lookup import verify
 from esdedup.schema import dedup_source
 from esdedup.store.elastic import ElasticStore

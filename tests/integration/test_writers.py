@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.pairs import find_pairs
 from esdedup.store.elastic import ElasticStore

@@ -417,8 +417,8 @@ def test_output_names_the_measures_that_decided(clean_env: Path) -> None:
 
 def test_similar_says_when_its_answer_was_truncated(clean_env: Path) -> None:
     """More stored candidates than one lookup fetches: the answer says so (JSON "truncated", a warning)."""
-    from esdedup.config import FingerprintConfig
-    from esdedup.fingerprint import Fingerprinter
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.lookup import DEFAULT_LIMIT
     from esdedup.store.base import NewDoc
     from esdedup.store.local import LocalStore

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from esdedup.config import SCHEMA_VERSION, FingerprintConfig, file_digest
+from esdedup.fingerprint.config import SCHEMA_VERSION, FingerprintConfig, file_digest
 from esdedup.errors import ConfigError
 
 
@@ -112,7 +112,7 @@ _POEM_KEYS_32X4 = [
 def test_a_stored_config_without_minhash_rows_keeps_its_lsh_keys():
     """Schema 4 configs written before minhash_rows was a field read as perm // bands rows, so an existing
     index's LSH keys stay the ones it holds (no schema change, no sentinel)."""
-    from esdedup.fingerprint import Fingerprinter
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
 
     cfg = FingerprintConfig.from_json(_STORED_BEFORE_ROWS)
     assert (cfg.minhash_bands, cfg.minhash_rows) == (32, 4)

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.diversify import MODES, diversify
 from esdedup.errors import ConfigError, InputError
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.rule import is_duplicate, measure, minhash_estimates
 from esdedup.schema import dedup_source, encode_minhash
-from esdedup.simhash import hamming, to_hex
+from esdedup.fingerprint.simhash import hamming, to_hex
 from esdedup.similarity import vector_cosine
 from esdedup.thresholds import Thresholds
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from esdedup.errors import ConfigError
-from esdedup.features import DocumentFrequency, char_shingles, count_filtered, term_of, term_weights, terms
+from esdedup.fingerprint.features import DocumentFrequency, char_shingles, count_filtered, term_of, term_weights, terms
 
 STOP = frozenset({"的", "我", "the"})
 SYN = {"明起": "明日", "台湾居民": "台胞", "的的": "的"}
@@ -110,7 +110,7 @@ def test_is_word_char_is_category_letter_or_number_for_every_code_point():
     import sys
     import unicodedata
 
-    from esdedup.normalize import is_token, is_word_char
+    from esdedup.fingerprint.normalize import is_token, is_word_char
 
     wrong = [c for c in range(sys.maxunicode + 1)
              if is_word_char(chr(c)) != (unicodedata.category(chr(c))[0] in "LN")]

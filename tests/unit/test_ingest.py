@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
 from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.store.local import LocalStore
@@ -275,7 +275,7 @@ def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path):
     after a bounded number of ids (the smallest), so a store eight times as crowded gives the same answer."""
     import time
 
-    from esdedup.fingerprint import Fingerprinter
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.lookup import probe_for
     from esdedup.schema import content_sha1
     from esdedup.store.base import NewDoc
@@ -327,7 +327,7 @@ def test_a_records_own_id_text_title_and_dedup_are_kept_when_other_fields_were_c
 
 @pytest.mark.parametrize("labels", [{}, {"cluster_id": "a", "duplicate_of": "b", "seq": 5, "cluster_seq": 3}])
 def test_a_document_with_dedup_fields_encoded_in_advance_is_the_document_encoded_whole(labels):
-    from esdedup.fingerprint import Fingerprinter
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.schema import dedup_members
     from esdedup.store.base import NewDoc
     from esdedup.store.elastic import ElasticStore

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.jieba_fast import JiebaFast
-from esdedup.jieba_hmm import cut_runs
-from esdedup.normalize import normalize
-from esdedup.tokenize import PIECE_CHARS, Tokenizer
+from esdedup.fingerprint.jieba_fast import JiebaFast
+from esdedup.fingerprint.jieba_hmm import cut_runs
+from esdedup.fingerprint.normalize import normalize
+from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer
 from tests.corpus import SENTENCES, make_corpus
 
 # Common characters, characters jieba's HMM has no emission for in some states (埜: no B, no E) or in none

@@ -151,7 +151,7 @@ def private_names_imported(path: Path) -> list[str]:
 
 def test_the_private_name_reader_sees_one() -> None:
     """bench/fingerprint.py times the SimHash stage alone, through a private function (a benchmark may)."""
-    assert "esdedup.fingerprint._vote_sums" in private_names_imported(REPO / "bench" / "fingerprint.py")
+    assert "esdedup.fingerprint.fingerprinter._vote_sums" in private_names_imported(REPO / "bench" / "fingerprint.py")
 
 
 @pytest.mark.parametrize("path", LIBRARY + CLI, ids=_rel)

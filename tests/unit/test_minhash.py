@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from esdedup import minhash as mh
-from esdedup.features import char_shingles
+from esdedup.fingerprint import minhash as mh
+from esdedup.fingerprint.features import char_shingles
 
 REPO = Path(__file__).resolve().parents[2]
 TEXT = "近似重复检测：同一篇新闻被多家网站转载"
@@ -102,8 +102,8 @@ def test_signatures_batch_equals_one_by_one():
 
 
 _CHILD = f"""
-from esdedup import minhash as mh
-from esdedup.features import char_shingles
+from esdedup.fingerprint import minhash as mh
+from esdedup.fingerprint.features import char_shingles
 sig = mh.signature(mh.shingle_hashes(char_shingles({TEXT!r}, 2)), 128)
 print(",".join(map(str, sig[:8].tolist())), mh.lsh_keys(sig, 32, 4)[0], hash("x"))
 """
@@ -245,8 +245,9 @@ def test_collision_probability_matches_band_sharing():
 def test_fingerprinter_batch_equals_one_text_at_a_time(monkeypatch, chunk):
     """The fingerprinter hashes a batch's n-grams in one pass (and long texts chunk by chunk): the
     signatures must be those of each text's own n-gram set."""
-    from esdedup import FingerprintConfig, fingerprint
-    from esdedup.normalize import normalize
+    from esdedup import FingerprintConfig
+    from esdedup.fingerprint import fingerprinter as fingerprint
+    from esdedup.fingerprint.normalize import normalize
 
     monkeypatch.setattr(fingerprint, "_SHINGLE_CHUNK", chunk)
     fper = fingerprint.Fingerprinter(FingerprintConfig(tokenizer="char", shingle=2))

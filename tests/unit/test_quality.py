@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from esdedup import FingerprintConfig
-from esdedup.bands import BandLayout
-from esdedup.features import char_shingles
-from esdedup.fingerprint import Fingerprint, Fingerprinter
+from esdedup.fingerprint.bands import BandLayout
+from esdedup.fingerprint.features import char_shingles
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.lookup import probe_for, similar
 from esdedup.pairs import ScoredPair, find_pairs, probe_pairs, scored_pairs, verdicts
 from esdedup.rule import is_duplicate

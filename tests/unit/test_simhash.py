@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdedup.config import FingerprintConfig
-from esdedup.fingerprint import Fingerprinter, _vote_sums
-from esdedup.hashing import token_digest, token_hash
-from esdedup.simhash import (
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter, _vote_sums
+from esdedup.fingerprint.hashing import token_digest, token_hash
+from esdedup.fingerprint.simhash import (
     from_hex,
     hamming,
     hamming_many,
@@ -86,8 +86,8 @@ def test_golden_simhash_128():
 
 _CHILD = """
 import json, sys
-from esdedup.config import FingerprintConfig
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 texts = json.loads(sys.stdin.read())
 out = {}
 for tok in ("jieba", "rjieba"):
@@ -198,7 +198,7 @@ def test_fingerprint_many_equals_fingerprint_one_by_one(fper_rjieba):
 
 
 def test_fingerprint_many_across_internal_chunks(fper_rjieba, monkeypatch):
-    import esdedup.fingerprint as fpmod
+    import esdedup.fingerprint.fingerprinter as fpmod
 
     texts = [f"第{i}篇文章讲了{i % 7}件事情，中国{i % 3}" for i in range(23)] + ["", "！"]
     expected = [fper_rjieba.fingerprint(t) for t in texts]

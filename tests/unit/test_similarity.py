@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from esdedup.config import FingerprintConfig
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.similarity import (
     adjusted_cosine,
     containment,

@@ -6,8 +6,8 @@ import pickle
 
 import numpy as np
 
-from esdedup.config import FingerprintConfig
-from esdedup.fingerprint import Fingerprinter
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import dedup_source, json_bytes
 from esdedup.workers import fingerprint_with
 from tests.corpus import make_corpus

@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Which bits of a SimHash form each band key ({@code esdedup.bands.BandLayout}): the bits are cut into
+ * Which bits of a SimHash form each band key ({@code esdedup.fingerprint.bands.BandLayout}): the bits are cut into
  * {@code blocks} contiguous blocks whose widths differ by at most one, and every combination of
  * {@code keyBlocks} blocks (in {@code itertools.combinations} order) is one table, keyed {@code "<table>:<hex>"}.
  */

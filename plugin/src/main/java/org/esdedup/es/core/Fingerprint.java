@@ -1,6 +1,6 @@
 package org.esdedup.es.core;
 
-/** What esdedup stores for one text (see {@code esdedup.fingerprint.Fingerprint}). */
+/** What esdedup stores for one text (see {@code esdedup.fingerprint.fingerprinter.Fingerprint}). */
 public final class Fingerprint {
     /** The SimHash as 64-bit words, least significant first; all 0 for an empty text. */
     public final long[] simhash;
@@ -38,7 +38,7 @@ public final class Fingerprint {
         this.contentSha1 = contentSha1;
     }
 
-    /** Fixed-width lowercase hex, most significant first, as stored ({@code esdedup.simhash.to_hex}). */
+    /** Fixed-width lowercase hex, most significant first, as stored ({@code esdedup.fingerprint.simhash.to_hex}). */
     public String simhashHex() {
         StringBuilder sb = new StringBuilder(bits / 4);
         for (int w = simhash.length - 1; w >= 0; w--) {

@@ -19,7 +19,7 @@ import java.util.Set;
  * pairwise summation. Thread-safe.
  */
 public final class Fingerprinter {
-    /** Pieces of at most this many code points are segmented at a time ({@code esdedup.tokenize.PIECE_CHARS}). */
+    /** Pieces of at most this many code points are segmented at a time ({@code esdedup.fingerprint.tokenize.PIECE_CHARS}). */
     static final int PIECE_CHARS = 1 << 16;
     private static final byte[] TOKEN_PERSON = "esdedup-v1".getBytes(StandardCharsets.US_ASCII);
 
@@ -153,7 +153,7 @@ public final class Fingerprinter {
         return counts;
     }
 
-    /** {@code esdedup.features.term_of}: stripped; null when it has no word character or is a stopword. */
+    /** {@code esdedup.fingerprint.features.term_of}: stripped; null when it has no word character or is a stopword. */
     private String termOf(String token) {
         int[] cps = token.codePoints().toArray();
         int a = 0, b = cps.length;
@@ -194,7 +194,7 @@ public final class Fingerprinter {
         return out;
     }
 
-    /** {@code esdedup.tokenize.iter_pieces}: cut after the last sentence break or space of the last quarter. */
+    /** {@code esdedup.fingerprint.tokenize.iter_pieces}: cut after the last sentence break or space of the last quarter. */
     int pieceEnd(int[] text, int start, int size) {
         int end = Math.min(start + size, text.length);
         if (end < text.length) {
@@ -213,7 +213,7 @@ public final class Fingerprinter {
             || cp == ';' || cp == '\n';
     }
 
-    /** {@code esdedup.features.char_shingles}: n-grams of the word characters; a shorter text is one shingle. */
+    /** {@code esdedup.fingerprint.features.char_shingles}: n-grams of the word characters; a shorter text is one shingle. */
     private void charShingles(int[] norm, int n, List<String> out) {
         int[] chars = new int[norm.length];
         int len = 0;

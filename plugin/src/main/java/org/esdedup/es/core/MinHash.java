@@ -4,7 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * esdedup's MinHash ({@code esdedup.minhash}): character n-grams hashed by folding code points through the
+ * esdedup's MinHash ({@code esdedup.fingerprint.minhash}): character n-grams hashed by folding code points through the
  * SplitMix64 finaliser, permutations {@code (a*x + b) mod 2^64 >> 32} with BLAKE2b-derived coefficients, LSH
  * band keys from the signature rows. All arithmetic wraps on 64 bits, as numpy's uint64 does.
  */

@@ -1,7 +1,7 @@
 package org.esdedup.es.core;
 
 /**
- * {@code esdedup.normalize.normalize} without OpenCC: drop junk (controls, invisible format characters, lone
+ * {@code esdedup.fingerprint.normalize.normalize} without OpenCC: drop junk (controls, invisible format characters, lone
  * surrogates), NFKC, case folding, whitespace runs to one space and trimmed. Works on code points throughout,
  * as Python's {@code str} does, with Python's Unicode tables ({@link UnicodeData}).
  */

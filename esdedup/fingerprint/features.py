@@ -1,6 +1,6 @@
 """From tokens to weighted terms: stopwords, synonyms, shingles, tf / tf-idf / length weights.
 
-Pure functions over plain data. Loading the shipped or user files lives in `esdedup.resources`.
+Pure functions over plain data. Loading the shipped or user files lives in `esdedup.fingerprint.resources`.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from esdedup.errors import ConfigError
-from esdedup.normalize import is_token
+from esdedup.fingerprint.normalize import is_token
 
 
 def terms(tokens: Iterable[str], stopwords: frozenset[str] = frozenset(),

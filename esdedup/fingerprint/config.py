@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdedup.bands import BandLayout, check_bits
+from esdedup.fingerprint.bands import BandLayout, check_bits
 from esdedup.errors import ConfigError
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
@@ -103,7 +103,7 @@ class FingerprintConfig:
             1 for the pigeonhole layout, ``band_blocks - hamming_k`` for a multi-table layout.
         probe_radius: look up each band key together with its neighbours within this many bits
             (lets few, long keys serve a large k); 0 means exact band keys only.
-        tokenizer: ``jieba`` (jieba's precise-mode tokens, computed by `esdedup.jieba_fast`), ``rjieba``
+        tokenizer: ``jieba`` (jieba's precise-mode tokens, computed by `esdedup.fingerprint.jieba_fast`), ``rjieba``
             (jieba-rs throughout: a little faster, other tokens on near-ties) or ``char``.
         shingle: 0 for words; n > 0 for overlapping character n-grams (short texts need them).
         weighting: ``tf`` (default: robust on a corpus that changes fast), ``tfidf`` or ``tf_length``
@@ -213,7 +213,7 @@ class FingerprintConfig:
             raise bad(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
         if self.weighting == "tfidf" and self.idf_path is None and self.idf_sha256 is None:
             raise bad("weighting 'tfidf' needs a document-frequency table: set idf_path "
-                      "(build one with esdedup.features.DocumentFrequency)")
+                      "(build one with esdedup.fingerprint.features.DocumentFrequency)")
         if self.tokenizer == "char" and self.shingle <= 0:
             raise bad("tokenizer 'char' needs shingle >= 1 (the n of the character n-grams)")
         if self.shingle > 0 and self.tokenizer != "char":

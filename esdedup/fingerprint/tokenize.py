@@ -3,7 +3,7 @@
 A `Tokenizer` owns its own dictionary instance, so user words added for one config never leak into
 another. Segmentation of very long text goes piece by piece (`iter_pieces`), which keeps memory bounded.
 
-``jieba`` gives jieba's tokens, computed by `esdedup.jieba_fast` (jieba-rs's dictionary route and jieba's own
+``jieba`` gives jieba's tokens, computed by `esdedup.fingerprint.jieba_fast` (jieba-rs's dictionary route and jieba's own
 HMM, several times faster) unless user words are added, which only jieba itself takes as jieba does; the
 environment variable ``ESDEDUP_JIEBA=reference`` makes it run jieba itself always (to compare).
 """
@@ -50,7 +50,7 @@ class Tokenizer:
         self._cut: Callable[[str], list[str]]
         self._cut_many: Callable[[Sequence[str]], list[list[str]]] | None = None
         if backend == "jieba" and not user_words and os.environ.get("ESDEDUP_JIEBA") != "reference":
-            from esdedup.jieba_fast import JiebaFast
+            from esdedup.fingerprint.jieba_fast import JiebaFast
 
             fast = JiebaFast()
             self._cut, self._cut_many = fast.cut, fast.cut_many

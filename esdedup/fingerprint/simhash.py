@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from esdedup.hashing import token_digest
+from esdedup.fingerprint.hashing import token_digest
 
 
 def vote_rows(digests: Sequence[bytes], bits: int = 64) -> np.ndarray:
@@ -42,7 +42,7 @@ def simhash(weights: Mapping[str, float], bits: int = 64) -> int:
 
     >>> simhash({}) == 0
     True
-    >>> simhash({"中国": 1.0}) == __import__("esdedup.hashing").hashing.token_hash("中国")
+    >>> simhash({"中国": 1.0}) == __import__("esdedup.fingerprint.hashing").hashing.token_hash("中国")
     True
     """
     terms = list(weights)

@@ -1,7 +1,7 @@
 """jieba's precise mode (``jieba.lcut(text, HMM=True)``), token for token, several times faster.
 
 jieba cuts a block of Chinese in two steps: the most probable route through its dictionary, then its HMM
-(`esdedup.jieba_hmm`) on each run of characters the route leaves single, unless the run is itself a word.
+(`esdedup.fingerprint.jieba_hmm`) on each run of characters the route leaves single, unless the run is itself a word.
 jieba-rs (`rjieba`) ships the same dictionary and finds the same route in native code, but its HMM tables
 differ in the last digits, so on near-ties it cuts differently (``常在前``: jieba 常/在/前, jieba-rs 常在/前;
 13 texts in 100,000 poems). So this takes the route from jieba-rs (HMM off), finds the single-character
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.jieba_hmm import FIRST, LAST, cut_runs
+from esdedup.fingerprint.jieba_hmm import FIRST, LAST, cut_runs
 
 #: jieba's blocks (``jieba.re_han_default``, ``jieba.re_skip_default``).
 _HAN_BLOCK = re.compile(r"([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)")

@@ -15,16 +15,16 @@ from operator import itemgetter
 
 import numpy as np
 
-from esdedup import minhash as mh
-from esdedup.bands import BandLayout
-from esdedup.config import FingerprintConfig
+from esdedup.fingerprint import minhash as mh
+from esdedup.fingerprint.bands import BandLayout
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import InputError
-from esdedup.features import char_shingles, term_of, term_weights
-from esdedup.hashing import token_digest
-from esdedup.normalize import normalize
-from esdedup.resources import Resources, load_resources
-from esdedup.simhash import pack_bits, to_hex
-from esdedup.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
+from esdedup.fingerprint.features import char_shingles, term_of, term_weights
+from esdedup.fingerprint.hashing import token_digest
+from esdedup.fingerprint.normalize import normalize
+from esdedup.fingerprint.resources import Resources, load_resources
+from esdedup.fingerprint.simhash import pack_bits, to_hex
+from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
 
 #: The term table is cleared when it grows past this many terms (bounds memory on endless streams).
 MAX_CACHED_TERMS = 2_000_000
@@ -467,7 +467,7 @@ def _distinct_ngrams(chars: str, n: int) -> np.ndarray:
 
 
 def _shingle_sets(word_chars: Sequence[str], n: int) -> list[np.ndarray]:
-    """The distinct n-gram hashes (`esdedup.minhash.ngram_hashes`, sorted) of each text of word characters.
+    """The distinct n-gram hashes (`esdedup.fingerprint.minhash.ngram_hashes`, sorted) of each text of word characters.
 
     Texts up to `_SHINGLE_CHUNK` characters are hashed together in one numpy pass over their concatenation
     (n-grams that would cross from one text into the next are dropped); a longer text is read a chunk at

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
 
-from esdedup.config import FingerprintConfig, file_digest
+from esdedup.fingerprint.config import FingerprintConfig, file_digest
 from esdedup.errors import ConfigError, ConfigMismatchError
-from esdedup.features import DocumentFrequency
-from esdedup.normalize import normalize
+from esdedup.fingerprint.features import DocumentFrequency
+from esdedup.fingerprint.normalize import normalize
 
 _SPLIT = re.compile(r"[\s,，]+")
 
