@@ -62,7 +62,7 @@ def _client(args: tuple[str, str, list[tuple[str, str]], float, float, int, str]
     from esdedup.es.connect import make_client, resolve_settings
     from esdedup.errors import StoreError
     from esdedup.fingerprint.fingerprinter import Fingerprinter
-    from esdedup.lookup import similar
+    from esdedup.match.lookup import similar
     from esdedup.store.elastic import ElasticStore
 
     client = make_client(resolve_settings(url))

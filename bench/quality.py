@@ -262,7 +262,7 @@ class Clock:
 # -- the three methods on the natural benchmark --------------------------------------------------------
 def run_esdedup(docs_path: Path, config, workdir: Path, workers: int) -> tuple[set, dict]:
     from esdedup.ingest import IngestOptions, ingest
-    from esdedup.pairs import find_pairs
+    from esdedup.match.pairs import find_pairs
     from esdedup.store.local import LocalStore
 
     store = LocalStore(f"natural-{os.getpid()}-{time.time_ns() % 10**6}", workdir)
@@ -302,7 +302,7 @@ def run_esdedup_library(docs_path: Path, config, workdir: Path, workers: int, ch
     processes, LocalStore.write, find_pairs."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from esdedup.pairs import find_pairs
+    from esdedup.match.pairs import find_pairs
     from esdedup.store.base import NewDoc
     from esdedup.store.local import LocalStore
 
@@ -511,12 +511,12 @@ def layouts(args) -> list[str]:
     import numpy as np
 
     from esdedup.fingerprint.bands import BandLayout
-    from esdedup.pairs import probe_pairs
+    from esdedup.match.pairs import probe_pairs
 
     rng = np.random.default_rng(args.seed)
     hashes = [int(x) for x in rng.integers(0, 2**64, size=100_000, dtype=np.uint64, endpoint=False)]
     lines = ["Band layouts for larger k (64-bit SimHash; chosen by `BandLayout.choose(64, k, 1_000_000, "
-             "max_tables=16, max_probes=1024)`; the join is `esdedup.pairs.probe_pairs` over 100,000 random "
+             "max_tables=16, max_probes=1024)`; the join is `esdedup.match.pairs.probe_pairs` over 100,000 random "
              "fingerprints, i.e. the candidate pairs an all-pairs search must verify by chance):", "",
              "| k | blocks | key blocks | probe radius | tables | key bits | probes per lookup | "
              "expected random candidates per lookup at 1M docs | join: random pairs | join: wall s |",
@@ -535,7 +535,7 @@ NOTES = ['Data: the npm package `chinese-poetry@2.0.1` (real Chinese text; `npm 
          '',
          'Label definitions. Synthetic: 1 = a source and one of its generated variants; 0 = documents of two different sources, sources being chosen pairwise non-near-duplicate (character-bigram Jaccard < 0.3). Natural: 1 = two records of different collections with the same author and title (Simplified, spaces and punctuation removed), where that (author, title) occurs once in each collection; 0 = records whose (author, title) differ: same title by another author, same author with another title, random; pairs whose normalised texts are identical are never labelled 0. Precision and recall are over the labelled pairs (`esdedup.evaluate`).',
          '',
-         'esdedup configuration: the defaults plus `t2s=True, tokenizer=rjieba`: every text gets a 128-permutation MinHash of its character bigrams (16-bit values; 16 LSH bands of 3 rows, the first 48 values, their keys in one `long` field; the Jaccard estimate reads all 128), texts of 200 characters or more also SimHash bands; a pair of texts with signatures is a duplicate when the estimated bigram Jaccard >= 0.5 or the estimated containment >= 0.8 (`esdedup.lookup`). datasketch and SimHash get the same normalised text (NFKC, casefolded, Traditional -> Simplified) and the same bigrams.',
+         'esdedup configuration: the defaults plus `t2s=True, tokenizer=rjieba`: every text gets a 128-permutation MinHash of its character bigrams (16-bit values; 16 LSH bands of 3 rows, the first 48 values, their keys in one `long` field; the Jaccard estimate reads all 128), texts of 200 characters or more also SimHash bands; a pair of texts with signatures is a duplicate when the estimated bigram Jaccard >= 0.5 or the estimated containment >= 0.8 (`esdedup.match.lookup`). datasketch and SimHash get the same normalised text (NFKC, casefolded, Traditional -> Simplified) and the same bigrams.',
          '']
 
 

@@ -20,7 +20,7 @@ import typer
 from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
-from esdedup.thresholds import HammingBeyondIndex, ThresholdOverrides
+from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
 
 from .output import for_people
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from esdedup.thresholds import ThresholdOverrides
+from esdedup.match.thresholds import ThresholdOverrides
 
 from .common import (
     Connection,

@@ -9,18 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdedup.clusters import clusters
+from esdedup.match.clusters import clusters
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
 from esdedup.errors import ConfigError, IndexNotFound
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from esdedup.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
-from esdedup.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
+from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
+from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from esdedup.readers import read_text_file
 from esdedup.fingerprint.simhash import hamming
-from esdedup.similarity import cosine, novel_similarity, size_ratio_ok
+from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.store.base import Store
-from esdedup.thresholds import ThresholdOverrides, Thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
@@ -176,7 +176,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
 
     ``lsh_join``: ``memory`` joins the LSH bands in numpy after one scan of the signatures (about 512 bytes
     a document), ``store`` reads the store's key groups (`Store.key_batches`: on Elasticsearch a ``terms``
-    aggregation of the keys held by two documents or more, a partition of the keys at a time), ``auto`` is memory up to `esdedup.pairs.LSH_IN_MEMORY_MAX` documents. The pairs are the
+    aggregation of the keys held by two documents or more, a partition of the keys at a time), ``auto`` is memory up to `esdedup.match.pairs.LSH_IN_MEMORY_MAX` documents. The pairs are the
     same either way; it is a choice of memory against time.
 
     Raises:

@@ -2,7 +2,7 @@
 
 `diversify` is pure: it takes the hit dicts of an Elasticsearch response (``resp["hits"]["hits"]``) and
 returns new hit dicts; it makes no requests. Pairs are decided by the near-duplicate rule
-(`esdedup.rule`) with the index's thresholds, the same answer `dups` and ingest labels give:
+(`esdedup.match.rule`) with the index's thresholds, the same answer `dups` and ingest labels give:
 
 * two hits that carry MinHash signatures are judged on their estimated n-gram Jaccard / containment;
 * two short hits without signatures (documents of an older esdedup) are judged on their TF cosine alone;
@@ -26,7 +26,7 @@ compared with the representatives kept so far; it joins the first (highest ranke
 becomes a representative itself. The comparisons run in numpy, a block of hits at a time against the
 representatives of earlier blocks and itself.
 
->>> from esdedup.thresholds import Thresholds
+>>> from esdedup.match.thresholds import Thresholds
 >>> hits = [{"_id": "a", "_source": {"dedup": {"simhash": "00000000000000ff"}}},
 ...         {"_id": "b", "_source": {"dedup": {"simhash": "00000000000000fe"}}},
 ...         {"_id": "c", "_source": {"dedup": {"simhash": "ffff0000000000ff"}}}]
@@ -53,8 +53,8 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
-from esdedup.rule import SketchColumns
-from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.match.rule import SketchColumns
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 __all__ = ["MODES", "diversify"]
 

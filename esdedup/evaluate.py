@@ -2,7 +2,7 @@
 
 Labels are JSON lines ``{"a": id, "b": id, "label": 0 or 1}`` (optional ``kind`` and ``class``, as
 `esdedup.synth` writes them). A labelled pair is *predicted* a duplicate when the store's all-pairs search
-finds it as a candidate (shared band / LSH key, or probed band key) and the rule (`esdedup.rule`)
+finds it as a candidate (shared band / LSH key, or probed band key) and the rule (`esdedup.match.rule`)
 accepts it under a setting of the thresholds. Precision, recall and F1 are computed over the labelled
 pairs only (pairs nobody labelled count for nothing), overall and per length class.
 
@@ -24,10 +24,10 @@ import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, InputError
-from esdedup.pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
-from esdedup.rule import decide
+from esdedup.match.pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
+from esdedup.match.rule import decide
 from esdedup.store.base import Store
-from esdedup.thresholds import Thresholds
+from esdedup.match.thresholds import Thresholds
 
 #: Grid swept by default (each list is one axis; ``None`` switches the test off).
 DEFAULT_COSINES = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -189,7 +189,7 @@ class LabelledCandidates:
                 self.cont[i] = p.containment
 
     def predict(self, s: Setting) -> np.ndarray:
-        """Which labelled pairs the rule (`esdedup.rule.decide`) accepts under ``s``."""
+        """Which labelled pairs the rule (`esdedup.match.rule.decide`) accepts under ``s``."""
         signatures = np.where(self.ngram, self.jac, np.nan)
         return self.found & decide(s, hamming=self.ham, cosine=self.cos, jaccard=signatures,
                                    containment=np.where(self.ngram, self.cont, np.nan),

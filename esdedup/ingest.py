@@ -5,7 +5,7 @@ or an exact repeat of a record already written in this run) or failed (rejected 
 store, or unconfirmed when the store went away); failed and skipped records go to the dead-letter file
 with their source location and reason. So ``read == indexed + skipped + failed`` always holds.
 
-Labels: a cluster is a set of documents joined by near-duplicate pairs (the rule of `esdedup.rule`); every
+Labels: a cluster is a set of documents joined by near-duplicate pairs (the rule of `esdedup.match.rule`); every
 member carries the id of the cluster's representative in ``cluster_id``, and all but the representative
 also in ``duplicate_of``. The representative is the cluster's earliest member in write order: every
 document keeps ``seq``, when it was first written (nanoseconds since 1970; ties broken by id), so that
@@ -53,14 +53,14 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.deadletters import DeadLetters
 from esdedup.errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from esdedup.lookup import lookup_keys, probe_for
+from esdedup.match.lookup import lookup_keys, probe_for
 from esdedup.fingerprint.normalize import normalize
 from esdedup.readers import Record, Rejected, check_inputs, read_records
-from esdedup.rule import Sketch, measure
+from esdedup.match.rule import Sketch, measure
 from esdedup.runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
 from esdedup.schema import DEDUP, content_sha1
 from esdedup.store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
-from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
 
 log = logging.getLogger(__name__)
@@ -812,7 +812,7 @@ class _Run:
         return [d for d in written if d.id not in gone]
 
     def _matches(self, sketch: Sketch, own_id: str, cands: list[StoredDoc]) -> list[StoredDoc]:
-        """The candidates that are near-duplicates of a text by the rule (what `esdedup.lookup.verify` keeps,
+        """The candidates that are near-duplicates of a text by the rule (what `esdedup.match.lookup.verify` keeps,
         without ranking them: labelling joins them all)."""
         if sketch.empty:
             return []

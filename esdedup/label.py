@@ -7,7 +7,7 @@ run finds nothing to do) with the mechanism the concurrent writers of `esdedup.i
 own: a document's write order is its ``seq`` (the processor stamps, in nanoseconds, when the document reached
 the node: one ``_bulk`` keeps its order, as an ingest of the same file would), the representative of a
 cluster is its earliest member by ``seq`` then id, near-duplicates are found by the band lookup and decided
-by `esdedup.rule`, and clusters are joined in the store with conditional updates
+by `esdedup.match.rule`, and clusters are joined in the store with conditional updates
 (`esdedup.ingest.settle_stored`, the step every ingest runs after writing a batch).
 
 Per batch of unlabelled documents: (1) a document without ``seq`` (written through a pipeline made before the
@@ -36,7 +36,7 @@ from esdedup.es.query import FINGERPRINT_FIELDS
 from esdedup.schema import DEDUP, band_fields
 from esdedup.store.base import Root, Store, StoredDoc
 from esdedup.store.elastic import hit_to_doc
-from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000

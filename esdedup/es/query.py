@@ -7,7 +7,7 @@ query a key field, and returns each hit's key values, so that the client gives e
 bands have a field each; the MinHash LSH bands ``lsh_<i>`` all query the one field ``dedup.lsh_keys``
 (`esdedup.schema.key_field`), still one clause a band.
 Candidates come back with their SimHash and labels as doc values and their vector from ``_source``, never
-the article text, and are scored exactly client-side (`esdedup.lookup`).
+the article text, and are scored exactly client-side (`esdedup.match.lookup`).
 """
 from __future__ import annotations
 

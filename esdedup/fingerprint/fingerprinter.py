@@ -52,7 +52,7 @@ class Fingerprint:
         minhash: the MinHash signature likewise, else None.
         chars: normalised characters.
         shingles: distinct character n-grams behind ``minhash`` (0 when there is no signature); with the
-            signature it gives the containment estimate of the n-gram rule (`esdedup.rule`).
+            signature it gives the containment estimate of the n-gram rule (`esdedup.match.rule`).
     """
 
     simhash: int

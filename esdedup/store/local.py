@@ -13,7 +13,7 @@ than the document itself). Keys are indexed lazily: ``docs.seq`` grows with ever
 reused, and a replaced document gets a new one), ``meta`` remembers up to which ``seq`` each key table is
 indexed, and the first read that needs a table (lookup, shared keys, crowded keys) computes the keys of
 the newer documents from their stored SimHash and MinHash signature, sorts them and inserts them in one
-pass. An all-pairs search that joins LSH bands in memory (`esdedup.lookup`) never needs the ``lsh`` table.
+pass. An all-pairs search that joins LSH bands in memory (`esdedup.match.lookup`) never needs the ``lsh`` table.
 Overwriting a document deletes its old key rows, recomputed the same way.
 
 Several processes may use one collection. SQLite serialises their transactions (each write transaction

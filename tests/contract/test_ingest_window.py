@@ -20,11 +20,11 @@ from esdedup import FingerprintConfig
 from esdedup import ingest as ingest_module
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import Ingester, IngestOptions, RunIndex, ingest
-from esdedup.rule import is_duplicate
+from esdedup.match.rule import is_duplicate
 from esdedup.store.base import Store
 from esdedup.store.elastic import ElasticStore
 from esdedup.store.local import LocalStore
-from esdedup.thresholds import Thresholds
+from esdedup.match.thresholds import Thresholds
 from tests.corpus import make_corpus, make_document, make_variant
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")

@@ -18,14 +18,14 @@ from typer.testing import CliRunner
 from esdedup import FingerprintConfig
 from esdedup.api import all_pairs
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.lookup import similar
-from esdedup.rule import is_duplicate
+from esdedup.match.lookup import similar
+from esdedup.match.rule import is_duplicate
 from esdedup.schema import mapping_for
 from esdedup.search import async_search_diversified, search_diversified
 from esdedup.store import elastic
 from esdedup.store.base import shared_keys
 from esdedup.store.elastic import ElasticStore
-from esdedup.thresholds import Thresholds
+from esdedup.match.thresholds import Thresholds
 from tests.corpus import make_corpus
 
 pytestmark = pytest.mark.es
@@ -294,7 +294,7 @@ def test_store_join_crowded_key_larger_than_a_page(es_client, fresh_index, monke
             assert len(set(members)) == len(members) == min(n, 10), key
     memory = all_pairs(store, lsh_join="memory", max_bucket=10).pairs
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
+    with caplog.at_level(logging.WARNING, logger="esdedup.match.pairs"):
         by_store = all_pairs(store, lsh_join="store", max_bucket=10).pairs
     assert by_store == memory
     first = {"b0", "b1", *(f"c{i:02d}" for i in range(8))}  # a crowded key's first 10 documents

@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.lookup import verify
+from esdedup.match.lookup import verify
 from esdedup.schema import dedup_source
 from esdedup.store.elastic import ElasticStore
-from esdedup.thresholds import Thresholds
+from esdedup.match.thresholds import Thresholds
 from tests.es_node import EARLY_STARTS, LocalCluster
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin]
@@ -289,7 +289,7 @@ def test_pipeline_put_refuses_what_the_plugin_cannot_reproduce_in_one_line(plugi
 
 def test_similar_on_the_node_answers_as_the_client_path(plugin_es, plugin_url, corpus, indexes):
     """`similar --server-side` (one request, the node verifies) gives the client path's matches and measures."""
-    from esdedup.lookup import similar, similar_on_node
+    from esdedup.match.lookup import similar, similar_on_node
 
     _, docs = corpus
     a, _, config = indexes

@@ -18,7 +18,7 @@ import pytest
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest import Ingester, IngestOptions, ingest
-from esdedup.pairs import find_pairs
+from esdedup.match.pairs import find_pairs
 from esdedup.store.elastic import ElasticStore
 from tests.reliability import cli_env, dead_letters, wait_for
 from tests.writers import (

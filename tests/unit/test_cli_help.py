@@ -419,7 +419,7 @@ def test_similar_says_when_its_answer_was_truncated(clean_env: Path) -> None:
     """More stored candidates than one lookup fetches: the answer says so (JSON "truncated", a warning)."""
     from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.fingerprint.fingerprinter import Fingerprinter
-    from esdedup.lookup import DEFAULT_LIMIT
+    from esdedup.match.lookup import DEFAULT_LIMIT
     from esdedup.store.base import NewDoc
     from esdedup.store.local import LocalStore
 

@@ -16,11 +16,11 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.diversify import MODES, diversify
 from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.rule import is_duplicate, measure, minhash_estimates
+from esdedup.match.rule import is_duplicate, measure, minhash_estimates
 from esdedup.schema import dedup_source, encode_minhash
 from esdedup.fingerprint.simhash import hamming, to_hex
-from esdedup.similarity import vector_cosine
-from esdedup.thresholds import Thresholds
+from esdedup.match.similarity import vector_cosine
+from esdedup.match.thresholds import Thresholds
 
 
 def T(hamming_k, cosine):  # noqa: N802 - reads like the old keyword pair
@@ -30,7 +30,7 @@ def T(hamming_k, cosine):  # noqa: N802 - reads like the old keyword pair
 # The module itself: the package exports the function under the same name, so `esdedup.diversify` as an
 # attribute is the function.
 div = importlib.import_module("esdedup.diversify")
-rule = importlib.import_module("esdedup.rule")
+rule = importlib.import_module("esdedup.match.rule")
 
 BASE = 0x0123_4567_89AB_CDEF
 
@@ -532,7 +532,7 @@ def _drawn(d: dict) -> dict:
 
 
 def _rule_says(a: dict, b: dict, t: Thresholds, config: FingerprintConfig) -> bool:
-    """The rule for one pair, from the module docstring of `esdedup.rule`, with `is_duplicate`."""
+    """The rule for one pair, from the module docstring of `esdedup.match.rule`, with `is_duplicate`."""
     if a["cluster_id"] is not None and a["cluster_id"] == b["cluster_id"]:
         return True
     ham = hamming(a["simhash"], b["simhash"]) if a["simhash"] is not None and b["simhash"] is not None else None

@@ -26,8 +26,8 @@ from esdedup.evaluate import (
     score_by_class,
     sweep,
 )
-from esdedup.pairs import ScoredPair
-from esdedup.rule import is_duplicate
+from esdedup.match.pairs import ScoredPair
+from esdedup.match.rule import is_duplicate
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
 

@@ -20,7 +20,7 @@ from esdedup.errors import ConfigMismatchError, InputError
 from esdedup.fingerprint.features import DocumentFrequency, char_shingles, count_filtered, term_weights
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.normalize import normalize
-from esdedup.similarity import cosine, vector_cosine
+from esdedup.match.similarity import cosine, vector_cosine
 from esdedup.fingerprint.tokenize import iter_pieces
 
 SEEDS = Path("/work/shared/seeds")

@@ -276,7 +276,7 @@ def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path):
     import time
 
     from esdedup.fingerprint.fingerprinter import Fingerprinter
-    from esdedup.lookup import probe_for
+    from esdedup.match.lookup import probe_for
     from esdedup.schema import content_sha1
     from esdedup.store.base import NewDoc
 

@@ -16,13 +16,13 @@ from esdedup import FingerprintConfig
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.features import char_shingles
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from esdedup.lookup import probe_for, similar
-from esdedup.pairs import ScoredPair, find_pairs, probe_pairs, scored_pairs, verdicts
-from esdedup.rule import is_duplicate
-from esdedup.rule import minhash_estimates as short_scores
+from esdedup.match.lookup import probe_for, similar
+from esdedup.match.pairs import ScoredPair, find_pairs, probe_pairs, scored_pairs, verdicts
+from esdedup.match.rule import is_duplicate
+from esdedup.match.rule import minhash_estimates as short_scores
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore
-from esdedup.thresholds import ThresholdOverrides, Thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import SENTENCES
 
 SHORT = "国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"
@@ -172,7 +172,7 @@ def test_crowded_band_values_are_capped_and_reported(tmp_path, caplog):
     config = FingerprintConfig(strategy="simhash")
     hashes = [0xABCDEF0123456789] * 30 + _planted_hashes(40, 3, seed=1)
     store = _store_with_hashes(tmp_path, config, hashes, "crowded")
-    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
+    with caplog.at_level(logging.WARNING, logger="esdedup.match.pairs"):
         pairs = list(find_pairs(store, max_bucket=10, thresholds=ThresholdOverrides(cosine=None)))
     same = [p for p in pairs if int(p.a[1:]) < 30 and int(p.b[1:]) < 30]
     assert len(same) == 10 * 9 // 2  # only the first 10 of the 30 holders of each crowded value
@@ -200,7 +200,7 @@ def test_crowded_lsh_values_found_in_memory_equal_the_stores_count(tmp_path, fpe
     counts = []
     real_count = store.count
     store.count = lambda: counts.append(1) or real_count()  # type: ignore[method-assign]
-    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
+    with caplog.at_level(logging.WARNING, logger="esdedup.match.pairs"):
         report = all_pairs(store, max_bucket=10)
     # In memory or not is decided once, so the search and the crowded report cannot disagree.
     assert len(counts) == 1
@@ -215,7 +215,7 @@ def test_crowded_lsh_values_found_in_memory_equal_the_stores_count(tmp_path, fpe
 def test_probe_join_caps_crowded_values(caplog):
     layout = BandLayout.probing(64, 4, 2)
     hashes = [0x1234] * 50
-    with caplog.at_level(logging.WARNING, logger="esdedup.pairs"):
+    with caplog.at_level(logging.WARNING, logger="esdedup.match.pairs"):
         left, _ = probe_pairs(layout, hashes, max_bucket=5)
     assert len(left) < 50 * 49 // 2
     assert "matched more than 5 documents" in caplog.text
@@ -262,7 +262,7 @@ def test_probing_find_pairs_on_elasticsearch(es_client, fresh_index):
 def test_lsh_pair_indices_equal_brute_force():
     """Pairs of rows equal on every row of some band, each once, left < right; a crowded band value
     contributes only its first max_bucket rows."""
-    from esdedup.pairs import lsh_pair_indices
+    from esdedup.match.pairs import lsh_pair_indices
 
     rng = np.random.default_rng(3)
     sigs = rng.integers(0, 3, size=(120, 16), dtype=np.uint32)  # few values: many collisions
@@ -281,7 +281,7 @@ def test_lsh_pair_indices_equal_brute_force():
 def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch):
     """find_pairs joins LSH bands in numpy for stores that fit in memory and reads the store's key groups
     otherwise: the same candidate pairs with the same measures either way."""
-    import esdedup.pairs as pairs_module
+    import esdedup.match.pairs as pairs_module
     from esdedup.api import all_pairs
     from esdedup.errors import ConfigError
     from tests.corpus import make_corpus
@@ -309,7 +309,7 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
 def test_all_pairs_in_memory_measures_equal_measure_pair_by_pair(tmp_path, fper):
     """The in-memory LSH join measures its candidate pairs in bulk (`SketchColumns.measure`); every number must be
     the one `measure` gives the two stored documents, or `dups` would decide otherwise than `similar`."""
-    from esdedup.rule import measure
+    from esdedup.match.rule import measure
     from tests.corpus import make_corpus
 
     docs, _ = make_corpus(200, 40, seed=5, sentences=(1, 8))
@@ -345,7 +345,7 @@ def test_measure_pairs_equals_measure_pair_by_pair():
     """The store-side join measures its candidate pairs in bulk (`measure_pairs`); every number must be the one
     `measure` gives the same two texts, or `dups` would decide otherwise than `similar`. Texts short and long,
     with and without signatures (strategy simhash: short ones are then measured by the legacy rule)."""
-    from esdedup.rule import measure, measure_pairs
+    from esdedup.match.rule import measure, measure_pairs
 
     long_text = "".join(SENTENCES[:6])
     texts = [*SENTENCES[:12], long_text, long_text[:-3] + "改动了", "短"]
@@ -371,7 +371,7 @@ def test_sketch_columns_measure_a_grid_as_they_measure_its_pairs():
     """`SketchColumns.measure_grid` (diversify's pages) gives each pair of the grid the numbers `measure`
     gives it as a pair (the cosine up to the last bits of a matrix product), texts lacking a SimHash or a
     vector included (NaN where a side lacks it)."""
-    from esdedup.rule import SketchColumns
+    from esdedup.match.rule import SketchColumns
 
     texts = [*SENTENCES[:6], "".join(SENTENCES[:6]), "短"]
     fps = [*Fingerprinter(FingerprintConfig(strategy="simhash")).fingerprint_many(texts[:3]),

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.similarity import (
+from esdedup.match.similarity import (
     adjusted_cosine,
     containment,
     cosine,

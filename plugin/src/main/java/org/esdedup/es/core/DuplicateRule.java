@@ -1,7 +1,7 @@
 package org.esdedup.es.core;
 
 /**
- * esdedup's near-duplicate rule ({@code esdedup.lookup.is_duplicate} and {@code _measure}), with the same
+ * esdedup's near-duplicate rule ({@code esdedup.match.lookup.is_duplicate} and {@code _measure}), with the same
  * arithmetic: Hamming distance of the SimHashes; cosine as the float32 dot product of the stored vectors summed
  * pairwise like numpy, clipped to [0, 1]; MinHash Jaccard as the share of equal signature positions; containment
  * from Jaccard and the n-gram counts.
@@ -58,7 +58,7 @@ public final class DuplicateRule {
         return new Scores(ham, cos, ngram, jac, cont);
     }
 
-    /** As esdedup.rule: a float32 cosine within this much below the threshold reaches it (rounding). */
+    /** As esdedup.match.rule: a float32 cosine within this much below the threshold reaches it (rounding). */
     static final double COSINE_TOLERANCE = 1e-6;
 
     public boolean isDuplicate(DedupDoc q, DedupDoc d) {
@@ -118,7 +118,7 @@ public final class DuplicateRule {
         return (double) equal / a.length;
     }
 
-    /** The estimated share of the smaller n-gram set found in the other ({@code esdedup.lookup._containment}). */
+    /** The estimated share of the smaller n-gram set found in the other ({@code esdedup.match.lookup._containment}). */
     public static double containment(double jac, int shinglesA, int shinglesB) {
         double na = shinglesA, nb = shinglesB;
         double lo = Math.min(na, nb), hi = Math.max(na, nb);

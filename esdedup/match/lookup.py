@@ -1,8 +1,8 @@
 """Near-duplicates of given texts through any `Store`: which keys to probe, and exact verification.
 
 Candidate generation is the store's job (band-key lookups, exact set semantics, so both stores return the
-same candidates); deciding which candidates are near-duplicates is the rule's (`esdedup.rule`), client-side,
-once, for both stores. All-pairs search lives in `esdedup.pairs`, clusters in `esdedup.clusters`.
+same candidates); deciding which candidates are near-duplicates is the rule's (`esdedup.match.rule`), client-side,
+once, for both stores. All-pairs search lives in `esdedup.match.pairs`, clusters in `esdedup.match.clusters`.
 """
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import numpy as np
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.rule import Sketch, measure
+from esdedup.match.rule import Sketch, measure
 from esdedup.schema import band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, Store, StoredDoc
-from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000

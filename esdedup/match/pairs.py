@@ -3,7 +3,7 @@
 Candidates are documents that share a SimHash band key or a MinHash LSH key in the store; when the band
 layout probes neighbouring keys (``probe_radius`` > 0) every document's probe keys are also joined in memory,
 so the pigeonhole guarantee holds for any k the layout was built for. Each candidate pair is measured once
-(`ScoredPair`) and kept when `esdedup.rule` says so. Band values held by more than ``max_bucket`` documents
+(`ScoredPair`) and kept when `esdedup.match.rule` says so. Band values held by more than ``max_bucket`` documents
 are cut to that many and logged as a warning (see `Store.crowded_keys`).
 """
 from __future__ import annotations
@@ -19,10 +19,10 @@ import numpy as np
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
-from esdedup.rule import SketchColumns, are_duplicates, has_signature, is_duplicate, measure, measure_pairs
+from esdedup.match.rule import SketchColumns, are_duplicates, has_signature, is_duplicate, measure, measure_pairs
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
 from esdedup.store.base import Store, StoredDoc
-from esdedup.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class ScoredPair:
 
 
 def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
-    """The rule's verdict on each scored pair (`esdedup.rule.are_duplicates`), in one call: a bool array."""
+    """The rule's verdict on each scored pair (`esdedup.match.rule.are_duplicates`), in one call: a bool array."""
     return are_duplicates([p.hamming for p in pairs], [p.cosine for p in pairs], t, [p.ngram for p in pairs],
                           jaccard=[p.jaccard for p in pairs], containment=[p.containment for p in pairs])
 
@@ -193,7 +193,7 @@ class _PairScorer:
 
     def _score_pairs(self, pairs: list[tuple[str, str]]) -> Iterator[ScoredPair]:
         """Measure candidate pairs (``a < b``) in bulk: their documents fetched once, every measure in numpy
-        as `esdedup.rule.measure` takes it; pairs with an empty or vanished document are left out."""
+        as `esdedup.match.rule.measure` takes it; pairs with an empty or vanished document are left out."""
         ids = sorted({i for p in pairs for i in p})
         docs: dict[str, StoredDoc] = {}
         for start in range(0, len(ids), FETCH_BATCH):
@@ -304,7 +304,7 @@ class _Columns:
 def _lsh_pairs(store: Store, seen: set[tuple[str, str]], max_bucket: int,
                crowded: list[tuple[str, int]] | None = None, chunk: int = 16384) -> Iterator[ScoredPair]:
     """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined in numpy and measured as
-    `esdedup.rule.measure_pairs` measures them."""
+    `esdedup.match.rule.measure_pairs` measures them."""
     config = store.config
     cols = _Columns.of(store)
     sigs = cols.sketches.sigs

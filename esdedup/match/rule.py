@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_words
-from esdedup.thresholds import Thresholds
+from esdedup.match.thresholds import Thresholds
 
 __all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
 

@@ -2,7 +2,7 @@
 
 An index's `FingerprintConfig` carries its thresholds (``hamming_k``, ``cosine_threshold``,
 ``jaccard_threshold``, ``containment_threshold``); a caller may override some of them. Both are folded into
-one `Thresholds` here, validated once, and handed to the rule (`esdedup.rule`) by ingest, `similar`,
+one `Thresholds` here, validated once, and handed to the rule (`esdedup.match.rule`) by ingest, `similar`,
 `dups`, `diversify` and `search_diversified` alike.
 
 A threshold of None switches its test off. "Use the index's value" is never a value: it is what
@@ -44,7 +44,7 @@ NAMES = ("hamming_k", "cosine", "jaccard", "containment")
 
 @dataclass(frozen=True)
 class Thresholds:
-    """What counts as a near-duplicate (see `esdedup.rule` for how the four values combine).
+    """What counts as a near-duplicate (see `esdedup.match.rule` for how the four values combine).
 
     Args:
         hamming_k: the largest SimHash Hamming distance of a pair judged on its SimHash, or None (off).
