@@ -21,7 +21,7 @@ kinds: same title by another author (the hardest: 无题, 春晓, 送别 ...), s
 random; records whose normalised texts are identical are never labelled 0 (an identical text is a
 duplicate whatever its metadata says). Every method is scored on the same labelled pairs.
 
-Synthetic benchmark: `esdedup.synth.make_benchmark` over short sources (poems of 全唐诗 and 全宋诗,
+Synthetic benchmark: `esdedup.quality.synth.make_benchmark` over short sources (poems of 全唐诗 and 全宋诗,
 < 100 characters) and long sources (> 2,000 characters: each volume 卷 of 御定全唐詩, the chapters of
 孟子, 大学, 中庸 and the long essays of 古文观止).
 
@@ -376,7 +376,7 @@ def run_simhash(docs_path: Path, k: int = 3) -> tuple[set, dict]:
 
 def natural(args) -> list[str]:
     from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.evaluate import parse_labels, score, score_by_class
+    from esdedup.quality.evaluate import parse_labels, score, score_by_class
 
     out_dir = DATA / "natural"
     docs_path, labels_path = out_dir / "docs.jsonl", out_dir / "labels.jsonl"
@@ -448,10 +448,10 @@ def natural(args) -> list[str]:
 # -- synthetic benchmark -------------------------------------------------------------------------------
 def synth(args) -> list[str]:
     from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.evaluate import best_per_class, parse_labels, run
+    from esdedup.quality.evaluate import best_per_class, parse_labels, run
     from esdedup.store.local import LocalStore
-    from esdedup.synth import SynthOptions, make_benchmark
-    from esdedup.synth import write_jsonl as write_rows
+    from esdedup.quality.synth import SynthOptions, make_benchmark
+    from esdedup.quality.synth import write_jsonl as write_rows
 
     out_dir = DATA / "synth"
     sources_path = out_dir / "sources.jsonl"
@@ -533,7 +533,7 @@ def layouts(args) -> list[str]:
 
 NOTES = ['Data: the npm package `chinese-poetry@2.0.1` (real Chinese text; `npm pack` fetches it into bench/data/, which git ignores; the script regenerates everything from it). No installable package ships a human-labelled Chinese paraphrase / duplicate-question corpus (LCQMC, ATEC, BQ...): the package lists were searched for them and for news-title corpora. The natural variants used instead are the same poems as transmitted by two independent digital editions of the Complete Tang Poems (全唐诗 and the Qing imperial 御定全唐詩) and by anthologies (唐诗三百首 twice, 千家诗, 水墨唐诗), whose texts differ in variant characters, missing or extra lines, inline notes, Traditional vs Simplified script.',
          '',
-         'Label definitions. Synthetic: 1 = a source and one of its generated variants; 0 = documents of two different sources, sources being chosen pairwise non-near-duplicate (character-bigram Jaccard < 0.3). Natural: 1 = two records of different collections with the same author and title (Simplified, spaces and punctuation removed), where that (author, title) occurs once in each collection; 0 = records whose (author, title) differ: same title by another author, same author with another title, random; pairs whose normalised texts are identical are never labelled 0. Precision and recall are over the labelled pairs (`esdedup.evaluate`).',
+         'Label definitions. Synthetic: 1 = a source and one of its generated variants; 0 = documents of two different sources, sources being chosen pairwise non-near-duplicate (character-bigram Jaccard < 0.3). Natural: 1 = two records of different collections with the same author and title (Simplified, spaces and punctuation removed), where that (author, title) occurs once in each collection; 0 = records whose (author, title) differ: same title by another author, same author with another title, random; pairs whose normalised texts are identical are never labelled 0. Precision and recall are over the labelled pairs (`esdedup.quality.evaluate`).',
          '',
          'esdedup configuration: the defaults plus `t2s=True, tokenizer=rjieba`: every text gets a 128-permutation MinHash of its character bigrams (16-bit values; 16 LSH bands of 3 rows, the first 48 values, their keys in one `long` field; the Jaccard estimate reads all 128), texts of 200 characters or more also SimHash bands; a pair of texts with signatures is a duplicate when the estimated bigram Jaccard >= 0.5 or the estimated containment >= 0.8 (`esdedup.match.lookup`). datasketch and SimHash get the same normalised text (NFKC, casefolded, Traditional -> Simplified) and the same bigrams.',
          '']

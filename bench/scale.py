@@ -12,7 +12,7 @@ the phases run on an existing index at ``--es`` as it is, and the index is kept.
 Phases, each timed on its own, with a progress line on stderr at least every 30 s:
 
 1. Documents: the poems of chinese-poetry under 2,000 characters (bench/corpora.py), shuffled and cut into
-   slices; each slice goes to `esdedup.synth.make_benchmark` (what `esdedup synth` runs) for 2,500 sources
+   slices; each slice goes to `esdedup.quality.synth.make_benchmark` (what `esdedup synth` runs) for 2,500 sources
    and ``--variants`` planted near-duplicates of each. Slices, because picking mutually distinct sources and
    pairing negatives grow with the square of the sources (10,000 sources take 21 s, 2,500 take 1.6 s), and
    slices run in parallel. JSONL ``{"id", "text"}``; a variant's id is its source's id + ``v<k>``.
@@ -67,7 +67,7 @@ import esdedup.fingerprint.jieba_fast  # noqa: E402, F401  (loaded by the first 
 import esdedup.store.elastic  # noqa: E402, F401  (loaded by open_store when called)
 import esdedup.store.local  # noqa: E402, F401  (likewise)
 from esdedup.api import SimilarFinder, open_store  # noqa: E402
-from esdedup.synth import SynthOptions, make_benchmark  # noqa: E402
+from esdedup.quality.synth import SynthOptions, make_benchmark  # noqa: E402
 from tests.es_node import LocalCluster  # noqa: E402
 
 #: Sources per call of make_benchmark (its cost grows with the square of this).
@@ -488,7 +488,7 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
         lines.append(
             f"Documents: {n:,} ({docs.mb:.0f} MB JSONL) from {docs.sources:,} poems of chinese-poetry "
             f"{corpora.POETRY_VERSION} under {MAX_CHARS:,} characters and {args.variants} planted variants of each "
-            f"(`esdedup.synth.make_benchmark`, slices of {SLICE_SOURCES:,} sources); `dups` and lookups ran on the "
+            f"(`esdedup.quality.synth.make_benchmark`, slices of {SLICE_SOURCES:,} sources); `dups` and lookups ran on the "
             "index as ingest left it, the force merge last.")
     else:
         lines.append(f"Documents: the {n:,} of the existing index `{args.index}` as found; phases "

@@ -89,7 +89,7 @@ def eval_command(
 
     Example: esdedup eval --pairs labels.jsonl --docs docs.jsonl --t2s --tokenizer rjieba
     """
-    from esdedup.evaluate import default_grid, read_labels, run
+    from esdedup.quality.evaluate import default_grid, read_labels, run
 
     labels = read_labels(pairs)
     config = fp.config()
@@ -170,7 +170,7 @@ def synth(
     Example: esdedup synth corpus.jsonl --docs-out docs.jsonl --labels-out labels.jsonl --sources 2000
     """
     from esdedup.readers import Record, read_records
-    from esdedup.synth import RECIPES, SynthOptions, make_benchmark, write_jsonl
+    from esdedup.quality.synth import RECIPES, SynthOptions, make_benchmark, write_jsonl
 
     chosen = tuple(r.strip() for r in recipes.split(",") if r.strip()) if recipes else RECIPES
     opts = SynthOptions(sources=sources, variants=variants, recipes=chosen, char_rate=char_rate,

@@ -1,4 +1,4 @@
-"""esdedup.evaluate: scoring functions, the vectorised sweep against the scalar rule, and `run` over a
+"""esdedup.quality.evaluate: scoring functions, the vectorised sweep against the scalar rule, and `run` over a
 small labelled corpus on the local store (and on Elasticsearch, with the same answers)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.errors import InputError
-from esdedup.evaluate import (
+from esdedup.quality.evaluate import (
     Label,
     LabelledCandidates,
     Scores,

@@ -1,4 +1,4 @@
-"""esdedup.synth: determinism, what each recipe does, and that the labels say what they should."""
+"""esdedup.quality.synth: determinism, what each recipe does, and that the labels say what they should."""
 from __future__ import annotations
 
 import random
@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from esdedup.errors import ConfigError
-from esdedup.synth import (
+from esdedup.quality.synth import (
     RECIPES,
     SynthOptions,
     bigrams,

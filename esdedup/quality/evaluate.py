@@ -1,7 +1,7 @@
 """Quality of near-duplicate detection against labelled pairs (`esdedup eval`).
 
 Labels are JSON lines ``{"a": id, "b": id, "label": 0 or 1}`` (optional ``kind`` and ``class``, as
-`esdedup.synth` writes them). A labelled pair is *predicted* a duplicate when the store's all-pairs search
+`esdedup.quality.synth` writes them). A labelled pair is *predicted* a duplicate when the store's all-pairs search
 finds it as a candidate (shared band / LSH key, or probed band key) and the rule (`esdedup.match.rule`)
 accepts it under a setting of the thresholds. Precision, recall and F1 are computed over the labelled
 pairs only (pairs nobody labelled count for nothing), overall and per length class.
