@@ -1,4 +1,4 @@
-"""Tests of esdedup.encodings: Japanese and Korean legacy encodings are read, not turned into Chinese
+"""Tests of esdedup.readers.encodings: Japanese and Korean legacy encodings are read, not turned into Chinese
 mojibake, and Chinese detection is unchanged by them."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of esdedup.files: canonical source names and file ids, input checks, reading one file whole."""
+"""Tests of esdedup.readers.files: canonical source names and file ids, input checks, reading one file whole."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Tests of esdedup.formats: one bad line costs one record, JSON files, files without an extension."""
+"""Tests of esdedup.readers.formats: one bad line costs one record, JSON files, files without an extension."""
 from __future__ import annotations
 
 import gzip

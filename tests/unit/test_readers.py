@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from esdedup import files, formats, readers
+from esdedup import readers
+
+from esdedup.readers import files as files
+
+from esdedup.readers import formats as formats
 from esdedup.errors import ConfigError, DecodeError, InputError
 from esdedup.readers import (
     Record,
@@ -803,7 +807,7 @@ def test_special_files_and_duplicate_directories(tmp_path, caplog):
     write(root / "real" / "a.txt", "一")
     (root / "alias").symlink_to("real", target_is_directory=True)  # not a loop: same files twice
     os.mkfifo(root / "pipe")
-    with caplog.at_level("WARNING", logger="esdedup.files"):
+    with caplog.at_level("WARNING", logger="esdedup.readers.files"):
         items = list(read_records([root]))
     assert [(type(i).__name__, i.source) for i in items] == [
         ("Record", str(root / "alias" / "a.txt")),

@@ -34,7 +34,7 @@ class Record:
     fields: dict[str, Any]
     """Every other field of the JSON object or CSV row (url, source, timestamp, ...)."""
     source: str
-    """The file's canonical name (see :func:`esdedup.files.source_name`)."""
+    """The file's canonical name (see :func:`esdedup.readers.files.source_name`)."""
     location: str
     """``"line 12"`` (jsonl), ``"row 5"`` (csv, 1-based data row), ``"item 3"`` (an array in a .json
     file, 1-based) or ``""`` (a whole file)."""

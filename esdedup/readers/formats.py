@@ -1,13 +1,13 @@
 """Streaming record readers for ``ingest``: txt, JSONL, JSON, CSV/TSV.
 
 * ``txt``: one document per file (novels of tens of MB are normal and read in one go); its id is derived
-  from the file's path (see :mod:`esdedup.files`).
+  from the file's path (see :mod:`esdedup.readers.files`).
 * ``jsonl``: one JSON object per line, read line by line in binary with a bounded buffer.
 * ``json``: a file holding one JSON object or an array of objects (read whole, so at most the record
   limit); a ``.json`` file that holds JSON Lines is read as JSONL.
 * ``csv`` / ``tsv``: a header row, then one record per row (quoted fields may span lines).
 
-Format 'auto' goes by the file name (:func:`esdedup.files.detect_format`); a file without an extension
+Format 'auto' goes by the file name (:func:`esdedup.readers.files.detect_format`); a file without an extension
 is looked into: JSON Lines or a JSON object/array of objects is read as such, anything else as txt.
 
 Every input yields either a :class:`Record` or a :class:`Rejected` describing exactly what was wrong and
@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from esdedup.encodings import SAMPLE_BYTES, LineCodec, decode_bytes, detect_encoding, line_codec
+from esdedup.readers.encodings import SAMPLE_BYTES, LineCodec, decode_bytes, detect_encoding, line_codec
 from esdedup.errors import ConfigError, DecodeError
-from esdedup.files import (
+from esdedup.readers.files import (
     Found,
     as_paths,
     detect_format,
@@ -40,8 +40,8 @@ from esdedup.files import (
     too_long,
     walk,
 )
-from esdedup.lines import HEAD_BYTES, Line, decode_line, decode_reason, excerpt, sniff, split_lines
-from esdedup.records import (
+from esdedup.readers.lines import HEAD_BYTES, Line, decode_line, decode_reason, excerpt, sniff, split_lines
+from esdedup.readers.records import (
     DEFAULT_MAX_RECORD_BYTES,
     EXCERPT_CHARS,
     STRICT_JSON,
@@ -488,10 +488,10 @@ def read_records(
 ) -> Iterator[Record | Rejected]:
     """Stream the records of files and directories, in a deterministic order.
 
-    ``format`` is 'auto' (by file name, see :func:`esdedup.files.detect_format`; a file without an
+    ``format`` is 'auto' (by file name, see :func:`esdedup.readers.files.detect_format`; a file without an
     extension by its content), 'txt', 'jsonl', 'json', 'csv' or 'tsv' ('csv' reads .tsv files with tabs
     too). Sources are canonical file names and txt ids are derived from paths as
-    :mod:`esdedup.files` describes; a txt file whose id another file of this run already has is
+    :mod:`esdedup.readers.files` describes; a txt file whose id another file of this run already has is
     rejected. ``skip(source, offset)`` is asked for every record start (not for blank lines) and a True
     answer drops that record silently, so a resumed run can pass over what it already did; txt files
     are asked with offset 0 before being read. Rejections carry their offset and are asked the same way.

@@ -12,7 +12,7 @@ Names (one rule for every reader, the dead-letter file and the checkpoint):
 * A **file-derived id** (a txt file is one document) is the file's path inside the directory given,
   with ``/`` separators (``2024/001.txt``), or its source name when the file itself was given. Two
   distinct files never share an id in one run: the reader rejects the second one (see
-  :func:`esdedup.formats.read_records`).
+  :func:`esdedup.readers.formats.read_records`).
 
 This module never prints and never configures logging.
 """
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from esdedup.encodings import decode_bytes
+from esdedup.readers.encodings import decode_bytes
 from esdedup.errors import ConfigError, DecodeError, InputError, InputNotFound
-from esdedup.records import DEFAULT_MAX_RECORD_BYTES, Rejected
+from esdedup.readers.records import DEFAULT_MAX_RECORD_BYTES, Rejected
 
 __all__ = ["MAX_TEXT_FILE_BYTES", "check_inputs", "detect_format", "iter_files", "read_text_file",
            "source_name"]
@@ -47,7 +47,7 @@ _CSV_SUFFIXES = (".csv", ".tsv")
 def detect_format(path: str | os.PathLike[str]) -> str:
     """By name, case-insensitive: 'jsonl' for .jsonl/.ndjson/.json-lines, 'json' for .json, 'csv' for
     .csv/.tsv, else 'txt'. (Reading with format 'auto' also looks inside files without an extension:
-    see :func:`esdedup.formats.read_records`.)"""
+    see :func:`esdedup.readers.formats.read_records`.)"""
     name = Path(path).name.lower()
     if name.endswith(_JSONL_SUFFIXES):
         return "jsonl"
