@@ -1,4 +1,4 @@
-"""Benchmark of `esdedup.diversify.diversify` on a page of 100 search hits.
+"""Benchmark of `esdedup.search.diversify.diversify` on a page of 100 search hits.
 
 The hits carry stored fingerprints as a search returns them (``_source.dedup.simhash`` as hex,
 ``_source.dedup.vector`` as a JSON list of floats), made by a `Fingerprinter` from generated Chinese
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from esdedup.fingerprint.config import FingerprintConfig  # noqa: E402
-from esdedup.diversify import diversify  # noqa: E402
+from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.schema import dedup_source  # noqa: E402
 from esdedup.match.thresholds import Thresholds  # noqa: E402

@@ -37,7 +37,7 @@ import corpora  # noqa: E402
 from elasticsearch import Elasticsearch, helpers  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
-from esdedup.diversify import diversify  # noqa: E402
+from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import similar, similar_knn  # noqa: E402

@@ -3,7 +3,7 @@ Elasticsearch.
 
 The public names are listed in ``__all__`` and documented in docs/api.md. ``diversify`` is imported here
 directly (not lazily) on purpose: a lazy ``diversify`` would be shadowed by the submodule of the same name
-as soon as anything imported ``esdedup.diversify``. Names whose modules pull in more (the store layer)
+as soon as anything imported ``esdedup.search.diversify``. Names whose modules pull in more (the store layer)
 are loaded on first use.
 """
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from esdedup._version import __version__
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.diversify import diversify
+from esdedup.search.diversify import diversify
 from esdedup.errors import EsdedupError
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
 
 if TYPE_CHECKING:
     from esdedup.api import open_store
-    from esdedup.search import search_diversified
+    from esdedup.search.paging import search_diversified
 
 
 __all__ = [

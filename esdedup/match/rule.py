@@ -213,7 +213,7 @@ def measure_pairs(docs: Sequence[Sketch], left: np.ndarray, right: np.ndarray, c
 class SketchColumns:
     """Texts' sketches as arrays, row i for text i, to measure many pairs among them at once: given pairs
     (`measure`; `measure_pairs`, and all-pairs search keeps the columns of every signed document of a store) or
-    every pair of two sets of rows (`measure_grid`; `esdedup.diversify` measures a page of hits so). Only the
+    every pair of two sets of rows (`measure_grid`; `esdedup.search.diversify` measures a page of hits so). Only the
     arrays: the texts themselves need not be kept. This is the one place that turns columns into measures."""
 
     words: np.ndarray  # (n, words) uint64, `simhash_words`; 0 where ``has_simhash`` says none

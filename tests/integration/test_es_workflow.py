@@ -21,7 +21,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.lookup import similar
 from esdedup.match.rule import is_duplicate
 from esdedup.schema import mapping_for
-from esdedup.search import async_search_diversified, search_diversified
+from esdedup.search.paging import async_search_diversified, search_diversified
 from esdedup.store import elastic
 from esdedup.store.base import shared_keys
 from esdedup.store.elastic import ElasticStore

@@ -10,7 +10,7 @@ import pytest
 from esdedup import diversify
 from esdedup.api import all_pairs
 from esdedup.ingest import IngestOptions, ingest
-from esdedup.search import index_config, search_diversified
+from esdedup.search.paging import index_config, search_diversified
 from esdedup.store.elastic import ElasticStore
 from tests.corpus import make_corpus
 

@@ -212,11 +212,11 @@ def test_ingest_and_look_up_with_the_installed_cli(installed: Installed) -> None
 
 def test_public_names_import_from_the_installed_package(installed: Installed) -> None:
     code = """
-import esdedup.search  # imports the esdedup.diversify module first: must not shadow the function
+import esdedup.search.paging  # imports the esdedup.search.diversify module first: must not shadow the function
 from esdedup import (diversify, Fingerprinter, Fingerprint, FingerprintConfig, hamming, BandLayout,
                      open_store, search_diversified)
 import esdedup
-assert callable(diversify) and diversify.__module__ == "esdedup.diversify", diversify
+assert callable(diversify) and diversify.__module__ == "esdedup.search.diversify", diversify
 hits = [{"_id": "a", "_source": {"dedup": {"simhash": "00000000000000ff"}}},
         {"_id": "b", "_source": {"dedup": {"simhash": "00000000000000fe"}}}]
 print([h["_id"] for h in diversify(hits)])

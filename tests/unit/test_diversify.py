@@ -1,4 +1,4 @@
-"""Tests of `esdedup.diversify.diversify` (pure: hit dicts in, new hit dicts out)."""
+"""Tests of `esdedup.search.diversify.diversify` (pure: hit dicts in, new hit dicts out)."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.diversify import MODES, diversify
+from esdedup.search.diversify import MODES, diversify
 from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.rule import is_duplicate, measure, minhash_estimates
@@ -27,9 +27,9 @@ def T(hamming_k, cosine):  # noqa: N802 - reads like the old keyword pair
     """Thresholds with the n-gram tests off: the hits of these tests carry SimHashes and vectors only."""
     return Thresholds(hamming_k, cosine)
 
-# The module itself: the package exports the function under the same name, so `esdedup.diversify` as an
+# The module itself: the package exports the function under the same name, so `esdedup.search.diversify` as an
 # attribute is the function.
-div = importlib.import_module("esdedup.diversify")
+div = importlib.import_module("esdedup.search.diversify")
 rule = importlib.import_module("esdedup.match.rule")
 
 BASE = 0x0123_4567_89AB_CDEF

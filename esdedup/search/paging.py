@@ -20,7 +20,7 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.diversify import MODES, diversify
+from esdedup.search.diversify import MODES, diversify
 from esdedup.errors import ConfigError, IndexNotFound
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import META_KEY, config_from_meta

@@ -81,7 +81,7 @@ def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: Fingerprin
             ``"group"``: the representatives only, each a copy with ``"_duplicates"``: the list of its
             duplicates (copies, in order), possibly empty; hits that were not compared (nothing to compare
             and no text) are returned as plain copies, without the key.
-        config: the index's `FingerprintConfig` (`esdedup.search.index_config` reads it from the index);
+        config: the index's `FingerprintConfig` (`esdedup.search.paging.index_config` reads it from the index);
             default: the fingerprinter's config, else the default config.
         thresholds: what counts as a near-duplicate; default: the config's thresholds.
         fingerprinter: fingerprints hits that carry no stored sketch; it must use ``config``. Default: one
