@@ -42,7 +42,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import similar, similar_knn  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
-from esdedup.store.elastic import ElasticStore  # noqa: E402
+from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 
 
 def pct(values: list[float], p: float) -> float:

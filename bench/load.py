@@ -63,7 +63,7 @@ def _client(args: tuple[str, str, list[tuple[str, str]], float, float, int, str]
     from esdedup.errors import StoreError
     from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.match.lookup import similar
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
 
     client = make_client(resolve_settings(url))
     store = ElasticStore(client, index)

@@ -52,7 +52,7 @@ from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.label import label_new  # noqa: E402
 from esdedup.match.lookup import similar, similar_on_node  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
-from esdedup.store.elastic import ElasticStore  # noqa: E402
+from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 
 PIPELINE = "bench-esdedup-plugin"
 

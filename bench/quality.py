@@ -481,7 +481,7 @@ def synth(args) -> list[str]:
         if url:
             from elasticsearch import Elasticsearch
 
-            from esdedup.store.elastic import ElasticStore
+            from esdedup.store.elastic.store import ElasticStore
 
             store = ElasticStore(Elasticsearch(url, request_timeout=120), f"esdedup-quality-{os.getpid()}",
                                  replicas=0)

@@ -64,7 +64,7 @@ import es as es_bench  # noqa: E402  (bench/es.py: the node and CPU helpers ever
 from elasticsearch import Elasticsearch, helpers  # noqa: E402
 
 import esdedup.fingerprint.jieba_fast  # noqa: E402, F401  (loaded by the first lookup's fingerprint)
-import esdedup.store.elastic  # noqa: E402, F401  (loaded by open_store when called)
+import esdedup.store.elastic.store  # noqa: E402, F401  (loaded by open_store when called)
 import esdedup.store.local  # noqa: E402, F401  (likewise)
 from esdedup.api import SimilarFinder, open_store  # noqa: E402
 from esdedup.quality.synth import SynthOptions, make_benchmark  # noqa: E402

@@ -40,7 +40,7 @@ from es import node  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
-from esdedup.store.elastic import ElasticStore  # noqa: E402
+from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 from tests.corpus import make_variant  # noqa: E402
 from tests.writers import inconsistencies, partition, stored_labels  # noqa: E402
 

@@ -37,7 +37,7 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     Raises:
         ConfigError: more than one of ``client``, ``connection`` and ``es_url``; an invalid URL or name.
     """
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
     from esdedup.store.local import LocalStore
 
     if sum(x is not None for x in (client, connection, es_url)) > 1:

@@ -35,7 +35,7 @@ from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.es.query import FINGERPRINT_FIELDS
 from esdedup.schema import DEDUP, band_fields
 from esdedup.store.base import Root, Store, StoredDoc
-from esdedup.store.elastic import hit_to_doc
+from esdedup.store.elastic.store import hit_to_doc
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Unlabelled documents read and labelled per step.

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.ingest import IngestOptions, ingest
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
 
     ap = argparse.ArgumentParser()
     ap.add_argument("es_url")

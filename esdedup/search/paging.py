@@ -24,7 +24,7 @@ from esdedup.search.diversify import MODES, diversify
 from esdedup.errors import ConfigError, IndexNotFound
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import META_KEY, config_from_meta
-from esdedup.store.elastic import es_errors
+from esdedup.store.elastic.store import es_errors
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Elasticsearch's default index.max_result_window: a window never grows past it.

@@ -1,7 +1,7 @@
 """The storage protocol: what esdedup needs from a place that keeps fingerprints.
 
 Two implementations: `esdedup.store.local.LocalStore` (SQLite, embedded default) and
-`esdedup.store.elastic.ElasticStore`. Everything above this layer (ingest, similar, dups, eval) is written
+`esdedup.store.elastic.store.ElasticStore`. Everything above this layer (ingest, similar, dups, eval) is written
 against `Store` only, and one contract test suite runs on both.
 """
 from __future__ import annotations

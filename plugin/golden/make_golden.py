@@ -226,7 +226,7 @@ def _variant(rng: random.Random, text: str) -> str:
 
 def _stored_doc(dedup: dict, dims: int):
     """The dedup object read back as the Elasticsearch store reads a hit."""
-    from esdedup.store.elastic import hit_to_doc
+    from esdedup.store.elastic.store import hit_to_doc
 
     fields = {f"dedup.{k}": [dedup[k]] for k in ("simhash", "empty", "tokens", "chars", "shingles") if k in dedup}
     return hit_to_doc({"_id": "b", "fields": fields, "_source": {"dedup": dedup}}, dims)

@@ -22,7 +22,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import Ingester, IngestOptions, RunIndex, ingest
 from esdedup.match.rule import is_duplicate
 from esdedup.store.base import Store
-from esdedup.store.elastic import ElasticStore
+from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from esdedup.match.thresholds import Thresholds
 from tests.corpus import make_corpus, make_document, make_variant

@@ -25,7 +25,7 @@ from esdedup.match.rule import is_duplicate
 from esdedup.match.rule import minhash_estimates as short_scores
 from esdedup.schema import META_KEY, content_sha1, meta_for
 from esdedup.store.base import NewDoc, Store, shared_keys
-from esdedup.store.elastic import ElasticStore
+from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import make_corpus

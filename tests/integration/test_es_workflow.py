@@ -22,9 +22,9 @@ from esdedup.match.lookup import similar
 from esdedup.match.rule import is_duplicate
 from esdedup.schema import mapping_for
 from esdedup.search.paging import async_search_diversified, search_diversified
-from esdedup.store import elastic
+from esdedup.store.elastic import store as elastic
 from esdedup.store.base import shared_keys
-from esdedup.store.elastic import ElasticStore
+from esdedup.store.elastic.store import ElasticStore
 from esdedup.match.thresholds import Thresholds
 from tests.corpus import make_corpus
 
@@ -252,7 +252,7 @@ def test_store_join_in_many_partitions_gives_the_pairs_of_memory(es_url, es_clie
     assert _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "index").exit_code == 0
     monkeypatch.setattr(elastic, "PARTITION_BUCKETS", 8)
     store = ElasticStore(es_client, fresh_index)
-    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic"):
+    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.store"):
         memory, by_store = (all_pairs(store, lsh_join=join).pairs for join in ("memory", "store"))
     assert memory and by_store == memory  # a key dropped loses pairs, a key read twice repeats them
     parts = [int(m[1]) for m in re.finditer(r"lsh_keys: \d+ distinct values, \d+ in all: (\d+) partitions",
@@ -261,7 +261,7 @@ def test_store_join_in_many_partitions_gives_the_pairs_of_memory(es_url, es_clie
     # An estimate far too low (HyperLogLog errs, a little): one partition first, split until none is cut.
     monkeypatch.setattr(store, "_key_stats", lambda field: (100, 108))
     caplog.clear()
-    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic"):
+    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.store"):
         assert all_pairs(store, lsh_join="store").pairs == memory
     assert caplog.text.count("may hold more than 16 shared values: split") >= 10
 

@@ -159,7 +159,7 @@ def test_cluster3_node_killed_during_ingest_and_lookups(cluster3, tmp_path):
     from esdedup.api import similar_to
     from esdedup.es.connect import make_client, resolve_settings
     from esdedup.errors import StoreError
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
 
     index = f"faults-c3-{os.getpid()}"
     url = cluster3.urls[0]  # the CLI and the lookups talk to node 0; another node is killed

@@ -24,7 +24,7 @@ from esdedup import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.lookup import verify
 from esdedup.schema import dedup_source
-from esdedup.store.elastic import ElasticStore
+from esdedup.store.elastic.store import ElasticStore
 from esdedup.match.thresholds import Thresholds
 from tests.es_node import EARLY_STARTS, LocalCluster
 

@@ -73,7 +73,7 @@ def test_a_node_named_twice_is_one_node():
 # -- open_store takes the settings whole -------------------------------------------------------------------
 def test_open_store_takes_connection_settings(tmp_path):
     from esdedup.api import open_store
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
     from esdedup.store.local import LocalStore
 
     settings = resolve_settings("https://u:s3cret@127.0.0.1:1", ca_certs=str(tmp_path / "ca.pem"))
@@ -87,7 +87,7 @@ def test_open_store_takes_connection_settings(tmp_path):
 
 def test_both_stores_validate_names_and_report_mismatches_with_one_helper():
     """The Elasticsearch store takes them from the protocol module, not from the SQLite store."""
-    from esdedup.store import base, elastic, local
-
+    from esdedup.store import base, local
+    from esdedup.store.elastic import store as elastic
     assert elastic.validate_name is base.validate_name is local.validate_name
     assert elastic.mismatch_error is base.mismatch_error is local.mismatch_error

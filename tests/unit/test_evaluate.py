@@ -124,7 +124,7 @@ def test_run_on_the_local_store(tmp_path):
 
 
 def test_run_on_elasticsearch_matches_local(tmp_path, es_client, fresh_index):
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
 
     docs_path, labels = _labelled_corpus(tmp_path)
     local = LocalStore(f"eval-{uuid.uuid4().hex[:6]}", tmp_path / "data")

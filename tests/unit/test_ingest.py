@@ -330,7 +330,7 @@ def test_a_document_with_dedup_fields_encoded_in_advance_is_the_document_encoded
     from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.schema import dedup_members
     from esdedup.store.base import NewDoc
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
 
     store = ElasticStore(None, "x")
     store._config = CONFIG

@@ -263,7 +263,7 @@ def test_cli_export_bad_time_field_is_a_usage_error(cli_app, tmp_path: Path) -> 
 def test_cli_export_from_elasticsearch(cli_app, es_client, es_url: str, fresh_index: str) -> None:
     """The config comes from the real index's _meta, and every field the objects name is in the real
     index's mapping."""
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
 
     config = FingerprintConfig(hamming_k=5, band_blocks=7, strategy="simhash")  # 7 choose 2 = 21 tables
     store = ElasticStore(es_client, fresh_index, replicas=0)

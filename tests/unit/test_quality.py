@@ -240,7 +240,7 @@ def test_scored_pairs_yields_each_candidate_once(tmp_path, fper):
 def test_probing_find_pairs_on_elasticsearch(es_client, fresh_index):
     """The in-memory probe join reads every document through Store.scan (a point in time on
     Elasticsearch); the answer is the brute-force one, as on the local store."""
-    from esdedup.store.elastic import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore
 
     config = FingerprintConfig(strategy="simhash", hamming_k=8, band_blocks=3, band_key_blocks=1, probe_radius=2)
     hashes = _planted_hashes(300, 8, seed=99)
