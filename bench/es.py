@@ -6,7 +6,7 @@ band and kNN paths, and diversify time on real hits — one node, one run.
 
 Documents: Tang and Song poems from the npm package chinese-poetry (real text; see bench/corpora.py).
 The plain baseline sends {id, title, author, text} through helpers.streaming_bulk with the same chunk size;
-esdedup sends the same records through `esdedup.ingest` (fingerprinting in worker processes, a band lookup
+esdedup sends the same records through `esdedup.ingest.run` (fingerprinting in worker processes, a band lookup
 per batch, labels) into an index with the dedup fields.
 
 The node is warmed up first (one untimed plain and one untimed esdedup bulk: a cold JVM indexes at about half
@@ -39,7 +39,7 @@ from elasticsearch import Elasticsearch, helpers  # noqa: E402
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
-from esdedup.ingest import IngestOptions, ingest  # noqa: E402
+from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import similar, similar_knn  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402

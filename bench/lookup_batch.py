@@ -5,7 +5,7 @@
 
 Documents: Tang and Song poems from the npm package chinese-poetry (see bench/corpora.py). First, untimed,
 ``--docs`` poems are ingested into a fresh index (ids ``a-...``; a run that creates its index needs no
-lookups). Then a second ``esdedup.ingest`` writes ``--docs`` more records with other ids (``b-...``) into
+lookups). Then a second ``esdedup.ingest.run`` writes ``--docs`` more records with other ids (``b-...``) into
 the same index: every other one a poem the first run did not see, the others copies of first-run poems
 (so half the records find a candidate). Its index exists and holds other documents, so every batch runs
 `Store.lookup`: the row gives docs/s, and node and client CPU per document. Last, `Store.lookup` alone on
@@ -31,7 +31,7 @@ from es import Timed, node  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
-from esdedup.ingest import BATCH, LOOKUP_LIMIT, IngestOptions, ingest  # noqa: E402
+from esdedup.ingest.run import BATCH, LOOKUP_LIMIT, IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import probe_for  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 

@@ -13,7 +13,7 @@ bare {id, title, author, text} records. Rows, all into one shard without replica
   ``esdedup_fingerprint`` processor (the node fingerprints: segmentation, hashes, vector, MinHash);
 * ``esdedup ingest`` of the same records (fingerprints in Python worker processes), without lookups
   (``--on-duplicate index``) and labelling (the default);
-* the pipeline ``_bulk`` followed by ``esdedup label`` (`esdedup.label.label_new`): the labels ingest gives,
+* the pipeline ``_bulk`` followed by ``esdedup label`` (`esdedup.ingest.label.label_new`): the labels ingest gives,
   for documents any client wrote.
 
 Then ``similar`` latency (``--lookups N``, 0 to skip) on the index ``esdedup ingest`` labelled: N stored poems,
@@ -48,8 +48,8 @@ from es import Timed, pct, timed_bulk  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
-from esdedup.ingest import IngestOptions, ingest  # noqa: E402
-from esdedup.label import label_new  # noqa: E402
+from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
+from esdedup.ingest.label import label_new  # noqa: E402
 from esdedup.match.lookup import similar, similar_on_node  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402

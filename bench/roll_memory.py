@@ -1,4 +1,4 @@
-"""Peak memory at an ingest's window roll: a full run index frozen into `FrozenKeys` (`esdedup.ingest._Run._freeze`).
+"""Peak memory at an ingest's window roll: a full run index frozen into `FrozenKeys` (`esdedup.ingest.run._Run._freeze`).
 
     python bench/roll_memory.py                # 5 windows of 200,000 documents x 16 keys, about 30 s of one core
     python bench/roll_memory.py --docs 50000   # lighter, for a busy machine
@@ -8,7 +8,7 @@ Fills a `RunIndex` as a batch run does (``--docs`` documents a window, each a `S
 signature are rows of its batch's arrays, as the workers send them, and ``--keys`` band keys: decimal LSH keys,
 a tenth of the documents repeating an earlier document's keys, one key held by 2%), and at the end of each
 window but the last freezes it into the run's `FrozenKeys` and starts an empty run index, as
-`esdedup.ingest._Run._next_window` does. Linux only: before each roll the process's high-water mark is reset
+`esdedup.ingest.run._Run._next_window` does. Linux only: before each roll the process's high-water mark is reset
 (``/proc/self/clear_refs``), so the peak printed is the roll's own. Prints, for each roll, the RSS before it,
 its peak during it and the RSS after; the peak RSS of the whole process, which includes the last window filled
 on top of the frozen keys; and a digest of what lookups in the frozen keys find (equal on any code that answers
@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from esdedup.runindex import FrozenKeys, RunIndex  # noqa: E402
+from esdedup.ingest.runindex import FrozenKeys, RunIndex  # noqa: E402
 from esdedup.store.base import StoredDoc  # noqa: E402
 
 #: Documents a batch (a worker's task): the vectors and signatures of a batch travel as one array each.

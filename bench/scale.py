@@ -207,9 +207,9 @@ class PeakRss:
 
 def run_cli(es: Elasticsearch, argv: list[str], what: str, out: Path, run_window: int | None = None) -> Run:
     """``python -m esdedup ARGV``, stdout to ``out``, stderr (its own progress lines) passed through;
-    ``run_window``: with `esdedup.ingest.RUN_INDEX_MAX_DOCS` set to it (a knob of this bench, not of the CLI)."""
+    ``run_window``: with `esdedup.ingest.run.RUN_INDEX_MAX_DOCS` set to it (a knob of this bench, not of the CLI)."""
     cmd = [sys.executable, "-m", "esdedup", *argv] if run_window is None else [
-        sys.executable, "-c", f"import runpy, esdedup.ingest as m; m.RUN_INDEX_MAX_DOCS = {run_window}; "
+        sys.executable, "-c", f"import runpy, esdedup.ingest.run as m; m.RUN_INDEX_MAX_DOCS = {run_window}; "
         "runpy.run_module('esdedup', run_name='__main__')", *argv]
     log(f"{what}: {' '.join(cmd)}")
     node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
@@ -337,7 +337,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
-    ap.add_argument("--run-window", type=int, help="ingest's run index window (esdedup.ingest.RUN_INDEX_MAX_DOCS)")
+    ap.add_argument("--run-window", type=int, help="ingest's run index window (esdedup.ingest.run.RUN_INDEX_MAX_DOCS)")
     args = ap.parse_args()
     asked = [p.strip() for p in args.phases.split(",") if p.strip()]
     unknown = sorted(set(asked) - set(PHASES))
@@ -558,7 +558,7 @@ def per_doc(r: dict[str, Any], n: int) -> list[tuple[str, str, str]]:
             ("ingest CPU, client (CLI + workers)", f"{ing.cpu / n * 1e6:,.0f} µs", f"{ing.cpu * scale / 3600:,.0f} CPU h"),
             ("ingest CPU, node", f"{ing.node_cpu / n * 1e6:,.0f} µs", f"{ing.node_cpu * scale / 3600:,.0f} CPU h"),
             ("ingest wall on this machine", f"{ing.wall / n * 1e6:,.0f} µs", f"{ing.wall * scale / 3600:,.1f} h"),
-            # Bounded since the run index is capped (esdedup.ingest.RUN_INDEX_MAX_DOCS): the total, not x 100M.
+            # Bounded since the run index is capped (esdedup.ingest.run.RUN_INDEX_MAX_DOCS): the total, not x 100M.
             ("ingest CLI peak RSS (bounded: total, not linear in N)",
              f"{ing.peak_rss_mb * 2**20 / n:,.0f} B", f"{ing.peak_rss_mb:,.0f} MB total at {n:,} docs")]
     if "disk" in r:

@@ -6,7 +6,7 @@
 Documents: Tang and Song poems from the npm package chinese-poetry (see bench/corpora.py), with every
 twentieth poem planted again as a lightly edited copy in another writer's part (so that writers really
 label each other's documents). Three runs, each into a fresh index (2 shards, 0 replicas), each writer a
-process running `esdedup.ingest.ingest` on its part with one fingerprint worker, all starting together:
+process running `esdedup.ingest.run.ingest` on its part with one fingerprint worker, all starting together:
 
 1. one writer, settling switched off (``ElasticStore.settles = False``): labelling as it was before
    concurrent writers were supported, right only while nobody else writes;
@@ -39,7 +39,7 @@ from elasticsearch import Elasticsearch  # noqa: E402
 from es import node  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
-from esdedup.ingest import IngestOptions, ingest  # noqa: E402
+from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 from tests.corpus import make_variant  # noqa: E402
 from tests.writers import inconsistencies, partition, stored_labels  # noqa: E402

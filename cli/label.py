@@ -37,7 +37,7 @@ def label(
 
     Example: esdedup label --index news --es http://localhost:9200
     """
-    from esdedup.label import label_new
+    from esdedup.ingest.label import label_new
 
     with opened_store(index, conn) as store:
         summary = label_new(store, thresholds=threshold_overrides(hamming, cosine, jaccard, containment))

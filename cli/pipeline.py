@@ -31,7 +31,7 @@ def put(
 
     Example: esdedup pipeline put --index news --es http://localhost:9200
     """
-    from esdedup.pipeline import put_pipeline
+    from esdedup.ingest.pipeline import put_pipeline
 
     with opened_store(index, conn) as store:
         made = put_pipeline(store, name=name, field=field, default=default)

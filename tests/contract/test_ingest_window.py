@@ -17,9 +17,9 @@ import uuid
 import pytest
 
 from esdedup import FingerprintConfig
-from esdedup import ingest as ingest_module
+from esdedup.ingest import run as ingest_module
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.ingest import Ingester, IngestOptions, RunIndex, ingest
+from esdedup.ingest.run import Ingester, IngestOptions, RunIndex, ingest
 from esdedup.match.rule import is_duplicate
 from esdedup.store.base import Store
 from esdedup.store.elastic.store import ElasticStore

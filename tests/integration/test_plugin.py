@@ -332,7 +332,7 @@ def test_label_gives_pipeline_documents_the_clusters_esdedup_ingest_gives(plugin
 
     from elasticsearch import helpers
 
-    from esdedup.label import label_new
+    from esdedup.ingest.label import label_new
 
     _, docs = corpus
     _, _, config = indexes

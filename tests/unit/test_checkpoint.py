@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from esdedup.checkpoint import Checkpoint
+from esdedup.ingest.checkpoint import Checkpoint
 
 
 def test_checkpoint_saves_any_name_and_reads_it_back(tmp_path):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from esdedup.deadletters import DeadLetters
+from esdedup.ingest.deadletters import DeadLetters
 
 
 def test_only_committed_lines_reach_the_file(tmp_path):

@@ -1,4 +1,4 @@
-"""`esdedup.runindex.FrozenKeys`: the band keys of a run's earlier windows, frozen into sorted arrays (issue 16).
+"""`esdedup.ingest.runindex.FrozenKeys`: the band keys of a run's earlier windows, frozen into sorted arrays (issue 16).
 
 Lookups must equal a dict-based reference (the first ``per_key`` documents of each key over all windows, then
 the first ``per_record`` of a record's, in write order), and windows of `RunIndex` frozen one after the other
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup import runindex
-from esdedup.runindex import MAX_PER_KEY, FrozenKeys, RunIndex, key_hashes
+from esdedup.ingest import runindex as runindex
+from esdedup.ingest.runindex import MAX_PER_KEY, FrozenKeys, RunIndex, key_hashes
 from esdedup.store.base import StoredDoc
 
 KEYS = [f"{t}:{v:04x}" for t in range(3) for v in range(6)] + [str(10**11 + v) for v in range(6)]

@@ -12,7 +12,7 @@ import pytest
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.ingest import Ingester, IngestOptions, ingest
+from esdedup.ingest.run import Ingester, IngestOptions, ingest
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
 
@@ -61,10 +61,10 @@ def test_the_examples_in_the_docstrings_run():
 
     import esdedup.api
     import esdedup.util.filelock
-    import esdedup.ingest
+    import esdedup.ingest.run
     import esdedup.store.base
 
-    for module in (esdedup.ingest, esdedup.store.base, esdedup.util.filelock, esdedup.api):
+    for module in (esdedup.ingest.run, esdedup.store.base, esdedup.util.filelock, esdedup.api):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -78,7 +78,7 @@ class _CountingStore(LocalStore):
 
 
 def test_an_ingester_opens_the_index_and_builds_the_fingerprinter_once(tmp_path, monkeypatch):
-    import esdedup.ingest as ingest_mod
+    import esdedup.ingest.run as ingest_mod
 
     built = []
     real = ingest_mod.Fingerprinter
@@ -130,7 +130,7 @@ def test_a_similar_finder_opens_the_index_and_builds_the_fingerprinter_once(tmp_
 
 
 def test_an_ingester_says_what_became_of_each_article(tmp_path):
-    from esdedup.ingest import Ingester
+    from esdedup.ingest.run import Ingester
 
     docs, planted = make_corpus(3, 1, seed=6)
     ingester = Ingester(LocalStore("svc", tmp_path / "data"), CONFIG, on_duplicate="skip",
@@ -245,7 +245,7 @@ def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_a
     compared with every earlier one). The in-run index now keeps the first `MAX_PER_KEY` per key."""
     import time
 
-    from esdedup.ingest import MAX_PER_KEY
+    from esdedup.ingest.run import MAX_PER_KEY
 
     seconds = []
     for n in (1000, 4000):

@@ -157,6 +157,6 @@ def test_the_private_name_reader_sees_one() -> None:
 @pytest.mark.parametrize("path", LIBRARY + CLI, ids=_rel)
 def test_no_module_imports_another_modules_private_names(path: Path) -> None:
     """A name with a leading underscore belongs to its module; a second module that needs it needs a public
-    home for it (as the write clock got, esdedup/clock.py)."""
+    home for it (as the write clock got, esdedup/ingest/clock.py)."""
     bad = private_names_imported(path)
     assert not bad, f"{_rel(path)} imports private names {bad}"

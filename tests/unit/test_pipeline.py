@@ -1,4 +1,4 @@
-"""`esdedup.pipeline`: the pipeline body, and the embedded store refused in one line (the node-side path is
+"""`esdedup.ingest.pipeline`: the pipeline body, and the embedded store refused in one line (the node-side path is
 tests/integration/test_plugin.py)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from esdedup_cli.main import app
 from typer.testing import CliRunner
 
 from esdedup import FingerprintConfig
-from esdedup.pipeline import PROCESSOR, pipeline_body, pipeline_name
+from esdedup.ingest.pipeline import PROCESSOR, pipeline_body, pipeline_name
 
 
 def test_the_body_carries_the_whole_config_and_the_field():

@@ -1,4 +1,4 @@
-"""The fingerprint worker pool (esdedup/workers.py): what crosses from a worker process to the run."""
+"""The fingerprint worker pool (esdedup/ingest/workers.py): what crosses from a worker process to the run."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import dedup_source, json_bytes
-from esdedup.workers import fingerprint_with
+from esdedup.ingest.workers import fingerprint_with
 from tests.corpus import make_corpus
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")

@@ -8,7 +8,7 @@ query a key field, `esdedup.es.query.batch_lookup_body`) and the client gives ea
 probes holding crowded keys are ranked by the node, one band query each in `_msearch` batches.
 
 Several writers may write one index at once; a document becomes visible to the others' lookups only after
-a refresh, so writers settle their labels after writing (`esdedup.ingest`), and `merge_clusters` and
+a refresh, so writers settle their labels after writing (`esdedup.ingest.run`), and `merge_clusters` and
 `delete_if_unchanged` change other writers' documents only under optimistic concurrency control
 (``if_seq_no``/``if_primary_term``): an update based on a stale read is refused and read again.
 """

@@ -2,7 +2,7 @@
 dead-lettered), or that the whole file is done, so that a resumed run reads only what the run before did not
 account for.
 
-Separate from the run (`esdedup.ingest`) because it is a file format with rules of its own: saved atomically,
+Separate from the run (`esdedup.ingest.run`) because it is a file format with rules of its own: saved atomically,
 checked when read (a file of another shape is one clear error), and held by one run at a time
 (`lock_checkpoint`). The run decides when to advance it: after a batch is written and accounted for.
 """

@@ -1,7 +1,7 @@
 """The dead-letter file of a run: one JSON line per record that was read and not written (failed or skipped),
 with its source location, kind and reason.
 
-Separate from the run (`esdedup.ingest`) because it is a file with rules of its own: it is opened before the
+Separate from the run (`esdedup.ingest.run`) because it is a file with rules of its own: it is opened before the
 store, so a path that cannot be written is refused first; its lines are held until the batch they belong to
 is accounted for, so an interrupted batch is reported by the run that reads it again, not twice.
 """

@@ -1,14 +1,14 @@
 """Labels for documents that other programs wrote with their dedup fields: through the esdedup ingest pipeline
-(`esdedup.pipeline`), from Logstash, Beats or an application's own ``_bulk``.
+(`esdedup.ingest.pipeline`), from Logstash, Beats or an application's own ``_bulk``.
 
 Such documents carry every ``dedup`` field but no cluster label: the node's processor cannot look anything up.
 `label_new` labels those that have none yet (so a run labels what is new since the last one, and a second
-run finds nothing to do) with the mechanism the concurrent writers of `esdedup.ingest` use, not a rule of its
+run finds nothing to do) with the mechanism the concurrent writers of `esdedup.ingest.run` use, not a rule of its
 own: a document's write order is its ``seq`` (the processor stamps, in nanoseconds, when the document reached
 the node: one ``_bulk`` keeps its order, as an ingest of the same file would), the representative of a
 cluster is its earliest member by ``seq`` then id, near-duplicates are found by the band lookup and decided
 by `esdedup.match.rule`, and clusters are joined in the store with conditional updates
-(`esdedup.ingest.settle_stored`, the step every ingest runs after writing a batch).
+(`esdedup.ingest.run.settle_stored`, the step every ingest runs after writing a batch).
 
 Per batch of unlabelled documents: (1) a document without ``seq`` (written through a pipeline made before the
 processor kept write order) gets one, in id order, from ingest's clock; (2) settle: the clusters of its
@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from esdedup.clock import WRITE_CLOCK
+from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.ingest import settle_stored
+from esdedup.ingest.run import settle_stored
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.es.query import FINGERPRINT_FIELDS
 from esdedup.schema import DEDUP, band_fields
@@ -72,7 +72,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
               progress: Callable[[LabelSummary], None] | None = None) -> LabelSummary:
     """Label the documents of an Elasticsearch index that carry dedup fields but no cluster label yet.
 
-    Safe while other writers (``esdedup ingest``, `esdedup.ingest.Ingester`, other label runs, clients writing
+    Safe while other writers (``esdedup ingest``, `esdedup.ingest.run.Ingester`, other label runs, clients writing
     through the pipeline) write the same index; idempotent (a second run labels nothing). Documents written
     after the run started are left to the next run.
 

@@ -1,4 +1,4 @@
-"""The fingerprint worker pool of `esdedup.ingest`: batches of records go to worker processes (or are
+"""The fingerprint worker pool of `esdedup.ingest.run`: batches of records go to worker processes (or are
 fingerprinted in this process, with one worker) and come back in input order, each as a `Fingerprinted`: the
 fingerprints packed into a few columns, with the content SHA-1 of each text and, for Elasticsearch, each
 document's ``dedup`` fields encoded as JSON already.
@@ -62,7 +62,7 @@ def _fingerprint_batch(texts: list[str], encode: bool) -> Fingerprinted:
 
 
 def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> Fingerprinted:
-    """What a worker does with one task, also done in the calling thread (`esdedup.ingest.Ingester`): each
+    """What a worker does with one task, also done in the calling thread (`esdedup.ingest.run.Ingester`): each
     text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too."""
     norms = [fper.normalize(t) for t in texts]
     return Fingerprinted(fper.fingerprint_normalized(norms), [content_sha1(norm) for norm in norms],

@@ -7,7 +7,7 @@ Besides the band keys, what the run needs to label as one that kept everything i
 merges it made (`ClusterRoots`: a union-find over representatives, the earliest by write order winning), and
 the ids it wrote in its earlier windows with their content SHA-1 (`EarlierWrites`).
 
-No store: `esdedup.ingest` decides when a window is frozen and fetches the documents a frozen lookup names.
+No store: `esdedup.ingest.run` decides when a window is frozen and fetches the documents a frozen lookup names.
 Everything is in memory but `EarlierWrites`, which keeps its ids in a private temporary SQLite file (a run of
 any length knows every id it wrote).
 """
@@ -31,7 +31,7 @@ MAX_PER_KEY = 32
 
 class RunIndex:
     """Band key -> documents written in this run (since the store last made them searchable: at most about
-    `esdedup.ingest.RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting
+    `esdedup.ingest.run.RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting
     for the store to make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded`` counts the
     documents of each key held by more."""
 

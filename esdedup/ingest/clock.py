@@ -1,5 +1,5 @@
 """The write order of documents: `WRITE_CLOCK`, the one clock every ingest run and label run of a process takes
-``seq`` values from (`esdedup.ingest`, `esdedup.label`)."""
+``seq`` values from (`esdedup.ingest.run`, `esdedup.ingest.label`)."""
 from __future__ import annotations
 
 import threading

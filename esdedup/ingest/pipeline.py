@@ -2,11 +2,11 @@
 
 Needs the esdedup Elasticsearch plugin (plugin/README.md) on every node: its ``esdedup_fingerprint``
 processor computes, from a text field and the index's `FingerprintConfig`, the same ``dedup`` fields that
-`esdedup.ingest` writes, bit for bit. `put_pipeline` creates the pipeline from the config the index carries in
+`esdedup.ingest.run` writes, bit for bit. `put_pipeline` creates the pipeline from the config the index carries in
 its ``_meta`` and makes it the index's default pipeline, so a plain ``_bulk`` from Logstash, Beats or an
 application's own writer is fingerprinted. Labels (``cluster_id``, ``duplicate_of``) are not computed on the
 node: they need lookups. The processor stamps each document's write order (``seq``, when it reached the node)
-and `esdedup.label.label_new` labels what is new, as ingest labels its own documents.
+and `esdedup.ingest.label.label_new` labels what is new, as ingest labels its own documents.
 """
 from __future__ import annotations
 

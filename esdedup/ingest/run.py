@@ -28,8 +28,8 @@ written at the same time is deleted again (skipped when it was the writer's own,
 
 This module holds the run (`_Run`: accounting, labelling, writing, settling) and its entry points. What the
 run uses but does not decide lives apart, one idea per module: the worker pool that fingerprints batches
-(`esdedup.workers`), the run's memory of what it wrote (`esdedup.runindex`), and its two files, the
-checkpoint (`esdedup.checkpoint`) and the dead letters (`esdedup.deadletters`).
+(`esdedup.ingest.workers`), the run's memory of what it wrote (`esdedup.ingest.runindex`), and its two files, the
+checkpoint (`esdedup.ingest.checkpoint`) and the dead letters (`esdedup.ingest.deadletters`).
 """
 from __future__ import annotations
 
@@ -47,21 +47,21 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.checkpoint import Checkpoint, lock_checkpoint, open_checkpoint
-from esdedup.clock import WRITE_CLOCK
+from esdedup.ingest.checkpoint import Checkpoint, lock_checkpoint, open_checkpoint
+from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.deadletters import DeadLetters
+from esdedup.ingest.deadletters import DeadLetters
 from esdedup.errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.match.lookup import lookup_keys, probe_for
 from esdedup.fingerprint.normalize import normalize
 from esdedup.readers import Record, Rejected, check_inputs, read_records
 from esdedup.match.rule import Sketch, measure
-from esdedup.runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
+from esdedup.ingest.runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
 from esdedup.schema import DEDUP, content_sha1
 from esdedup.store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
+from esdedup.ingest.workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ BATCH_CHARS = 8 * 2**20
 #: with windows of 50k, whose peak RSS is 317 MB instead of 503; with frozen keys, windows of 25k run at
 #: 2.6-3.9x the rate of store lookups, with the node CPU of one window: BENCHMARKS.md, "Past the window").
 RUN_INDEX_MAX_DOCS = 200_000
-#: Documents of earlier windows whose band keys a run keeps frozen (`esdedup.runindex.FrozenKeys`, about 250
+#: Documents of earlier windows whose band keys a run keeps frozen (`esdedup.ingest.runindex.FrozenKeys`, about 250
 #: bytes each: 0.5 GB at most); past them the run looks its batches up in the store instead.
 FROZEN_MAX_DOCS = 2_000_000
 #: Ids the summary lists (``skipped_ids``, ``replaced_ids``), at most.
@@ -1075,7 +1075,7 @@ def settle_stored(store: Store, config: FingerprintConfig, thresholds: Threshold
     """Settle documents that another program wrote, as ingest settles each batch it writes (`_Run._settle`):
     refresh, look each document up, join the clusters of its near-duplicates in the store (conditional
     updates). ``docs``: (id, seq, fingerprint) of stored documents. Returns each id's representative as this
-    step found it, and the documents relabelled. `esdedup.label` labels pipeline-written documents with it."""
+    step found it, and the documents relabelled. `esdedup.ingest.label` labels pipeline-written documents with it."""
     summary = IngestSummary()
     run = _Run(store, config, thresholds, IngestOptions(), created=False, summary=summary, checkpoint=None,
                dead=DeadLetters(None), remember=False)
