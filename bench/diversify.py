@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from esdedup.fingerprint.config import FingerprintConfig  # noqa: E402
-from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
-from esdedup.schema import dedup_source  # noqa: E402
 from esdedup.match.thresholds import Thresholds  # noqa: E402
+from esdedup.schema import dedup_source  # noqa: E402
+from esdedup.search.diversify import diversify  # noqa: E402
 
 SUBJECTS = ["国家统计局", "市教育局", "气象台", "交通运输部", "省卫生健康委", "区人民法院", "科技创新中心",
             "农业农村局", "足球俱乐部", "博物馆", "铁路公司", "电力公司"]

@@ -30,8 +30,8 @@ from es import node_cpu_seconds  # noqa: E402
 from es_fields import bodies, load  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
-from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.es.query import ids_body  # noqa: E402
+from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.schema import dedup_source, mapping_for  # noqa: E402
 
 #: name -> (what it is, extra index settings); None settings = run only where the server knows the setting.

@@ -59,8 +59,8 @@ def _variant(rng: random.Random, text: str) -> str:
 def _client(args: tuple[str, str, list[tuple[str, str]], float, float, int, str]) -> dict:
     url, index, queries, start_at, deadline, seed, mode = args
     from esdedup.api import similar_to
-    from esdedup.es.connect import make_client, resolve_settings
     from esdedup.errors import StoreError
+    from esdedup.es.connect import make_client, resolve_settings
     from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.match.lookup import similar
     from esdedup.store.elastic.store import ElasticStore

@@ -449,9 +449,9 @@ def natural(args) -> list[str]:
 def synth(args) -> list[str]:
     from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.quality.evaluate import best_per_class, parse_labels, run
-    from esdedup.store.local import LocalStore
     from esdedup.quality.synth import SynthOptions, make_benchmark
     from esdedup.quality.synth import write_jsonl as write_rows
+    from esdedup.store.local import LocalStore
 
     out_dir = DATA / "synth"
     sources_path = out_dir / "sources.jsonl"

@@ -33,11 +33,11 @@ import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
 from es import node, pct  # noqa: E402
 
-from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
+from esdedup.match.thresholds import Thresholds  # noqa: E402
+from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.search.paging import _with_dedup_fields, index_config, search_diversified  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
-from esdedup.match.thresholds import Thresholds  # noqa: E402
 
 WORDS = ["明月", "春风", "故人", "秋", "山", "江", "酒", "花", "夜", "雨", "天涯", "归", "云", "柳", "长安", "白"]
 

@@ -18,9 +18,9 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
+from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
-from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
 
 from .output import for_people
 
@@ -159,8 +159,8 @@ CONFIG_FILE_LIMIT = 1 << 20
 def read_config_file(path: Path):  # -> FingerprintConfig
     """The FingerprintConfig JSON in ``path`` (as ``esdedup info --json`` prints under "config"); a file that
     is not one, whatever it holds, is one ConfigError naming the file."""
-    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.errors import ConfigError
+    from esdedup.fingerprint.config import FingerprintConfig
 
     if not path.is_file():  # a folder, a FIFO (would block) or a device (/dev/zero never ends)
         raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))

@@ -47,9 +47,9 @@ def export(
 
     Example: esdedup kibana export --index news --es http://localhost:9200 > saved_objects.ndjson
     """
-    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.errors import IndexNotFound
     from esdedup.es.kibana import saved_objects, to_ndjson
+    from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.store.base import mismatch_error
 
     given = fp.config()

@@ -169,8 +169,8 @@ def synth(
 
     Example: esdedup synth corpus.jsonl --docs-out docs.jsonl --labels-out labels.jsonl --sources 2000
     """
-    from esdedup.readers import Record, read_records
     from esdedup.quality.synth import RECIPES, SynthOptions, make_benchmark, write_jsonl
+    from esdedup.readers import Record, read_records
 
     chosen = tuple(r.strip() for r in recipes.split(",") if r.strip()) if recipes else RECIPES
     opts = SynthOptions(sources=sources, variants=variants, recipes=chosen, char_rate=char_rate,

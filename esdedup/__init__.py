@@ -8,15 +8,17 @@ are loaded on first use.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from esdedup import moved
 from esdedup._version import __version__
+from esdedup.errors import EsdedupError
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.search.diversify import diversify
-from esdedup.errors import EsdedupError
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
+from esdedup.search.diversify import diversify
+from esdedup.util.lazy import lazy_names
 
 if TYPE_CHECKING:
     from esdedup.api import open_store
@@ -36,20 +38,6 @@ __all__ = [
     "search_diversified",
 ]
 
-# Loaded on first access: name -> module (relative to this package).
-_LAZY = {"open_store": ".api", "search_diversified": ".search"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# Loaded on first access: name -> module.
+__getattr__, __dir__ = lazy_names(__name__, {"open_store": "esdedup.api", "search_diversified": "esdedup.search.paging"})
+moved.install()

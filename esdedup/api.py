@@ -9,18 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdedup.match.clusters import clusters
-from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
 from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from esdedup.fingerprint.simhash import hamming
+from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
-from esdedup.readers import read_text_file
-from esdedup.fingerprint.simhash import hamming
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
-from esdedup.store.base import Store
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
+from esdedup.readers import read_text_file
+from esdedup.store.base import Store
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,

@@ -23,10 +23,19 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import LSH_KEY_BITS, SIGNATURE_BITS
-from esdedup.schema import CLUSTER_ID, DEDUP, DUPLICATE_OF, LSH_KEYS, SIMHASH, VECTOR, band_fields, mapping_for
+from esdedup.schema import (
+    CLUSTER_ID,
+    DEDUP,
+    DUPLICATE_OF,
+    LSH_KEYS,
+    SIMHASH,
+    VECTOR,
+    band_fields,
+    mapping_for,
+)
 
 __all__ = ["KIBANA_VERSION", "field_descriptions", "object_id", "saved_objects", "to_ndjson"]
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdedup.fingerprint.bands import BandLayout, check_bits
 from esdedup.errors import ConfigError
+from esdedup.fingerprint.bands import BandLayout, check_bits
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
 #: 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES); 4: 16-bit MinHash values,

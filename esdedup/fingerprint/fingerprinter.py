@@ -15,10 +15,10 @@ from operator import itemgetter
 
 import numpy as np
 
+from esdedup.errors import InputError
 from esdedup.fingerprint import minhash as mh
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.errors import InputError
 from esdedup.fingerprint.features import char_shingles, term_of, term_weights
 from esdedup.fingerprint.hashing import token_digest
 from esdedup.fingerprint.normalize import normalize

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
 
-from esdedup.fingerprint.config import FingerprintConfig, file_digest
 from esdedup.errors import ConfigError, ConfigMismatchError
+from esdedup.fingerprint.config import FingerprintConfig, file_digest
 from esdedup.fingerprint.features import DocumentFrequency
 from esdedup.fingerprint.normalize import normalize
 

@@ -42,7 +42,7 @@ def simhash(weights: Mapping[str, float], bits: int = 64) -> int:
 
     >>> simhash({}) == 0
     True
-    >>> simhash({"中国": 1.0}) == __import__("esdedup.fingerprint.hashing").hashing.token_hash("中国")
+    >>> simhash({"中国": 1.0}) == __import__("esdedup.fingerprint.hashing").fingerprint.hashing.token_hash("中国")
     True
     """
     terms = list(weights)

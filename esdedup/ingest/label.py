@@ -26,17 +26,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.ingest.run import settle_stored
-from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.es.query import FINGERPRINT_FIELDS
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprint
+from esdedup.fingerprint.minhash import lsh_keys
+from esdedup.ingest.clock import WRITE_CLOCK
+from esdedup.ingest.run import settle_stored
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import DEDUP, band_fields
 from esdedup.store.base import Root, Store, StoredDoc
 from esdedup.store.elastic.store import hit_to_doc
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000

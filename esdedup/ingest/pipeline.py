@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, StoreError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.store.base import Store
 
 #: The plugin's processor type.

@@ -47,21 +47,21 @@ from typing import Any
 
 import numpy as np
 
+from esdedup.errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from esdedup.fingerprint.normalize import normalize
 from esdedup.ingest.checkpoint import Checkpoint, lock_checkpoint, open_checkpoint
 from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.deadletters import DeadLetters
-from esdedup.errors import ConfigError, IndexNotFound, OutputError, StoreError, Terminated
-from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from esdedup.match.lookup import lookup_keys, probe_for
-from esdedup.fingerprint.normalize import normalize
-from esdedup.readers import Record, Rejected, check_inputs, read_records
-from esdedup.match.rule import Sketch, measure
 from esdedup.ingest.runindex import MAX_PER_KEY, ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
+from esdedup.ingest.workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
+from esdedup.match.lookup import lookup_keys, probe_for
+from esdedup.match.rule import Sketch, measure
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.readers import Record, Rejected, check_inputs, read_records
 from esdedup.schema import DEDUP, content_sha1
 from esdedup.store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.ingest.workers import Batch, Fingerprinted, Stop, Workers, fingerprint_with
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.match.rule import Sketch, measure
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, Store, StoredDoc
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000

@@ -19,10 +19,17 @@ import numpy as np
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
-from esdedup.match.rule import SketchColumns, are_duplicates, has_signature, is_duplicate, measure, measure_pairs
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
-from esdedup.store.base import Store, StoredDoc
+from esdedup.match.rule import (
+    SketchColumns,
+    are_duplicates,
+    has_signature,
+    is_duplicate,
+    measure,
+    measure_pairs,
+)
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.store.base import Store, StoredDoc
 
 log = logging.getLogger(__name__)
 

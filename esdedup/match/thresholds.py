@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
+from esdedup.fingerprint.config import FingerprintConfig
 
 __all__ = ["ThresholdOverrides", "Thresholds", "resolve_thresholds"]
 

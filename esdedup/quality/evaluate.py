@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, InputError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.match.pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
 from esdedup.match.rule import decide
-from esdedup.store.base import Store
 from esdedup.match.thresholds import Thresholds
+from esdedup.store.base import Store
 
 #: Grid swept by default (each list is one axis; ``None`` switches the test off).
 DEFAULT_COSINES = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)

@@ -13,7 +13,14 @@ The readers live in one module per idea and are re-exported here:
 from __future__ import annotations
 
 from esdedup.readers.encodings import SAMPLE_BYTES, decode_bytes, detect_encoding
-from esdedup.readers.files import MAX_TEXT_FILE_BYTES, check_inputs, detect_format, iter_files, read_text_file, source_name
+from esdedup.readers.files import (
+    MAX_TEXT_FILE_BYTES,
+    check_inputs,
+    detect_format,
+    iter_files,
+    read_text_file,
+    source_name,
+)
 from esdedup.readers.formats import FORMATS, read_records
 from esdedup.readers.records import DEFAULT_MAX_RECORD_BYTES, EXCERPT_CHARS, MAX_ID_BYTES, Record, Rejected
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from esdedup.readers.encodings import decode_bytes
 from esdedup.errors import ConfigError, DecodeError, InputError, InputNotFound
+from esdedup.readers.encodings import decode_bytes
 from esdedup.readers.records import DEFAULT_MAX_RECORD_BYTES, Rejected
 
 __all__ = ["MAX_TEXT_FILE_BYTES", "check_inputs", "detect_format", "iter_files", "read_text_file",

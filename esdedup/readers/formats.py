@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from esdedup.readers.encodings import SAMPLE_BYTES, LineCodec, decode_bytes, detect_encoding, line_codec
 from esdedup.errors import ConfigError, DecodeError
+from esdedup.readers.encodings import SAMPLE_BYTES, LineCodec, decode_bytes, detect_encoding, line_codec
 from esdedup.readers.files import (
     Found,
     as_paths,

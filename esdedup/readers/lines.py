@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from esdedup.readers.encodings import LEGACY_CODECS, SAMPLE_BYTES, LineCodec, detect_line_encoding, line_codec
 from esdedup.errors import DecodeError
+from esdedup.readers.encodings import LEGACY_CODECS, SAMPLE_BYTES, LineCodec, detect_line_encoding, line_codec
 from esdedup.readers.files import open_binary
 from esdedup.readers.records import EXCERPT_CHARS, Rejected
 

@@ -49,8 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, InputError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.match.rule import SketchColumns

@@ -19,13 +19,13 @@ import weakref
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.search.diversify import MODES, diversify
 from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.schema import META_KEY, config_from_meta
-from esdedup.store.elastic.store import es_errors
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.schema import META_KEY, config_from_meta
+from esdedup.search.diversify import MODES, diversify
+from esdedup.store.elastic.store import es_errors
 
 #: Elasticsearch's default index.max_result_window: a window never grows past it.
 MAX_WINDOW = 10_000

@@ -14,8 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, ConfigMismatchError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 
 #: A lookup: band name (a SimHash band field, or an LSH band ``lsh_<i>`` of the field ``lsh_keys``; see

@@ -40,12 +40,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError, IndexNotFound, StoreError
-from esdedup.util.filelock import FileLock
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
-from esdedup.schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
 from esdedup.fingerprint.simhash import from_hex, to_hex
+from esdedup.schema import LSH_KEYS, META_KEY, config_from_meta, key_field, meta_for
 from esdedup.store.base import (
     KeyBatch,
     NewDoc,
@@ -58,6 +57,7 @@ from esdedup.store.base import (
     union_groups,
     validate_name,
 )
+from esdedup.util.filelock import FileLock
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -17,14 +17,14 @@ import uuid
 import pytest
 
 from esdedup import FingerprintConfig
-from esdedup.ingest import run as ingest_module
 from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.ingest import run as ingest_module
 from esdedup.ingest.run import Ingester, IngestOptions, RunIndex, ingest
 from esdedup.match.rule import is_duplicate
+from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import Store
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
-from esdedup.match.thresholds import Thresholds
 from tests.corpus import make_corpus, make_document, make_variant
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")

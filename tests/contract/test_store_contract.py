@@ -14,20 +14,20 @@ import numpy as np
 import pytest
 
 from esdedup import FingerprintConfig
-from esdedup.match.clusters import clusters
 from esdedup.errors import ConfigError, ConfigMismatchError, EsdedupError, IndexNotFound
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.ingest.run import IngestOptions, ingest
-from esdedup.match.lookup import probe_for, similar, similar_knn
 from esdedup.fingerprint.minhash import lsh_keys
+from esdedup.ingest.run import IngestOptions, ingest
+from esdedup.match.clusters import clusters
+from esdedup.match.lookup import probe_for, similar, similar_knn
 from esdedup.match.pairs import find_pairs
 from esdedup.match.rule import is_duplicate
 from esdedup.match.rule import minhash_estimates as short_scores
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.schema import META_KEY, content_sha1, meta_for
 from esdedup.store.base import NewDoc, Store, shared_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import make_corpus
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")

@@ -20,12 +20,12 @@ from esdedup.api import all_pairs
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.lookup import similar
 from esdedup.match.rule import is_duplicate
+from esdedup.match.thresholds import Thresholds
 from esdedup.schema import mapping_for
 from esdedup.search.paging import async_search_diversified, search_diversified
-from esdedup.store.elastic import store as elastic
 from esdedup.store.base import shared_keys
+from esdedup.store.elastic import store as elastic
 from esdedup.store.elastic.store import ElasticStore
-from esdedup.match.thresholds import Thresholds
 from tests.corpus import make_corpus
 
 pytestmark = pytest.mark.es

@@ -157,8 +157,8 @@ def _master_index(cluster3) -> int:
 @pytest.mark.slow
 def test_cluster3_node_killed_during_ingest_and_lookups(cluster3, tmp_path):
     from esdedup.api import similar_to
-    from esdedup.es.connect import make_client, resolve_settings
     from esdedup.errors import StoreError
+    from esdedup.es.connect import make_client, resolve_settings
     from esdedup.store.elastic.store import ElasticStore
 
     index = f"faults-c3-{os.getpid()}"

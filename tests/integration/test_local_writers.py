@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.util.filelock import FileLock
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.run import IngestOptions, ingest
 from esdedup.store.local import LocalStore
+from esdedup.util.filelock import FileLock
 from tests.reliability import cli_cmd, cli_env, last_json, run_cli, start_cli, write_corpus
 from tests.writers import inconsistencies, partition, planted_corpus, split_across, write_parts
 

@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 from esdedup import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.lookup import verify
+from esdedup.match.thresholds import Thresholds
 from esdedup.schema import dedup_source
 from esdedup.store.elastic.store import ElasticStore
-from esdedup.match.thresholds import Thresholds
 from tests.es_node import EARLY_STARTS, LocalCluster
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin]

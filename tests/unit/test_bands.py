@@ -8,8 +8,8 @@ from itertools import combinations, product
 import numpy as np
 import pytest
 
-from esdedup.fingerprint.bands import BandLayout, required_radius
 from esdedup.errors import ConfigError
+from esdedup.fingerprint.bands import BandLayout, required_radius
 from esdedup.fingerprint.simhash import hamming, hamming_many
 
 # -- required_radius against a brute-force adversary ---------------------------------------------------

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from esdedup.fingerprint.config import SCHEMA_VERSION, FingerprintConfig, file_digest
 from esdedup.errors import ConfigError
+from esdedup.fingerprint.config import SCHEMA_VERSION, FingerprintConfig, file_digest
 
 
 @pytest.fixture

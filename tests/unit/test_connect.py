@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from esdedup.es.connect import make_client, resolve_settings
 from esdedup.errors import ConfigError
+from esdedup.es.connect import make_client, resolve_settings
 
 
 @pytest.fixture(autouse=True)

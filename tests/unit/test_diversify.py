@@ -12,15 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.search.diversify import MODES, diversify
 from esdedup.errors import ConfigError, InputError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.match.rule import is_duplicate, measure, minhash_estimates
-from esdedup.schema import dedup_source, encode_minhash
 from esdedup.fingerprint.simhash import hamming, to_hex
+from esdedup.match.rule import is_duplicate, measure, minhash_estimates
 from esdedup.match.similarity import vector_cosine
 from esdedup.match.thresholds import Thresholds
+from esdedup.schema import dedup_source, encode_minhash
+from esdedup.search.diversify import MODES, diversify
 
 
 def T(hamming_k, cosine):  # noqa: N802 - reads like the old keyword pair

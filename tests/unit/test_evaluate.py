@@ -12,6 +12,8 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.errors import InputError
+from esdedup.match.pairs import ScoredPair
+from esdedup.match.rule import is_duplicate
 from esdedup.quality.evaluate import (
     Label,
     LabelledCandidates,
@@ -26,8 +28,6 @@ from esdedup.quality.evaluate import (
     score_by_class,
     sweep,
 )
-from esdedup.match.pairs import ScoredPair
-from esdedup.match.rule import is_duplicate
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
 

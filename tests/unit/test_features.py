@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from esdedup.errors import ConfigError
-from esdedup.fingerprint.features import DocumentFrequency, char_shingles, count_filtered, term_of, term_weights, terms
+from esdedup.fingerprint.features import (
+    DocumentFrequency,
+    char_shingles,
+    count_filtered,
+    term_of,
+    term_weights,
+    terms,
+)
 
 STOP = frozenset({"的", "我", "the"})
 SYN = {"明起": "明日", "台湾居民": "台胞", "的的": "的"}

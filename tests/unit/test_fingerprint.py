@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 import esdedup.fingerprint.fingerprinter as fpmod
 import esdedup.fingerprint.normalize as normmod
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigMismatchError, InputError
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.features import DocumentFrequency, char_shingles, count_filtered, term_weights
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.normalize import normalize
-from esdedup.match.similarity import cosine, vector_cosine
 from esdedup.fingerprint.tokenize import iter_pieces
+from esdedup.match.similarity import cosine, vector_cosine
 
 SEEDS = Path("/work/shared/seeds")
 NEWS = ("在1998年来临之际，我十分高兴地通过中央人民广播电台、中国国际广播电台和中央电视台，"

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.errors import ConfigError
 from esdedup.es.kibana import INDEX_REF, UNDESCRIBED, field_descriptions, object_id, saved_objects, to_ndjson
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import LSH_KEYS, band_fields, mapping_for
 from esdedup.store.local import LocalStore
 

@@ -19,10 +19,22 @@ REPO = Path(__file__).resolve().parents[2]
 ENTRY_POINT = REPO / "esdedup" / "__main__.py"
 LIBRARY = sorted(p for p in (REPO / "esdedup").rglob("*.py") if p != ENTRY_POINT)
 CLI = sorted((REPO / "cli").glob("*.py"))
-FINGERPRINT = {"normalize", "tokenize", "jieba_fast", "jieba_hmm", "features", "hashing", "simhash", "minhash", "bands", "config",
-               "fingerprint", "resources"}
-ABOVE_FINGERPRINT = {"lookup", "pairs", "rule", "thresholds", "clusters", "store", "ingest", "readers", "search",
-                     "diversify", "api", "connect", "workers", "runindex", "checkpoint", "deadletters", "prefetch"}
+#: The layers, lowest first: a module may import its own subpackage and any layer below its own, never one
+#: above or beside it (the package root, which re-exports, and its alias finder for old paths stand apart).
+LAYERS = (
+    {"errors", "_version", "data"},
+    {"util"},
+    {"fingerprint", "readers"},
+    {"schema"},
+    {"es"},
+    {"store"},
+    {"match"},
+    {"ingest", "search"},
+    {"api"},
+    {"quality"},
+)
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+ROOT_FACE = {REPO / "esdedup" / "__init__.py", REPO / "esdedup" / "moved.py", ENTRY_POINT}
 FRONT_ENDS = {"esdedup_cli", "typer", "rich", "click"}
 #: Command names; "mapping" only quoted, as "the esdedup mapping" is also the library's word for its mapping.
 COMMANDS = ("ingest", "similar", "dups", "info", "compare", "eval", "synth", "kibana")
@@ -62,7 +74,7 @@ def _rel(path: Path) -> str:
 
 def test_the_import_reader_resolves_relative_imports() -> None:
     """The checks below are only as good as this reader: it must see a local, relative import."""
-    names = imports_of(REPO / "esdedup" / "store" / "elastic.py")
+    names = imports_of(REPO / "esdedup" / "store" / "elastic" / "store.py")
     assert {"esdedup.schema", "esdedup.store.base", "esdedup.es.query"} <= names
     assert "esdedup.api" in imports_of(REPO / "esdedup" / "__init__.py")  # imported under TYPE_CHECKING
     assert "esdedup_cli.main" in imports_of(ENTRY_POINT)
@@ -74,12 +86,33 @@ def test_the_library_never_imports_a_front_end(path: Path) -> None:
     assert not bad, f"{_rel(path)} imports {bad}: the library must not know the command line"
 
 
-@pytest.mark.parametrize("name", sorted(FINGERPRINT))
-def test_fingerprint_modules_import_nothing_above_them(name: str) -> None:
-    path = REPO / "esdedup" / f"{name}.py"
+def _room(path: Path) -> str:
+    """The subpackage (or top module) of esdedup/ that ``path`` lives in."""
+    return path.relative_to(REPO / "esdedup").with_suffix("").parts[0]
+
+
+def test_every_room_has_a_layer() -> None:
+    rooms = {_room(p) for p in LIBRARY if p not in ROOT_FACE}
+    assert rooms <= set(RANK), f"give these a layer in LAYERS: {sorted(rooms - set(RANK))}"
+    assert len([p for p in (REPO / "esdedup").glob("*.py")]) <= 12
+    assert len([p for p in (REPO / "esdedup").iterdir() if (p / "__init__.py").exists()]) >= 5
+
+
+@pytest.mark.parametrize("path", [p for p in LIBRARY if p not in ROOT_FACE], ids=_rel)
+def test_imports_point_down_the_layers(path: Path) -> None:
+    room = _room(path)
     bad = sorted(n for n in imports_of(path)
-                 if n.startswith("esdedup.") and n.split(".")[1] in ABOVE_FINGERPRINT)
-    assert not bad, f"esdedup/{name}.py imports {bad}: the fingerprint layer must not know matching or storage"
+                 if n.startswith("esdedup.") and (other := n.split(".")[1]) != room
+                 and RANK.get(other, -1) >= RANK[room])
+    assert not bad, f"{_rel(path)} ({room}) imports {bad}: imports point down the layers (LAYERS)"
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    """The fingerprint layer must never know matching, storage, ingest or search."""
+    assert min(RANK[n] for n in ("match", "store", "ingest", "search")) > RANK["fingerprint"]
+    for path in (REPO / "esdedup" / "fingerprint").glob("*.py"):
+        names = {n.split(".")[1] for n in imports_of(path) if n.startswith("esdedup.")}
+        assert not names & {"match", "store", "ingest", "search", "es", "api"}, path
 
 
 @pytest.mark.parametrize("path", CLI, ids=_rel)
@@ -131,7 +164,7 @@ def test_importing_the_whole_library_loads_no_front_end() -> None:
 
 def test_the_elasticsearch_store_does_not_import_the_sqlite_store() -> None:
     """Name validation and the mismatch error are the protocol's (store/base.py), shared by both stores."""
-    assert "esdedup.store.local" not in imports_of(REPO / "esdedup" / "store" / "elastic.py")
+    assert "esdedup.store.local" not in imports_of(REPO / "esdedup" / "store" / "elastic" / "store.py")
 
 
 def private_names_imported(path: Path) -> list[str]:
@@ -160,3 +193,13 @@ def test_no_module_imports_another_modules_private_names(path: Path) -> None:
     home for it (as the write clock got, esdedup/ingest/clock.py)."""
     bad = private_names_imported(path)
     assert not bad, f"{_rel(path)} imports private names {bad}"
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=_rel)
+def test_no_module_over_700_lines_and_no_class_over_400(path: Path) -> None:
+    """A module is one idea and a class one job: past these sizes they have become several."""
+    text = path.read_text("utf-8")
+    assert text.count("\n") <= 700, f"{_rel(path)} has {text.count(chr(10))} lines: split it by idea"
+    big = [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(ast.parse(text))
+           if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 400]  # type: ignore[operator]
+    assert not big, f"{_rel(path)}: classes over 400 lines {big}: cut them along their seams"

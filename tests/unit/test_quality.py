@@ -20,9 +20,9 @@ from esdedup.match.lookup import probe_for, similar
 from esdedup.match.pairs import ScoredPair, find_pairs, probe_pairs, scored_pairs, verdicts
 from esdedup.match.rule import is_duplicate
 from esdedup.match.rule import minhash_estimates as short_scores
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from tests.corpus import SENTENCES
 
 SHORT = "国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"

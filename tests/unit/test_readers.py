@@ -10,10 +10,6 @@ from pathlib import Path
 import pytest
 
 from esdedup import readers
-
-from esdedup.readers import files as files
-
-from esdedup.readers import formats as formats
 from esdedup.errors import ConfigError, DecodeError, InputError
 from esdedup.readers import (
     Record,
@@ -24,6 +20,8 @@ from esdedup.readers import (
     iter_files,
     read_records,
 )
+from esdedup.readers import files as files
+from esdedup.readers import formats as formats
 
 # Original test sentences (about 40 characters each), plus longer paragraphs.
 SIMPLIFIED_SHORT = "今天上午，市政府召开新闻发布会，介绍了今年城市建设的主要进展和下一步工作安排。"

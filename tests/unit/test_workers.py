@@ -8,8 +8,8 @@ import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.schema import dedup_source, json_bytes
 from esdedup.ingest.workers import fingerprint_with
+from esdedup.schema import dedup_source, json_bytes
 from tests.corpus import make_corpus
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")

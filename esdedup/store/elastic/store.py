@@ -27,11 +27,18 @@ from typing import Any
 
 import numpy as np
 
+from esdedup.errors import (
+    BulkError,
+    CertificateError,
+    ConfigError,
+    ConnectionFailed,
+    IndexNotFound,
+    StoreError,
+)
 from esdedup.es import query as q
+from esdedup.es import versions as versions
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.errors import BulkError, CertificateError, ConfigError, ConnectionFailed, IndexNotFound, StoreError
-from esdedup.util.prefetch import ahead
-from esdedup.util.redact import redact
+from esdedup.fingerprint.simhash import from_hex
 from esdedup.schema import (
     DEDUP,
     config_from_meta,
@@ -42,8 +49,6 @@ from esdedup.schema import (
     key_fields,
     mapping_for,
 )
-from esdedup.fingerprint.simhash import from_hex
-from esdedup.es import versions as versions
 from esdedup.store.base import (
     KeyBatch,
     NewDoc,
@@ -56,6 +61,8 @@ from esdedup.store.base import (
     union_groups,
     validate_name,
 )
+from esdedup.util.prefetch import ahead
+from esdedup.util.redact import redact
 
 log = logging.getLogger(__name__)
 
