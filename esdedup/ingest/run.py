@@ -62,6 +62,7 @@ from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thr
 from esdedup.readers import Record, Rejected, check_inputs, read_records
 from esdedup.schema import DEDUP, content_sha1
 from esdedup.store.base import NewDoc, OpenResult, Root, Store, StoredDoc, WriteResult
+from esdedup.util.unionfind import UnionFind
 
 log = logging.getLogger(__name__)
 
@@ -863,20 +864,13 @@ def _dup_of(doc_id: str, root: Root) -> str | None:
 
 def _connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredDoc]]) -> list[list[StoredDoc]]:
     """``docs`` grouped by the near-duplicate pairs among them (``matches(a)``: the docs paired with a)."""
-    parent = {d.id: d.id for d in docs}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets = UnionFind[str](d.id for d in docs)
     for a in docs:
         for b in matches(a):
-            parent[find(b.id)] = find(a.id)
+            sets.union(a.id, b.id)
     groups: dict[str, list[StoredDoc]] = {}
     for d in docs:
-        groups.setdefault(find(d.id), []).append(d)
+        groups.setdefault(sets.find(d.id), []).append(d)
     return list(groups.values())
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from esdedup.errors import ConfigError, ConfigMismatchError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
+from esdedup.util.unionfind import UnionFind
 
 #: A lookup: band name (a SimHash band field, or an LSH band ``lsh_<i>`` of the field ``lsh_keys``; see
 #: `esdedup.schema.key_field`) -> band keys to match in that band.
@@ -267,24 +268,14 @@ def union_groups(groups: Iterable[Collection[Root]]) -> list[set[Root]]:
     >>> sorted(sorted(g) for g in union_groups([[(1, "a"), (2, "b")], [(2, "b"), (3, "c")], [(5, "e")]]))
     [[(1, 'a'), (2, 'b'), (3, 'c')], [(5, 'e')]]
     """
-    parent: dict[str, str] = {}
+    sets = UnionFind[str]()
     roots: dict[str, Root] = {}
-
-    def find(x: str) -> str:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     for group in groups:
         ids = [r[1] for r in group]
         for r in group:
             roots.setdefault(r[1], r)
-        for other in ids[1:]:
-            a, b = find(ids[0]), find(other)
-            if a != b:
-                parent[b] = a
+            sets.union(ids[0], r[1])
     joined: dict[str, set[Root]] = {}
     for doc_id, root in roots.items():
-        joined.setdefault(find(doc_id), set()).add(root)
+        joined.setdefault(sets.find(doc_id), set()).add(root)
     return list(joined.values())

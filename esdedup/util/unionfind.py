@@ -1,0 +1,60 @@
+"""One union-find: which items are joined, over any hashable, orderable items.
+
+Every root is the smallest item of its set, so the answer does not depend on the order of the unions (two runs
+that see the same pairs in another order name each cluster the same way).
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator
+from typing import Any, Generic, Protocol, TypeVar
+
+
+class _Orderable(Hashable, Protocol):
+    def __lt__(self, other: Any, /) -> bool: ...
+
+
+T = TypeVar("T", bound=_Orderable)
+
+
+class UnionFind(Generic[T]):
+    """Disjoint sets with path halving; an item is added by the first `find` or `union` that names it.
+
+    >>> uf = UnionFind[str]()
+    >>> uf.union("b", "c"); uf.union("c", "a")
+    'b'
+    'a'
+    >>> uf.find("c"), sorted(map(sorted, uf.groups()))
+    ('a', [['a', 'b', 'c']])
+    """
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._parent: dict[T, T] = {x: x for x in items}
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._parent
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._parent)
+
+    def find(self, item: T) -> T:
+        parent = self._parent
+        while parent.setdefault(item, item) != item:
+            parent[item] = parent[parent[item]]
+            item = parent[item]
+        return item
+
+    def union(self, a: T, b: T) -> T:
+        """Join the sets of ``a`` and ``b``; returns the root of the joined set (the smaller of the two roots)."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return ra
+        lo, hi = (ra, rb) if ra < rb else (rb, ra)
+        self._parent[hi] = lo
+        return lo
+
+    def groups(self) -> list[list[T]]:
+        """Every set, each in the order its items were first seen."""
+        out: dict[T, list[T]] = {}
+        for item in self._parent:
+            out.setdefault(self.find(item), []).append(item)
+        return list(out.values())
