@@ -5,16 +5,28 @@ account for.
 Separate from the run (`esdedup.ingest.run`) because it is a file format with rules of its own: saved atomically,
 checked when read (a file of another shape is one clear error), and held by one run at a time
 (`lock_checkpoint`). The run decides when to advance it: after a batch is written and accounted for.
+
+An offset means something only in the file it was taken in, so each entry also holds the SHA-1 of the
+file's first ``hashed`` bytes (what the run had read: up to its offset, or the whole file once done). A
+resumed run hashes them again first: a file rewritten since is read again from its start (a warning
+names it), a file that only grew goes on from its offset.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError
+from esdedup.readers.files import open_binary, printable, source_path
 from esdedup.util.filelock import FileLock
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20
 
 
 class Checkpoint:
@@ -30,6 +42,27 @@ class Checkpoint:
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"checkpoint {self.path} is unreadable ({exc}); delete it to start over") from exc
             self.files = _checkpoint_files(data, self.path)
+        #: source -> the running SHA-1 of the file's first n bytes, and n.
+        self._hashes: dict[str, tuple[Any, int]] = {}
+        #: The entries advanced or finished since the last save (their hashes are extended when saved).
+        self._moved: set[str] = set()
+
+    def recognise_files(self) -> None:
+        """Hash again what each entry's run had read of its file: an entry whose file changed since (other
+        bytes, or fewer) is dropped, so that the file is read again from its start. Entries without a hash,
+        or whose file is gone, are kept as they are."""
+        for source, entry in list(self.files.items()):
+            if "sha1" not in entry:
+                continue
+            hashed = _hash_prefix(source_path(source), entry["hashed"])
+            if hashed is None:
+                continue
+            if hashed[1] == entry["hashed"] and hashed[0].hexdigest() == entry["sha1"]:
+                self._hashes[source] = hashed
+                continue
+            log.warning("%s changed since checkpoint %s was saved (its first %d bytes are not the ones read "
+                        "then): it is read again from its start", printable(source), self.path, entry["hashed"])
+            del self.files[source]
 
     def skip(self, source: str, offset: int) -> bool:
         return self.done(source) or offset < self.files.get(source, {}).get("offset", 0)
@@ -41,13 +74,43 @@ class Checkpoint:
     def advance(self, source: str, next_offset: int) -> None:
         f = self.files.setdefault(source, {"offset": 0})
         f["offset"] = max(f.get("offset", 0), next_offset)
+        self._moved.add(source)
 
     def finish(self, source: str) -> None:
         self.files.setdefault(source, {})["done"] = True
+        self._moved.add(source)
+
+    def _hash_up_to(self, source: str, end: int | None) -> None:
+        """Extend the entry's hash to the file's first ``end`` bytes (None: the whole file). A file that
+        cannot be read gets no hash: a resumed run trusts its offset, as it must for a checkpoint without."""
+        entry = self.files[source]
+        hasher, hashed = self._hashes.get(source) or (hashlib.sha1(usedforsecurity=False), 0)
+        if end is not None and end <= hashed:
+            return
+        try:
+            with open_binary(source_path(source)) as f:
+                f.seek(hashed)
+                while end is None or hashed < end:
+                    chunk = f.read(_CHUNK if end is None else min(_CHUNK, end - hashed))
+                    if not chunk:
+                        break
+                    hasher.update(chunk)
+                    hashed += len(chunk)
+        except OSError:
+            self._hashes.pop(source, None)
+            entry.pop("sha1", None)
+            entry.pop("hashed", None)
+            return
+        self._hashes[source] = (hasher, hashed)
+        entry["sha1"], entry["hashed"] = hasher.hexdigest(), hashed
 
     def save(self) -> None:
         if self.path is None:
             return
+        for source in sorted(self._moved):
+            entry = self.files[source]
+            self._hash_up_to(source, None if entry.get("done") else entry.get("offset", 0))
+        self._moved.clear()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         # Encoded before the file is opened (ASCII escapes: any source name can be saved), and the
@@ -61,9 +124,26 @@ class Checkpoint:
             raise
 
 
+def _hash_prefix(path: Path, n: int) -> tuple[Any, int] | None:
+    """The SHA-1 of the first ``n`` bytes of ``path`` (fewer when the file is shorter) and how many were
+    hashed; None when the file cannot be read."""
+    hasher, hashed = hashlib.sha1(usedforsecurity=False), 0
+    try:
+        with open_binary(path) as f:
+            while hashed < n:
+                chunk = f.read(min(_CHUNK, n - hashed))
+                if not chunk:
+                    break
+                hasher.update(chunk)
+                hashed += len(chunk)
+    except OSError:
+        return None
+    return hasher, hashed
+
+
 def _checkpoint_files(data: Any, path: Path) -> dict[str, dict[str, Any]]:
     """The ``files`` of a checkpoint as read from disk, checked: ``{"files": {path: {"offset": int >= 0,
-    "done": bool}}}``."""
+    "done": bool, "hashed": int >= 0, "sha1": hex}}}`` (the hash optional, both or neither)."""
     files = data.get("files") if isinstance(data, dict) else None
     bad = None
     if not isinstance(data, dict):
@@ -77,9 +157,20 @@ def _checkpoint_files(data: Any, path: Path) -> dict[str, dict[str, Any]]:
                     or not isinstance(entry.get("done", False), bool):
                 bad = f"the entry of {name!r} is not {{'offset': a whole number >= 0, 'done': true or false}}"
                 break
+            if not _valid_hash(entry):
+                bad = f"the entry of {name!r} has no valid 'hashed' (a whole number >= 0) and 'sha1' (40 hex digits)"
+                break
     if bad is not None:
         raise ConfigError(f"checkpoint {path} does not hold an ingest checkpoint ({bad}); delete it to start over")
     return files  # type: ignore[return-value]
+
+
+def _valid_hash(entry: dict[str, Any]) -> bool:
+    if "sha1" not in entry and "hashed" not in entry:
+        return True
+    hashed, sha1 = entry.get("hashed"), entry.get("sha1")
+    return isinstance(hashed, int) and not isinstance(hashed, bool) and hashed >= 0 and isinstance(sha1, str) \
+        and len(sha1) == 40 and all(c in "0123456789abcdef" for c in sha1)
 
 
 def _json_kind(value: Any) -> str:
@@ -91,7 +182,9 @@ def open_checkpoint(path: str | Path | None, *, resume: bool) -> Checkpoint:
     """The checkpoint a resumed run continues from; a new run starts an empty one at the same path
     (without reading what is there: it is overwritten)."""
     if resume:
-        return Checkpoint(path)
+        ckpt = Checkpoint(path)
+        ckpt.recognise_files()
+        return ckpt
     ckpt = Checkpoint(None)
     ckpt.path = Path(path) if path else None
     return ckpt

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -67,6 +68,16 @@ def printable(name: str) -> str:
     except UnicodeEncodeError:
         return os.fsencode(name).decode("utf-8", "backslashreplace")
     return name
+
+
+def source_path(source: str) -> Path:
+    """The file a source name (`source_name`) names: the name itself, or, when no file has that name, the
+    name with its ``\\xNN`` escapes turned back into the bytes they stand for."""
+    path = Path(source)
+    if "\\x" not in source or path.exists():
+        return path
+    raw = re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), source.encode("utf-8"))
+    return Path(os.fsdecode(raw))
 
 
 def canonical_path(path: str | os.PathLike[str]) -> Path:

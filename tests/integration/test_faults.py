@@ -478,3 +478,44 @@ def test_interrupted_batch_dead_letters_are_written_once(tmp_path):
     assert sorted(d["location"] for d in dead_letters(dl)) == ["line 7", "line 8"]
     assert store.count() == len(docs)
     store.close()
+
+
+@pytest.mark.parametrize("change", ["rewritten", "appended"])
+def test_resume_over_a_changed_input(tmp_path, change):
+    """An interrupted run, then its input changes before --resume: a file rewritten since (other records,
+    fewer bytes) is read again from its start, so none of its records is lost; a file that only grew goes on
+    from the checkpoint's offset and reads the new records too."""
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.store.local import LocalStore
+
+    path, ck = tmp_path / "a.jsonl", tmp_path / "ck.json"
+    first = make_docs(200, seed=52, prefix="old-")
+    write_jsonl(path, first)
+    config = FingerprintConfig(tokenizer="rjieba")
+
+    def interrupt(summary):
+        if summary.read >= 150:
+            raise KeyboardInterrupt
+
+    store = LocalStore("changed", tmp_path / "data")
+    with pytest.raises(KeyboardInterrupt):
+        ingest([path], store, config, IngestOptions(batch=50, workers=1, checkpoint=ck), progress=interrupt)
+    store.close()
+    if change == "rewritten":
+        second = make_docs(180, seed=53, prefix="new-")
+        write_jsonl(path, second)
+        expected_read, expected_ids = len(second), {d["id"] for d in second}
+    else:
+        second = make_docs(30, seed=54, prefix="more-")
+        with open(path, "a", encoding="utf-8") as fh:
+            for d in second:
+                fh.write(json.dumps(d, ensure_ascii=False) + "\n")
+        expected_read, expected_ids = 200 - 150 + len(second), {d["id"] for d in first + second}
+    store = LocalStore("changed", tmp_path / "data")
+    try:
+        s = ingest([path], store, config, IngestOptions(batch=50, workers=1, checkpoint=ck, resume=True))
+        assert s.read == expected_read and s.failed == 0 and s.indexed == expected_read, s
+        assert expected_ids <= set(store.get(sorted(expected_ids)))
+    finally:
+        store.close()

@@ -29,3 +29,57 @@ def test_failed_save_leaves_no_temporary_file(tmp_path):
     with pytest.raises(OSError):
         ckpt.save()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.json"]
+
+
+def _checkpoint_after(path, src, offset, *, done=False):
+    ckpt = Checkpoint(path)
+    ckpt.advance(str(src), offset)
+    if done:
+        ckpt.finish(str(src))
+    ckpt.save()
+
+
+def test_a_resumed_checkpoint_goes_on_in_a_file_that_only_grew(tmp_path):
+    from esdedup.ingest.checkpoint import open_checkpoint
+
+    src, ck = tmp_path / "a.jsonl", tmp_path / "ck.json"
+    src.write_bytes(b"line one\nline two\n")
+    _checkpoint_after(ck, src, 9)
+    with open(src, "ab") as f:
+        f.write(b"line three\n")
+    again = open_checkpoint(ck, resume=True)
+    assert again.skip(str(src), 0) and not again.skip(str(src), 9)
+
+
+def test_a_resumed_checkpoint_reads_a_rewritten_file_from_its_start(tmp_path, caplog):
+    from esdedup.ingest.checkpoint import open_checkpoint
+
+    src, ck = tmp_path / "a.jsonl", tmp_path / "ck.json"
+    src.write_bytes(b"line one\nline two\n")
+    _checkpoint_after(ck, src, 9)
+    src.write_bytes(b"LINE ONE\nline two\n")  # same size, other bytes before the offset
+    again = open_checkpoint(ck, resume=True)
+    assert not again.skip(str(src), 0)
+    assert "changed since checkpoint" in caplog.text and "read again from its start" in caplog.text
+
+
+@pytest.mark.parametrize("rewrite", [b"short\n", b"line one\nline tw0\nmore\n"], ids=["shorter", "changed"])
+def test_a_finished_file_rewritten_since_is_read_again(tmp_path, rewrite):
+    from esdedup.ingest.checkpoint import open_checkpoint
+
+    src, ck = tmp_path / "a.jsonl", tmp_path / "ck.json"
+    src.write_bytes(b"line one\nline two\n")
+    _checkpoint_after(ck, src, 18, done=True)
+    assert open_checkpoint(ck, resume=True).done(str(src))
+    src.write_bytes(rewrite)
+    again = open_checkpoint(ck, resume=True)
+    assert not again.done(str(src)) and not again.skip(str(src), 0)
+
+
+def test_a_checkpoint_with_a_bad_hash_is_refused(tmp_path):
+    from esdedup.errors import ConfigError
+
+    ck = tmp_path / "ck.json"
+    ck.write_text('{"files": {"/a": {"offset": 3, "hashed": 3, "sha1": "nothex"}}}')
+    with pytest.raises(ConfigError, match="'sha1'"):
+        Checkpoint(ck)
