@@ -5,7 +5,8 @@
 * ``jsonl``: one JSON object per line, read line by line in binary with a bounded buffer.
 * ``json``: a file holding one JSON object or an array of objects (read whole, so at most the record
   limit); a ``.json`` file that holds JSON Lines is read as JSONL.
-* ``csv`` / ``tsv``: a header row, then one record per row (quoted fields may span lines).
+* ``csv`` / ``tsv``: a header row, then one record per row (CSV: quoted fields may span lines; TSV has no
+  quoting: one record per line, a '"' is text).
 
 Format 'auto' goes by the file name (:func:`esdedup.readers.files.detect_format`); a file without an extension
 is looked into: JSON Lines or a JSON object/array of objects is read as such, anything else as txt.
@@ -393,6 +394,15 @@ class _RowFeeder:
         return '"' * quotes + end
 
 
+def _tsv_reader(lines: Iterator[str]) -> Iterator[list[str]]:
+    """The rows of a tab-separated file: one per line, split at every tab. Tab-separated exports do not
+    quote (a cell may start with '"'), so a quote never joins lines: each line is one record."""
+    for line in lines:
+        line = line[:-1] if line.endswith("\n") else line
+        line = line[:-1] if line.endswith("\r") else line
+        yield line.split("\t") if line else []
+
+
 def _csv_header(reader: Iterator[list[str]], feeder: _RowFeeder, source: str) -> list[str] | Rejected | None:
     """The header row (names stripped), a Rejected for a bad one, or None for an empty file."""
     while True:
@@ -432,7 +442,7 @@ def _read_csv(found: Found, opts: _Options, delimiter: str) -> Iterator[Record |
                 yield enc
             return
         feeder = _RowFeeder(split_lines(f, enc.bom, enc.newline, limit, quotes=True), enc, found, limit)
-        reader = csv.reader(feeder, delimiter=delimiter, strict=True)
+        reader = _tsv_reader(feeder) if delimiter == "\t" else csv.reader(feeder, delimiter=delimiter, strict=True)
         header = _csv_header(reader, feeder, source)
         if header is None:
             yield Rejected(source, "", "empty file", offset=0)

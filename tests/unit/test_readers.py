@@ -530,6 +530,25 @@ def test_tsv(tmp_path):
     assert (record.id, record.text, record.fields) == ("1", "正文, 带逗号", {"source": "新华社"})
 
 
+@pytest.mark.parametrize("name,fmt", [("a.tsv", "auto"), ("a.tsv", "csv"), ("a.txt", "tsv")])
+def test_tsv_has_no_quoting_one_record_per_line(tmp_path, name, fmt):
+    """Tab-separated exports do not quote: a cell that opens a quote (or holds one) is text, and every
+    line stays one record; a CSV keeps its quoting."""
+    lines = ["id\ttext", '1\t"开了引号没有关', '2\t他说"好"', '3\t"整格带引号"', "4\t尾部\r"]
+    lines += [f"{i}\t第{i}行" for i in range(5, 1001)]
+    path = write(tmp_path / name, "\n".join(lines) + "\n")
+    records = list(read_records([path], format=fmt))
+    assert all(isinstance(r, Record) for r in records)
+    assert [r.id for r in records] == [str(i) for i in range(1, 1001)]
+    assert [r.text for r in records[:4]] == ['"开了引号没有关', '他说"好"', '"整格带引号"', "尾部"]
+    assert [r.location for r in records[:2]] == ["row 1", "row 2"]
+
+
+def test_csv_keeps_its_quoting(tmp_path):
+    path = write(tmp_path / "a.csv", 'id,text\n1,"两行\n正文"\n2,好\n')
+    assert [r.text for r in read_records([path])] == ["两行\n正文", "好"]
+
+
 def test_csv_rejects(tmp_path):
     content = (
         "id,text,title\n"
