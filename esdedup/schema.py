@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from esdedup._version import __version__
+from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
@@ -108,11 +109,26 @@ def meta_for(config: FingerprintConfig) -> dict[str, Any]:
     return {META_KEY: {"schema": META_SCHEMA, "esdedup_version": __version__, "config": config.to_dict()}}
 
 
-def config_from_meta(meta: dict[str, Any] | None) -> FingerprintConfig | None:
-    """The config stored in an index's `_meta`, or None when the index was not made by esdedup."""
-    if not meta or META_KEY not in meta:
+def config_from_meta(meta: Any, where: str = "the index") -> FingerprintConfig | None:
+    """The config stored in an index's `_meta`, or None when the index was not made by esdedup. Metadata
+    anyone can edit: whatever else it holds (``_meta.esdedup`` not an object, no config, a config that is not
+    one) is a ConfigError naming ``where``."""
+    if not meta or not isinstance(meta, dict) or META_KEY not in meta:
         return None
-    return FingerprintConfig.from_dict(dict(meta[META_KEY]["config"]))
+    block = meta[META_KEY]
+    config = block.get("config") if isinstance(block, dict) else None
+    if not isinstance(config, dict):
+        shown = json.dumps(block, ensure_ascii=False, default=str)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ConfigError(f"{where} has an esdedup metadata block (_meta.{META_KEY}) that holds no fingerprint "
+                          f"config object: {shown}; rebuild the index, or restore its _meta.{META_KEY}")
+    try:
+        return FingerprintConfig.from_dict(dict(config))
+    except ConfigError as exc:
+        if type(exc) is not ConfigError:  # a more specific error (a resource file changed) says it better
+            raise
+        raise ConfigError(f"{where} has a stored fingerprint config that is not valid ({exc}); rebuild the "
+                          f"index, or restore its _meta.{META_KEY}") from None
 
 
 def mapping_for(config: FingerprintConfig) -> dict[str, Any]:

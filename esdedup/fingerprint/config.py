@@ -17,6 +17,7 @@ from typing import Any
 
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.bands import BandLayout, check_bits
+from esdedup.util.regular import NotRegularFile, open_binary, read_limited
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
 #: 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES); 4: 16-bit MinHash values,
@@ -31,20 +32,46 @@ STRATEGIES = ("auto", "simhash", "minhash")
 
 # Fields that name a file on one machine; identity() keeps their digests instead.
 _PATH_FIELDS = ("synonyms_path", "user_dict_path", "stopwords_path", "idf_path")
+_RESOURCE_NAMES = {"synonyms_path": "synonyms", "user_dict_path": "user dictionary", "stopwords_path": "stopwords",
+                   "idf_path": "idf table"}
 # Fields that only decide what counts as a duplicate at query time; an index serves any value of them.
 _QUERY_FIELDS = ("cosine_threshold", "jaccard_threshold", "containment_threshold")
 # Fields that shape the Elasticsearch mapping but not a single fingerprint bit.
 _MAPPING_FIELDS = ("vector_index",)
 VECTOR_INDEXES = ("auto", "int8_flat", "flat", "int8_hnsw", "hnsw", "none")
+#: Upper bounds of the numeric fields not bounded by another (far above any useful value).
+MAX_MINHASH_PERM = 1024
+MAX_NGRAM = 16
+MAX_SHORT_TEXT_CHARS = 10**9
 
 
-def file_digest(path: str | Path) -> str:
-    """SHA-256 hex of a file's bytes (what makes a resource file part of a fingerprint)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+#: The largest resource file (synonyms, user dictionary, stopwords, idf table) a config may name: read
+#: whole, and for its digest, before any work starts.
+RESOURCE_FILE_LIMIT = 256 << 20
+
+
+def read_resource(path: str | Path, what: str = "resource") -> bytes:
+    """The bytes of a resource file ``what`` (e.g. "synonyms"): a regular file of at most
+    `RESOURCE_FILE_LIMIT` bytes. A FIFO or a device (which would never end or never answer), a larger or an
+    unreadable file is a ConfigError naming it."""
+    try:
+        with open_binary(path) as f:
+            data = read_limited(f, RESOURCE_FILE_LIMIT)
+    except NotRegularFile:
+        raise ConfigError(f"{what} file {path} is not a regular file (a FIFO or a device cannot be read as one); "
+                          "name a file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    if isinstance(data, int):
+        raise ConfigError(f"{what} file {path} has {data} bytes, over the limit of {RESOURCE_FILE_LIMIT} bytes "
+                          f"for a {what} file")
+    return data
+
+
+def file_digest(path: str | Path, what: str = "resource") -> str:
+    """SHA-256 hex of a resource file's bytes (what makes a resource file part of a fingerprint); the file
+    is read as `read_resource` reads it."""
+    return hashlib.sha256(read_resource(path, what)).hexdigest()
 
 
 def tokenizer_version(name: str) -> str:
@@ -189,10 +216,7 @@ class FingerprintConfig:
             path = getattr(self, name)
             digest_field = name.replace("_path", "_sha256")
             if path is not None and getattr(self, digest_field) is None:
-                try:
-                    object.__setattr__(self, digest_field, file_digest(path))
-                except OSError as exc:
-                    raise ConfigError(f"{name.replace('_path', '')} file {path}: {exc.strerror}") from exc
+                object.__setattr__(self, digest_field, file_digest(path, _RESOURCE_NAMES[name]))
         self._validate()
 
     def _validate(self) -> None:
@@ -218,8 +242,8 @@ class FingerprintConfig:
             raise bad("tokenizer 'char' needs shingle >= 1 (the n of the character n-grams)")
         if self.shingle > 0 and self.tokenizer != "char":
             raise bad("shingle (character n-grams) goes with tokenizer 'char'; word tokenizers use shingle 0")
-        if self.shingle < 0 or self.shingle > 16:
-            raise bad(f"shingle must be between 0 and 16, got {self.shingle}")
+        if not 0 <= self.shingle <= MAX_NGRAM:
+            raise bad(f"shingle must be between 0 and {MAX_NGRAM}, got {self.shingle}")
         if not 8 <= self.dims <= 4096:
             raise bad(f"dims must be between 8 and 4096, got {self.dims}")
         if self.stopwords not in ("default", "none", "file"):
@@ -236,6 +260,17 @@ class FingerprintConfig:
             raise bad(f"vector_index must be one of {', '.join(VECTOR_INDEXES)}, got {self.vector_index!r}")
         if self.strategy not in STRATEGIES:
             raise bad(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        # Upper bounds too: a config read from an index's metadata is someone else's input, and each of these
+        # sizes an allocation or a loop (signatures, n-grams, probes) before any text is read.
+        if not 1 <= self.minhash_perm <= MAX_MINHASH_PERM:
+            raise bad(f"minhash_perm must be between 1 and {MAX_MINHASH_PERM}, got {self.minhash_perm}")
+        if not 0 <= self.short_text_chars <= MAX_SHORT_TEXT_CHARS:
+            raise bad(f"short_text_chars must be between 0 and {MAX_SHORT_TEXT_CHARS}, got {self.short_text_chars}")
+        if not 0 <= self.probe_radius <= 64:
+            raise bad(f"probe_radius must be between 0 and 64 (the widest band key), got {self.probe_radius}")
+        for name in ("band_blocks", "band_key_blocks"):
+            if not 0 <= getattr(self, name) <= self.bits:
+                raise bad(f"{name} must be between 0 (the default) and bits ({self.bits}), got {getattr(self, name)}")
         bands, rows, perm = self.minhash_bands, self.minhash_rows, self.minhash_perm
         if bands < 1 or rows < 1 or bands * rows > perm:
             raise bad(f"the LSH bands need minhash_bands ({self.minhash_bands}) >= 1 and minhash_rows "
@@ -243,6 +278,8 @@ class FingerprintConfig:
                       f"({self.minhash_perm}): lower minhash_bands or minhash_rows, or raise minhash_perm")
         if self.minhash_ngram < 1:
             raise bad(f"minhash_ngram must be >= 1, got {self.minhash_ngram}")
+        if self.minhash_ngram > MAX_NGRAM:
+            raise bad(f"minhash_ngram must be between 1 and {MAX_NGRAM}, got {self.minhash_ngram}")
         # The band layout validates itself (pigeonhole rule) and raises ConfigError with a suggestion.
         self.band_layout()
 

@@ -5,13 +5,13 @@ that the pure modules take as arguments.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
-from pathlib import Path
 
 from esdedup.errors import ConfigError, ConfigMismatchError
-from esdedup.fingerprint.config import FingerprintConfig, file_digest
+from esdedup.fingerprint.config import FingerprintConfig, read_resource
 from esdedup.fingerprint.features import DocumentFrequency
 from esdedup.fingerprint.normalize import normalize
 
@@ -79,14 +79,13 @@ def shipped_stopwords() -> str:
 
 
 def _read(path: str, what: str, expected_sha: str | None) -> str:
+    data = read_resource(path, what)
+    if expected_sha is not None and hashlib.sha256(data).hexdigest() != expected_sha:
+        raise ConfigMismatchError(
+            f"{what} file {path} changed since the config was made (SHA-256 differs); fingerprints would "
+            "not match the index", stored={"sha256": expected_sha}, requested={"path": path})
     try:
-        if expected_sha is not None and file_digest(path) != expected_sha:
-            raise ConfigMismatchError(
-                f"{what} file {path} changed since the config was made (SHA-256 differs); fingerprints would "
-                "not match the index", stored={"sha256": expected_sha}, requested={"path": path})
-        return Path(path).read_text("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what} file {path}: {exc.strerror}") from exc
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{what} file {path} is not UTF-8: {exc}") from exc
 

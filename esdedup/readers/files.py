@@ -26,11 +26,11 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from esdedup.errors import ConfigError, DecodeError, InputError, InputNotFound
 from esdedup.readers.encodings import decode_bytes
 from esdedup.readers.records import DEFAULT_MAX_RECORD_BYTES, Rejected
+from esdedup.util.regular import NotRegularFile, open_binary, read_limited
 
 __all__ = ["MAX_TEXT_FILE_BYTES", "check_inputs", "detect_format", "iter_files", "read_text_file",
            "source_name"]
@@ -126,27 +126,6 @@ def as_paths(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -
 
 # -- opening and reading ---------------------------------------------------------------------------
 
-class NotRegularFile(OSError):
-    """A FIFO, device, socket or directory where a regular file was expected."""
-
-
-def open_binary(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open a regular file for reading; raise :class:`NotRegularFile` for anything else.
-
-    Opened non-blocking and checked on the open descriptor: opening a FIFO never waits for a writer, and
-    a file swapped for a device after it was listed is still refused.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def os_reason(exc: OSError, path: Path) -> str:
     """A short reason for an OSError met while walking or opening ``path``."""
     if isinstance(exc, NotRegularFile):
@@ -162,16 +141,6 @@ def os_reason(exc: OSError, path: Path) -> str:
 
 def too_long(length: int, limit: int) -> str:
     return f"record of {length} bytes exceeds the limit of {limit} bytes"
-
-
-def read_limited(f: BinaryIO, limit: int) -> bytes | int:
-    """The whole file, or its size when it is over ``limit`` bytes (then it is not read at all, or, if it
-    grew while being read, no more than ``limit + 1`` bytes are)."""
-    size = os.fstat(f.fileno()).st_size
-    if size > limit:
-        return size
-    data = f.read(limit + 1)
-    return len(data) if len(data) > limit else data
 
 
 def read_text_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_TEXT_FILE_BYTES) -> str:

@@ -58,7 +58,7 @@ def _config_from_mapping(resp: Mapping[str, Any], index: str) -> FingerprintConf
     """The one esdedup config of the indices a name resolves to (an alias may cover several)."""
     configs: dict[str, FingerprintConfig] = {}
     for name, body in resp.items():
-        config = config_from_meta((body.get("mappings") or {}).get("_meta"))
+        config = config_from_meta((body.get("mappings") or {}).get("_meta"), f"index {name!r}")
         if config is None:
             raise ConfigError(f"index {name!r} was not made by esdedup (no {META_KEY!r} in its _meta): pass "
                               "its fingerprint config explicitly")

@@ -223,7 +223,7 @@ class LocalStore:
                 db.execute("INSERT INTO meta VALUES (?, ?)", (META_KEY, json.dumps(meta_for(config)[META_KEY])))
             self._config = config
             return OpenResult(config, True)
-        stored = config_from_meta({META_KEY: json.loads(row[0])})
+        stored = config_from_meta({META_KEY: _stored_meta(row[0], self.path)}, f"local index {self.name!r}")
         assert stored is not None
         if config is not None and not stored.compatible_with(config):
             raise mismatch_error(self.name, stored, config)
@@ -593,6 +593,16 @@ def _folder(path: Path) -> Path:
                 raise ConfigError(f"local store folder {path}: {p} is a file, not a folder")
             break
     return path
+
+
+def _stored_meta(value: Any, path: Path) -> Any:
+    """The esdedup block of the meta table, as JSON; a value that is not JSON (edited by hand, another
+    program's table) is a ConfigError naming the file."""
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"local index {path} holds an esdedup config that is not JSON ({exc}); restore the "
+                          "file from a backup, or ingest into a new local index") from None
 
 
 def _stored_vector(vector: np.ndarray) -> bytes:

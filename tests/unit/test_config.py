@@ -280,3 +280,113 @@ def test_require_vector_names_the_setting():
     FingerprintConfig(vector_index="none").require_vector("news")
     with pytest.raises(ConfigError, match=r"index 'news' carry none .*vector_index such as 'int8_flat'"):
         FingerprintConfig().require_vector("news")
+
+
+# -- resource files and hostile stored configs --------------------------------------------------------------
+@pytest.mark.parametrize("field", ["synonyms_path", "user_dict_path", "stopwords_path", "idf_path"])
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "fifo"])
+def test_a_resource_file_that_is_a_device_or_fifo_is_refused_at_once(tmp_path, field, device):
+    import os
+
+    if device == "fifo":
+        device = str(tmp_path / "pipe")
+        os.mkfifo(device)
+    extra = {"stopwords": "file"} if field == "stopwords_path" else {"weighting": "tfidf"} if field == "idf_path" \
+        else {}
+    with pytest.raises(ConfigError, match=re.escape(f"file {device} is not a regular file")):
+        FingerprintConfig(**{field: device}, **extra)
+
+
+def test_a_resource_file_over_the_limit_is_refused(tmp_path, monkeypatch):
+    from esdedup.fingerprint import config as config_module
+
+    monkeypatch.setattr(config_module, "RESOURCE_FILE_LIMIT", 100)
+    big = tmp_path / "big.dict"
+    big.write_text("台胞 台湾居民\n" * 20, encoding="utf-8")
+    with pytest.raises(ConfigError, match="synonyms file .*big.dict has 400 bytes, over the limit of 100 bytes"):
+        FingerprintConfig(synonyms_path=str(big))
+
+
+def test_a_stored_config_naming_a_device_fails_when_its_resources_load(tmp_path):
+    """A stored config (index metadata) carries the digest, so the path is only opened to load it: a device
+    there is a ConfigError too, not a read that never ends."""
+    from esdedup.fingerprint.resources import load_resources
+
+    cfg = FingerprintConfig.from_dict({"synonyms_path": "/dev/zero", "synonyms_sha256": "0" * 64})
+    with pytest.raises(ConfigError, match="synonyms file /dev/zero is not a regular file"):
+        load_resources(cfg)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"minhash_perm": 100_000_000}, "minhash_perm must be between 1 and 1024"),
+    ({"minhash_perm": 0, "minhash_bands": 1, "minhash_rows": 1}, "minhash_perm must be between 1 and 1024"),
+    ({"probe_radius": 10**9}, "probe_radius must be between 0 and 64"),
+    ({"probe_radius": -1}, "probe_radius must be between 0 and 64"),
+    ({"short_text_chars": -5}, "short_text_chars must be between 0 and"),
+    ({"short_text_chars": 10**30}, "short_text_chars must be between 0 and"),
+    ({"minhash_ngram": 10**6}, "minhash_ngram must be between 1 and 16"),
+    ({"band_blocks": 10**12}, "band_blocks must be between 0 (the default) and bits (64)"),
+    ({"band_key_blocks": -3}, "band_key_blocks must be between 0 (the default) and bits (64)"),
+    ({"dims": 10**9}, "dims must be between 8 and 4096"),
+    ({"shingle": 10**9, "tokenizer": "char"}, "shingle must be between 0 and 16"),
+    ({"minhash_bands": 10**9}, "minhash_bands"),
+    ({"minhash_rows": 10**9}, "minhash_rows"),
+    ({"hamming_k": 10**9}, "hamming_k must be between"),
+])
+def test_every_numeric_field_has_an_upper_and_a_lower_bound(data, message):
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        FingerprintConfig.from_dict(data)
+    assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize("meta", [
+    {"esdedup": "hello"},
+    {"esdedup": {}},
+    {"esdedup": []},
+    {"esdedup": {"config": "bits=64"}},
+    {"esdedup": {"config": ["bits", 64]}},
+    {"esdedup": {"config": None}},
+    {"esdedup": {"config": {"bits": "64"}}},
+    {"esdedup": {"config": {"colour": "red"}}},
+    {"esdedup": {"config": {"minhash_perm": 100_000_000}}},
+])
+def test_hostile_index_metadata_is_a_config_error(meta):
+    from esdedup.schema import config_from_meta
+
+    with pytest.raises(ConfigError, match="^index 'news' has .*rebuild the index"):
+        config_from_meta(meta, "index 'news'")
+
+
+def test_metadata_without_an_esdedup_block_is_no_config():
+    from esdedup.schema import config_from_meta, meta_for
+
+    assert config_from_meta(None) is None and config_from_meta({}) is None and config_from_meta("x") is None
+    assert config_from_meta({"other": 1}) is None
+    assert config_from_meta(meta_for(FingerprintConfig())) == FingerprintConfig()
+
+
+@pytest.mark.parametrize("value", ["not json {", '"hello"', "[]", '{"config": 5}', "null"])
+def test_a_local_store_whose_meta_is_not_a_config_is_a_config_error(tmp_path, value):
+    import sqlite3
+
+    from esdedup.store.local import LocalStore
+
+    store = LocalStore("news", tmp_path)
+    store.open(FingerprintConfig())
+    store.close()
+    db = sqlite3.connect(tmp_path / "news.sqlite3") if (tmp_path / "news.sqlite3").exists() else None
+    if db is None:
+        [path] = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".db", ".sqlite", ".sqlite3")]
+        db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'esdedup'", (value,))
+    db.close()
+    store = LocalStore("news", tmp_path)
+    try:
+        with pytest.raises(ConfigError, match="local index"):
+            store.open(None, create=False)
+    finally:
+        store.close()

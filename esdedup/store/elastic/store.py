@@ -213,7 +213,7 @@ class ElasticStore:
                 self._baseline = 0  # every write to a new index after this one's is another writer's
                 return OpenResult(config, True)
         mappings = next(iter(mapping.body.values()))["mappings"]
-        stored = config_from_meta(mappings.get("_meta"))
+        stored = config_from_meta(mappings.get("_meta"), f"index {self.name!r}")
         if stored is None:
             raise ConfigError(f"index {self.name!r} exists but was not created by esdedup (no _meta.esdedup); "
                               "choose another index name")
