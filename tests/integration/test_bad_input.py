@@ -418,3 +418,23 @@ def test_compare_and_similar_refuse_devices_and_fifos(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     r = run_cli("similar", "--index", "probe", "--data-dir", tmp_path / "data", "--file", fifo, timeout=120)
     assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("option, device", [("--synonyms", "/dev/zero"), ("--user-dict", "/dev/zero"),
+                                            ("--stopwords-file", "/dev/urandom"), ("--idf", "fifo")])
+def test_resource_options_on_devices_and_fifos_are_refused_before_any_work(tmp_path, option, device):
+    """A resource file that is a device or a FIFO would never end (or never answer): refused with exit 2
+    before the store is created or a record read."""
+    from tests.reliability import run_cli
+
+    if device == "fifo":
+        device = str(tmp_path / "pipe")
+        os.mkfifo(device)
+    text = tmp_path / "a.jsonl"
+    text.write_text(json.dumps({"id": "a", "text": make_text(random.Random(2))}, ensure_ascii=False) + "\n", "utf-8")
+    r = run_cli("ingest", text, "--index", "probe", "--data-dir", tmp_path / "data", option, device, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "not a regular file" in r.stderr and device in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "data").exists()
+    r = run_cli("compare", text, text, option, device, timeout=60)
+    assert r.returncode == 2 and "not a regular file" in r.stderr, (r.returncode, r.stderr[-2000:])
