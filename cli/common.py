@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
+from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError, NoAnswer, NotElasticsearch
 from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
@@ -81,6 +81,7 @@ class Connection:
     no_verify_certs: bool = False
     client_cert: str | None = None
     client_key: str | None = None
+    es_timeout: float | None = None
 
     def redact(self, text: str) -> str:
         return redact(text)
@@ -90,7 +91,8 @@ class Connection:
         from esdedup.es.connect import resolve_settings
 
         return resolve_settings(self.es, ca_certs=self.ca_certs, verify_certs=not self.no_verify_certs,
-                                client_cert=self.client_cert, client_key=self.client_key)
+                                client_cert=self.client_cert, client_key=self.client_key,
+                                request_timeout=self.es_timeout)
 
 
 connection_options = _group("conn", Connection, [
@@ -105,6 +107,9 @@ connection_options = _group("conn", Connection, [
         "--no-verify-certs", help="Do NOT verify the server's TLS certificate (insecure; warned).")], False),
     _opt("client_cert", Annotated[str | None, typer.Option("--client-cert", help="Client certificate (PEM).")], None),
     _opt("client_key", Annotated[str | None, typer.Option("--client-key", help="Client key (PEM).")], None),
+    _opt("es_timeout", Annotated[float | None, typer.Option(
+        "--es-timeout", help="Seconds each Elasticsearch request may wait for its answer (default 30, or "
+                             "ESDEDUP_ES_TIMEOUT); the first request waits at most 10.")], None),
 ])
 
 
@@ -239,6 +244,8 @@ def flag_hint(exc: EsdedupError) -> str | None:
     if isinstance(exc, ConfigMismatchError):
         return ("omit the fingerprint options (--config, --bits, --tokenizer, ...) to use the index's own, "
                 "or give another --index")
+    if isinstance(exc, NotElasticsearch | NoAnswer):
+        return "give --es the URL of an Elasticsearch node's HTTP port (9200 by default)"
     if isinstance(exc, CertificateError):
         if exc.needs == "client_cert":
             return "give the client's certificate with --client-cert and --client-key"

@@ -80,6 +80,18 @@ class ConnectionFailed(StoreError):
     """The server could not be reached or refused the credentials."""
 
 
+class NotElasticsearch(ConnectionFailed):
+    """The server at the URL answers, but not as Elasticsearch does (a web server, a proxy's page)."""
+
+
+class NoAnswer(ConnectionFailed):
+    """The server took the connection but did not answer within ``timeout`` seconds."""
+
+    def __init__(self, message: str, *, timeout: float) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
 class CertificateError(ConnectionFailed):
     """TLS failed on a certificate: the server's is not trusted (``needs == "ca"``: give the CA that signed
     it) or the server asks for the client's (``needs == "client_cert"``)."""

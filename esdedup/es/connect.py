@@ -1,8 +1,8 @@
 """Building an Elasticsearch client from options, environment variables or a config file, safely.
 
 Sources, first wins: explicit arguments, then environment variables ``ESDEDUP_ES_URL``,
-``ESDEDUP_ES_API_KEY``, ``ESDEDUP_ES_USER`` / ``ESDEDUP_ES_PASSWORD``, ``ESDEDUP_ES_CA_CERTS``, then a
-JSON config file (``ESDEDUP_CONFIG`` or ``~/.config/esdedup/config.json``) with the same keys in lower
+``ESDEDUP_ES_API_KEY``, ``ESDEDUP_ES_USER`` / ``ESDEDUP_ES_PASSWORD``, ``ESDEDUP_ES_CA_CERTS``,
+``ESDEDUP_ES_TIMEOUT``, then a JSON config file (``ESDEDUP_CONFIG`` or ``~/.config/esdedup/config.json``) with the same keys in lower
 case without the prefix (``{"es_url": ..., "api_key": ...}``). TLS certificates are verified unless
 ``verify_certs=False`` is given explicitly. Secrets never reach logs or error messages (`esdedup.util.redact`).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,17 @@ from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from esdedup.errors import ConfigError, ConnectionFailed
 from esdedup.util.redact import redact, redact_url
+from esdedup.util.regular import open_binary, read_limited
 
 log = logging.getLogger(__name__)
+
+#: Seconds a request may wait for its answer unless ``request_timeout`` (``ESDEDUP_ES_TIMEOUT``, ``timeout`` in
+#: the config file) says otherwise: a bulk request of a loaded node needs some.
+DEFAULT_REQUEST_TIMEOUT = 30.0
+#: The longest request timeout accepted.
+MAX_REQUEST_TIMEOUT = 3600.0
+#: The largest settings file read (a few keys: anything larger is not one).
+SETTINGS_FILE_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -32,7 +42,7 @@ class ConnectionSettings:
     verify_certs: bool = True
     client_cert: str | None = None
     client_key: str | None = None
-    request_timeout: float = 30.0
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
     @property
     def secrets(self) -> list[str | None]:
@@ -57,7 +67,12 @@ def _file_settings() -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text("utf-8"))
+        with open_binary(path) as f:  # a FIFO or a device is refused, not read until it ends
+            raw = read_limited(f, SETTINGS_FILE_LIMIT)
+        if isinstance(raw, int):
+            raise ConfigError(f"config file {path} has {raw} bytes: not a settings file (at most "
+                              f"{SETTINGS_FILE_LIMIT} bytes)")
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     if not isinstance(data, dict):
@@ -68,9 +83,11 @@ def _file_settings() -> dict[str, Any]:
 def resolve_settings(url: str | None = None, *, api_key: str | None = None, username: str | None = None,
                      password: str | None = None, ca_certs: str | None = None, verify_certs: bool = True,
                      client_cert: str | None = None, client_key: str | None = None,
-                     request_timeout: float = 30.0) -> ConnectionSettings | None:
+                     request_timeout: float | None = None) -> ConnectionSettings | None:
     """Merge arguments, environment and config file; None when no Elasticsearch URL is given anywhere
-    (the caller then uses the embedded local store)."""
+    (the caller then uses the embedded local store). ``request_timeout`` (seconds each request may wait for
+    its answer) comes from the argument, ``ESDEDUP_ES_TIMEOUT`` or the config file's ``timeout``, else
+    `DEFAULT_REQUEST_TIMEOUT`."""
     env, conf = os.environ, _file_settings()
 
     def pick(arg: Any, env_name: str, conf_name: str) -> Any:
@@ -110,8 +127,22 @@ def resolve_settings(url: str | None = None, *, api_key: str | None = None, user
         verify_certs=verify_certs,
         client_cert=pick(client_cert, "ESDEDUP_ES_CLIENT_CERT", "client_cert"),
         client_key=pick(client_key, "ESDEDUP_ES_CLIENT_KEY", "client_key"),
-        request_timeout=request_timeout,
+        request_timeout=_timeout(pick(request_timeout, "ESDEDUP_ES_TIMEOUT", "timeout")),
     )
+
+
+def _timeout(value: Any) -> float:
+    """A request timeout in seconds: a number in (0, `MAX_REQUEST_TIMEOUT`], or ConfigError."""
+    if value is None or value == "":
+        return DEFAULT_REQUEST_TIMEOUT
+    try:
+        seconds = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 < seconds <= MAX_REQUEST_TIMEOUT:
+        raise ConfigError(f"the Elasticsearch request timeout must be a number of seconds above 0 and at most "
+                          f"{MAX_REQUEST_TIMEOUT:g}, got {str(value)[:40]!r}")
+    return seconds
 
 
 def _url_parts(url: str) -> SplitResult:

@@ -8,11 +8,13 @@ tested with matching majors only (8.x with 8.x, 9.x with 9.x), so both are refus
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
 
-from esdedup.errors import ClientVersionMismatch
+from esdedup.errors import ClientVersionMismatch, NoAnswer, NotElasticsearch
+from esdedup.es.answers import api_reason, page_summary
 
 log = logging.getLogger(__name__)
 
@@ -61,23 +63,65 @@ def refused_major(exc: Any) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def server_version(client: Any) -> str | None:
+#: Seconds the first request to a server (its node's version) may take: a live node answers it from memory,
+#: so a server that is silent this long will not answer the requests after it either.
+FIRST_ANSWER_TIMEOUT = 10.0
+
+
+def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
     """The version of the node that answers, asked without a ``compatible-with`` header so that every
-    server major answers every client major; None when the credentials may not see it (403)."""
+    server major answers every client major; None when the credentials may not see it (403).
+
+    This is the first request to a server, so it is also where a server that is not Elasticsearch shows:
+    an answer that is not Elasticsearch's (a web page, JSON without the node) is a `NotElasticsearch`, and
+    a server that accepts the connection but does not answer within `FIRST_ANSWER_TIMEOUT` seconds (or the
+    client's shorter request timeout; on each node given) is a `NoAnswer`."""
     import elasticsearch as es
 
+    timeout = _first_answer_timeout(client)
+    probe = client.options(request_timeout=timeout, max_retries=max(_node_count(client) - 1, 0))
     try:
-        resp = client.perform_request("GET", "/_nodes/_local", params={"filter_path": "nodes.*.version"},
-                                      headers={"accept": "*/*"})
-    except es.AuthorizationException:
-        log.debug("not allowed to read the node version (403); the client/server check is skipped")
-        return None
-    versions = sorted({str(n.get("version")) for n in (resp.body.get("nodes") or {}).values()})
+        resp = probe.perform_request("GET", "/_nodes/_local", params={"filter_path": "nodes.*.version"},
+                                     headers={"accept": "*/*"})
+    except es.ConnectionTimeout:
+        raise NoAnswer(f"{where}: the server accepted the connection but did not answer within {timeout:g} s; "
+                       "check that the URL names an Elasticsearch node", timeout=timeout) from None
+    except es.ApiError as exc:
+        if not isinstance(exc.body, dict) or isinstance(exc, es.UnsupportedProductError):
+            raise not_elasticsearch(where, f"it answered {exc.meta.status} {api_reason(exc)!r}") from None
+        if isinstance(exc, es.AuthorizationException):
+            log.debug("not allowed to read the node version (403); the client/server check is skipped")
+            return None
+        raise
+    nodes = resp.body.get("nodes") if isinstance(resp.body, dict) else None
+    if not isinstance(nodes, dict) or not nodes or not all(isinstance(n, dict) for n in nodes.values()):
+        shown = page_summary(str(resp.body)) if not isinstance(resp.body, (dict, list)) else \
+            json.dumps(resp.body, default=str)[:80]
+        raise not_elasticsearch(where, f"its answer to GET /_nodes/_local names no node: {shown}")
+    versions = sorted({str(n.get("version")) for n in nodes.values()})
     return versions[0] if versions else None
 
 
+def not_elasticsearch(where: str, what: str) -> NotElasticsearch:
+    return NotElasticsearch(f"{where}: the server is not Elasticsearch ({what}); check the URL and port")
+
+
+def _first_answer_timeout(client: Any) -> float:
+    """`FIRST_ANSWER_TIMEOUT`, or the client's own request timeout when that is shorter."""
+    own = getattr(client, "_request_timeout", None)
+    return min(FIRST_ANSWER_TIMEOUT, float(own)) if isinstance(own, (int, float)) and own > 0 else FIRST_ANSWER_TIMEOUT
+
+
+def _node_count(client: Any) -> int:
+    try:
+        return len(client.transport.node_pool.all())
+    except AttributeError:  # a client of another shape: one node as far as we know
+        return 1
+
+
 def check_server(client: Any, where: str) -> None:
-    """Raise `ClientVersionMismatch` unless the server's major is the installed client's."""
-    version = server_version(client)
+    """Raise `ClientVersionMismatch` unless the server's major is the installed client's (and
+    `NotElasticsearch` or `NoAnswer` for a server that is not one, see `server_version`)."""
+    version = server_version(client, where)
     if version is not None and _major(version) != _major(client_version()):
         raise mismatch_error(where, version)

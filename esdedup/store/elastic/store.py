@@ -19,7 +19,6 @@ import dataclasses
 import itertools
 import logging
 import math
-import re
 import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -37,6 +36,7 @@ from esdedup.errors import (
 )
 from esdedup.es import query as q
 from esdedup.es import versions as versions
+from esdedup.es.answers import api_reason
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import from_hex
 from esdedup.schema import (
@@ -100,7 +100,7 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         major = versions.refused_major(exc)
         if major is not None:  # the server refuses this client's major (e.g. a 9.x client, an 8.x server)
             raise versions.mismatch_error(where, f"{major}.x") from None
-        reason = redact(_api_reason(exc), secrets)
+        reason = redact(api_reason(exc), secrets)
         if "SSL certificate" in reason:  # a TLS-terminating proxy asks for the client's certificate
             raise CertificateError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason} (the server "
                                    "requires a client certificate)", needs="client_cert") from None
@@ -113,20 +113,6 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         if "CERTIFICATE_VERIFY_FAILED" in reason:
             raise CertificateError(f"{where}: TLS certificate verification failed ({reason})", needs="ca") from None
         raise ConnectionFailed(f"{where}: cannot reach Elasticsearch: {reason}") from None
-
-
-_HTML_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
-
-
-def _api_reason(exc: Any) -> str:
-    """The reason of an error answer; for a non-JSON answer (a proxy's HTML page) its title or first
-    characters."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, (str, bytes)) and body:
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        m = _HTML_TITLE.search(text)
-        return " ".join((m.group(1) if m else re.sub(r"<[^>]+>", " ", text)).split())[:200]
-    return str(exc.message)
 
 
 def _first(fields: Mapping[str, Any], name: str, default: Any = None) -> Any:
