@@ -19,6 +19,8 @@ B, M, E, S = 0, 1, 2, 3
 _MIN_FLOAT = -3.14e100  # jieba.finalseg.MIN_FLOAT
 #: The characters jieba's HMM sees (its ``re_han``): runs hold nothing else.
 FIRST, LAST = 0x4E00, 0x9FD5
+#: The longest run decoded in one piece (`_bounded`); a longer run is decoded as runs of this length.
+MAX_RUN = 500
 
 
 @lru_cache(maxsize=1)
@@ -76,9 +78,26 @@ def _viterbi_states(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+def _bounded(lengths: np.ndarray) -> np.ndarray:
+    """The runs' lengths with every run longer than `MAX_RUN` cut into runs of `MAX_RUN` characters (and
+    what is left): the decoding loop steps once per character of the longest run, each step costing the
+    same whatever the number of runs, so a text of one long run (one character repeated) would cost a
+    hundred times what any other text of its length costs. Normal text has no run near that long, so
+    its words are jieba's."""
+    if int(lengths.max()) <= MAX_RUN:
+        return lengths
+    out: list[int] = []
+    for n in lengths.tolist():
+        out.extend([MAX_RUN] * (n // MAX_RUN))
+        if n % MAX_RUN or not n:
+            out.append(n % MAX_RUN)
+    return np.asarray(out, dtype=np.int64)
+
+
 def cut_runs(runs: Sequence[str]) -> tuple[list[str], np.ndarray]:
     """jieba's HMM cut of each run (``jieba.finalseg.cut``, for runs of 2+ characters of `FIRST`..`LAST`):
-    the words of all runs one run after another, and how many words each run gave.
+    the words of all runs one run after another, and how many words each run gave. A run longer than
+    `MAX_RUN` characters is decoded `MAX_RUN` characters at a time (a word may end where jieba's would not).
 
     >>> cut_runs(["常在", "常在前"])
     (['常在', '常', '在', '前'], array([1, 3]))
@@ -88,7 +107,8 @@ def cut_runs(runs: Sequence[str]) -> tuple[list[str], np.ndarray]:
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
     joined = "".join(runs)
     codes = np.frombuffer(joined.encode("utf-32-le"), dtype="<u4").astype(np.int64) - FIRST
-    ends = _viterbi_states(codes, lengths) >= E  # a word ends at every E and S (jieba's transitions allow no other)
+    # a word ends at every E and S (jieba's transitions allow no other)
+    ends = _viterbi_states(codes, _bounded(lengths)) >= E
     cuts = (np.flatnonzero(ends) + 1).tolist()
     words = [joined[a:b] for a, b in zip([0, *cuts][:-1], cuts, strict=True)]
     per_run = np.add.reduceat(ends.astype(np.int64), np.cumsum(lengths) - lengths)

@@ -104,3 +104,46 @@ def test_jieba_itself_is_loaded_only_for_a_block_only_it_can_cut() -> None:
     fast._is_word = lambda w: w == "iphone" or route_has_word(w)  # type: ignore[method-assign]
     assert fast.cut("用iphone拍照") == jieba.Tokenizer().lcut("用iphone拍照", HMM=True)
     assert fast._reference is not None
+
+
+def test_runs_up_to_the_bound_are_jieba_finalseg() -> None:
+    """The longest runs decoded in one piece (and runs around that length) are cut as jieba cuts them."""
+    import random
+
+    from esdedup.fingerprint.jieba_hmm import MAX_RUN
+
+    rng = random.Random(7)
+    runs = ["".join(rng.choice(CHINESE) for _ in range(n)) for n in (MAX_RUN - 1, MAX_RUN, 2, 37)]
+    words, counts = cut_runs(runs)
+    expected = [list(jieba.finalseg.cut(run)) for run in runs]
+    assert words == [w for e in expected for w in e] and counts.tolist() == [len(e) for e in expected]
+
+
+def test_one_character_repeated_costs_what_normal_text_of_its_size_costs(fast: JiebaFast,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One HMM pass steps once per character of its longest run: a text that is one long run (one Han
+    character repeated) is decoded in bounded runs, so its cost is about a normal text's."""
+    import random
+    import time
+
+    from esdedup.fingerprint import jieba_hmm
+    from tests.reliability import make_text
+
+    rng = random.Random(8)
+    normal = "".join(make_text(rng) for _ in range(600))[:PIECE_CHARS]
+    hostile = "中" * PIECE_CHARS
+    longest: list[int] = []
+    decode = jieba_hmm._viterbi_states
+    monkeypatch.setattr(jieba_hmm, "_viterbi_states",
+                        lambda codes, lengths: longest.append(int(lengths.max())) or decode(codes, lengths))
+
+    def seconds(text: str) -> float:
+        fast.cut(text[:100])
+        started = time.perf_counter()
+        tokens = fast.cut(text)
+        assert "".join(tokens) == text
+        return time.perf_counter() - started
+
+    normal_s, hostile_s = min(seconds(normal) for _ in range(2)), min(seconds(hostile) for _ in range(2))
+    assert max(longest) <= jieba_hmm.MAX_RUN
+    assert hostile_s < 3 * normal_s + 0.2, (hostile_s, normal_s)
