@@ -8,8 +8,9 @@ returns new hit dicts; it makes no requests. Pairs are decided by the near-dupli
 * two short hits without signatures (documents of an older esdedup) are judged on their TF cosine alone;
 * any other pair is judged on SimHash Hamming distance and TF cosine, each test where both hits carry
   what it needs (a hit without a vector is judged by Hamming alone, one without a SimHash by cosine alone);
-* two hits that carry the same stored ``cluster_id`` (labelled by ingest or ``dups --write-clusters``)
-  are near-duplicates whatever their measures.
+* two hits of one index (``_index``) that carry the same stored ``cluster_id`` (labelled by ingest or
+  ``dups --write-clusters``) are near-duplicates whatever their measures; cluster ids of two indexes (a
+  search over an alias or ``a,b``) are unrelated, so such hits are judged on their measures.
 
 Each hit's sketch is read from what the search returned, under ``_source["dedup"]`` (or the same names as
 dotted ``_source`` keys) or ``fields["dedup.<name>"]`` (the ``fields`` / ``docvalue_fields`` style, where
@@ -94,7 +95,8 @@ def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: Fingerprin
     Raises:
         ConfigError: unknown mode, thresholds out of range, a fingerprinter of another config.
         InputError: a stored SimHash that is not hex or is wider than the config's bits, a signature that
-            is not base64, vectors of different lengths.
+            is not base64, a count (chars, shingles) that is not a whole number, vectors of different
+            lengths.
     """
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
@@ -153,6 +155,8 @@ class _Sketch:
     shingles: int = 0
     chars: int | None = None
     cluster_id: str | None = None
+    #: The hit's ``_index``: its cluster id means something within that index only.
+    index: str | None = None
 
     @classmethod
     def of(cls, fp: Fingerprint) -> _Sketch:
@@ -272,12 +276,28 @@ def _parse(raw: dict[str, Any], hit: Mapping, config: FingerprintConfig) -> _Ske
         raw["empty"] = isinstance(empty, str) and empty.lower() == "true"
     sh = raw.get("simhash")
     minhash = _parse_minhash(raw.get("minhash"), hit, config)
-    shingles = int(raw.get("shingles") or 0)
+    shingles = _parse_count(raw.get("shingles") or 0, "shingles", hit)
     chars = raw.get("chars")
     cluster = raw.get("cluster_id")
+    index = hit.get("_index")
     return _Sketch(_parse_simhash(sh, config.bits, hit) if sh is not None else None, vec,
-                   minhash if shingles > 0 else None, shingles, int(chars) if chars is not None else None,
-                   str(cluster) if cluster is not None else None)
+                   minhash if shingles > 0 else None, shingles,
+                   _parse_count(chars, "chars", hit) if chars is not None else None,
+                   str(cluster) if cluster is not None else None, str(index) if index is not None else None)
+
+
+def _parse_count(raw: Any, name: str, hit: Mapping) -> int:
+    """A stored count (``dedup.chars``, ``dedup.shingles``): a whole number, or the digits of one."""
+    value: int | None = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+        value = int(raw)
+    if value is None:
+        raise InputError(f"hit {hit.get('_id')!r}: dedup.{name} {raw!r} is not a whole number")
+    return value
 
 
 def _parse_simhash(raw: Any, bits: int, hit: Mapping) -> int:
@@ -325,8 +345,8 @@ class _Columns:
 
     def __init__(self, sketches: list[_Sketch], config: FingerprintConfig) -> None:
         self.sketches = SketchColumns.of(sketches, config, vectors=lambda: _unit_vectors([s.vector for s in sketches]))
-        codes: dict[str, int] = {}
-        self.cluster = np.array([-1 if s.cluster_id is None else codes.setdefault(s.cluster_id, len(codes))
+        codes: dict[tuple[str | None, str], int] = {}
+        self.cluster = np.array([-1 if s.cluster_id is None else codes.setdefault((s.index, s.cluster_id), len(codes))
                                  for s in sketches], dtype=np.int64)
 
     def verdicts(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds) -> np.ndarray:

@@ -34,24 +34,39 @@ DOCVALUE_FIELDS = ("dedup.simhash", "dedup.empty", "dedup.chars", "dedup.shingle
 #: Dedup fields the rule needs from ``_source`` (the signature is a binary field without doc values).
 SOURCE_FIELDS = ("dedup.minhash",)
 
-_configs: weakref.WeakKeyDictionary[Any, dict[str, FingerprintConfig]] = weakref.WeakKeyDictionary()
+#: client -> index name -> (the uuids of the indices it named, their config).
+_configs: weakref.WeakKeyDictionary[Any, dict[str, tuple[frozenset[str], FingerprintConfig]]] = \
+    weakref.WeakKeyDictionary()
 _configs_lock = threading.Lock()
+#: What is asked of the indices behind a name on every call: their uuids (an index deleted and created again
+#: under its name has a new one, and maybe another config).
+_UUID = {"name": "index.uuid", "filter_path": "*.settings.index.uuid"}
 
 
-def _cached_config(client: Any, index: str) -> FingerprintConfig | None:
+def _cached_config(client: Any, index: str, uuids: frozenset[str]) -> FingerprintConfig | None:
     with _configs_lock:
         try:
-            return _configs.get(client, {}).get(index)
+            cached = _configs.get(client, {}).get(index)
         except TypeError:  # a client that cannot be weakly referenced is never cached
             return None
+    return cached[1] if cached is not None and cached[0] == uuids else None
 
 
-def _remember_config(client: Any, index: str, config: FingerprintConfig) -> None:
+def _remember_config(client: Any, index: str, uuids: frozenset[str], config: FingerprintConfig) -> None:
     with _configs_lock:
         try:
-            _configs.setdefault(client, {})[index] = config
+            _configs.setdefault(client, {})[index] = (uuids, config)
         except TypeError:
             pass
+
+
+def _uuids(resp: Any) -> frozenset[str]:
+    """The uuids of the indices in a ``GET <index>/_settings/index.uuid`` answer."""
+    body = resp.body if hasattr(resp, "body") else resp
+    if not isinstance(body, Mapping):
+        return frozenset()
+    return frozenset(str(((v or {}).get("settings") or {}).get("index", {}).get("uuid"))
+                     for v in body.values() if isinstance(v, Mapping))
 
 
 def _config_from_mapping(resp: Mapping[str, Any], index: str) -> FingerprintConfig:
@@ -72,24 +87,29 @@ def _config_from_mapping(resp: Mapping[str, Any], index: str) -> FingerprintConf
 
 
 def index_config(client: Any, index: str) -> FingerprintConfig:
-    """The fingerprint config an index was built with (its ``_meta``), read once per client and index."""
-    config = _cached_config(client, index)
+    """The fingerprint config an index was built with (its ``_meta``), read once per client and index, and
+    again when the indices behind the name are others (their uuids changed: deleted and created again)."""
+    with es_errors(f"reading the settings of {index!r}"):
+        uuids = _uuids(client.indices.get_settings(index=index, **_UUID))
+    config = _cached_config(client, index, uuids)
     if config is None:
         with es_errors(f"reading the mapping of {index!r}"):
             resp = client.indices.get_mapping(index=index)
         config = _config_from_mapping(resp.body if hasattr(resp, "body") else resp, index)
-        _remember_config(client, index, config)
+        _remember_config(client, index, uuids, config)
     return config
 
 
 async def async_index_config(client: Any, index: str) -> FingerprintConfig:
     """`index_config` for ``AsyncElasticsearch``."""
-    config = _cached_config(client, index)
+    with es_errors(f"reading the settings of {index!r}"):
+        uuids = _uuids(await client.indices.get_settings(index=index, **_UUID))
+    config = _cached_config(client, index, uuids)
     if config is None:
         with es_errors(f"reading the mapping of {index!r}"):
             resp = await client.indices.get_mapping(index=index)
         config = _config_from_mapping(resp.body if hasattr(resp, "body") else resp, index)
-        _remember_config(client, index, config)
+        _remember_config(client, index, uuids, config)
     return config
 
 
@@ -98,7 +118,7 @@ def _with_dedup_fields(body: Mapping[str, Any] | None, config: FingerprintConfig
     """The search body asking for what the rule reads, and the ``_source`` paths added for it (to take out
     of the hits again)."""
     req = copy.deepcopy(dict(body or {}))
-    for key in ("size", "from"):
+    for key in ("size", "from"):  # the page is cut from the diversified hits (`_plan`)
         req.pop(key, None)
     docvalues = list(req.get("docvalue_fields", []))
     docvalues += [f for f in DOCVALUE_FIELDS if f not in docvalues]
@@ -166,7 +186,9 @@ def _plan(body: Mapping[str, Any] | None, *, size: int, mode: str, config: Finge
           overfetch: float, max_rounds: int, fingerprinter: Fingerprinter | None,
           text_field: str) -> Generator[dict[str, Any], Mapping[str, Any], dict[str, Any]]:
     req, added = _with_dedup_fields(body, config, t)
-    window = min(MAX_WINDOW, max(size, int(size * overfetch)))
+    offset = _offset(body, size)
+    wanted = offset + size  # the diversified hits up to the end of the page
+    window = min(MAX_WINDOW, max(wanted, int(wanted * overfetch)))
     resp: Mapping[str, Any] = {}
     kept: list[dict[str, Any]] = []
     hits: list[Mapping[str, Any]] = []
@@ -179,21 +201,40 @@ def _plan(body: Mapping[str, Any] | None, *, size: int, mode: str, config: Finge
                          text_field=text_field)
         representatives = kept if mode != "demote" else [h for h in kept if "_duplicate_of" not in h]
         exhausted = len(hits) < window or window >= MAX_WINDOW
-        if len(representatives) >= size or exhausted:
+        if len(representatives) >= wanted or exhausted:
             break
         window = min(MAX_WINDOW, window * 2)
+    page = kept[offset:wanted]
     out = dict(resp)
-    out["hits"] = {**resp.get("hits", {}), "hits": [_strip(h, added) for h in kept[:size]]}
-    out["diversified"] = {"fetched": len(hits), "returned": min(size, len(kept)), "rounds": rounds,
-                          "mode": mode, "thresholds": t.to_dict()}
+    out["hits"] = {**resp.get("hits", {}), "hits": [_strip(h, added) for h in page]}
+    out["diversified"] = {"fetched": len(hits), "returned": len(page), "rounds": rounds,
+                          "mode": mode, "thresholds": t.to_dict(), **({"from": offset} if offset else {})}
     return out
 
 
-def _check(size: int, overfetch: float, mode: str) -> None:
-    if size < 1:
-        raise ConfigError(f"size must be >= 1, got {size}")
-    if not overfetch >= 1:  # also NaN
-        raise ConfigError(f"overfetch must be >= 1, got {overfetch}")
+def _offset(body: Mapping[str, Any] | None, size: int) -> int:
+    """``from`` of the body: how many diversified hits come before the page (0 without one)."""
+    offset = (body or {}).get("from", 0)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ConfigError(f"'from' in the search body must be a whole number >= 0, got {offset!r}")
+    if offset + size > MAX_WINDOW:
+        raise ConfigError(f"'from' + size must be at most {MAX_WINDOW} (the hits one search may return), got "
+                          f"{offset} + {size}")
+    return offset
+
+
+#: The most search requests one call may make (the window doubles each time, up to `MAX_WINDOW`).
+MAX_ROUNDS = 16
+
+
+def _check(size: Any, overfetch: Any, mode: str, max_rounds: Any) -> None:
+    """The call's arguments, each a ConfigError naming it when it is not of its kind and range."""
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_WINDOW:
+        raise ConfigError(f"size must be a whole number from 1 to {MAX_WINDOW}, got {size!r}")
+    if isinstance(overfetch, bool) or not isinstance(overfetch, (int, float)) or not 1 <= overfetch <= MAX_WINDOW:
+        raise ConfigError(f"overfetch must be a number from 1 to {MAX_WINDOW}, got {overfetch!r}")  # NaN, inf too
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or not 1 <= max_rounds <= MAX_ROUNDS:
+        raise ConfigError(f"max_rounds must be a whole number from 1 to {MAX_ROUNDS}, got {max_rounds!r}")
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
 
@@ -206,15 +247,23 @@ def search_diversified(client: Any, index: str, body: Mapping[str, Any] | None =
     """Run a search and return ``size`` hits with near-duplicates dropped (or demoted or grouped), by the
     index's own rule: ``config`` and ``thresholds`` default to what the index was built with.
 
-    ``body`` is a search body (``{"query": ...}``); ``size``/``from`` in it are replaced. The first request
-    over-fetches ``size * overfetch`` hits; when too many were duplicates to fill the page, the window
-    doubles (at most ``max_rounds`` requests, never past 10,000 hits). The response is the last search
-    response with ``hits.hits`` replaced and a ``diversified`` summary added.
+    ``body`` is a search body (``{"query": ...}``); ``size`` in it is replaced, and ``from`` in it is the page's
+    offset among the diversified hits (page 2 of 10: ``"from": 10``). The first request over-fetches
+    ``(from + size) * overfetch`` hits; when too many were duplicates to fill the page, the window doubles
+    (at most ``max_rounds`` requests, never past 10,000 hits). The response is the last search response with
+    ``hits.hits`` replaced and a ``diversified`` summary added. The index's config is read again whenever
+    the indices behind ``index`` are other ones than at the last call (deleted and created again).
+
+    Raises:
+        ConfigError: ``size`` not a whole number from 1 to 10,000, ``overfetch`` not a number from 1 to
+            10,000, ``max_rounds`` not a whole number from 1 to `MAX_ROUNDS`, an unknown ``mode``, ``from``
+            not a whole number >= 0 or past 10,000 hits with ``size``; indices of different configs.
+        InputError: a hit whose stored sketch cannot be read (see `esdedup.search.diversify.diversify`).
 
     Example:
         >>> resp = search_diversified(es, "news", {"query": {"match": {"text": "台胞证"}}}, size=10)  # doctest: +SKIP
     """
-    _check(size, overfetch, mode)
+    _check(size, overfetch, mode, max_rounds)
     config = config or index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)
@@ -237,7 +286,7 @@ async def async_search_diversified(client: Any, index: str, body: Mapping[str, A
                                    fingerprinter: Fingerprinter | None = None,
                                    text_field: str = "text") -> dict[str, Any]:
     """`search_diversified` for ``AsyncElasticsearch``."""
-    _check(size, overfetch, mode)
+    _check(size, overfetch, mode, max_rounds)
     config = config or await async_index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)

@@ -1,0 +1,157 @@
+"""Nothing lost and no wrong answer when an index is not what the code expects, on a real node: searches
+over several indexes, an index deleted and created again with another config, index metadata edited by
+hand, a page past the first, API misuse."""
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+
+import pytest
+
+from esdedup.errors import ConfigError, InputError
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.schema import content_sha1
+from esdedup.search.paging import async_search_diversified, search_diversified
+from esdedup.store.base import NewDoc
+from esdedup.store.elastic.store import ElasticStore
+from tests.reliability import make_docs
+
+pytestmark = pytest.mark.es
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+
+
+@pytest.fixture
+def index_names(es_client):
+    """Unique index names (made on demand), deleted after the test."""
+    names: list[str] = []
+
+    def make() -> str:
+        names.append(f"esdedup-nl-{uuid.uuid4().hex[:10]}")
+        return names[-1]
+
+    yield make
+    for name in names:
+        es_client.options(ignore_status=404).indices.delete(index=name)
+
+
+def _fill(es_client, index: str, docs: list[dict], config: FingerprintConfig = CONFIG, *,
+          cluster_ids: dict[str, str] | None = None) -> None:
+    store = ElasticStore(es_client, index, replicas=0)
+    store.open(config)
+    fps = Fingerprinter(config).fingerprint_many([d["text"] for d in docs])
+    new = [NewDoc(d["id"], fp, {"text": d["text"], "rank": len(docs) - i}, content_sha1(d["text"]),
+                  cluster_id=(cluster_ids or {}).get(d["id"]))
+           for i, (d, fp) in enumerate(zip(docs, fps, strict=True))]
+    assert all(r.ok for r in store.write(new))
+    store.refresh()
+
+
+BY_RANK = {"query": {"function_score": {"query": {"match_all": {}}, "field_value_factor": {"field": "rank"},
+                                        "boost_mode": "replace"}}}
+
+
+def test_cluster_ids_are_compared_within_one_index_only(es_client, index_names):
+    """Two indexes with the same config whose documents carry the same cluster ids ("1", "2", ...) but
+    unrelated texts: a search over both keeps every hit."""
+    a, b = index_names(), index_names()
+    docs_a, docs_b = make_docs(5, seed=61, prefix="m"), make_docs(5, seed=62, prefix="m")
+    _fill(es_client, a, docs_a, cluster_ids={d["id"]: d["id"] for d in docs_a})
+    _fill(es_client, b, docs_b, cluster_ids={d["id"]: d["id"] for d in docs_b})
+    resp = search_diversified(es_client, f"{a},{b}", BY_RANK, size=10)
+    got = sorted((h["_index"], h["_id"]) for h in resp["hits"]["hits"])
+    assert got == sorted([(a, d["id"]) for d in docs_a] + [(b, d["id"]) for d in docs_b])
+    es_client.indices.put_alias(index=[a, b], name=f"{a}-both")
+    resp = search_diversified(es_client, f"{a}-both", BY_RANK, size=10)
+    assert len(resp["hits"]["hits"]) == 10
+
+
+def test_a_rebuilt_index_is_searched_with_its_new_config(es_client, index_names):
+    """The config of an index is kept per client; deleted and created again with another config (here 128
+    bits), the next call reads the new one instead of failing on the new SimHashes."""
+    name = index_names()
+    docs = make_docs(6, seed=63)
+    _fill(es_client, name, docs)
+    assert len(search_diversified(es_client, name, BY_RANK, size=6)["hits"]["hits"]) == 6
+    es_client.indices.delete(index=name)
+    wide = FingerprintConfig(tokenizer="rjieba", bits=128, hamming_k=5)
+    _fill(es_client, name, docs, wide)
+    resp = search_diversified(es_client, name, BY_RANK, size=6)
+    assert len(resp["hits"]["hits"]) == 6
+
+    async def run():
+        from elasticsearch import AsyncElasticsearch
+
+        client = AsyncElasticsearch(es_client.transport.node_pool.get().base_url)
+        try:
+            first = await async_search_diversified(client, name, BY_RANK, size=6)
+            await client.indices.delete(index=name)
+            _fill(es_client, name, docs)  # the 64-bit config again
+            return first, await async_search_diversified(client, name, BY_RANK, size=6)
+        finally:
+            await client.close()
+
+    first, again = asyncio.run(run())
+    assert len(first["hits"]["hits"]) == len(again["hits"]["hits"]) == 6
+
+
+def test_from_in_the_body_is_the_offset_of_the_page(es_client, index_names):
+    name = index_names()
+    docs = make_docs(12, seed=64)
+    _fill(es_client, name, docs)
+    first = search_diversified(es_client, name, BY_RANK, size=5)
+    second = search_diversified(es_client, name, {**BY_RANK, "from": 5}, size=5)
+    whole = search_diversified(es_client, name, BY_RANK, size=10)
+    ids = [[h["_id"] for h in r["hits"]["hits"]] for r in (first, second, whole)]
+    assert ids[0] + ids[1] == ids[2] and not set(ids[0]) & set(ids[1])
+    assert second["diversified"]["from"] == 5
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_rounds": 0}, "max_rounds must be a whole number from 1"),
+    ({"max_rounds": 2.5}, "max_rounds must be a whole number from 1"),
+    ({"overfetch": float("inf")}, "overfetch must be a number from 1"),
+    ({"overfetch": float("nan")}, "overfetch must be a number from 1"),
+    ({"size": 2.5}, "size must be a whole number from 1"),
+    ({"size": True}, "size must be a whole number from 1"),
+    ({"size": 0}, "size must be a whole number from 1"),
+    ({"size": 20_000}, "size must be a whole number from 1"),
+    ({"body": {"from": -1}}, "'from' in the search body must be a whole number >= 0"),
+    ({"body": {"from": "10"}}, "'from' in the search body must be a whole number >= 0"),
+    ({"body": {"from": 9_999}}, "'from' + size must be at most 10000"),
+])
+def test_api_misuse_is_a_config_error(es_client, index_names, kwargs, message):
+    name = index_names()
+    _fill(es_client, name, make_docs(2, seed=65))
+    kwargs = dict(kwargs)
+    body = kwargs.pop("body", BY_RANK)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        search_diversified(es_client, name, body, **kwargs)
+
+
+def test_a_stored_count_that_is_not_a_number_is_an_input_error():
+    from esdedup.search.diversify import diversify
+
+    hits = [{"_id": "a", "_source": {"dedup": {"simhash": "00000000000000ff", "chars": "x"}}},
+            {"_id": "b", "_source": {"dedup": {"simhash": "00000000000000fe"}}}]
+    with pytest.raises(InputError, match="hit 'a': dedup.chars 'x' is not a whole number"):
+        diversify(hits, config=FingerprintConfig(strategy="simhash"))
+
+
+@pytest.mark.parametrize("meta", ["hello", {}, [], {"config": "bits=64"}, {"config": ["bits"]},
+                                  {"config": {"minhash_perm": 100_000_000}},
+                                  {"config": {"synonyms_path": "/dev/zero"}}])
+def test_hostile_index_metadata_is_a_config_error(es_client, index_names, meta):
+    """``_meta.esdedup`` edited by hand: opening the index, and a search over it, are one ConfigError
+    (exit 2), neither a traceback nor a hang."""
+    name = index_names()
+    es_client.indices.create(index=name, mappings={"_meta": {"esdedup": meta}, "properties": {
+        "text": {"type": "text"}}})
+    store = ElasticStore(es_client, name)
+    with pytest.raises(ConfigError) as err:
+        store.open(None)
+    assert err.value.exit_code == 2 and repr(name) in str(err.value)
+    with pytest.raises(ConfigError):
+        search_diversified(es_client, name, BY_RANK, size=3)
