@@ -55,6 +55,7 @@ TOKENS = "dedup.tokens"
 CLUSTER_ID = "dedup.cluster_id"
 DUPLICATE_OF = "dedup.duplicate_of"
 EMPTY = "dedup.empty"
+SHINGLES = "dedup.shingles"
 #: The `_meta` key under which an index carries its FingerprintConfig.
 META_KEY = "esdedup"
 META_SCHEMA = 1

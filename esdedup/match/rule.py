@@ -43,7 +43,8 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_words
 from esdedup.match.thresholds import Thresholds
 
-__all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
+__all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "measured", "minhash_estimates",
+           "row_cosines"]
 
 #: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
 #: characters are "contained" in almost anything) ...
@@ -170,6 +171,11 @@ class Measures:
     def decide(self, t: Thresholds, same_cluster: np.ndarray | bool = False) -> np.ndarray:
         return decide(t, hamming=self.hamming, cosine=self.cosine, jaccard=self.jaccard,
                       containment=self.containment, legacy_short=self.legacy_short, same_cluster=same_cluster)
+
+
+def measured(value: Any) -> float | None:
+    """One value of `Measures` as a float, None where it was not measured (NaN)."""
+    return None if np.isnan(value) else float(value)
 
 
 def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Measures:

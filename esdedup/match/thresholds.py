@@ -27,7 +27,7 @@ from typing import Any
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 
-__all__ = ["ThresholdOverrides", "Thresholds", "resolve_thresholds"]
+__all__ = ["ThresholdOverrides", "Thresholds", "lookup_thresholds", "resolve_thresholds"]
 
 
 class _Unset:
@@ -163,3 +163,11 @@ def resolve_thresholds(given: Thresholds | ThresholdOverrides | None, config: Fi
     if given is None:
         return Thresholds.from_config(config)
     raise ConfigError(f"thresholds must be a Thresholds or ThresholdOverrides, got {type(given).__name__}")
+
+
+def lookup_thresholds(given: Thresholds | ThresholdOverrides | None, config: FingerprintConfig) -> Thresholds:
+    """The thresholds in force (`resolve_thresholds`) for a path that looks candidates up by band key,
+    refused when the index cannot serve them (`Thresholds.check_band_guarantee`)."""
+    t = resolve_thresholds(given, config)
+    t.check_band_guarantee(config)
+    return t
