@@ -82,7 +82,7 @@ class Fingerprint:
 
 class _TermWeights(Mapping[str, float]):
     """One text's term -> weight, made into a dict on first use: ingest and lookups never read it, and
-    building hundreds of dict entries per text would cost about a tenth of the whole fingerprint."""
+    building hundreds of dict entries per text would be a Python step per term that nothing needs."""
 
     __slots__ = ("_terms", "_rows", "_weights", "_dict")
 

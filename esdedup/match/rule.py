@@ -329,8 +329,8 @@ def grid_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     `row_cosines` clips them. A matrix product, for speed: it may sum in another order than `row_cosines`
     and differ from it in the last bits (a verdict could only move for a pair within a few float32 steps of
     the threshold less `COSINE_TOLERANCE`). In slices of rows small enough that a threaded BLAS runs each
-    one on the calling thread (OpenBLAS threads products above 2**18 multiply-adds;
-    waking its threads on a busy machine costs milliseconds, far more than a 100 x 100 product)."""
+    one on the calling thread (OpenBLAS threads products above 2**18 multiply-adds, and waking its threads
+    on a busy machine takes longer than the small product itself)."""
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
     step = max(1, _GEMM_SLICE // max(1, b.shape[0] * a.shape[1]))
     bt = b.T
