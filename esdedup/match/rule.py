@@ -174,7 +174,11 @@ class Measures:
 
 
 def measured(value: Any) -> float | None:
-    """One value of `Measures` as a float, None where it was not measured (NaN)."""
+    """One value of `Measures` as a float, None where it was not measured (NaN).
+
+    >>> measured(np.float64("nan")) is None, measured(np.float32(0.5))
+    (True, 0.5)
+    """
     return None if np.isnan(value) else float(value)
 
 

@@ -167,7 +167,15 @@ def resolve_thresholds(given: Thresholds | ThresholdOverrides | None, config: Fi
 
 def lookup_thresholds(given: Thresholds | ThresholdOverrides | None, config: FingerprintConfig) -> Thresholds:
     """The thresholds in force (`resolve_thresholds`) for a path that looks candidates up by band key,
-    refused when the index cannot serve them (`Thresholds.check_band_guarantee`)."""
+    refused when the index cannot serve them (`Thresholds.check_band_guarantee`).
+
+    >>> lookup_thresholds(ThresholdOverrides(hamming_k=2), FingerprintConfig()).hamming_k
+    2
+    >>> lookup_thresholds(ThresholdOverrides(hamming_k=5), FingerprintConfig())
+    Traceback (most recent call last):
+    ...
+    esdedup.match.thresholds.HammingBeyondIndex: a Hamming distance of 5 is larger than the index's hamming_k 3; ...
+    """
     t = resolve_thresholds(given, config)
     t.check_band_guarantee(config)
     return t

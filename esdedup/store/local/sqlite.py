@@ -37,7 +37,7 @@ def default_data_dir() -> Path:
     return Path(base) / "esdedup"
 
 
-def folder(path: Path) -> Path:
+def checked_folder(path: Path) -> Path:
     """``path`` if it is a folder or can become one; ConfigError when it, or a folder above it, is a file."""
     for p in (path, *path.parents):
         if p.exists():

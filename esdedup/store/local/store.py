@@ -33,9 +33,9 @@ from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
     MAX_PARAMS,
     Database,
+    checked_folder,
     chunks,
     default_data_dir,
-    folder,
     marks,
 )
 from esdedup.util.filelock import FileLock
@@ -67,7 +67,7 @@ class LocalStore:
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
-        self.data_dir = folder(Path(data_dir) if data_dir is not None else default_data_dir())
+        self.data_dir = checked_folder(Path(data_dir) if data_dir is not None else default_data_dir())
         self.path = self.data_dir / f"{name}.sqlite"
         self.lock_path = self.data_dir / f"{name}.sqlite.lock"
         self._database = Database(self.name, self.path)
