@@ -35,7 +35,7 @@ from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.run import settle_stored
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import DEDUP, band_fields
-from esdedup.store.base import ElasticsearchBacked, ElasticsearchStore, Root, Store, StoredDoc
+from esdedup.store.base import ElasticsearchBacked, ElasticsearchBackedStore, Root, Store, StoredDoc
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000
@@ -120,14 +120,14 @@ class _Unlabelled:
         return cls(doc, fp)
 
 
-def _unlabelled(store: ElasticsearchStore, batch: int) -> Iterator[list[dict[str, Any]]]:
+def _unlabelled(store: ElasticsearchBackedStore, batch: int) -> Iterator[list[dict[str, Any]]]:
     """The unlabelled documents as the index held them when the run started (a point in time), in pages."""
     fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(store.config)]
     return store.hit_pages("finding unlabelled documents", query=UNLABELLED, batch=batch, docvalue_fields=fields,
                            versions=True, keep_alive="5m")
 
 
-def _label_batch(store: ElasticsearchStore, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
+def _label_batch(store: ElasticsearchBackedStore, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
                  summary: LabelSummary) -> None:
     """Steps (1)-(4) of the module docstring for one batch."""
     before = store.indexed_total()

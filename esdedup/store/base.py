@@ -280,7 +280,7 @@ class ElasticsearchBacked(Protocol):
         ...
 
 
-class ElasticsearchStore(Store, ElasticsearchBacked, Protocol):
+class ElasticsearchBackedStore(Store, ElasticsearchBacked, Protocol):
     """A `Store` that is `ElasticsearchBacked`: the type of a store that passed
     ``isinstance(store, ElasticsearchBacked)``."""
 
