@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from esdedup.errors import ConfigError
-from esdedup.es.query import FINGERPRINT_FIELDS
+from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.minhash import lsh_keys
@@ -35,8 +35,7 @@ from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.run import settle_stored
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import DEDUP, band_fields
-from esdedup.store.base import Root, Store, StoredDoc
-from esdedup.store.elastic.store import hit_to_doc
+from esdedup.store.base import ElasticsearchBacked, ElasticsearchBackedStore, Root, Store, StoredDoc
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000
@@ -81,8 +80,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     Raises ConfigError (not an Elasticsearch store, bad thresholds), IndexNotFound, StoreError (the server
     failed; what was labelled stays labelled, a new run continues).
     """
-    client = getattr(store, "client", None)
-    if client is None:
+    if not isinstance(store, ElasticsearchBacked):
         raise ConfigError("labelling documents written by other programs runs on Elasticsearch; the embedded store "
                           "labels every document as it is ingested")
     started = time.monotonic()
@@ -92,7 +90,8 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     summary = LabelSummary()
     store.refresh()
     for hits in _unlabelled(store, batch):
-        docs = sorted((_Unlabelled.of(h, config) for h in hits), key=lambda d: (d.doc.seq or 2**63, d.doc.id))
+        docs = sorted((_Unlabelled.of(store.stored_doc(h), h, config) for h in hits),
+                      key=lambda d: (d.doc.seq or 2**63, d.doc.id))
         summary.found += len(docs)
         _label_batch(store, config, t, docs, summary)
         if progress:
@@ -110,8 +109,7 @@ class _Unlabelled:
     fp: Fingerprint
 
     @classmethod
-    def of(cls, hit: Mapping[str, Any], config: FingerprintConfig) -> _Unlabelled:
-        doc = hit_to_doc(hit, config.dims)
+    def of(cls, doc: StoredDoc, hit: Mapping[str, Any], config: FingerprintConfig) -> _Unlabelled:
         fields = hit.get("fields", {})
         bands = [v[0] for v in (fields.get(f"{DEDUP}.{name}") for name in band_fields(config)) if v]
         # The LSH keys follow from the stored signature, in band order (the one multi-valued field's doc
@@ -122,14 +120,14 @@ class _Unlabelled:
         return cls(doc, fp)
 
 
-def _unlabelled(store: Any, batch: int) -> Iterator[list[dict[str, Any]]]:
+def _unlabelled(store: ElasticsearchBackedStore, batch: int) -> Iterator[list[dict[str, Any]]]:
     """The unlabelled documents as the index held them when the run started (a point in time), in pages."""
     fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(store.config)]
-    return store.hit_pages("finding unlabelled documents", query=UNLABELLED, batch=batch,  # type: ignore[no-any-return]
-                           docvalue_fields=fields, versions=True, keep_alive="5m")
+    return store.hit_pages("finding unlabelled documents", query=UNLABELLED, batch=batch, docvalue_fields=fields,
+                           versions=True, keep_alive="5m")
 
 
-def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
+def _label_batch(store: ElasticsearchBackedStore, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
                  summary: LabelSummary) -> None:
     """Steps (1)-(4) of the module docstring for one batch."""
     before = store.indexed_total()

@@ -329,15 +329,13 @@ def test_a_document_with_dedup_fields_encoded_in_advance_is_the_document_encoded
     from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.schema import dedup_members
     from esdedup.store.base import NewDoc
-    from esdedup.store.elastic.store import ElasticStore
+    from esdedup.store.elastic.writes import index_action
 
-    store = ElasticStore(None, "x")
-    store._config = CONFIG
     fp = Fingerprinter(CONFIG).fingerprint("台湾居民明日起持台胞证可通关，无需另行申请签注。")
     source = {"id": "1", "title": "t", "text": "台湾居民", "url": "u"}
     whole = NewDoc("1", fp, source, "sha", **labels)
     encoded = NewDoc("1", fp, source, "sha", **labels,
                      dedup_json=dedup_members(fp, CONFIG, "sha"))
-    a, b = store._action(whole), store._action(encoded)
+    a, b = index_action("x", CONFIG, whole), index_action("x", CONFIG, encoded)
     assert json.loads(a["_source"]) == json.loads(b["_source"])
     assert list(json.loads(a["_source"])) == list(json.loads(b["_source"]))  # field order too
