@@ -271,6 +271,10 @@ class ClusterRoots:
             self._parent[r[1]] = top
         return top, moved
 
+    def join(self, roots: Iterable[Root]) -> Root:
+        """Join the clusters of ``roots``; returns their representative."""
+        return self.union(roots)[0]
+
     def forget(self, ids: set[str]) -> None:
         """Drop what this run knows of the clusters of ``ids`` (the store now labels them afresh)."""
         self._parent = {k: v for k, v in self._parent.items() if k not in ids and v[1] not in ids}
