@@ -20,7 +20,7 @@ from esdedup.ingest.labels import Labeller
 from esdedup.ingest.options import IngestOptions, IngestSummary
 from esdedup.ingest.runindex import MAX_PER_KEY
 from esdedup.ingest.settle import Settler
-from esdedup.ingest.sharing import LockStepWrites, open_for_ingest
+from esdedup.ingest.sharing import StoreSharing, open_for_ingest
 from esdedup.ingest.window import RUN_INDEX_MAX_DOCS, MemoryWindow
 from esdedup.ingest.workers import Batch, Fingerprinted
 from esdedup.ingest.writer import OverlappedWriter, write_all
@@ -39,7 +39,7 @@ class IngestRun:
     driver that takes each batch through its steps. `process` does them in turn; `feed` overlaps a batch's
     write with the next one's labelling where the store allows it (`drain` waits for the write)."""
 
-    def __init__(self, store: Store, config: FingerprintConfig, opts: IngestOptions, *, sharing: LockStepWrites,
+    def __init__(self, store: Store, config: FingerprintConfig, opts: IngestOptions, *, sharing: StoreSharing,
                  window: MemoryWindow, ledger: Ledger, checkpoint: Checkpoint | None) -> None:
         self.store, self.config, self.opts, self.sharing = store, config, opts, sharing
         self.window = window

@@ -34,15 +34,15 @@ from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.settle import settle_stored
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.schema import DEDUP, band_fields
+from esdedup.schema import CLUSTER_ID, DEDUP, SIMHASH, band_fields
 from esdedup.store.base import Root, Store, StoredDoc
 from esdedup.store.elastic.store import hit_to_doc
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000
 #: A document that has dedup fields and no cluster label.
-UNLABELLED = {"bool": {"filter": [{"exists": {"field": f"{DEDUP}.simhash"}}],
-                       "must_not": [{"exists": {"field": f"{DEDUP}.cluster_id"}}]}}
+UNLABELLED = {"bool": {"filter": [{"exists": {"field": SIMHASH}}],
+                       "must_not": [{"exists": {"field": CLUSTER_ID}}]}}
 
 
 @dataclass

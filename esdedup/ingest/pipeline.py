@@ -14,6 +14,7 @@ from typing import Any
 
 from esdedup.errors import ConfigError, StoreError
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.schema import DEDUP
 from esdedup.store.base import Store
 
 #: The plugin's processor type.
@@ -33,7 +34,7 @@ def pipeline_body(config: FingerprintConfig, *, field: str = "text") -> dict[str
     """
     return {
         "description": f"esdedup: dedup fields of {field!r} (config schema {config.schema})",
-        "processors": [{PROCESSOR: {"field": field, "target_field": "dedup", "config": config.to_dict()}}],
+        "processors": [{PROCESSOR: {"field": field, "target_field": DEDUP, "config": config.to_dict()}}],
     }
 
 

@@ -17,10 +17,11 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.store.base import OpenResult, Store
 
 
-class LockStepWrites:
-    """A store whose lock makes each batch one step and whose writes are found at once."""
+class StoreSharing:
+    """How a run works with other writers of its store; `sharing_for` picks the one the store needs."""
 
-    #: The store's client may be used from a second thread while the next batch is labelled.
+    #: The store's client may be used from a second thread while the next batch is labelled
+    #: (`esdedup.ingest.writer`).
     overlaps_writes = False
 
     def __init__(self, store: Store) -> None:
@@ -29,19 +30,26 @@ class LockStepWrites:
         self.takes_json = store.takes_dedup_json
 
     def after_open(self, created: bool) -> None:
-        """Nothing to do: every writer's documents are found as soon as they are written."""
+        """What the store needs once it is opened, before the first lookup."""
 
     def make_visible(self) -> None:
-        """Nothing to do: what was written is found at once."""
+        """What the store needs before it shows what was just written."""
 
     def others_may_write(self) -> bool:
+        """Another writer may have written the store since the run started."""
         return False
 
     def settles(self, on_duplicate: str, written: Sequence[object]) -> bool:
+        """The batch just ``written`` is to be settled (`esdedup.ingest.settle`)."""
         return False
 
 
-class SettledWrites(LockStepWrites):
+class LockStepWrites(StoreSharing):
+    """A store whose lock makes each batch one step and whose writes are found at once: nothing to refresh,
+    nothing to settle."""
+
+
+class SettledWrites(StoreSharing):
     """A store whose other writers' documents show up late: refresh before reading what was written, and
     settle each batch written while others write too."""
 
@@ -65,11 +73,11 @@ class SettledWrites(LockStepWrites):
         return on_duplicate != "index" and bool(written) and not self.store.alone()
 
 
-def sharing_for(store: Store) -> LockStepWrites:
+def sharing_for(store: Store) -> StoreSharing:
     return SettledWrites(store) if store.settles else LockStepWrites(store)
 
 
-def open_for_ingest(store: Store, config: FingerprintConfig | None) -> tuple[OpenResult, LockStepWrites]:
+def open_for_ingest(store: Store, config: FingerprintConfig | None) -> tuple[OpenResult, StoreSharing]:
     """Open ``store`` with ``config``; without one, with the store's own config, or the default config
     when the store does not exist yet. Returns it with the way the run shares it."""
     try:
