@@ -92,7 +92,7 @@ class Ledger:
         with contextlib.suppress(OutputError):  # the file that failed may fail again
             self.dead.commit()
 
-    def written(self, sent: Sequence[tuple[NewDoc, FingerprintedRecord]], results: list[WriteResult],
+    def count_writes(self, sent: Sequence[tuple[NewDoc, FingerprintedRecord]], results: list[WriteResult],
                 error: StoreError | None) -> list[FingerprintedRecord]:
         """Count each written document's outcome (a document the store rejects fails; those it never
         confirmed, ``error``, fail as unconfirmed). Returns the records written."""

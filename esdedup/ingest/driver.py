@@ -67,7 +67,7 @@ class IngestRun:
                 self.window.not_alone()
             state.labelled = self.labeller.label(items, self.labeller.lookup(items))
             sent = self.labeller.new_docs(state.labelled)
-            written = self.ledger.written(sent, *write_all(self.store, [new for new, _ in sent]))
+            written = self.ledger.count_writes(sent, *write_all(self.store, [new for new, _ in sent]))
             self._join_clusters()
             self.labeller.relabel_replaced(self.sharing.make_visible)
         return self._after_write(written)
@@ -104,7 +104,7 @@ class IngestRun:
         sending, (results, error) = taken
         self.ledger.enter(sending.state)
         with self.store.write_lock():
-            written = self.ledger.written(sending.sent, results, error)
+            written = self.ledger.count_writes(sending.sent, results, error)
             self._join_clusters()
             self.labeller.relabel_replaced(self.sharing.make_visible)
         self._after_write(written)
