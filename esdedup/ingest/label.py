@@ -8,7 +8,7 @@ own: a document's write order is its ``seq`` (the processor stamps, in nanosecon
 the node: one ``_bulk`` keeps its order, as an ingest of the same file would), the representative of a
 cluster is its earliest member by ``seq`` then id, near-duplicates are found by the band lookup and decided
 by `esdedup.match.rule`, and clusters are joined in the store with conditional updates
-(`esdedup.ingest.run.settle_stored`, the step every ingest runs after writing a batch).
+(`esdedup.ingest.settle`, the step every ingest runs after writing a batch).
 
 Per batch of unlabelled documents: (1) a document without ``seq`` (written through a pipeline made before the
 processor kept write order) gets one, in id order, from ingest's clock; (2) settle: the clusters of its
@@ -32,16 +32,16 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.ingest.run import settle_stored
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.schema import DEDUP, band_fields
+from esdedup.ingest.settle import settle_stored
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
+from esdedup.schema import CLUSTER_ID, DEDUP, SIMHASH, band_fields
 from esdedup.store.base import ElasticsearchBacked, ElasticsearchBackedStore, Root, Store, StoredDoc
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000
 #: A document that has dedup fields and no cluster label.
-UNLABELLED = {"bool": {"filter": [{"exists": {"field": f"{DEDUP}.simhash"}}],
-                       "must_not": [{"exists": {"field": f"{DEDUP}.cluster_id"}}]}}
+UNLABELLED = {"bool": {"filter": [{"exists": {"field": SIMHASH}}],
+                       "must_not": [{"exists": {"field": CLUSTER_ID}}]}}
 
 
 @dataclass
@@ -71,7 +71,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
               progress: Callable[[LabelSummary], None] | None = None) -> LabelSummary:
     """Label the documents of an Elasticsearch index that carry dedup fields but no cluster label yet.
 
-    Safe while other writers (``esdedup ingest``, `esdedup.ingest.run.Ingester`, other label runs, clients writing
+    Safe while other writers (``esdedup ingest``, `esdedup.ingest.service.Ingester`, other label runs, clients writing
     through the pipeline) write the same index; idempotent (a second run labels nothing). Documents written
     after the run started are left to the next run.
 
@@ -85,8 +85,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
                           "labels every document as it is ingested")
     started = time.monotonic()
     config = store.open(None, create=False).config
-    t = resolve_thresholds(thresholds, config)
-    t.check_band_guarantee(config)
+    t = lookup_thresholds(thresholds, config)
     summary = LabelSummary()
     store.refresh()
     for hits in _unlabelled(store, batch):

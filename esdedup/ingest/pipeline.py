@@ -15,6 +15,7 @@ from typing import Any
 from esdedup.errors import ConfigError, StoreError
 from esdedup.es.errors import api_reason, es_errors
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.schema import DEDUP
 from esdedup.store.base import ElasticsearchBacked, Store
 
 #: The plugin's processor type.
@@ -34,7 +35,7 @@ def pipeline_body(config: FingerprintConfig, *, field: str = "text") -> dict[str
     """
     return {
         "description": f"esdedup: dedup fields of {field!r} (config schema {config.schema})",
-        "processors": [{PROCESSOR: {"field": field, "target_field": "dedup", "config": config.to_dict()}}],
+        "processors": [{PROCESSOR: {"field": field, "target_field": DEDUP, "config": config.to_dict()}}],
     }
 
 
