@@ -7,20 +7,17 @@ import typer
 
 from .common import (
     Connection,
-    Containment,
-    Cosine,
     FingerprintOptions,
-    Hamming,
     Index,
     InputFormat,
-    Jaccard,
     JsonOut,
     Quiet,
+    ThresholdOptions,
     connection_options,
     fingerprint_options,
     handles_errors,
     opened_store,
-    threshold_overrides,
+    threshold_options,
 )
 from .output import Printer, for_people
 
@@ -40,9 +37,11 @@ def default_checkpoint(index: str, conn: Connection) -> Path:
 @app.command()
 @handles_errors
 @connection_options
+@threshold_options
 @fingerprint_options
 def ingest(
     conn: Connection,
+    thresholds: ThresholdOptions,
     fp: FingerprintOptions,
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (read recursively).")],
     index: Index,
@@ -63,10 +62,6 @@ def ingest(
     shards: Annotated[int, typer.Option(min=1, help="Shards, when the Elasticsearch index is created.")] = 1,
     replicas: Annotated[int | None, typer.Option(
         min=0, help="Replicas, when the Elasticsearch index is created.")] = None,
-    hamming: Hamming = None,
-    cosine: Cosine = None,
-    jaccard: Jaccard = None,
-    containment: Containment = None,
     json_out: JsonOut = False,
     quiet: Quiet = False,
 ) -> None:
@@ -81,7 +76,7 @@ def ingest(
     opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field, title_field=title_field,
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
-                         thresholds=threshold_overrides(hamming, cosine, jaccard, containment),
+                         thresholds=thresholds.overrides(),
                          checkpoint=checkpoint or default_checkpoint(index, conn), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:

@@ -3,16 +3,13 @@ import typer
 
 from .common import (
     Connection,
-    Containment,
-    Cosine,
-    Hamming,
     Index,
-    Jaccard,
     JsonOut,
+    ThresholdOptions,
     connection_options,
     handles_errors,
     opened_store,
-    threshold_overrides,
+    threshold_options,
 )
 from .output import json_text
 
@@ -22,13 +19,11 @@ app = typer.Typer()
 @app.command()
 @handles_errors
 @connection_options
+@threshold_options
 def label(
     conn: Connection,
+    thresholds: ThresholdOptions,
     index: Index,
-    hamming: Hamming = None,
-    cosine: Cosine = None,
-    jaccard: Jaccard = None,
-    containment: Containment = None,
     json_out: JsonOut = False,
 ) -> None:
     """Label the documents that carry dedup fields but no cluster yet (written through the index's esdedup
@@ -40,7 +35,7 @@ def label(
     from esdedup.ingest.label import label_new
 
     with opened_store(index, conn) as store:
-        summary = label_new(store, thresholds=threshold_overrides(hamming, cosine, jaccard, containment))
+        summary = label_new(store, thresholds=thresholds.overrides())
     if json_out:
         typer.echo(json_text(summary.to_dict()))
         return

@@ -27,7 +27,7 @@ dedup.cluster_seq           long            ``seq`` of the cluster's representat
 Why the LSH keys are one ``long`` field (bench/es_fields.py, BENCHMARKS.md): every text adds a key per band
 (16 by default) that hardly any other document shares. As keyword terms they cost the node more than the rest of the document
 (unique terms in the terms dictionary and in the doc values' ordinals, hashed, sorted and merged); as
-points of a numeric field they cost a third of that. Lookups still score a candidate by the number of bands
+points of a numeric field they cost far less. Lookups still score a candidate by the number of bands
 it shares (one ``term`` clause per band, `esdedup.es.query`); probes name the bands ``lsh_<i>``
 (`lsh_bands`), all of which live in ``dedup.lsh_keys`` (`key_field`).
 """
@@ -56,6 +56,15 @@ TOKENS = "dedup.tokens"
 CLUSTER_ID = "dedup.cluster_id"
 DUPLICATE_OF = "dedup.duplicate_of"
 EMPTY = "dedup.empty"
+CHARS = "dedup.chars"
+SHINGLES = "dedup.shingles"
+MINHASH = "dedup.minhash"
+SEQ = "dedup.seq"
+CLUSTER_SEQ = "dedup.cluster_seq"
+CONTENT_SHA1 = "dedup.content_sha1"
+#: ``_source`` patterns of the key fields: the SimHash bands and the LSH keys.
+BAND_FIELDS_PATTERN = "dedup.band_*"
+LSH_FIELDS_PATTERN = "dedup.lsh_*"
 #: The `_meta` key under which an index carries its FingerprintConfig.
 META_KEY = "esdedup"
 META_SCHEMA = 1

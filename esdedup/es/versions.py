@@ -14,7 +14,6 @@ import re
 from typing import Any
 
 from esdedup.errors import ClientVersionMismatch, NoAnswer, NotElasticsearch
-from esdedup.es.answers import api_reason, page_summary
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +76,8 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
     a server that accepts the connection but does not answer within `FIRST_ANSWER_TIMEOUT` seconds (or the
     client's shorter request timeout; on each node given) is a `NoAnswer`."""
     import elasticsearch as es
+
+    from esdedup.es.errors import api_reason, page_summary  # that module maps errors with this one's help
 
     timeout = _first_answer_timeout(client)
     probe = client.options(request_timeout=timeout, max_retries=max(_node_count(client) - 1, 0))

@@ -15,10 +15,10 @@ import numpy as np
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import Sketch, measure
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.schema import band_fields, dedup_source, lsh_bands
-from esdedup.store.base import Probe, Store, StoredDoc
+from esdedup.match.rule import Sketch, measure, measured
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
+from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
+from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000
@@ -73,10 +73,6 @@ def lookup_keys(fp: Fingerprint, config: FingerprintConfig) -> list[str]:
     return [k for keys in probe_for(fp, config).values() for k in keys]
 
 
-def _opt(x: float) -> float | None:
-    return None if np.isnan(x) else float(x)
-
-
 def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
            *, exclude: str | None = None) -> list[Match]:
     """The candidates that are near-duplicates of one text by the rule, nearest first (Hamming, then
@@ -88,8 +84,8 @@ def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfi
         return []
     m = measure(fp, docs, config)
     keep = np.flatnonzero(m.decide(t)).tolist()
-    out = [Match(docs[i].id, int(m.hamming[i]), float(m.cosine[i]), jaccard=_opt(m.jaccard[i]),
-                 containment=_opt(m.containment[i])) for i in keep]
+    out = [Match(docs[i].id, int(m.hamming[i]), float(m.cosine[i]), jaccard=measured(m.jaccard[i]),
+                 containment=measured(m.containment[i])) for i in keep]
     out.sort(key=lambda x: (x.hamming, -x.cosine, x.id))
     return out
 
@@ -100,8 +96,7 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
     rule; ``thresholds`` default to the index's. Each answer says whether the store's candidates were cut
     at ``limit`` (`Lookup.truncated`)."""
     config = store.config
-    t = resolve_thresholds(thresholds, config)
-    t.check_band_guarantee(config)
+    t = lookup_thresholds(thresholds, config)
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
     excl = list(exclude) if exclude is not None else [None] * len(fps)
@@ -138,23 +133,21 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         ConfigError: the store is not Elasticsearch.
         StoreError: the nodes have no esdedup plugin, or the request failed.
     """
-    node_lookup = getattr(store, "verified_on_node", None)
-    if node_lookup is None:
+    if not isinstance(store, ElasticsearchBacked):
         raise ConfigError("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
                           "store verifies in esdedup itself")
     config = store.config
-    t = resolve_thresholds(thresholds, config)
-    t.check_band_guarantee(config)
+    t = lookup_thresholds(thresholds, config)
     if fp.empty:
         return []
-    hits = node_lookup(probe_for(fp, config), _node_params(fp, config, t), size=top + (1 if exclude else 0))
+    hits = store.verified_on_node(probe_for(fp, config), _node_params(fp, config, t), size=top + (1 if exclude else 0))
     signed = fp.minhash is not None and fp.shingles > 0
     out = []
     for h in hits:
         if h["_id"] == exclude:
             continue
         f = h.get("fields", {})
-        both_signed = signed and int((f.get("dedup.shingles") or [0])[0]) > 0
+        both_signed = signed and int((f.get(SHINGLES) or [0])[0]) > 0
         out.append(Match(h["_id"], int(f["hamming"][0]), float(f["cosine"][0]),
                          jaccard=float(f["jaccard"][0]) if both_signed else None,
                          containment=float(f["containment"][0]) if both_signed else None))

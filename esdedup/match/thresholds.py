@@ -27,7 +27,7 @@ from typing import Any
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 
-__all__ = ["ThresholdOverrides", "Thresholds", "resolve_thresholds"]
+__all__ = ["ThresholdOverrides", "Thresholds", "lookup_thresholds", "resolve_thresholds"]
 
 
 class _Unset:
@@ -163,3 +163,19 @@ def resolve_thresholds(given: Thresholds | ThresholdOverrides | None, config: Fi
     if given is None:
         return Thresholds.from_config(config)
     raise ConfigError(f"thresholds must be a Thresholds or ThresholdOverrides, got {type(given).__name__}")
+
+
+def lookup_thresholds(given: Thresholds | ThresholdOverrides | None, config: FingerprintConfig) -> Thresholds:
+    """The thresholds in force (`resolve_thresholds`) for a path that looks candidates up by band key,
+    refused when the index cannot serve them (`Thresholds.check_band_guarantee`).
+
+    >>> lookup_thresholds(ThresholdOverrides(hamming_k=2), FingerprintConfig()).hamming_k
+    2
+    >>> lookup_thresholds(ThresholdOverrides(hamming_k=5), FingerprintConfig())
+    Traceback (most recent call last):
+    ...
+    esdedup.match.thresholds.HammingBeyondIndex: a Hamming distance of 5 is larger than the index's hamming_k 3; ...
+    """
+    t = resolve_thresholds(given, config)
+    t.check_band_guarantee(config)
+    return t

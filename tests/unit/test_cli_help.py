@@ -189,6 +189,21 @@ def test_unreachable_server_is_3_with_the_url(clean_env: Path) -> None:
     assert url in line and "cannot reach Elasticsearch" in line
 
 
+THRESHOLD_FLAGS = ("--hamming", "--cosine", "--jaccard", "--containment")
+
+
+@pytest.mark.parametrize("command", ["ingest", "label", "similar", "dups"])
+def test_the_commands_that_apply_the_rule_take_the_one_threshold_group(command: str) -> None:
+    """The four thresholds are declared once (`threshold_options` in cli/common.py), and every command that
+    applies the rule offers all four."""
+    result = _runner().invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.stderr
+    assert all(re.search(rf"{flag}(?![\w-])", result.stdout) for flag in THRESHOLD_FLAGS), result.stdout
+    cli = Path(__file__).resolve().parents[2] / "cli"
+    declared = [p.name for p in sorted(cli.glob("*.py")) if '"--hamming"' in p.read_text("utf-8")]
+    assert declared == ["common.py"]
+
+
 def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
     """--jaccard / --containment override the index's n-gram thresholds in ingest, similar and dups: the
     sample's edited reprints are duplicates at the defaults; at Jaccard 1 with containment off only the
@@ -224,7 +239,7 @@ def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
 # -- --config --------------------------------------------------------------------------------------------
 def test_the_config_info_prints_is_a_usable_config_file(clean_env: Path) -> None:
     """`esdedup info --json` prints the index's config; given back with --config, ingest, mapping and
-    compare take it as it is (the key stopwords_path, null, used to make it "stopwords 'file'")."""
+    compare take it as it is (its key stopwords_path, null, must not read as "stopwords 'file'")."""
     runner = _runner()
     common = ["--data-dir", str(clean_env)]
     sample = clean_env / "docs.jsonl"
