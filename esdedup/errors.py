@@ -76,6 +76,11 @@ class StoreError(EsdedupError):
     exit_code = 3
 
 
+class WriteRefused(StoreError):
+    """The store refused to write (a write block, a full disk, an index gone, retries spent): no fault of
+    the documents, which are left for a resumed run to write."""
+
+
 class ConnectionFailed(StoreError):
     """The server could not be reached or refused the credentials."""
 

@@ -80,6 +80,23 @@ def error_reason(error: Any) -> str:
     return str(error)
 
 
+#: Bulk item errors that are the store's refusal, whatever the document: a write block (``index.blocks.write``,
+#: ``read_only``, the flood-stage ``read_only_allow_delete``), an index that is gone or closed.
+_REFUSALS = frozenset({"cluster_block_exception", "index_not_found_exception", "index_closed_exception"})
+
+
+def refused_by_the_store(info: Mapping[str, Any]) -> bool:
+    """Whether a failed bulk item was refused by the store rather than for its document: a block, a missing
+    or closed index, an alias without a write index, credentials that may not write, a 429 or 5xx (once the
+    retries are spent). Such a refusal says nothing about the document: it must be written again later."""
+    status = int(info.get("status", 0) or 0)
+    err = info.get("error")
+    kind = str(err.get("type", "")) if isinstance(err, Mapping) else ""
+    reason = str(err.get("reason", "")) if isinstance(err, Mapping) else str(err or "")
+    return status == 429 or status >= 500 or status in (401, 403, 404) or kind in _REFUSALS \
+        or "no write index is defined" in reason
+
+
 def bulk_reason(info: Mapping[str, Any]) -> str:
     """Why a bulk item was refused: ``type: reason`` and the reason of its cause, else its status."""
     err = info.get("error")

@@ -519,3 +519,126 @@ def test_resume_over_a_changed_input(tmp_path, change):
         assert expected_ids <= set(store.get(sorted(expected_ids)))
     finally:
         store.close()
+
+
+# -- a store that refuses writes -----------------------------------------------------------------------
+def _set_block(client, index: str, block: str, on: bool) -> None:
+    client.indices.put_settings(index=index, settings={f"index.blocks.{block}": on if on else None})
+
+
+@pytest.mark.es
+def test_a_write_block_stops_the_run_and_resume_writes_what_it_refused(es_url, es_client, fresh_index, tmp_path):
+    """A write block set on the index: the run stops (exit 3, "refused"), the records the store did not
+    confirm are not in the checkpoint, and --resume, once the block is lifted, writes every one of them."""
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    write_corpus(first, 50, seed=70, prefix="a")
+    docs = write_corpus(second, 600, seed=71, prefix="b")
+    common = ("--index", fresh_index, "--es", es_url, "--tokenizer", "rjieba", "--workers", "1", "--json",
+              "--replicas", "0")
+    r = run_cli("ingest", first, *common)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _set_block(es_client, fresh_index, "write", True)
+    ck, dl = tmp_path / "ck.json", tmp_path / "dl.jsonl"
+    try:
+        r = run_cli("ingest", second, *common, "--checkpoint", ck, "--dead-letter", dl, timeout=300)
+        _no_traceback(r.stderr)
+        assert r.returncode == 3, (r.returncode, r.stderr[-3000:])
+        assert "refused to write" in r.stderr and "cluster_block_exception" in r.stderr, r.stderr[-3000:]
+        s = last_json(r.stdout)
+        assert balanced(s) and s["indexed"] == 0 and s["error"], s
+        assert all(d["kind"] == "unconfirmed" for d in dead_letters(dl))
+        state = json.loads(ck.read_text())["files"] if ck.exists() else {}
+        assert not state.get(str(second), {}).get("done"), state
+    finally:
+        _set_block(es_client, fresh_index, "write", False)
+    r = run_cli("ingest", second, *common, "--checkpoint", ck, "--dead-letter", dl, "--resume", timeout=300)
+    _no_traceback(r.stderr)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = last_json(r.stdout)
+    assert s["read"] == len(docs) and s["indexed"] == len(docs) and s["failed"] == 0, s
+    assert set(index_ids(es_client, fresh_index)) == {d["id"] for d in docs} | {f"a{i:06d}" for i in range(50)}
+
+
+@pytest.mark.es
+def test_a_write_block_set_during_a_run_leaves_the_rest_to_resume(es_url, es_client, fresh_index, tmp_path):
+    """The block comes in the middle of the run: what was written stays, the run stops at the first refused
+    batch, and the resumed run writes exactly the rest."""
+    from esdedup.api import open_store
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.ingest.run import IngestOptions, ingest
+
+    path, ck = tmp_path / "a.jsonl", tmp_path / "ck.json"
+    docs = write_corpus(path, 400, seed=72)
+    blocked = []
+
+    def block_after_two_batches(summary):
+        if summary.read >= 100 and not blocked:
+            _set_block(es_client, fresh_index, "write", True)
+            blocked.append(summary.indexed)
+
+    config = FingerprintConfig(tokenizer="rjieba")
+    opts = IngestOptions(batch=50, workers=1, checkpoint=ck)
+    try:
+        s1 = ingest([path], open_store(fresh_index, es_url=es_url), config, opts, progress=block_after_two_batches)
+        assert s1.error and "refused to write" in s1.error and s1.read < len(docs), s1
+        assert s1.read == s1.indexed + s1.failed and s1.indexed >= blocked[0]
+    finally:
+        _set_block(es_client, fresh_index, "write", False)
+    s2 = ingest([path], open_store(fresh_index, es_url=es_url), config,
+                IngestOptions(batch=50, workers=1, checkpoint=ck, resume=True))
+    assert s2.error is None and s2.failed == 0, s2
+    assert s1.indexed + s2.read >= len(docs) and s2.indexed == s2.read
+    assert set(index_ids(es_client, fresh_index)) == {d["id"] for d in docs}
+
+
+@pytest.mark.es
+def test_a_429_that_outlasts_the_retries_stops_the_run(es_url, es_client, fresh_index, tmp_path, caplog):
+    """The flood-stage block (``read_only_allow_delete``) answers every write with 429: after the retries
+    (each announced with what it waits for) the run stops as a server problem, and nothing is lost."""
+    import logging
+
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.store.elastic.store import ElasticStore
+
+    path, ck = tmp_path / "a.jsonl", tmp_path / "ck.json"
+    docs = write_corpus(path, 120, seed=73)
+    config = FingerprintConfig(tokenizer="rjieba")
+    store = ElasticStore(es_client, fresh_index, replicas=0, max_retries=3, initial_backoff=0.05)
+    store.open(config)
+    _set_block(es_client, fresh_index, "read_only_allow_delete", True)
+    try:
+        with caplog.at_level(logging.INFO, logger="esdedup.store.elastic.writes"):
+            s1 = ingest([path], store, config, IngestOptions(batch=40, workers=1, checkpoint=ck))
+    finally:
+        _set_block(es_client, fresh_index, "read_only_allow_delete", False)
+    assert s1.error and "refused to write" in s1.error and "429" in s1.error and "after 3 re-sends" in s1.error, s1
+    assert s1.indexed == 0 and s1.read == s1.failed, s1
+    waits = [r.getMessage() for r in caplog.records if "re-sending" in r.getMessage()]
+    assert len(waits) == 3 and all("cluster_block_exception" in w and "(re-send" in w for w in waits), waits
+    store = ElasticStore(es_client, fresh_index, replicas=0)
+    s2 = ingest([path], store, config, IngestOptions(batch=40, workers=1, checkpoint=ck, resume=True))
+    assert s2.error is None and s2.read == s2.indexed == len(docs), s2
+    assert set(index_ids(es_client, fresh_index)) == {d["id"] for d in docs}
+
+
+@pytest.mark.es
+def test_an_alias_without_a_write_index_is_a_refusal(es_url, es_client, fresh_index, tmp_path):
+    from esdedup.api import open_store
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.ingest.run import IngestOptions, ingest
+
+    path, ck = tmp_path / "a.jsonl", tmp_path / "ck.json"
+    docs = write_corpus(path, 60, seed=74)
+    config = FingerprintConfig(tokenizer="rjieba")
+    open_store(fresh_index, es_url=es_url).open(config)
+    alias = f"{fresh_index}-alias"
+    es_client.indices.update_aliases(actions=[{"add": {"index": fresh_index, "alias": alias,
+                                                       "is_write_index": False}}])
+    s1 = ingest([path], open_store(alias, es_url=es_url), config, IngestOptions(batch=20, workers=1, checkpoint=ck))
+    assert s1.error and "no write index" in s1.error and s1.indexed == 0, s1
+    es_client.indices.update_aliases(actions=[{"add": {"index": fresh_index, "alias": alias,
+                                                       "is_write_index": True}}])
+    s2 = ingest([path], open_store(alias, es_url=es_url), config,
+                IngestOptions(batch=20, workers=1, checkpoint=ck, resume=True))
+    assert s2.error is None and s2.read == s2.indexed == len(docs), s2

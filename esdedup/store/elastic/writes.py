@@ -13,7 +13,8 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from esdedup.es.errors import bulk_reason
+from esdedup.errors import WriteRefused
+from esdedup.es.errors import api_reason, bulk_reason, refused_by_the_store
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP, dedup_source, json_bytes
 from esdedup.store.base import NewDoc, WriteResult
@@ -71,6 +72,7 @@ class Bulk:
                 yield a
 
         todo: Iterator[dict[str, Any]] = (index_action(index.name, index.config, d) for d in docs)
+        last_refusal: Mapping[str, Any] = {}
         for attempt in range(self.max_retries + 1):
             retry: list[dict[str, Any]] = []
             with index.errors("bulk indexing"):
@@ -90,6 +92,14 @@ class Bulk:
                             yield WriteResult(doc_id, True, created=info.get("result") == "created", status=status)
                         elif (status == 429 or status >= 500) and action is not None and attempt < self.max_retries:
                             retry.append(action)
+                            last_refusal = info
+                        elif refused_by_the_store(info):
+                            raise WriteRefused(
+                                f"{index.where('bulk indexing')}: the store refused to write document {doc_id!r} "
+                                f"({status}: {bulk_reason(info)})"
+                                + (f" after {attempt} re-sends" if attempt else "")
+                                + "; the documents it did not confirm are left for a resumed run to write once "
+                                "the index accepts writes again")
                         else:
                             yield WriteResult(doc_id, False, error=bulk_reason(info), status=status)
                 except es.ApiError as exc:
@@ -99,19 +109,24 @@ class Bulk:
                     retry.extend(pending.values())
                     pending.clear()
                     self.retried += len(retry)
-                    log.info("bulk request throttled (429); re-sending %d documents", len(retry))
-                    self._pause(attempt)
+                    self._wait(attempt, f"the bulk request was throttled (429: {api_reason(exc)})", len(retry))
                     todo = itertools.chain(retry, todo)
                     continue
             if not retry:
                 return
             self.retried += len(retry)
-            log.info("%d documents rejected with 429/5xx; re-sending (attempt %d)", len(retry), attempt + 1)
-            self._pause(attempt)
+            self._wait(attempt, f"{len(retry)} documents were refused "
+                       f"({last_refusal.get('status')}: {bulk_reason(last_refusal)})", len(retry))
             todo = iter(retry)
 
-    def _pause(self, attempt: int) -> None:
-        time.sleep(min(self.max_backoff, self.initial_backoff * 2**attempt))
+    def _wait(self, attempt: int, why: str, documents: int) -> None:
+        """Wait before re-sending, and say what for: a wait of seconds is a warning (a store that refuses
+        for long, a full disk or a write block, shows here before the run stops)."""
+        pause = min(self.max_backoff, self.initial_backoff * 2**attempt)
+        (log.warning if pause >= 2 else log.info)(
+            "%s: %s; re-sending %d documents in %.1f s (re-send %d of %d, then the run stops)",
+            self.index.where("bulk indexing"), why, documents, pause, attempt + 1, self.max_retries)
+        time.sleep(pause)
 
     def items(self, actions: Iterable[dict[str, Any]], what: str) -> Iterator[tuple[bool, dict[str, Any]]]:
         """Send partial updates or deletes (actions for ``streaming_bulk``; the helper re-sends those rejected
