@@ -16,7 +16,8 @@ from esdedup.store.base import NewDoc, Root, StoredDoc
 
 #: Fields of a stored document that ingest fills: ``id``, ``title`` and ``text`` from the fields chosen for
 #: them, ``dedup`` with the fingerprint. A record's own fields of these names (when other fields were chosen,
-#: e.g. ``id_field="doc_id"`` on records that also have an ``id``) are kept under `INPUT_FIELDS`.
+#: e.g. ``id_field="doc_id"`` on records that also have an ``id``), and its dotted keys under ``dedup``, are
+#: kept under `INPUT_FIELDS`.
 FILLED_FIELDS = ("id", "title", "text", DEDUP)
 INPUT_FIELDS = "input_fields"
 
@@ -53,9 +54,16 @@ def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:
     return [content_sha1(normalize(x, t2s=config.t2s)) for x in texts]
 
 
+def _own_filled(fields: dict[str, Any]) -> list[str]:
+    """The record's keys that would land on a field ingest fills: those of `FILLED_FIELDS`, and dotted keys
+    under ``dedup`` (``"dedup.cluster_id"``: Elasticsearch expands the dots, and the document would carry a
+    second cluster id beside the one ingest writes)."""
+    return [k for k in fields if k in FILLED_FIELDS or k.startswith(DEDUP + ".")]
+
+
 def field_clash(rec: Record) -> str | None:
     """Why a record cannot keep its own fields of `FILLED_FIELDS` (it has an `INPUT_FIELDS` already), or None."""
-    own = [k for k in FILLED_FIELDS if k in rec.fields]
+    own = _own_filled(rec.fields)
     if own and INPUT_FIELDS in rec.fields:
         return (f"the record's own field(s) {', '.join(map(repr, own))} would be kept under {INPUT_FIELDS!r} (other "
                 f"fields were chosen as id, title or text), but it has a field {INPUT_FIELDS!r} already")
@@ -65,7 +73,7 @@ def field_clash(rec: Record) -> str | None:
 def source_fields(rec: Record) -> dict[str, Any]:
     """The article fields a record is stored with (its own fields of `FILLED_FIELDS` under `INPUT_FIELDS`)."""
     src = dict(rec.fields)
-    own = {k: src.pop(k) for k in FILLED_FIELDS if k in src}
+    own = {k: src.pop(k) for k in _own_filled(src)}
     if own:
         src[INPUT_FIELDS] = own
     if rec.id is not None:

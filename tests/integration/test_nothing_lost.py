@@ -155,3 +155,48 @@ def test_hostile_index_metadata_is_a_config_error(es_client, index_names, meta):
     assert err.value.exit_code == 2 and repr(name) in str(err.value)
     with pytest.raises(ConfigError):
         search_diversified(es_client, name, BY_RANK, size=3)
+
+
+@pytest.mark.parametrize("key", ["dedup.cluster_id", "dedup.simhash", "dedup.cluster_id.x", "dedup"])
+def test_input_keys_under_dedup_are_moved_aside(es_url, es_client, index_names, tmp_path, key):
+    """A record whose own keys would land under ``dedup`` (dotted keys are expanded by Elasticsearch): they
+    are kept under ``input_fields``, and the document carries one cluster id, ingest's (collapse works)."""
+    import json
+
+    from esdedup.api import open_store
+    from esdedup.ingest.run import IngestOptions, ingest
+
+    name = index_names()
+    docs = make_docs(4, seed=66)
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps({**d, key: "a"} if i < 2 else d, ensure_ascii=False) + "\n"
+                            for i, d in enumerate(docs)), "utf-8")
+    s = ingest([path], open_store(name, es_url=es_url), CONFIG, IngestOptions(workers=1))
+    assert s.error is None and s.indexed == len(docs) and s.failed == 0, s
+    es_client.indices.refresh(index=name)
+    src = es_client.get(index=name, id=docs[0]["id"])["_source"]
+    assert src["input_fields"] == {key: "a"} and (key == "dedup" or key not in src)
+    assert src["dedup"]["cluster_id"] == docs[0]["id"]
+    resp = es_client.search(index=name, query={"match_all": {}}, collapse={"field": "dedup.cluster_id"}, size=10)
+    assert len(resp["hits"]["hits"]) == len(docs)
+
+
+def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client, index_names):
+    """The store is one index: an alias over two (with the same config) would pair every document with
+    itself and open with whichever config comes first. It is refused, naming the indexes."""
+    from esdedup.api import open_store
+
+    a, b = index_names(), index_names()
+    _fill(es_client, a, make_docs(3, seed=67))
+    _fill(es_client, b, make_docs(3, seed=68))
+    alias = f"{a}-both"
+    es_client.indices.put_alias(index=[a, b], name=alias)
+    with pytest.raises(ConfigError, match="names 2 indices .* not one") as err:
+        open_store(alias, es_url=es_url).open(None)
+    assert a in str(err.value) and b in str(err.value)
+    from tests.reliability import run_cli
+
+    r = run_cli("dups", "--index", alias, "--es", es_url, timeout=120)
+    assert r.returncode == 2 and "names 2 indices" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    es_client.indices.delete_alias(index=b, name=alias)
+    assert open_store(alias, es_url=es_url).open(None).config == CONFIG  # an alias over one index is fine
