@@ -14,6 +14,7 @@ import typer
 from esdedup._version import __version__
 
 from . import compare, duplicates, index, ingest, kibana, label, pipeline, quality
+from .output import for_people
 
 app = typer.Typer(
     name="esdedup",
@@ -44,6 +45,12 @@ class _OneLineFormatter(logging.Formatter):
 
     def formatStack(self, stack_info: str) -> str:  # noqa: N802
         return ""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802
+        # A message may quote a file name or a field of the input: what a terminal would act on in it
+        # (escape sequences that retitle the window or move the cursor) is shown as escapes, as on Error lines.
+        record.message = for_people(record.message)
+        return super().formatMessage(record)
 
 
 def _version(value: bool) -> None:

@@ -240,10 +240,17 @@ class _Walker:
         self._dirs[key] = path
         try:
             with os.scandir(path) as it:
-                names = sorted(entry.name for entry in it if not entry.name.startswith("."))
+                every = [entry.name for entry in it]
         except OSError as exc:
             yield Rejected(printable(str(path)), "", os_reason(exc, path), offset=0)
             return
+        names = sorted(name for name in every if not name.startswith("."))
+        hidden = sorted(name for name in every if name.startswith("."))
+        if hidden:
+            logger.warning("skipping %d hidden file(s) or folder(s) in %s (%s): names starting with '.' are not "
+                           "read from a folder; give such a file's own path to read it", len(hidden),
+                           printable(str(path)), ", ".join(printable(n) for n in hidden[:3])
+                           + (", ..." if len(hidden) > 3 else ""))
         inner = ancestors | {key}
         for name in names:
             child = path / name
@@ -269,7 +276,8 @@ def iter_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str])
     Symlinks are followed; a directory symlink leading back into its own ancestry yields one
     ``Rejected("symlink loop")``. A file or directory reached a second time (e.g. through a
     symlink elsewhere in the tree) is read once only, with a logged warning. Dot-files and
-    dot-directories inside walked directories are skipped (a path given explicitly is used).
+    dot-directories inside walked directories are skipped, with a logged warning (a path given explicitly
+    is used).
     Unreadable files and directories yield ``Rejected("permission denied")``.
     """
     for item in walk(as_paths(paths)):

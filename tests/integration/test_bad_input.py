@@ -438,3 +438,20 @@ def test_resource_options_on_devices_and_fifos_are_refused_before_any_work(tmp_p
     assert not (tmp_path / "data").exists()
     r = run_cli("compare", text, text, option, device, timeout=60)
     assert r.returncode == 2 and "not a regular file" in r.stderr, (r.returncode, r.stderr[-2000:])
+
+
+def test_warnings_escape_what_a_terminal_would_act_on_in_file_names(tmp_path):
+    """A file name with an escape sequence (one that retitles the terminal) is shown escaped in warnings,
+    as on Error lines and in dead letters."""
+    from tests.reliability import run_cli
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    name = "x\x1b]0;PWNED\x07.csv"
+    (folder / name).write_text("id,body\n1,今天天气很好\n", "utf-8")
+    (folder / f".{name}").write_text("id,text\n1,今天天气很好\n", "utf-8")
+    r = run_cli("ingest", folder, "--index", "probe", "--data-dir", tmp_path / "data", "--tokenizer", "rjieba",
+                "--workers", "1", "--dead-letter", tmp_path / "dl.jsonl", timeout=300)
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
+    assert "x\\x1b]0;PWNED\\x07.csv" in r.stderr and "has no column 'text'" in r.stderr, r.stderr
+    assert "hidden file(s)" in r.stderr, r.stderr

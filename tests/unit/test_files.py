@@ -181,3 +181,19 @@ def test_a_resumed_run_keeps_the_ids_of_finished_files(tmp_path):
                               skip_file=lambda source: source == str(first)))
     assert [(type(i).__name__, i.reason.split(" in this run")[0]) for i in items] == [
         ("Rejected", f"id '001.txt' is already the id of {first}")]
+
+
+def test_hidden_files_in_a_folder_are_skipped_with_a_warning_and_read_when_named(tmp_path, caplog):
+    import logging
+
+    from esdedup.readers import read_records
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    hidden = folder / ".part-0001.jsonl"
+    hidden.write_text('{"id": "a", "text": "今天天气很好"}\n', "utf-8")
+    with caplog.at_level(logging.WARNING, logger="esdedup.readers.files"):
+        assert list(read_records([folder])) == []
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "skipping 1 hidden file(s) or folder(s)" in warning and ".part-0001.jsonl" in warning, warning
+    assert [r.id for r in read_records([hidden])] == ["a"]
