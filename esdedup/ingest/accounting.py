@@ -33,7 +33,7 @@ class BatchState:
     #: Ids of the batch that were new to the store.
     created: set[str] = field(default_factory=set)
     #: The batch's dead letters, committed with its checkpoint.
-    lines: list[str] = field(default_factory=list)
+    lines: list[str | tuple[str, str]] = field(default_factory=list)
     labelled: list[tuple[FingerprintedRecord, Labels]] = field(default_factory=list)
 
 
@@ -57,6 +57,7 @@ class Ledger:
         """Count one record as failed and dead-letter it."""
         self.summary.failed += 1
         self.cur.fates[id(at)] = ("failed", reason)
+        self.dead.accounted(at.source, at.location)
         self.dead.write(source=at.source, location=at.location, kind=kind, id=doc_id, reason=reason,
                         excerpt=excerpt)
 
@@ -64,6 +65,7 @@ class Ledger:
         """Count one record as skipped and dead-letter it; ``listed``: name it in ``skipped_ids``."""
         self.summary.skipped += 1
         self.cur.fates[id(item.record)] = ("skipped", reason)
+        self.dead.accounted(item.record.source, item.record.location)
         if listed and len(self.summary.skipped_ids) < SUMMARY_IDS:
             self.summary.skipped_ids.append(item.id)
         self.dead.write(source=item.record.source, location=item.record.location, kind="skipped", id=item.id,
@@ -102,6 +104,7 @@ class Ledger:
                 continue
             self.summary.indexed += 1
             self.cur.fates[id(d.record)] = ("indexed", None)
+            self.dead.accounted(d.record.source, d.record.location)
             if res.created:
                 self.summary.created += 1
                 self.cur.created.add(d.id)

@@ -75,7 +75,7 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     dead: DeadLetters | None = None
     try:
         # The files this run writes are checked before the store is opened (or created).
-        dead = DeadLetters(opts.dead_letter, fresh=not opts.resume)
+        dead = DeadLetters(opts.dead_letter, fresh=not opts.resume, supersede=opts.resume)
         ckpt = open_checkpoint(opts.checkpoint, resume=opts.resume)
         summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
         # The window is read here, at the call, so that a program may set this module's RUN_INDEX_MAX_DOCS.
@@ -123,6 +123,8 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
             run.finish()
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)
+        if run.ledger.dead.broken:  # the summary names no file that does not hold the run's dead letters
+            summary.dead_letter = None
     finally:
         run.close()
         workers.close(terminate=True)

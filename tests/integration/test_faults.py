@@ -642,3 +642,59 @@ def test_an_alias_without_a_write_index_is_a_refusal(es_url, es_client, fresh_in
     s2 = ingest([path], open_store(alias, es_url=es_url), config,
                 IngestOptions(batch=20, workers=1, checkpoint=ck, resume=True))
     assert s2.error is None and s2.read == s2.indexed == len(docs), s2
+
+
+def test_a_resumed_run_takes_its_records_off_the_unconfirmed_list(tmp_path):
+    """The store fails in the middle of a run (its records are dead-lettered as unconfirmed); the resumed
+    run writes them, and the dead-letter file then lists none of them as unconfirmed (the rejected line
+    stays)."""
+    from esdedup.errors import StoreError
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.store.local import LocalStore
+
+    docs = make_docs(30, seed=75)
+    lines = [json.dumps(d, ensure_ascii=False) for d in docs]
+    lines.insert(3, "not json")
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    ck, dl = tmp_path / "ck.json", tmp_path / "dl.jsonl"
+    config = FingerprintConfig(tokenizer="rjieba")
+
+    class FailingStore(LocalStore):
+        writes = 0
+
+        def write(self, docs):
+            FailingStore.writes += 1
+            if FailingStore.writes == 3:
+                raise StoreError("the disk is gone")
+            return super().write(docs)
+
+    store = FailingStore("unc", tmp_path / "data")
+    s1 = ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, dead_letter=dl))
+    store.close()
+    assert s1.error and any(d["kind"] == "unconfirmed" for d in dead_letters(dl)), s1
+    store = LocalStore("unc", tmp_path / "data")
+    s2 = ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, dead_letter=dl,
+                                                     resume=True))
+    assert s2.error is None and s2.failed == 0, s2
+    assert store.count() == len(docs)
+    store.close()
+    assert [(d["kind"], d["location"]) for d in dead_letters(dl)] == [("rejected", "line 4")]
+
+
+def test_a_dead_letter_file_that_cannot_be_written_is_not_named_in_the_summary(tmp_path):
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.store.local import LocalStore
+
+    path = tmp_path / "a.jsonl"
+    path.write_text("not json\n" + json.dumps(make_docs(1, seed=76)[0], ensure_ascii=False) + "\n", "utf-8")
+    store = LocalStore("full", tmp_path / "data")
+    try:
+        s = ingest([path], store, FingerprintConfig(tokenizer="rjieba"),
+                   IngestOptions(workers=1, dead_letter="/dev/full"))
+    finally:
+        store.close()
+    assert s.error and "cannot write the dead-letter file /dev/full" in s.error, s
+    assert s.dead_letter is None
