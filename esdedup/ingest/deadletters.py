@@ -11,6 +11,7 @@ import io
 import json
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import TextIO
 
@@ -131,10 +132,17 @@ class DeadLetters:
                     log.warning("the dead-letter file %s may lack its last lines: %s", self.path, exc.strerror or exc)
                 self.broken = True
             self._fh = None
-            if self._fresh and not self._lines and self.path is not None:
-                self.path.unlink(missing_ok=True)
+            if self._fresh and not self._lines and self.path is not None and _regular(self.path):
+                self.path.unlink(missing_ok=True)  # never a device such as /dev/null named as the file
             elif self._superseded:
                 self._drop_superseded()
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _entry(line: str) -> dict | None:

@@ -683,18 +683,35 @@ def test_a_resumed_run_takes_its_records_off_the_unconfirmed_list(tmp_path):
     assert [(d["kind"], d["location"]) for d in dead_letters(dl)] == [("rejected", "line 4")]
 
 
-def test_a_dead_letter_file_that_cannot_be_written_is_not_named_in_the_summary(tmp_path):
+def test_a_dead_letter_file_that_cannot_be_written_is_not_named_in_the_summary(tmp_path, monkeypatch):
+    """The disk under the dead-letter file fills up (every write fails with ENOSPC once it is open): the run
+    stops with that error, and its summary names no dead-letter file."""
+    import builtins
+    import errno
+
     from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.ingest import deadletters
     from esdedup.ingest.run import IngestOptions, ingest
     from esdedup.store.local import LocalStore
 
+    class Full:
+        def __init__(self, fh):
+            self._fh = fh
+
+        def writelines(self, lines):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self._fh, name)
+
+    monkeypatch.setattr(deadletters, "open", lambda *a, **k: Full(builtins.open(*a, **k)), raising=False)
     path = tmp_path / "a.jsonl"
     path.write_text("not json\n" + json.dumps(make_docs(1, seed=76)[0], ensure_ascii=False) + "\n", "utf-8")
+    dl = tmp_path / "dl.jsonl"
     store = LocalStore("full", tmp_path / "data")
     try:
-        s = ingest([path], store, FingerprintConfig(tokenizer="rjieba"),
-                   IngestOptions(workers=1, dead_letter="/dev/full"))
+        s = ingest([path], store, FingerprintConfig(tokenizer="rjieba"), IngestOptions(workers=1, dead_letter=dl))
     finally:
         store.close()
-    assert s.error and "cannot write the dead-letter file /dev/full" in s.error, s
+    assert s.error and f"cannot write the dead-letter file {dl}: No space left on device" in s.error, s
     assert s.dead_letter is None
