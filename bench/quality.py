@@ -261,7 +261,7 @@ class Clock:
 
 # -- the three methods on the natural benchmark --------------------------------------------------------
 def run_esdedup(docs_path: Path, config, workdir: Path, workers: int) -> tuple[set, dict]:
-    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
     from esdedup.match.pairs import find_pairs
     from esdedup.store.local import LocalStore
 
