@@ -77,6 +77,11 @@ def reproduces(config: FingerprintConfig) -> bool:
     return config.gets_signatures
 
 
+def kernels() -> list[str]:
+    """The compiled forms of the extension's loops this CPU runs (none without the extension)."""
+    return list(_EXTENSION.kernels()) if _EXTENSION is not None else []
+
+
 @lru_cache(maxsize=1)
 def word_table() -> bytes:
     """One byte per code point, 1 for a word character (``str.isalnum``, which the n-grams are made of:
@@ -87,13 +92,20 @@ def word_table() -> bytes:
 class NativeMinHash:
     """The MinHash step of one config, in the extension: `parts` is `Fingerprinter`'s ``_minhash_parts``."""
 
-    def __init__(self, config: FingerprintConfig, chunk: int) -> None:
+    def __init__(self, config: FingerprintConfig, chunk: int, kernel: str | None = None) -> None:
+        """``chunk`` as in `minhash_step`; ``kernel``: which compiled form of the extension's loops runs
+        (one of `kernels`; by default the fastest this CPU has)."""
         if _EXTENSION is None:
             raise RuntimeError(_MISSING)
         a, b = mh.permutations(config.minhash_perm)
         self.n_perm = config.minhash_perm
         self._core: Any = _EXTENSION.MinHashCore(word_table(), a.tolist(), b.tolist(), config.minhash_ngram,
-                                                 config.minhash_bands, config.minhash_rows, chunk)
+                                                 config.minhash_bands, config.minhash_rows, chunk, kernel)
+
+    @property
+    def kernel(self) -> str:
+        """The compiled form of the loops in use: portable, avx2 or avx512."""
+        return str(self._core.kernel)
 
     def parts(self, norms: Sequence[str]) -> list[MinHashPart]:
         """(LSH band keys, signature, distinct n-grams) of each normalised text; ([], None, 0) for a text

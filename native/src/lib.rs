@@ -7,13 +7,16 @@
 //!
 //! * the word characters of a text are its code points whose entry in the caller's table is non-zero
 //!   (Python passes `str.isalnum` of every code point, so both sides use the same Unicode database);
-//! * an n-gram hashes to `h = SEED; h = mix64(h ^ c)` per code point `c`, then `h >> 32`; a text with fewer
-//!   word characters than n is one n-gram, itself, unless it is longer than the chunk size, which the Python
-//!   path reads a chunk at a time and so finds no n-gram in;
+//! * an n-gram hashes to `h = SEED; h = mix64(h ^ c)` per code point `c`, then `h >> 32` (`shingles`); a text
+//!   with fewer word characters than n is one n-gram, itself, unless it is longer than the chunk size, which
+//!   the Python path reads a chunk at a time and so finds no n-gram in;
 //! * permutation i maps a hash x to `(a_i * x + b_i) mod 2^64 >> 32` (the caller passes a and b); the
 //!   signature keeps the low 16 bits of each permutation's minimum over the distinct hashes;
 //! * band i hashes `h = mix64(i)`, then `h = mix64(h ^ v)` for its `rows` signature values; its key is the
 //!   top 40 bits of `h`, in decimal.
+
+mod kernels;
+mod shingles;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -21,115 +24,17 @@ use pyo3::types::string::PyStringData;
 use pyo3::types::{PyByteArray, PyList, PyString};
 use rayon::prelude::*;
 
+use kernels::{mix64, Kernel, Permutations};
+
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
 const API_VERSION: u32 = 1;
 
-const SEED: u64 = 0x6573_6465_6475_7032; // "esdedup2"
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
 const KEY_SHIFT: u32 = 64 - 40;
 /// Distinct hashes above which one text's minima are taken on several threads.
 const PARALLEL_MINIMA: usize = 1 << 15;
-
-#[inline(always)]
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The shingle hash of a run of code points.
-#[inline(always)]
-fn fold(gram: &[u32]) -> u32 {
-    let mut h = SEED;
-    for &c in gram {
-        h = mix64(h ^ u64::from(c));
-    }
-    (h >> 32) as u32
-}
-
-/// Permutation values computed LANES at a time (a multiple of a vector register's 32-bit lanes).
-const LANES: usize = 16;
-
-/// The permutation coefficients, with each `a` split into 32-bit halves: a hash x is below 2^32, so
-/// `(a * x + b) mod 2^64 >> 32` is `((a_lo * x + b) mod 2^64 >> 32) + a_hi * x` modulo 2^32, which takes one
-/// 32 x 32 -> 64-bit multiply and one 32-bit multiply, both in every x86-64 vector unit. The vectors are
-/// padded with zeros to a multiple of LANES; the padding's minima are dropped.
-struct Permutations {
-    a_lo: Vec<u32>,
-    a_hi: Vec<u32>,
-    b: Vec<u64>,
-    count: usize,
-}
-
-impl Permutations {
-    fn new(a: &[u64], b: &[u64]) -> Self {
-        let padded = a.len().div_ceil(LANES) * LANES;
-        let pad =
-            |v: Vec<u64>| -> Vec<u64> { v.into_iter().chain(std::iter::repeat(0)).take(padded).collect() };
-        let a = pad(a.to_vec());
-        Permutations {
-            a_lo: a.iter().map(|&v| v as u32).collect(),
-            a_hi: a.iter().map(|&v| (v >> 32) as u32).collect(),
-            b: pad(b.to_vec()),
-            count: b.len(),
-        }
-    }
-
-    /// Each permutation's minimum over the hashes (u32::MAX for none).
-    fn minima(&self, hashes: &[u32]) -> Vec<u32> {
-        let mut out = vec![u32::MAX; self.a_lo.len()];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has the instructions the function is compiled for.
-                unsafe { self.minima_avx512(hashes, &mut out) };
-            } else if is_x86_feature_detected!("avx2") {
-                // SAFETY: as above.
-                unsafe { self.minima_avx2(hashes, &mut out) };
-            } else {
-                self.minima_into(hashes, &mut out);
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        self.minima_into(hashes, &mut out);
-        out.truncate(self.count);
-        out
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn minima_avx512(&self, hashes: &[u32], out: &mut [u32]) {
-        self.minima_into(hashes, out)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn minima_avx2(&self, hashes: &[u32], out: &mut [u32]) {
-        self.minima_into(hashes, out)
-    }
-
-    /// LANES permutations at a time over all the hashes, so their coefficients and minima stay in registers.
-    #[inline(always)]
-    fn minima_into(&self, hashes: &[u32], out: &mut [u32]) {
-        for (group, mins) in out.chunks_exact_mut(LANES).enumerate() {
-            let lanes = group * LANES..(group + 1) * LANES;
-            let a_lo: [u32; LANES] = self.a_lo[lanes.clone()].try_into().expect("padded");
-            let a_hi: [u32; LANES] = self.a_hi[lanes.clone()].try_into().expect("padded");
-            let b: [u64; LANES] = self.b[lanes].try_into().expect("padded");
-            let mut m = [u32::MAX; LANES];
-            for &x in hashes {
-                for k in 0..LANES {
-                    let low = (u64::from(a_lo[k]) * u64::from(x)).wrapping_add(b[k]);
-                    let v = ((low >> 32) as u32).wrapping_add(a_hi[k].wrapping_mul(x));
-                    m[k] = m[k].min(v);
-                }
-            }
-            mins.copy_from_slice(&m);
-        }
-    }
-}
 
 /// What the batch computes for one text.
 struct Sketch {
@@ -148,82 +53,42 @@ struct MinHashCore {
     bands: usize,
     rows: usize,
     chunk: usize,
+    kernel: Kernel,
 }
 
 impl MinHashCore {
+    /// The code points of a text that are word characters, in order.
     fn word_chars(&self, text: &PyStringData<'_>) -> Vec<u32> {
-        let is_word = &self.is_word;
         match text {
-            PyStringData::Ucs1(units) => units
-                .iter()
-                .map(|&c| u32::from(c))
-                .filter(|&c| is_word[c as usize])
-                .collect(),
-            PyStringData::Ucs2(units) => units
-                .iter()
-                .map(|&c| u32::from(c))
-                .filter(|&c| is_word[c as usize])
-                .collect(),
-            PyStringData::Ucs4(units) => units
-                .iter()
-                .copied()
-                .filter(|&c| (c as usize) < CODE_POINTS && is_word[c as usize])
-                .collect(),
+            PyStringData::Ucs1(units) => self.keep_words(units.iter().map(|&c| u32::from(c)), units.len()),
+            PyStringData::Ucs2(units) => self.keep_words(units.iter().map(|&c| u32::from(c)), units.len()),
+            PyStringData::Ucs4(units) => self.keep_words(units.iter().copied(), units.len()),
         }
     }
 
-    /// The distinct n-gram hashes of a text's word characters, sorted. Windows are hashed `chunk` at a
-    /// time and merged into the distinct hashes so far only once the new ones outnumber them, so memory
-    /// follows the number of distinct n-grams, not the length of the text.
-    fn distinct_hashes(&self, chars: &[u32]) -> Vec<u32> {
-        let n = self.ngram;
-        if chars.is_empty() {
-            return Vec::new();
+    #[inline(always)]
+    fn keep_words(&self, code_points: impl Iterator<Item = u32>, len: usize) -> Vec<u32> {
+        // Every code point is written and the end moves past the word characters only: no branch per
+        // character on what kind of character it is.
+        let mut out = vec![0u32; len];
+        let mut end = 0;
+        for c in code_points {
+            out[end] = c;
+            end += usize::from(self.is_word.get(c as usize).copied().unwrap_or(false));
         }
-        if chars.len() < n {
-            return if chars.len() <= self.chunk {
-                vec![fold(chars)]
-            } else {
-                Vec::new()
-            };
-        }
-        let windows = chars.len() - n + 1;
-        let mut distinct: Vec<u32> = Vec::new();
-        let mut pending: Vec<u32> = Vec::new();
-        let mut part: Vec<u32> = Vec::with_capacity(windows.min(self.chunk));
-        let mut start = 0;
-        while start < windows {
-            let end = (start + self.chunk).min(windows);
-            part.clear();
-            part.extend(chars[start..end + n - 1].windows(n).map(fold));
-            part.sort_unstable();
-            part.dedup();
-            pending.extend_from_slice(&part);
-            if pending.len() > distinct.len().max(self.chunk) {
-                pending.append(&mut distinct);
-                pending.sort_unstable();
-                pending.dedup();
-                std::mem::swap(&mut distinct, &mut pending);
-            }
-            start = end;
-        }
-        if !pending.is_empty() {
-            distinct.append(&mut pending);
-            distinct.sort_unstable();
-            distinct.dedup();
-        }
-        distinct
+        out.truncate(end);
+        out
     }
 
     /// Each permutation's minimum over the hashes, on several threads when there are many.
     fn minima(&self, hashes: &[u32]) -> Vec<u32> {
-        let perms = &self.perms;
+        let (perms, kernel) = (&self.perms, self.kernel);
         if hashes.len() <= PARALLEL_MINIMA {
-            return perms.minima(hashes);
+            return perms.minima(kernel, hashes);
         }
         hashes
             .par_chunks(PARALLEL_MINIMA / 4)
-            .map(|part| perms.minima(part))
+            .map(|part| perms.minima(kernel, part))
             .reduce(
                 || vec![u32::MAX; perms.count],
                 |mut x, y| {
@@ -239,16 +104,17 @@ impl MinHashCore {
         (0..self.bands)
             .map(|band| {
                 let values = &signature[band * self.rows..(band + 1) * self.rows];
-                let h = values
+                values
                     .iter()
-                    .fold(mix64(band as u64), |h, &v| mix64(h ^ u64::from(v)));
-                h >> KEY_SHIFT
+                    .fold(mix64(band as u64), |h, &v| mix64(h ^ u64::from(v)))
+                    >> KEY_SHIFT
             })
             .collect()
     }
 
     fn sketch_one(&self, text: &PyStringData<'_>) -> Sketch {
-        let hashes = self.distinct_hashes(&self.word_chars(text));
+        let chars = self.word_chars(text);
+        let hashes = shingles::distinct_hashes(self.kernel, &chars, self.ngram, self.chunk);
         if hashes.is_empty() {
             return Sketch {
                 signature: Vec::new(),
@@ -277,12 +143,20 @@ fn code_units<'a>(text: &'a Bound<'_, PyString>) -> PyResult<PyStringData<'a>> {
     unsafe { text.data() }
 }
 
+fn invalid(message: String) -> PyErr {
+    PyValueError::new_err(message)
+}
+
 #[pymethods]
 impl MinHashCore {
     /// `word_table`: one byte per code point (0x110000), non-zero for a word character; `a`, `b`: the
     /// permutation coefficients (one pair per signature value); `ngram`: the n of the character n-grams;
-    /// `bands` x `rows`: the LSH layout; `chunk`: the windows read at a time.
+    /// `bands` x `rows`: the LSH layout; `chunk`: the word characters the Python path turns into n-grams at
+    /// a time (a text longer than that with fewer than `ngram` word characters has no n-gram); `kernel`:
+    /// which compiled form of the loops runs (`kernels()`), by default the fastest this CPU has.
     #[new]
+    #[pyo3(signature = (word_table, a, b, ngram, bands, rows, chunk, kernel = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         word_table: &[u8],
         a: Vec<u64>,
@@ -291,32 +165,45 @@ impl MinHashCore {
         bands: usize,
         rows: usize,
         chunk: usize,
+        kernel: Option<&str>,
     ) -> PyResult<Self> {
         if word_table.len() != CODE_POINTS {
-            return Err(PyValueError::new_err(format!(
+            return Err(invalid(format!(
                 "word_table needs one byte per code point ({CODE_POINTS}), got {}",
                 word_table.len()
             )));
         }
         if a.is_empty() || a.len() != b.len() {
-            return Err(PyValueError::new_err(format!(
+            return Err(invalid(format!(
                 "a and b need one coefficient per permutation each, got {} and {}",
                 a.len(),
                 b.len()
             )));
         }
         if ngram < 1 || chunk < 1 {
-            return Err(PyValueError::new_err(format!(
+            return Err(invalid(format!(
                 "ngram ({ngram}) and chunk ({chunk}) must be >= 1"
             )));
         }
         if bands < 1 || rows < 1 || bands * rows > a.len() {
-            return Err(PyValueError::new_err(format!(
+            return Err(invalid(format!(
                 "{bands} bands of {rows} rows need {} signature values, the permutations give {}",
                 bands * rows,
                 a.len()
             )));
         }
+        let kernel = match kernel {
+            None => Kernel::best(),
+            Some(name) => *Kernel::ALL
+                .iter()
+                .find(|k| k.name() == name && k.supported())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "kernel '{name}' does not run on this CPU, which runs: {}",
+                        supported_kernels().join(", ")
+                    ))
+                })?,
+        };
         let is_word = word_table.iter().map(|&v| v != 0).collect();
         Ok(MinHashCore {
             is_word,
@@ -325,12 +212,19 @@ impl MinHashCore {
             bands,
             rows,
             chunk,
+            kernel,
         })
     }
 
     #[getter]
     fn n_perm(&self) -> usize {
         self.perms.count
+    }
+
+    /// The compiled form of the loops this core runs.
+    #[getter]
+    fn kernel(&self) -> &'static str {
+        self.kernel.name()
     }
 
     /// For a list of texts: (signatures: a bytearray of len(texts) x n_perm little-endian uint32, a text
@@ -355,16 +249,27 @@ impl MinHashCore {
         })?;
         let keys = PyList::empty(py);
         for sketch in &sketches {
-            let row: Vec<String> = sketch.keys.iter().map(u64::to_string).collect();
-            keys.append(row)?;
+            keys.append(sketch.keys.iter().map(u64::to_string).collect::<Vec<String>>())?;
         }
         Ok((signatures, keys, sketches.iter().map(|s| s.shingles).collect()))
     }
+}
+
+/// The compiled forms of the loops this CPU runs, slowest first.
+#[pyfunction]
+#[pyo3(name = "kernels")]
+fn supported_kernels() -> Vec<&'static str> {
+    Kernel::ALL
+        .iter()
+        .filter(|k| k.supported())
+        .map(|k| k.name())
+        .collect()
 }
 
 #[pymodule]
 fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("API_VERSION", API_VERSION)?;
     m.add_class::<MinHashCore>()?;
+    m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     Ok(())
 }

@@ -100,14 +100,20 @@ def _python_fingerprinter(cfg: FingerprintConfig, monkeypatch: pytest.MonkeyPatc
     return fper
 
 
+#: Every compiled form of the loops (portable, AVX2, AVX-512) that this CPU runs, each checked on its own.
+KERNELS = native.kernels() or ["portable"]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("perm, bands, rows, ngram", CONFIGS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=BATCHES)
 def test_native_parts_equal_the_minhash_module(extension: None, perm: int, bands: int, rows: int, ngram: int,
-                                               batch: list[str]) -> None:
+                                               kernel: str, batch: list[str]) -> None:
     cfg = _cfg(perm, bands, rows, ngram)
-    got = native.NativeMinHash(cfg, chunk=1 << 16).parts(batch)
-    _assert_same_parts(got, [_reference(t, cfg) for t in batch])
+    core = native.NativeMinHash(cfg, chunk=1 << 16, kernel=kernel)
+    assert core.kernel == kernel
+    _assert_same_parts(core.parts(batch), [_reference(t, cfg) for t in batch])
 
 
 @pytest.mark.parametrize("perm, bands, rows, ngram", CONFIGS[:4])
@@ -141,7 +147,8 @@ def test_long_texts_read_a_chunk_at_a_time_give_the_python_parts(extension: None
     _assert_same_parts(native.NativeMinHash(cfg, chunk=8).parts(batch), want)
 
 
-def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension: None,
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension: None, kernel: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Real chunk size; a set large enough that its minima are taken on several threads."""
     rng = np.random.default_rng(7)
@@ -150,7 +157,8 @@ def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension:
     cfg = _cfg()
     want = _python_fingerprinter(cfg, monkeypatch)._minhash_parts(batch)
     assert want[1][2] > 100_000
-    _assert_same_parts(native.NativeMinHash(cfg, chunk=fingerprinter._SHINGLE_CHUNK).parts(batch), want)
+    core = native.NativeMinHash(cfg, chunk=fingerprinter._SHINGLE_CHUNK, kernel=kernel)
+    _assert_same_parts(core.parts(batch), want)
 
 
 def test_the_word_table_keeps_what_the_python_path_keeps() -> None:
@@ -213,3 +221,9 @@ def test_the_core_refuses_bad_settings_by_name(extension: None, args: tuple, mes
     table, *rest = args
     with pytest.raises(ValueError, match=message):
         esdedup_native.MinHashCore(native.word_table() if table is None else table, *rest)
+
+
+def test_the_core_refuses_a_kernel_this_cpu_does_not_run(extension: None) -> None:
+    with pytest.raises(ValueError, match=r"kernel 'sse9' does not run on this CPU, which runs: portable"):
+        native.NativeMinHash(_cfg(), 1 << 16, kernel="sse9")
+    assert native.NativeMinHash(_cfg(), 1 << 16).kernel == native.kernels()[-1]
