@@ -23,6 +23,8 @@ use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyByteArray, PyList, PyString};
 use rayon::prelude::*;
+use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::sync::{Arc, Mutex};
 
 use kernels::{mix64, Kernel, Permutations};
 
@@ -35,6 +37,32 @@ const SIGNATURE_MASK: u32 = (1 << 16) - 1;
 const KEY_SHIFT: u32 = 64 - 40;
 /// Distinct hashes above which one text's minima are taken on several threads.
 const PARALLEL_MINIMA: usize = 1 << 15;
+
+/// The threads the batches run on, and the process that made them. A child made by fork() (Python's
+/// multiprocessing on Linux does that) has none of its parent's threads, and work handed to them would wait
+/// forever: the child makes threads of its own.
+static POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
+
+/// This process's threads (as many as `RAYON_NUM_THREADS`, by default one per CPU).
+fn pool() -> PyResult<Arc<ThreadPool>> {
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((owner, threads)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(threads.clone());
+        }
+    }
+    let threads = ThreadPoolBuilder::new()
+        .thread_name(|i| format!("esdedup-native-{i}"))
+        .build()
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start threads: {e}")))?;
+    let threads = Arc::new(threads);
+    if let Some(inherited) = slot.replace((pid, threads.clone())) {
+        // The parent's pool: its threads do not exist in this process, so there is nothing to stop.
+        std::mem::forget(inherited);
+    }
+    Ok(threads)
+}
 
 /// What the batch computes for one text.
 struct Sketch {
@@ -236,7 +264,9 @@ impl MinHashCore {
         texts: Vec<Bound<'py, PyString>>,
     ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyList>, Vec<usize>)> {
         let units = texts.iter().map(code_units).collect::<PyResult<Vec<_>>>()?;
-        let sketches: Vec<Sketch> = py.detach(|| units.par_iter().map(|t| self.sketch_one(t)).collect());
+        let threads = pool()?;
+        let sketches: Vec<Sketch> =
+            py.detach(|| threads.install(|| units.par_iter().map(|t| self.sketch_one(t)).collect()));
         let perm = self.perms.count;
         let signatures = PyByteArray::new_with(py, sketches.len() * perm * 4, |buf| {
             for (row, sketch) in buf.chunks_exact_mut(perm * 4).zip(&sketches) {

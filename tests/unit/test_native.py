@@ -6,6 +6,7 @@ them silently.
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import sys
@@ -159,6 +160,23 @@ def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension:
     assert want[1][2] > 100_000
     core = native.NativeMinHash(cfg, chunk=fingerprinter._SHINGLE_CHUNK, kernel=kernel)
     _assert_same_parts(core.parts(batch), want)
+
+
+def _lsh_keys(texts: list[str]) -> list[list[str]]:
+    return [fp.lsh for fp in Fingerprinter(_cfg()).fingerprint_many(texts)]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork() is POSIX")
+def test_a_forked_child_fingerprints_after_its_parent_did(extension: None, switch_on: None) -> None:
+    """The parent's threads do not exist in a child made by fork() (ingest's worker processes on Linux): the
+    child must make its own, not wait for the parent's."""
+    texts = [f"北京欢迎你{i}" for i in range(64)]
+    want = _lsh_keys(texts)  # the parent's threads exist now
+    pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        assert pool.apply_async(_lsh_keys, (texts,)).get(timeout=120) == want
+    finally:
+        pool.terminate()  # a child that hangs is killed, not waited for
 
 
 def test_the_word_table_keeps_what_the_python_path_keeps() -> None:
