@@ -90,17 +90,24 @@ def word_table() -> bytes:
 
 
 class NativeMinHash:
-    """The MinHash step of one config, in the extension: `parts` is `Fingerprinter`'s ``_minhash_parts``."""
+    """The MinHash step of one MinHash layout, in the extension: `parts` is what `Fingerprinter` keeps of
+    each text. Immutable; one instance serves any number of threads at once."""
 
-    def __init__(self, config: FingerprintConfig, chunk: int, kernel: str | None = None) -> None:
-        """``chunk`` as in `minhash_step`; ``kernel``: which compiled form of the extension's loops runs
-        (one of `kernels`; by default the fastest this CPU has)."""
+    def __init__(self, perm: int, bands: int, rows: int, ngram: int, chunk: int, kernel: str | None = None) -> None:
+        """``perm``, ``bands``, ``rows``, ``ngram``: a config's ``minhash_*`` settings; ``chunk`` as in
+        `minhash_step`; ``kernel``: which compiled form of the extension's loops runs (one of `kernels`; by
+        default the fastest this CPU has)."""
         if _EXTENSION is None:
             raise RuntimeError(_MISSING)
-        a, b = mh.permutations(config.minhash_perm)
-        self.n_perm = config.minhash_perm
-        self._core: Any = _EXTENSION.MinHashCore(word_table(), a.tolist(), b.tolist(), config.minhash_ngram,
-                                                 config.minhash_bands, config.minhash_rows, chunk, kernel)
+        a, b = mh.permutations(perm)
+        self.n_perm = perm
+        self._core: Any = _EXTENSION.MinHashCore(word_table(), a.tolist(), b.tolist(), ngram, bands, rows, chunk,
+                                                 kernel)
+
+    @classmethod
+    def for_config(cls, config: FingerprintConfig, chunk: int, kernel: str | None = None) -> NativeMinHash:
+        return cls(config.minhash_perm, config.minhash_bands, config.minhash_rows, config.minhash_ngram, chunk,
+                   kernel)
 
     @property
     def kernel(self) -> str:
@@ -118,7 +125,11 @@ class NativeMinHash:
 def minhash_step(config: FingerprintConfig, chunk: int) -> NativeMinHash | None:
     """The native MinHash step for ``config``, or None when the Python path is to run it (the extension is
     not in use, or the config has no MinHash step). ``chunk``: the word characters the Python path turns
-    into n-grams at a time (it decides which n-grams a text longer than that has when n exceeds it)."""
+    into n-grams at a time (it decides which n-grams a text longer than that has when n exceeds it). One
+    step per layout is made and shared by every Fingerprinter."""
     if not enabled() or not reproduces(config):
         return None
-    return NativeMinHash(config, chunk)
+    return _shared_step(config.minhash_perm, config.minhash_bands, config.minhash_rows, config.minhash_ngram, chunk)
+
+
+_shared_step = lru_cache(maxsize=16)(NativeMinHash)

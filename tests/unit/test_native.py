@@ -112,7 +112,7 @@ KERNELS = native.kernels() or ["portable"]
 def test_native_parts_equal_the_minhash_module(extension: None, perm: int, bands: int, rows: int, ngram: int,
                                                kernel: str, batch: list[str]) -> None:
     cfg = _cfg(perm, bands, rows, ngram)
-    core = native.NativeMinHash(cfg, chunk=1 << 16, kernel=kernel)
+    core = native.NativeMinHash.for_config(cfg, chunk=1 << 16, kernel=kernel)
     assert core.kernel == kernel
     _assert_same_parts(core.parts(batch), [_reference(t, cfg) for t in batch])
 
@@ -145,7 +145,7 @@ def test_long_texts_read_a_chunk_at_a_time_give_the_python_parts(extension: None
     with monkeypatch.context() as m:
         m.setattr(fingerprinter, "_SHINGLE_CHUNK", 8)
         want = _python_fingerprinter(cfg, monkeypatch)._minhash_parts(batch)
-    _assert_same_parts(native.NativeMinHash(cfg, chunk=8).parts(batch), want)
+    _assert_same_parts(native.NativeMinHash.for_config(cfg, chunk=8).parts(batch), want)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -158,7 +158,7 @@ def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension:
     cfg = _cfg()
     want = _python_fingerprinter(cfg, monkeypatch)._minhash_parts(batch)
     assert want[1][2] > 100_000
-    core = native.NativeMinHash(cfg, chunk=fingerprinter._SHINGLE_CHUNK, kernel=kernel)
+    core = native.NativeMinHash.for_config(cfg, chunk=fingerprinter._SHINGLE_CHUNK, kernel=kernel)
     _assert_same_parts(core.parts(batch), want)
 
 
@@ -192,6 +192,8 @@ def test_the_fingerprinter_uses_the_extension_when_it_is_there(extension: None, 
     fper = Fingerprinter(_cfg())
     assert native.enabled() and native.unavailable_reason() == ""
     assert isinstance(fper._native_minhash, native.NativeMinHash)
+    assert Fingerprinter(_cfg(ngram=3))._native_minhash is not fper._native_minhash
+    assert Fingerprinter(_cfg())._native_minhash is fper._native_minhash  # one per layout, shared
     fp = fper.fingerprint("北京欢迎你，北京欢迎你")
     assert fp.shingles == 5 and len(fp.lsh) == 16 and fp.minhash is not None and fp.minhash.dtype == np.uint32
 
@@ -243,5 +245,5 @@ def test_the_core_refuses_bad_settings_by_name(extension: None, args: tuple, mes
 
 def test_the_core_refuses_a_kernel_this_cpu_does_not_run(extension: None) -> None:
     with pytest.raises(ValueError, match=r"kernel 'sse9' does not run on this CPU, which runs: portable"):
-        native.NativeMinHash(_cfg(), 1 << 16, kernel="sse9")
-    assert native.NativeMinHash(_cfg(), 1 << 16).kernel == native.kernels()[-1]
+        native.NativeMinHash.for_config(_cfg(), 1 << 16, kernel="sse9")
+    assert native.NativeMinHash.for_config(_cfg(), 1 << 16).kernel == native.kernels()[-1]
