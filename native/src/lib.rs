@@ -85,27 +85,20 @@ struct MinHashCore {
 }
 
 impl MinHashCore {
-    /// The code points of a text that are word characters, in order.
-    fn word_chars(&self, text: &PyStringData<'_>) -> Vec<u32> {
+    /// The distinct n-gram hashes of a text's word characters.
+    fn distinct_hashes(&self, text: &PyStringData<'_>) -> Vec<u32> {
+        let (kernel, is_word, n, chunk) = (self.kernel, &self.is_word[..], self.ngram, self.chunk);
         match text {
-            PyStringData::Ucs1(units) => self.keep_words(units.iter().map(|&c| u32::from(c)), units.len()),
-            PyStringData::Ucs2(units) => self.keep_words(units.iter().map(|&c| u32::from(c)), units.len()),
-            PyStringData::Ucs4(units) => self.keep_words(units.iter().copied(), units.len()),
+            PyStringData::Ucs1(units) => {
+                shingles::distinct_hashes(kernel, units.iter().map(|&c| u32::from(c)), is_word, n, chunk)
+            }
+            PyStringData::Ucs2(units) => {
+                shingles::distinct_hashes(kernel, units.iter().map(|&c| u32::from(c)), is_word, n, chunk)
+            }
+            PyStringData::Ucs4(units) => {
+                shingles::distinct_hashes(kernel, units.iter().copied(), is_word, n, chunk)
+            }
         }
-    }
-
-    #[inline(always)]
-    fn keep_words(&self, code_points: impl Iterator<Item = u32>, len: usize) -> Vec<u32> {
-        // Every code point is written and the end moves past the word characters only: no branch per
-        // character on what kind of character it is.
-        let mut out = vec![0u32; len];
-        let mut end = 0;
-        for c in code_points {
-            out[end] = c;
-            end += usize::from(self.is_word.get(c as usize).copied().unwrap_or(false));
-        }
-        out.truncate(end);
-        out
     }
 
     /// Each permutation's minimum over the hashes, on several threads when there are many.
@@ -141,8 +134,7 @@ impl MinHashCore {
     }
 
     fn sketch_one(&self, text: &PyStringData<'_>) -> Sketch {
-        let chars = self.word_chars(text);
-        let hashes = shingles::distinct_hashes(self.kernel, &chars, self.ngram, self.chunk);
+        let hashes = self.distinct_hashes(text);
         if hashes.is_empty() {
             return Sketch {
                 signature: Vec::new(),

@@ -2,41 +2,65 @@
 
 use crate::kernels::{fold, fold_windows, Kernel};
 
-/// N-grams hashed at a time (bounds the scratch memory whatever the length of the text).
-const WINDOWS_AT_A_TIME: usize = 4096;
+/// Code points read at a time, and n-grams hashed at a time: with the distinct hashes, all the memory a
+/// text takes, whatever its length.
+const BLOCK: usize = 4096;
 
-/// The distinct n-gram hashes of a text's word characters, in the order first seen. `chunk` is the number of
-/// word characters the Python path turns into n-grams at a time: a text longer than that with fewer than n
-/// word characters has no n-gram there, while a shorter one is one n-gram, itself.
-pub fn distinct_hashes(kernel: Kernel, chars: &[u32], n: usize, chunk: usize) -> Vec<u32> {
-    if chars.is_empty() {
-        return Vec::new();
-    }
-    if chars.len() < n {
-        return if chars.len() <= chunk {
-            vec![fold(chars)]
-        } else {
-            Vec::new()
-        };
-    }
-    let windows = chars.len() - n + 1;
-    let mut set = DistinctSet::with_capacity(windows.min(INITIAL_SET_VALUES));
-    let step = windows.min(WINDOWS_AT_A_TIME);
-    let (mut work, mut hashes) = (vec![0u64; step], vec![0u32; step]);
-    for start in (0..windows).step_by(step) {
-        let count = step.min(windows - start);
-        fold_windows(
-            kernel,
-            &chars[start..start + count + n - 1],
-            n,
-            &mut work[..count],
-            &mut hashes[..count],
-        );
-        for &h in &hashes[..count] {
-            set.insert(h);
+/// The distinct n-gram hashes of the word characters of a text, in the order first seen, read a block of
+/// code points at a time. `is_word` says which code points are word characters. `chunk` is the number of
+/// word characters the Python path turns into n-grams at a time: a text with more word characters than
+/// that but fewer than n has no n-gram there, while a shorter one is one n-gram, itself.
+pub fn distinct_hashes(
+    kernel: Kernel,
+    code_points: impl ExactSizeIterator<Item = u32>,
+    is_word: &[bool],
+    n: usize,
+    chunk: usize,
+) -> Vec<u32> {
+    let block = code_points.len().clamp(1, BLOCK);
+    let mut set = DistinctSet::with_capacity(code_points.len().min(INITIAL_SET_VALUES));
+    let (mut work, mut hashes) = (vec![0u64; block], vec![0u32; block]);
+    // The word characters not yet hashed as the first of an n-gram (fewer than n after each block).
+    let mut chars: Vec<u32> = Vec::with_capacity(block + n);
+    let mut words = 0usize;
+    let mut code_points = code_points;
+    loop {
+        let start = chars.len();
+        chars.resize(start + block, 0);
+        let (mut end, mut read) = (start, 0);
+        for c in code_points.by_ref().take(block) {
+            // Every code point is written, and the end moves past the word characters only: no branch
+            // per character on what kind of character it is.
+            chars[end] = c;
+            end += usize::from(is_word.get(c as usize).copied().unwrap_or(false));
+            read += 1;
+        }
+        chars.truncate(end);
+        words += end - start;
+        while chars.len() >= n {
+            let count = (chars.len() - n + 1).min(block);
+            fold_windows(
+                kernel,
+                &chars[..count + n - 1],
+                n,
+                &mut work[..count],
+                &mut hashes[..count],
+            );
+            for &h in &hashes[..count] {
+                set.insert(h);
+            }
+            chars.drain(..count);
+        }
+        if read < block {
+            break;
         }
     }
-    set.values
+    match words {
+        0 => Vec::new(),
+        w if w < n && w <= chunk => vec![fold(&chars)],
+        w if w < n => Vec::new(),
+        _ => set.values,
+    }
 }
 
 /// Values a text's set of distinct hashes is first made for; it grows past them as it fills.

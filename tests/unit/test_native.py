@@ -149,13 +149,16 @@ def test_long_texts_read_a_chunk_at_a_time_give_the_python_parts(extension: None
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension: None, kernel: str,
+@pytest.mark.parametrize("ngram", [2, 7])
+def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension: None, kernel: str, ngram: int,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real chunk size; a set large enough that its minima are taken on several threads."""
+    """Real chunk size; a set large enough that its minima are taken on several threads; n-grams across the
+    blocks the native core reads a text in."""
     rng = np.random.default_rng(7)
     many = "".join(map(chr, rng.integers(0x4E00, 0x4E00 + 3000, 200_000).tolist()))
-    batch = ["北京欢迎你。" * 20_000, many, "短", ""]
-    cfg = _cfg()
+    mixed = "".join(rng.choice(list("北京欢迎你ab1 ,。😀\u200b"), 30_000).tolist())
+    batch = ["北京欢迎你。" * 20_000, many, mixed, "短", "", "x" * 5000]
+    cfg = _cfg(ngram=ngram)
     want = _python_fingerprinter(cfg, monkeypatch)._minhash_parts(batch)
     assert want[1][2] > 100_000
     core = native.NativeMinHash.for_config(cfg, chunk=fingerprinter._SHINGLE_CHUNK, kernel=kernel)
