@@ -5,12 +5,12 @@ It computes what the Python path computes, bit for bit (tests/unit/test_native.p
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
 number of distinct n-grams. The Python side stays the definition: it hands the extension the permutation
 coefficients (`esdedup.fingerprint.minhash.permutations`) and which code points are word characters
-(``str.isalnum`` of this interpreter, the characters ``_NOT_ALNUM`` keeps), so the two can not drift apart on
-a Unicode version.
+(``str.isalnum`` of this interpreter, what the n-grams are made of), so the two cannot drift apart on a
+Unicode version.
 
 Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
-variable ``ESDEDUP_NATIVE`` is not ``0``; otherwise (`unavailable_reason` says why) everything runs in
-Python, with the same results.
+variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
+says why) everything runs in Python, with the same results.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import numpy as np
 
 from esdedup.fingerprint import minhash as mh
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.normalize import is_word_char
 
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
@@ -84,9 +85,9 @@ def kernels() -> list[str]:
 
 @lru_cache(maxsize=1)
 def word_table() -> bytes:
-    """One byte per code point, 1 for a word character (``str.isalnum``, which the n-grams are made of:
-    `esdedup.fingerprint.normalize.is_word_char`), else 0."""
-    return bytes(map(str.isalnum, map(chr, range(0x110000))))
+    """One byte per code point: 1 for a word character (`esdedup.fingerprint.normalize.is_word_char`, what the
+    n-grams are made of), else 0. Made once per process, on the first native step."""
+    return bytes(map(is_word_char, map(chr, range(0x110000))))
 
 
 class NativeMinHash:
