@@ -29,6 +29,9 @@ def sample_file(folder: Path, *, hostile: bool = True) -> Path:
 
 
 def ingest_sample(store: Store, folder: Path, *, hostile: bool = True) -> None:
+    """Ingest the sample into ``store``, then close it (a `Review` uses a store from its own thread, and the
+    embedded store's connection belongs to the thread that opened it)."""
     summary = ingest([str(sample_file(folder, hostile=hostile))], store, None, IngestOptions(workers=1))
     assert not summary.error, summary.error
     store.refresh()
+    store.close()

@@ -99,7 +99,7 @@ def create_app(review: Review, *, token: str | None = None) -> ASGIApp:
                                              labelled=len(review.labels), **context)
         return HTMLResponse(html, status_code=status, headers={"Content-Security-Policy": CSP,
                                                                 "X-Content-Type-Options": "nosniff",
-                                                                "Referrer-Policy": "no-referrer"})
+                                                                "Referrer-Policy": "same-origin"})
 
     def page(name: str, build: Callable[[Request], Awaitable[dict[str, Any]]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:

@@ -96,7 +96,8 @@ def search_documents(store: Store, query: str, *, size: int = 20, fields: tuple[
                      scan_batch: int = 500) -> list[FoundDoc]:
     """Documents whose id, title or text match ``query``, best first, at most ``size``.
 
-    On Elasticsearch one ``search`` request (a ``multi_match`` on the text fields, an exact id too); on a
+    On Elasticsearch one ``search`` request (a phrase ``multi_match`` on the text fields, so that Chinese
+    characters match in sequence as a substring does, and an exact id); on a
     store without a text index, the stored documents read in turn until ``size`` hold the query as a
     substring. Ideally a store capability: ``search(query, offset, size)`` on an inverted index."""
     from esdedup.store.elastic.store import ElasticStore
@@ -106,7 +107,7 @@ def search_documents(store: Store, query: str, *, size: int = 20, fields: tuple[
         return []
     if isinstance(store, ElasticStore):
         body: dict[str, Any] = {"bool": {"should": [
-            {"multi_match": {"query": query, "fields": [f"{fields[0]}^2", *fields[1:]]}},
+            {"multi_match": {"query": query, "type": "phrase", "fields": [f"{fields[0]}^2", *fields[1:]]}},
             {"ids": {"values": [query]}}]}}
         resp = store.client.search(index=store.name, query=body, size=size)
         return [FoundDoc(h["_id"], h.get("_source") or {}, h.get("_score")) for h in resp["hits"]["hits"]]

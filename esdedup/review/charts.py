@@ -43,7 +43,9 @@ def bar_chart(title: str, labels: Sequence[str], counts: Sequence[int], *, marke
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = plot_w / n
     top = max([1, *counts])
-    bars = [Bar(LEFT + i * step + 1, TOP + plot_h - c / top * plot_h, max(1.0, step - 2), c / top * plot_h, lab, c)
+    # A bar is at most a tenth of the plot wide: one lone bar is not a wall.
+    width = min(max(1.0, step - 2), plot_w / 10)
+    bars = [Bar(LEFT + (i + 0.5) * step - width / 2, TOP + plot_h - c / top * plot_h, width, c / top * plot_h, lab, c)
             for i, (lab, c) in enumerate(zip(labels, counts, strict=True))]
     ticks = [(LEFT + (i + 0.5) * step, lab) for i, lab in enumerate(labels) if i % max(1, tick_every) == 0]
     marker = None if marker_at is None else (LEFT + marker_at * step, marker_label)

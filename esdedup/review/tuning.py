@@ -85,8 +85,14 @@ def tune(store: Store, labels: Sequence[Label]) -> TuningReport:
     rows = sweep(cands, default_grid(config))
     own = config_setting(config)
     configured = next(r for r in rows if r.setting == own)
-    return TuningReport(len(labels), sum(lab.label for lab in labels), len(found), missing, configured, rows[0],
+    # The index's own setting stays the best while no other scores higher: a tie is no reason to change.
+    best = configured if _rank(configured) >= _rank(rows[0]) else rows[0]
+    return TuningReport(len(labels), sum(lab.label for lab in labels), len(found), missing, configured, best,
                         rows[:5], _curves(cands, config))
+
+
+def _rank(row: SweepRow) -> tuple[float, float]:
+    return (row.overall.f1, row.overall.precision)
 
 
 def _curves(cands: LabelledCandidates, config: FingerprintConfig) -> list[Curve]:

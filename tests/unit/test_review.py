@@ -26,7 +26,6 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("review-store")
     store = open_store("news", data_dir=folder)
     ingest_sample(store, folder)
-    store.close()
     return folder
 
 
@@ -215,9 +214,8 @@ def test_with_a_token_every_request_without_it_is_refused(review: Review) -> Non
 
 
 def test_the_cli_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
     from esdedup_cli.main import app
+    from typer.testing import CliRunner
 
     result = CliRunner().invoke(app, ["review", "--index", "news", "--data-dir", str(tmp_path), "--host", "0.0.0.0"])
     assert result.exit_code == 2
