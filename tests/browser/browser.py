@@ -17,7 +17,12 @@ import pytest
 
 from esdedup.review import Review, Server, create_app
 
-CHROMIUM = os.environ.get("ESDEDUP_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+def chromium() -> str:
+    """The chromium to drive: ``ESDEDUP_TEST_CHROMIUM``, else Debian's."""
+    return os.environ.get("ESDEDUP_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 #: A folder to save a screenshot of each page into (docs/review is made so), or unset: none taken.
@@ -33,14 +38,15 @@ def _missing(what: str) -> None:
 @contextmanager
 def chromium_page() -> Iterator[Any]:
     """A page of a fresh headless chromium (its own new profile)."""
-    if not Path(CHROMIUM).is_file():
-        _missing(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    executable = chromium()
+    if not Path(executable).is_file():
+        _missing(f"no chromium at {executable} (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _missing("Playwright's Python package is not installed (pip install playwright)")
     with tempfile.TemporaryDirectory(prefix="esdedup-chromium-") as profile, sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
+        context = pw.chromium.launch_persistent_context(profile, executable_path=executable, headless=True,
                                                         args=ARGS, viewport={"width": 1280, "height": 900})
         try:
             page = context.pages[0] if context.pages else context.new_page()

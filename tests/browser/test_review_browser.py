@@ -15,6 +15,17 @@ from tests.browser.walk import walk
 from tests.review_fixtures import ingest_sample
 
 
+def test_without_chromium_the_browser_tests_fail_in_ci_and_skip_elsewhere(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    monkeypatch.setenv("ESDEDUP_TEST_CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="must run in CI"), chromium_page():
+        pass
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no chromium"), chromium_page():
+        pass
+
+
 def test_the_walk_on_the_embedded_store(tmp_path: Path) -> None:
     ingest_sample(open_store("news", data_dir=tmp_path / "data"), tmp_path, hostile=False)
     store = open_store("news", data_dir=tmp_path / "data")
