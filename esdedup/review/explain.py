@@ -71,7 +71,9 @@ def explain(a: StoredDoc, b: StoredDoc, config: FingerprintConfig, t: Thresholds
     """The measures of ``a`` against ``b``, the rule's verdict under ``t`` and what decided it."""
     m = measure(a, [b], config)
     verdict = bool(m.decide(t)[0])
-    ham, cos = _number(m.hamming[0]), _number(m.cosine[0])
+    ham = _number(m.hamming[0])
+    # Documents of a config that stores no TF vector carry zeros in its place: no cosine to show.
+    cos = _number(m.cosine[0]) if config.stores_vector else None
     jac, cont = _number(m.jaccard[0]), _number(m.containment[0])
     path, tests = _tests(m, t, ham, cos, jac, cont)
     return PairExplanation(a.id, b.id, None if ham is None else int(ham), cos, jac, cont, verdict, path,
