@@ -21,7 +21,7 @@ from esdedup.review.catalog import Catalog, search_documents, top_key_values
 from esdedup.review.charts import bar_chart, line_chart
 from esdedup.review.explain import char_diff, explain
 from esdedup.review.labels import LabelsFile
-from esdedup.review.survey import PairSurvey, survey
+from esdedup.review.survey import MAX_PAIRS, PairSurvey, survey
 from esdedup.review.tuning import tune
 from esdedup.search.diversify import diversify
 from esdedup.store.base import Store, StoredDoc
@@ -70,11 +70,12 @@ class Review:
     each page reads only what it shows."""
 
     def __init__(self, store: Store, labels_path: str | Path, *, apply_command: ApplyCommand | None = None,
-                 max_bucket: int = 1000) -> None:
+                 max_bucket: int = 1000, max_pairs: int | None = MAX_PAIRS) -> None:
         self.store = store
         self.labels = LabelsFile(labels_path)
         self.apply_command = apply_command
         self.max_bucket = max_bucket
+        self.max_pairs = max_pairs
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="esdedup-review-store")
         self.config: FingerprintConfig
         self.thresholds: Thresholds
@@ -98,7 +99,7 @@ class Review:
         self.store.refresh()
         self.thresholds = Thresholds.from_config(self.config)
         self.catalog = Catalog(self.store)
-        self.survey = survey(self.store, self.thresholds, max_bucket=self.max_bucket)
+        self.survey = survey(self.store, self.thresholds, max_bucket=self.max_bucket, max_pairs=self.max_pairs)
         self.keys = top_key_values(self.store)
         self.prepared_at = time.strftime("%Y-%m-%d %H:%M:%S")
         self.seconds = round(time.monotonic() - t0, 2)
@@ -139,6 +140,7 @@ class Review:
                 "clustered": self.catalog.clustered, "config": self.config.to_dict(),
                 "rule": rule_text(self.thresholds), "charts": charts, "band_keys": bands, "lsh_keys": lsh,
                 "key_max": top, "pairs": self.survey.pairs, "duplicates": self.survey.duplicates,
+                "pairs_truncated": self.survey.truncated,
                 "backend": type(self.store).__name__, "prepared_at": self.prepared_at, "seconds": self.seconds}
 
     def clusters(self, query: str, page: int) -> dict[str, Any]:
@@ -176,7 +178,7 @@ class Review:
         for d in others[page * MEMBERS_PER_PAGE:(page + 1) * MEMBERS_PER_PAGE]:
             rows.append(self._pair(rep, d, rep_src, self.store.get_source(d.id)))
         return {"id": rep.id, "title": _title(rep_src, rep.id), "size": len(members), "rows": rows, "page": page,
-                "pages": max(1, -(-len(others) // MEMBERS_PER_PAGE))}
+                "pages": max(1, -(-len(others) // MEMBERS_PER_PAGE)), "per_page": MEMBERS_PER_PAGE}
 
     def pair(self, a: str, b: str) -> dict[str, Any]:
         """`Store.get` and `Store.get_source` of the two documents."""

@@ -25,6 +25,8 @@ __all__ = ["Histogram", "PairSurvey", "QueueItem", "survey"]
 QUEUE_PER_LIST = 200
 #: Bins of the [0, 1] measures' histograms.
 BINS = 20
+#: Candidate pairs a survey reads at most (`survey`).
+MAX_PAIRS = 2_000_000
 
 
 @dataclass
@@ -69,6 +71,8 @@ class PairSurvey:
     bits: int = 64
     pairs: int = 0
     duplicates: int = 0
+    #: The survey stopped before the last candidate pair (`survey`'s ``max_pairs``).
+    truncated: bool = False
     histograms: dict[str, Histogram] = field(default_factory=dict)
     _heaps: dict[str, list[tuple[float, int, str, str]]] = field(default_factory=dict)
     _tick: itertools.count = field(default_factory=itertools.count)
@@ -146,8 +150,11 @@ def _reason_text(reason: str, t: Thresholds) -> str:
     return f"{name} just {side} the threshold {value}"
 
 
-def survey(store: Store, thresholds: Thresholds, *, max_bucket: int = 1000, batch: int = 4096) -> PairSurvey:
-    """One pass over every candidate pair of ``store`` (both sides of the Hamming threshold included)."""
+def survey(store: Store, thresholds: Thresholds, *, max_bucket: int = 1000, max_pairs: int | None = MAX_PAIRS,
+           batch: int = 4096) -> PairSurvey:
+    """One pass over the candidate pairs of ``store`` (both sides of the Hamming threshold included), or over
+    the first ``max_pairs`` of them (``truncated`` then says so): the pass costs what all-pairs search costs,
+    and a review needs the shape of the distributions and a queue, not every pair."""
     out = PairSurvey(thresholds, store.config.bits)
     chunk: list[ScoredPair] = []
     for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=None):
@@ -155,6 +162,9 @@ def survey(store: Store, thresholds: Thresholds, *, max_bucket: int = 1000, batc
         if len(chunk) >= batch:
             out.add(chunk, verdicts(chunk, thresholds))
             chunk = []
+        if max_pairs is not None and out.pairs + len(chunk) >= max_pairs:
+            out.truncated = True
+            break
     if chunk:
         out.add(chunk, verdicts(chunk, thresholds))
     return out

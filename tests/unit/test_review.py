@@ -220,3 +220,35 @@ def test_the_cli_refuses_a_public_address_without_a_token(tmp_path: Path) -> Non
     result = CliRunner().invoke(app, ["review", "--index", "news", "--data-dir", str(tmp_path), "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "only with an access token" in result.output and "--token" in result.output
+
+
+def test_clusters_and_members_are_paged(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from esdedup.review import pages
+
+    monkeypatch.setattr(pages, "CLUSTERS_PER_PAGE", 2)
+    seen = []
+    for page in range(3):
+        html = client.get("/clusters", params={"page": page}).text
+        seen += re.findall(r'href="/cluster\?id=([^"]+)"', html)
+        assert f"page {page + 1} of 3" in html
+    assert len(seen) == len(set(seen)) == 5
+    assert 'href="/clusters?page=1"' in client.get("/clusters").text
+    found = client.get("/clusters", params={"q": "-", "page": 1}).text  # every id has a dash
+    assert 'href="/clusters?page=0&amp;q=-"' in found
+    monkeypatch.setattr(pages, "MEMBERS_PER_PAGE", 1)
+    assert "page 1 of 1" not in client.get("/cluster", params={"id": "rail-1"}).text  # one member: no pager
+
+
+def test_the_survey_reads_at_most_max_pairs(data_dir: Path) -> None:
+    from esdedup.match.thresholds import Thresholds
+    from esdedup.review.survey import survey
+
+    store = open_store("news", data_dir=data_dir)
+    try:
+        t = Thresholds.from_config(store.open(None, create=False).config)
+        whole, part = survey(store, t), survey(store, t, max_pairs=2)
+    finally:
+        store.close()
+    assert whole.pairs == 5 and not whole.truncated
+    assert part.pairs == 2 and part.truncated
+    assert sum(part.histograms["jaccard"].counts) == 2
