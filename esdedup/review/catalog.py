@@ -100,7 +100,7 @@ def search_documents(store: Store, query: str, *, size: int = 20, fields: tuple[
     characters match in sequence as a substring does, and an exact id); on a
     store without a text index, the stored documents read in turn until ``size`` hold the query as a
     substring. Ideally a store capability: ``search(query, offset, size)`` on an inverted index."""
-    from esdedup.store.elastic.store import ElasticStore
+    from esdedup.store.elastic.store import ElasticStore, es_errors
 
     query = query.strip()
     if not query:
@@ -109,7 +109,8 @@ def search_documents(store: Store, query: str, *, size: int = 20, fields: tuple[
         body: dict[str, Any] = {"bool": {"should": [
             {"multi_match": {"query": query, "type": "phrase", "fields": [f"{fields[0]}^2", *fields[1:]]}},
             {"ids": {"values": [query]}}]}}
-        resp = store.client.search(index=store.name, query=body, size=size)
+        with es_errors(f"searching index {store.name!r} ({store.display_url})", store.secrets):
+            resp = store.client.search(index=store.name, query=body, size=size)
         return [FoundDoc(h["_id"], h.get("_source") or {}, h.get("_score")) for h in resp["hits"]["hits"]]
     needle = query.casefold()
     out: list[FoundDoc] = []

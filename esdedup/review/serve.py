@@ -9,7 +9,7 @@ import ipaddress
 import secrets
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from esdedup.errors import ConfigError
@@ -61,7 +61,7 @@ class Server:
     app: Any
     host: str = "127.0.0.1"
     port: int = 0
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # kept out of any log line that shows the server
 
     def __post_init__(self) -> None:
         check_listen(self.host, self.token)
