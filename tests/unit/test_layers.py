@@ -32,6 +32,7 @@ LAYERS = (
     {"ingest", "search"},
     {"api"},
     {"quality"},
+    {"review"},
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 ROOT_FACE = {REPO / "esdedup" / "__init__.py", REPO / "esdedup" / "moved.py", ENTRY_POINT}
