@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import Connection, Index, connection_options, handles_errors
+from .common import Connection, Index, connection_options, handles_errors, threshold_flags
 from .output import for_people
 
 app = typer.Typer()
@@ -24,11 +24,7 @@ def apply_commands(index: str, conn: Connection, labels: Path) -> Any:
     with them, and the evaluation that scores them against the labels file."""
 
     def commands(t: Any) -> list[str]:
-        flags = []
-        for flag, value in (("--hamming", t.hamming_k), ("--cosine", t.cosine), ("--jaccard", t.jaccard)):
-            if value is not None:
-                flags += [flag, str(value)]
-        flags += ["--containment", "0" if t.containment is None else str(t.containment)]
+        flags = threshold_flags(t)
         where = ["--index", index, *_connection_args(conn)]
         return [shlex.join(["esdedup", "dups", *where, *flags, "--write-clusters"]),
                 shlex.join(["esdedup", "eval", *where, "--pairs", str(labels)])]

@@ -100,7 +100,8 @@ def search_documents(store: Store, query: str, *, size: int = 20, fields: tuple[
     characters match in sequence as a substring does, and an exact id); on a
     store without a text index, the stored documents read in turn until ``size`` hold the query as a
     substring. Ideally a store capability: ``search(query, offset, size)`` on an inverted index."""
-    from esdedup.store.elastic.store import ElasticStore, es_errors
+    from esdedup.es.errors import es_errors
+    from esdedup.store.elastic.store import ElasticStore
 
     query = query.strip()
     if not query:
