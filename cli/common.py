@@ -239,6 +239,16 @@ threshold_options = _group("thresholds", ThresholdOptions, [
 ])
 
 
+
+def threshold_flags(t: Any) -> list[str]:
+    """The arguments of `threshold_options` that ask for the thresholds ``t`` (a `Thresholds`): what a printed
+    command must carry to apply them (a switched-off containment is given as 0, its way of saying off)."""
+    flags: list[str] = []
+    for flag, value in (("--hamming", t.hamming_k), ("--cosine", t.cosine), ("--jaccard", t.jaccard)):
+        if value is not None:
+            flags += [flag, str(value)]
+    return flags + ["--containment", "0" if t.containment is None else str(t.containment)]
+
 @contextmanager
 def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
     from esdedup.api import open_store

@@ -69,8 +69,8 @@ def ingest(
 
     Example: esdedup ingest ./articles --index news --on-duplicate label
     """
-    from esdedup.ingest.run import IngestOptions
-    from esdedup.ingest.run import ingest as run_ingest
+    from esdedup.ingest import IngestOptions
+    from esdedup.ingest import ingest as run_ingest
 
     printer = Printer(json_out=json_out, quiet=quiet)
     opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field, title_field=title_field,
