@@ -27,14 +27,19 @@ from .output import Printer, for_people
 app = typer.Typer()
 
 
-def default_checkpoint(index: str, conn: Connection) -> Path:
-    """Checkpoints live in the local data folder, one per index and server, never in the working folder."""
+def default_checkpoint(index: str, conn: Connection, paths: list[Path]) -> Path:
+    """Checkpoints live in the local data folder, never in the working folder, one per server, index and
+    set of inputs (by canonical path, so any spelling of the same inputs resumes the same run): runs over
+    other inputs write the same index at once, each with its own checkpoint, and the same inputs twice at
+    once meet on one checkpoint, which the second is refused."""
+    from esdedup.readers.files import source_name
     from esdedup.store.local import default_data_dir
 
     base = conn.data_dir or default_data_dir()
     settings = conn.settings()
     where = "local" if settings is None else "es-" + hashlib.sha1(settings.url.encode()).hexdigest()[:10]
-    return base / "checkpoints" / f"{where}-{index}.json"
+    inputs = hashlib.sha1("\0".join(sorted({source_name(p) for p in paths})).encode()).hexdigest()[:10]
+    return base / "checkpoints" / f"{where}-{index}-{inputs}.json"
 
 
 @app.command()
@@ -59,7 +64,7 @@ def ingest(
     workers: Annotated[int, typer.Option(min=0, help="Fingerprinting processes (0 = one per CPU).")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run from its checkpoint.")] = False,
     checkpoint: Annotated[Path | None, typer.Option(
-        help="Checkpoint file (default: in the data folder, per index and server).")] = None,
+        help="Checkpoint file (default: in the data folder, per server, index and input paths).")] = None,
     shards: Annotated[int, typer.Option(min=1, help="Shards, when the Elasticsearch index is created.")] = 1,
     replicas: Annotated[int | None, typer.Option(
         min=0, help="Replicas, when the Elasticsearch index is created.")] = None,
@@ -82,7 +87,7 @@ def ingest(
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
                          thresholds=threshold_overrides(hamming, cosine, jaccard, containment),
-                         checkpoint=checkpoint or default_checkpoint(index, conn), resume=resume)
+                         checkpoint=checkpoint or default_checkpoint(index, conn, paths), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
         summary = run_ingest([str(p) for p in paths], store, config, opts, progress=progress)
