@@ -20,6 +20,7 @@ from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.readers import read_text_file
+from esdedup.schema import content_sha1
 from esdedup.store.base import Store
 
 
@@ -102,14 +103,16 @@ class SimilarFinder:
             text, exclude = src["text"], doc_id
         elif path is not None:
             text = read_text_file(path)
-        fp = self._fper.fingerprint(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
+        norm = self._fper.normalize(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
+        [fp] = self._fper.fingerprint_normalized([norm])
         truncated = False
         if knn:
             matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
         elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
             matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
         else:
-            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude])[0]
+            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude],
+                            sha1s=[content_sha1(norm)])[0]
             matches, truncated = found.matches, found.truncated
         rows = [_match_row(m) for m in matches]
         if explain:

@@ -35,6 +35,15 @@ class Match:
     shared_bands: tuple[str, ...] = ()
     jaccard: float | None = None
     containment: float | None = None
+    #: The other document holds the same normalised text (equal content SHA-1).
+    exact: bool = False
+
+    def rank(self) -> tuple[Any, ...]:
+        """Nearest first: exact copies, then by the measures that decide the pair (the n-gram estimates where
+        both texts carry signatures, else Hamming and cosine), then by id."""
+        if self.jaccard is not None:
+            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), self.hamming, -self.cosine, self.id)
+        return (not self.exact, 1, 0.0, 0.0, self.hamming, -self.cosine, self.id)
 
 
 class Lookup(list[Match]):
@@ -78,9 +87,9 @@ def _opt(x: float) -> float | None:
 
 
 def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
-           *, exclude: str | None = None) -> list[Match]:
-    """The candidates that are near-duplicates of one text by the rule, nearest first (Hamming, then
-    cosine, then id)."""
+           *, exclude: str | None = None, sha1: str | None = None) -> list[Match]:
+    """The candidates that are near-duplicates of one text by the rule, nearest first (`Match.rank`; with
+    ``sha1``, the content SHA-1 of the text, its exact copies first)."""
     if fp.empty:
         return []
     docs = [d for d in candidates if not d.empty and d.id != exclude]
@@ -89,24 +98,28 @@ def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfi
     m = measure(fp, docs, config)
     keep = np.flatnonzero(m.decide(t)).tolist()
     out = [Match(docs[i].id, int(m.hamming[i]), float(m.cosine[i]), jaccard=_opt(m.jaccard[i]),
-                 containment=_opt(m.containment[i])) for i in keep]
-    out.sort(key=lambda x: (x.hamming, -x.cosine, x.id))
+                 containment=_opt(m.containment[i]), exact=sha1 is not None and docs[i].content_sha1 == sha1)
+           for i in keep]
+    out.sort(key=Match.rank)
     return out
 
 
 def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
-            top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT) -> list[Lookup]:
+            top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT,
+            sha1s: Sequence[str | None] | None = None) -> list[Lookup]:
     """Near-duplicates of each fingerprint among the stored documents (one batched lookup), verified by the
-    rule; ``thresholds`` default to the index's. Each answer says whether the store's candidates were cut
-    at ``limit`` (`Lookup.truncated`)."""
+    rule; ``thresholds`` default to the index's. Every candidate fetched is measured and ranked before the
+    ``top`` are kept (`verify`; ``sha1s``, the texts' content SHA-1s, put exact copies first). Each answer
+    says whether the store's candidates were cut at ``limit`` (`Lookup.truncated`)."""
     config = store.config
     t = resolve_thresholds(thresholds, config)
     t.check_band_guarantee(config)
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
     excl = list(exclude) if exclude is not None else [None] * len(fps)
-    return [Lookup(verify(fp, cands, config, t, exclude=x)[:top], truncated=len(cands) >= limit)
-            for fp, cands, x in zip(fps, found, excl, strict=True)]
+    shas = list(sha1s) if sha1s is not None else [None] * len(fps)
+    return [Lookup(verify(fp, cands, config, t, exclude=x, sha1=sha)[:top], truncated=len(cands) >= limit)
+            for fp, cands, x, sha in zip(fps, found, excl, shas, strict=True)]
 
 
 def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
