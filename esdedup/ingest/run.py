@@ -945,7 +945,7 @@ def _run_ingest(paths: Sequence[str | Path], run: _Run,
     retried_before = store.retried
     stop = Stop()
     try:
-        with stop.on_sigterm():
+        with stop.on_stop_signals():
             for batch, results in workers.in_order(_batches(records, opts.batch), stop):
                 run.feed(batch, results)
                 if progress:
@@ -961,7 +961,7 @@ def _run_ingest(paths: Sequence[str | Path], run: _Run,
                 raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
                                  f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
                                  "records read were not written (a resumed run reads them again); the worker "
-                                 "processes were stopped", summary=summary)
+                                 "processes were stopped", summary=summary, signal_name=stop.asked)
             run.finish()
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)
