@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError
+from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError, IndexNotFound
 from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
@@ -239,6 +239,8 @@ def flag_hint(exc: EsdedupError) -> str | None:
     if isinstance(exc, ConfigMismatchError):
         return ("omit the fingerprint options (--config, --bits, --tokenizer, ...) to use the index's own, "
                 "or give another --index")
+    if isinstance(exc, IndexNotFound) and exc.index is not None:
+        return f"create it with 'esdedup index create --index {exc.index}', or ingest into it"
     if isinstance(exc, CertificateError):
         if exc.needs == "client_cert":
             return "give the client's certificate with --client-cert and --client-key"

@@ -16,6 +16,39 @@ from .common import (
 from .output import Printer, json_text
 
 app = typer.Typer()
+#: ``esdedup index ...``: the index itself.
+index_app = typer.Typer(
+    name="index",
+    help="The index itself: create it (mapping, settings, fingerprint config) before any client writes to it.\n\n"
+         "Example: esdedup index create --index news --es http://127.0.0.1:9250",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@index_app.command("create")
+@handles_errors
+@connection_options
+@fingerprint_options
+def create(
+    conn: Connection,
+    fp: FingerprintOptions,
+    index: Index,
+    shards: Annotated[int, typer.Option(min=1, help="Shards (Elasticsearch).")] = 1,
+    replicas: Annotated[int | None, typer.Option(
+        min=0, help="Replicas (Elasticsearch; default: the cluster's).")] = None,
+) -> None:
+    """Create an empty index with the mapping and the fingerprint config (the options given, else the
+    defaults), for `esdedup pipeline put` and for clients that write documents themselves. An index that
+    exists already is left as it is (fingerprint options that differ from its config are refused).
+
+    Example: esdedup index create --index news --es http://127.0.0.1:9250 --shards 2
+    """
+    from esdedup.api import create_index
+
+    with opened_store(index, conn, shards=shards, replicas=replicas) as store:
+        created = create_index(store, fp.config())
+    typer.echo(f"created index '{index}'" if created else f"index '{index}' exists already; left as it is")
 
 
 @app.command()

@@ -52,6 +52,25 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
                         display_url=settings.display_url, secrets=settings.secrets)
 
 
+def create_index(store: Store, config: FingerprintConfig | None = None) -> bool:
+    """Create the index (or local collection) with ``config`` (None: the default config), its mapping and
+    settings, before anything is written to it: so that the plugin's pipeline can be put on it and any client
+    can write to it. An index that exists already is left as it is (with ``config`` None, whatever its config).
+
+    Returns whether the index was created.
+
+    Raises:
+        ConfigMismatchError: the index exists with another config than ``config``.
+    """
+    if config is None:
+        try:
+            store.open(None, create=False)
+            return False
+        except IndexNotFound:
+            config = FingerprintConfig()
+    return store.open(config).created
+
+
 @dataclass
 class SimilarResult:
     query: dict[str, Any]

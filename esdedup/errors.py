@@ -111,6 +111,11 @@ class BulkError(StoreError):
 
 
 class IndexNotFound(StoreError):
-    """The named index (or local collection) does not exist."""
+    """The named index (or local collection) does not exist; ``index``: its name, when the index itself is
+    missing (not a document in it)."""
 
     exit_code = 2
+
+    def __init__(self, message: str, *, index: str | None = None) -> None:
+        super().__init__(message)
+        self.index = index

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from esdedup import errors
 
-EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("eval",),
+EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("eval",), ("index", "create"),
                      ("synth",), ("kibana",), ("kibana", "export")}
 DOC = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。有关部门表示，这一措施将覆盖所有口岸。"
 

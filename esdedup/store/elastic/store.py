@@ -197,7 +197,7 @@ class ElasticStore:
             mapping = self._get_mapping()
             if mapping is None:
                 if config is None or not create:
-                    raise IndexNotFound(f"index {self.name!r} does not exist at {self.display_url}")
+                    raise IndexNotFound(f"index {self.name!r} does not exist at {self.display_url}", index=self.name)
                 settings: dict[str, Any] = {"number_of_shards": self.shards}
                 if self.replicas is not None:
                     settings["number_of_replicas"] = self.replicas
