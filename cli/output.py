@@ -109,8 +109,9 @@ class Printer:
                     typer.echo(f"      title: {for_people(m['title'])}")
                 if "shared_bands" in m:
                     typer.echo(f"      shared bands: {', '.join(m['shared_bands']) or '(none: found by vector)'}")
-                    typer.echo(f"      exact TF cosine: {m['exact_cosine']:.4f} (every term counted; the vector "
-                               "cosine above compares the hashed vectors the rule reads)")
+                    vectors = ("the vector cosine above compares the hashed vectors" if m["cosine"] is not None
+                               else "the index stores no vectors, so no vector cosine is shown")
+                    typer.echo(f"      exact TF cosine: {m['exact_cosine']:.4f} (every term counted; {vectors})")
                     typer.echo(f"      top shared terms: {for_people(' '.join(m['top_shared_terms']))}")
         if result.truncated:
             typer.echo("warning: the index holds more candidates for this text than one lookup fetches (a band "
@@ -121,13 +122,14 @@ class Printer:
         if fmt == "jsonl":
             _echo_lines(json_text(p.to_dict()) for p in report.pairs)
         else:
-            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}")
-            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {p.cosine:>7.4f} "
-                        f"{_number(p.jaccard):>7} {_number(p.containment):>7}" for p in report.pairs)
+            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
+            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {_number(p.cosine):>7} "
+                        f"{_number(p.jaccard):>7} {_number(p.containment):>7}  {p.decided_by}" for p in report.pairs)
             n_clusters = len(set(report.clusters.values()))
             typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
-            typer.echo("vec_cos: cosine of the hashed TF vectors; jaccard, contain: MinHash estimates of the "
-                       "character n-gram Jaccard and containment, which decide when both texts have signatures")
+            typer.echo("vec_cos: cosine of the hashed TF vectors (- where the index stores none); jaccard, contain: "
+                       "MinHash estimates of the character n-gram Jaccard and containment (- where a text has no "
+                       "signature); decided: the measure that made the pair near-duplicates")
         for key, n in report.crowded:
             typer.echo(f"warning: band value {key} is shared by {n} documents (boilerplate?); only the first "
                        f"ones were compared", err=True)
@@ -194,9 +196,11 @@ def _number(value: float | None) -> str:
 
 def _measures(m: dict[str, Any], *, sep: str) -> str:
     """A match's measures, named: what the rule read to call it a near-duplicate."""
-    parts = [f"hamming {m['hamming']}", f"vector cosine {m['cosine']:.4f}"]
+    parts = [f"hamming {m['hamming']}", f"vector cosine {_number(m['cosine'])}"]
     if m.get("jaccard") is not None:
         parts += [f"jaccard {m['jaccard']:.4f}", f"containment {m['containment']:.4f}"]
+    if m.get("decided_by"):
+        parts.append(f"decided by {m['decided_by']}")
     return sep.join(parts)
 
 

@@ -158,10 +158,13 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
 
 
 def _match_row(m: Match) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": m.id, "hamming": m.hamming, "cosine": round(m.cosine, 6)}
+    row: dict[str, Any] = {"id": m.id, "hamming": m.hamming,
+                           "cosine": None if m.cosine is None else round(m.cosine, 6)}
     if m.jaccard is not None:
         row["jaccard"] = round(m.jaccard, 4)
         row["containment"] = round(m.containment or 0.0, 4)
+    if m.decided_by:
+        row["decided_by"] = m.decided_by
     return row
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import Sketch, measure
+from esdedup.match.rule import Sketch, decided_by, measure
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, Store, StoredDoc
@@ -27,23 +27,27 @@ DEFAULT_LIMIT = 1000
 @dataclass(frozen=True)
 class Match:
     """A verified near-duplicate: the other document, and how near it is. ``jaccard`` and ``containment``
-    are the MinHash estimates that decide pairs of texts with signatures (None otherwise)."""
+    are the MinHash estimates that decide pairs of texts with signatures (None otherwise); ``cosine`` is
+    None when the index stores no vectors; ``decided_by`` names the measure that decided
+    (`esdedup.match.rule.decided_by`)."""
 
     id: str
     hamming: int
-    cosine: float
+    cosine: float | None
     shared_bands: tuple[str, ...] = ()
     jaccard: float | None = None
     containment: float | None = None
     #: The other document holds the same normalised text (equal content SHA-1).
     exact: bool = False
+    decided_by: str = ""
 
     def rank(self) -> tuple[Any, ...]:
         """Nearest first: exact copies, then by the measures that decide the pair (the n-gram estimates where
         both texts carry signatures, else Hamming and cosine), then by id."""
+        cosine = self.cosine or 0.0
         if self.jaccard is not None:
-            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), self.hamming, -self.cosine, self.id)
-        return (not self.exact, 1, 0.0, 0.0, self.hamming, -self.cosine, self.id)
+            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), self.hamming, -cosine, self.id)
+        return (not self.exact, 1, 0.0, 0.0, self.hamming, -cosine, self.id)
 
 
 class Lookup(list[Match]):
@@ -97,9 +101,14 @@ def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfi
         return []
     m = measure(fp, docs, config)
     keep = np.flatnonzero(m.decide(t)).tolist()
-    out = [Match(docs[i].id, int(m.hamming[i]), float(m.cosine[i]), jaccard=_opt(m.jaccard[i]),
-                 containment=_opt(m.containment[i]), exact=sha1 is not None and docs[i].content_sha1 == sha1)
-           for i in keep]
+    out = []
+    for i in keep:
+        cosine = float(m.cosine[i]) if config.stores_vector else None
+        jaccard, containment = _opt(m.jaccard[i]), _opt(m.containment[i])
+        out.append(Match(docs[i].id, int(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
+                         exact=sha1 is not None and docs[i].content_sha1 == sha1,
+                         decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
+                                               containment=containment, legacy_short=bool(m.legacy_short[i]))))
     out.sort(key=Match.rank)
     return out
 
@@ -168,9 +177,12 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
             continue
         f = h.get("fields", {})
         both_signed = signed and int((f.get("dedup.shingles") or [0])[0]) > 0
-        out.append(Match(h["_id"], int(f["hamming"][0]), float(f["cosine"][0]),
-                         jaccard=float(f["jaccard"][0]) if both_signed else None,
-                         containment=float(f["containment"][0]) if both_signed else None))
+        cosine = float(f["cosine"][0]) if config.stores_vector else None
+        jaccard = float(f["jaccard"][0]) if both_signed else None
+        containment = float(f["containment"][0]) if both_signed else None
+        out.append(Match(h["_id"], int(f["hamming"][0]), cosine, jaccard=jaccard, containment=containment,
+                         decided_by=decided_by(t, hamming=float(f["hamming"][0]), cosine=cosine, jaccard=jaccard,
+                                               containment=containment)))
     return out[:top]
 
 

@@ -1,0 +1,102 @@
+"""What the commands promise on their default path, output asserted exactly: the ranking of `similar`, the
+flags that act, the measures shown, the messages a first try meets."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from esdedup_cli.main import app
+from typer.testing import CliRunner
+
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.schema import content_sha1
+from esdedup.store.base import NewDoc
+from esdedup.store.local import LocalStore
+
+NEWS = Path(__file__).resolve().parents[2] / "examples" / "news.jsonl"
+TEXT = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。有关部门表示，这一措施将覆盖所有口岸。"
+
+
+def _runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()
+
+
+@pytest.fixture
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD",
+                "ESDEDUP_ES_CA_CERTS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "no-config.json"))
+    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "default-data"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _write(store_dir: Path, name: str, docs: list[tuple[str, str]], config: FingerprintConfig) -> None:
+    fper = Fingerprinter(config)
+    store = LocalStore(name, store_dir)
+    store.open(config)
+    norms = [fper.normalize(t) for _, t in docs]
+    fps = fper.fingerprint_normalized(norms)
+    written = store.write(NewDoc(i, fp, {"text": t}, content_sha1(n))
+                          for (i, t), fp, n in zip(docs, fps, norms, strict=True))
+    assert all(r.ok for r in written)
+    store.close()
+
+
+# -- similar --top N -----------------------------------------------------------------------------------------
+def test_similar_top_puts_the_exact_copy_first_then_the_best_measured(clean_env: Path) -> None:
+    """Among hundreds of near-identical texts, `similar --id X --top 3` gives the exact copy first (whatever its
+    id), then the candidates with the highest n-gram Jaccard of all those compared."""
+    rng = random.Random(5)
+    chars = list(TEXT)
+    docs = [("q", TEXT), ("zz-copy", TEXT)]
+    for i in range(600):
+        edited = chars[:]
+        for _ in range(1 + i % 4):  # one to four characters replaced
+            edited[rng.randrange(len(edited))] = rng.choice("甲乙丙丁戊己庚辛壬癸")
+        docs.append((f"v{i:04d}", "".join(edited)))
+    _write(clean_env, "crowd", docs, FingerprintConfig())
+    r = _runner().invoke(app, ["similar", "--index", "crowd", "--data-dir", str(clean_env), "--id", "q",
+                               "--top", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    matches = json.loads(r.stdout)["matches"]
+    everything = json.loads(_runner().invoke(app, ["similar", "--index", "crowd", "--data-dir", str(clean_env),
+                                                   "--id", "q", "--top", "1000", "--json"]).stdout)["matches"]
+    assert matches[0]["id"] == "zz-copy" and matches[0]["jaccard"] == 1.0
+    best = sorted((-m["jaccard"], -m["containment"], m["id"]) for m in everything if m["id"] != "zz-copy")[:2]
+    assert [m["id"] for m in matches[1:]] == [i for _, _, i in best]
+
+
+# -- measures not computed ------------------------------------------------------------------------------------
+def test_measures_not_computed_are_not_shown_as_numbers(clean_env: Path) -> None:
+    """Without vectors (the default) the cosine is "-" / null and the pair says the n-gram estimate decided; an
+    index with vectors (strategy simhash) shows the cosine it read and says Hamming and cosine decided."""
+    runner = _runner()
+    for index, extra in (("plain", []), ("vectors", ["--strategy", "simhash"])):
+        made = runner.invoke(app, ["ingest", str(NEWS), "--index", index, "--data-dir", str(clean_env), "--t2s",
+                                   "--workers", "1", "--quiet", *extra])
+        assert made.exit_code == 0, made.output
+    plain = [json.loads(line) for line in runner.invoke(app, ["dups", "--index", "plain", "--data-dir",
+                                                              str(clean_env)]).stdout.splitlines()]
+    assert plain and all(p["cosine"] is None and p["decided_by"] in ("jaccard", "containment") for p in plain)
+    rail = next(p for p in plain if (p["a"], p["b"]) == ("rail-1", "rail-3"))
+    assert rail == {"a": "rail-1", "b": "rail-3", "hamming": 0, "cosine": None, "jaccard": 1.0, "containment": 1.0,
+                    "decided_by": "jaccard"}
+    found = json.loads(runner.invoke(app, ["similar", "--index", "plain", "--data-dir", str(clean_env), "--id",
+                                           "rail-1", "--json"]).stdout)["matches"]
+    assert found[0] == {"id": "rail-3", "hamming": 0, "cosine": None, "jaccard": 1.0, "containment": 1.0,
+                        "decided_by": "jaccard"}
+    vectors = [json.loads(line) for line in runner.invoke(app, ["dups", "--index", "vectors", "--data-dir",
+                                                                str(clean_env)]).stdout.splitlines()]
+    assert vectors and all(isinstance(p["cosine"], float) and p["decided_by"] == "hamming and cosine"
+                           and "jaccard" not in p for p in vectors)
+    table = runner.invoke(app, ["dups", "--index", "vectors", "--data-dir", str(clean_env), "--format", "table"])
+    row = next(line.split() for line in table.stdout.splitlines() if line.startswith("rail-1") and "rail-3" in line)
+    assert row == ["rail-1", "rail-3", "0", "1.0000", "-", "-", "hamming", "and", "cosine"]
