@@ -17,7 +17,13 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError, IndexNotFound
+from esdedup.errors import (
+    CertificateError,
+    ConfigMismatchError,
+    EsdedupError,
+    IndexNotFound,
+    NeedsElasticsearch,
+)
 from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
@@ -47,7 +53,7 @@ def choices(name: str, *values: str) -> Any:
 
 # The reader's own list, so a format the library learns is a choice here too.
 InputFormat = choices("InputFormat", "auto", *sorted(FORMATS - {"auto"}))
-PairsFormat = choices("PairsFormat", "jsonl", "table")
+PairsFormat = choices("PairsFormat", "jsonl", "table", "csv")
 CompareFormat = choices("CompareFormat", "table", "jsonl")
 
 
@@ -176,14 +182,28 @@ def read_config_file(path: Path):  # -> FingerprintConfig
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path} is not JSON text (not UTF-8 at byte {exc.start})") from None
     try:
-        return FingerprintConfig.from_json(text)
+        return FingerprintConfig.from_json(_config_part(text))
     except ConfigError as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
 
 
+def _config_part(text: str) -> str:
+    """The config in a config file's text: what ``esdedup info --json`` prints holds it under "config", beside
+    the index's name and counts; any other text is taken as a config itself."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text  # the config's own parser names the error
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and {"index", "band_layout"} <= data.keys():
+        return json.dumps(data["config"])
+    return text
+
+
 fingerprint_options = _group("fp", FingerprintOptions, [
     _opt("config_file", Annotated[Path | None, typer.Option(
-        "--config", help="FingerprintConfig JSON (as printed by 'esdedup info --json').")], None),
+        "--config", help="FingerprintConfig JSON: what 'esdedup info --json' prints, or its \"config\".")], None),
     _opt("bits", Annotated[int | None, typer.Option("--bits", help="SimHash width: 64 or 128.")], None),
     _opt("hamming_k", Annotated[int | None, typer.Option(
         "--hamming-k", help="Largest distance the band layout guarantees to find (default 3).")], None),
@@ -239,6 +259,8 @@ def flag_hint(exc: EsdedupError) -> str | None:
     if isinstance(exc, ConfigMismatchError):
         return ("omit the fingerprint options (--config, --bits, --tokenizer, ...) to use the index's own, "
                 "or give another --index")
+    if isinstance(exc, NeedsElasticsearch):
+        return "give the server with --es URL (or ESDEDUP_ES_URL)"
     if isinstance(exc, IndexNotFound) and exc.index is not None:
         return f"create it with 'esdedup index create --index {exc.index}', or ingest into it"
     if isinstance(exc, CertificateError):

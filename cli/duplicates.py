@@ -72,6 +72,12 @@ def similar(
     with opened_store(index, conn) as store:
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
                              top=top, knn=knn, explain=explain, thresholds=thresholds, on_node=server_side)
+    if results.query["empty"]:
+        from esdedup.errors import ConfigError
+
+        what = "the --text given" if text is not None else f"document {id!r}" if id is not None else f"file {file}"
+        raise ConfigError(f"{what} has no words once normalised (it is empty, blank, or only punctuation and "
+                          "stopwords), so it matches nothing; give a text with words")
     printer.matches(results, explain=explain)
 
 
@@ -85,14 +91,15 @@ def dups(
     cosine: Cosine = None,
     jaccard: Jaccard = None,
     containment: Containment = None,
-    format: Annotated[PairsFormat, typer.Option("--format", help="JSON lines for programs, or a table.")
+    format: Annotated[PairsFormat, typer.Option(
+        "--format", help="JSON lines for programs, a table for people, or CSV for spreadsheets.")
                       ] = PairsFormat.jsonl,
     write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
     lsh_join: Annotated[LshJoin, typer.Option(
         help="Where documents sharing a MinHash LSH key are grouped: memory (one scan, about 512 bytes a "
-             "document), store (the index's key groups: composite aggregations), auto (memory up to 2,000,000 "
-             "documents). Same pairs either way.")] = LshJoin.auto,
+             "document), store (the index's key groups: terms aggregations of the shared keys, one partition of "
+             "the keys at a time), auto (memory up to 2,000,000 documents). Same pairs either way.")] = LshJoin.auto,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
 

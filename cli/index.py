@@ -53,20 +53,31 @@ def create(
 
 @app.command()
 @handles_errors
+@connection_options
 @fingerprint_options
 def mapping(
+    conn: Connection,
     fp: FingerprintOptions,
     index: Index,
     template: Annotated[bool, typer.Option(help="Print an index template (index_patterns = the index name).")] = False,
 ) -> None:
-    """Print the Elasticsearch mapping (with the fingerprint config in _meta) for an index.
+    """Print the Elasticsearch mapping (with the fingerprint config in _meta) for an index: with --es, of the
+    index's own config when it exists there; else of the fingerprint options (default: the default config).
 
     Example: esdedup mapping --index news > news-mapping.json
     """
+    from esdedup.errors import IndexNotFound
     from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.schema import mapping_for, template_for
 
-    config = fp.config() or FingerprintConfig()
+    config = fp.config()
+    if conn.settings() is not None:
+        with opened_store(index, conn) as store:
+            try:
+                config = store.open(config, create=False).config
+            except IndexNotFound:
+                pass
+    config = config or FingerprintConfig()
     body = template_for(config, [index]) if template else {"mappings": mapping_for(config)}
     typer.echo(json_text(body, indent=2))
 

@@ -42,6 +42,25 @@ def default_checkpoint(index: str, conn: Connection, paths: list[Path]) -> Path:
     return base / "checkpoints" / f"{where}-{index}-{inputs}.json"
 
 
+def spool_stdin(base: Path) -> Path:
+    """Standard input (``-``) as a file of the data folder, named by the SHA-1 of what was read: the readers
+    take files (a format is sniffed from the content), the dead letters and the checkpoint name it, and the
+    same input piped again is the same file, which --resume continues."""
+    import sys
+    import tempfile
+
+    folder = base / "stdin"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1()
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as out:
+        while chunk := sys.stdin.buffer.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    path = folder / digest.hexdigest()
+    Path(out.name).replace(path)
+    return path
+
+
 @app.command()
 @handles_errors
 @connection_options
@@ -49,7 +68,8 @@ def default_checkpoint(index: str, conn: Connection, paths: list[Path]) -> Path:
 def ingest(
     conn: Connection,
     fp: FingerprintOptions,
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories (read recursively).")],
+    paths: Annotated[list[Path], typer.Argument(
+        help="Files or directories (read recursively); - reads standard input (kept in the data folder).")],
     index: Index,
     format: Annotated[InputFormat, typer.Option("--format", help="Input format (auto: by file name and content).")
                       ] = InputFormat.auto,
@@ -83,6 +103,13 @@ def ingest(
     from esdedup.ingest.run import ingest as run_ingest
 
     printer = Printer(json_out=json_out, quiet=quiet)
+    if Path("-") in paths:
+        from esdedup.store.local import default_data_dir
+
+        stdin = spool_stdin(conn.data_dir or default_data_dir())
+        paths = [stdin if p == Path("-") else p for p in paths]
+        if not (quiet or json_out):
+            typer.echo(f"standard input read into {for_people(stdin)} (the name its records carry)", err=True)
     opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field, title_field=title_field,
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,

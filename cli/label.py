@@ -35,7 +35,7 @@ def label(
     pipeline by any client), as esdedup ingest labels its own: run it after each load, or every few minutes;
     it is safe beside running writers, and a second run finds nothing to do.
 
-    Example: esdedup label --index news --es http://localhost:9200
+    Example: esdedup label --index news --es http://127.0.0.1:9250
     """
     from esdedup.ingest.label import label_new
 

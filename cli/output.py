@@ -5,6 +5,8 @@ showing them (``ESC ] 0;...BEL`` retitles the window, ``ESC [2J`` clears it, U+2
 Text for people passes through `for_people`, which writes such characters as escapes; JSON for programs
 through `json_text`, which writes them as ``\\u`` escapes (the same values once parsed).
 """
+import csv
+import io
 import json
 import re
 import sys
@@ -121,6 +123,8 @@ class Printer:
     def pairs(self, report: Any, fmt: str) -> None:
         if fmt == "jsonl":
             _echo_lines(json_text(p.to_dict()) for p in report.pairs)
+        elif fmt == "csv":
+            _echo_lines(_csv_rows(report.pairs))
         else:
             typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
             _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {_number(p.cosine):>7} "
@@ -188,6 +192,22 @@ def _echo_lines(lines: Iterable[str], chunk: int = 1000) -> None:
             batch = []
     if batch:
         typer.echo("\n".join(batch))
+
+
+#: The columns of `dups --format csv`: the JSON lines' keys, every one on every row.
+PAIR_COLUMNS = ("a", "b", "hamming", "cosine", "jaccard", "containment", "decided_by")
+
+
+def _csv_rows(pairs: Iterable[Any]) -> Iterator[str]:
+    """A header, then one row a pair; a measure not computed is an empty cell. Ids pass through `for_people`,
+    as in the table: a terminal the output reaches acts on none of their characters."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="")
+    for row in [PAIR_COLUMNS, *([p.to_dict().get(c) for c in PAIR_COLUMNS] for p in pairs)]:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow("" if v is None else for_people(v) if isinstance(v, str) else v for v in row)
+        yield buf.getvalue()
 
 
 def _number(value: float | None) -> str:

@@ -110,6 +110,10 @@ class BulkError(StoreError):
         self.errors = errors
 
 
+class NeedsElasticsearch(ConfigError):
+    """The operation runs on Elasticsearch only, and the store is the embedded one."""
+
+
 class IndexNotFound(StoreError):
     """The named index (or local collection) does not exist; ``index``: its name, when the index itself is
     missing (not a document in it)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.errors import ConfigError
+from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.match.rule import Sketch, decided_by, measure
@@ -162,7 +162,7 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
     """
     node_lookup = getattr(store, "verified_on_node", None)
     if node_lookup is None:
-        raise ConfigError("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
+        raise NeedsElasticsearch("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
                           "store verifies in esdedup itself")
     config = store.config
     t = resolve_thresholds(thresholds, config)

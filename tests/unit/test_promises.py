@@ -100,3 +100,82 @@ def test_measures_not_computed_are_not_shown_as_numbers(clean_env: Path) -> None
     table = runner.invoke(app, ["dups", "--index", "vectors", "--data-dir", str(clean_env), "--format", "table"])
     row = next(line.split() for line in table.stdout.splitlines() if line.startswith("rail-1") and "rail-3" in line)
     assert row == ["rail-1", "rail-3", "0", "1.0000", "-", "-", "hamming", "and", "cosine"]
+
+
+# -- what a user tries first ------------------------------------------------------------------------------
+def test_ingest_reads_standard_input(clean_env: Path) -> None:
+    lines = NEWS.read_bytes()
+    r = _runner().invoke(app, ["ingest", "-", "--index", "piped", "--data-dir", str(clean_env), "--t2s", "--json",
+                               "--workers", "1", "--dead-letter", str(clean_env / "dl.jsonl")], input=lines)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.splitlines()[-1])
+    assert (summary["read"], summary["indexed"], summary["failed"], summary["duplicates"]) == (13, 13, 0, 5)
+    again = _runner().invoke(app, ["ingest", "-", "--index", "piped", "--data-dir", str(clean_env), "--json",
+                                   "--workers", "1", "--dead-letter", str(clean_env / "dl.jsonl")], input=lines)
+    assert again.exit_code == 0 and json.loads(again.stdout.splitlines()[-1])["created"] == 0, again.output
+
+
+def test_similar_says_the_text_is_empty(clean_env: Path) -> None:
+    made = _runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--quiet",
+                                  "--workers", "1"])
+    assert made.exit_code == 0, made.output
+    for text in ("   ", "", "，。！"):
+        r = _runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text])
+        assert (r.exit_code, r.stdout) == (2, "")
+        assert r.stderr == ("Error: the --text given has no words once normalised (it is empty, blank, or only "
+                            "punctuation and stopwords), so it matches nothing; give a text with words\n")
+
+
+def test_dups_as_csv(clean_env: Path) -> None:
+    made = _runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--t2s",
+                                  "--quiet", "--workers", "1"])
+    assert made.exit_code == 0, made.output
+    r = _runner().invoke(app, ["dups", "--index", "n", "--data-dir", str(clean_env), "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    jsonl = [json.loads(line) for line in _runner().invoke(app, ["dups", "--index", "n", "--data-dir",
+                                                                 str(clean_env)]).stdout.splitlines()]
+    expected = ["a,b,hamming,cosine,jaccard,containment,decided_by"] + [
+        f"{p['a']},{p['b']},{p['hamming']},,{p['jaccard']},{p['containment']},{p['decided_by']}" for p in jsonl]
+    assert r.stdout.splitlines() == expected and len(expected) == 7
+
+
+def test_the_whole_info_json_is_a_config_file(clean_env: Path) -> None:
+    runner = _runner()
+    made = runner.invoke(app, ["ingest", str(NEWS), "--index", "src", "--data-dir", str(clean_env), "--quiet",
+                               "--workers", "1", "--t2s", "--hamming-k", "4"])
+    assert made.exit_code == 0, made.output
+    info = runner.invoke(app, ["info", "--index", "src", "--data-dir", str(clean_env), "--json"]).stdout
+    (clean_env / "info.json").write_text(info, "utf-8")
+    copy = runner.invoke(app, ["ingest", str(NEWS), "--index", "copy", "--data-dir", str(clean_env), "--quiet",
+                               "--workers", "1", "--config", str(clean_env / "info.json")])
+    assert copy.exit_code == 0, copy.output
+    copied = json.loads(runner.invoke(app, ["info", "--index", "copy", "--data-dir", str(clean_env), "--json"]).stdout)
+    assert copied["config"] == json.loads(info)["config"]
+
+
+@pytest.mark.parametrize("args", [["pipeline", "put"], ["label"], ["similar", "--text", TEXT, "--server-side"]])
+def test_elasticsearch_only_commands_on_the_local_store_name_es(clean_env: Path, args: list[str]) -> None:
+    made = _runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--quiet",
+                                  "--workers", "1"])
+    assert made.exit_code == 0, made.output
+    r = _runner().invoke(app, [*args, "--index", "n", "--data-dir", str(clean_env)])
+    assert r.exit_code == 2
+    assert r.stderr.endswith("; give the server with --es URL (or ESDEDUP_ES_URL)\n"), r.stderr
+
+
+def test_help_says_what_the_code_does_and_uses_es_locals_port() -> None:
+    dups = _runner().invoke(app, ["dups", "--help"], terminal_width=200).stdout
+    assert "terms aggregations of the shared keys, one partition of the keys at a time" in " ".join(dups.split())
+    assert "composite" not in dups
+    import typer
+
+    def walk(cmd, path):
+        yield path
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            yield from walk(sub, (*path, name))
+
+    for path in walk(typer.main.get_command(app), ()):
+        text = _runner().invoke(app, [*path, "--help"]).stdout
+        assert ":9200" not in text, path
+    mapping = _runner().invoke(app, ["mapping", "--index", "x", "--help"]).stdout
+    assert "--es" in mapping
