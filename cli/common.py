@@ -24,7 +24,12 @@ from esdedup.errors import (
     IndexNotFound,
     NeedsElasticsearch,
 )
-from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
+from esdedup.match.thresholds import (
+    HammingBeyondIndex,
+    InertThresholds,
+    ThresholdOverrides,
+    check_overrides_act,
+)
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
 
@@ -239,6 +244,29 @@ def threshold_overrides(hamming: int | None, cosine: float | None, jaccard: floa
     return ThresholdOverrides(**{k: v for k, v in given.items() if v is not None})
 
 
+#: The threshold option of each threshold's name.
+THRESHOLD_FLAGS = {"hamming_k": "--hamming", "cosine": "--cosine", "jaccard": "--jaccard",
+                   "containment": "--containment"}
+
+
+def refuse_inert_thresholds(store: Any, overrides: ThresholdOverrides, *, creates: bool = False,
+                            new_config: Any = None) -> None:
+    """Refuse threshold options that cannot change the answer under the index's rule
+    (`esdedup.match.thresholds.check_overrides_act`; exit 2, naming the options that act). ``creates``: the
+    command creates a missing index, with ``new_config`` (None: the default config)."""
+    if not overrides.values:
+        return
+    from esdedup.fingerprint.config import FingerprintConfig
+
+    try:
+        config = store.open(None, create=False).config
+    except IndexNotFound:
+        if not creates:
+            raise
+        config = new_config or FingerprintConfig()
+    check_overrides_act(overrides, config)
+
+
 @contextmanager
 def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
     from esdedup.api import open_store
@@ -259,6 +287,9 @@ def flag_hint(exc: EsdedupError) -> str | None:
     if isinstance(exc, ConfigMismatchError):
         return ("omit the fingerprint options (--config, --bits, --tokenizer, ...) to use the index's own, "
                 "or give another --index")
+    if isinstance(exc, InertThresholds):
+        return (f"omit {', '.join(THRESHOLD_FLAGS[n] for n in exc.inert)}; the options that act here: "
+                f"{', '.join(THRESHOLD_FLAGS[n] for n in exc.acting)}")
     if isinstance(exc, NeedsElasticsearch):
         return "give the server with --es URL (or ESDEDUP_ES_URL)"
     if isinstance(exc, IndexNotFound) and exc.index is not None:

@@ -17,6 +17,7 @@ from .common import (
     connection_options,
     handles_errors,
     opened_store,
+    refuse_inert_thresholds,
     threshold_overrides,
 )
 from .output import Printer
@@ -70,6 +71,7 @@ def similar(
     printer = Printer(json_out=json_out)
     thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
+        refuse_inert_thresholds(store, thresholds)
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
                              top=top, knn=knn, explain=explain, thresholds=thresholds, on_node=server_side)
     if results.query["empty"]:
@@ -114,6 +116,7 @@ def dups(
     printer = Printer()
     thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
+        refuse_inert_thresholds(store, thresholds)
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters, thresholds=thresholds,
                            lsh_join=lsh_join.value)
     printer.pairs(report, format.value)

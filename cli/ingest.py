@@ -20,6 +20,7 @@ from .common import (
     fingerprint_options,
     handles_errors,
     opened_store,
+    refuse_inert_thresholds,
     threshold_overrides,
 )
 from .output import Printer, for_people
@@ -117,6 +118,7 @@ def ingest(
                          checkpoint=checkpoint or default_checkpoint(index, conn, paths), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
+        refuse_inert_thresholds(store, opts.thresholds, creates=True, new_config=config)
         summary = run_ingest([str(p) for p in paths], store, config, opts, progress=progress)
     printer.summary(summary, conn.redact)
     if summary.error:

@@ -12,6 +12,7 @@ from .common import (
     connection_options,
     handles_errors,
     opened_store,
+    refuse_inert_thresholds,
     threshold_overrides,
 )
 from .output import json_text
@@ -39,8 +40,10 @@ def label(
     """
     from esdedup.ingest.label import label_new
 
+    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
-        summary = label_new(store, thresholds=threshold_overrides(hamming, cosine, jaccard, containment))
+        refuse_inert_thresholds(store, thresholds)
+        summary = label_new(store, thresholds=thresholds)
     if json_out:
         typer.echo(json_text(summary.to_dict()))
         return

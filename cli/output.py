@@ -145,9 +145,14 @@ class Printer:
             typer.echo(json_text(d))
             return
         typer.echo(f"index {d['index']} ({d['backend']}): {d['documents']} documents")
-        lay = d["band_layout"]
-        typer.echo(f"band layout: {lay['tables']} tables, key widths {lay['key_widths']}, probe radius "
-                   f"{lay['radius']}, finds every pair within Hamming {lay['k']}")
+        typer.echo(f"rule: {d['rule']}")
+        lay, config = d["band_layout"], d["config"]
+        tables = f"{lay['tables']} tables, key widths {lay['key_widths']}, probe radius {lay['radius']}"
+        if config["strategy"] == "simhash":
+            typer.echo(f"band layout: {tables}, finds every pair within Hamming {lay['k']}")
+        elif config["strategy"] == "auto":
+            typer.echo(f"SimHash band keys, only for texts of {config['short_text_chars']} or more characters "
+                       f"(candidates, which the rule above decides): {tables}")
         typer.echo(f"expected random candidates per lookup: {d['expected_random_candidates_per_lookup']}")
         typer.echo("config: " + for_people(json.dumps(d["config"], ensure_ascii=False, sort_keys=True)))
         for key, n in d["crowded_band_values"]:

@@ -18,7 +18,7 @@ from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
 from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
 from esdedup.store.base import Store
@@ -229,13 +229,17 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
 
 
 def describe(store: Store) -> dict[str, Any]:
-    """Count, config, band layout and crowded band values of an index."""
+    """Count, config, the rule the index applies (and the thresholds that act in it), band layout and crowded
+    band values of an index."""
     opened = store.open(None, create=False)
     store.refresh()
-    layout = opened.config.band_layout()
+    config = opened.config
+    layout = config.band_layout()
+    t = Thresholds.from_config(config)
     n = store.count()
     return {"index": store.name, "backend": type(store).__name__, "documents": n,
-            "config": opened.config.to_dict(), "band_layout": layout.describe(),
+            "config": config.to_dict(), "rule": describe_rule(config, t),
+            "acting_thresholds": list(acting_thresholds(config, t)), "band_layout": layout.describe(),
             "expected_random_candidates_per_lookup": round(layout.expected_random_candidates(n), 4),
             "crowded_band_values": store.crowded_keys(min_count=max(3, n // 100 or 3), limit=10)}
 

@@ -179,3 +179,63 @@ def test_help_says_what_the_code_does_and_uses_es_locals_port() -> None:
         assert ":9200" not in text, path
     mapping = _runner().invoke(app, ["mapping", "--index", "x", "--help"]).stdout
     assert "--es" in mapping
+
+
+# -- flags that cannot change the answer -------------------------------------------------------------------------
+def test_thresholds_that_cannot_act_are_refused_naming_those_that_do(clean_env: Path) -> None:
+    """Under strategy auto the n-gram estimates decide: --hamming and --cosine are refused (exit 2, one line
+    naming the options that act); under simhash --jaccard and --containment are; acting ones run."""
+    runner = _runner()
+    for index, extra in (("auto", []), ("sim", ["--strategy", "simhash"])):
+        made = runner.invoke(app, ["ingest", str(NEWS), "--index", index, "--data-dir", str(clean_env), "--quiet",
+                                   "--workers", "1", *extra])
+        assert made.exit_code == 0, made.output
+    auto_rule = ("strategy 'auto': every text with words carries a MinHash signature, and a pair is a "
+                 "near-duplicate when its estimated character n-gram Jaccard >= 0.5 or containment >= 0.8")
+    cases = [
+        (["dups", "--index", "auto", "--hamming", "0", "--cosine", "0.99"],
+         f"Error: the thresholds hamming_k, cosine cannot change the answer on this index ({auto_rule}); the "
+         "thresholds that act: jaccard, containment; omit --hamming, --cosine; the options that act here: "
+         "--jaccard, --containment"),
+        (["similar", "--index", "auto", "--id", "rail-1", "--cosine", "0.9"],
+         f"Error: the threshold cosine cannot change the answer on this index ({auto_rule}); the thresholds that "
+         "act: jaccard, containment; omit --cosine; the options that act here: --jaccard, --containment"),
+        (["dups", "--index", "sim", "--jaccard", "0.9"],
+         "Error: the threshold jaccard cannot change the answer on this index (strategy 'simhash': a pair is a "
+         "near-duplicate when its SimHash Hamming distance is at most 3 and its TF cosine at least 0.8); the "
+         "thresholds that act: hamming_k, cosine; omit --jaccard; the options that act here: --hamming, --cosine"),
+        (["ingest", str(NEWS), "--index", "fresh", "--hamming", "2", "--workers", "1"],
+         f"Error: the threshold hamming_k cannot change the answer on this index ({auto_rule}); the thresholds "
+         "that act: jaccard, containment; omit --hamming; the options that act here: --jaccard, --containment"),
+    ]
+    for args, message in cases:
+        r = runner.invoke(app, [*args, "--data-dir", str(clean_env)])
+        assert (r.exit_code, r.stderr) == (2, message + "\n"), (args, r.stderr)
+    for args in (["dups", "--index", "auto", "--jaccard", "0.9"], ["dups", "--index", "sim", "--cosine", "0.9"],
+                 ["dups", "--index", "sim", "--hamming", "1"]):
+        r = runner.invoke(app, [*args, "--data-dir", str(clean_env)])
+        assert r.exit_code == 0, (args, r.stderr)
+    assert not (clean_env / "fresh.sqlite").exists()
+
+
+def test_info_states_the_rule_the_index_applies(clean_env: Path) -> None:
+    runner = _runner()
+    for index, extra in (("auto", []), ("sim", ["--strategy", "simhash"]), ("mh", ["--strategy", "minhash"])):
+        made = runner.invoke(app, ["ingest", str(NEWS), "--index", index, "--data-dir", str(clean_env), "--quiet",
+                                   "--workers", "1", *extra])
+        assert made.exit_code == 0, made.output
+    lines = {index: runner.invoke(app, ["info", "--index", index, "--data-dir", str(clean_env)]).stdout.splitlines()
+             for index in ("auto", "sim", "mh")}
+    assert lines["auto"][1] == ("rule: strategy 'auto': every text with words carries a MinHash signature, and a "
+                                "pair is a near-duplicate when its estimated character n-gram Jaccard >= 0.5 or "
+                                "containment >= 0.8")
+    assert lines["auto"][2].startswith("SimHash band keys, only for texts of 200 or more characters (candidates, "
+                                       "which the rule above decides): 4 tables")
+    assert not any("finds every pair within Hamming" in line for line in lines["auto"] + lines["mh"])
+    assert not any(line.startswith("SimHash band keys") or line.startswith("band layout") for line in lines["mh"])
+    assert lines["sim"][1] == ("rule: strategy 'simhash': a pair is a near-duplicate when its SimHash Hamming "
+                               "distance is at most 3 and its TF cosine at least 0.8")
+    assert lines["sim"][2].endswith("finds every pair within Hamming 3")
+    data = json.loads(runner.invoke(app, ["info", "--index", "auto", "--data-dir", str(clean_env), "--json"]).stdout)
+    assert data["rule"] == lines["auto"][1].removeprefix("rule: ")
+    assert data["acting_thresholds"] == ["jaccard", "containment"]
