@@ -11,9 +11,8 @@ rate and the node's CPU seconds (`_nodes/stats`) per variant. This isolates the 
 fingerprinting and no client work is timed. Documents carry what ingest writes (`dedup_source`, content hash
 included), without the cluster labels and write order, whose size depends on the ids.
 
-A variant is a config (what `dedup_source` and `mapping_for` make of it) and changes to that layout. The
-candidate layouts of issue 16 were measured against the schema-3 layout by this script as of commit 30114f4
-(BENCHMARKS.md); this version measures the schema-4 layout that came out of them.
+A variant is a config (what `dedup_source` and `mapping_for` make of it) and changes to that layout, so each
+variant's row, set against the default layout's, prices one field group or one encoding of it (schema 4).
 
 "articles" has only 1,705 real documents (the People's Daily of January 1998, paragraphs joined to at least
 1,000 characters); --docs of them are sent round-robin under distinct ids, which costs the node the same as
@@ -84,7 +83,7 @@ def _first_lsh_keys(n: int) -> Step:
 
 
 def _source_excludes(*names: str) -> Step:
-    """Dedup fields indexed as before but not kept in ``_source`` (they follow from the stored signature).
+    """Dedup fields indexed as in the default layout but not kept in ``_source`` (they follow from the stored signature).
     A partial update of such a document through ``_source`` would drop them: a probe of the cost only."""
     def mapping(m: Mapping) -> None:
         m["_source"] = {"excludes": [f"dedup.{name}" for name in names]}

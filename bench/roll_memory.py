@@ -71,7 +71,7 @@ def _roll(frozen: FrozenKeys, ended: RunIndex) -> RunIndex:
     add_index = getattr(frozen, "add_index", None)
     if add_index is not None:
         add_index(ended)
-    else:  # the code before `FrozenKeys.add_index`
+    else:  # a checkout whose FrozenKeys has no add_index: freeze from the run index's entries
         frozen.add([doc.id for doc in ended.docs], *ended.entries())
     return RunIndex(complete=True, crowded=ended.crowded)
 

@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 16): N synthetic documents through `esdedup ingest` into one Elasticsearch index, the
+"""Scale benchmark: N synthetic documents through `esdedup ingest` into one Elasticsearch index, the
 index on disk, `esdedup dups` with both LSH joins, and lookups while the index holds N documents.
 
     python bench/scale.py --docs 1000000                 # starts a local node (scripts/es-local, heap 1 GiB)

@@ -1,5 +1,5 @@
-"""Search-time cost of diversifying: response size and latency of 100-hit pages, before and after
-`search_diversified` asked only for the dedup fields the rule reads.
+"""Search-time cost of diversifying: response size and latency of 100-hit pages, fetched whole against
+fetched as `search_diversified` fetches them (only the dedup fields the rule reads).
 
     python bench/search.py --docs 20000 --queries 200        # starts a local node with scripts/es-local
     python bench/search.py --es URL                          # or uses a running cluster
@@ -7,9 +7,9 @@
 Documents: Tang and Song poems from chinese-poetry (bench/corpora.py), ingested with `esdedup ingest`
 (default config, label mode). Queries: single characters and two-character words common in poems.
 
-* "full _source" is what a search for diversifying returned before: every stored field, the dedup fields
+* "full _source" is what a plain search returns to a caller that diversifies it: every stored field, the dedup fields
   included (16 LSH keys, band keys, the 256-float vector), plus the SimHash as a doc value; then `diversify`.
-* "search_diversified" is the request it sends now (the small dedup fields only; the signature from
+* "search_diversified" is the request that function sends (the small dedup fields only; the signature from
   ``_source``; the bulky fields excluded) and the whole call (one window, no over-fetch), `diversify` included.
 
 Response size is the JSON of the response body as the client decoded it, re-encoded (UTF-8, no spaces):

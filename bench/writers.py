@@ -8,8 +8,8 @@ twentieth poem planted again as a lightly edited copy in another writer's part (
 label each other's documents). Three runs, each into a fresh index (2 shards, 0 replicas), each writer a
 process running `esdedup.ingest.run.ingest` on its part with one fingerprint worker, all starting together:
 
-1. one writer, settling switched off (``ElasticStore.settles = False``): labelling as it was before
-   concurrent writers were supported, right only while nobody else writes;
+1. one writer, settling switched off (``ElasticStore.settles = False``): labelling that
+   assumes a single writer, right only while nobody else writes;
 2. one writer, settling on (the default; a writer that is alone, by the index's indexing counter, skips it);
 3. ``--writers`` writers, settling off: the same work without settling (the clusters come out wrong: the
    row gives how many documents end up in another cluster than with one writer);

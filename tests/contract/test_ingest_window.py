@@ -1,4 +1,4 @@
-"""Issue 16: a batch ingest keeps at most `RUN_INDEX_MAX_DOCS` documents (plus one batch) in its run index, and
+"""A batch ingest keeps at most `RUN_INDEX_MAX_DOCS` documents (plus one batch) in its run index, and
 labels as if it kept them all. Run on the embedded store and on a real Elasticsearch node.
 
 The corpus plants near-duplicates across the window boundaries, a document that joins two clusters written

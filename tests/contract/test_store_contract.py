@@ -341,8 +341,8 @@ def _labels(store: Store, ids) -> dict:
 
 
 def test_a_new_text_under_a_stored_id_is_counted_reported_and_labelled_again(new_store, tmp_path):
-    """Issue #14: the same id with a new text in a later run replaced the stored document without a word and
-    left its near-duplicates labelled as duplicates of a text that is no longer there."""
+    """The same id with a new text in a later run replaces the stored document: the summary counts and names
+    it, and its former near-duplicates are labelled again, so none stays the duplicate of a text that is gone."""
     docs, planted = make_corpus(4, 2, seed=12)
     by_id = {d["id"]: d for d in docs}
     (a, b), (c, e) = planted  # b duplicates a, e duplicates c

@@ -306,7 +306,7 @@ def test_100mb_line_is_rejected_without_holding_it(tmp_path):
                          "peak_rss_mb": round(peak, 1), "extra_mb": round(peak - baseline, 1)})
 
 
-# -- reader-side defects of the second hostile-input probe (issue #14, items 2, 4, 7 and resources) ---------
+# -- reader side: ids of files, file names, NUL bytes, numbers and surrogates, encodings, resources -------------
 
 def _cli_ingest(tmp: Path, *paths: object, extra: tuple[object, ...] = (), cwd: Path | None = None,
                 index: str = "probe") -> tuple[subprocess.CompletedProcess[str], list[dict]]:

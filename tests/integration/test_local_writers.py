@@ -1,4 +1,4 @@
-"""Several processes on one embedded store (issue #13 "Writers", issue #14 "tracebacks"): two ingests into
+"""Several processes on one embedded store, with no traceback anywhere: two ingests into
 one ``--data-dir`` both succeed with the labels of one ingest; `dups`, `info` and `similar` work during an
 ingest and on a store that cannot be written. The CLI runs as a real subprocess; no mocks.
 """

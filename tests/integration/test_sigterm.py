@@ -1,4 +1,4 @@
-"""SIGTERM to a running `esdedup ingest` (issue #14): the worker processes go with it, the run says what it
+"""SIGTERM to a running `esdedup ingest`: the worker processes go with it, the run says what it
 wrote and what it read but did not write, and a resumed run finishes the job. The CLI runs as a real
 subprocess; no mocks.
 """

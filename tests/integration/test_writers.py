@@ -1,4 +1,4 @@
-"""Several writers into one Elasticsearch index (issue #13, "Writers"), on a real node.
+"""Several writers into one Elasticsearch index, on a real node.
 
 Writer processes start at the same instant and ingest parts of one corpus whose planted near-duplicate
 pairs are split across the parts (short and long texts). Whatever the timing, the labels must be those of

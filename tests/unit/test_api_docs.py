@@ -75,7 +75,7 @@ def test_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 pytest.fail(f"docs/api.md python block {i + 1} failed: {exc!r}\n{block}")
 
 
-#: The public paths docs/api.md named before the subpackages; each must keep importing.
+#: The flat public paths (`esdedup/moved.py` aliases them to the subpackages): code written against them must keep importing.
 OLD_PUBLIC_NAMES = (
     "esdedup.clusters.clusters", "esdedup.connect.ConnectionSettings", "esdedup.ingest.Ingester",
     "esdedup.ingest.MAX_PER_KEY", "esdedup.ingest.ingest", "esdedup.ingest.settle_stored",

@@ -224,7 +224,7 @@ def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
 # -- --config --------------------------------------------------------------------------------------------
 def test_the_config_info_prints_is_a_usable_config_file(clean_env: Path) -> None:
     """`esdedup info --json` prints the index's config; given back with --config, ingest, mapping and
-    compare take it as it is (the key stopwords_path, null, used to make it "stopwords 'file'")."""
+    compare take it as it is (its key stopwords_path, null, must not read as "stopwords 'file'")."""
     runner = _runner()
     common = ["--data-dir", str(clean_env)]
     sample = clean_env / "docs.jsonl"

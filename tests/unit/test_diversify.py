@@ -473,8 +473,8 @@ def test_a_short_signed_hit_and_a_short_unsigned_one_are_judged_on_simhash_and_c
     """Rule 2 (the cosine alone) is for two short texts without signatures; a short text with a signature
     and a short one without (a document written by an older esdedup, returned without its text) fall under
     rule 3, as `measure` has them for `similar` and `dups`: here the Hamming test fails, so they are not
-    near-duplicates, though their vectors are identical. (diversify used to take any two short texts not
-    both signed for legacy ones.)"""
+    near-duplicates, though their vectors are identical. (Two short texts not both signed are not legacy
+    pairs for rule 2: only two unsigned ones are.)"""
     config = FingerprintConfig()
     signed = Fingerprinter(config).fingerprint("今天天气很好，适合出门散步。")
     unsigned = Fingerprinter(FingerprintConfig(strategy="simhash")).fingerprint("今天天气很好，适合出门。")

@@ -32,8 +32,8 @@ KOREAN = [
                                                  ("euc_jp", "euc_jp")])
 @pytest.mark.parametrize("text", [*JAPANESE, "".join(JAPANESE) * 20], ids=["news", "town", "fish", "novel", "long"])
 def test_japanese_is_read_as_japanese(text, codec, expected):
-    """Shift-JIS byte pairs read as UTF-16 are Han characters, and EUC-JP reads as GB18030: mojibake
-    that used to be indexed."""
+    """Shift-JIS byte pairs read as UTF-16 are Han characters, and EUC-JP reads as GB18030: detection must
+    prefer the Japanese codecs, or mojibake is indexed."""
     assert decode_bytes(text.encode(codec)) == (text, expected)
 
 

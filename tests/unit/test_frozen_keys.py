@@ -1,4 +1,4 @@
-"""`esdedup.ingest.runindex.FrozenKeys`: the band keys of a run's earlier windows, frozen into sorted arrays (issue 16).
+"""`esdedup.ingest.runindex.FrozenKeys`: the band keys of a run's earlier windows, frozen into sorted arrays.
 
 Lookups must equal a dict-based reference (the first ``per_key`` documents of each key over all windows, then
 the first ``per_record`` of a record's, in write order), and windows of `RunIndex` frozen one after the other

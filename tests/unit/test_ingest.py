@@ -101,8 +101,8 @@ def test_an_ingester_opens_the_index_and_builds_the_fingerprinter_once(tmp_path,
 
 
 def test_a_similar_finder_opens_the_index_and_builds_the_fingerprinter_once(tmp_path, monkeypatch):
-    """Issue #13: a service asking for near-duplicates of one article at a time paid a mapping read and a
-    Fingerprinter per call (`similar_to`); a `SimilarFinder` pays them once and answers as `similar_to` does."""
+    """A service asking for near-duplicates of one article at a time should not pay a mapping read and a
+    Fingerprinter per call, as `similar_to` does; a `SimilarFinder` pays them once and answers as `similar_to` does."""
     import esdedup.api as api
 
     docs, _ = make_corpus(6, 3, seed=5)
@@ -164,9 +164,9 @@ print(after.ru_utime - before.ru_utime, (after.ru_maxrss - before.ru_maxrss) / 1
 
 
 def test_a_long_text_is_fingerprinted_in_bounded_time_and_memory():
-    """Issue #14: one 62 MB document did not finish in 20 minutes (its distinct n-grams were merged chunk by
-    chunk, with numpy's slow hash-based unique) or took gigabytes (one string object per character when
-    its letters were picked out). A 9 MB one now takes seconds and about ten times its size."""
+    """A long document must not take hours (merging its distinct n-grams chunk by chunk with numpy's
+    hash-based unique would) or gigabytes (one string object per character when its letters are picked out):
+    a 9 MB one takes seconds and about ten times its size."""
     import subprocess
     import sys
 
@@ -240,8 +240,8 @@ def test_a_checkpoint_of_the_wrong_shape_is_one_clear_error(tmp_path, content):
 
 
 def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_are_reported(tmp_path):
-    """Issue #14: 1,500 / 3,000 / 6,000 near-identical documents took 9 / 36 / 147 s (every document was
-    compared with every earlier one). The in-run index now keeps the first `MAX_PER_KEY` per key."""
+    """Near-identical documents must cost time linear in their number, not quadratic (every document compared
+    with every earlier one): the in-run index keeps the first `MAX_PER_KEY` per key and reports the crowded keys."""
     import time
 
     from esdedup.ingest.run import MAX_PER_KEY
@@ -269,8 +269,8 @@ def _near_identical(n: int) -> list[dict[str, str]]:
 
 
 def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path):
-    """A second ingest of near-identical documents into the filled store read, for every lookup, every
-    document that held one of its keys before cutting to the limit: quadratic again. Each key now stops
+    """A second ingest of near-identical documents into the filled store must not read, for every lookup,
+    every document that holds one of its keys before cutting to the limit (quadratic). Each key stops
     after a bounded number of ids (the smallest), so a store eight times as crowded gives the same answer."""
     import time
 
@@ -299,8 +299,8 @@ def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path):
     assert seconds[1] < 4 * seconds[0], seconds  # eight times the documents: about the same CPU, not eight times
 
 def test_a_records_own_id_text_title_and_dedup_are_kept_when_other_fields_were_chosen(tmp_path):
-    """Issue #14: ``--id-field doc_id --text-field content`` on records that also have ``id`` and ``text``
-    lost those values without a word (and a field named ``dedup`` was dropped always)."""
+    """``--id-field doc_id --text-field content`` on records that also have ``id`` and ``text`` keeps those
+    values (and a field named ``dedup``) under ``input_fields``, so none is lost without a word."""
     records = [
         {"doc_id": "a1", "content": "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。", "id": 77,
          "text": "another text", "title": "标题", "dedup": {"mine": 1}, "url": "https://x.test/a1"},

@@ -206,7 +206,7 @@ def test_crowded_lsh_values_found_in_memory_equal_the_stores_count(tmp_path, fpe
     assert len(counts) == 1
     assert "LSH band values are shared by more than 10 documents" in caplog.text
     assert sum(1 for p in report.pairs if int(p.a[1:]) < 25 and int(p.b[1:]) < 25) == 10 * 9 // 2
-    expected = store.crowded_keys(min_count=10, limit=10)  # now indexes every LSH key
+    expected = store.crowded_keys(min_count=10, limit=10)  # merges the deferred keys first: counts every LSH key
     assert report.crowded == expected
     assert len(expected) == 10 and all(k.isdigit() and n >= 25 for k, n in expected)  # LSH keys
     store.drop()

@@ -16,7 +16,7 @@ CONFIG = FingerprintConfig(tokenizer="rjieba")
 
 
 def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal():
-    """Issue #16: a worker's batch is pickled as a few columns, not one object per document; what the writing
+    """A worker's batch is pickled as a few columns, not one object per document (fewer objects to pickle); what the writing
     process unpickles is every fingerprint field it reads, bit for bit, and each document's encoded dedup
     fields are those the store would have encoded."""
     texts = [d["text"] for d in make_corpus(30, 10)[0]] + ["", "。。", "短", "臺灣居民明日起" * 60]
