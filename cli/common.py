@@ -48,6 +48,10 @@ Containment = Annotated[float | None, typer.Option(
                           "as a duplicate (0 switches it off; default: the index's containment_threshold).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+TextAnalyzer = Annotated[str | None, typer.Option(
+    "--text-analyzer", help="Analyzer of the title and text fields (Elasticsearch): one the cluster has, such as "
+                            "smartcn, ik_max_word, cjk, or jieba from the esdedup plugin (default: standard, "
+                            "which cuts Chinese into single characters).")]
 
 
 def choices(name: str, *values: str) -> Any:

@@ -8,6 +8,7 @@ from .common import (
     FingerprintOptions,
     Index,
     JsonOut,
+    TextAnalyzer,
     connection_options,
     fingerprint_options,
     handles_errors,
@@ -60,6 +61,7 @@ def mapping(
     fp: FingerprintOptions,
     index: Index,
     template: Annotated[bool, typer.Option(help="Print an index template (index_patterns = the index name).")] = False,
+    text_analyzer: TextAnalyzer = None,
 ) -> None:
     """Print the Elasticsearch mapping (with the fingerprint config in _meta) for an index: with --es, of the
     index's own config when it exists there; else of the fingerprint options (default: the default config).
@@ -78,7 +80,8 @@ def mapping(
             except IndexNotFound:
                 pass
     config = config or FingerprintConfig()
-    body = template_for(config, [index]) if template else {"mappings": mapping_for(config)}
+    body = (template_for(config, [index], text_analyzer=text_analyzer) if template
+            else {"mappings": mapping_for(config, text_analyzer=text_analyzer)})
     typer.echo(json_text(body, indent=2))
 
 

@@ -37,12 +37,14 @@ import base64
 import copy
 import hashlib
 import json
+import re
 from importlib import resources as importlib_resources
 from typing import Any
 
 import numpy as np
 
 from esdedup._version import __version__
+from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
@@ -115,8 +117,26 @@ def config_from_meta(meta: dict[str, Any] | None) -> FingerprintConfig | None:
     return FingerprintConfig.from_dict(dict(meta[META_KEY]["config"]))
 
 
-def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
-    """The index mapping (the ``mappings`` body) for a config."""
+#: What an analyzer name may look like (a cluster's own: ``smartcn``, ``ik_max_word``, ``cjk``, ``jieba``).
+_ANALYZER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def text_fields(text_analyzer: str | None) -> dict[str, Any]:
+    """The article fields' mappings: ``title`` and ``text`` analysed by ``text_analyzer`` (an analyzer the
+    cluster has, e.g. ``smartcn``, ``ik_max_word``, ``cjk`` or the esdedup plugin's ``jieba``) or, with None,
+    by Elasticsearch's ``standard`` analyzer, which cuts Chinese into single characters."""
+    fields = copy.deepcopy(ARTICLE_FIELDS)
+    if text_analyzer is not None:
+        if not isinstance(text_analyzer, str) or not _ANALYZER_NAME.fullmatch(text_analyzer):
+            raise ConfigError(f"text analyzer must be the name of an analyzer of the cluster (letters, digits, "
+                              f"'_', '.', '-'), got {text_analyzer!r}")
+        for name in ("title", "text"):
+            fields[name]["analyzer"] = text_analyzer
+    return fields
+
+
+def mapping_for(config: FingerprintConfig, *, text_analyzer: str | None = None) -> dict[str, Any]:
+    """The index mapping (the ``mappings`` body) for a config; ``text_analyzer``: see `text_fields`."""
     dedup_props: dict[str, Any] = {
         "simhash": {"type": "keyword"},
         **({"vector": vector_mapping(config)} if config.stores_vector else {}),
@@ -138,7 +158,7 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
     return {
         "_meta": meta_for(config),
         "dynamic": True,
-        "properties": {**copy.deepcopy(ARTICLE_FIELDS),
+        "properties": {**text_fields(text_analyzer),
                        DEDUP: {"type": "object", "dynamic": "strict", "properties": dedup_props}},
     }
 
@@ -153,13 +173,13 @@ def vector_mapping(config: FingerprintConfig) -> dict[str, Any]:
 
 
 def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
-                 replicas: int = 1) -> dict[str, Any]:
+                 replicas: int = 1, text_analyzer: str | None = None) -> dict[str, Any]:
     """A composable index template body (``PUT _index_template/<name>``) for a config."""
     return {
         "index_patterns": index_patterns,
         "template": {
             "settings": {"number_of_shards": shards, "number_of_replicas": replicas},
-            "mappings": mapping_for(config),
+            "mappings": mapping_for(config, text_analyzer=text_analyzer),
         },
         "_meta": {"description": "esdedup near-duplicate fields: SimHash bands (keyword), MinHash LSH keys "
                                  "(long), TF vector (dense_vector, when the config stores it), cluster labels"},
