@@ -2,9 +2,9 @@
 
 Option groups are decorators (the sqlite-utils pattern, for typer): a group adds its options to the
 command's signature and hands the command one object built from them (`Connection`,
-`FingerprintOptions`), so each option is declared once. `handles_errors` is the one place where a library
-error becomes an ``Error:`` line, an exit code and, where a flag fixes it, a hint naming that flag (the
-library speaks of its own settings, never of this command line's flags).
+`FingerprintOptions`, `ThresholdOptions`), so each option is declared once. `handles_errors` is the one
+place where a library error becomes an ``Error:`` line, an exit code and, where a flag fixes it, a hint
+naming that flag (the library speaks of its own settings, never of this command line's flags).
 """
 import functools
 import inspect
@@ -36,22 +36,12 @@ from esdedup.util.redact import redact
 from .output import for_people
 
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
-Hamming = Annotated[int | None, typer.Option(
-    "--hamming", help="Largest Hamming distance that counts as a duplicate (default: the index's hamming_k).")]
-Cosine = Annotated[float | None, typer.Option(
-    "--cosine", help="Smallest TF cosine that counts as a duplicate (default: the index's cosine_threshold).")]
-Jaccard = Annotated[float | None, typer.Option(
-    "--jaccard", help="Smallest estimated character n-gram Jaccard that counts as a duplicate between texts with "
-                      "MinHash signatures (default: the index's jaccard_threshold).")]
-Containment = Annotated[float | None, typer.Option(
-    "--containment", help="Smallest estimated share of the smaller text's n-grams found in the other that counts "
-                          "as a duplicate (0 switches it off; default: the index's containment_threshold).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 TextAnalyzer = Annotated[str | None, typer.Option(
     "--text-analyzer", help="Analyzer of the title and text fields (Elasticsearch): one the cluster has, such as "
-                            "smartcn, ik_max_word, cjk, or jieba from the esdedup plugin (default: standard, "
-                            "which cuts Chinese into single characters).")]
+                            "smartcn, ik_max_word or cjk (default: standard, which cuts Chinese into single "
+                            "characters).")]
 
 
 def choices(name: str, *values: str) -> Any:
@@ -241,11 +231,36 @@ fingerprint_options = _group("fp", FingerprintOptions, [
 ])
 
 
-def threshold_overrides(hamming: int | None, cosine: float | None, jaccard: float | None,
-                        containment: float | None) -> ThresholdOverrides:
-    """The threshold options given on the command line; the others come from the index's config."""
-    given = {"hamming_k": hamming, "cosine": cosine, "jaccard": jaccard, "containment": containment}
-    return ThresholdOverrides(**{k: v for k, v in given.items() if v is not None})
+# -- thresholds ------------------------------------------------------------------------------------------
+@dataclass
+class ThresholdOptions:
+    hamming: int | None = None
+    cosine: float | None = None
+    jaccard: float | None = None
+    containment: float | None = None
+
+    def overrides(self) -> ThresholdOverrides:
+        """The thresholds given on the command line; the others come from the index's config."""
+        given = {"hamming_k": self.hamming, "cosine": self.cosine, "jaccard": self.jaccard,
+                 "containment": self.containment}
+        return ThresholdOverrides(**{k: v for k, v in given.items() if v is not None})
+
+
+threshold_options = _group("thresholds", ThresholdOptions, [
+    _opt("hamming", Annotated[int | None, typer.Option(
+        "--hamming", help="Largest Hamming distance that counts as a duplicate (default: the index's hamming_k).")],
+        None),
+    _opt("cosine", Annotated[float | None, typer.Option(
+        "--cosine", help="Smallest TF cosine that counts as a duplicate (default: the index's cosine_threshold).")],
+        None),
+    _opt("jaccard", Annotated[float | None, typer.Option(
+        "--jaccard", help="Smallest estimated character n-gram Jaccard that counts as a duplicate between texts "
+                          "with MinHash signatures (default: the index's jaccard_threshold).")], None),
+    _opt("containment", Annotated[float | None, typer.Option(
+        "--containment", help="Smallest estimated share of the smaller text's n-grams found in the other that "
+                              "counts as a duplicate (0 switches it off; default: the index's "
+                              "containment_threshold).")], None),
+])
 
 
 #: The threshold option of each threshold's name.

@@ -7,18 +7,15 @@ import typer
 
 from .common import (
     Connection,
-    Containment,
-    Cosine,
-    Hamming,
     Index,
-    Jaccard,
     JsonOut,
     PairsFormat,
+    ThresholdOptions,
     connection_options,
     handles_errors,
     opened_store,
     refuse_inert_thresholds,
-    threshold_overrides,
+    threshold_options,
 )
 from .output import Printer
 
@@ -34,16 +31,14 @@ class LshJoin(str, Enum):
 @app.command()
 @handles_errors
 @connection_options
+@threshold_options
 def similar(
     conn: Connection,
+    thresholds: ThresholdOptions,
     index: Index,
     text: Annotated[str | None, typer.Option(help="Find near-duplicates of this text.")] = None,
     id: Annotated[str | None, typer.Option("--id", help="...of this stored document.")] = None,
     file: Annotated[Path | None, typer.Option(help="...of this file's text (any supported encoding).")] = None,
-    hamming: Hamming = None,
-    cosine: Cosine = None,
-    jaccard: Jaccard = None,
-    containment: Containment = None,
     top: Annotated[int, typer.Option(min=1, help="At most this many results.")] = 10,
     knn: Annotated[bool, typer.Option(help="Use the kNN vector path (short texts) instead of band lookups.")] = False,
     server_side: Annotated[bool, typer.Option(
@@ -69,11 +64,10 @@ def similar(
     if knn and server_side:
         raise typer.BadParameter("--knn and --server-side are two different lookups: give one")
     printer = Printer(json_out=json_out)
-    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
-        refuse_inert_thresholds(store, thresholds)
-        results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None,
-                             top=top, knn=knn, explain=explain, thresholds=thresholds, on_node=server_side)
+        refuse_inert_thresholds(store, thresholds.overrides())
+        results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None, top=top, knn=knn,
+                             explain=explain, thresholds=thresholds.overrides(), on_node=server_side)
     if results.query["empty"]:
         from esdedup.errors import ConfigError
 
@@ -86,13 +80,11 @@ def similar(
 @app.command()
 @handles_errors
 @connection_options
+@threshold_options
 def dups(
     conn: Connection,
+    thresholds: ThresholdOptions,
     index: Index,
-    hamming: Hamming = None,
-    cosine: Cosine = None,
-    jaccard: Jaccard = None,
-    containment: Containment = None,
     format: Annotated[PairsFormat, typer.Option(
         "--format", help="JSON lines for programs, a table for people, or CSV for spreadsheets.")
                       ] = PairsFormat.jsonl,
@@ -114,9 +106,8 @@ def dups(
     from esdedup.api import all_pairs
 
     printer = Printer()
-    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
-        refuse_inert_thresholds(store, thresholds)
-        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters, thresholds=thresholds,
-                           lsh_join=lsh_join.value)
+        refuse_inert_thresholds(store, thresholds.overrides())
+        report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
+                           thresholds=thresholds.overrides(), lsh_join=lsh_join.value)
     printer.pairs(report, format.value)

@@ -7,21 +7,18 @@ import typer
 
 from .common import (
     Connection,
-    Containment,
-    Cosine,
     FingerprintOptions,
-    Hamming,
     Index,
     InputFormat,
-    Jaccard,
     JsonOut,
     Quiet,
+    ThresholdOptions,
     connection_options,
     fingerprint_options,
     handles_errors,
     opened_store,
     refuse_inert_thresholds,
-    threshold_overrides,
+    threshold_options,
 )
 from .output import Printer, for_people
 
@@ -65,9 +62,11 @@ def spool_stdin(base: Path) -> Path:
 @app.command()
 @handles_errors
 @connection_options
+@threshold_options
 @fingerprint_options
 def ingest(
     conn: Connection,
+    thresholds: ThresholdOptions,
     fp: FingerprintOptions,
     paths: Annotated[list[Path], typer.Argument(
         help="Files or directories (read recursively); - reads standard input (kept in the data folder).")],
@@ -89,10 +88,6 @@ def ingest(
     shards: Annotated[int, typer.Option(min=1, help="Shards, when the Elasticsearch index is created.")] = 1,
     replicas: Annotated[int | None, typer.Option(
         min=0, help="Replicas, when the Elasticsearch index is created.")] = None,
-    hamming: Hamming = None,
-    cosine: Cosine = None,
-    jaccard: Jaccard = None,
-    containment: Containment = None,
     json_out: JsonOut = False,
     quiet: Quiet = False,
 ) -> None:
@@ -114,7 +109,7 @@ def ingest(
     opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field, title_field=title_field,
                          on_duplicate=on_duplicate,
                          dead_letter=dead_letter or Path(f"{index}.dead-letter.jsonl"), workers=workers,
-                         thresholds=threshold_overrides(hamming, cosine, jaccard, containment),
+                         thresholds=thresholds.overrides(),
                          checkpoint=checkpoint or default_checkpoint(index, conn, paths), resume=resume)
     config = fp.config()
     with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:

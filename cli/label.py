@@ -3,17 +3,14 @@ import typer
 
 from .common import (
     Connection,
-    Containment,
-    Cosine,
-    Hamming,
     Index,
-    Jaccard,
     JsonOut,
+    ThresholdOptions,
     connection_options,
     handles_errors,
     opened_store,
     refuse_inert_thresholds,
-    threshold_overrides,
+    threshold_options,
 )
 from .output import json_text
 
@@ -23,13 +20,11 @@ app = typer.Typer()
 @app.command()
 @handles_errors
 @connection_options
+@threshold_options
 def label(
     conn: Connection,
+    thresholds: ThresholdOptions,
     index: Index,
-    hamming: Hamming = None,
-    cosine: Cosine = None,
-    jaccard: Jaccard = None,
-    containment: Containment = None,
     json_out: JsonOut = False,
 ) -> None:
     """Label the documents that carry dedup fields but no cluster yet (written through the index's esdedup
@@ -40,10 +35,9 @@ def label(
     """
     from esdedup.ingest.label import label_new
 
-    thresholds = threshold_overrides(hamming, cosine, jaccard, containment)
     with opened_store(index, conn) as store:
-        refuse_inert_thresholds(store, thresholds)
-        summary = label_new(store, thresholds=thresholds)
+        refuse_inert_thresholds(store, thresholds.overrides())
+        summary = label_new(store, thresholds=thresholds.overrides())
     if json_out:
         typer.echo(json_text(summary.to_dict()))
         return

@@ -17,9 +17,9 @@ from . import compare, duplicates, index, ingest, kibana, label, pipeline, quali
 
 app = typer.Typer(
     name="esdedup",
-    help="Find near-duplicate articles (Chinese first) with SimHash bands and TF vectors, in an embedded "
-         "store or in Elasticsearch.\n\nWithout --es (or ESDEDUP_ES_URL) everything runs on the embedded "
-         "local store in --data-dir.",
+    help="Find near-duplicate articles (Chinese first) with MinHash over character n-grams and SimHash "
+         "bands, in an embedded store or in Elasticsearch.\n\nWithout --es (or ESDEDUP_ES_URL) everything "
+         "runs on the embedded local store in --data-dir.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=True,

@@ -1,9 +1,14 @@
-"""esdedup: find near-duplicate articles (Chinese first) with SimHash bands and TF vectors, locally or in
-Elasticsearch.
+"""esdedup: find near-duplicate articles (Chinese first) with MinHash over character n-grams and SimHash
+bands, locally or in Elasticsearch.
+
+Under the default strategy (``auto``) every non-empty text gets a MinHash signature, whose LSH band keys
+find its candidates and whose Jaccard and containment estimates decide; texts of at least
+``short_text_chars`` characters also get SimHash band keys. Documents carry a TF vector only when the config asks for one
+(`FingerprintConfig.stores_vector`).
 
 The public names are listed in ``__all__`` and documented in docs/api.md. ``diversify`` is imported here
-directly (not lazily) on purpose: a lazy ``diversify`` would be shadowed by the submodule of the same name
-as soon as anything imported ``esdedup.search.diversify``. Names whose modules pull in more (the store layer)
+directly: its module, `esdedup.search.diversify`, needs only the fingerprint and rule layers. Names whose
+modules pull in more (the store layer and the Elasticsearch client: `open_store`, `search_diversified`)
 are loaded on first use.
 """
 from __future__ import annotations

@@ -27,7 +27,7 @@ dedup.cluster_seq           long            ``seq`` of the cluster's representat
 Why the LSH keys are one ``long`` field (bench/es_fields.py, BENCHMARKS.md): every text adds a key per band
 (16 by default) that hardly any other document shares. As keyword terms they cost the node more than the rest of the document
 (unique terms in the terms dictionary and in the doc values' ordinals, hashed, sorted and merged); as
-points of a numeric field they cost a third of that. Lookups still score a candidate by the number of bands
+points of a numeric field they cost far less. Lookups still score a candidate by the number of bands
 it shares (one ``term`` clause per band, `esdedup.es.query`); probes name the bands ``lsh_<i>``
 (`lsh_bands`), all of which live in ``dedup.lsh_keys`` (`key_field`).
 """
@@ -57,11 +57,12 @@ TOKENS = "dedup.tokens"
 CLUSTER_ID = "dedup.cluster_id"
 DUPLICATE_OF = "dedup.duplicate_of"
 EMPTY = "dedup.empty"
+SHINGLES = "dedup.shingles"
 #: The `_meta` key under which an index carries its FingerprintConfig.
 META_KEY = "esdedup"
 META_SCHEMA = 1
 #: Article fields with a fixed type; any other field of a record is passed through (dynamic mapping).
-ARTICLE_FIELDS = {
+ARTICLE_FIELDS: dict[str, dict[str, Any]] = {
     "id": {"type": "keyword"},
     "title": {"type": "text"},
     "text": {"type": "text"},
@@ -117,15 +118,15 @@ def config_from_meta(meta: dict[str, Any] | None) -> FingerprintConfig | None:
     return FingerprintConfig.from_dict(dict(meta[META_KEY]["config"]))
 
 
-#: What an analyzer name may look like (a cluster's own: ``smartcn``, ``ik_max_word``, ``cjk``, ``jieba``).
+#: What an analyzer name may look like (a cluster's own: ``smartcn``, ``ik_max_word``, ``cjk``).
 _ANALYZER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 def text_fields(text_analyzer: str | None) -> dict[str, Any]:
     """The article fields' mappings: ``title`` and ``text`` analysed by ``text_analyzer`` (an analyzer the
-    cluster has, e.g. ``smartcn``, ``ik_max_word``, ``cjk`` or the esdedup plugin's ``jieba``) or, with None,
-    by Elasticsearch's ``standard`` analyzer, which cuts Chinese into single characters."""
-    fields = copy.deepcopy(ARTICLE_FIELDS)
+    cluster has, e.g. ``smartcn``, ``ik_max_word`` or ``cjk``) or, with None, by Elasticsearch's ``standard``
+    analyzer, which cuts Chinese into single characters."""
+    fields: dict[str, dict[str, Any]] = copy.deepcopy(ARTICLE_FIELDS)
     if text_analyzer is not None:
         if not isinstance(text_analyzer, str) or not _ANALYZER_NAME.fullmatch(text_analyzer):
             raise ConfigError(f"text analyzer must be the name of an analyzer of the cluster (letters, digits, "

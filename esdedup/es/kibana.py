@@ -71,11 +71,12 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
                              f"texts within Hamming distance {config.hamming_k} are near-duplicate candidates"),
         VECTOR: ("TF vector", f"hashed term-frequency vector ({config.dims} dims, unit length, cosine "
                               "similarity); not aggregatable, hidden from Discover"),
-        "dedup.minhash": ("MinHash signature", f"short texts: MinHash signature ({config.minhash_perm} "
-                                               f"little-endian {SIGNATURE_BITS}-bit values, base64); binary, not "
+        "dedup.minhash": ("MinHash signature", f"MinHash signature of the character n-grams "
+                                               f"({config.minhash_perm} little-endian {SIGNATURE_BITS}-bit values, "
+                                               "base64; every text unless the strategy is simhash); binary, not "
                                                "searchable"),
-        "dedup.shingles": ("character n-grams", f"short texts: distinct character {config.minhash_ngram}-grams "
-                                                "behind the MinHash signature"),
+        "dedup.shingles": ("character n-grams", f"distinct character {config.minhash_ngram}-grams behind the "
+                                                "MinHash signature"),
         "dedup.tokens": ("terms", "number of terms after normalising, tokenising and dropping stopwords"),
         "dedup.chars": ("characters", "length of the normalised text in characters"),
         "dedup.empty": ("empty text", "true when the text has no words; an empty text never matches anything"),

@@ -20,7 +20,7 @@ from esdedup.fingerprint.bands import BandLayout, check_bits
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
 #: 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES); 4: 16-bit MinHash values,
-#: LSH keys as 40-bit integers in one field, no TF vector unless ``vector_index`` asks for one (issue 16).
+#: LSH keys as 40-bit integers in one field, no TF vector unless ``vector_index`` asks for one.
 #: Schema 4 configs without ``minhash_rows`` (written before it was a field) read as the rows they were
 #: written with, so the field needed no new schema.
 SCHEMA_VERSION = 4
@@ -116,7 +116,7 @@ class FingerprintConfig:
         strategy: ``auto`` (default): every text gets a MinHash signature and LSH band keys over its
             character n-grams, and texts of at least ``short_text_chars`` also get SimHash band keys;
             ``minhash``: signatures and LSH keys only; ``simhash``: SimHash band keys only (pairs are
-            then judged on Hamming distance and cosine). See `esdedup.match.lookup` for the rule.
+            then judged on Hamming distance and cosine). See `esdedup.match.rule` for the rule.
         short_text_chars: with ``auto``, texts shorter than this (normalised characters) get no SimHash
             band keys (their SimHash is unstable and its band values collide at random).
         minhash_perm / minhash_bands / minhash_rows / minhash_ngram: the MinHash LSH parameters (signature
@@ -124,7 +124,7 @@ class FingerprintConfig:
             signature values ``[0, bands * rows)``, band ``i`` being values ``[i * rows, (i + 1) * rows)``; the
             Jaccard estimate reads all ``minhash_perm`` values. A pair with Jaccard s shares a band with
             probability 1 - (1 - s^rows)^bands: 88% at s = 0.5 for the default 16 x 3, with half the keys of
-            32 x 4 (issue 16). A stored config written before ``minhash_rows`` existed has
+            32 x 4. A stored config written before ``minhash_rows`` existed has
             ``minhash_bands`` but no ``minhash_rows``: it reads as ``minhash_perm // minhash_bands`` rows, the
             layout it was written with (`from_dict`).
         vector_index: whether documents carry the TF vector ``dedup.vector`` and how Elasticsearch indexes it

@@ -32,7 +32,8 @@ _NO_HASHES = np.zeros(0, dtype=np.uint64)
 #: Characters of a long text turned into n-grams at a time (bounds the memory of the MinHash part).
 _SHINGLE_CHUNK = 1 << 16
 #: What is not a letter or digit (``str.isalnum``: ``\w`` is exactly that and the underscore). A regex, not
-#: ``"".join(filter(str.isalnum, text))``, which makes one string object per character: 1.9 GB for 62 MB.
+#: ``"".join(filter(str.isalnum, text))``, which makes one string object per character (each many times the
+#: size of the character itself).
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
 
@@ -82,7 +83,7 @@ class Fingerprint:
 
 class _TermWeights(Mapping[str, float]):
     """One text's term -> weight, made into a dict on first use: ingest and lookups never read it, and
-    building hundreds of dict entries per text would cost about a tenth of the whole fingerprint."""
+    building hundreds of dict entries per text would be a Python step per term that nothing needs."""
 
     __slots__ = ("_terms", "_rows", "_weights", "_dict")
 

@@ -1,4 +1,4 @@
-"""jieba's precise mode (``jieba.lcut(text, HMM=True)``), token for token, several times faster.
+"""jieba's precise mode (``jieba.lcut(text, HMM=True)``), token for token, its dictionary route in native code.
 
 jieba cuts a block of Chinese in two steps: the most probable route through its dictionary, then its HMM
 (`esdedup.fingerprint.jieba_hmm`) on each run of characters the route leaves single, unless the run is itself a word.
@@ -53,7 +53,7 @@ class JiebaFast:
         self._route = rjieba.Jieba()
         # "Is this a word of the dictionary" is asked of jieba-rs: the same dictionary, and the same answer
         # as ``bool(jieba's FREQ.get(s))`` for every key of FREQ (tested). jieba itself is loaded only for a
-        # block only it can cut: its dictionary takes 0.8 s of CPU in every fingerprint worker.
+        # block only it can cut: loading its dictionary is a start-up cost every fingerprint worker would pay.
         self._is_word = self._route.has_word
         self._reference: Any = None
 

@@ -1,4 +1,8 @@
-"""MinHash signatures and LSH band keys for short texts, where SimHash has too few features to be stable.
+"""MinHash signatures and LSH band keys over a text's character n-grams.
+
+Every non-empty text has them unless the strategy is ``simhash`` (`FingerprintConfig.gets_signatures`), and
+then they decide its pairs (`esdedup.match.rule`); under the default ``auto`` a short text, whose SimHash has
+too few features to be stable, has no other band keys (`FingerprintConfig.gets_simhash_bands`).
 
 Everything here is integer arithmetic on numpy ``uint64`` (wrapping multiplication), so signatures and keys
 are identical on every machine and numpy version, and whole batches are hashed without a Python step per
@@ -97,7 +101,7 @@ def shingle_hashes(shingles: Iterable[str]) -> np.ndarray:
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:
     """The distinct values of an integer array, sorted, by one sort: what ``np.unique`` returns, without the
-    hash table numpy 2.3+ builds first (some hundred times slower on a million uint64 values).
+    hash table numpy 2.3+ builds first (which costs far more than the sort on large uint64 arrays).
 
     >>> unique_sorted(np.array([5, 1, 5, 3], dtype=np.uint64)).tolist()
     [1, 3, 5]
@@ -162,7 +166,7 @@ def _one_signature(hashes: np.ndarray, n_perm: int, group: int) -> np.ndarray:
 def _permuted(a: np.ndarray, b: np.ndarray, x: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Every permutation (rows ``a``, ``b``) of the uint64 hashes ``x``: ``(a * x + b) >> 32``, computed in
     place in the first ``len(x)`` columns of the preallocated ``values``, which it returns (no temporary array
-    per operation: half the time of the expression)."""
+    per operation, which the plain expression would allocate and fill for every step)."""
     block = values[:, :len(x)]
     np.multiply(a, x[None, :], out=block)
     block += b

@@ -3,9 +3,10 @@
 A `Tokenizer` owns its own dictionary instance, so user words added for one config never leak into
 another. Segmentation of very long text goes piece by piece (`iter_pieces`), which keeps memory bounded.
 
-``jieba`` gives jieba's tokens, computed by `esdedup.fingerprint.jieba_fast` (jieba-rs's dictionary route and jieba's own
-HMM, several times faster) unless user words are added, which only jieba itself takes as jieba does; the
-environment variable ``ESDEDUP_JIEBA=reference`` makes it run jieba itself always (to compare).
+``jieba`` gives jieba's tokens, computed by `esdedup.fingerprint.jieba_fast` (jieba-rs's dictionary route in
+native code and jieba's own HMM, so the route costs no Python step per character) unless user words are
+added, which only jieba itself takes as jieba does; the environment variable ``ESDEDUP_JIEBA=reference``
+makes it run jieba itself always (to compare).
 """
 from __future__ import annotations
 

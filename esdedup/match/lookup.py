@@ -15,9 +15,9 @@ import numpy as np
 from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import Sketch, decided_by, measure
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.schema import band_fields, dedup_source, lsh_bands
+from esdedup.match.rule import Sketch, decided_by, measure, measured
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
+from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, Store, StoredDoc
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
@@ -86,10 +86,6 @@ def lookup_keys(fp: Fingerprint, config: FingerprintConfig) -> list[str]:
     return [k for keys in probe_for(fp, config).values() for k in keys]
 
 
-def _opt(x: float) -> float | None:
-    return None if np.isnan(x) else float(x)
-
-
 def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
            *, exclude: str | None = None, sha1: str | None = None) -> list[Match]:
     """The candidates that are near-duplicates of one text by the rule, nearest first (`Match.rank`; with
@@ -104,7 +100,7 @@ def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfi
     out = []
     for i in keep:
         cosine = float(m.cosine[i]) if config.stores_vector else None
-        jaccard, containment = _opt(m.jaccard[i]), _opt(m.containment[i])
+        jaccard, containment = measured(m.jaccard[i]), measured(m.containment[i])
         out.append(Match(docs[i].id, int(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
                          exact=sha1 is not None and docs[i].content_sha1 == sha1,
                          decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
@@ -121,8 +117,7 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
     ``top`` are kept (`verify`; ``sha1s``, the texts' content SHA-1s, put exact copies first). Each answer
     says whether the store's candidates were cut at ``limit`` (`Lookup.truncated`)."""
     config = store.config
-    t = resolve_thresholds(thresholds, config)
-    t.check_band_guarantee(config)
+    t = lookup_thresholds(thresholds, config)
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
     excl = list(exclude) if exclude is not None else [None] * len(fps)
@@ -165,8 +160,7 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         raise NeedsElasticsearch("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
                           "store verifies in esdedup itself")
     config = store.config
-    t = resolve_thresholds(thresholds, config)
-    t.check_band_guarantee(config)
+    t = lookup_thresholds(thresholds, config)
     if fp.empty:
         return []
     hits = node_lookup(probe_for(fp, config), _node_params(fp, config, t), size=top + (1 if exclude else 0))
@@ -176,7 +170,7 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         if h["_id"] == exclude:
             continue
         f = h.get("fields", {})
-        both_signed = signed and int((f.get("dedup.shingles") or [0])[0]) > 0
+        both_signed = signed and int((f.get(SHINGLES) or [0])[0]) > 0
         cosine = float(f["cosine"][0]) if config.stores_vector else None
         jaccard = float(f["jaccard"][0]) if both_signed else None
         containment = float(f["containment"][0]) if both_signed else None

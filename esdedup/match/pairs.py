@@ -12,7 +12,6 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 
@@ -28,8 +27,9 @@ from esdedup.match.rule import (
     is_duplicate,
     measure,
     measure_pairs,
+    measured,
 )
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import Store, StoredDoc
 
 log = logging.getLogger(__name__)
@@ -110,8 +110,7 @@ def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | No
                crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified by the rule
     (thresholds default to the index's). ``crowded`` and ``in_memory``: see `scored_pairs`."""
-    t = resolve_thresholds(thresholds, store.config)
-    t.check_band_guarantee(store.config)
+    t = lookup_thresholds(thresholds, store.config)
     batch: list[ScoredPair] = []
     for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k, crowded=crowded,
                           in_memory=in_memory):
@@ -234,8 +233,8 @@ class _PairScorer:
             h = int(m.hamming[x])
             if self.hamming_k is not None and not ngram[x] and h > self.hamming_k:
                 continue
-            yield ScoredPair(a, b, h, float(m.cosine[x]), bool(ngram[x]), _opt(m.jaccard[x]),
-                             _opt(m.containment[x]), (live[left[x]].chars, live[right[x]].chars))
+            yield ScoredPair(a, b, h, float(m.cosine[x]), bool(ngram[x]), measured(m.jaccard[x]),
+                             measured(m.containment[x]), (live[left[x]].chars, live[right[x]].chars))
 
     def probed(self, max_bucket: int) -> Iterator[ScoredPair]:
         """Pairs whose band keys are within the layout's probe radius (`probe_pairs`), joined in memory."""
@@ -276,12 +275,8 @@ class _PairScorer:
             h = int(m.hamming[i])
             if self.hamming_k is not None and not ngram[i] and h > self.hamming_k:
                 continue
-            yield ScoredPair(a.id, d.id, h, float(m.cosine[i]), bool(ngram[i]), _opt(m.jaccard[i]),
-                             _opt(m.containment[i]), (a.chars, d.chars))
-
-
-def _opt(x: Any) -> float | None:
-    return None if np.isnan(x) else float(x)
+            yield ScoredPair(a.id, d.id, h, float(m.cosine[i]), bool(ngram[i]), measured(m.jaccard[i]),
+                             measured(m.containment[i]), (a.chars, d.chars))
 
 
 def lsh_in_memory(store: Store) -> bool:

@@ -43,7 +43,8 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_words
 from esdedup.match.thresholds import Thresholds
 
-__all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "minhash_estimates", "row_cosines"]
+__all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "measured", "minhash_estimates",
+           "row_cosines"]
 
 #: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
 #: characters are "contained" in almost anything) ...
@@ -187,6 +188,15 @@ class Measures:
     def decide(self, t: Thresholds, same_cluster: np.ndarray | bool = False) -> np.ndarray:
         return decide(t, hamming=self.hamming, cosine=self.cosine, jaccard=self.jaccard,
                       containment=self.containment, legacy_short=self.legacy_short, same_cluster=same_cluster)
+
+
+def measured(value: Any) -> float | None:
+    """One value of `Measures` as a float, None where it was not measured (NaN).
+
+    >>> measured(np.float64("nan")) is None, measured(np.float32(0.5))
+    (True, 0.5)
+    """
+    return None if np.isnan(value) else float(value)
 
 
 def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Measures:
@@ -340,8 +350,8 @@ def grid_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     `row_cosines` clips them. A matrix product, for speed: it may sum in another order than `row_cosines`
     and differ from it in the last bits (a verdict could only move for a pair within a few float32 steps of
     the threshold less `COSINE_TOLERANCE`). In slices of rows small enough that a threaded BLAS runs each
-    one on the calling thread (OpenBLAS threads products above 2**18 multiply-adds;
-    waking its threads on a busy machine costs milliseconds, far more than a 100 x 100 product)."""
+    one on the calling thread (OpenBLAS threads products above 2**18 multiply-adds, and waking its threads
+    on a busy machine takes longer than the small product itself)."""
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
     step = max(1, _GEMM_SLICE // max(1, b.shape[0] * a.shape[1]))
     bt = b.T

@@ -28,7 +28,7 @@ from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 
 __all__ = ["InertThresholds", "ThresholdOverrides", "Thresholds", "acting_thresholds", "describe_rule",
-           "resolve_thresholds"]
+           "lookup_thresholds", "resolve_thresholds"]
 
 
 class _Unset:
@@ -177,8 +177,7 @@ class InertThresholds(ConfigError):
 def check_overrides_act(overrides: ThresholdOverrides, config: FingerprintConfig) -> None:
     """Raise `InertThresholds` when some of ``overrides`` cannot act on an index built with ``config`` (after
     the checks of `Thresholds.check_band_guarantee`, whose errors say more)."""
-    t = overrides.for_config(config)
-    t.check_band_guarantee(config)
+    t = lookup_thresholds(overrides, config)
     acting = acting_thresholds(config, t)
     inert = [name for name in NAMES if name in overrides.values and name not in acting]
     if inert:
@@ -211,3 +210,19 @@ def resolve_thresholds(given: Thresholds | ThresholdOverrides | None, config: Fi
     if given is None:
         return Thresholds.from_config(config)
     raise ConfigError(f"thresholds must be a Thresholds or ThresholdOverrides, got {type(given).__name__}")
+
+
+def lookup_thresholds(given: Thresholds | ThresholdOverrides | None, config: FingerprintConfig) -> Thresholds:
+    """The thresholds in force (`resolve_thresholds`) for a path that looks candidates up by band key,
+    refused when the index cannot serve them (`Thresholds.check_band_guarantee`).
+
+    >>> lookup_thresholds(ThresholdOverrides(hamming_k=2), FingerprintConfig()).hamming_k
+    2
+    >>> lookup_thresholds(ThresholdOverrides(hamming_k=5), FingerprintConfig())
+    Traceback (most recent call last):
+    ...
+    esdedup.match.thresholds.HammingBeyondIndex: a Hamming distance of 5 is larger than the index's hamming_k 3; ...
+    """
+    t = resolve_thresholds(given, config)
+    t.check_band_guarantee(config)
+    return t

@@ -2,8 +2,6 @@
 re-runs that change nothing. Output is asserted exactly; nothing is mocked."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from esdedup_cli.main import app
 from typer.testing import CliRunner

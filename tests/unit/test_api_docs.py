@@ -99,6 +99,7 @@ def test_a_moved_module_is_the_same_module_under_both_paths() -> None:
     for old, new in moved.MOVED.items():
         assert importlib.import_module(old) is importlib.import_module(new), old
     import esdedup.rule
+
     from esdedup.match import rule
 
     assert esdedup.rule is rule

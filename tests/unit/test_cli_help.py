@@ -189,6 +189,21 @@ def test_unreachable_server_is_3_with_the_url(clean_env: Path) -> None:
     assert url in line and "cannot reach Elasticsearch" in line
 
 
+THRESHOLD_FLAGS = ("--hamming", "--cosine", "--jaccard", "--containment")
+
+
+@pytest.mark.parametrize("command", ["ingest", "label", "similar", "dups"])
+def test_the_commands_that_apply_the_rule_take_the_one_threshold_group(command: str) -> None:
+    """The four thresholds are declared once (`threshold_options` in cli/common.py), and every command that
+    applies the rule offers all four."""
+    result = _runner().invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.stderr
+    assert all(re.search(rf"{flag}(?![\w-])", result.stdout) for flag in THRESHOLD_FLAGS), result.stdout
+    cli = Path(__file__).resolve().parents[2] / "cli"
+    declared = [p.name for p in sorted(cli.glob("*.py")) if '"--hamming"' in p.read_text("utf-8")]
+    assert declared == ["common.py"]
+
+
 def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
     """--jaccard / --containment override the index's n-gram thresholds in ingest, similar and dups: the
     sample's edited reprints are duplicates at the defaults; at Jaccard 1 with containment off only the

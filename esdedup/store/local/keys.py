@@ -1,0 +1,198 @@
+"""The key tables ``bands`` and ``lsh``: indexed lazily from the stored documents, read by lookups and by
+the shared and crowded keys of all-pairs search (see the package docstring)."""
+from __future__ import annotations
+
+import itertools
+import operator
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE, lsh_keys_many
+from esdedup.fingerprint.simhash import from_hex
+from esdedup.schema import LSH_KEYS, key_field
+from esdedup.store.base import KeyBatch, Probe
+from esdedup.store.local.rows import KEY_COLUMNS
+from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_only, marks
+
+#: Both key tables.
+TABLES = ("bands", "lsh")
+#: Members of shared keys per `KeyBatch` (`KeyTables.key_batches`).
+KEY_BATCH = 5000
+#: SELECTs per compound statement (SQLite's default limit is 500).
+COMPOUND = 400
+# Ids read per key in a lookup, at least: enough to rank a crowd of a few hundred near-identical documents
+# by shared keys (the exact copy of a probe first), few enough that a key shared by thousands costs a bounded read.
+SCAN_PER_KEY = 256
+
+
+def key_table(band: str) -> str:
+    """The table that holds a probe band's keys: ``lsh`` for the MinHash LSH bands (whose keys live in the
+    one field `esdedup.schema.LSH_KEYS` on Elasticsearch), ``bands`` for the SimHash bands."""
+    return "lsh" if key_field(band) == LSH_KEYS else "bands"
+
+
+def tables_read(lsh: bool) -> tuple[str, ...]:
+    """The key tables a caller reads: both, or ``bands`` alone (``lsh=False``)."""
+    return TABLES if lsh else ("bands",)
+
+
+class KeyTables:
+    """The key tables of one collection's ``database``, whose keys come from ``config()`` (the collection's
+    config, known once the store is open)."""
+
+    def __init__(self, database: Database, config: Callable[[], FingerprintConfig]) -> None:
+        self._database = database
+        self._config = config
+        #: Per table, up to which ``seq`` a read-only file's keys are indexed in this connection's temporary tables.
+        self._tail_marks: dict[str, int] = {}
+
+    # -- indexing ---------------------------------------------------------------------------------
+    def merge(self, tables: Sequence[str] = TABLES, chunk: int = 50_000) -> None:
+        """Index the keys of documents written since the last merge."""
+        db = self._database.connect()
+        for table in tables:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (f"indexed:{table}",)).fetchone()
+            mark = int(row[0]) if row else 0
+            top = db.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
+            if top <= max(mark, self._tail_marks.get(table, 0)):
+                continue
+            if not self._database.read_only:
+                try:
+                    self._merge_table(db, table, mark, top, chunk)
+                    continue
+                except sqlite3.OperationalError as exc:
+                    if not is_read_only(exc):
+                        raise
+                    self._database.read_only = True
+            self._merge_in_memory(db, table, max(mark, self._tail_marks.get(table, 0)), top, chunk)
+
+    def _merge_in_memory(self, db: sqlite3.Connection, table: str, mark: int, top: int, chunk: int) -> None:
+        """The read-only case of `merge`: the keys go to a temporary table of this connection, and a temporary
+        view of the same name (which SQLite finds before the file's table) joins the two."""
+        db.isolation_level = None  # no write transaction can begin on a read-only file
+        db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table}_tail (key TEXT NOT NULL, id TEXT NOT NULL, "
+                   "PRIMARY KEY (key, id)) WITHOUT ROWID")
+        db.execute(f"CREATE TEMP VIEW IF NOT EXISTS {table} AS SELECT key, id FROM main.{table} "
+                   f"UNION ALL SELECT key, id FROM temp.{table}_tail")
+        while rows := db.execute(f"SELECT {KEY_COLUMNS} FROM docs WHERE seq > ? AND empty = 0 "
+                                 f"ORDER BY seq LIMIT {chunk}", (mark,)).fetchall():
+            db.executemany(f"INSERT OR IGNORE INTO temp.{table}_tail VALUES (?, ?)", self.keys_of(rows, table))
+            mark = rows[-1][0]
+        self._tail_marks[table] = max(mark, top)
+
+    def _merge_table(self, db: sqlite3.Connection, table: str, mark: int, top: int, chunk: int) -> None:
+        """Index the keys of ``table`` of the documents after ``mark`` in the file, and move the mark."""
+        with db:
+            # Keys are appended to a scratch table (cheap), then moved into the index in key order in one
+            # statement: SQLite sorts them faster than Python, and sorted inserts fill B-tree pages in turn.
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS merging (key TEXT NOT NULL, id TEXT NOT NULL)")
+            while True:
+                rows = db.execute(f"SELECT {KEY_COLUMNS} FROM docs WHERE seq > ? AND "
+                                  f"empty = 0 ORDER BY seq LIMIT {chunk}", (mark,)).fetchall()
+                if not rows:
+                    break
+                db.executemany("INSERT INTO temp.merging VALUES (?, ?)", self.keys_of(rows, table))
+                mark = rows[-1][0]
+            db.execute(f"INSERT OR IGNORE INTO {table} SELECT key, id FROM temp.merging ORDER BY key, id")
+            db.execute("DELETE FROM temp.merging")
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"indexed:{table}", str(max(mark, top))))
+
+    def keys_of(self, rows: Sequence[tuple], table: str) -> list[tuple[str, str]]:
+        """(key, id) of every ``table`` key of the documents ``rows`` (`KEY_COLUMNS`)."""
+        config = self._config()
+        if table == "bands":
+            layout = config.band_layout()
+            return [(k, doc_id) for _, doc_id, sh, _, banded in rows if banded for k in layout.keys(from_hex(sh))]
+        signed = [(doc_id, sig) for _, doc_id, _, sig, _ in rows if sig is not None]
+        if not signed:
+            return []
+        sigs = np.stack([np.frombuffer(sig, dtype=SIGNATURE_DTYPE) for _, sig in signed])
+        keys_of = lsh_keys_many(sigs, config.minhash_bands, config.minhash_rows)
+        return [(k, doc_id) for (doc_id, _), keys in zip(signed, keys_of, strict=True) for k in keys]
+
+    def indexed_keys(self, ids: list[str]) -> list[tuple[str, str]]:
+        """(key, id) of every key row the stored documents ``ids`` have in either table, once the tables are
+        indexed (what `delete` takes to forget them)."""
+        self.merge()
+        out: list[tuple[str, str]] = []
+        for chunk in chunks(ids, MAX_PARAMS):
+            rows = self._database.connect().execute(
+                f"SELECT {KEY_COLUMNS} FROM docs WHERE id IN ({marks(len(chunk))})", chunk).fetchall()
+            out += self.keys_of(rows, "bands") + self.keys_of(rows, "lsh")
+        return out
+
+    @staticmethod
+    def delete(db: sqlite3.Connection, keys: list[tuple[str, str]]) -> None:
+        """Delete key rows (`indexed_keys`), inside the caller's transaction."""
+        for table in TABLES:
+            db.executemany(f"DELETE FROM {table} WHERE key = ? AND id = ?", keys)
+
+    # -- reading ----------------------------------------------------------------------------------
+    def candidates(self, probes: Sequence[Probe], limit: int) -> list[list[str]]:
+        """For each probe, the ids of at most ``limit`` documents holding any of its keys, sorted."""
+        self.merge()
+        return [self._ranked_ids(probe, limit) for probe in probes]
+
+    def _ranked_ids(self, probe: Probe, limit: int) -> list[str]:
+        """The documents holding any of the probe's keys: those sharing the most keys with it when more than
+        ``limit`` do (ties by id), as the Elasticsearch store ranks them."""
+        db = self._database.connect()
+        keys = sorted({(key_table(band), k) for band, band_keys in probe.items() for k in band_keys})
+        scan = max(limit, SCAN_PER_KEY)
+        shared: Counter[str] = Counter()
+        for chunk in chunks(keys, COMPOUND):
+            # One subquery per key, each stopping after `scan` ids (the smallest: the index is in (key, id)
+            # order), so a key that thousands of documents share costs no more than a rarer one and a run
+            # of near-identical documents stays linear. UNION ALL keeps one row per shared key.
+            q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {table} WHERE key = ? LIMIT ?)"
+                                   for table, _ in chunk)
+            shared.update(r[0] for r in db.execute(q, [x for _, k in chunk for x in (k, scan)]))
+        return sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
+
+    def key_batches(self, *, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
+        """See `esdedup.store.base.Store.key_batches`."""
+        tables = tables_read(lsh)
+        self.merge(tables)
+        db = self._database.connect()
+        crowded = frozenset(k for t in tables for (k,) in
+                            db.execute(f"SELECT key FROM {t} GROUP BY key HAVING COUNT(*) > ?", (max_bucket,)))
+        for table in tables:
+            cur = db.execute(f"SELECT key, id FROM {table} WHERE key IN "
+                             f"(SELECT key FROM {table} GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, id")
+            groups: list[tuple[str, int, list[str]]] = []
+            members = 0
+            for key, rows in itertools.groupby(cur, key=operator.itemgetter(0)):
+                ids = [i for _, i in rows]
+                groups.append((key, len(ids), ids[:max_bucket]))
+                members += min(len(ids), max_bucket)
+                if members >= KEY_BATCH:
+                    yield self._key_batch(groups, tables, crowded)
+                    groups, members = [], 0
+            if groups:
+                yield self._key_batch(groups, tables, crowded)
+
+    def _key_batch(self, groups: list[tuple[str, int, list[str]]], tables: Sequence[str],
+                   crowded: frozenset[str]) -> KeyBatch:
+        """``groups`` with the keys of their members (computed from the stored documents, as indexed)."""
+        ids = sorted({i for _, _, g in groups for i in g})
+        keys: dict[str, set[str]] = {i: set() for i in ids}
+        for chunk in chunks(ids, MAX_PARAMS):
+            rows = self._database.connect().execute(
+                f"SELECT {KEY_COLUMNS} FROM docs WHERE id IN ({marks(len(chunk))})", chunk).fetchall()
+            for table in tables:
+                for k, i in self.keys_of(rows, table):
+                    keys[i].add(k)
+        return KeyBatch(groups, {i: frozenset(k - crowded) for i, k in keys.items()})
+
+    def crowded_keys(self, *, min_count: int, limit: int, lsh: bool) -> list[tuple[str, int]]:
+        """See `esdedup.store.base.Store.crowded_keys`."""
+        tables = tables_read(lsh)
+        self.merge(tables)
+        union = " UNION ALL ".join(f"SELECT key, COUNT(*) AS n FROM {t} GROUP BY key HAVING n >= ?" for t in tables)
+        rows = self._database.connect().execute(f"SELECT key, n FROM ({union}) ORDER BY n DESC, key LIMIT ?",
+                                                (*[min_count] * len(tables), limit)).fetchall()
+        return [(k, int(n)) for k, n in rows]

@@ -1,0 +1,56 @@
+"""A document as a row of the ``docs`` table, and back."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
+from esdedup.fingerprint.simhash import from_hex, to_hex
+from esdedup.store.base import NewDoc, StoredDoc
+
+#: The columns a `StoredDoc` is read from, in the order `stored_docs` takes them.
+DOC_COLUMNS = ("id, simhash, vector, tokens, chars, empty, cluster_id, duplicate_of, minhash, shingles, wseq, "
+               "cluster_seq, content_sha1")
+#: The columns a document's band and LSH keys are computed from (`esdedup.store.local.keys.KeyTables`).
+KEY_COLUMNS = "seq, id, simhash, minhash, banded"
+#: Writes a document (`doc_row`), in place of a stored one of the same id.
+INSERT_DOC = ("INSERT OR REPLACE INTO docs (id, simhash, vector, tokens, chars, empty, content_sha1, cluster_id, "
+              "duplicate_of, source, minhash, shingles, banded, wseq, cluster_seq) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+
+
+def doc_row(d: NewDoc, bits: int, stores_vector: bool) -> tuple:
+    """The parameters of `INSERT_DOC` for one document (its vector only when the config stores it)."""
+    fp = d.fingerprint
+    return (d.id, to_hex(fp.simhash, bits), stored_vector(fp.vector) if stores_vector and not fp.empty else None,
+            fp.length, fp.chars, int(fp.empty), d.content_sha1, d.cluster_id, d.duplicate_of,
+            json.dumps(d.source, ensure_ascii=False, default=str),
+            None if fp.minhash is None else stored_signature(fp.minhash), fp.shingles, int(bool(fp.bands)),
+            d.seq, d.cluster_seq)
+
+
+def stored_docs(rows: Iterable[tuple], dims: int) -> Iterator[StoredDoc]:
+    """The documents of rows of `DOC_COLUMNS` (a document stored without a vector reads a zero one)."""
+    for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq,
+         sha1) in rows:
+        vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
+        minhash = np.frombuffer(sig, dtype=SIGNATURE_DTYPE).astype(np.uint32) if sig is not None else None
+        yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
+                        minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0,
+                        content_sha1=sha1)
+
+
+def stored_vector(vector: np.ndarray) -> bytes:
+    """The vector as float32 bytes, each value first rounded to 6 decimals exactly as the Elasticsearch
+    store writes it into ``_source`` (`esdedup.schema.dedup_source`), so cosines agree to the last bit on
+    both stores. ``x * 1e6`` is exact for a float32 ``x``, so this is Python's correctly rounded
+    ``round(x, 6)``, vectorised."""
+    return (np.rint(np.asarray(vector, dtype=np.float64) * 1e6) / 1e6).astype("<f4").tobytes()
+
+
+def stored_signature(sig: np.ndarray) -> bytes:
+    """A MinHash signature's 16-bit values as bytes (`esdedup.fingerprint.minhash.SIGNATURE_DTYPE`, as in
+    Elasticsearch)."""
+    return np.asarray(sig, dtype=SIGNATURE_DTYPE).tobytes()

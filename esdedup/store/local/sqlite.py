@@ -1,0 +1,158 @@
+"""The SQLite file of one collection: its schema, the connection, and SQLite's errors as `StoreError`."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from esdedup.errors import ConfigError, StoreError
+from esdedup.store.local.rows import DOC_COLUMNS
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, simhash TEXT NOT NULL, vector BLOB,
+    tokens INTEGER, chars INTEGER, empty INTEGER NOT NULL, content_sha1 TEXT, cluster_id TEXT,
+    duplicate_of TEXT, source TEXT, minhash BLOB, shingles INTEGER, banded INTEGER NOT NULL,
+    wseq INTEGER NOT NULL DEFAULT 0, cluster_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS bands (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lsh (key TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
+"""
+#: Columns added after the first release of the schema above (added to older files when they are opened).
+ADDED_COLUMNS = {"wseq": "INTEGER NOT NULL DEFAULT 0", "cluster_seq": "INTEGER NOT NULL DEFAULT 0"}
+#: How long a writer waits for another process's write transaction or batch before giving up.
+BUSY_SECONDS = 120.0
+#: Host parameters per statement (SQLite's default limit is 32766).
+MAX_PARAMS = 30000
+
+
+def default_data_dir() -> Path:
+    """``$ESDEDUP_DATA_DIR``, else ``$XDG_DATA_HOME/esdedup``, else ``~/.local/share/esdedup``."""
+    if os.environ.get("ESDEDUP_DATA_DIR"):
+        return Path(os.environ["ESDEDUP_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "esdedup"
+
+
+def checked_folder(path: Path) -> Path:
+    """``path`` if it is a folder or can become one; ConfigError when it, or a folder above it, is a file."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"local store folder {path}: {p} is a file, not a folder")
+            break
+    return path
+
+
+def is_read_only(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused ``exc``'s statement because the file or its folder cannot be written."""
+    return "readonly" in str(exc).lower() or getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY")
+
+
+def chunks(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def marks(n: int) -> str:
+    """``n`` comma-separated host parameters, for ``IN (...)``."""
+    return ",".join("?" * n)
+
+
+class Database:
+    """The file ``path`` of the collection ``name``, connected on first use.
+
+    ``read_only``: the file cannot be written (a read-only file or folder), found when it is opened or
+    first written. ``doc_columns``: the ``docs`` columns a `StoredDoc` is read from (`DOC_COLUMNS`; a
+    column an older read-only file lacks reads as 0)."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name = name
+        self.path = path
+        self.read_only = False
+        self.doc_columns = DOC_COLUMNS
+        self._db: sqlite3.Connection | None = None
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """SQLite's exceptions inside as one `StoreError` that says what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreError(f"local index {self.name!r} ({self.path}) stayed locked by another process for "
+                                 f"more than {BUSY_SECONDS:.0f} s; try again when it has finished") from None
+            if is_read_only(exc):
+                raise StoreError(f"local index {self.name!r} ({self.path}) is read-only: this needs to write "
+                                 "to it (check the permissions of the file and its folder)") from None
+            raise StoreError(f"local index {self.name!r} ({self.path}): {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"local index {self.name!r} ({self.path}) is damaged or not an esdedup store: "
+                             f"{exc}") from None
+
+    def connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            with self.errors():
+                self._db = self._open()
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def drop(self) -> None:
+        """Close the connection and delete the file with its write-ahead log."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Write transactions take the write lock when they begin (IMMEDIATE), waiting for it as long as
+            # `timeout` says: a transaction that read first and wrote later would fail at once ("database is
+            # locked") when another process had written in between.
+            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level="IMMEDIATE")
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if not (is_read_only(exc) and self.path.exists()):
+                raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
+            # A read-only folder: WAL needs to create its shared-memory file, so read the file as it is.
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True)
+            self.read_only = True
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
+        db.execute("PRAGMA synchronous=NORMAL")
+        # Band keys are random, so every insert walks the band index from its root: a page cache large enough
+        # for the index's upper levels keeps them in memory instead of reading them again (SQLite's default
+        # is 2 MB; negative = KiB).
+        db.execute("PRAGMA cache_size=-65536")
+        have = {r[1] for r in db.execute("PRAGMA table_info(docs)")}
+        if have and "seq" not in have:
+            db.close()
+            raise StoreError(f"local store {self.path} was written by an older esdedup (schema 1); its fingerprints "
+                             "are not comparable with this version's: ingest the documents again into a new "
+                             "index (or delete the file)")
+        if not have or not self.read_only:
+            db.executescript(SCHEMA)
+        self._add_columns(db, have)
+        return db
+
+    def _add_columns(self, db: sqlite3.Connection, have: set[str]) -> None:
+        """Add the columns newer versions keep to an older file; a read-only one reads them as 0."""
+        missing = [c for c in ADDED_COLUMNS if have and c not in have]
+        try:
+            with db:
+                for col in missing:
+                    db.execute(f"ALTER TABLE docs ADD COLUMN {col} {ADDED_COLUMNS[col]}")
+                db.execute("CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster_id)")
+        except sqlite3.OperationalError as exc:
+            if not is_read_only(exc):
+                raise
+            self.read_only = True
+            for col in missing:
+                self.doc_columns = self.doc_columns.replace(col, f"0 AS {col}")

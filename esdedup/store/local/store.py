@@ -1,0 +1,271 @@
+"""`LocalStore`: the `Store` protocol on one SQLite file per collection (see the package docstring)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import sqlite3
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from esdedup.errors import IndexNotFound, StoreError
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.schema import META_KEY, config_from_meta, meta_for
+from esdedup.store.base import (
+    KeyBatch,
+    NewDoc,
+    OpenResult,
+    Probe,
+    Root,
+    StoredDoc,
+    WriteResult,
+    mismatch_error,
+    validate_name,
+)
+from esdedup.store.local import labels as cluster_labels
+from esdedup.store.local.keys import KeyTables
+from esdedup.store.local.rows import INSERT_DOC, doc_row, stored_docs
+from esdedup.store.local.sqlite import (
+    BUSY_SECONDS,
+    MAX_PARAMS,
+    Database,
+    checked_folder,
+    chunks,
+    default_data_dir,
+    marks,
+)
+from esdedup.util.filelock import FileLock
+
+#: Rows per transaction when writing.
+WRITE_BATCH = 2000
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _sql_errors(fn: F) -> F:
+    """Turn SQLite's exceptions in a public method (or generator) into one clear `StoreError`."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen(self: LocalStore, *args: Any, **kwargs: Any) -> Any:
+            with self._database.errors():
+                yield from fn(self, *args, **kwargs)
+        return gen  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(self: LocalStore, *args: Any, **kwargs: Any) -> Any:
+        with self._database.errors():
+            return fn(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
+class LocalStore:
+    """A collection in ``data_dir/<name>.sqlite``."""
+
+    def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
+        self.name = validate_name(name)
+        self.data_dir = checked_folder(Path(data_dir) if data_dir is not None else default_data_dir())
+        self.path = self.data_dir / f"{name}.sqlite"
+        self.lock_path = self.data_dir / f"{name}.sqlite.lock"
+        self._database = Database(self.name, self.path)
+        self._keys = KeyTables(self._database, lambda: self.config)
+        self._config: FingerprintConfig | None = None
+        #: Nothing is ever re-sent here (see `Store.retried`).
+        self.retried = 0
+        #: Writers never need to settle labels here: `write_lock` serialises their batches.
+        self.settles = False
+        #: Rows, not JSON: the ``dedup`` fields are not encoded in advance for this store.
+        self.takes_dedup_json = False
+        self._data_version: int | None = None
+
+    @property
+    def read_only(self) -> bool:
+        """The file cannot be written: keys not yet indexed are indexed in temporary tables only."""
+        return self._database.read_only
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @_sql_errors
+    def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
+        if not self.path.exists() and (config is None or not create):
+            raise IndexNotFound(f"local index {self.name!r} does not exist in {self.data_dir}", index=self.name)
+        db = self._database.connect()
+        self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
+        if row is None:
+            if config is None:
+                raise IndexNotFound(f"local index {self.name!r} has no esdedup config")
+            with db:
+                db.execute("INSERT INTO meta VALUES (?, ?)", (META_KEY, json.dumps(meta_for(config)[META_KEY])))
+            self._config = config
+            return OpenResult(config, True)
+        stored = config_from_meta({META_KEY: json.loads(row[0])})
+        assert stored is not None
+        if config is not None and not stored.compatible_with(config):
+            raise mismatch_error(self.name, stored, config)
+        # Keep the caller's paths (resource files on this machine) when it gave a compatible config.
+        self._config = config if config is not None else stored
+        return OpenResult(self._config, False)
+
+    @property
+    def config(self) -> FingerprintConfig:
+        if self._config is None:
+            raise StoreError("store is not open: call open() first")
+        return self._config
+
+    def close(self) -> None:
+        self._database.close()
+
+    def drop(self) -> None:
+        self._database.drop()
+
+    def refresh(self) -> None:
+        """Nothing to do: every write is visible at once (reads index newer documents when they need to)."""
+
+    def alone(self) -> bool:
+        """Writers never settle here (`write_lock` serialises them), so this does not matter: True."""
+        return True
+
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[bool]:
+        """Hold the lock file for one batch, waiting up to `BUSY_SECONDS` for another writer's batch; yields
+        True when another connection committed changes since this one last held it (``PRAGMA
+        data_version``)."""
+        db = self._database.connect()
+        with FileLock(self.lock_path, wait=BUSY_SECONDS, busy=StoreError(
+                f"local index {self.name!r} is being written by another process that held it for more than "
+                f"{BUSY_SECONDS:.0f} s; try again when it has finished")), self._database.errors():
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            changed = self._data_version is not None and version != self._data_version
+            try:
+                yield changed
+            finally:
+                self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
+
+    @_sql_errors
+    def count(self) -> int:
+        return int(self._database.connect().execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+
+    # -- writing ---------------------------------------------------------------------------------
+    @_sql_errors
+    def write(self, docs: Iterable[NewDoc]) -> Iterator[WriteResult]:
+        db = self._database.connect()
+        config = self.config
+        batch: list[NewDoc] = []
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) >= WRITE_BATCH:
+                yield from self._write_batch(db, config, batch)
+                batch = []
+        if batch:
+            yield from self._write_batch(db, config, batch)
+
+    def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc]) -> list[WriteResult]:
+        """Write one transaction's documents, the key rows of the stored ones they replace deleted first."""
+        ids = [d.id for d in batch]
+        existing: set[str] = set()
+        for chunk in chunks(ids, MAX_PARAMS):
+            existing.update(r[0] for r in db.execute(f"SELECT id FROM docs WHERE id IN ({marks(len(chunk))})", chunk))
+        old = [i for i in ids if i in existing]
+        old_keys = self._keys.indexed_keys(old) if old else []
+        bits, vectors = config.bits, config.stores_vector
+        with db:
+            self._keys.delete(db, old_keys)
+            db.executemany(INSERT_DOC, [doc_row(d, bits, vectors) for d in batch])
+        return [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
+
+    @_sql_errors
+    def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
+        return cluster_labels.set_labels(self._database.connect(), labels)
+
+    @_sql_errors
+    def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
+        """See `Store.merge_clusters`. Writers are serialised here, so one UPDATE per group does it."""
+        return cluster_labels.merge_clusters(self._database.connect(), groups)
+
+    @_sql_errors
+    def relabel(self, labels: Mapping[str, Root]) -> int:
+        """See `Store.relabel`."""
+        return cluster_labels.relabel(self._database.connect(), labels)
+
+    @_sql_errors
+    def delete_if_unchanged(self, docs: Sequence[StoredDoc]) -> list[str]:
+        """See `Store.delete_if_unchanged` (writers are serialised here: nothing changes under a batch)."""
+        ids = sorted({d.id for d in docs})
+        if not ids:
+            return []
+        old_keys = self._keys.indexed_keys(ids)
+        db = self._database.connect()
+        deleted: list[str] = []
+        with db:
+            self._keys.delete(db, old_keys)
+            for doc_id in ids:
+                if db.execute("DELETE FROM docs WHERE id = ?", (doc_id,)).rowcount:
+                    deleted.append(doc_id)
+        return deleted
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _docs_where(self, column: str, values: Sequence[str]) -> Iterator[StoredDoc]:
+        """The stored documents whose ``column`` is one of ``values``."""
+        db = self._database.connect()
+        for chunk in chunks(list(values), MAX_PARAMS):
+            rows = db.execute(f"SELECT {self._database.doc_columns} FROM docs WHERE {column} IN "
+                              f"({marks(len(chunk))})", chunk)
+            yield from stored_docs(rows, self.config.dims)
+
+    @_sql_errors
+    def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
+        return {d.id: d for d in self._docs_where("id", ids)}
+
+    @_sql_errors
+    def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
+        """See `Store.members`."""
+        return list(self._docs_where("cluster_id", cluster_ids))
+
+    @_sql_errors
+    def get_source(self, doc_id: str) -> dict[str, Any] | None:
+        row = self._database.connect().execute("SELECT source FROM docs WHERE id = ?", (doc_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
+
+    @_sql_errors
+    def labels(self) -> dict[str, tuple[str | None, str | None]]:
+        return cluster_labels.read_labels(self._database.connect())
+
+    @_sql_errors
+    def lookup(self, probes: Sequence[Probe], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        out = []
+        for ids in self._keys.candidates(probes, limit):
+            found = self.get(ids)
+            out.append([found[i] for i in ids if i in found])
+        return out
+
+    @_sql_errors
+    def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
+        self.config.require_vector(self.name)
+        q = np.asarray(vector, dtype=np.float32)
+        best: list[tuple[float, str]] = []
+        cur = self._database.connect().execute("SELECT id, vector FROM docs WHERE empty = 0")
+        while rows := cur.fetchmany(20000):
+            mat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+            sims = mat @ q
+            top = np.argsort(-sims)[:k]
+            best.extend((float(sims[i]), rows[i][0]) for i in top)
+            best = sorted(best, key=lambda x: (-x[0], x[1]))[:k]
+        found = self.get([i for _, i in best])
+        return [found[i] for _, i in best if i in found]
+
+    @_sql_errors
+    def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        cur = self._database.connect().execute(f"SELECT {self._database.doc_columns} FROM docs ORDER BY id")
+        while rows := cur.fetchmany(batch):
+            yield list(stored_docs(rows, self.config.dims))
+
+    @_sql_errors
+    def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
+        yield from self._keys.key_batches(max_bucket=max_bucket, lsh=lsh)
+
+    @_sql_errors
+    def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
+        return self._keys.crowded_keys(min_count=min_count, limit=limit, lsh=lsh)
