@@ -43,6 +43,7 @@ from esdedup.match.lookup import similar, similar_knn  # noqa: E402
 from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
+from esdedup.store.elastic.writes import index_action  # noqa: E402
 
 
 def pct(values: list[float], p: float) -> float:
@@ -163,7 +164,7 @@ def main() -> None:
         def floor_bulk() -> Timed:
             floor_store.drop()
             floor_store.open(config)
-            actions = [floor_store._action(d) for d in floor_docs]  # encoded before the clock starts
+            actions = [index_action(floor_store.name, config, d) for d in floor_docs]  # encoded before the clock starts
             timed = timed_bulk(es, floor_store.name, actions, len(docs), args.chunk)
             floor_store.drop()
             return timed

@@ -53,6 +53,7 @@ from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import similar, similar_on_node  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
+from esdedup.store.elastic.writes import index_action  # noqa: E402
 
 PIPELINE = "bench-esdedup-plugin"
 
@@ -116,7 +117,7 @@ class Runs:
         store = ElasticStore(self.es, "bench-precomputed", replicas=0, chunk_size=self.chunk)
         store.drop()
         store.open(self.config)
-        actions = [store._action(d) for d in new_docs]  # encoded before the clock starts
+        actions = [index_action(store.name, store.config, d) for d in new_docs]  # encoded before the clock starts
         timed = timed_bulk(self.es, store.name, actions, len(new_docs), self.chunk)
         store.drop()
         return timed

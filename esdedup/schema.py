@@ -57,7 +57,15 @@ TOKENS = "dedup.tokens"
 CLUSTER_ID = "dedup.cluster_id"
 DUPLICATE_OF = "dedup.duplicate_of"
 EMPTY = "dedup.empty"
+CHARS = "dedup.chars"
 SHINGLES = "dedup.shingles"
+MINHASH = "dedup.minhash"
+SEQ = "dedup.seq"
+CLUSTER_SEQ = "dedup.cluster_seq"
+CONTENT_SHA1 = "dedup.content_sha1"
+#: ``_source`` patterns of the key fields: the SimHash bands and the LSH keys.
+BAND_FIELDS_PATTERN = "dedup.band_*"
+LSH_FIELDS_PATTERN = "dedup.lsh_*"
 #: The `_meta` key under which an index carries its FingerprintConfig.
 META_KEY = "esdedup"
 META_SCHEMA = 1

@@ -27,11 +27,19 @@ from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import LSH_KEY_BITS, SIGNATURE_BITS
 from esdedup.schema import (
+    CHARS,
     CLUSTER_ID,
+    CLUSTER_SEQ,
+    CONTENT_SHA1,
     DEDUP,
     DUPLICATE_OF,
+    EMPTY,
     LSH_KEYS,
+    MINHASH,
+    SEQ,
+    SHINGLES,
     SIMHASH,
+    TOKENS,
     VECTOR,
     band_fields,
     mapping_for,
@@ -71,29 +79,29 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
                              f"texts within Hamming distance {config.hamming_k} are near-duplicate candidates"),
         VECTOR: ("TF vector", f"hashed term-frequency vector ({config.dims} dims, unit length, cosine "
                               "similarity); not aggregatable, hidden from Discover"),
-        "dedup.minhash": ("MinHash signature", f"MinHash signature of the character n-grams "
-                                               f"({config.minhash_perm} little-endian {SIGNATURE_BITS}-bit values, "
-                                               "base64; every text unless the strategy is simhash); binary, not "
-                                               "searchable"),
-        "dedup.shingles": ("character n-grams", f"distinct character {config.minhash_ngram}-grams behind the "
-                                                "MinHash signature"),
-        "dedup.tokens": ("terms", "number of terms after normalising, tokenising and dropping stopwords"),
-        "dedup.chars": ("characters", "length of the normalised text in characters"),
-        "dedup.empty": ("empty text", "true when the text has no words; an empty text never matches anything"),
-        "dedup.content_sha1": ("content SHA-1", "SHA-1 of the normalised text; equal values = exact duplicates"),
+        MINHASH: ("MinHash signature", f"MinHash signature of the character n-grams "
+                                       f"({config.minhash_perm} little-endian {SIGNATURE_BITS}-bit values, "
+                                       "base64; every text unless the strategy is simhash); binary, not "
+                                       "searchable"),
+        SHINGLES: ("character n-grams", f"distinct character {config.minhash_ngram}-grams behind the "
+                                        "MinHash signature"),
+        TOKENS: ("terms", "number of terms after normalising, tokenising and dropping stopwords"),
+        CHARS: ("characters", "length of the normalised text in characters"),
+        EMPTY: ("empty text", "true when the text has no words; an empty text never matches anything"),
+        CONTENT_SHA1: ("content SHA-1", "SHA-1 of the normalised text; equal values = exact duplicates"),
         CLUSTER_ID: ("cluster", "id of the cluster's representative document; equal values = one cluster "
                                 "of near-duplicates (a document that duplicates nothing is its own cluster)"),
         DUPLICATE_OF: ("duplicate of", "id of the cluster's representative, on every other member of the "
                                        "cluster; absent on representatives and on documents that duplicate nothing"),
-        "dedup.seq": ("write order", "when ingest wrote the document (nanoseconds since 1970, kept on re-ingest); "
+        SEQ: ("write order", "when ingest wrote the document (nanoseconds since 1970, kept on re-ingest); "
                                      "the earliest member of a cluster represents it"),
-        "dedup.cluster_seq": ("cluster write order", "write order (dedup.seq) of the cluster's representative"),
+        CLUSTER_SEQ: ("cluster write order", f"write order ({SEQ}) of the cluster's representative"),
     }
     layout = config.band_layout()
     probe = (f"; lookups also probe keys within {layout.radius} bit(s) of it" if layout.radius else "")
     for i, name in enumerate(band_fields(config)):
         ranges = _bit_ranges(layout.spans[b] for b in layout.tables[i])
-        out[f"dedup.{name}"] = (
+        out[f"{DEDUP}.{name}"] = (
             f"SimHash band {i} (bits {ranges})",
             f"SimHash band key of table {i}: bits {ranges}, stored as \"{i}:<hex>\"; equal values = candidate "
             f"near-duplicates{probe}")
@@ -182,8 +190,8 @@ def saved_objects(index: str, config: FingerprintConfig, *, time_field: str | No
 
     objects.append(_envelope("search:near-duplicate-clusters", "search", index, {
         "title": f"esdedup {index}: near-duplicate clusters",
-        "description": "Documents labelled as a near-duplicate of another (dedup.duplicate_of set), sorted by "
-                       "cluster. A cluster's representative has no duplicate_of; filter on dedup.cluster_id "
+        "description": f"Documents labelled as a near-duplicate of another ({DUPLICATE_OF} set), sorted by "
+                       f"cluster. A cluster's representative has no duplicate_of; filter on {CLUSTER_ID} "
                        "to see a whole cluster.",
         "columns": ["title", CLUSTER_ID, DUPLICATE_OF, SIMHASH],
         "sort": [[CLUSTER_ID, "asc"]],
@@ -201,11 +209,11 @@ def saved_objects(index: str, config: FingerprintConfig, *, time_field: str | No
 
     title = f"esdedup {index}: cluster sizes"
     objects.append(vis("visualization:cluster-sizes", title,
-                       "Largest near-duplicate clusters: documents per dedup.cluster_id (clusters of two or "
+                       f"Largest near-duplicate clusters: documents per {CLUSTER_ID} (clusters of two or "
                        "more documents).",
                        _table(title, CLUSTER_ID, "cluster", CLUSTER_ROWS, min_count=2)))
     for i, name in enumerate(band_fields(config)):
-        field = f"dedup.{name}"
+        field = f"{DEDUP}.{name}"
         title = f"esdedup {index}: most crowded values of {field}"
         objects.append(vis(f"visualization:crowded-{name}", title,
                            f"Band values of table {i} shared by the most documents. A value shared by very "

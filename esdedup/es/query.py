@@ -14,12 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from esdedup.schema import DEDUP, key_field
-
-#: Doc-value fields every lookup returns (cheap, columnar).
-FINGERPRINT_FIELDS = ["dedup.simhash", "dedup.tokens", "dedup.chars", "dedup.empty", "dedup.cluster_id",
-                      "dedup.duplicate_of", "dedup.shingles", "dedup.seq", "dedup.cluster_seq", "dedup.content_sha1"]
-VECTOR_SOURCE = ["dedup.vector", "dedup.minhash"]
+from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
+from esdedup.schema import DEDUP, SHINGLES, VECTOR, key_field
 
 
 def band_query(probe: Mapping[str, Sequence[str]], *, filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -138,7 +134,7 @@ def node_verified_body(probe: Mapping[str, Sequence[str]], params: Mapping[str, 
     def script(source: str) -> dict[str, Any]:
         return {"lang": "esdedup", "source": source, "params": dict(params)}
 
-    return {"size": size, "_source": False, "track_total_hits": False, "docvalue_fields": ["dedup.shingles"],
+    return {"size": size, "_source": False, "track_total_hits": False, "docvalue_fields": [SHINGLES],
             "query": {"script_score": {"query": band_query(probe), "script": script("near_duplicate"),
                                        "min_score": 1.0}},
             "script_fields": {m: {"script": script(m)} for m in NODE_MEASURES}}
@@ -147,7 +143,7 @@ def node_verified_body(probe: Mapping[str, Sequence[str]], params: Mapping[str, 
 def knn_body(vector: Iterable[float], *, k: int = 10, num_candidates: int | None = None,
              filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Top-level ``knn`` on the TF vector (the short-text path), returning fingerprints only."""
-    knn: dict[str, Any] = {"field": "dedup.vector", "query_vector": [float(x) for x in vector], "k": k,
+    knn: dict[str, Any] = {"field": VECTOR, "query_vector": [float(x) for x in vector], "k": k,
                            "num_candidates": num_candidates or max(100, 4 * k)}
     if filters:
         knn["filter"] = list(filters)

@@ -1,12 +1,11 @@
 """How the Elasticsearch clients esdedup builds read responses: orjson first.
 
-The store-side `dups` join and the band lookups read large search responses (every member's key doc values);
-the client's standard-library JSON decoder took a fifth of the join's client CPU (py-spy, 100,000 documents,
-BENCHMARKS.md). orjson parses the same JSON several times faster into the same values (Elasticsearch's numbers
-are at most 64-bit integers and doubles, which both read alike). What orjson refuses, such as a lone surrogate
-escaped in a stored text, is read by the standard library as before. Requests are still encoded by the
-standard library: orjson refuses some of what it passes through (lone surrogates again), and bulk bodies are
-encoded by esdedup itself (`esdedup.schema.json_bytes`).
+The store-side `dups` join and the band lookups read large search responses (every member's key doc values),
+and decoding them is a large part of the client's work in both; orjson reads the same JSON into the same values
+(Elasticsearch's numbers are at most 64-bit integers and doubles, which both read alike) at a fraction of the
+standard library's cost. What orjson refuses, such as a lone surrogate escaped in a stored text, is read by the
+standard library. Requests are encoded by the standard library: orjson refuses some of what it passes through
+(lone surrogates again), and bulk bodies are encoded by esdedup itself (`esdedup.schema.json_bytes`).
 """
 from __future__ import annotations
 

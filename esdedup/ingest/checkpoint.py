@@ -73,8 +73,8 @@ def _checkpoint_files(data: Any, path: Path) -> dict[str, dict[str, Any]]:
     else:
         for name, entry in files.items():
             offset = entry.get("offset", 0) if isinstance(entry, dict) else None
-            if not isinstance(entry, dict) or isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 \
-                    or not isinstance(entry.get("done", False), bool):
+            if (not isinstance(entry, dict) or isinstance(offset, bool) or not isinstance(offset, int) or offset < 0
+                    or not isinstance(entry.get("done", False), bool)):
                 bad = f"the entry of {name!r} is not {{'offset': a whole number >= 0, 'done': true or false}}"
                 break
     if bad is not None:

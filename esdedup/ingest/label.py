@@ -8,7 +8,7 @@ own: a document's write order is its ``seq`` (the processor stamps, in nanosecon
 the node: one ``_bulk`` keeps its order, as an ingest of the same file would), the representative of a
 cluster is its earliest member by ``seq`` then id, near-duplicates are found by the band lookup and decided
 by `esdedup.match.rule`, and clusters are joined in the store with conditional updates
-(`esdedup.ingest.run.settle_stored`, the step every ingest runs after writing a batch).
+(`esdedup.ingest.settle`, the step every ingest runs after writing a batch).
 
 Per batch of unlabelled documents: (1) a document without ``seq`` (written through a pipeline made before the
 processor kept write order) gets one, in id order, from ingest's clock; (2) settle: the clusters of its
@@ -27,22 +27,21 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from esdedup.errors import NeedsElasticsearch
-from esdedup.es.query import FINGERPRINT_FIELDS
+from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.ingest.run import settle_stored
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.schema import DEDUP, band_fields
-from esdedup.store.base import Root, Store, StoredDoc
-from esdedup.store.elastic.store import hit_to_doc
+from esdedup.ingest.settle import settle_stored
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
+from esdedup.schema import CLUSTER_ID, DEDUP, SIMHASH, band_fields
+from esdedup.store.base import ElasticsearchBacked, ElasticsearchBackedStore, Root, Store, StoredDoc
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000
 #: A document that has dedup fields and no cluster label.
-UNLABELLED = {"bool": {"filter": [{"exists": {"field": f"{DEDUP}.simhash"}}],
-                       "must_not": [{"exists": {"field": f"{DEDUP}.cluster_id"}}]}}
+UNLABELLED = {"bool": {"filter": [{"exists": {"field": SIMHASH}}],
+                       "must_not": [{"exists": {"field": CLUSTER_ID}}]}}
 
 
 @dataclass
@@ -72,7 +71,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
               progress: Callable[[LabelSummary], None] | None = None) -> LabelSummary:
     """Label the documents of an Elasticsearch index that carry dedup fields but no cluster label yet.
 
-    Safe while other writers (``esdedup ingest``, `esdedup.ingest.run.Ingester`, other label runs, clients writing
+    Safe while other writers (``esdedup ingest``, `esdedup.ingest.service.Ingester`, other label runs, clients writing
     through the pipeline) write the same index; idempotent (a second run labels nothing). Documents written
     after the run started are left to the next run.
 
@@ -81,18 +80,18 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     Raises ConfigError (not an Elasticsearch store, bad thresholds), IndexNotFound, StoreError (the server
     failed; what was labelled stays labelled, a new run continues).
     """
-    client = getattr(store, "client", None)
-    if client is None:
-        raise NeedsElasticsearch("labelling documents written by other programs runs on Elasticsearch; the embedded store "
+    if not isinstance(store, ElasticsearchBacked):
+        raise NeedsElasticsearch("labelling documents written by other programs runs on Elasticsearch; the "
+                                 "embedded store "
                           "labels every document as it is ingested")
     started = time.monotonic()
     config = store.open(None, create=False).config
-    t = resolve_thresholds(thresholds, config)
-    t.check_band_guarantee(config)
+    t = lookup_thresholds(thresholds, config)
     summary = LabelSummary()
     store.refresh()
     for hits in _unlabelled(store, batch):
-        docs = sorted((_Unlabelled.of(h, config) for h in hits), key=lambda d: (d.doc.seq or 2**63, d.doc.id))
+        docs = sorted((_Unlabelled.of(store.stored_doc(h), h, config) for h in hits),
+                      key=lambda d: (d.doc.seq or 2**63, d.doc.id))
         summary.found += len(docs)
         _label_batch(store, config, t, docs, summary)
         if progress:
@@ -110,8 +109,7 @@ class _Unlabelled:
     fp: Fingerprint
 
     @classmethod
-    def of(cls, hit: Mapping[str, Any], config: FingerprintConfig) -> _Unlabelled:
-        doc = hit_to_doc(hit, config.dims)
+    def of(cls, doc: StoredDoc, hit: Mapping[str, Any], config: FingerprintConfig) -> _Unlabelled:
         fields = hit.get("fields", {})
         bands = [v[0] for v in (fields.get(f"{DEDUP}.{name}") for name in band_fields(config)) if v]
         # The LSH keys follow from the stored signature, in band order (the one multi-valued field's doc
@@ -122,14 +120,14 @@ class _Unlabelled:
         return cls(doc, fp)
 
 
-def _unlabelled(store: Any, batch: int) -> Iterator[list[dict[str, Any]]]:
+def _unlabelled(store: ElasticsearchBackedStore, batch: int) -> Iterator[list[dict[str, Any]]]:
     """The unlabelled documents as the index held them when the run started (a point in time), in pages."""
     fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(store.config)]
-    return store.hit_pages("finding unlabelled documents", query=UNLABELLED, batch=batch,  # type: ignore[no-any-return]
-                           docvalue_fields=fields, versions=True, keep_alive="5m")
+    return store.hit_pages("finding unlabelled documents", query=UNLABELLED, batch=batch, docvalue_fields=fields,
+                           versions=True, keep_alive="5m")
 
 
-def _label_batch(store: Any, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
+def _label_batch(store: ElasticsearchBackedStore, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],
                  summary: LabelSummary) -> None:
     """Steps (1)-(4) of the module docstring for one batch."""
     before = store.indexed_total()

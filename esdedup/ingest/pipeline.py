@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from esdedup.errors import ConfigError, NeedsElasticsearch, StoreError
+from esdedup.es.errors import api_reason, es_errors
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.store.base import Store
+from esdedup.schema import DEDUP
+from esdedup.store.base import ElasticsearchBacked, Store
 
 #: The plugin's processor type.
 PROCESSOR = "esdedup_fingerprint"
@@ -33,7 +35,7 @@ def pipeline_body(config: FingerprintConfig, *, field: str = "text") -> dict[str
     """
     return {
         "description": f"esdedup: dedup fields of {field!r} (config schema {config.schema})",
-        "processors": [{PROCESSOR: {"field": field, "target_field": "dedup", "config": config.to_dict()}}],
+        "processors": [{PROCESSOR: {"field": field, "target_field": DEDUP, "config": config.to_dict()}}],
     }
 
 
@@ -47,50 +49,27 @@ def put_pipeline(store: Store, *, name: str | None = None, field: str = "text", 
         StoreError: the node has no esdedup plugin, or the request failed.
         IndexNotFound: the index does not exist.
     """
-    client = getattr(store, "client", None)
-    if client is None:
+    if not isinstance(store, ElasticsearchBacked):
         raise NeedsElasticsearch("an ingest pipeline runs on Elasticsearch; the embedded store fingerprints in "
                           "esdedup itself")
     config = store.open(None, create=False).config
     name = name or pipeline_name(store.name)
-    _put(client, name, pipeline_body(config, field=field))
+    _put(store.client, name, pipeline_body(config, field=field))
     if default:
-        _request(lambda: client.indices.put_settings(index=store.name,
-                                                     settings={"index.default_pipeline": name}),
-                 f"setting the default pipeline of {store.name!r}")
+        with es_errors(f"setting the default pipeline of {store.name!r}"):
+            store.client.indices.put_settings(index=store.name, settings={"index.default_pipeline": name})
     return name
 
 
 def _put(client: Any, name: str, body: dict[str, Any]) -> None:
     import elasticsearch as es
 
-    try:
-        client.ingest.put_pipeline(id=name, **body)
-    except es.BadRequestError as exc:
-        reason = _reason(exc)
-        if "No processor type exists" in reason:
-            raise StoreError(f"the node has no {PROCESSOR!r} processor: install the esdedup plugin on every node "
-                             f"(plugin/README.md) ({reason})") from None
-        raise ConfigError(f"the {PROCESSOR!r} processor refused the index's config: {reason}") from None
-    except es.ApiError as exc:
-        raise StoreError(f"creating pipeline {name!r} failed: {_reason(exc)}") from None
-
-
-def _request(call: Any, what: str) -> None:
-    import elasticsearch as es
-
-    try:
-        call()
-    except es.ApiError as exc:
-        raise StoreError(f"{what} failed: {_reason(exc)}") from None
-
-
-def _reason(exc: Any) -> str:
-    info = getattr(exc, "info", None) or getattr(exc, "body", None)
-    if isinstance(info, dict):
-        err = info.get("error", {})
-        if isinstance(err, dict):
-            root = (err.get("root_cause") or [{}])[0]
-            return str(root.get("reason") or err.get("reason") or err)
-        return str(err)
-    return str(exc)
+    with es_errors(f"creating pipeline {name!r}"):
+        try:
+            client.ingest.put_pipeline(id=name, **body)
+        except es.BadRequestError as exc:
+            reason = api_reason(exc)
+            if "No processor type exists" in reason:
+                raise StoreError(f"the node has no {PROCESSOR!r} processor: install the esdedup plugin on every "
+                                 f"node (plugin/README.md) ({reason})") from None
+            raise ConfigError(f"the {PROCESSOR!r} processor refused the index's config: {reason}") from None

@@ -7,7 +7,7 @@ Besides the band keys, what the run needs to label as one that kept everything i
 merges it made (`ClusterRoots`: a union-find over representatives, the earliest by write order winning), and
 the ids it wrote in its earlier windows with their content SHA-1 (`EarlierWrites`).
 
-No store: `esdedup.ingest.run` decides when a window is frozen and fetches the documents a frozen lookup names.
+No store: `esdedup.ingest.window` decides when a window is frozen and fetches the documents a frozen lookup names.
 Everything is in memory but `EarlierWrites`, which keeps its ids in a private temporary SQLite file (a run of
 any length knows every id it wrote).
 """
@@ -31,7 +31,7 @@ MAX_PER_KEY = 32
 
 class RunIndex:
     """Band key -> documents written in this run (since the store last made them searchable: at most about
-    `esdedup.ingest.run.RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting
+    `esdedup.ingest.window.RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting
     for the store to make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded`` counts the
     documents of each key held by more."""
 
@@ -185,9 +185,8 @@ class FrozenKeys:
         """Merge one window's entries (sorted by hash, then ordinal; every ordinal above the table's) into the
         table, in place: the table grows (a reallocation, which moves no pages of a large array), then its
         entries move up from the last, a chunk at a time, by the number of new entries of a smaller hash.
-        ``np.insert`` at the same positions is about a third faster (0.5 s instead of 0.8 for 3.2M entries
-        into 12.8M, once a window) but builds a second table: 0.4 GB more near `FROZEN_MAX_DOCS`, at the
-        roll, where a run's memory peaks."""
+        Not ``np.insert`` at the same positions: it builds a second table (0.4 GB more near
+        `esdedup.ingest.window.FROZEN_MAX_DOCS`) at the roll, where a run's memory peaks."""
         n, m = len(self._hashes), len(hashes)
         # A new entry goes after the table's entries of its hash (written earlier) and the new ones before it.
         at = np.searchsorted(self._hashes, hashes, side="right")
@@ -216,8 +215,9 @@ class FrozenKeys:
         queries = hashes[by_hash]
         first = np.searchsorted(self._hashes, queries, side="left")
         # Most keys are held by no earlier document: the end of a key's entries is searched for the others only.
-        hit = np.flatnonzero(self._hashes[np.minimum(first, len(self._hashes) - 1)] == queries) \
-            if len(self._hashes) else np.zeros(0, dtype=np.int64)
+        hit = np.zeros(0, dtype=np.int64)
+        if len(self._hashes):
+            hit = np.flatnonzero(self._hashes[np.minimum(first, len(self._hashes) - 1)] == queries)
         held = np.zeros(len(queries), dtype=np.int64)
         held[hit] = np.searchsorted(self._hashes, queries[hit], side="right") - first[hit]
         # A key's entries are in write order: its first per_key documents are its first per_key entries.
@@ -251,7 +251,16 @@ def _rank_in_runs(labels: np.ndarray) -> np.ndarray:
 
 class ClusterRoots:
     """The cluster merges of this run: a representative that joined an earlier cluster points at that
-    cluster's representative (a union-find over representative ids)."""
+    cluster's representative (a union-find over representative ids).
+
+    Not `esdedup.util.unionfind.UnionFind`, because of `forget`: it drops the links from and to some ids, so
+    that a representative that joined the cluster through a forgotten one is its own representative again
+    (with ``b`` joined to ``c`` and ``a`` to ``b``, forgetting ``b`` leaves ``a`` and ``c`` apart). A
+    `UnionFind` cannot remove an item, and its path halving rewrites each parent to a grandparent as it
+    finds (``a`` would point at ``c``), so it no longer holds the links `forget` must drop: this class's own
+    links would have to be kept beside it and the `UnionFind` rebuilt from them at every `forget`, two
+    structures for one. The links are also keyed by id and lead to a `Root` (``(seq, id)``), where a
+    `UnionFind` of roots would tell two write orders of one id apart (an id whose text was replaced)."""
 
     def __init__(self) -> None:
         self._parent: dict[str, Root] = {}
@@ -270,6 +279,10 @@ class ClusterRoots:
         for r in moved:
             self._parent[r[1]] = top
         return top, moved
+
+    def join(self, roots: Iterable[Root]) -> Root:
+        """Join the clusters of ``roots``; returns their representative."""
+        return self.union(roots)[0]
 
     def forget(self, ids: set[str]) -> None:
         """Drop what this run knows of the clusters of ``ids`` (the store now labels them afresh)."""

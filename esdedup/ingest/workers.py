@@ -65,7 +65,7 @@ def _fingerprint_batch(texts: list[str], encode: bool) -> Fingerprinted:
 
 
 def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> Fingerprinted:
-    """What a worker does with one task, also done in the calling thread (`esdedup.ingest.run.Ingester`): each
+    """What a worker does with one task, also done in the calling thread (`esdedup.ingest.service.Ingester`): each
     text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too."""
     norms = [fper.normalize(t) for t in texts]
     return Fingerprinted(fper.fingerprint_normalized(norms), [content_sha1(norm) for norm in norms],
@@ -141,8 +141,9 @@ class Workers:
     def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False) -> None:
         self.workers = workers
         self._encode = encode
-        self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid())) \
-            if workers > 1 else None
+        self._pool: ProcessPoolExecutor | None = None
+        if workers > 1:
+            self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid()))
         self._local = None if self._pool else Fingerprinter(config)
         #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
         self._in_flight: deque[tuple[Batch, Future | Fingerprinted]] = deque()

@@ -18,7 +18,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.match.rule import Sketch, decided_by, measure, measured
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
-from esdedup.store.base import Probe, Store, StoredDoc
+from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000
@@ -155,15 +155,14 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         ConfigError: the store is not Elasticsearch.
         StoreError: the nodes have no esdedup plugin, or the request failed.
     """
-    node_lookup = getattr(store, "verified_on_node", None)
-    if node_lookup is None:
+    if not isinstance(store, ElasticsearchBacked):
         raise NeedsElasticsearch("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
                           "store verifies in esdedup itself")
     config = store.config
     t = lookup_thresholds(thresholds, config)
     if fp.empty:
         return []
-    hits = node_lookup(probe_for(fp, config), _node_params(fp, config, t), size=top + (1 if exclude else 0))
+    hits = store.verified_on_node(probe_for(fp, config), _node_params(fp, config, t), size=top + (1 if exclude else 0))
     signed = fp.minhash is not None and fp.shingles > 0
     out = []
     for h in hits:

@@ -39,8 +39,6 @@ representatives of earlier blocks and itself.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import threading
 from collections.abc import Mapping, Sequence
@@ -50,11 +48,12 @@ from typing import Any
 import numpy as np
 
 from esdedup.errors import ConfigError, InputError
+from esdedup.es.hits import SKETCH_PARTS, first, hit_parts, parse_minhash, parse_simhash
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.match.rule import SketchColumns
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
+from esdedup.schema import VECTOR
 
 __all__ = ["MODES", "diversify"]
 
@@ -226,40 +225,15 @@ class _Page:
         self.todo = []
 
 
-_FIELDS = ("simhash", "vector", "empty", "minhash", "shingles", "chars", "cluster_id")
-
-
-def _first(value: Any) -> Any:
-    """A ``fields`` value is a list; take its first element (None for an empty list)."""
-    if isinstance(value, list):
-        return value[0] if value else None
-    return value
-
-
 def _read(hit: Mapping, text_field: str) -> dict[str, Any]:
-    """The raw dedup values and the text of a hit, from ``_source`` first, then ``fields``."""
-    out: dict[str, Any] = {}
+    """The raw dedup values (`esdedup.es.hits.hit_parts`) and the text of a hit, from ``_source`` first, then
+    ``fields``."""
+    out = hit_parts(hit, SKETCH_PARTS)
     src = hit.get("_source")
-    if isinstance(src, Mapping):
-        d = src.get("dedup")
-        if isinstance(d, Mapping):
-            out = {k: d.get(k) for k in _FIELDS}
-        else:
-            out = {k: src.get(f"dedup.{k}") for k in _FIELDS}
-        out["text"] = src.get(text_field)
+    out["text"] = src.get(text_field) if isinstance(src, Mapping) else None
     fields = hit.get("fields")
-    if isinstance(fields, Mapping):
-        for k in _FIELDS:
-            if out.get(k) is None:
-                value = fields.get(f"dedup.{k}")
-                if k == "vector":
-                    if type(value) is list and value and isinstance(value[0], (list, tuple)):
-                        value = value[0]  # a dense_vector can come back wrapped in one more list
-                    out[k] = value
-                else:
-                    out[k] = _first(value)
-        if out.get("text") is None:
-            out["text"] = _first(fields.get(text_field))
+    if out["text"] is None and isinstance(fields, Mapping):
+        out["text"] = first(fields.get(text_field))
     return out
 
 
@@ -271,40 +245,13 @@ def _parse(raw: dict[str, Any], hit: Mapping, config: FingerprintConfig) -> _Ske
     if empty is not None and empty is not True and empty is not False:
         raw["empty"] = isinstance(empty, str) and empty.lower() == "true"
     sh = raw.get("simhash")
-    minhash = _parse_minhash(raw.get("minhash"), hit, config)
+    minhash = parse_minhash(raw.get("minhash"), hit, config.minhash_perm)
     shingles = int(raw.get("shingles") or 0)
     chars = raw.get("chars")
     cluster = raw.get("cluster_id")
-    return _Sketch(_parse_simhash(sh, config.bits, hit) if sh is not None else None, vec,
+    return _Sketch(parse_simhash(sh, config.bits, hit) if sh is not None else None, vec,
                    minhash if shingles > 0 else None, shingles, int(chars) if chars is not None else None,
                    str(cluster) if cluster is not None else None)
-
-
-def _parse_simhash(raw: Any, bits: int, hit: Mapping) -> int:
-    if type(raw) is int:
-        value = raw
-    else:
-        try:
-            value = int(raw, 16)
-        except (TypeError, ValueError):
-            raise InputError(f"hit {hit.get('_id')!r}: dedup.simhash {raw!r} is not a hex SimHash") from None
-    if value < 0 or value >> bits:
-        raise InputError(f"hit {hit.get('_id')!r}: dedup.simhash {raw!r} is wider than {bits} bits"
-                         + (" (is the index's config a 128-bit one?)" if bits == 64 else ""))
-    return value
-
-
-def _parse_minhash(raw: Any, hit: Mapping, config: FingerprintConfig) -> np.ndarray | None:
-    if raw is None:
-        return None
-    try:
-        sig = np.frombuffer(base64.b64decode(raw, validate=True), dtype=SIGNATURE_DTYPE)
-    except (TypeError, ValueError, binascii.Error):
-        raise InputError(f"hit {hit.get('_id')!r}: dedup.minhash is not a base64 MinHash signature") from None
-    if len(sig) != config.minhash_perm:
-        raise InputError(f"hit {hit.get('_id')!r}: dedup.minhash has {len(sig)} values, the index's config "
-                         f"{config.minhash_perm}: fingerprints of different configs are not comparable")
-    return sig.astype(np.uint32)
 
 
 def _fingerprint(texts: list[str], fingerprinter: Fingerprinter | None, config: FingerprintConfig) -> list:
@@ -344,7 +291,7 @@ def _unit_vectors(raw: list[Any]) -> np.ndarray:
         m = None
     if m is None or m.ndim != 2:
         lengths = sorted({len(raw[i]) for i in idx})
-        raise InputError(f"dedup.vector: the hits' vectors are not numeric lists of one length "
+        raise InputError(f"{VECTOR}: the hits' vectors are not numeric lists of one length "
                          f"(lengths {lengths}); fingerprints of different configs are not comparable")
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     unit = np.zeros((len(raw), m.shape[1] if idx else 1), dtype=np.float32)

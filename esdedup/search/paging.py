@@ -20,19 +20,16 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.es.errors import es_errors
+from esdedup.es.hits import SKETCH_DOCVALUE_FIELDS, SKETCH_SOURCE_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.schema import META_KEY, config_from_meta
+from esdedup.schema import BAND_FIELDS_PATTERN, LSH_FIELDS_PATTERN, META_KEY, VECTOR, config_from_meta
 from esdedup.search.diversify import MODES, diversify
-from esdedup.store.elastic.store import es_errors
 
 #: Elasticsearch's default index.max_result_window: a window never grows past it.
 MAX_WINDOW = 10_000
-#: Dedup fields read through doc values (small: keywords, numbers, booleans).
-DOCVALUE_FIELDS = ("dedup.simhash", "dedup.empty", "dedup.chars", "dedup.shingles", "dedup.cluster_id")
-#: Dedup fields the rule needs from ``_source`` (the signature is a binary field without doc values).
-SOURCE_FIELDS = ("dedup.minhash",)
 
 _configs: weakref.WeakKeyDictionary[Any, dict[str, FingerprintConfig]] = weakref.WeakKeyDictionary()
 _configs_lock = threading.Lock()
@@ -101,20 +98,20 @@ def _with_dedup_fields(body: Mapping[str, Any] | None, config: FingerprintConfig
     for key in ("size", "from"):
         req.pop(key, None)
     docvalues = list(req.get("docvalue_fields", []))
-    docvalues += [f for f in DOCVALUE_FIELDS if f not in docvalues]
+    docvalues += [f for f in SKETCH_DOCVALUE_FIELDS if f not in docvalues]
     req["docvalue_fields"] = docvalues
     if t.cosine is not None and (not config.gets_signatures or (t.jaccard is None and t.containment is None)):
         fields = list(req.get("fields", []))
-        if "dedup.vector" not in fields:
-            fields.append("dedup.vector")
+        if VECTOR not in fields:
+            fields.append(VECTOR)
         req["fields"] = fields
     added: list[str] = []
     source = req.get("_source", True)
     if source is True:
         # Everything the caller stores, but not the bulky dedup fields (vector, band and LSH keys).
-        req["_source"] = {"excludes": ["dedup.vector", "dedup.band_*", "dedup.lsh_*"]}
+        req["_source"] = {"excludes": [VECTOR, BAND_FIELDS_PATTERN, LSH_FIELDS_PATTERN]}
     elif config.gets_signatures:
-        req["_source"], added = _source_plus(source, list(SOURCE_FIELDS))
+        req["_source"], added = _source_plus(source, list(SKETCH_SOURCE_FIELDS))
     return req, added
 
 

@@ -2,7 +2,8 @@
 
 Two implementations: `esdedup.store.local.LocalStore` (SQLite, embedded default) and
 `esdedup.store.elastic.store.ElasticStore`. Everything above this layer (ingest, similar, dups, eval) is written
-against `Store` only, and one contract test suite runs on both.
+against `Store`, and one contract test suite runs on both; what only an Elasticsearch index offers (its
+client, raw hits, conditional updates of other programs' documents) is the `ElasticsearchBacked` protocol.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from esdedup.errors import ConfigError, ConfigMismatchError
+from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.util.unionfind import UnionFind
@@ -116,10 +118,16 @@ class OpenResult:
 class Store(Protocol):
     """A named collection of fingerprinted documents."""
 
-    name: str
-    #: Documents re-sent after a retryable rejection (a full write queue) since the store was made; ingest
-    #: reports the growth during its run.
-    retried: int
+    @property
+    def name(self) -> str:
+        """The collection's name."""
+        ...
+
+    @property
+    def retried(self) -> int:
+        """Documents re-sent after a retryable rejection (a full write queue) since the store was made; ingest
+        reports the growth during its run."""
+        ...
 
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         """Create the collection with ``config`` or check that the stored config is compatible.
@@ -229,6 +237,52 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ElasticsearchBacked(Protocol):
+    """What a store backed by an Elasticsearch index offers beyond `Store`: its client (for requests of
+    other kinds, such as an ingest pipeline), pages of its raw hits and their reading, conditional updates of
+    ``dedup`` fields, its count of indexing operations and node-side verification. Only the Elasticsearch
+    store has them: ``isinstance(store, ElasticsearchBacked)`` tells (it looks at no `Store` member, so it
+    also answers for a store not yet opened)."""
+
+    #: The ``elasticsearch.Elasticsearch`` client (the caller owns it).
+    client: Any
+
+    def hit_pages(self, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
+                  docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
+                  keep_alive: str = "2m") -> Iterator[list[dict[str, Any]]]:
+        """The raw hits of ``query`` (default: every document) as the index held them when the call started,
+        in pages of at most ``batch``, with the doc values ``docvalue_fields`` and the vector and signature
+        from ``_source``; ``versions`` adds each hit's ``_seq_no``/``_primary_term``. ``what`` names the
+        reading in errors."""
+        ...
+
+    def stored_doc(self, hit: Mapping[str, Any]) -> StoredDoc:
+        """A hit of `hit_pages` as a `StoredDoc` (with its version when the hit has one)."""
+        ...
+
+    def update_dedup_if_unchanged(self, changes: Mapping[str, tuple[StoredDoc, dict[str, Any]]]) -> dict[str, StoredDoc]:
+        """Partial updates of ``dedup`` fields (id -> (the document as read, its new fields)), each conditional
+        on the version read. Returns the documents updated, with their new version and write order; a document
+        changed or deleted since it was read is left out."""
+        ...
+
+    def indexed_total(self) -> int | None:
+        """The index's count of indexing operations (each write and partial update is one), None when it
+        cannot be read."""
+        ...
+
+    def verified_on_node(self, probe: Probe, params: Mapping[str, Any], *, size: int) -> list[dict[str, Any]]:
+        """The hits the node itself verifies as near-duplicates of one probe (needs the esdedup plugin),
+        nearest first, each with its measures in ``fields``."""
+        ...
+
+
+class ElasticsearchBackedStore(Store, ElasticsearchBacked, Protocol):
+    """A `Store` that is `ElasticsearchBacked`: the type of a store that passed
+    ``isinstance(store, ElasticsearchBacked)``."""
 
 
 def shared_keys(store: Store, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:

@@ -19,7 +19,9 @@ import pytest
 from esdedup import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import run as ingest_module
-from esdedup.ingest.run import Ingester, IngestOptions, RunIndex, ingest
+from esdedup.ingest import window as window_module
+from esdedup.ingest.run import Ingester, IngestOptions, ingest
+from esdedup.ingest.runindex import RunIndex
 from esdedup.match.rule import is_duplicate
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import Store
@@ -125,8 +127,8 @@ def test_a_run_longer_than_its_window_labels_as_one_that_keeps_every_document(ne
     opts = IngestOptions(workers=1, batch=BATCH, on_duplicate=on_duplicate)
     whole = new_store()
     s_whole = ingest([path], whole, CONFIG, opts)
-    monkeypatch.setattr(ingest_module, "RUN_INDEX_MAX_DOCS", WINDOW, raising=False)
-    monkeypatch.setattr(ingest_module, "RunIndex", _Measured)
+    monkeypatch.setattr(ingest_module, "RUN_INDEX_MAX_DOCS", WINDOW)
+    monkeypatch.setattr(window_module, "RunIndex", _Measured)
     _Measured.most = 0
     windowed = new_store()
     s_windowed = ingest([path], windowed, CONFIG, opts)
@@ -159,7 +161,7 @@ def test_a_second_writer_during_a_windowed_run_sends_its_lookups_to_the_store(ne
     opts = IngestOptions(workers=1, batch=BATCH)
 
     def run(window: int) -> tuple[Store, int]:
-        monkeypatch.setattr(ingest_module, "RUN_INDEX_MAX_DOCS", window, raising=False)
+        monkeypatch.setattr(ingest_module, "RUN_INDEX_MAX_DOCS", window)
         store, asked = new_store(), []
 
         def second_writer(summary) -> None:

@@ -12,11 +12,12 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.errors import ClientVersionMismatch, IndexNotFound
+from esdedup.es.errors import es_errors
 from esdedup.es.versions import CLIENT_FOR_SERVER, refused_major
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import shipped_template, template_for
 from esdedup.store.base import NewDoc
-from esdedup.store.elastic.store import ElasticStore, es_errors
+from esdedup.store.elastic.store import ElasticStore
 from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, REPO_ROOT, LocalCluster
 from tests.reliability import run_cli
 

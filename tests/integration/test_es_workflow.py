@@ -24,7 +24,8 @@ from esdedup.match.thresholds import Thresholds
 from esdedup.schema import mapping_for
 from esdedup.search.paging import async_search_diversified, search_diversified
 from esdedup.store.base import shared_keys
-from esdedup.store.elastic import store as elastic
+from esdedup.store.elastic import keys as elastic_keys
+from esdedup.store.elastic import lookup as elastic_lookup
 from esdedup.store.elastic.store import ElasticStore
 from tests.corpus import make_corpus
 
@@ -196,7 +197,7 @@ def test_msearch_batches_equal_single_lookups(es_client, fresh_index, corpus_fil
     assert all(r.ok for r in store.write(NewDoc(d["id"], fp, {"text": d["text"]}, content_sha1(d["text"]))
                                          for d, fp in zip(docs, fps)))
     store.refresh()
-    monkeypatch.setattr(elastic, "LOOKUP_PROBES", 7)  # several batched lookup searches for 250 probes
+    monkeypatch.setattr(elastic_lookup, "LOOKUP_PROBES", 7)  # several batched lookup searches for 250 probes
     batched = similar(store, fps[:250], exclude=[d["id"] for d in docs[:250]])
     single = [similar(store, [fp], exclude=[d["id"]])[0] for d, fp in zip(docs[:250], fps[:250])]
     assert batched == single
@@ -250,23 +251,23 @@ def test_store_join_in_many_partitions_gives_the_pairs_of_memory(es_url, es_clie
     answer may be cut, on 2 shards, and still finds every pair once, with the measures of the memory join."""
     path, docs, planted = corpus_file
     assert _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "index").exit_code == 0
-    monkeypatch.setattr(elastic, "PARTITION_BUCKETS", 8)
+    monkeypatch.setattr(elastic_keys, "PARTITION_BUCKETS", 8)
     store = ElasticStore(es_client, fresh_index)
-    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.store"):
+    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.keys"):
         memory, by_store = (all_pairs(store, lsh_join=join).pairs for join in ("memory", "store"))
     assert memory and by_store == memory  # a key dropped loses pairs, a key read twice repeats them
     parts = [int(m[1]) for m in re.finditer(r"lsh_keys: \d+ distinct values, \d+ in all: (\d+) partitions",
                                            caplog.text)]
     assert parts and parts[0] >= 10
     # An estimate far too low (HyperLogLog errs, a little): one partition first, split until none is cut.
-    monkeypatch.setattr(store, "_key_stats", lambda field: (100, 108))
+    monkeypatch.setattr(elastic_keys, "key_stats", lambda index, field: (100, 108))
     caplog.clear()
-    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.store"):
+    with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.keys"):
         assert all_pairs(store, lsh_join="store").pairs == memory
     assert caplog.text.count("may hold more than 16 shared values: split") >= 10
 
 
-@pytest.mark.parametrize("page", [8, elastic.PAGE])
+@pytest.mark.parametrize("page", [8, elastic_keys.PAGE])
 def test_store_join_crowded_key_larger_than_a_page(es_client, fresh_index, monkeypatch, caplog, page):
     """A key held by more documents than a page of members (8) and than max_bucket: its first max_bucket
     documents are paired once (one warning a crowded key), as the memory join pairs them. Two of them also
@@ -285,8 +286,8 @@ def test_store_join_crowded_key_larger_than_a_page(es_client, fresh_index, monke
     assert all(r.ok for r in store.write(NewDoc(i, fp, {"text": t}, content_sha1(t))
                                          for i, t, fp in zip(ids, texts, fps, strict=True)))
     store.refresh()
-    monkeypatch.setattr(elastic, "PAGE", page)
-    monkeypatch.setattr(elastic, "PARTITION_BUCKETS", 8 if page == 8 else elastic.PARTITION_BUCKETS)
+    monkeypatch.setattr(elastic_keys, "PAGE", page)
+    monkeypatch.setattr(elastic_keys, "PARTITION_BUCKETS", 8 if page == 8 else elastic_keys.PARTITION_BUCKETS)
     crowded = set(fps[0].lsh) & set(fps[2].lsh)
     assert 0 < len(crowded) < 16  # b0 and b1 hold crowded keys and keys of their own
     for batch in store.key_batches(max_bucket=10):

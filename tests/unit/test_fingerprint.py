@@ -201,7 +201,7 @@ def test_term_table_is_cleared_between_chunks_without_changing_results(monkeypat
 def test_ingest_normalises_each_text_once(monkeypatch):
     """Ingest needs the normalised text twice (fingerprint, exact-duplicate hash): it normalises once and
     gets the same fingerprints and hashes as fingerprint_many and ids_for_texts."""
-    import esdedup.ingest.run as ingest_mod
+    import esdedup.ingest.documents as ingest_mod
     import esdedup.ingest.workers as workers_mod
 
     texts = [NEWS, DOC001_A, "", "ＨＥＬＬＯ，　世界！", "臺灣居民明日起" * 60]

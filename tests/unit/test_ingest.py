@@ -59,11 +59,11 @@ def test_the_examples_in_the_docstrings_run():
     import doctest
 
     import esdedup.api
-    import esdedup.ingest.run
+    import esdedup.ingest.service
     import esdedup.store.base
     import esdedup.util.filelock
 
-    for module in (esdedup.ingest.run, esdedup.store.base, esdedup.util.filelock, esdedup.api):
+    for module in (esdedup.ingest.service, esdedup.store.base, esdedup.util.filelock, esdedup.api):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -77,7 +77,7 @@ class _CountingStore(LocalStore):
 
 
 def test_an_ingester_opens_the_index_and_builds_the_fingerprinter_once(tmp_path, monkeypatch):
-    import esdedup.ingest.run as ingest_mod
+    import esdedup.ingest.service as ingest_mod
 
     built = []
     real = ingest_mod.Fingerprinter
@@ -244,7 +244,7 @@ def test_near_identical_documents_ingest_in_linear_time_and_their_crowded_keys_a
     with every earlier one): the in-run index keeps the first `MAX_PER_KEY` per key and reports the crowded keys."""
     import time
 
-    from esdedup.ingest.run import MAX_PER_KEY
+    from esdedup.ingest.runindex import MAX_PER_KEY
 
     seconds = []
     for n in (1000, 4000):
@@ -329,15 +329,13 @@ def test_a_document_with_dedup_fields_encoded_in_advance_is_the_document_encoded
     from esdedup.fingerprint.fingerprinter import Fingerprinter
     from esdedup.schema import dedup_members
     from esdedup.store.base import NewDoc
-    from esdedup.store.elastic.store import ElasticStore
+    from esdedup.store.elastic.writes import index_action
 
-    store = ElasticStore(None, "x")
-    store._config = CONFIG
     fp = Fingerprinter(CONFIG).fingerprint("台湾居民明日起持台胞证可通关，无需另行申请签注。")
     source = {"id": "1", "title": "t", "text": "台湾居民", "url": "u"}
     whole = NewDoc("1", fp, source, "sha", **labels)
     encoded = NewDoc("1", fp, source, "sha", **labels,
                      dedup_json=dedup_members(fp, CONFIG, "sha"))
-    a, b = store._action(whole), store._action(encoded)
+    a, b = index_action("x", CONFIG, whole), index_action("x", CONFIG, encoded)
     assert json.loads(a["_source"]) == json.loads(b["_source"])
     assert list(json.loads(a["_source"])) == list(json.loads(b["_source"]))  # field order too

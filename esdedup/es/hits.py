@@ -1,0 +1,116 @@
+"""The one reader of search hits: which ``dedup`` fields a search asks for, and how the parts of a fingerprint
+are read from a hit.
+
+A hit carries a part under ``_source["dedup"]`` (or as a dotted ``_source`` key), or under
+``fields["dedup.<name>"]`` (``fields`` / ``docvalue_fields``, where each value is a list). The store reads
+its own hits here (doc values, with the vector and signature from ``_source``), and `esdedup.search.diversify`
+reads the hits of any search the same way.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from esdedup.errors import InputError
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
+from esdedup.schema import (
+    CHARS,
+    CLUSTER_ID,
+    CLUSTER_SEQ,
+    CONTENT_SHA1,
+    DEDUP,
+    DUPLICATE_OF,
+    EMPTY,
+    MINHASH,
+    SEQ,
+    SHINGLES,
+    SIMHASH,
+    TOKENS,
+    VECTOR,
+)
+
+#: Doc-value fields every lookup returns (cheap, columnar).
+FINGERPRINT_FIELDS = [SIMHASH, TOKENS, CHARS, EMPTY, CLUSTER_ID, DUPLICATE_OF, SHINGLES, SEQ, CLUSTER_SEQ, CONTENT_SHA1]
+#: ``_source`` paths every lookup returns: the vector and the signature have no doc values to read.
+VECTOR_SOURCE = [VECTOR, MINHASH]
+#: Dedup fields the near-duplicate rule reads of any search's hits through doc values (small: keywords,
+#: numbers, booleans).
+SKETCH_DOCVALUE_FIELDS = (SIMHASH, EMPTY, CHARS, SHINGLES, CLUSTER_ID)
+#: Dedup fields the rule needs from ``_source`` (the signature is a binary field without doc values).
+SKETCH_SOURCE_FIELDS = (MINHASH,)
+
+#: The parts (names inside ``dedup``) the near-duplicate rule reads of a hit.
+SKETCH_PARTS = ("simhash", "vector", "empty", "minhash", "shingles", "chars", "cluster_id")
+#: The parts of a stored document the store reads of its own hits.
+STORED_PARTS = SKETCH_PARTS + ("tokens", "duplicate_of", "seq", "cluster_seq", "content_sha1")
+
+
+def first(value: Any) -> Any:
+    """A ``fields`` value is a list: its first element (None for an empty list)."""
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value
+
+
+def hit_parts(hit: Mapping[str, Any], names: Sequence[str] = SKETCH_PARTS) -> dict[str, Any]:
+    """The raw values of the ``dedup`` parts ``names`` of a hit (None where it carries none), from ``_source``
+    first, then ``fields``."""
+    out: dict[str, Any] = dict.fromkeys(names)
+    src = hit.get("_source")
+    if isinstance(src, Mapping):
+        d = src.get(DEDUP)
+        if isinstance(d, Mapping):
+            out = {k: d.get(k) for k in names}
+        else:
+            out = {k: src.get(f"{DEDUP}.{k}") for k in names}
+    fields = hit.get("fields")
+    if isinstance(fields, Mapping):
+        for k in names:
+            if out[k] is None:
+                value = fields.get(f"{DEDUP}.{k}")
+                if k == "vector":
+                    if type(value) is list and value and isinstance(value[0], (list, tuple)):
+                        value = value[0]  # a dense_vector can come back wrapped in one more list
+                    out[k] = value
+                else:
+                    out[k] = first(value)
+    return out
+
+
+def hit_version(hit: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A hit's ``(_seq_no, _primary_term)``, when the search asked for them (``seq_no_primary_term``)."""
+    return (int(hit["_seq_no"]), int(hit["_primary_term"])) if "_seq_no" in hit else None
+
+
+def parse_simhash(raw: Any, bits: int, hit: Mapping[str, Any]) -> int:
+    """A hit's SimHash from its hex (or integer) value; InputError when it is not hex or wider than ``bits``."""
+    if type(raw) is int:
+        value = raw
+    else:
+        try:
+            value = int(raw, 16)
+        except (TypeError, ValueError):
+            raise InputError(f"hit {hit.get('_id')!r}: {SIMHASH} {raw!r} is not a hex SimHash") from None
+    if value < 0 or value >> bits:
+        raise InputError(f"hit {hit.get('_id')!r}: {SIMHASH} {raw!r} is wider than {bits} bits"
+                         + (" (is the index's config a 128-bit one?)" if bits == 64 else ""))
+    return value
+
+
+def parse_minhash(raw: Any, hit: Mapping[str, Any], perm: int | None = None) -> np.ndarray | None:
+    """A hit's MinHash signature (uint32 values) from its base64, None when it carries none; InputError when
+    it is not base64 or (given ``perm``) does not hold ``perm`` values."""
+    if raw is None:
+        return None
+    try:
+        sig = np.frombuffer(base64.b64decode(raw, validate=True), dtype=SIGNATURE_DTYPE)
+    except (TypeError, ValueError, binascii.Error):
+        raise InputError(f"hit {hit.get('_id')!r}: {MINHASH} is not a base64 MinHash signature") from None
+    if perm is not None and len(sig) != perm:
+        raise InputError(f"hit {hit.get('_id')!r}: {MINHASH} has {len(sig)} values, the index's config "
+                         f"{perm}: fingerprints of different configs are not comparable")
+    return sig.astype(np.uint32)

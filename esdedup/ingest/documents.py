@@ -1,0 +1,104 @@
+"""From a record read to the document written: its id, the fields it is stored with (and the clash rule for
+a record's own fields of those names), and the shapes a fingerprinted record takes in the run."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprint
+from esdedup.fingerprint.normalize import normalize
+from esdedup.ingest.options import BATCH_CHARS
+from esdedup.readers import Record, Rejected
+from esdedup.schema import DEDUP, content_sha1
+from esdedup.store.base import NewDoc, Root, StoredDoc
+
+#: Fields of a stored document that ingest fills: ``id``, ``title`` and ``text`` from the fields chosen for
+#: them, ``dedup`` with the fingerprint. A record's own fields of these names (when other fields were chosen,
+#: e.g. ``id_field="doc_id"`` on records that also have an ``id``) are kept under `INPUT_FIELDS`.
+FILLED_FIELDS = ("id", "title", "text", DEDUP)
+INPUT_FIELDS = "input_fields"
+
+
+@dataclass(frozen=True)
+class FingerprintedRecord:
+    """A record with its fingerprint, as it comes back from a worker (compact: no exact TF table)."""
+
+    record: Record
+    fp: Fingerprint
+    sha1: str
+    id: str
+    #: The ``dedup`` fields encoded by the worker (`NewDoc.dedup_json`), when the store takes them.
+    dedup_json: bytes | None = None
+
+
+def doc_id(rec: Record, sha1: str) -> str:
+    """The id a record is stored under: its own, else the SHA-1 of its normalised text."""
+    return rec.id if rec.id is not None else sha1
+
+
+def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:
+    """The ids ingest gives records without an id: SHA-1 of the normalised text."""
+    return [content_sha1(normalize(x, t2s=config.t2s)) for x in texts]
+
+
+def field_clash(rec: Record) -> str | None:
+    """Why a record cannot keep its own fields of `FILLED_FIELDS` (it has an `INPUT_FIELDS` already), or None."""
+    own = [k for k in FILLED_FIELDS if k in rec.fields]
+    if own and INPUT_FIELDS in rec.fields:
+        return (f"the record's own field(s) {', '.join(map(repr, own))} would be kept under {INPUT_FIELDS!r} (other "
+                f"fields were chosen as id, title or text), but it has a field {INPUT_FIELDS!r} already")
+    return None
+
+
+def source_fields(rec: Record) -> dict[str, Any]:
+    """The article fields a record is stored with (its own fields of `FILLED_FIELDS` under `INPUT_FIELDS`)."""
+    src = dict(rec.fields)
+    own = {k: src.pop(k) for k in FILLED_FIELDS if k in src}
+    if own:
+        src[INPUT_FIELDS] = own
+    if rec.id is not None:
+        src["id"] = rec.id
+    if rec.title is not None:
+        src["title"] = rec.title
+    src["text"] = rec.text
+    return src
+
+
+def new_doc(d: FingerprintedRecord, seq: int, root: Root, *, duplicate_of: str | None) -> NewDoc:
+    """The document to write for ``d``, in cluster ``root``."""
+    return NewDoc(d.id, d.fp, source_fields(d.record), d.sha1, root[1], duplicate_of, seq=seq,
+                  cluster_seq=root[0], dedup_json=d.dedup_json)
+
+
+def as_stored(d: FingerprintedRecord, seq: int, root: Root) -> StoredDoc:
+    """A record of this run as the run index keeps it."""
+    fp = d.fp
+    return StoredDoc(d.id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, root[1],
+                     root[1] if root[1] != d.id else None, minhash=fp.minhash, shingles=fp.shingles, seq=seq,
+                     cluster_seq=root[0])
+
+
+def same_text(stored: StoredDoc, d: FingerprintedRecord) -> bool:
+    """The stored document under ``d``'s id has ``d``'s text (its SimHash, where the store kept no SHA-1)."""
+    if stored.content_sha1 is not None:
+        return stored.content_sha1 == d.sha1
+    return stored.simhash == d.fp.simhash
+
+
+def batches(items: Iterable[Record | Rejected], size: int,
+            max_chars: int = BATCH_CHARS) -> Iterator[list[Record | Rejected]]:
+    """Batches of at most ``size`` records and about ``max_chars`` characters of text, so that a folder
+    of novels does not travel to a worker (and sit in memory several times) as one task."""
+    batch: list[Record | Rejected] = []
+    chars = 0
+    for item in items:
+        batch.append(item)
+        if isinstance(item, Record):
+            chars += len(item.text)
+        if len(batch) >= size or chars >= max_chars:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch

@@ -1,0 +1,224 @@
+"""The ingest run as a driver over its parts: every batch goes through the same steps (account for what
+was read, look up, label, write, settle, advance the checkpoint), each done by the part whose job it is:
+the books (`esdedup.ingest.accounting`), the memory window (`esdedup.ingest.window`), labelling
+(`esdedup.ingest.labels`), the overlapped writer (`esdedup.ingest.writer`) and settling
+(`esdedup.ingest.settle`), with the way the store is shared chosen once (`esdedup.ingest.sharing`).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from itertools import repeat
+
+from esdedup.errors import OutputError, StoreError
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.ingest.accounting import BatchState, CheckpointProgress, Ledger
+from esdedup.ingest.checkpoint import Checkpoint
+from esdedup.ingest.deadletters import DeadLetters
+from esdedup.ingest.documents import FingerprintedRecord, doc_id, field_clash
+from esdedup.ingest.labels import Labeller
+from esdedup.ingest.options import IngestOptions, IngestSummary
+from esdedup.ingest.runindex import MAX_PER_KEY
+from esdedup.ingest.settle import Settler
+from esdedup.ingest.sharing import StoreSharing, open_for_ingest
+from esdedup.ingest.window import RUN_INDEX_MAX_DOCS, MemoryWindow
+from esdedup.ingest.workers import Batch, Fingerprinted
+from esdedup.ingest.writer import OverlappedWriter, write_all
+from esdedup.match.thresholds import lookup_thresholds
+from esdedup.readers import Rejected
+from esdedup.store.base import Store
+
+log = logging.getLogger(__name__)
+
+#: Why a document of this run that settling deleted again was skipped, and why another writer's was removed.
+_DELETED_AGAIN = "near-duplicate of {}, written at the same time by another writer (deleted again)"
+
+
+class IngestRun:
+    """One ingest run (a batch run over files, or the calls of one `esdedup.ingest.service.Ingester`): the
+    driver that takes each batch through its steps. `process` does them in turn; `feed` overlaps a batch's
+    write with the next one's labelling where the store allows it (`drain` waits for the write)."""
+
+    def __init__(self, store: Store, config: FingerprintConfig, opts: IngestOptions, *, sharing: StoreSharing,
+                 window: MemoryWindow, ledger: Ledger, checkpoint: Checkpoint | None) -> None:
+        self.store, self.config, self.opts, self.sharing = store, config, opts, sharing
+        self.window = window
+        self.ledger = ledger
+        self.progress = CheckpointProgress(checkpoint)
+        thresholds = lookup_thresholds(opts.thresholds, config)
+        self.labeller = Labeller(store, config, thresholds, opts.on_duplicate, window, ledger)
+        self.settler = Settler(store, config, self.labeller.rule, self.labeller)
+        overlap = sharing.overlaps_writes and window.remember and opts.on_duplicate != "skip"
+        self.writer = OverlappedWriter(store) if overlap else None
+
+    @property
+    def summary(self) -> IngestSummary:
+        return self.ledger.summary
+
+    # -- the driver ---------------------------------------------------------------------------------
+    def process(self, batch: Batch, results: Fingerprinted) -> list[FingerprintedRecord]:
+        """Take one batch through every step; returns the records written (and still stored)."""
+        self._roll_window_if_full(batch, results)
+        state = self.ledger.enter(BatchState(batch))
+        items = self._accept(batch, results)
+        with self.store.write_lock() as others_wrote:
+            if others_wrote:
+                self.window.not_alone()
+            state.labelled = self.labeller.label(items, self.labeller.lookup(items))
+            sent = self.labeller.new_docs(state.labelled)
+            written = self.ledger.count_writes(sent, *write_all(self.store, [new for new, _ in sent]))
+            self._join_clusters()
+            self.labeller.relabel_replaced(self.sharing.make_visible)
+        return self._after_write(written)
+
+    def feed(self, batch: Batch, results: Fingerprinted) -> None:
+        """Take one batch in: with overlapped writes, label it while the batch before is written, then
+        account for that one (write results, joins, settling, checkpoint) and start writing this one; else
+        `process` it. Either way a batch is checkpointed only once it is written and accounted for."""
+        if self.writer is None:
+            self.process(batch, results)
+            return
+        self._roll_window_if_full(batch, results)
+        try:
+            state = self.ledger.enter(BatchState(batch))
+            items = self._accept(batch, results)
+            state.labelled = self.labeller.label(items, self.labeller.lookup(items))
+        except StoreError:
+            with contextlib.suppress(StoreError):
+                self.drain()
+            raise
+        try:
+            self.drain()
+        except (StoreError, OutputError) as exc:
+            self.ledger.abandon(state, exc)
+            raise
+        self.ledger.enter(state)
+        self.writer.start(state, self.labeller.new_docs(state.labelled))
+
+    def drain(self) -> None:
+        """Wait for the batch being written, if any, and account for it."""
+        taken = self.writer.take() if self.writer is not None else None
+        if taken is None:
+            return
+        sending, (results, error) = taken
+        self.ledger.enter(sending.state)
+        with self.store.write_lock():
+            written = self.ledger.count_writes(sending.sent, results, error)
+            self._join_clusters()
+            self.labeller.relabel_replaced(self.sharing.make_visible)
+        self._after_write(written)
+
+    def finish(self) -> None:
+        """After the last batch: mark the last file done and make everything written searchable (so
+        `similar` or `dups` run right after ingest do not miss documents waiting for a periodic refresh)."""
+        self.progress.finish()
+        self.store.refresh()
+        summary = self.summary
+        if summary.replaced:
+            log.warning("%d stored documents got a new text under the same id (the first: %s); their clusters "
+                        "were labelled again", summary.replaced, summary.replaced_ids[0])
+        run_index = self.window.run_index
+        summary.crowded_keys = run_index.most_crowded()
+        if summary.crowded_keys:
+            key, n = summary.crowded_keys[0]
+            log.warning("%d band keys are each held by more than %d documents of this run (the most: %s, %d "
+                        "documents): only the first %d of each were compared", len(run_index.crowded),
+                        MAX_PER_KEY, key, n, MAX_PER_KEY)
+
+    def close(self) -> None:
+        """Stop the writer thread (after the write it may be running) and let the window go."""
+        if self.writer is not None:
+            self.writer.close()
+        self.window.close()
+
+    # -- the steps ----------------------------------------------------------------------------------
+    def _accept(self, batch: Batch, results: Fingerprinted) -> list[FingerprintedRecord]:
+        """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
+        items: list[FingerprintedRecord] = []
+        summary = self.summary
+        it = zip(results.fingerprints(), results.sha1s, results.dedup_json or repeat(None), strict=False)
+        for rec in batch:
+            summary.read += 1
+            if isinstance(rec, Rejected):
+                self.ledger.fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
+                continue
+            fp, sha1, dedup_json = next(it)
+            clash = field_clash(rec)
+            if clash is not None:
+                self.ledger.fail(rec, "rejected", clash, doc_id=rec.id)
+                continue
+            summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
+            items.append(FingerprintedRecord(rec, fp, sha1, doc_id(rec, sha1), dedup_json))
+        return items
+
+    def _roll_window_if_full(self, batch: Batch, results: Fingerprinted) -> None:
+        """Before labelling ``batch``: roll the memory window when it is full. When that fails (the store or
+        the dead-letter file failed), ``batch`` counts as failed, unconfirmed."""
+        if not self.window.full():
+            return
+        try:
+            # Everything written so far is made searchable first: the batch being written, with its joins.
+            self.drain()
+            self.store.refresh()
+            self.window.roll(others_may_write=self.sharing.others_may_write)
+        except (StoreError, OutputError) as exc:
+            state = self.ledger.enter(BatchState(batch))
+            self.ledger.abandon(state, exc, self._accept(batch, results))
+            raise
+
+    def _join_clusters(self) -> None:
+        """Join in the store the clusters this batch's records joined (stored members move to the
+        earlier representative)."""
+        cur = self.ledger.cur
+        if not cur.joins:
+            return
+        joins, cur.joins = cur.joins, []
+        try:
+            self.summary.relabelled += self.store.merge_clusters(joins)
+        except StoreError:
+            self.ledger.dead.commit()  # the batch is counted: its dead letters go with it
+            raise
+
+    def _after_write(self, written: list[FingerprintedRecord]) -> list[FingerprintedRecord]:
+        """Settle, refresh for a service, advance the checkpoint (the batch's dead letters first: a resumed
+        run does not read these records again)."""
+        batch = self.ledger.cur.batch
+        if self.sharing.settles(self.opts.on_duplicate, written):
+            self.window.not_alone()
+            written = self._settle(written)
+        elif not self.window.remember:  # a service's article is searchable when the call returns
+            self.store.refresh()
+        self.ledger.dead.commit()
+        self.progress.advance(batch)
+        self.window.forget_batch()
+        return written
+
+    def _settle(self, written: list[FingerprintedRecord]) -> list[FingerprintedRecord]:
+        """Settle the labels of a written batch with what other writers wrote at the same time
+        (`esdedup.ingest.settle`); returns the records still stored."""
+        try:
+            settled = self.settler.settle([(d.id, d.fp) for d in written], skip=self.opts.on_duplicate == "skip")
+        except StoreError:
+            self.ledger.dead.commit()  # the batch is counted: its dead letters go with it
+            raise
+        self.summary.relabelled += settled.relabelled
+        gone = settled.gone
+        self.window.deleted |= gone
+        mine = {d.id: d for d in written}
+        for own, earlier in settled.deleted.items():
+            self.ledger.unwrite(mine[own], _DELETED_AGAIN.format(earlier))
+        for other, kept in settled.removed.items():
+            self.ledger.removed(other, _DELETED_AGAIN.format(kept))
+        return [d for d in written if d.id not in gone]
+
+
+def open_run(store: Store, config: FingerprintConfig | None, opts: IngestOptions, *, summary: IngestSummary,
+             dead: DeadLetters, checkpoint: Checkpoint | None = None, remember: bool = True,
+             window_docs: int = RUN_INDEX_MAX_DOCS) -> IngestRun:
+    """Open ``store`` (with ``config``; None: the store's own, or the default config for a new store) and
+    start a run on it. ``remember``: a batch run, which keeps a memory window of ``window_docs`` documents;
+    a service keeps nothing from one call to the next."""
+    opened, sharing = open_for_ingest(store, config)
+    window = MemoryWindow(created=opened.created, remember=remember, max_docs=window_docs)
+    return IngestRun(store, opened.config, opts, sharing=sharing, window=window, ledger=Ledger(summary, dead),
+                     checkpoint=checkpoint)

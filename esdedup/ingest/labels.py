@@ -1,0 +1,272 @@
+"""Labelling: each record's write order and cluster, decided against the run's memory window and the store.
+
+A cluster is a set of documents connected by near-duplicate pairs; its representative is its earliest member
+by write order (``seq``, then id), and every member carries the representative's id (``cluster_id``;
+``duplicate_of`` on all but the representative). A document that joins two clusters joins them (the later
+representative's members move to the earlier one).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from esdedup.errors import StoreError
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.ingest.accounting import Ledger
+from esdedup.ingest.clock import WRITE_CLOCK
+from esdedup.ingest.documents import FingerprintedRecord, as_stored, new_doc, same_text
+from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
+from esdedup.ingest.window import MemoryWindow
+from esdedup.match.lookup import lookup_keys, probe_for
+from esdedup.match.rule import Sketch, measure
+from esdedup.match.thresholds import Thresholds
+from esdedup.store.base import NewDoc, Root, Store, StoredDoc
+from esdedup.util.unionfind import UnionFind
+
+log = logging.getLogger(__name__)
+
+#: Documents `Labeller.relabel_replaced` labels again at most (it compares every pair of them).
+MAX_RELABEL = 2000
+
+
+@dataclass(frozen=True)
+class Labels:
+    """What labelling decided for one record: its write order and cluster, or that it is skipped."""
+
+    seq: int
+    root: Root
+    skip_for: str | None = None  # ``skip``: the representative of the stored near-duplicate
+    replaces: Root | None = None  # a new text under a stored id: the cluster the old text was in
+
+
+class NearDuplicates:
+    """The candidates that are near-duplicates of a text by the rule (what `esdedup.match.lookup.verify`
+    keeps, without ranking them: labelling joins them all)."""
+
+    def __init__(self, config: FingerprintConfig, thresholds: Thresholds) -> None:
+        self.config = config
+        self.thresholds = thresholds
+
+    def among(self, sketch: Sketch, own_id: str, cands: list[StoredDoc]) -> list[StoredDoc]:
+        if sketch.empty:
+            return []
+        docs = [c for c in cands if not c.empty and c.id != own_id]
+        if not docs:
+            return []
+        decided = measure(sketch, docs, self.config).decide(self.thresholds)
+        return [docs[i] for i in np.flatnonzero(decided).tolist()]
+
+
+def connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredDoc]]) -> list[list[StoredDoc]]:
+    """``docs`` grouped by the near-duplicate pairs among them (``matches(a)``: the docs paired with a)."""
+    sets = UnionFind[str](d.id for d in docs)
+    for a in docs:
+        for b in matches(a):
+            sets.union(a.id, b.id)
+    groups: dict[str, list[StoredDoc]] = {}
+    for d in docs:
+        groups.setdefault(sets.find(d.id), []).append(d)
+    return list(groups.values())
+
+
+def _dup_of(doc_id: str, root: Root) -> str | None:
+    return None if root[1] == doc_id else root[1]
+
+
+class Labeller:
+    """Looks a batch's records up (in the window, its frozen keys, the store), decides each one's fate and
+    labels, and joins clusters in the run's view (`find`, `join`: what settling needs of it too)."""
+
+    def __init__(self, store: Store, config: FingerprintConfig, thresholds: Thresholds, on_duplicate: str,
+                 window: MemoryWindow, ledger: Ledger) -> None:
+        self.store, self.config, self.on_duplicate = store, config, on_duplicate
+        self.rule = NearDuplicates(config, thresholds)
+        self.window = window
+        self.ledger = ledger
+
+    def find(self, root: Root) -> Root:
+        return self.window.roots.find(root)
+
+    def join(self, roots: set[Root]) -> Root:
+        """Join clusters in this run's view; a record of this run that represented a cluster and now joins
+        an earlier one becomes a near-duplicate."""
+        top, demoted = self.window.join(roots)
+        self.ledger.summary.duplicates += demoted
+        return top
+
+    # -- candidates -----------------------------------------------------------------------------------
+    def lookup(self, items: list[FingerprintedRecord]) -> list[list[StoredDoc]]:
+        """The stored candidates of each record: one batched band lookup, and the stored document under the
+        same id (``index`` mode: only that one, whose labels an idempotent re-ingest keeps). An index this
+        run created holds nothing this run did not write: what is not in the run index is among the
+        documents its frozen keys name (a repeated id is found by `label`)."""
+        if not items or self.window.run_index.complete:
+            return self._frozen_candidates(items)
+        try:
+            # The stored document under each id, whatever its text (a new text finds no band key of the old).
+            have = self.store.get([d.id for d in items])
+            if self.on_duplicate == "index":
+                return [[have[d.id]] if d.id in have else [] for d in items]
+            found = self.store.lookup([probe_for(d.fp, self.config) for d in items], limit=LOOKUP_LIMIT)
+            return [cands if d.id not in have or any(c.id == d.id for c in cands) else [*cands, have[d.id]]
+                    for d, cands in zip(items, found, strict=True)]
+        except StoreError as exc:
+            self.ledger.fail_unconfirmed(items, exc, "not written, the store failed")
+            raise
+
+    def _frozen_candidates(self, items: list[FingerprintedRecord]) -> list[list[StoredDoc]]:
+        """The documents of earlier windows sharing a band key with each record, as the store holds them
+        (their labels may have moved since): one fetch for the batch."""
+        named = None
+        if self.on_duplicate != "index":
+            named = self.window.frozen_ids([lookup_keys(d.fp, self.config) for d in items], LOOKUP_LIMIT)
+        if named is None:
+            return [[] for _ in items]
+        try:
+            docs = self.store.get(sorted({i for ids in named for i in ids}))
+        except StoreError as exc:
+            self.ledger.fail_unconfirmed(items, exc, "not written, the store failed")
+            raise
+        return [[docs[i] for i in ids if i in docs] for ids in named]
+
+    def _candidates(self, d: FingerprintedRecord, found: list[StoredDoc]) -> list[StoredDoc]:
+        """The stored candidates and this run's documents sharing a key with ``d``; the store's copy of a
+        document wins (its labels may have moved since this run wrote it)."""
+        seen = {c.id for c in found}
+        extra = [c for c in self.window.run_index.lookup(lookup_keys(d.fp, self.config)) if c.id not in seen]
+        return [c for c in list(found) + extra if c.id not in self.window.deleted]
+
+    # -- labels ---------------------------------------------------------------------------------------
+    def label(self, items: list[FingerprintedRecord],
+              stored: list[list[StoredDoc]]) -> list[tuple[FingerprintedRecord, Labels]]:
+        """Decide each record's fate: a repeat within this run (skipped or failed), a near-duplicate to
+        skip, or a document to write with its labels."""
+        labelled: list[tuple[FingerprintedRecord, Labels]] = []
+        window, summary, cur = self.window, self.ledger.summary, self.ledger.cur
+        earlier = window.earlier.get([d.id for d in items])
+        for d, found in zip(items, stored, strict=True):
+            first_sha1 = window.written.get(d.id) or earlier.get(d.id)
+            if first_sha1 is not None:
+                self._repeat(d, first_sha1)
+                continue
+            window.written[d.id] = d.sha1
+            labels = self._labels_of(d, found)
+            if labels.skip_for is not None:
+                summary.duplicates += 1
+                self.ledger.skip(d, f"near-duplicate of {labels.skip_for}")
+                continue
+            if labels.root[1] != d.id:
+                summary.duplicates += 1
+            else:
+                window.own_roots.add(d.id)
+            if labels.replaces is not None:
+                self._count_replaced(d, labels)
+            labelled.append((d, labels))
+            cur.clusters[id(d.record)] = (d.id, labels.root)
+            if self.on_duplicate != "index":  # the run index serves labelling only
+                window.run_index.add(as_stored(d, labels.seq, labels.root), d.fp.bands + d.fp.lsh)
+        return labelled
+
+    def _count_replaced(self, d: FingerprintedRecord, labels: Labels) -> None:
+        summary = self.ledger.summary
+        summary.replaced += 1
+        if len(summary.replaced_ids) < SUMMARY_IDS:
+            summary.replaced_ids.append(d.id)
+        assert labels.replaces is not None
+        self.ledger.cur.replaced[d.id] = (labels.replaces, labels.root)
+
+    def _repeat(self, d: FingerprintedRecord, first_sha1: str) -> None:
+        """A second record with an id this run already wrote (with text ``first_sha1``)."""
+        if first_sha1 == d.sha1:
+            self.ledger.skip(d, "same id and text as a record already written in this run", listed=False)
+        else:
+            self.ledger.fail(d.record, "rejected", "duplicate id with different text (the first record with this "
+                             "id was kept)", doc_id=d.id, excerpt=d.record.text[:200])
+
+    def _labels_of(self, d: FingerprintedRecord, found: list[StoredDoc]) -> Labels:
+        """One record's write order and cluster.
+
+        A document already stored with this content keeps its write order and labels (an idempotent
+        re-ingest), joined with the clusters of its near-duplicates (a run killed after writing and before
+        settling is mended by the next). A new document gets a write order after everything it was
+        compared with, and joins the clusters of all its verified near-duplicates (``skip``: is skipped
+        when it has any; ``index``: is its own cluster)."""
+        self_doc = next((s for s in found if s.id == d.id), None)
+        if self_doc is not None and not same_text(self_doc, d):
+            return self._labels_of_new_text(d, found, self_doc)
+        if self.on_duplicate == "index":
+            if self_doc is None:
+                seq = WRITE_CLOCK.next()
+                return Labels(seq, (seq, d.id))
+            return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root)
+        cands = self._candidates(d, found)
+        roots = {self.find(c.root) for c in self.rule.among(d.fp, d.id, cands)}
+        if self_doc is not None:
+            me = self.find(self_doc.root)
+            seq = self_doc.seq or WRITE_CLOCK.next()
+            if self.on_duplicate == "skip":  # stored already: settling decides whether it stays
+                return Labels(seq, me)
+        else:
+            seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
+            me = (seq, d.id)
+            if roots and self.on_duplicate == "skip":
+                return Labels(seq, me, skip_for=min(roots)[1])
+        if len(roots - {me}) > (0 if self_doc is not None else 1):  # clusters already stored that this joins
+            self.ledger.cur.joins.append(roots | {me})
+        return Labels(seq, self.join(roots | {me}))
+
+    def _labels_of_new_text(self, d: FingerprintedRecord, found: list[StoredDoc], old: StoredDoc) -> Labels:
+        """A new text under an id already stored: labelled as a new document, apart from the cluster the
+        old text was in (whose label names the old text; `relabel_replaced` labels that one again after the
+        write). ``skip``: a new text that duplicates another document is skipped, the old one stays."""
+        self.window.roots.forget({d.id})
+        cands = self._candidates(d, found)
+        seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
+        me = (seq, d.id)
+        if self.on_duplicate == "index":
+            return Labels(seq, me, replaces=old.root)
+        roots = {r for r in (self.find(c.root) for c in self.rule.among(d.fp, d.id, cands)) if r[1] != d.id}
+        if roots and self.on_duplicate == "skip":
+            return Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
+        if len(roots) > 1:
+            self.ledger.cur.joins.append(roots | {me})
+        return Labels(seq, self.join(roots | {me}), replaces=old.root)
+
+    def new_docs(self, labelled: list[tuple[FingerprintedRecord, Labels]]) -> list[tuple[NewDoc, FingerprintedRecord]]:
+        """The documents to write. Their clusters are read only now, when the batch is sent: a later record
+        (of this batch, or of the next, labelled while the one before was written) or settling the batch
+        before may have joined a record's cluster to another."""
+        out = []
+        for d, labels in labelled:
+            root = self.find(labels.root)
+            dup_of = root[1] if root[1] != d.id and self.on_duplicate != "index" else None
+            out.append((new_doc(d, labels.seq, root, duplicate_of=dup_of), d))
+        return out
+
+    # -- after the write ------------------------------------------------------------------------------
+    def relabel_replaced(self, make_visible: Callable[[], None]) -> None:
+        """Label again the clusters that texts replaced in this batch were in, and the clusters the new texts
+        joined: their members form one cluster per set still joined by near-duplicate pairs, each
+        represented by its earliest member (the old text's pairs are gone). ``make_visible``: what the
+        store needs before it shows the batch just written."""
+        cur = self.ledger.cur
+        replaced, cur.replaced = cur.replaced, {}
+        if not replaced or self.on_duplicate == "index":
+            return
+        make_visible()
+        ids = {r[1] for old, new in replaced.values() for r in (old, self.find(new))} | set(replaced)
+        members = self.store.members(sorted(ids))
+        if len(members) > MAX_RELABEL:
+            log.warning("%d documents share clusters with texts replaced under the same id: more than %d, not "
+                        "labelled again (run 'dups' with cluster labels to do it)", len(members), MAX_RELABEL)
+            return
+        labels: dict[str, Root] = {}
+        for group in connected(members, lambda a: self.rule.among(a, a.id, members)):
+            root = min((m.seq, m.id) for m in group)
+            labels.update((m.id, root) for m in group if m.root != root or m.duplicate_of != _dup_of(m.id, root))
+        self.window.roots.forget({m.id for m in members})
+        if labels:
+            self.ledger.summary.relabelled += self.store.relabel(labels)

@@ -1,0 +1,153 @@
+"""Band keys held by several documents of an Elasticsearch index, from terms aggregations: the shared keys of
+each key field with their members (`key_batches`), and the crowded keys (`crowded_keys`)."""
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Iterator, Mapping, Sequence
+
+from esdedup.errors import StoreError
+from esdedup.es import query as q
+from esdedup.store.base import KeyBatch
+from esdedup.store.elastic.index import PAGE, ElasticIndex
+from esdedup.util.prefetch import ahead
+
+log = logging.getLogger(__name__)
+
+#: Shared values one partition of a key field should return (`shared_values`).
+PARTITION_BUCKETS = 20_000
+#: Most partitions of one key field (a partition split past this means the field cannot be cut).
+MAX_PARTITIONS = 1 << 20
+
+
+def key_stats(index: ElasticIndex, field: str) -> tuple[int, int]:
+    """Distinct values of a key field (HyperLogLog: exact up to 40,000, within a few percent above) and
+    values in all."""
+    aggs = {"distinct": {"cardinality": {"field": field, "precision_threshold": 40_000}},
+            "values": {"value_count": {"field": field}}}
+    resp = index.search("band aggregation", size=0, aggs=aggs)
+    return int(resp["aggregations"]["distinct"]["value"]), int(resp["aggregations"]["values"]["value"])
+
+
+def key_counts(index: ElasticIndex, keys: Sequence[str] | Mapping[str, Sequence[str]], what: str, *,
+               min_count: int, size: int, shard_size: int | None = None,
+               partition: tuple[int, int] = (0, 1)) -> dict[str, tuple[list[tuple[str, int]], bool]]:
+    """For each key field of ``keys``, its values held by ``min_count`` or more documents with their counts
+    (`query.key_counts_body`; values as strings: the LSH keys field is numeric), and whether that answer is
+    whole: False when it filled its size or a shard had more values than it could send (then some may be
+    missing)."""
+    body = q.key_counts_body(keys, min_count=min_count, size=size, shard_size=shard_size, partition=partition)
+    resp = index.search(what, **body)
+    out = {}
+    for field in keys:
+        agg = resp["aggregations"][field]
+        found = [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
+        whole = len(found) < body["aggs"][field]["terms"]["size"] and not agg.get("doc_count_error_upper_bound")
+        out[field] = (found, whole)
+    return out
+
+
+def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[list[tuple[str, int]]]:
+    """Every value of a key field held by ``min_count`` or more documents, with its count, one partition of
+    the field's values at a time: the node reads the field once a partition and sends only those values, not
+    the singletons. The partitions are as many as make each answer about `PARTITION_BUCKETS` values (the
+    field's value count less its distinct values bounds the values held twice or more); a partition whose
+    answer may be cut is asked again as two (values fall in partition ``hash % n``, so partition p of n is
+    partitions p and p + n of 2n)."""
+    distinct, values = key_stats(index, field)
+    parts = max(1, math.ceil(min(distinct, values - distinct) / PARTITION_BUCKETS))
+    log.debug("%s: %d distinct values, %d in all: %d partitions", field, distinct, values, parts)
+    size = 2 * PARTITION_BUCKETS
+    # With several shards each must send all of its values in the partition for the counts to add up.
+    shard_size = max(size, math.ceil(1.5 * distinct / parts))
+    todo = [(p, parts) for p in reversed(range(parts))]
+    while todo:
+        part = todo.pop()
+        found, whole = key_counts(index, [field], "band aggregation", min_count=min_count, size=size,
+                                  shard_size=shard_size, partition=part)[field]
+        if whole:
+            yield found
+        elif part[1] >= MAX_PARTITIONS:
+            raise StoreError(f"band aggregation on {index.name!r}: {field} does not fit {MAX_PARTITIONS} "
+                             "partitions")
+        else:
+            log.debug("partition %d of %d of %s may hold more than %d shared values: split", *part, field, size)
+            todo += [(part[0] + part[1], 2 * part[1]), (part[0], 2 * part[1])]
+
+
+def _crowded_set(index: ElasticIndex, fields: Sequence[str], max_bucket: int) -> frozenset[str]:
+    """The values of ``fields`` held by more than ``max_bucket`` documents (few: one request a field, unless
+    there are more than a page of them or several shards leave the answer uncertain)."""
+    out: set[str] = set()
+    for field in fields:
+        # One field a request: a page of values from each of many fields could pass the node's
+        # search.max_buckets (65,536 by default).
+        found, whole = key_counts(index, [field], "band aggregation", min_count=max_bucket + 1, size=PAGE,
+                                  shard_size=PAGE)[field]
+        if not whole:
+            found = [v for part in shared_values(index, field, max_bucket + 1) for v in part]
+        out.update(v for v, _ in found)
+    return frozenset(out)
+
+
+def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
+    """See `Store.key_batches`: shared keys field by field, partition by partition (`shared_values`); their
+    members fetched for a page of members at a time, with every member's keys (doc values). The next batch is
+    fetched while the caller works on this one (`ahead`): the node's aggregations and searches overlap the
+    caller's pair work instead of taking turns with it."""
+    return ahead(_key_batches(index, max_bucket, lsh))
+
+
+def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
+    fields = index.key_fields(lsh=lsh)
+    crowded = _crowded_set(index, fields, max_bucket)
+    for field in fields:
+        for found in shared_values(index, field, 2):
+            batch: list[tuple[str, int]] = []
+            total = 0
+            for value, n in found:
+                if batch and total + min(n, max_bucket) > PAGE:
+                    yield _members(index, field, batch, fields, crowded, max_bucket)
+                    batch, total = [], 0
+                batch.append((value, n))
+                total += min(n, max_bucket)
+            if batch:
+                yield _members(index, field, batch, fields, crowded, max_bucket)
+
+
+def _members(index: ElasticIndex, field: str, values: list[tuple[str, int]], fields: Sequence[str],
+             crowded: frozenset[str], max_bucket: int) -> KeyBatch:
+    """The `KeyBatch` of some values of ``field``: one search for the values held by at most ``max_bucket``
+    documents, one a crowded value (its first ``max_bucket`` documents)."""
+    groups: dict[str, list[str]] = {v: [] for v, _ in values}
+    keys: dict[str, frozenset[str]] = {}
+    normal = [(v, n) for v, n in values if n <= max_bucket]
+    searches = [([v], max_bucket) for v, n in values if n > max_bucket]
+    if normal:
+        searches.append(([v for v, _ in normal], sum(n for _, n in normal)))
+    for vals, size in searches:
+        resp = index.search("fetching band members", size=size, query={"terms": {field: vals}},
+                            docvalue_fields=list(fields), _source=False, track_total_hits=False, sort=["_doc"],
+                            filter_path=["_shards", "hits.hits._id", "hits.hits.fields"])
+        asked = set(vals)  # a hit of one search may hold values of another: counted there
+        # Every member brings all its keys (16 or more): turned into strings once, in C (map, set operations),
+        # the join's largest client cost after reading the responses. The values of ``field`` are found among
+        # them all, since no two key fields share a value (band keys are "<table>:<hex>", LSH keys decimal
+        # integers).
+        for h in (resp.get("hits") or {}).get("hits", []):
+            doc_id, got = h["_id"], h.get("fields", {})
+            held = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in fields)))
+            for v in asked & held:
+                if len(groups[v]) < max_bucket:
+                    groups[v].append(doc_id)
+            if doc_id not in keys:
+                keys[doc_id] = held - crowded if crowded else held
+    return KeyBatch([(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1], keys)
+
+
+def crowded_keys(index: ElasticIndex, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
+    """See `Store.crowded_keys`."""
+    found = [kn for field in index.key_fields(lsh=lsh)  # one field a request, as `_crowded_set`
+             for kn in key_counts(index, [field], "crowded band values", min_count=min_count, size=limit)[field][0]]
+    return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]

@@ -1,0 +1,52 @@
+"""Reading a whole Elasticsearch index, or every document a query matches, as it was when the reading began:
+pages of hits through a point in time."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
+from esdedup.store.base import StoredDoc
+from esdedup.store.elastic.index import PAGE, ElasticIndex
+
+
+def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
+              docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
+              keep_alive: str = "2m") -> Iterator[list[dict[str, Any]]]:
+    """The raw hits of ``query`` (default: every document) as the index held them when the call started (a
+    point in time, sorted by ``_shard_doc``, search_after paging), with the fingerprint's doc values and the
+    signature/vector ``_source``; ``versions`` adds each hit's ``_seq_no``/``_primary_term``."""
+    batch = min(batch, PAGE)
+    with index.errors("opening a point in time"):
+        pit = index.client.open_point_in_time(index=index.name, keep_alive=keep_alive)["id"]
+    try:
+        after = None
+        while True:
+            body: dict[str, Any] = {"size": batch, "pit": {"id": pit, "keep_alive": keep_alive},
+                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE,
+                                    "docvalue_fields": list(docvalue_fields), "track_total_hits": False}
+            if query is not None:
+                body["query"] = query
+            if versions:
+                body["seq_no_primary_term"] = True
+            if after is not None:
+                body["search_after"] = after
+            with index.errors(what):
+                resp = index.client.search(**body)  # a point in time names its index itself
+            index.complete(resp, what)
+            hits = resp["hits"]["hits"]
+            if not hits:
+                return
+            pit = resp.get("pit_id", pit)
+            after = hits[-1]["sort"]
+            yield hits
+    finally:
+        with contextlib.suppress(Exception):  # the point in time expires by itself
+            index.client.close_point_in_time(id=pit)
+
+
+def scan(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+    """See `Store.scan`: every document, through a point in time."""
+    for hits in hit_pages(index, "scanning documents", batch=batch):
+        yield [index.doc(h) for h in hits]
