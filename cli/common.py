@@ -287,10 +287,12 @@ def refuse_inert_thresholds(store: Any, overrides: ThresholdOverrides, *, create
 
 
 @contextmanager
-def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
+def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None,
+                 text_analyzer: str | None = None) -> Iterator[Any]:
     from esdedup.api import open_store
 
-    store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir, shards=shards, replicas=replicas)
+    store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir, shards=shards, replicas=replicas,
+                       text_analyzer=text_analyzer)
     try:
         yield store
     finally:

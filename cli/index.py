@@ -37,7 +37,9 @@ def create(
     index: Index,
     shards: Annotated[int, typer.Option(min=1, help="Shards (Elasticsearch).")] = 1,
     replicas: Annotated[int | None, typer.Option(
-        min=0, help="Replicas (Elasticsearch; default: the cluster's).")] = None,
+        min=0, help="Replicas (Elasticsearch; default: one where a second data node can hold it, none on one "
+                    "node: auto_expand_replicas 0-1).")] = None,
+    text_analyzer: TextAnalyzer = None,
 ) -> None:
     """Create an empty index with the mapping and the fingerprint config (the options given, else the
     defaults), for `esdedup pipeline put` and for clients that write documents themselves. An index that
@@ -47,7 +49,7 @@ def create(
     """
     from esdedup.api import create_index
 
-    with opened_store(index, conn, shards=shards, replicas=replicas) as store:
+    with opened_store(index, conn, shards=shards, replicas=replicas, text_analyzer=text_analyzer) as store:
         created = create_index(store, fp.config())
     typer.echo(f"created index '{index}'" if created else f"index '{index}' exists already; left as it is")
 

@@ -87,7 +87,8 @@ def ingest(
         help="Checkpoint file (default: in the data folder, per server, index and input paths).")] = None,
     shards: Annotated[int, typer.Option(min=1, help="Shards, when the Elasticsearch index is created.")] = 1,
     replicas: Annotated[int | None, typer.Option(
-        min=0, help="Replicas, when the Elasticsearch index is created.")] = None,
+        min=0, help="Replicas, when the Elasticsearch index is created (default: one where a second data node can "
+                    "hold it, none on one node: auto_expand_replicas 0-1).")] = None,
     json_out: JsonOut = False,
     quiet: Quiet = False,
 ) -> None:

@@ -86,7 +86,8 @@ class Printer:
         if self.quiet and s.ok:
             return
         lines = [
-            f"read {s.read} = indexed {s.indexed} (new {s.created}, updated {s.updated}) + skipped {s.skipped}"
+            f"read {s.read} = indexed {s.indexed} (new {s.created}, updated {s.updated}"
+            + (f", unchanged {s.unchanged}" if s.unchanged else "") + f") + skipped {s.skipped}"
             f" + failed {s.failed}",
             f"near-duplicates found: {s.duplicates}; retried sends: {s.retried}; "
             f"{d['docs_per_s'] or 0} docs/s, {d['mb_per_s'] or 0} MB/s in {s.seconds:.1f}s",

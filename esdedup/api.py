@@ -26,14 +26,16 @@ from esdedup.store.base import Store
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
                connection: ConnectionSettings | None = None, shards: int = 1, replicas: int | None = None,
-               client: Any = None) -> Store:
+               client: Any = None, text_analyzer: str | None = None) -> Store:
     """An Elasticsearch store, or the embedded local store in ``data_dir`` when no server is named. The
     store is not opened yet.
 
     The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` the caller owns), then
     ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.es.connect.resolve_settings`), then
     ``es_url`` or, without it, ``ESDEDUP_ES_URL`` or the config file (credentials and CA from the
-    environment or the config file, as `resolve_settings` reads them).
+    environment or the config file, as `resolve_settings` reads them). ``shards``, ``replicas`` (default: one
+    where a second data node can hold it, `esdedup.schema.index_settings`) and ``text_analyzer`` (of the
+    ``title`` and ``text`` fields, `esdedup.schema.text_fields`) apply when an Elasticsearch index is created.
 
     Raises:
         ConfigError: more than one of ``client``, ``connection`` and ``es_url``; an invalid URL or name.
@@ -44,11 +46,11 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     if sum(x is not None for x in (client, connection, es_url)) > 1:
         raise ConfigError("give one of client, connection and es_url")
     if client is not None:
-        return ElasticStore(client, index, shards=shards, replicas=replicas)
+        return ElasticStore(client, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer)
     settings = connection or resolve_settings(es_url)
     if settings is None:
         return LocalStore(index, data_dir)
-    return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas,
+    return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
                         display_url=settings.display_url, secrets=settings.secrets)
 
 

@@ -181,13 +181,21 @@ def vector_mapping(config: FingerprintConfig) -> dict[str, Any]:
             "index_options": {"type": config.knn_index}}
 
 
+def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, Any]:
+    """The settings an index is created with: ``replicas`` replicas, or by default one replica wherever there
+    is a second data node to hold it and none on a one-node cluster (``auto_expand_replicas`` 0-1), so that a
+    single node is green rather than yellow forever."""
+    replica = {"number_of_replicas": replicas} if replicas is not None else {"auto_expand_replicas": "0-1"}
+    return {"number_of_shards": shards, **replica}
+
+
 def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
-                 replicas: int = 1, text_analyzer: str | None = None) -> dict[str, Any]:
+                 replicas: int | None = None, text_analyzer: str | None = None) -> dict[str, Any]:
     """A composable index template body (``PUT _index_template/<name>``) for a config."""
     return {
         "index_patterns": index_patterns,
         "template": {
-            "settings": {"number_of_shards": shards, "number_of_replicas": replicas},
+            "settings": index_settings(shards, replicas),
             "mappings": mapping_for(config, text_analyzer=text_analyzer),
         },
         "_meta": {"description": "esdedup near-duplicate fields: SimHash bands (keyword), MinHash LSH keys "

@@ -80,6 +80,12 @@ def as_stored(d: FingerprintedRecord, seq: int, root: Root) -> StoredDoc:
                      cluster_seq=root[0])
 
 
+def same_labels(stored: StoredDoc, new: NewDoc) -> bool:
+    """The stored document carries the write order and cluster labels ``new`` would write."""
+    return (stored.seq, stored.cluster_id, stored.duplicate_of, stored.cluster_seq) == (
+        new.seq, new.cluster_id, new.duplicate_of, new.cluster_seq)
+
+
 def same_text(stored: StoredDoc, d: FingerprintedRecord) -> bool:
     """The stored document under ``d``'s id has ``d``'s text (its SimHash, where the store kept no SHA-1)."""
     if stored.content_sha1 is not None:

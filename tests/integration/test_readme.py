@@ -118,7 +118,7 @@ def test_the_elasticsearch_walkthrough_and_the_search_backend_run_as_written(es_
     try:
         ingest, similar, dups = _run_lines(_section_block("With Elasticsearch"), es_url, readme_env,
                                            skip=("scripts/es-local",))
-        assert "read 13 = indexed 13 (new 13, updated 0) + skipped 0 + failed 0" in ingest
+        assert "read 13 = indexed 13 (new 13, updated 0) + skipped 0 + failed 0" in ingest, ingest
         assert "near-duplicates found: 5;" in ingest
         found = re.findall(r"^  (\S+)\t", similar, re.M)
         assert sorted(found) == ["rail-1", "rail-2", "rail-3"], similar

@@ -239,3 +239,23 @@ def test_info_states_the_rule_the_index_applies(clean_env: Path) -> None:
     data = json.loads(runner.invoke(app, ["info", "--index", "auto", "--data-dir", str(clean_env), "--json"]).stdout)
     assert data["rule"] == lines["auto"][1].removeprefix("rule: ")
     assert data["acting_thresholds"] == ["jaccard", "containment"]
+
+
+# -- a re-run changes nothing ------------------------------------------------------------------------------------
+def test_a_rerun_of_the_same_ingest_sends_nothing(clean_env: Path) -> None:
+    runner = _runner()
+    args = ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--t2s", "--workers", "1"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("read 13 = indexed 13 (new 13, updated 0) + skipped 0 + failed 0\n")
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert again.stdout.startswith("read 13 = indexed 13 (new 0, updated 0, unchanged 13) + skipped 0 + failed 0\n"
+                                   "near-duplicates found: 5;")
+    edited = clean_env / "edited.jsonl"
+    rows = [json.loads(line) for line in NEWS.read_text("utf-8").splitlines()]
+    rows[-1]["text"] += "（完）"
+    edited.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    changed = runner.invoke(app, ["ingest", str(edited), *args[2:]])
+    assert changed.exit_code == 0, changed.output
+    assert changed.stdout.startswith("read 13 = indexed 13 (new 0, updated 1, unchanged 12) + skipped 0 + failed 0\n")
