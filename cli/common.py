@@ -40,8 +40,8 @@ JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs i
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 TextAnalyzer = Annotated[str | None, typer.Option(
     "--text-analyzer", help="Analyzer of the title and text fields (Elasticsearch): one the cluster has, such as "
-                            "smartcn, ik_max_word or cjk (default: standard, which cuts Chinese into single "
-                            "characters).")]
+                            "jieba (the esdedup plugin's), smartcn, ik_max_word or cjk (default: standard, which "
+                            "cuts Chinese into single characters).")]
 
 
 def choices(name: str, *values: str) -> Any:

@@ -132,8 +132,8 @@ _ANALYZER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 def text_fields(text_analyzer: str | None) -> dict[str, Any]:
     """The article fields' mappings: ``title`` and ``text`` analysed by ``text_analyzer`` (an analyzer the
-    cluster has, e.g. ``smartcn``, ``ik_max_word`` or ``cjk``) or, with None, by Elasticsearch's ``standard``
-    analyzer, which cuts Chinese into single characters."""
+    cluster has, e.g. the esdedup plugin's ``jieba``, ``smartcn``, ``ik_max_word`` or ``cjk``) or, with None, by
+    Elasticsearch's ``standard`` analyzer, which cuts Chinese into single characters."""
     fields: dict[str, dict[str, Any]] = copy.deepcopy(ARTICLE_FIELDS)
     if text_analyzer is not None:
         if not isinstance(text_analyzer, str) or not _ANALYZER_NAME.fullmatch(text_analyzer):

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_plugin import plugin_url  # noqa: F401  (the fixture: the node with the plugin)
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -68,20 +66,21 @@ def readme_blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
-def _section_block(title: str, language: str = "bash") -> str:
+def section_block(title: str, language: str = "bash") -> str:
     text = (ROOT / "README.md").read_text("utf-8")
     start = text.index(f"\n### {title}\n") if f"\n### {title}\n" in text else text.index(f"\n## {title}\n")
     return re.search(rf"```{language}\n(.*?)```", text[start:], re.S).group(1)  # type: ignore[union-attr]
 
 
 def test_every_readme_block_is_run_by_a_test() -> None:
-    """The README has exactly the blocks the tests below run: a new block gets a test, or this fails."""
+    """The README has exactly the blocks the tests run (below; the plugin's block in test_plugin.py, beside the
+    node with the plugin): a new block gets a test, or this fails."""
     assert len(readme_blocks("bash")) == 3  # the first commands (above), the Elasticsearch walkthrough, the plugin
     assert len(readme_blocks("python")) == 2  # the search backend, the Python API
     assert not re.findall(r"```(?!bash|python|\n)(\w+)", (ROOT / "README.md").read_text("utf-8"))
 
 
-def _run_lines(block: str, url: str, env: dict[str, str], *, skip: tuple[str, ...]) -> list[str]:
+def run_lines(block: str, url: str, env: dict[str, str], *, skip: tuple[str, ...]) -> list[str]:
     """Run each command line of a README block against the node at ``url`` (the README's 127.0.0.1:9250),
     from the repository root; the lines starting with one of ``skip`` are what the test's own node stands in
     for. Returns each command's stdout."""
@@ -116,7 +115,7 @@ def test_the_elasticsearch_walkthrough_and_the_search_backend_run_as_written(es_
     asked for."""
     es_client.options(ignore_status=404).indices.delete(index="news")
     try:
-        ingest, similar, dups = _run_lines(_section_block("With Elasticsearch"), es_url, readme_env,
+        ingest, similar, dups = run_lines(section_block("With Elasticsearch"), es_url, readme_env,
                                            skip=("scripts/es-local",))
         assert "read 13 = indexed 13 (new 13, updated 0) + skipped 0 + failed 0" in ingest, ingest
         assert "near-duplicates found: 5;" in ingest
@@ -126,7 +125,7 @@ def test_the_elasticsearch_walkthrough_and_the_search_backend_run_as_written(es_
 
         from fastapi.testclient import TestClient
 
-        code = _section_block("In a search backend", "python").replace("http://127.0.0.1:9250", es_url)
+        code = section_block("In a search backend", "python").replace("http://127.0.0.1:9250", es_url)
         scope: dict = {}
         exec(compile(code, "README.md (search backend)", "exec"), scope)
         with TestClient(scope["app"]) as client:
@@ -148,25 +147,10 @@ def test_the_elasticsearch_walkthrough_and_the_search_backend_run_as_written(es_
 
 
 def test_the_python_example_runs() -> None:
-    code = _section_block("Python", "python")
+    code = section_block("Python", "python")
     scope: dict = {}
     lines = code.strip().splitlines()
     exec(compile("\n".join(lines[:-1]), "README.md (Python)", "exec"), scope)
     value = eval(lines[-1], scope)  # the last line is an expression a reader types at the prompt
     assert isinstance(value, tuple) and len(value) == 4
-
-
-@pytest.mark.es
-def test_the_plugin_walkthrough_runs_as_written(plugin_url, readme_env):  # noqa: F811
-    """The plugin block on a node with the plugin (the fixture builds it and starts the node, as the block's
-    `mvn package` and `es-local start --plugin` do): the pipeline fingerprints what `_bulk` sends, and `label`
-    labels the reprints."""
-    import urllib.request
-
-    block = _section_block("Inside Elasticsearch (plugin)")
-    made, put, _bulk, label = _run_lines(block, plugin_url, readme_env, skip=("cd plugin", "scripts/es-local"))
-    assert made == "created index 'wire'\n"
-    labelled = re.match(r"(\d+) unlabelled documents: (\d+) labelled \((\d+) near-duplicates\)", label)
-    assert labelled and labelled.groups() == ("13", "13", "4"), label
-    urllib.request.urlopen(urllib.request.Request(f"{plugin_url}/wire", method="DELETE"), timeout=60).read()
 
