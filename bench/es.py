@@ -38,7 +38,7 @@ from elasticsearch import Elasticsearch, helpers  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
-from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
+from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import similar, similar_knn  # noqa: E402
 from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402

@@ -3,7 +3,7 @@
     python bench/frozen_keys.py             # 5 windows of 200,000 documents, about 2 minutes
     python OTHER/bench/frozen_keys.py       # the same on the code of another checkout (copy the script there)
 
-What a long ingest asks of its frozen keys (`esdedup.ingest.runindex`, `esdedup.ingest.run._Run._freeze`): each closing
+What a long ingest asks of its frozen keys (`esdedup.ingest.runindex`, `esdedup.ingest.window.MemoryWindow.roll`): each closing
 window's keys are added (``--docs`` documents of ``--keys`` band keys; a tenth of them repeat an earlier
 document's keys, so keys are shared across windows; one key is held by 2% of the documents, so the per-key
 cap binds), then ``--batches`` batches of ``--batch`` records are looked up (half of them a stored

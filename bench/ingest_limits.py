@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _NEAR = textwrap.dedent("""
     import json, shutil, sys, time
     from esdedup import FingerprintConfig
-    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
     from esdedup.store.local import LocalStore
     base = ("国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。"
             "气象台预计未来三天本市将出现持续降雨，局部地区有大到暴雨，请市民注意出行安全。")

@@ -31,7 +31,7 @@ from es import Timed, node  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
-from esdedup.ingest.run import BATCH, LOOKUP_LIMIT, IngestOptions, ingest  # noqa: E402
+from esdedup.ingest import BATCH, LOOKUP_LIMIT, IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import probe_for  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 

@@ -48,8 +48,8 @@ from es import Timed, pct, timed_bulk  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
+from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.ingest.label import label_new  # noqa: E402
-from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import similar, similar_on_node  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402

@@ -261,7 +261,7 @@ class Clock:
 
 # -- the three methods on the natural benchmark --------------------------------------------------------
 def run_esdedup(docs_path: Path, config, workdir: Path, workers: int) -> tuple[set, dict]:
-    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
     from esdedup.match.pairs import find_pairs
     from esdedup.store.local import LocalStore
 
@@ -355,6 +355,32 @@ def run_datasketch(docs_path: Path, threshold: float = 0.5, num_perm: int = 128)
     return pairs, {"wall_s": c.wall, "cpu_s": c.cpu, "lsh_b": lsh.b, "lsh_r": lsh.r}
 
 
+def run_rensa(docs_path: Path, threshold: float = 0.5, num_perm: int = 128, bands: int = 16) -> tuple[set, dict]:
+    """rensa (Rust MinHash LSH for Python) on the same normalised bigrams: `RMinHash` with seed 42, `RMinHashLSH`
+    of ``bands`` bands, each candidate kept when its estimated Jaccard is at least ``threshold``."""
+    from rensa import RMinHash, RMinHashLSH
+
+    with Clock() as c:
+        docs, grams = _normalised_bigrams(docs_path)
+        keep = [i for i, g in enumerate(grams) if g]
+        mhs = []
+        for i in keep:
+            m = RMinHash(num_perm=num_perm, seed=42)
+            m.update(sorted(set(grams[i])))
+            mhs.append(m)
+        lsh = RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=bands)
+        for n, m in enumerate(mhs):
+            lsh.insert(n, m)
+        pairs = set()
+        for n, m in enumerate(mhs):
+            me = docs[keep[n]]["id"]
+            for other in lsh.query(m):
+                if other != n and m.jaccard(mhs[other]) >= threshold:
+                    them = docs[keep[other]]["id"]
+                    pairs.add((min(me, them), max(me, them)))
+    return pairs, {"wall_s": c.wall, "cpu_s": c.cpu}
+
+
 def run_simhash(docs_path: Path, k: int = 3) -> tuple[set, dict]:
     """Plain SimHash (the `simhash` package, 64 bits, the same character bigrams as features), k = 3."""
     import logging
@@ -396,6 +422,8 @@ def natural(args) -> list[str]:
             results["esdedup"].append(run_esdedup_library(docs_path, config, work, args.workers))
             print("  datasketch ...", file=sys.stderr)
             results["datasketch"].append(run_datasketch(docs_path))
+            print("  rensa ...", file=sys.stderr)
+            results["rensa"].append(run_rensa(docs_path))
             if rep == 0:
                 print("  esdedup ingest ...", file=sys.stderr)
                 results["ingest"].append(run_esdedup(docs_path, config, work, args.workers))
@@ -408,7 +436,7 @@ def natural(args) -> list[str]:
              f"{len(labels):,} labelled pairs: {kinds[(1, 'same-work')]:,} duplicates (same poem in two "
              f"collections), {kinds[(0, 'same-title')]:,} same-title / {kinds[(0, 'same-author')]:,} "
              f"same-author / {kinds[(0, 'random')]:,} random non-duplicates. {args.reps} round(s): esdedup "
-             "(library) and datasketch run one after the other in every round, the ingest pipeline and plain "
+             "(library), datasketch and rensa run one after the other in every round, the ingest pipeline and plain "
              "SimHash in the first; times are per round (wall = elapsed, CPU = user + system of the process "
              "and its worker processes).", "",
              "| method | precision | recall | F1 | wall s (per round) | CPU s (per round) | pairs found |",
@@ -417,9 +445,10 @@ def natural(args) -> list[str]:
                         "`t2s=True, tokenizer=rjieba`)",
              "ingest": f"esdedup ingest pipeline (`ingest --on-duplicate index`, {args.workers} workers) + find_pairs",
              "datasketch": "datasketch MinHashLSH (bigrams, threshold 0.5, 128 perm)",
+             "rensa": "rensa RMinHashLSH (bigrams, 128 perm, 16 bands, candidates kept at estimated Jaccard >= 0.5)",
              "simhash": "plain SimHash k=3 (`simhash` package, bigrams)"}
     summary = {}
-    for key in ("esdedup", "ingest", "datasketch", "simhash"):
+    for key in ("esdedup", "ingest", "datasketch", "rensa", "simhash"):
         runs = results[key]
         pairs, _ = runs[0]
         sc = score(pairs, labels)
@@ -433,7 +462,7 @@ def natural(args) -> list[str]:
     lines += ["", "Recall / precision by label kind (share of each kind's pairs called duplicates):", "",
               "| method | " + " | ".join(sorted(summary["esdedup"]["by_kind"])) + " |",
               "| --- |" + " --- |" * len(summary["esdedup"]["by_kind"])]
-    for key in ("esdedup", "datasketch", "simhash"):
+    for key in ("esdedup", "datasketch", "rensa", "simhash"):
         cells = []
         for _kind, d in sorted(summary[key]["by_kind"].items()):
             called = d["tp"] + d["fp"]

@@ -1,4 +1,4 @@
-"""Peak memory at an ingest's window roll: a full run index frozen into `FrozenKeys` (`esdedup.ingest.run._Run._freeze`).
+"""Peak memory at an ingest's window roll: a full run index frozen into `FrozenKeys` (`esdedup.ingest.window.MemoryWindow.roll`).
 
     python bench/roll_memory.py                # 5 windows of 200,000 documents x 16 keys, about 30 s of one core
     python bench/roll_memory.py --docs 50000   # lighter, for a busy machine
@@ -8,7 +8,7 @@ Fills a `RunIndex` as a batch run does (``--docs`` documents a window, each a `S
 signature are rows of its batch's arrays, as the workers send them, and ``--keys`` band keys: decimal LSH keys,
 a tenth of the documents repeating an earlier document's keys, one key held by 2%), and at the end of each
 window but the last freezes it into the run's `FrozenKeys` and starts an empty run index, as
-`esdedup.ingest.run._Run._next_window` does. Linux only: before each roll the process's high-water mark is reset
+`esdedup.ingest.window.MemoryWindow.roll` does. Linux only: before each roll the process's high-water mark is reset
 (``/proc/self/clear_refs``), so the peak printed is the roll's own. Prints, for each roll, the RSS before it,
 its peak during it and the RSS after; the peak RSS of the whole process, which includes the last window filled
 on top of the frozen keys; and a digest of what lookups in the frozen keys find (equal on any code that answers
@@ -67,7 +67,7 @@ def _fill(index: RunIndex, values: np.ndarray, first: int) -> None:
 
 
 def _roll(frozen: FrozenKeys, ended: RunIndex) -> RunIndex:
-    """Freeze ``ended`` as `_Run._freeze` does on the checkout this runs on, and start the next run index."""
+    """Freeze ``ended`` as `MemoryWindow.roll` does on the checkout this runs on, and start the next run index."""
     add_index = getattr(frozen, "add_index", None)
     if add_index is not None:
         add_index(ended)

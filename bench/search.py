@@ -33,7 +33,7 @@ import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
 from es import node, pct  # noqa: E402
 
-from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
+from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.match.thresholds import Thresholds  # noqa: E402
 from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.search.paging import _with_dedup_fields, index_config, search_diversified  # noqa: E402

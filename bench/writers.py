@@ -39,7 +39,7 @@ from elasticsearch import Elasticsearch  # noqa: E402
 from es import node  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
-from esdedup.ingest.run import IngestOptions, ingest  # noqa: E402
+from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 from tests.corpus import make_variant  # noqa: E402
 from tests.writers import inconsistencies, partition, stored_labels  # noqa: E402

@@ -96,8 +96,8 @@ def ingest(
 
     Example: esdedup ingest ./articles --index news --on-duplicate label
     """
-    from esdedup.ingest.run import IngestOptions
-    from esdedup.ingest.run import ingest as run_ingest
+    from esdedup.ingest import IngestOptions
+    from esdedup.ingest import ingest as run_ingest
 
     printer = Printer(json_out=json_out, quiet=quiet)
     if Path("-") in paths:

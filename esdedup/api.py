@@ -87,7 +87,7 @@ class SimilarFinder:
 
     >>> import tempfile
     >>> from esdedup import FingerprintConfig, open_store
-    >>> from esdedup.ingest.run import Ingester
+    >>> from esdedup.ingest import Ingester
     >>> store = open_store("news", data_dir=tempfile.mkdtemp())
     >>> _ = Ingester(store, FingerprintConfig()).add("台湾居民明日起持台胞证可通关，无需另行申请签注。", id="a")
     >>> finder = SimilarFinder(store)

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     from elasticsearch import Elasticsearch
 
     from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
     from esdedup.store.elastic.store import ElasticStore
 
     ap = argparse.ArgumentParser()

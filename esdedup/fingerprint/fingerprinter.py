@@ -17,6 +17,7 @@ import numpy as np
 
 from esdedup.errors import InputError
 from esdedup.fingerprint import minhash as mh
+from esdedup.fingerprint import native
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.features import char_shingles, term_of, term_weights
@@ -209,6 +210,8 @@ class Fingerprinter:
         # stands for another term (a synonym, or spaces stripped), -1 when it is no term (punctuation, a
         # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
         self._codes: dict[str, int] = {}
+        # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
+        self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -235,6 +238,8 @@ class Fingerprinter:
         out: list[tuple[list[str], np.ndarray | None, int]] = [([], None, 0)] * len(norms)
         if not cfg.gets_signatures:
             return out
+        if self._native_minhash is not None:
+            return self._native_minhash.parts(norms)
         sets = _shingle_sets([_word_chars(norm) for norm in norms], cfg.minhash_ngram)
         todo = [i for i, h in enumerate(sets) if len(h)]
         if not todo:

@@ -3,11 +3,19 @@ added one call at a time), and `settle_stored`, the settling step that `esdedup.
 from __future__ import annotations
 
 from esdedup.ingest.documents import ids_for_texts
-from esdedup.ingest.options import BATCH, BATCH_CHARS, ON_DUPLICATE, SUMMARY_IDS, IngestOptions, IngestSummary
+from esdedup.ingest.options import (
+    BATCH,
+    BATCH_CHARS,
+    LOOKUP_LIMIT,
+    ON_DUPLICATE,
+    SUMMARY_IDS,
+    IngestOptions,
+    IngestSummary,
+)
 from esdedup.ingest.run import ingest
 from esdedup.ingest.runindex import MAX_PER_KEY
 from esdedup.ingest.service import Added, Ingester
 from esdedup.ingest.settle import settle_stored
 
-__all__ = ["BATCH", "BATCH_CHARS", "MAX_PER_KEY", "ON_DUPLICATE", "SUMMARY_IDS", "Added", "IngestOptions",
+__all__ = ["BATCH", "BATCH_CHARS", "LOOKUP_LIMIT", "MAX_PER_KEY", "ON_DUPLICATE", "SUMMARY_IDS", "Added", "IngestOptions",
            "IngestSummary", "Ingester", "ids_for_texts", "ingest", "settle_stored"]

@@ -6,19 +6,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from esdedup.errors import OutputError, StoreError
 from esdedup.ingest.checkpoint import Checkpoint
 from esdedup.ingest.deadletters import DeadLetters
-from esdedup.ingest.documents import FingerprintedRecord
+from esdedup.ingest.documents import FingerprintedRecord, Labels
 from esdedup.ingest.options import SUMMARY_IDS, IngestSummary
 from esdedup.ingest.workers import Batch
 from esdedup.readers import Record, Rejected
 from esdedup.store.base import NewDoc, Root, WriteResult
-
-if TYPE_CHECKING:
-    from esdedup.ingest.labels import Labels
 
 
 @dataclass(eq=False)

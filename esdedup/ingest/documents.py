@@ -33,6 +33,17 @@ class FingerprintedRecord:
     dedup_json: bytes | None = None
 
 
+@dataclass(frozen=True)
+class Labels:
+    """What labelling decided for one record: its write order and cluster, or that it is skipped."""
+
+    seq: int
+    root: Root
+    skip_for: str | None = None  # ``skip``: the representative of the stored near-duplicate
+    replaces: Root | None = None  # a new text under a stored id: the cluster the old text was in
+    stored: StoredDoc | None = None  # the document stored under this id with this text already
+
+
 def doc_id(rec: Record, sha1: str) -> str:
     """The id a record is stored under: its own, else the SHA-1 of its normalised text."""
     return rec.id if rec.id is not None else sha1

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,7 +16,7 @@ from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.ingest.documents import FingerprintedRecord, as_stored, new_doc, same_labels, same_text
+from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, probe_for
@@ -30,17 +29,6 @@ log = logging.getLogger(__name__)
 
 #: Documents `Labeller.relabel_replaced` labels again at most (it compares every pair of them).
 MAX_RELABEL = 2000
-
-
-@dataclass(frozen=True)
-class Labels:
-    """What labelling decided for one record: its write order and cluster, or that it is skipped."""
-
-    seq: int
-    root: Root
-    skip_for: str | None = None  # ``skip``: the representative of the stored near-duplicate
-    replaces: Root | None = None  # a new text under a stored id: the cluster the old text was in
-    stored: StoredDoc | None = None  # the document stored under this id with this text already
 
 
 class NearDuplicates:

@@ -24,7 +24,7 @@ for a service.
 
 This module holds the entry point over files: it opens the run's files and the store, feeds the batches the
 worker pool (`esdedup.ingest.workers`) fingerprints to the run (`esdedup.ingest.driver`), and stops cleanly
-on SIGTERM. The names the run's callers import from here are re-exported below.
+on SIGTERM.
 """
 from __future__ import annotations
 
@@ -37,26 +37,13 @@ from esdedup.errors import OutputError, StoreError, Terminated
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.checkpoint import lock_checkpoint, open_checkpoint
 from esdedup.ingest.deadletters import DeadLetters
-from esdedup.ingest.documents import batches, ids_for_texts
+from esdedup.ingest.documents import batches
 from esdedup.ingest.driver import IngestRun, open_run
-from esdedup.ingest.options import (
-    BATCH,
-    BATCH_CHARS,
-    LOOKUP_LIMIT,
-    ON_DUPLICATE,
-    SUMMARY_IDS,
-    IngestOptions,
-    IngestSummary,
-)
-from esdedup.ingest.service import Added, Ingester
-from esdedup.ingest.settle import settle_stored
+from esdedup.ingest.options import IngestOptions, IngestSummary
 from esdedup.ingest.window import RUN_INDEX_MAX_DOCS
 from esdedup.ingest.workers import Stop, Workers
 from esdedup.readers import Record, Rejected, check_inputs, read_records
 from esdedup.store.base import Store
-
-__all__ = ["BATCH", "BATCH_CHARS", "LOOKUP_LIMIT", "ON_DUPLICATE", "RUN_INDEX_MAX_DOCS", "SUMMARY_IDS", "Added",
-           "IngestOptions", "IngestSummary", "Ingester", "ids_for_texts", "ingest", "settle_stored"]
 
 
 def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,

@@ -281,7 +281,7 @@ def run(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (
     score every labelled pair under each setting (default: `default_grid`).
 
     With no ``docs`` the store must already hold the labelled documents."""
-    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
 
     if not labels:
         raise ConfigError("no labelled pairs to evaluate against")

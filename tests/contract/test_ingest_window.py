@@ -18,9 +18,9 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.ingest import run as ingest_module
 from esdedup.ingest import window as window_module
-from esdedup.ingest.run import Ingester, IngestOptions, ingest
 from esdedup.ingest.runindex import RunIndex
 from esdedup.match.rule import is_duplicate
 from esdedup.match.thresholds import Thresholds

@@ -17,7 +17,7 @@ from esdedup import FingerprintConfig
 from esdedup.errors import ConfigError, ConfigMismatchError, EsdedupError, IndexNotFound
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.minhash import lsh_keys
-from esdedup.ingest.run import IngestOptions, ingest
+from esdedup.ingest import IngestOptions, ingest
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import probe_for, similar, similar_knn
 from esdedup.match.pairs import find_pairs

@@ -58,7 +58,7 @@ def _jsonl(*objs: object) -> str:
 def build_corpus(root: Path, *, unreadable: bool = True) -> Expect:
     """Write the bad-input corpus under ``root``; returns what ingesting it must give."""
     from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.ingest.run import ids_for_texts
+    from esdedup.ingest import ids_for_texts
 
     rng = random.Random(99)
     ex = Expect()

@@ -412,7 +412,7 @@ def test_rejected_lines_are_not_read_again_on_resume(tmp_path):
     """Deterministic: Ctrl-C (KeyboardInterrupt) right after the first batch, whose last lines were
     rejected; the resumed run starts after them."""
     from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
     from esdedup.store.local import LocalStore
 
     docs = make_docs(12, seed=50)
@@ -446,7 +446,7 @@ def test_interrupted_batch_dead_letters_are_written_once(tmp_path):
     """Ctrl-C inside a batch (after its rejected lines were seen, before the store confirmed it): that batch
     is not checkpointed, so the resumed run reads it again; its dead letters must not be in the file twice."""
     from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.ingest.run import IngestOptions, ingest
+    from esdedup.ingest import IngestOptions, ingest
     from esdedup.store.local import LocalStore
 
     docs = make_docs(12, seed=51)

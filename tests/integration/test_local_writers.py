@@ -15,7 +15,7 @@ import pytest
 
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.ingest.run import IngestOptions, ingest
+from esdedup.ingest import IngestOptions, ingest
 from esdedup.store.local import LocalStore
 from esdedup.util.filelock import FileLock
 from tests.reliability import cli_cmd, cli_env, last_json, run_cli, start_cli, wait_for, write_corpus

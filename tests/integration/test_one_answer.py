@@ -9,7 +9,7 @@ import pytest
 
 from esdedup import diversify
 from esdedup.api import all_pairs
-from esdedup.ingest.run import IngestOptions, ingest
+from esdedup.ingest import IngestOptions, ingest
 from esdedup.search.paging import index_config, search_diversified
 from esdedup.store.elastic.store import ElasticStore
 from tests.corpus import make_corpus

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.ingest.run import Ingester, IngestOptions, ingest
+from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.match.pairs import find_pairs
 from esdedup.store.elastic.store import ElasticStore
 from tests.reliability import cli_env, dead_letters, wait_for

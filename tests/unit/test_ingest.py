@@ -12,7 +12,7 @@ import pytest
 
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.ingest.run import Ingester, IngestOptions, ingest
+from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
 
@@ -130,7 +130,7 @@ def test_a_similar_finder_opens_the_index_and_builds_the_fingerprinter_once(tmp_
 
 
 def test_an_ingester_says_what_became_of_each_article(tmp_path):
-    from esdedup.ingest.run import Ingester
+    from esdedup.ingest import Ingester
 
     docs, planted = make_corpus(3, 1, seed=6)
     ingester = Ingester(LocalStore("svc", tmp_path / "data"), CONFIG, on_duplicate="skip",

@@ -1,0 +1,136 @@
+"""The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step of
+`Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released.
+
+It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
+word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
+number of distinct n-grams. The Python side stays the definition: it hands the extension the permutation
+coefficients (`esdedup.fingerprint.minhash.permutations`) and which code points are word characters
+(``str.isalnum`` of this interpreter, what the n-grams are made of), so the two cannot drift apart on a
+Unicode version.
+
+Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
+variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
+says why) everything runs in Python, with the same results.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from esdedup.fingerprint import minhash as mh
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.normalize import is_word_char
+
+#: The environment variable that turns the native core off (``0``) without uninstalling it.
+ENV_SWITCH = "ESDEDUP_NATIVE"
+#: The version of the extension's interface and results this module was written for.
+API_VERSION = 1
+#: How to build the extension (named in `unavailable_reason`).
+BUILD_HINT = "native/README.md of the esdedup source gives the maturin command"
+
+#: (LSH band keys, MinHash signature, number of distinct n-grams) of one text, as `Fingerprint` keeps them.
+MinHashPart = tuple[list[str], np.ndarray | None, int]
+
+
+def _import_extension() -> tuple[ModuleType | None, str]:
+    try:
+        import esdedup_native
+    except ImportError as exc:
+        return None, f"the esdedup_native extension is not installed ({exc}); to build it, {BUILD_HINT}"
+    found = getattr(esdedup_native, "API_VERSION", None)
+    if found != API_VERSION:
+        return None, (f"the installed esdedup_native has API version {found}, this esdedup needs {API_VERSION}; "
+                      f"to rebuild it, {BUILD_HINT}")
+    return esdedup_native, ""
+
+
+_EXTENSION, _MISSING = _import_extension()
+
+
+def extension_missing() -> str:
+    """Why the extension can not be used at all ("" when it is installed and of the expected version)."""
+    return _MISSING
+
+
+def unavailable_reason() -> str:
+    """Why the native core is not used ("" when it is): `extension_missing`, or the switch is off."""
+    if _MISSING:
+        return _MISSING
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return f"{ENV_SWITCH}=0 turns the native core off"
+    return ""
+
+
+def enabled() -> bool:
+    """Whether the native core is built, of the expected version, and not turned off."""
+    return not unavailable_reason()
+
+
+def reproduces(config: FingerprintConfig) -> bool:
+    """Whether the native core computes this config's MinHash parts: every config whose texts get
+    signatures (`FingerprintConfig.gets_signatures`), whatever its n-gram size, permutation count and LSH
+    layout; the other configs have no MinHash step."""
+    return config.gets_signatures
+
+
+def kernels() -> list[str]:
+    """The compiled forms of the extension's loops this CPU runs (none without the extension)."""
+    return list(_EXTENSION.kernels()) if _EXTENSION is not None else []
+
+
+@lru_cache(maxsize=1)
+def word_table() -> bytes:
+    """One byte per code point: 1 for a word character (`esdedup.fingerprint.normalize.is_word_char`, what the
+    n-grams are made of), else 0. Made once per process, on the first native step."""
+    return bytes(map(is_word_char, map(chr, range(0x110000))))
+
+
+class NativeMinHash:
+    """The MinHash step of one MinHash layout, in the extension: `parts` is what `Fingerprinter` keeps of
+    each text. Immutable; one instance serves any number of threads at once."""
+
+    def __init__(self, perm: int, bands: int, rows: int, ngram: int, chunk: int, kernel: str | None = None) -> None:
+        """``perm``, ``bands``, ``rows``, ``ngram``: a config's ``minhash_*`` settings; ``chunk`` as in
+        `minhash_step`; ``kernel``: which compiled form of the extension's loops runs (one of `kernels`; by
+        default the fastest this CPU has)."""
+        if _EXTENSION is None:
+            raise RuntimeError(_MISSING)
+        a, b = mh.permutations(perm)
+        self.n_perm = perm
+        self._core: Any = _EXTENSION.MinHashCore(word_table(), a.tolist(), b.tolist(), ngram, bands, rows, chunk,
+                                                 kernel)
+
+    @classmethod
+    def for_config(cls, config: FingerprintConfig, chunk: int, kernel: str | None = None) -> NativeMinHash:
+        return cls(config.minhash_perm, config.minhash_bands, config.minhash_rows, config.minhash_ngram, chunk,
+                   kernel)
+
+    @property
+    def kernel(self) -> str:
+        """The compiled form of the loops in use: portable, avx2 or avx512."""
+        return str(self._core.kernel)
+
+    def parts(self, norms: Sequence[str]) -> list[MinHashPart]:
+        """(LSH band keys, signature, distinct n-grams) of each normalised text; ([], None, 0) for a text
+        without word characters."""
+        raw, keys, counts = self._core.sketch(list(norms))
+        sigs = np.frombuffer(raw, dtype="<u4").reshape(len(counts), self.n_perm).astype(np.uint32, copy=False)
+        return [(keys[i], sigs[i], count) if count else ([], None, 0) for i, count in enumerate(counts)]
+
+
+def minhash_step(config: FingerprintConfig, chunk: int) -> NativeMinHash | None:
+    """The native MinHash step for ``config``, or None when the Python path is to run it (the extension is
+    not in use, or the config has no MinHash step). ``chunk``: the word characters the Python path turns
+    into n-grams at a time (it decides which n-grams a text longer than that has when n exceeds it). One
+    step per layout is made and shared by every Fingerprinter."""
+    if not enabled() or not reproduces(config):
+        return None
+    return _shared_step(config.minhash_perm, config.minhash_bands, config.minhash_rows, config.minhash_ngram, chunk)
+
+
+_shared_step = lru_cache(maxsize=16)(NativeMinHash)
