@@ -17,7 +17,7 @@ from .common import (
     refuse_inert_thresholds,
     threshold_options,
 )
-from .output import Printer
+from .output import Printer, for_people
 
 app = typer.Typer()
 
@@ -68,13 +68,11 @@ def similar(
         refuse_inert_thresholds(store, thresholds.overrides())
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None, top=top, knn=knn,
                              explain=explain, thresholds=thresholds.overrides(), on_node=server_side)
-    if results.query["empty"]:
-        from esdedup.errors import ConfigError
-
-        what = "the --text given" if text is not None else f"document {id!r}" if id is not None else f"file {file}"
-        raise ConfigError(f"{what} has no words once normalised (it is empty, blank, or only punctuation and "
-                          "stopwords), so it matches nothing; give a text with words")
     printer.matches(results, explain=explain)
+    if results.query["empty"]:
+        what = "the --text given" if text is not None else f"document {id!r}" if id is not None else f"file {file}"
+        typer.echo(f"warning: {for_people(what)} has no words once normalised (it is empty, blank, or only "
+                   "punctuation and stopwords), so it matches nothing; give a text with words", err=True)
 
 
 @app.command()

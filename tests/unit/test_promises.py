@@ -119,11 +119,14 @@ def test_similar_says_the_text_is_empty(clean_env: Path) -> None:
     made = _runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--quiet",
                                   "--workers", "1"])
     assert made.exit_code == 0, made.output
+    warning = ("warning: the --text given has no words once normalised (it is empty, blank, or only punctuation "
+               "and stopwords), so it matches nothing; give a text with words\n")
     for text in ("   ", "", "，。！"):
         r = _runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text])
-        assert (r.exit_code, r.stdout) == (2, "")
-        assert r.stderr == ("Error: the --text given has no words once normalised (it is empty, blank, or only "
-                            "punctuation and stopwords), so it matches nothing; give a text with words\n")
+        assert r.exit_code == 0 and r.stdout.endswith(": 0 near-duplicate(s)\n") and r.stderr == warning, r.output
+        r = _runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text, "--json"])
+        assert r.exit_code == 0 and r.stderr == warning
+        assert json.loads(r.stdout)["query"]["empty"] is True and json.loads(r.stdout)["matches"] == []
 
 
 def test_dups_as_csv(clean_env: Path) -> None:
