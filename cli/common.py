@@ -286,6 +286,15 @@ def refuse_inert_thresholds(store: Any, overrides: ThresholdOverrides, *, create
     check_overrides_act(overrides, config)
 
 
+def threshold_flags(t: Any) -> list[str]:
+    """The arguments of `threshold_options` that ask for the thresholds ``t`` (a `Thresholds`): what a printed
+    command must carry to apply them (a switched-off containment is given as 0, its way of saying off)."""
+    flags: list[str] = []
+    for name in ("hamming_k", "cosine", "jaccard"):
+        if getattr(t, name) is not None:
+            flags += [THRESHOLD_FLAGS[name], str(getattr(t, name))]
+    return flags + [THRESHOLD_FLAGS["containment"], "0" if t.containment is None else str(t.containment)]
+
 @contextmanager
 def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None,
                  text_analyzer: str | None = None) -> Iterator[Any]:

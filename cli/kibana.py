@@ -39,7 +39,7 @@ def export(
 ) -> None:
     """Print Kibana saved objects (NDJSON) for an index: a data view whose dedup.* fields carry labels and
     descriptions, a saved search "near-duplicate clusters", and tables of cluster sizes and of the most
-    crowded band values.
+    crowded band and MinHash LSH key values.
 
     The band fields come from the index's fingerprint config when the index exists, else from the
     fingerprint options (or the defaults). Import the file in Kibana 8 under Stack Management > Saved

@@ -1,6 +1,7 @@
 """The ``esdedup`` command: a thin typer layer over the library.
 
-Each command module (`ingest`, `label`, `duplicates`, `index`, `compare`, `quality`, `kibana`, `pipeline`) has its own
+Each command module (`ingest`, `label`, `duplicates`, `index`, `compare`, `quality`, `review`, `kibana`,
+`pipeline`) has its own
 ``typer.Typer()``; this module composes them under one root, and nothing imports it (Typer's
 one-file-per-command layout). Each command parses options, calls one library function and prints. Library
 errors (`EsdedupError`) are turned into one ``Error: ...`` line and an exit code in `common.handles_errors`,
@@ -13,7 +14,7 @@ import typer
 
 from esdedup._version import __version__
 
-from . import compare, duplicates, index, ingest, kibana, label, pipeline, quality
+from . import compare, duplicates, index, ingest, kibana, label, pipeline, quality, review
 
 app = typer.Typer(
     name="esdedup",
@@ -27,7 +28,7 @@ app = typer.Typer(
 )
 # Added without a name, a module's commands sit at the root (esdedup ingest, esdedup dups, ...);
 # kibana's and pipeline's Typers carry their own names and stay groups (esdedup kibana export).
-for module in (ingest, label, duplicates, index, compare, quality):
+for module in (ingest, label, duplicates, index, compare, quality, review):
     app.add_typer(module.app)
 app.add_typer(kibana.app)
 app.add_typer(pipeline.app)

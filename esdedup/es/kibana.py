@@ -1,5 +1,6 @@
 """Kibana saved objects for an esdedup index: a data view that explains the ``dedup.*`` fields, a saved
-search of the near-duplicate clusters and visualisations of cluster sizes and crowded band values.
+search of the near-duplicate clusters and visualisations of cluster sizes and of the crowded band and MinHash
+LSH key values (what the review page's overview charts of an index's keys).
 
 Pure: `saved_objects` takes an index name and the index's `FingerprintConfig` and returns the objects as
 dicts; it talks to no server. `to_ndjson` writes them in the format of Kibana's saved-objects export, which
@@ -159,8 +160,9 @@ def saved_objects(index: str, config: FingerprintConfig, *, time_field: str | No
             document regardless of time.
 
     Returns:
-        The data view, the saved search "near-duplicate clusters", the cluster-size table and one
-        "most crowded values" table per band field, in that order (referenced objects first).
+        The data view, the saved search "near-duplicate clusters", the cluster-size table, one "most
+        crowded values" table per band field and, when the config gives texts MinHash signatures, one of
+        the LSH keys, in that order (referenced objects first).
     """
     if not index or any(c in index for c in ' "\n'):
         raise ConfigError(f"invalid index name for a data view: {index!r}")
@@ -219,6 +221,13 @@ def saved_objects(index: str, config: FingerprintConfig, *, time_field: str | No
                            f"Band values of table {i} shared by the most documents. A value shared by very "
                            "many documents is usually boilerplate (it makes every lookup on it expensive).",
                            _table(title, field, f"band {i} value", BAND_ROWS, min_count=2)))
+    if config.gets_signatures:  # the LSH keys of every band live in one field
+        field = f"{DEDUP}.{LSH_KEYS}"
+        title = f"esdedup {index}: most crowded values of {field}"
+        objects.append(vis(f"visualization:crowded-{LSH_KEYS}", title,
+                           "MinHash LSH key values shared by the most documents (every LSH band's keys are in this "
+                           "one field). A value shared by very many documents is usually boilerplate.",
+                           _table(title, field, "LSH key value", BAND_ROWS, min_count=2)))
     return objects
 
 

@@ -164,7 +164,8 @@ def test_visualisations_cover_clusters_and_every_band(config: FingerprintConfig)
     objects = saved_objects("news", config)
     terms = [next(a["params"]["field"] for a in json.loads(o["attributes"]["visState"])["aggs"] if a["type"] == "terms")
              for o in objects if o["type"] == "visualization"]
-    assert terms == ["dedup.cluster_id"] + [f"dedup.{n}" for n in band_fields(config)]
+    assert terms == (["dedup.cluster_id"] + [f"dedup.{n}" for n in band_fields(config)]
+                     + (["dedup.lsh_keys"] if config.gets_signatures else []))
     (search,) = [o for o in objects if o["type"] == "search"]
     attrs = search["attributes"]
     assert attrs["columns"] == ["title", "dedup.cluster_id", "dedup.duplicate_of", "dedup.simhash"]
@@ -242,7 +243,7 @@ def test_cli_export_reads_the_local_index_config(cli_app, tmp_path: Path) -> Non
     assert result.stderr == ""
     objects = parse_ndjson(result.stdout)
     assert objects == saved_objects("news", config)
-    assert sum(o["type"] == "visualization" for o in objects) == 1 + len(band_fields(config)) == 16
+    assert sum(o["type"] == "visualization" for o in objects) == 2 + len(band_fields(config)) == 17  # + LSH keys
 
     # Options that contradict the index: a usage error, one line, no traceback.
     bad = runner.invoke(cli_app, ["kibana", "export", "--index", "news", "--data-dir", str(tmp_path),

@@ -1,0 +1,176 @@
+"""The review app's routes (Starlette) and templates (Jinja2, every value escaped).
+
+Pages: ``/`` overview, ``/clusters`` list, ``/cluster`` one cluster, ``/pair`` one pair, ``/review`` the
+queue, ``/tuning``, ``/search``; ``POST /label`` saves a label. Ids travel in query strings, so any id
+(slashes included) names its page. With a token, every request must carry it (`TokenGate`).
+"""
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from jinja2 import Environment, FileSystemLoader
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from esdedup.errors import ConfigError, EsdedupError, IndexNotFound
+from esdedup.review.pages import Review
+
+__all__ = ["TOKEN_COOKIE", "TokenGate", "create_app"]
+
+HERE = Path(__file__).parent
+#: The cookie a browser keeps the token in after its first request carried it (``?token=``).
+TOKEN_COOKIE = "esdedup_review_token"
+#: Every page's Content-Security-Policy: scripts, styles and images from the app itself only.
+CSP = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, trim_blocks=True,
+                      lstrip_blocks=True)
+    env.filters["num"] = lambda v, d=3: "–" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
+    env.globals["url"] = lambda path, **q: path + ("?" + urlencode({k: v for k, v in q.items() if v is not None})
+                                                   if any(v is not None for v in q.values()) else "")
+    return env
+
+
+def _page(request: Request) -> int:
+    try:
+        return max(0, int(request.query_params.get("page", "0")))
+    except ValueError:
+        return 0
+
+
+def _local_path(target: str | None, default: str = "/review") -> str:
+    """``target`` if it is a path of this app (never another site: no scheme, no host), else ``default``."""
+    if not target:
+        return default
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    return target
+
+
+class TokenGate:
+    """Refuses (401) every request that does not carry ``token``: as ``Authorization: Bearer``, as the
+    cookie `TOKEN_COOKIE`, or as ``?token=`` (then the cookie is set and the browser sent on to the same page
+    without it, so that the token leaves the address bar)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    def _ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.token)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        auth = request.headers.get("authorization", "")
+        bearer = auth[7:] if auth.lower().startswith("bearer ") else None
+        if self._ok(bearer) or self._ok(request.cookies.get(TOKEN_COOKIE)):
+            await self.app(scope, receive, send)
+            return
+        if self._ok(request.query_params.get("token")) and request.method == "GET":
+            rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+            response: Response = RedirectResponse(request.url.path + ("?" + rest if rest else ""), status_code=303)
+            response.set_cookie(TOKEN_COOKIE, self.token.decode(), httponly=True, samesite="strict")
+        else:
+            response = PlainTextResponse("401: this review page needs its access token (printed when it started)",
+                                         status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
+
+
+def create_app(review: Review, *, token: str | None = None) -> ASGIApp:
+    """The ASGI app over a prepared `Review`; with ``token``, every request must carry it."""
+    env = _environment()
+
+    def render(name: str, request: Request, status: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(name).render(request=request, index=review.store.name,
+                                             labelled=len(review.labels), **context)
+        return HTMLResponse(html, status_code=status, headers={"Content-Security-Policy": CSP,
+                                                                "X-Content-Type-Options": "nosniff",
+                                                                "Referrer-Policy": "same-origin"})
+
+    def page(name: str, build: Callable[[Request], Awaitable[dict[str, Any]]]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return render(name, request, **await build(request))
+            except IndexNotFound as exc:
+                return render("error.html", request, status=404, message=str(exc))
+            except (ConfigError, EsdedupError) as exc:
+                return render("error.html", request, status=400, message=str(exc))
+        return endpoint
+
+    async def overview(request: Request) -> dict[str, Any]:
+        return await review.call(review.overview)
+
+    async def clusters(request: Request) -> dict[str, Any]:
+        return await review.call(review.clusters, request.query_params.get("q", ""), _page(request))
+
+    async def cluster(request: Request) -> dict[str, Any]:
+        cid = request.query_params.get("id")
+        if not cid:
+            raise ConfigError("name the cluster: /cluster?id=<the representative's id>")
+        return {"c": await review.call(review.cluster, cid, _page(request)), "here": str(request.url.path) + "?" + request.url.query}
+
+    async def pair(request: Request) -> dict[str, Any]:
+        a, b = request.query_params.get("a"), request.query_params.get("b")
+        if not a or not b or a == b:
+            raise ConfigError("name two different documents: /pair?a=<id>&b=<id>")
+        here = str(request.url.path) + "?" + request.url.query
+        return {"p": await review.call(review.pair, a, b), "reason": None,
+                "next_url": _local_path(request.query_params.get("next"), here)}
+
+    async def queue(request: Request) -> dict[str, Any]:
+        return await review.call(review.queue)
+
+    async def tuning(request: Request) -> dict[str, Any]:
+        return await review.call(review.tuning)
+
+    async def search(request: Request) -> dict[str, Any]:
+        return await review.call(review.search, request.query_params.get("q", ""))
+
+    async def label(request: Request) -> Response:
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+            return PlainTextResponse("403: a label comes only from the review page itself", status_code=403)
+        form = await request.form()
+        a, b, value = form.get("a"), form.get("b"), form.get("label")
+        if not isinstance(a, str) or not isinstance(b, str) or value not in ("0", "1"):
+            return PlainTextResponse("400: a label needs the fields a, b and label (0 or 1)", status_code=400)
+        try:
+            docs = await review.call(review.store.get, [a, b])
+            missing = [x for x in (a, b) if x not in docs]
+            if missing:
+                return PlainTextResponse(f"404: no document {missing[0]!r} in index {review.store.name!r}",
+                                         status_code=404)
+            await review.call(review.labels.set, a, b, int(str(value)))
+        except ConfigError as exc:
+            return PlainTextResponse(f"400: {exc}", status_code=400)
+        nxt = form.get("next")
+        return RedirectResponse(_local_path(nxt if isinstance(nxt, str) else None), status_code=303)
+
+    app: ASGIApp = Starlette(routes=[
+        Route("/", page("overview.html", overview)),
+        Route("/clusters", page("clusters.html", clusters)),
+        Route("/cluster", page("cluster.html", cluster)),
+        Route("/pair", page("pair.html", pair)),
+        Route("/review", page("queue.html", queue)),
+        Route("/tuning", page("tuning.html", tuning)),
+        Route("/search", page("search.html", search)),
+        Route("/label", label, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ])
+    if token is not None:
+        app = TokenGate(app, token)
+    return app
