@@ -17,8 +17,21 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from esdedup.errors import CertificateError, ConfigMismatchError, EsdedupError, NoAnswer, NotElasticsearch
-from esdedup.match.thresholds import HammingBeyondIndex, ThresholdOverrides
+from esdedup.errors import (
+    CertificateError,
+    ConfigMismatchError,
+    EsdedupError,
+    IndexNotFound,
+    NeedsElasticsearch,
+    NoAnswer,
+    NotElasticsearch,
+)
+from esdedup.match.thresholds import (
+    HammingBeyondIndex,
+    InertThresholds,
+    ThresholdOverrides,
+    check_overrides_act,
+)
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
 
@@ -27,6 +40,10 @@ from .output import for_people
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+TextAnalyzer = Annotated[str | None, typer.Option(
+    "--text-analyzer", help="Analyzer of the title and text fields (Elasticsearch): one the cluster has, such as "
+                            "jieba (the esdedup plugin's), smartcn, ik_max_word or cjk (default: standard, which "
+                            "cuts Chinese into single characters).")]
 
 
 def choices(name: str, *values: str) -> Any:
@@ -37,7 +54,7 @@ def choices(name: str, *values: str) -> Any:
 
 # The reader's own list, so a format the library learns is a choice here too.
 InputFormat = choices("InputFormat", "auto", *sorted(FORMATS - {"auto"}))
-PairsFormat = choices("PairsFormat", "jsonl", "table")
+PairsFormat = choices("PairsFormat", "jsonl", "table", "csv")
 CompareFormat = choices("CompareFormat", "table", "jsonl")
 
 
@@ -171,14 +188,28 @@ def read_config_file(path: Path):  # -> FingerprintConfig
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path} is not JSON text (not UTF-8 at byte {exc.start})") from None
     try:
-        return FingerprintConfig.from_json(text)
+        return FingerprintConfig.from_json(_config_part(text))
     except ConfigError as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
 
 
+def _config_part(text: str) -> str:
+    """The config in a config file's text: what ``esdedup info --json`` prints holds it under "config", beside
+    the index's name and counts; any other text is taken as a config itself."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text  # the config's own parser names the error
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and {"index", "band_layout"} <= data.keys():
+        return json.dumps(data["config"])
+    return text
+
+
 fingerprint_options = _group("fp", FingerprintOptions, [
     _opt("config_file", Annotated[Path | None, typer.Option(
-        "--config", help="FingerprintConfig JSON (as printed by 'esdedup info --json').")], None),
+        "--config", help="FingerprintConfig JSON: what 'esdedup info --json' prints, or its \"config\".")], None),
     _opt("bits", Annotated[int | None, typer.Option("--bits", help="SimHash width: 64 or 128.")], None),
     _opt("hamming_k", Annotated[int | None, typer.Option(
         "--hamming-k", help="Largest distance the band layout guarantees to find (default 3).")], None),
@@ -239,21 +270,45 @@ threshold_options = _group("thresholds", ThresholdOptions, [
 ])
 
 
+#: The threshold option of each threshold's name.
+THRESHOLD_FLAGS = {"hamming_k": "--hamming", "cosine": "--cosine", "jaccard": "--jaccard",
+                   "containment": "--containment"}
+
+
+def refuse_inert_thresholds(store: Any, overrides: ThresholdOverrides, *, creates: bool = False,
+                            new_config: Any = None) -> None:
+    """Refuse threshold options that cannot change the answer under the index's rule
+    (`esdedup.match.thresholds.check_overrides_act`; exit 2, naming the options that act). ``creates``: the
+    command creates a missing index, with ``new_config`` (None: the default config)."""
+    if not overrides.values:
+        return
+    from esdedup.fingerprint.config import FingerprintConfig
+
+    try:
+        config = store.open(None, create=False).config
+    except IndexNotFound:
+        if not creates:
+            raise
+        config = new_config or FingerprintConfig()
+    check_overrides_act(overrides, config)
+
 
 def threshold_flags(t: Any) -> list[str]:
     """The arguments of `threshold_options` that ask for the thresholds ``t`` (a `Thresholds`): what a printed
     command must carry to apply them (a switched-off containment is given as 0, its way of saying off)."""
     flags: list[str] = []
-    for flag, value in (("--hamming", t.hamming_k), ("--cosine", t.cosine), ("--jaccard", t.jaccard)):
-        if value is not None:
-            flags += [flag, str(value)]
-    return flags + ["--containment", "0" if t.containment is None else str(t.containment)]
+    for name in ("hamming_k", "cosine", "jaccard"):
+        if getattr(t, name) is not None:
+            flags += [THRESHOLD_FLAGS[name], str(getattr(t, name))]
+    return flags + [THRESHOLD_FLAGS["containment"], "0" if t.containment is None else str(t.containment)]
 
 @contextmanager
-def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None) -> Iterator[Any]:
+def opened_store(index: str, conn: Connection, *, shards: int = 1, replicas: int | None = None,
+                 text_analyzer: str | None = None) -> Iterator[Any]:
     from esdedup.api import open_store
 
-    store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir, shards=shards, replicas=replicas)
+    store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir, shards=shards, replicas=replicas,
+                       text_analyzer=text_analyzer)
     try:
         yield store
     finally:
@@ -271,6 +326,13 @@ def flag_hint(exc: EsdedupError) -> str | None:
                 "or give another --index")
     if isinstance(exc, NotElasticsearch | NoAnswer):
         return "give --es the URL of an Elasticsearch node's HTTP port (9200 by default)"
+    if isinstance(exc, InertThresholds):
+        return (f"omit {', '.join(THRESHOLD_FLAGS[n] for n in exc.inert)}; the options that act here: "
+                f"{', '.join(THRESHOLD_FLAGS[n] for n in exc.acting)}")
+    if isinstance(exc, NeedsElasticsearch):
+        return "give the server with --es URL (or ESDEDUP_ES_URL)"
+    if isinstance(exc, IndexNotFound) and exc.index is not None:
+        return f"create it with 'esdedup index create --index {exc.index}', or ingest into it"
     if isinstance(exc, CertificateError):
         if exc.needs == "client_cert":
             return "give the client's certificate with --client-cert and --client-key"

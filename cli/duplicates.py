@@ -14,9 +14,10 @@ from .common import (
     connection_options,
     handles_errors,
     opened_store,
+    refuse_inert_thresholds,
     threshold_options,
 )
-from .output import Printer
+from .output import Printer, for_people
 
 app = typer.Typer()
 
@@ -64,9 +65,14 @@ def similar(
         raise typer.BadParameter("--knn and --server-side are two different lookups: give one")
     printer = Printer(json_out=json_out)
     with opened_store(index, conn) as store:
+        refuse_inert_thresholds(store, thresholds.overrides())
         results = similar_to(store, text=text, doc_id=id, path=str(file) if file else None, top=top, knn=knn,
                              explain=explain, thresholds=thresholds.overrides(), on_node=server_side)
     printer.matches(results, explain=explain)
+    if results.query["empty"]:
+        what = "the --text given" if text is not None else f"document {id!r}" if id is not None else f"file {file}"
+        typer.echo(f"warning: {for_people(what)} has no words once normalised (it is empty, blank, or only "
+                   "punctuation and stopwords), so it matches nothing; give a text with words", err=True)
 
 
 @app.command()
@@ -77,14 +83,15 @@ def dups(
     conn: Connection,
     thresholds: ThresholdOptions,
     index: Index,
-    format: Annotated[PairsFormat, typer.Option("--format", help="JSON lines for programs, or a table.")
+    format: Annotated[PairsFormat, typer.Option(
+        "--format", help="JSON lines for programs, a table for people, or CSV for spreadsheets.")
                       ] = PairsFormat.jsonl,
     write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
     lsh_join: Annotated[LshJoin, typer.Option(
         help="Where documents sharing a MinHash LSH key are grouped: memory (one scan, about 512 bytes a "
-             "document), store (the index's key groups: composite aggregations), auto (memory up to 2,000,000 "
-             "documents). Same pairs either way.")] = LshJoin.auto,
+             "document), store (the index's key groups: terms aggregations of the shared keys, one partition of "
+             "the keys at a time), auto (memory up to 2,000,000 documents). Same pairs either way.")] = LshJoin.auto,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
 
@@ -98,6 +105,7 @@ def dups(
 
     printer = Printer()
     with opened_store(index, conn) as store:
+        refuse_inert_thresholds(store, thresholds.overrides())
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
                            thresholds=thresholds.overrides(), lsh_join=lsh_join.value)
     printer.pairs(report, format.value)

@@ -16,7 +16,7 @@ from .common import (
 app = typer.Typer(
     name="kibana",
     help="Kibana saved objects that make an esdedup index readable in Kibana.\n\n"
-         "Example: esdedup kibana export --index news --es http://localhost:9200 > saved_objects.ndjson",
+         "Example: esdedup kibana export --index news --es http://127.0.0.1:9250 > saved_objects.ndjson",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -45,7 +45,7 @@ def export(
     fingerprint options (or the defaults). Import the file in Kibana 8 under Stack Management > Saved
     objects > Import, or with POST /api/saved_objects/_import.
 
-    Example: esdedup kibana export --index news --es http://localhost:9200 > saved_objects.ndjson
+    Example: esdedup kibana export --index news --es http://127.0.0.1:9250 > saved_objects.ndjson
     """
     from esdedup.errors import IndexNotFound
     from esdedup.es.kibana import saved_objects, to_ndjson

@@ -9,6 +9,7 @@ from .common import (
     connection_options,
     handles_errors,
     opened_store,
+    refuse_inert_thresholds,
     threshold_options,
 )
 from .output import json_text
@@ -30,11 +31,12 @@ def label(
     pipeline by any client), as esdedup ingest labels its own: run it after each load, or every few minutes;
     it is safe beside running writers, and a second run finds nothing to do.
 
-    Example: esdedup label --index news --es http://localhost:9200
+    Example: esdedup label --index news --es http://127.0.0.1:9250
     """
     from esdedup.ingest.label import label_new
 
     with opened_store(index, conn) as store:
+        refuse_inert_thresholds(store, thresholds.overrides())
         summary = label_new(store, thresholds=thresholds.overrides())
     if json_out:
         typer.echo(json_text(summary.to_dict()))

@@ -33,6 +33,7 @@ for module in (ingest, label, duplicates, index, compare, quality, review):
     app.add_typer(module.app)
 app.add_typer(kibana.app)
 app.add_typer(pipeline.app)
+app.add_typer(index.index_app)
 
 
 class _OneLineFormatter(logging.Formatter):

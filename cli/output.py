@@ -5,6 +5,8 @@ showing them (``ESC ] 0;...BEL`` retitles the window, ``ESC [2J`` clears it, U+2
 Text for people passes through `for_people`, which writes such characters as escapes; JSON for programs
 through `json_text`, which writes them as ``\\u`` escapes (the same values once parsed).
 """
+import csv
+import io
 import json
 import re
 import sys
@@ -84,7 +86,8 @@ class Printer:
         if self.quiet and s.ok:
             return
         lines = [
-            f"read {s.read} = indexed {s.indexed} (new {s.created}, updated {s.updated}) + skipped {s.skipped}"
+            f"read {s.read} = indexed {s.indexed} (new {s.created}, updated {s.updated}"
+            + (f", unchanged {s.unchanged}" if s.unchanged else "") + f") + skipped {s.skipped}"
             f" + failed {s.failed}",
             f"near-duplicates found: {s.duplicates}; retried sends: {s.retried}; "
             f"{d['docs_per_s'] or 0} docs/s, {d['mb_per_s'] or 0} MB/s in {s.seconds:.1f}s",
@@ -109,8 +112,9 @@ class Printer:
                     typer.echo(f"      title: {for_people(m['title'])}")
                 if "shared_bands" in m:
                     typer.echo(f"      shared bands: {', '.join(m['shared_bands']) or '(none: found by vector)'}")
-                    typer.echo(f"      exact TF cosine: {m['exact_cosine']:.4f} (every term counted; the vector "
-                               "cosine above compares the hashed vectors the rule reads)")
+                    vectors = ("the vector cosine above compares the hashed vectors" if m["cosine"] is not None
+                               else "the index stores no vectors, so no vector cosine is shown")
+                    typer.echo(f"      exact TF cosine: {m['exact_cosine']:.4f} (every term counted; {vectors})")
                     typer.echo(f"      top shared terms: {for_people(' '.join(m['top_shared_terms']))}")
         if result.truncated:
             typer.echo("warning: the index holds more candidates for this text than one lookup fetches (a band "
@@ -120,14 +124,17 @@ class Printer:
     def pairs(self, report: Any, fmt: str) -> None:
         if fmt == "jsonl":
             _echo_lines(json_text(p.to_dict()) for p in report.pairs)
+        elif fmt == "csv":
+            _echo_lines(_csv_rows(report.pairs))
         else:
-            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}")
-            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {p.cosine:>7.4f} "
-                        f"{_number(p.jaccard):>7} {_number(p.containment):>7}" for p in report.pairs)
+            typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
+            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {_number(p.cosine):>7} "
+                        f"{_number(p.jaccard):>7} {_number(p.containment):>7}  {p.decided_by}" for p in report.pairs)
             n_clusters = len(set(report.clusters.values()))
             typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
-            typer.echo("vec_cos: cosine of the hashed TF vectors; jaccard, contain: MinHash estimates of the "
-                       "character n-gram Jaccard and containment, which decide when both texts have signatures")
+            typer.echo("vec_cos: cosine of the hashed TF vectors (- where the index stores none); jaccard, contain: "
+                       "MinHash estimates of the character n-gram Jaccard and containment (- where a text has no "
+                       "signature); decided: the measure that made the pair near-duplicates")
         for key, n in report.crowded:
             typer.echo(f"warning: band value {key} is shared by {n} documents (boilerplate?); only the first "
                        f"ones were compared", err=True)
@@ -139,9 +146,14 @@ class Printer:
             typer.echo(json_text(d))
             return
         typer.echo(f"index {d['index']} ({d['backend']}): {d['documents']} documents")
-        lay = d["band_layout"]
-        typer.echo(f"band layout: {lay['tables']} tables, key widths {lay['key_widths']}, probe radius "
-                   f"{lay['radius']}, finds every pair within Hamming {lay['k']}")
+        typer.echo(f"rule: {d['rule']}")
+        lay, config = d["band_layout"], d["config"]
+        tables = f"{lay['tables']} tables, key widths {lay['key_widths']}, probe radius {lay['radius']}"
+        if config["strategy"] == "simhash":
+            typer.echo(f"band layout: {tables}, finds every pair within Hamming {lay['k']}")
+        elif config["strategy"] == "auto":
+            typer.echo(f"SimHash band keys, only for texts of {config['short_text_chars']} or more characters "
+                       f"(candidates, which the rule above decides): {tables}")
         typer.echo(f"expected random candidates per lookup: {d['expected_random_candidates_per_lookup']}")
         typer.echo("config: " + for_people(json.dumps(d["config"], ensure_ascii=False, sort_keys=True)))
         for key, n in d["crowded_band_values"]:
@@ -188,15 +200,33 @@ def _echo_lines(lines: Iterable[str], chunk: int = 1000) -> None:
         typer.echo("\n".join(batch))
 
 
+#: The columns of `dups --format csv`: the JSON lines' keys, every one on every row.
+PAIR_COLUMNS = ("a", "b", "hamming", "cosine", "jaccard", "containment", "decided_by")
+
+
+def _csv_rows(pairs: Iterable[Any]) -> Iterator[str]:
+    """A header, then one row a pair; a measure not computed is an empty cell. Ids pass through `for_people`,
+    as in the table: a terminal the output reaches acts on none of their characters."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="")
+    for row in [PAIR_COLUMNS, *([p.to_dict().get(c) for c in PAIR_COLUMNS] for p in pairs)]:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow("" if v is None else for_people(v) if isinstance(v, str) else v for v in row)
+        yield buf.getvalue()
+
+
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
 def _measures(m: dict[str, Any], *, sep: str) -> str:
     """A match's measures, named: what the rule read to call it a near-duplicate."""
-    parts = [f"hamming {m['hamming']}", f"vector cosine {m['cosine']:.4f}"]
+    parts = [f"hamming {m['hamming']}", f"vector cosine {_number(m['cosine'])}"]
     if m.get("jaccard") is not None:
         parts += [f"jaccard {m['jaccard']:.4f}", f"containment {m['containment']:.4f}"]
+    if m.get("decided_by"):
+        parts.append(f"decided by {m['decided_by']}")
     return sep.join(parts)
 
 

@@ -9,7 +9,7 @@ app = typer.Typer(
     name="pipeline",
     help="The ingest pipeline of an index (needs the esdedup Elasticsearch plugin on every node): documents "
          "written by any client get their dedup fields on the node.\n\n"
-         "Example: esdedup pipeline put --index news --es http://localhost:9200",
+         "Example: esdedup pipeline put --index news --es http://127.0.0.1:9250",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -29,7 +29,7 @@ def put(
 ) -> None:
     """Create the pipeline from the index's own fingerprint config and make it the index's default pipeline.
 
-    Example: esdedup pipeline put --index news --es http://localhost:9200
+    Example: esdedup pipeline put --index news --es http://127.0.0.1:9250
     """
     from esdedup.ingest.pipeline import put_pipeline
 

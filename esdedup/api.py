@@ -18,21 +18,24 @@ from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
 from esdedup.readers import read_text_file
+from esdedup.schema import content_sha1
 from esdedup.store.base import Store
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
                connection: ConnectionSettings | None = None, shards: int = 1, replicas: int | None = None,
-               client: Any = None) -> Store:
+               client: Any = None, text_analyzer: str | None = None) -> Store:
     """An Elasticsearch store, or the embedded local store in ``data_dir`` when no server is named. The
     store is not opened yet.
 
     The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` the caller owns), then
     ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.es.connect.resolve_settings`), then
     ``es_url`` or, without it, ``ESDEDUP_ES_URL`` or the config file (credentials and CA from the
-    environment or the config file, as `resolve_settings` reads them).
+    environment or the config file, as `resolve_settings` reads them). ``shards``, ``replicas`` (default: one
+    where a second data node can hold it, `esdedup.schema.index_settings`) and ``text_analyzer`` (of the
+    ``title`` and ``text`` fields, `esdedup.schema.text_fields`) apply when an Elasticsearch index is created.
 
     Raises:
         ConfigError: more than one of ``client``, ``connection`` and ``es_url``; an invalid URL or name.
@@ -43,12 +46,31 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     if sum(x is not None for x in (client, connection, es_url)) > 1:
         raise ConfigError("give one of client, connection and es_url")
     if client is not None:
-        return ElasticStore(client, index, shards=shards, replicas=replicas)
+        return ElasticStore(client, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer)
     settings = connection or resolve_settings(es_url)
     if settings is None:
         return LocalStore(index, data_dir)
-    return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas,
+    return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
                         display_url=settings.display_url, secrets=settings.secrets)
+
+
+def create_index(store: Store, config: FingerprintConfig | None = None) -> bool:
+    """Create the index (or local collection) with ``config`` (None: the default config), its mapping and
+    settings, before anything is written to it: so that the plugin's pipeline can be put on it and any client
+    can write to it. An index that exists already is left as it is (with ``config`` None, whatever its config).
+
+    Returns whether the index was created.
+
+    Raises:
+        ConfigMismatchError: the index exists with another config than ``config``.
+    """
+    if config is None:
+        try:
+            store.open(None, create=False)
+            return False
+        except IndexNotFound:
+            config = FingerprintConfig()
+    return store.open(config).created
 
 
 @dataclass
@@ -102,14 +124,16 @@ class SimilarFinder:
             text, exclude = src["text"], doc_id
         elif path is not None:
             text = read_text_file(path)
-        fp = self._fper.fingerprint(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
+        norm = self._fper.normalize(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
+        [fp] = self._fper.fingerprint_normalized([norm])
         truncated = False
         if knn:
             matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
         elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
             matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
         else:
-            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude])[0]
+            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude],
+                            sha1s=[content_sha1(norm)])[0]
             matches, truncated = found.matches, found.truncated
         rows = [_match_row(m) for m in matches]
         if explain:
@@ -136,10 +160,13 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
 
 
 def _match_row(m: Match) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": m.id, "hamming": m.hamming, "cosine": round(m.cosine, 6)}
+    row: dict[str, Any] = {"id": m.id, "hamming": m.hamming,
+                           "cosine": None if m.cosine is None else round(m.cosine, 6)}
     if m.jaccard is not None:
         row["jaccard"] = round(m.jaccard, 4)
         row["containment"] = round(m.containment or 0.0, 4)
+    if m.decided_by:
+        row["decided_by"] = m.decided_by
     return row
 
 
@@ -204,13 +231,17 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
 
 
 def describe(store: Store) -> dict[str, Any]:
-    """Count, config, band layout and crowded band values of an index."""
+    """Count, config, the rule the index applies (and the thresholds that act in it), band layout and crowded
+    band values of an index."""
     opened = store.open(None, create=False)
     store.refresh()
-    layout = opened.config.band_layout()
+    config = opened.config
+    layout = config.band_layout()
+    t = Thresholds.from_config(config)
     n = store.count()
     return {"index": store.name, "backend": type(store).__name__, "documents": n,
-            "config": opened.config.to_dict(), "band_layout": layout.describe(),
+            "config": config.to_dict(), "rule": describe_rule(config, t),
+            "acting_thresholds": list(acting_thresholds(config, t)), "band_layout": layout.describe(),
             "expected_random_candidates_per_lookup": round(layout.expected_random_candidates(n), 4),
             "crowded_band_values": store.crowded_keys(min_count=max(3, n // 100 or 3), limit=10)}
 

@@ -4,6 +4,7 @@ Exit codes (see the CLI): 1 = failures in the data, 2 = usage/config, 3 = server
 """
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 
@@ -49,14 +50,15 @@ class OutputError(EsdedupError):
 
 
 class Terminated(EsdedupError):
-    """A run was stopped by SIGTERM after the batch it was writing; ``summary`` counts what was done (the exit
-    code of a program that SIGTERM ends)."""
+    """A run was stopped by SIGTERM or SIGINT after the batch it was writing; ``summary`` counts what was done.
+    The exit code is that of a program the signal ends (143 for SIGTERM, 130 for SIGINT)."""
 
     exit_code = 143
 
-    def __init__(self, message: str, *, summary: Any = None) -> None:
+    def __init__(self, message: str, *, summary: Any = None, signal_name: str = "SIGTERM") -> None:
         super().__init__(message)
         self.summary = summary
+        self.exit_code = 128 + int(getattr(signal, signal_name))
 
 
 class ConfigMismatchError(EsdedupError):
@@ -125,7 +127,16 @@ class BulkError(StoreError):
         self.errors = errors
 
 
+class NeedsElasticsearch(ConfigError):
+    """The operation runs on Elasticsearch only, and the store is the embedded one."""
+
+
 class IndexNotFound(StoreError):
-    """The named index (or local collection) does not exist."""
+    """The named index (or local collection) does not exist; ``index``: its name, when the index itself is
+    missing (not a document in it)."""
 
     exit_code = 2
+
+    def __init__(self, message: str, *, index: str | None = None) -> None:
+        super().__init__(message)
+        self.index = index

@@ -37,6 +37,7 @@ import base64
 import copy
 import hashlib
 import json
+import re
 from importlib import resources as importlib_resources
 from typing import Any
 
@@ -69,7 +70,7 @@ LSH_FIELDS_PATTERN = "dedup.lsh_*"
 META_KEY = "esdedup"
 META_SCHEMA = 1
 #: Article fields with a fixed type; any other field of a record is passed through (dynamic mapping).
-ARTICLE_FIELDS = {
+ARTICLE_FIELDS: dict[str, dict[str, Any]] = {
     "id": {"type": "keyword"},
     "title": {"type": "text"},
     "text": {"type": "text"},
@@ -140,8 +141,26 @@ def config_from_meta(meta: Any, where: str = "the index") -> FingerprintConfig |
                           f"index, or restore its _meta.{META_KEY}") from None
 
 
-def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
-    """The index mapping (the ``mappings`` body) for a config."""
+#: What an analyzer name may look like (a cluster's own: ``smartcn``, ``ik_max_word``, ``cjk``).
+_ANALYZER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def text_fields(text_analyzer: str | None) -> dict[str, Any]:
+    """The article fields' mappings: ``title`` and ``text`` analysed by ``text_analyzer`` (an analyzer the
+    cluster has, e.g. the esdedup plugin's ``jieba``, ``smartcn``, ``ik_max_word`` or ``cjk``) or, with None, by
+    Elasticsearch's ``standard`` analyzer, which cuts Chinese into single characters."""
+    fields: dict[str, dict[str, Any]] = copy.deepcopy(ARTICLE_FIELDS)
+    if text_analyzer is not None:
+        if not isinstance(text_analyzer, str) or not _ANALYZER_NAME.fullmatch(text_analyzer):
+            raise ConfigError(f"text analyzer must be the name of an analyzer of the cluster (letters, digits, "
+                              f"'_', '.', '-'), got {text_analyzer!r}")
+        for name in ("title", "text"):
+            fields[name]["analyzer"] = text_analyzer
+    return fields
+
+
+def mapping_for(config: FingerprintConfig, *, text_analyzer: str | None = None) -> dict[str, Any]:
+    """The index mapping (the ``mappings`` body) for a config; ``text_analyzer``: see `text_fields`."""
     dedup_props: dict[str, Any] = {
         "simhash": {"type": "keyword"},
         **({"vector": vector_mapping(config)} if config.stores_vector else {}),
@@ -163,7 +182,7 @@ def mapping_for(config: FingerprintConfig) -> dict[str, Any]:
     return {
         "_meta": meta_for(config),
         "dynamic": True,
-        "properties": {**copy.deepcopy(ARTICLE_FIELDS),
+        "properties": {**text_fields(text_analyzer),
                        DEDUP: {"type": "object", "dynamic": "strict", "properties": dedup_props}},
     }
 
@@ -177,14 +196,22 @@ def vector_mapping(config: FingerprintConfig) -> dict[str, Any]:
             "index_options": {"type": config.knn_index}}
 
 
+def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, Any]:
+    """The settings an index is created with: ``replicas`` replicas, or by default one replica wherever there
+    is a second data node to hold it and none on a one-node cluster (``auto_expand_replicas`` 0-1), so that a
+    single node is green rather than yellow forever."""
+    replica = {"number_of_replicas": replicas} if replicas is not None else {"auto_expand_replicas": "0-1"}
+    return {"number_of_shards": shards, **replica}
+
+
 def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
-                 replicas: int = 1) -> dict[str, Any]:
+                 replicas: int | None = None, text_analyzer: str | None = None) -> dict[str, Any]:
     """A composable index template body (``PUT _index_template/<name>``) for a config."""
     return {
         "index_patterns": index_patterns,
         "template": {
-            "settings": {"number_of_shards": shards, "number_of_replicas": replicas},
-            "mappings": mapping_for(config),
+            "settings": index_settings(shards, replicas),
+            "mappings": mapping_for(config, text_analyzer=text_analyzer),
         },
         "_meta": {"description": "esdedup near-duplicate fields: SimHash bands (keyword), MinHash LSH keys "
                                  "(long), TF vector (dense_vector, when the config stores it), cluster labels"},

@@ -61,6 +61,12 @@ class Ledger:
         self.dead.write(source=at.source, location=at.location, kind=kind, id=doc_id, reason=reason,
                         excerpt=excerpt)
 
+    def unchanged(self, item: FingerprintedRecord) -> None:
+        """Count one record as indexed without a write: the store holds it already, as it is."""
+        self.summary.indexed += 1
+        self.summary.unchanged += 1
+        self.cur.fates[id(item.record)] = ("indexed", None)
+
     def skip(self, item: FingerprintedRecord, reason: str, *, listed: bool = True) -> None:
         """Count one record as skipped and dead-letter it; ``listed``: name it in ``skipped_ids``."""
         self.summary.skipped += 1

@@ -42,6 +42,7 @@ class Labels:
     root: Root
     skip_for: str | None = None  # ``skip``: the representative of the stored near-duplicate
     replaces: Root | None = None  # a new text under a stored id: the cluster the old text was in
+    stored: StoredDoc | None = None  # the document stored under this id with this text already
 
 
 def doc_id(rec: Record, sha1: str) -> str:
@@ -96,6 +97,12 @@ def as_stored(d: FingerprintedRecord, seq: int, root: Root) -> StoredDoc:
     return StoredDoc(d.id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, root[1],
                      root[1] if root[1] != d.id else None, minhash=fp.minhash, shingles=fp.shingles, seq=seq,
                      cluster_seq=root[0])
+
+
+def same_labels(stored: StoredDoc, new: NewDoc) -> bool:
+    """The stored document carries the write order and cluster labels ``new`` would write."""
+    return (stored.seq, stored.cluster_id, stored.duplicate_of, stored.cluster_seq) == (
+        new.seq, new.cluster_id, new.duplicate_of, new.cluster_seq)
 
 
 def same_text(stored: StoredDoc, d: FingerprintedRecord) -> bool:

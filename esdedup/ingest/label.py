@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from esdedup.errors import ConfigError
+from esdedup.errors import NeedsElasticsearch
 from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
@@ -81,7 +81,8 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     failed; what was labelled stays labelled, a new run continues).
     """
     if not isinstance(store, ElasticsearchBacked):
-        raise ConfigError("labelling documents written by other programs runs on Elasticsearch; the embedded store "
+        raise NeedsElasticsearch("labelling documents written by other programs runs on Elasticsearch; the "
+                                 "embedded store "
                           "labels every document as it is ingested")
     started = time.monotonic()
     config = store.open(None, create=False).config

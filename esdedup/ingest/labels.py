@@ -16,7 +16,7 @@ from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_text
+from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, probe_for
@@ -190,14 +190,14 @@ class Labeller:
             if self_doc is None:
                 seq = WRITE_CLOCK.next()
                 return Labels(seq, (seq, d.id))
-            return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root)
+            return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root, stored=self_doc)
         cands = self._candidates(d, found)
         roots = {self.find(c.root) for c in self.rule.among(d.fp, d.id, cands)}
         if self_doc is not None:
             me = self.find(self_doc.root)
             seq = self_doc.seq or WRITE_CLOCK.next()
             if self.on_duplicate == "skip":  # stored already: settling decides whether it stays
-                return Labels(seq, me)
+                return Labels(seq, me, stored=self_doc)
         else:
             seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
             me = (seq, d.id)
@@ -205,7 +205,7 @@ class Labeller:
                 return Labels(seq, me, skip_for=min(roots)[1])
         if len(roots - {me}) > (0 if self_doc is not None else 1):  # clusters already stored that this joins
             self.ledger.cur.joins.append(roots | {me})
-        return Labels(seq, self.join(roots | {me}))
+        return Labels(seq, self.join(roots | {me}), stored=self_doc)
 
     def _labels_of_new_text(self, d: FingerprintedRecord, found: list[StoredDoc], old: StoredDoc) -> Labels:
         """A new text under an id already stored: labelled as a new document, apart from the cluster the
@@ -227,12 +227,20 @@ class Labeller:
     def new_docs(self, labelled: list[tuple[FingerprintedRecord, Labels]]) -> list[tuple[NewDoc, FingerprintedRecord]]:
         """The documents to write. Their clusters are read only now, when the batch is sent: a later record
         (of this batch, or of the next, labelled while the one before was written) or settling the batch
-        before may have joined a record's cluster to another."""
+        before may have joined a record's cluster to another. A document stored already with the same id,
+        text and labels is not sent again: it counts as indexed, unchanged (the index's config is the run's,
+        so its fingerprint fields are the same)."""
         out = []
+        # Clusters a replaced text was in are labelled again after the write: their members are sent.
+        relabelled = {old for old, _ in self.ledger.cur.replaced.values()}
         for d, labels in labelled:
             root = self.find(labels.root)
             dup_of = root[1] if root[1] != d.id and self.on_duplicate != "index" else None
-            out.append((new_doc(d, labels.seq, root, duplicate_of=dup_of), d))
+            new = new_doc(d, labels.seq, root, duplicate_of=dup_of)
+            if labels.stored is not None and same_labels(labels.stored, new) and root not in relabelled:
+                self.ledger.unchanged(d)
+                continue
+            out.append((new, d))
         return out
 
     # -- after the write ------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ class IngestSummary:
     indexed: int = 0
     created: int = 0
     updated: int = 0
+    #: Indexed records the store held already with the same id, text and labels: not sent again.
+    unchanged: int = 0
     duplicates: int = 0
     skipped: int = 0
     failed: int = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from esdedup.errors import ConfigError, StoreError
+from esdedup.errors import ConfigError, NeedsElasticsearch, StoreError
 from esdedup.es.errors import api_reason, es_errors
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP
@@ -50,7 +50,7 @@ def put_pipeline(store: Store, *, name: str | None = None, field: str = "text", 
         IndexNotFound: the index does not exist.
     """
     if not isinstance(store, ElasticsearchBacked):
-        raise ConfigError("an ingest pipeline runs on Elasticsearch; the embedded store fingerprints in "
+        raise NeedsElasticsearch("an ingest pipeline runs on Elasticsearch; the embedded store fingerprints in "
                           "esdedup itself")
     config = store.open(None, create=False).config
     name = name or pipeline_name(store.name)

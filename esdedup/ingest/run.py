@@ -90,7 +90,7 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
     retried_before = store.retried
     stop = Stop()
     try:
-        with stop.on_sigterm():
+        with stop.on_stop_signals():
             for batch, results in workers.in_order(batches(records, opts.batch), stop):
                 run.feed(batch, results)
                 if progress:
@@ -106,7 +106,7 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
                 raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
                                  f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
                                  "records read were not written (a resumed run reads them again); the worker "
-                                 "processes were stopped", summary=summary)
+                                 "processes were stopped", summary=summary, signal_name=stop.asked)
             run.finish()
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)

@@ -38,6 +38,9 @@ _WORKER: Fingerprinter | None = None
 def _init_worker(config_json: str, parent: int) -> None:
     global _WORKER
     _die_with(parent)
+    # Ctrl-C in a terminal signals the whole process group: the parent alone decides how the run stops, and
+    # ends its workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER = Fingerprinter(FingerprintConfig.from_json(config_json))
 
 
@@ -203,29 +206,35 @@ class Workers:
 
 
 class Stop:
-    """Whether the run was asked to stop: by SIGTERM, while `Stop.on_sigterm` holds the handler (in the main
-    thread of a program that left SIGTERM's default action in place; elsewhere SIGTERM is the program's).
-    The run then ends after the batch it is writing, its workers are stopped, and `Terminated` says what
-    was written and what was read but not written (a resumed run reads it again)."""
+    """Whether the run was asked to stop: by SIGTERM or SIGINT (Ctrl-C), while `Stop.on_stop_signals` holds
+    their handlers (in the main thread of a program that left their default handlers in place; elsewhere
+    they are the program's). The run then ends after the batch it is writing, its workers are stopped, and
+    `Terminated` says what was written and what was read but not written (a resumed run reads it again).
+    Asked a second time, the run stops at once, as the signal's default handler would."""
 
     def __init__(self) -> None:
         self.asked: str | None = None
 
     @contextlib.contextmanager
-    def on_sigterm(self) -> Iterator[Stop]:
-        if (threading.current_thread() is not threading.main_thread()
-                or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+    def on_stop_signals(self) -> Iterator[Stop]:
+        defaults: dict[int, Any] = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
+        if threading.current_thread() is not threading.main_thread():
             yield self
             return
+        taken = [signum for signum, default in defaults.items() if signal.getsignal(signum) is default]
 
         def handler(signum: int, frame: object) -> None:
             if self.asked:  # asked twice: stop now
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
+                signal.signal(signum, defaults[signum])
+                if signum == signal.SIGINT:
+                    raise KeyboardInterrupt
+                os.kill(os.getpid(), signum)
             self.asked = signal.Signals(signum).name
 
-        signal.signal(signal.SIGTERM, handler)
+        for signum in taken:
+            signal.signal(signum, handler)
         try:
             yield self
         finally:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            for signum in taken:
+                signal.signal(signum, defaults[signum])

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.errors import ConfigError
+from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import Sketch, measure, measured
+from esdedup.match.rule import Sketch, decided_by, measure, measured
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
@@ -27,14 +27,27 @@ DEFAULT_LIMIT = 1000
 @dataclass(frozen=True)
 class Match:
     """A verified near-duplicate: the other document, and how near it is. ``jaccard`` and ``containment``
-    are the MinHash estimates that decide pairs of texts with signatures (None otherwise)."""
+    are the MinHash estimates that decide pairs of texts with signatures (None otherwise); ``cosine`` is
+    None when the index stores no vectors; ``decided_by`` names the measure that decided
+    (`esdedup.match.rule.decided_by`)."""
 
     id: str
     hamming: int
-    cosine: float
+    cosine: float | None
     shared_bands: tuple[str, ...] = ()
     jaccard: float | None = None
     containment: float | None = None
+    #: The other document holds the same normalised text (equal content SHA-1).
+    exact: bool = False
+    decided_by: str = ""
+
+    def rank(self) -> tuple[Any, ...]:
+        """Nearest first: exact copies, then by the measures that decide the pair (the n-gram estimates where
+        both texts carry signatures, else Hamming and cosine), then by id."""
+        cosine = self.cosine or 0.0
+        if self.jaccard is not None:
+            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), self.hamming, -cosine, self.id)
+        return (not self.exact, 1, 0.0, 0.0, self.hamming, -cosine, self.id)
 
 
 class Lookup(list[Match]):
@@ -74,9 +87,9 @@ def lookup_keys(fp: Fingerprint, config: FingerprintConfig) -> list[str]:
 
 
 def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
-           *, exclude: str | None = None) -> list[Match]:
-    """The candidates that are near-duplicates of one text by the rule, nearest first (Hamming, then
-    cosine, then id)."""
+           *, exclude: str | None = None, sha1: str | None = None) -> list[Match]:
+    """The candidates that are near-duplicates of one text by the rule, nearest first (`Match.rank`; with
+    ``sha1``, the content SHA-1 of the text, its exact copies first)."""
     if fp.empty:
         return []
     docs = [d for d in candidates if not d.empty and d.id != exclude]
@@ -84,24 +97,33 @@ def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfi
         return []
     m = measure(fp, docs, config)
     keep = np.flatnonzero(m.decide(t)).tolist()
-    out = [Match(docs[i].id, int(m.hamming[i]), float(m.cosine[i]), jaccard=measured(m.jaccard[i]),
-                 containment=measured(m.containment[i])) for i in keep]
-    out.sort(key=lambda x: (x.hamming, -x.cosine, x.id))
+    out = []
+    for i in keep:
+        cosine = float(m.cosine[i]) if config.stores_vector else None
+        jaccard, containment = measured(m.jaccard[i]), measured(m.containment[i])
+        out.append(Match(docs[i].id, int(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
+                         exact=sha1 is not None and docs[i].content_sha1 == sha1,
+                         decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
+                                               containment=containment, legacy_short=bool(m.legacy_short[i]))))
+    out.sort(key=Match.rank)
     return out
 
 
 def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
-            top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT) -> list[Lookup]:
+            top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT,
+            sha1s: Sequence[str | None] | None = None) -> list[Lookup]:
     """Near-duplicates of each fingerprint among the stored documents (one batched lookup), verified by the
-    rule; ``thresholds`` default to the index's. Each answer says whether the store's candidates were cut
-    at ``limit`` (`Lookup.truncated`)."""
+    rule; ``thresholds`` default to the index's. Every candidate fetched is measured and ranked before the
+    ``top`` are kept (`verify`; ``sha1s``, the texts' content SHA-1s, put exact copies first). Each answer
+    says whether the store's candidates were cut at ``limit`` (`Lookup.truncated`)."""
     config = store.config
     t = lookup_thresholds(thresholds, config)
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
     excl = list(exclude) if exclude is not None else [None] * len(fps)
-    return [Lookup(verify(fp, cands, config, t, exclude=x)[:top], truncated=len(cands) >= limit)
-            for fp, cands, x in zip(fps, found, excl, strict=True)]
+    shas = list(sha1s) if sha1s is not None else [None] * len(fps)
+    return [Lookup(verify(fp, cands, config, t, exclude=x, sha1=sha)[:top], truncated=len(cands) >= limit)
+            for fp, cands, x, sha in zip(fps, found, excl, shas, strict=True)]
 
 
 def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
@@ -134,7 +156,7 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         StoreError: the nodes have no esdedup plugin, or the request failed.
     """
     if not isinstance(store, ElasticsearchBacked):
-        raise ConfigError("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
+        raise NeedsElasticsearch("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
                           "store verifies in esdedup itself")
     config = store.config
     t = lookup_thresholds(thresholds, config)
@@ -148,9 +170,12 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
             continue
         f = h.get("fields", {})
         both_signed = signed and int((f.get(SHINGLES) or [0])[0]) > 0
-        out.append(Match(h["_id"], int(f["hamming"][0]), float(f["cosine"][0]),
-                         jaccard=float(f["jaccard"][0]) if both_signed else None,
-                         containment=float(f["containment"][0]) if both_signed else None))
+        cosine = float(f["cosine"][0]) if config.stores_vector else None
+        jaccard = float(f["jaccard"][0]) if both_signed else None
+        containment = float(f["containment"][0]) if both_signed else None
+        out.append(Match(h["_id"], int(f["hamming"][0]), cosine, jaccard=jaccard, containment=containment,
+                         decided_by=decided_by(t, hamming=float(f["hamming"][0]), cosine=cosine, jaccard=jaccard,
+                                               containment=containment)))
     return out[:top]
 
 

@@ -22,6 +22,7 @@ from esdedup.fingerprint.simhash import hamming_rows, simhash_words
 from esdedup.match.rule import (
     SketchColumns,
     are_duplicates,
+    decided_by,
     has_signature,
     is_duplicate,
     measure,
@@ -48,20 +49,26 @@ LSH_IN_MEMORY_MAX = 2_000_000
 @dataclass(frozen=True)
 class Pair:
     """Two near-duplicate documents, ``a < b``, with the measures the rule read: the MinHash estimates
-    ``jaccard`` and ``containment`` when both carry signatures (they decided), else None."""
+    ``jaccard`` and ``containment`` when both carry signatures, else None; ``cosine`` None when the index
+    stores no vectors (nothing to compare); ``decided_by``: the measure that made them near-duplicates
+    (`esdedup.match.rule.decided_by`)."""
 
     a: str
     b: str
     hamming: int
-    cosine: float
+    cosine: float | None
     jaccard: float | None = None
     containment: float | None = None
+    decided_by: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {"a": self.a, "b": self.b, "hamming": self.hamming, "cosine": round(self.cosine, 6)}
+        d: dict[str, object] = {"a": self.a, "b": self.b, "hamming": self.hamming,
+                                "cosine": None if self.cosine is None else round(self.cosine, 6)}
         if self.jaccard is not None:
             d["jaccard"] = round(self.jaccard, 4)
             d["containment"] = round(self.containment or 0.0, 4)
+        if self.decided_by:
+            d["decided_by"] = self.decided_by
         return d
 
 
@@ -84,8 +91,13 @@ class ScoredPair:
         return is_duplicate(self.hamming, self.cosine, t, self.ngram, jaccard=self.jaccard,
                             containment=self.containment)
 
-    def to_pair(self) -> Pair:
-        return Pair(self.a, self.b, self.hamming, self.cosine, self.jaccard, self.containment)
+    def to_pair(self, t: Thresholds, *, vectors: bool = True) -> Pair:
+        """The pair as reported: ``vectors`` False when the texts carry no vectors (the cosine is not shown)."""
+        cosine = self.cosine if vectors and not np.isnan(self.cosine) else None
+        by = decided_by(t, hamming=self.hamming, cosine=cosine, jaccard=self.jaccard if self.ngram else None,
+                        containment=self.containment if self.ngram else None,
+                        legacy_short=self.ngram and self.jaccard is None)
+        return Pair(self.a, self.b, self.hamming, cosine, self.jaccard, self.containment, by)
 
 
 def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
@@ -104,18 +116,19 @@ def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | No
                           in_memory=in_memory):
         batch.append(p)
         if len(batch) >= VERDICT_BATCH:
-            yield from _duplicates(batch, t)
+            yield from _duplicates(batch, t, store.config.stores_vector)
             batch = []
-    yield from _duplicates(batch, t)
+    yield from _duplicates(batch, t, store.config.stores_vector)
 
 
 #: Scored pairs judged by one call of the rule (a call a pair cost more than measuring it).
 VERDICT_BATCH = 4096
 
 
-def _duplicates(pairs: list[ScoredPair], t: Thresholds) -> Iterator[Pair]:
+def _duplicates(pairs: list[ScoredPair], t: Thresholds, vectors: bool) -> Iterator[Pair]:
     if pairs:
-        yield from (p.to_pair() for p, dup in zip(pairs, verdicts(pairs, t).tolist(), strict=True) if dup)
+        yield from (p.to_pair(t, vectors=vectors) for p, dup in zip(pairs, verdicts(pairs, t).tolist(), strict=True)
+                    if dup)
 
 
 def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None,

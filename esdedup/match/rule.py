@@ -117,6 +117,23 @@ def decide(t: Thresholds, *, hamming: ArrayLike, cosine: ArrayLike, jaccard: Arr
     return verdict | np.asarray(same_cluster, dtype=bool)
 
 
+def decided_by(t: Thresholds, *, hamming: float | None, cosine: float | None, jaccard: float | None,
+               containment: float | None, legacy_short: bool = False) -> str:
+    """Which measure `decide` judged one near-duplicate pair by (None or NaN: a measure the pair lacks): "jaccard"
+    or "containment" (the n-gram estimate that passed), "cosine" (alone), "hamming", "hamming and cosine", or
+    "cluster" (a shared stored cluster, no measure)."""
+    def known(x: float | None) -> bool:
+        return x is not None and not np.isnan(x)
+
+    if known(jaccard) and (t.jaccard is not None or t.containment is not None):
+        return "jaccard" if t.jaccard is not None and jaccard >= t.jaccard else "containment"  # type: ignore[operator]
+    if (known(jaccard) or legacy_short) and t.cosine is not None:
+        return "cosine"
+    tested = [name for name, x, limit in (("hamming", hamming, t.hamming_k), ("cosine", cosine, t.cosine))
+              if known(x) and limit is not None]
+    return " and ".join(tested) or "cluster"
+
+
 def _at_least(values: np.ndarray, threshold: float | None) -> np.ndarray:
     if threshold is None:
         return np.zeros(values.shape, dtype=bool)

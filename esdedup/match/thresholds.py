@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 
-__all__ = ["ThresholdOverrides", "Thresholds", "lookup_thresholds", "resolve_thresholds"]
+__all__ = ["InertThresholds", "ThresholdOverrides", "Thresholds", "acting_thresholds", "describe_rule",
+           "lookup_thresholds", "resolve_thresholds"]
 
 
 class _Unset:
@@ -152,6 +153,52 @@ class ThresholdOverrides:
 
     def for_config(self, config: FingerprintConfig) -> Thresholds:
         return Thresholds.from_config(config, **self.values)
+
+
+def acting_thresholds(config: FingerprintConfig, t: Thresholds) -> tuple[str, ...]:
+    """The thresholds that can change which pairs of an index built with ``config`` are near-duplicates under
+    ``t`` (`esdedup.match.rule`): where texts get MinHash signatures (every text with words, strategies
+    ``auto`` and ``minhash``) the n-gram estimates decide, or the cosine alone with both of them off; under
+    ``simhash`` the Hamming distance and the cosine decide."""
+    if config.gets_signatures:
+        return ("jaccard", "containment") if t.jaccard is not None or t.containment is not None else ("cosine",)
+    return ("hamming_k", "cosine")
+
+
+class InertThresholds(ConfigError):
+    """Thresholds given that cannot change the answer under the index's rule (`acting_thresholds`)."""
+
+    def __init__(self, inert: Sequence[str], acting: Sequence[str], rule: str) -> None:
+        super().__init__(f"the threshold{'s' if len(inert) > 1 else ''} {', '.join(inert)} cannot change the "
+                         f"answer on this index ({rule}); the thresholds that act: {', '.join(acting)}")
+        self.inert, self.acting = tuple(inert), tuple(acting)
+
+
+def check_overrides_act(overrides: ThresholdOverrides, config: FingerprintConfig) -> None:
+    """Raise `InertThresholds` when some of ``overrides`` cannot act on an index built with ``config`` (after
+    the checks of `Thresholds.check_band_guarantee`, whose errors say more)."""
+    t = lookup_thresholds(overrides, config)
+    acting = acting_thresholds(config, t)
+    inert = [name for name in NAMES if name in overrides.values and name not in acting]
+    if inert:
+        raise InertThresholds(inert, acting, describe_rule(config, t))
+
+
+def describe_rule(config: FingerprintConfig, t: Thresholds) -> str:
+    """The rule an index built with ``config`` applies under ``t``, in one sentence."""
+    def off(x: float | None, fmt: str) -> str:
+        return "off" if x is None else fmt.format(x)
+
+    if config.gets_signatures and (t.jaccard is not None or t.containment is not None):
+        tests = [f"Jaccard >= {t.jaccard}" if t.jaccard is not None else "",
+                 f"containment >= {t.containment}" if t.containment is not None else ""]
+        return (f"strategy {config.strategy!r}: every text with words carries a MinHash signature, and a pair is a "
+                f"near-duplicate when its estimated character n-gram {' or '.join(x for x in tests if x)}")
+    if config.gets_signatures:
+        return (f"strategy {config.strategy!r} with the n-gram tests off: the TF cosine alone decides, cosine >= "
+                f"{off(t.cosine, '{}')}")
+    return (f"strategy 'simhash': a pair is a near-duplicate when its SimHash Hamming distance is at most "
+            f"{off(t.hamming_k, '{}')} and its TF cosine at least {off(t.cosine, '{}')}")
 
 
 def resolve_thresholds(given: Thresholds | ThresholdOverrides | None, config: FingerprintConfig) -> Thresholds:

@@ -10,8 +10,11 @@ Names (one rule for every reader, the dead-letter file and the checkpoint):
 * Bytes of a file name that are not UTF-8 (a GBK name on a UTF-8 system) are written as ``\\xNN``
   escapes: names are always printable, valid text, and stable from run to run.
 * A **file-derived id** (a txt file is one document) is the file's path inside the directory given,
-  with ``/`` separators (``2024/001.txt``), or its source name when the file itself was given. Two
-  distinct files never share an id in one run: the reader rejects the second one (see
+  with ``/`` separators (``2024/001.txt``), or its source name when the file itself was given. When
+  several directories are given, the path is taken inside the deepest directory holding them all
+  (``ingest y/2023 y/2024``: ``2023/001.txt`` and ``2024/001.txt``), so that equal paths inside two of
+  them stay two documents, under the same ids whenever the same arguments run again. Two distinct files
+  never share an id in one run: the reader rejects the second one (see
   :func:`esdedup.readers.formats.read_records`).
 
 This module never prints and never configures logging.
@@ -182,7 +185,8 @@ def read_text_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_TEXT_FI
 
 @dataclass(frozen=True)
 class Found:
-    """A regular file to read: where it is, the directory given that it was found in, its name."""
+    """A regular file to read: where it is, the directory its file-derived id is relative to (None for a
+    file given directly), its name."""
 
     path: Path
     root: Path | None
@@ -198,6 +202,7 @@ class _Walker:
 
     def walk(self, paths: list[Path]) -> Iterator[Found | Rejected]:
         """Yield each file to read (``root`` None for a file given directly) or a Rejected."""
+        id_root = _id_root(paths)
         for given in paths:
             path = canonical_path(given)
             try:
@@ -206,7 +211,7 @@ class _Walker:
                 yield Rejected(printable(str(path)), "", os_reason(exc, path), offset=0)
                 continue
             if stat.S_ISDIR(st.st_mode):
-                yield from self._walk_dir(path, path, st, frozenset())
+                yield from self._walk_dir(path, id_root or path, st, frozenset())
             else:
                 yield from self._file(path, None, st)
 
@@ -263,6 +268,15 @@ class _Walker:
                 yield from self._walk_dir(child, root, child_st, inner)
             else:
                 yield from self._file(child, root, child_st)
+
+
+def _id_root(paths: list[Path]) -> Path | None:
+    """With several distinct directories given, the deepest directory holding them all: ids relative to it
+    keep ``a/001.txt`` and ``b/001.txt`` apart. None with one directory (ids relative to it)."""
+    dirs = {canonical_path(p) for p in paths if os.path.isdir(p)}
+    if len(dirs) < 2:
+        return None
+    return Path(os.path.commonpath(sorted(dirs)))
 
 
 def walk(paths: list[Path]) -> Iterator[Found | Rejected]:

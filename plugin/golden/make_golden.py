@@ -224,12 +224,14 @@ def _variant(rng: random.Random, text: str) -> str:
     return "".join(chars)
 
 
-def _stored_doc(dedup: dict, dims: int):
+def _stored_doc(dedup: dict, config: FingerprintConfig):
     """The dedup object read back as the Elasticsearch store reads a hit."""
-    from esdedup.store.elastic.store import hit_to_doc
+    from esdedup.store.elastic.index import ElasticIndex
 
+    index = ElasticIndex(None, "golden")
+    index.opened = config  # the index's config, as opening it would give
     fields = {f"dedup.{k}": [dedup[k]] for k in ("simhash", "empty", "tokens", "chars", "shingles") if k in dedup}
-    return hit_to_doc({"_id": "b", "fields": fields, "_source": {"dedup": dedup}}, dims)
+    return index.doc({"_id": "b", "fields": fields, "_source": {"dedup": dedup}})
 
 
 def pair_record(fper: Fingerprinter, name: str, i: int, kind: str, a: str, b: str) -> dict[str, object]:
@@ -239,7 +241,7 @@ def pair_record(fper: Fingerprinter, name: str, i: int, kind: str, a: str, b: st
     cfg = fper.config
     fa, fb = fper.fingerprint(a), fper.fingerprint(b)
     stored = dedup_source(fb, cfg, content_sha1(fper.normalize(b)))
-    doc = _stored_doc(stored, cfg.dims)
+    doc = _stored_doc(stored, cfg)
     m = measure(fa, [doc], cfg)
     hams, coss, ngram = m.hamming, m.cosine, m.ngram
     jac, cont = [_opt(m.jaccard[0])], [_opt(m.containment[0])]

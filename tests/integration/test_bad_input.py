@@ -319,22 +319,27 @@ def _cli_ingest(tmp: Path, *paths: object, extra: tuple[object, ...] = (), cwd: 
     return r, dead_letters(dl)
 
 
-def test_same_file_name_in_two_folders_is_reported_not_overwritten(tmp_path):
+def test_same_file_name_in_two_folders_gives_two_documents(tmp_path):
+    """`ingest y/2023 y/2024`, each holding 001.txt: both are documents, under ids that are unique across the
+    folders given and the same when the same arguments run again (the second run creates nothing)."""
     rng = random.Random(3)
     texts = [make_text(rng), make_text(rng)]
     for year, text in zip(("2023", "2024"), texts):
         (tmp_path / "y" / year).mkdir(parents=True)
         (tmp_path / "y" / year / "001.txt").write_text(text, "utf-8")
     r, letters = _cli_ingest(tmp_path, "y/2023", "y/2024", cwd=tmp_path)
-    assert r.returncode == 1, r.stderr[-2000:]
+    assert r.returncode == 0, r.stderr[-2000:]
     s = last_json(r.stdout)
-    assert (s["read"], s["indexed"], s["failed"]) == (2, 1, 1) and balanced(s), s
-    [letter] = letters
-    assert letter["source"] == str(tmp_path / "y" / "2024" / "001.txt")
-    assert letter["reason"].startswith(f"id '001.txt' is already the id of {tmp_path / 'y' / '2023' / '001.txt'}")
-    # The folder holding both gives each its own id.
-    r, _ = _cli_ingest(tmp_path, "y", cwd=tmp_path, index="probe-both")
-    assert r.returncode == 0 and last_json(r.stdout)["created"] == 2, r.stderr[-2000:]
+    assert (s["read"], s["indexed"], s["created"], s["failed"]) == (2, 2, 2, 0) and balanced(s), s
+    assert letters == []
+    from esdedup.store.local import LocalStore
+
+    store = LocalStore("probe", tmp_path / "data")
+    store.open(None)
+    assert set(store.get(["2023/001.txt", "2024/001.txt", "001.txt"])) == {"2023/001.txt", "2024/001.txt"}
+    store.close()
+    r, _ = _cli_ingest(tmp_path, "y/2023/", "./y/2024", cwd=tmp_path)
+    assert r.returncode == 0 and last_json(r.stdout)["created"] == 0, r.stderr[-2000:]
 
 
 def test_resume_finds_the_checkpoint_whatever_the_spelling_of_the_path(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,67 @@ def test_a_zip_with_another_checksum_is_not_unpacked(tmp_path: Path) -> None:
     assert re.search(r"es-local: error: sha1 mismatch for \S+/elasticsearch-8\.19\.21\.zip: expected 0{40}, "
                      r"got 8861771bbfe2fab12ccc386bc8b4c5c6f9619865$", r.stderr.strip()), r.stderr
     assert not (tmp_path / "cache" / "elasticsearch-8.19.21").exists()
+
+
+def _client_version() -> str:
+    from importlib.metadata import version
+
+    return version("elasticsearch")
+
+
+@pytest.mark.parametrize("client", ["installed", "9.5.1", "none"])
+def test_without_a_version_the_server_follows_the_installed_client(tmp_path: Path, client: str) -> None:
+    """No --version and no ESDEDUP_ES_VERSION: the server of the installed Python client's major, said on one
+    line (the client a plain install brings and the server es-local starts agree)."""
+    if client == "installed":
+        python, client = sys.executable, _client_version()
+    elif client == "none":
+        python = str(tmp_path / "python-without-client")
+        Path(python).write_text("#!/bin/sh\nexit 1\n")
+        Path(python).chmod(0o755)
+    else:  # another major than this venv's: a Python that answers with that client version
+        python = str(tmp_path / "python-with-client")
+        Path(python).write_text(f"#!/bin/sh\necho {client}\n")
+        Path(python).chmod(0o755)
+    r = _es_local("java", env=_env(tmp_path, ESDEDUP_PYTHON=python))
+    assert r.returncode == 0, r.stderr
+    server = {"8": "8.19.21", "9": "9.2.0"}.get(client.split(".")[0])
+    said = [line for line in r.stderr.splitlines() if not line.startswith("es-local: Elasticsearch 9.2.0 needs")]
+    if server is None:
+        assert said == ["es-local: Elasticsearch 8.19.21: no Python client elasticsearch found; install one of the "
+                        "same major (--version V for another server)"]
+    else:
+        assert said == [f"es-local: Elasticsearch {server}, for the installed Python client elasticsearch {client} "
+                        "(--version V for another)"]
+    assert _java_major(Path(r.stdout.strip())) >= (21 if server == "9.2.0" else 17)
+    pinned = _es_local("java", "--version", "8.19.21", env=_env(tmp_path, ESDEDUP_PYTHON=python))
+    assert pinned.returncode == 0 and "for the installed Python client" not in pinned.stderr
+
+
+def test_stop_keeps_the_data_and_start_runs_on_it_until_purge(tmp_path: Path) -> None:
+    """`stop` then `start` (the plugin walkthrough restarts a node so) keeps every index; `stop --purge` deletes
+    the data."""
+    import json
+    import urllib.request
+
+    from tests.es_node import LocalCluster
+
+    def call(url: str, method: str = "GET", body: object = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return json.loads(resp.read())
+
+    cluster = LocalCluster(state_dir=tmp_path / "state")
+    cluster.start()
+    try:
+        call(f"{cluster.url}/kept/_doc/1?refresh=true", "PUT", {"text": "一篇文章"})
+        cluster.stop(purge=False)
+        env = dict(line.split("=", 1) for line in (tmp_path / "state" / "cluster.env").read_text().splitlines())
+        work = Path(env["WORK"])
+        assert any((work / "node-0" / "data").iterdir())
+        cluster.start()
+        assert call(f"{cluster.url}/kept/_doc/1")["_source"] == {"text": "一篇文章"}
+    finally:
+        cluster.stop(purge=True)
+    assert not work.exists()

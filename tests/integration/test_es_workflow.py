@@ -100,7 +100,8 @@ def test_ingest_labels_and_reingest_changes_nothing(es_url, es_client, fresh_ind
     r2 = _ingest(es_url, fresh_index, path, tmp_path)
     assert r2.exit_code == 0, r2.output
     s2 = json.loads(r2.stdout.strip().splitlines()[-1])
-    assert s2["created"] == 0 and s2["updated"] == len(docs)
+    # Nothing is sent again: every document is stored with its id, text and labels already.
+    assert (s2["created"], s2["updated"], s2["unchanged"]) == (0, 0, len(docs))
     assert _all_docs(es_client, fresh_index) == before
 
 
@@ -210,8 +211,10 @@ def test_dups_write_clusters_then_collapse(es_url, es_client, fresh_index, corpu
     r = cli("dups", "--index", fresh_index, "--es", es_url, "--write-clusters")
     assert r.exit_code == 0, r.output
     pairs = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
-    # The MinHash estimates come with the pairs they decided (both texts have signatures under "auto").
-    assert pairs and all(set(p) == {"a", "b", "hamming", "cosine", "jaccard", "containment"} for p in pairs)
+    # The MinHash estimates come with the pairs they decided (both texts have signatures under "auto"), and each
+    # pair names the one that did; no vector is stored, so no cosine is shown.
+    assert pairs and all(set(p) == {"a", "b", "hamming", "cosine", "jaccard", "containment", "decided_by"}
+                         and p["cosine"] is None and p["decided_by"] in ("jaccard", "containment") for p in pairs)
     found = {(p["a"], p["b"]) for p in pairs}
     assert all(tuple(sorted(p)) in found for p in _detectable(docs, planted))
     es_client.indices.refresh(index=fresh_index)

@@ -18,7 +18,7 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.store.local import LocalStore
 from esdedup.util.filelock import FileLock
-from tests.reliability import cli_cmd, cli_env, last_json, run_cli, start_cli, write_corpus
+from tests.reliability import cli_cmd, cli_env, last_json, run_cli, start_cli, wait_for, write_corpus
 from tests.writers import inconsistencies, partition, planted_corpus, split_across, write_parts
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
@@ -141,3 +141,48 @@ def test_dups_info_and_similar_on_a_read_only_store(tmp_path, folder_too):
         data.chmod(0o755)
         for f in data.iterdir():
             f.chmod(0o644)
+
+
+def _held_locks(folder: Path) -> list[Path]:
+    """The lock files under ``folder`` that a running process holds."""
+    held = []
+    for lock in folder.glob("*.lock") if folder.is_dir() else ():
+        try:
+            FileLock(lock, busy=ConfigError("held")).acquire().release()
+        except ConfigError:
+            held.append(lock)
+    return held
+
+
+def test_writers_over_other_inputs_with_default_checkpoints_run_at_once(tmp_path):
+    """Without --checkpoint, an ingest of other files into the index another ingest is writing runs beside it
+    and the two label like one run; the same inputs (in another spelling) at once are refused."""
+    docs, pairs = planted_corpus(n_long=80, n_short=80, variants=30)
+    parts = split_across(docs, pairs, 2)
+    filler = [{"id": f"f{i:05d}", "text": f"{i}号" + d["text"]} for i, d in enumerate(
+        write_corpus(tmp_path / "unused.jsonl", 6000, seed=8))]
+    paths = write_parts([parts[0] + filler, parts[1]], tmp_path)
+    data = tmp_path / "data"
+    reference = LocalStore("ref", data)
+    assert ingest(paths, reference, CONFIG, IngestOptions(workers=1)).ok
+    reference.close()
+    common = ("--index", "both", "--data-dir", data, "--tokenizer", "rjieba", "--json", "--workers", "1")
+    big = start_cli("ingest", paths[0], *common, "--dead-letter", tmp_path / "dl0.jsonl",
+                    stdout=tmp_path / "out0", stderr=tmp_path / "err0")
+    try:
+        [held] = wait_for(lambda: _held_locks(data / "checkpoints"), 120, 0.1, "the first ingest's checkpoint")
+        again = run_cli("ingest", f"{tmp_path}/./{paths[0].name}", *common, "--dead-letter", tmp_path / "dl2.jsonl",
+                        cwd=tmp_path)
+        assert again.returncode == 2 and again.stderr == (
+            f"Error: checkpoint {held.with_suffix('')} is in use by another ingest that is still running; give "
+            "each ingest that runs at the same time a checkpoint file of its own\n"), again.stderr
+        beside = run_cli("ingest", paths[1], *common, "--dead-letter", tmp_path / "dl1.jsonl")
+        _no_traceback(beside.stderr)
+        assert beside.returncode == 0, beside.stderr[-3000:]
+        assert big.poll() is None, "the first ingest ended before the second ran beside it"
+    finally:
+        assert big.wait(timeout=600) == 0, (tmp_path / "err0").read_text()[-3000:]
+    labels = _labels(data, "both")
+    assert set(labels) == {d["id"] for d in docs + filler}
+    assert inconsistencies(labels) == []
+    assert partition(labels) == partition(_labels(data, "ref"))

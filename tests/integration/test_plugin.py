@@ -392,3 +392,56 @@ def test_label_gives_pipeline_documents_the_clusters_esdedup_ingest_gives(plugin
     finally:
         plugin_es.indices.delete(index=[a, b], ignore_unavailable=True)
         plugin_es.options(ignore_status=404).ingest.delete_pipeline(id=f"esdedup-{b}")
+
+
+@pytest.mark.es
+def test_the_plugin_offers_a_jieba_analyzer_that_segments_as_jieba(plugin_url, tmp_path, monkeypatch) -> None:
+    """The plugin's `jieba` analyzer and tokenizer cut text fields into jieba's words (lower-cased, no spaces
+    or punctuation), so `--text-analyzer jieba` matches Chinese by word: 电动车 finds no 电 or 车 alone."""
+    import jieba
+    from elasticsearch import Elasticsearch
+
+    client = Elasticsearch(plugin_url, request_timeout=120)
+    texts = ["今天上午，连接两座省会城市的新高铁线路正式开通运营。", "新能源汽车销量超过800万辆，iPhone 用户也在买电动车",
+             "他来到了网易杭研大厦", "小明硕士毕业于中国科学院计算所，后在日本京都大学深造"]
+    try:
+        for text in texts:
+            for kind in ("analyzer", "tokenizer"):
+                got = [t["token"] for t in client.indices.analyze(**{kind: "jieba"}, text=text)["tokens"]]
+                want = [w.lower() for w in jieba.lcut(text) if any(c.isalnum() for c in w)]
+                assert got == want, (kind, text)
+        for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "data"))
+        made = CliRunner().invoke(app, ["index", "create", "--index", "worded", "--text-analyzer", "jieba", "--es",
+                                      plugin_url])
+        assert made.exit_code == 0, made.output
+        for i, text in enumerate(["电池的价格下降了", "他买了一辆车", "电动车的销量增长"]):
+            client.index(index="worded", id=str(i), document={"text": text}, refresh=True, pipeline="_none")
+        hits = client.search(index="worded", query={"match": {"text": "电动车"}})["hits"]["hits"]
+        assert [h["_id"] for h in hits] == ["2"]
+    finally:
+        client.options(ignore_status=404).indices.delete(index="worded")
+        client.close()
+
+
+@pytest.mark.es
+def test_the_plugin_walkthrough_runs_as_written(plugin_url, tmp_path):
+    """The plugin block on a node with the plugin (the fixture builds it and starts the node, as the block's
+    `mvn package` and `es-local start --plugin` do): the pipeline fingerprints what `_bulk` sends, and `label`
+    labels the reprints."""
+    import re
+    import urllib.request
+
+    from tests.integration.test_readme import run_lines, section_block
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER",
+                                                            "ESDEDUP_ES_PASSWORD")}
+    env.update(ESDEDUP_DATA_DIR=str(tmp_path / "data"), ESDEDUP_CONFIG=str(tmp_path / "none.json"))
+    block = section_block("Inside Elasticsearch (plugin)")
+    made, _put, _bulk, label = run_lines(block, plugin_url, env, skip=("cd plugin", "scripts/es-local"))
+    assert made == "created index 'wire'\n"
+    labelled = re.match(r"(\d+) unlabelled documents: (\d+) labelled \((\d+) near-duplicates\)", label)
+    assert labelled and labelled.groups() == ("13", "13", "4"), label
+    urllib.request.urlopen(urllib.request.Request(f"{plugin_url}/wire", method="DELETE"), timeout=60).read()
+

@@ -1,12 +1,15 @@
 """The README's two commands work, and .ci/run calls exactly the README's test command."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,3 +57,100 @@ def test_readme_main_job_runs_on_the_embedded_store(tmp_path):
         assert re.search(rf"^{a}\s+{b}\s", out, re.M), f"{a} ~ {b} missing from:\n{out}"
     assert re.search(r"^\d+ pairs in 4 clusters$", out, re.M), out
     assert not list(ROOT.glob("demo.*")), "the main job leaves no files in the working directory"
+
+
+# -- every block, run as written -------------------------------------------------------------------------------
+def readme_blocks(language: str) -> list[str]:
+    """The README's code blocks in ``language`` (bash or python), in order."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+def section_block(title: str, language: str = "bash") -> str:
+    text = (ROOT / "README.md").read_text("utf-8")
+    start = text.index(f"\n### {title}\n") if f"\n### {title}\n" in text else text.index(f"\n## {title}\n")
+    return re.search(rf"```{language}\n(.*?)```", text[start:], re.S).group(1)  # type: ignore[union-attr]
+
+
+def test_every_readme_block_is_run_by_a_test() -> None:
+    """The README has exactly the blocks the tests run (below; the plugin's block in test_plugin.py, beside the
+    node with the plugin): a new block gets a test, or this fails."""
+    assert len(readme_blocks("bash")) == 3  # the first commands (above), the Elasticsearch walkthrough, the plugin
+    assert len(readme_blocks("python")) == 2  # the search backend, the Python API
+    assert not re.findall(r"```(?!bash|python|\n)(\w+)", (ROOT / "README.md").read_text("utf-8"))
+
+
+def run_lines(block: str, url: str, env: dict[str, str], *, skip: tuple[str, ...]) -> list[str]:
+    """Run each command line of a README block against the node at ``url`` (the README's 127.0.0.1:9250),
+    from the repository root; the lines starting with one of ``skip`` are what the test's own node stands in
+    for. Returns each command's stdout."""
+    bindir = Path(sys.executable).parent
+    outputs = []
+    for line in block.splitlines():
+        argv = shlex.split(line, comments=True)
+        if not argv or line.startswith(skip):
+            continue
+        argv = [a.replace("http://127.0.0.1:9250", url) for a in argv]
+        exe = bindir / argv[0]
+        argv[0] = str(exe) if exe.exists() else argv[0]
+        proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, (line, proc.stdout[-2000:], proc.stderr[-3000:])
+        outputs.append(proc.stdout)
+    return outputs
+
+
+@pytest.fixture
+def readme_env(tmp_path):
+    env = {**os.environ, "ESDEDUP_DATA_DIR": str(tmp_path / "data"), "ESDEDUP_CONFIG": str(tmp_path / "none.json")}
+    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD"):
+        env.pop(var, None)
+    return env
+
+
+@pytest.mark.es
+def test_the_elasticsearch_walkthrough_and_the_search_backend_run_as_written(es_url, es_client, readme_env):
+    """The walkthrough's commands on a fresh node (its `scripts/es-local start` / `stop` are the fixture's),
+    then the search-backend example on the index it made: the rail story once on the page, only the fields
+    asked for."""
+    es_client.options(ignore_status=404).indices.delete(index="news")
+    try:
+        ingest, similar, dups = run_lines(section_block("With Elasticsearch"), es_url, readme_env,
+                                           skip=("scripts/es-local",))
+        assert "read 13 = indexed 13 (new 13, updated 0) + skipped 0 + failed 0" in ingest, ingest
+        assert "near-duplicates found: 5;" in ingest
+        found = re.findall(r"^  (\S+)\t", similar, re.M)
+        assert sorted(found) == ["rail-1", "rail-2", "rail-3"], similar
+        assert re.search(r"^6 pairs in 4 clusters$", dups, re.M), dups
+
+        from fastapi.testclient import TestClient
+
+        code = section_block("In a search backend", "python").replace("http://127.0.0.1:9250", es_url)
+        scope: dict = {}
+        exec(compile(code, "README.md (search backend)", "exec"), scope)
+        with TestClient(scope["app"]) as client:
+            for q, story in (("高铁", "rail"), ("今天", "rail"), ("开通", "rail")):
+                page = client.get("/search", params={"q": q}).json()
+                titles = {json.loads(line)["title"]: json.loads(line)["id"]
+                          for line in (ROOT / "examples" / "news.jsonl").read_text("utf-8").splitlines()}
+                ids = [titles[t] for t in page]
+                assert len([i for i in ids if i.startswith(f"{story}-")]) == 1, (q, ids)
+                assert len({i.split("-")[0] for i in ids}) == len(ids), (q, ids)  # one hit a story
+            assert client.get("/search", params={"q": "电动车"}).json() == []
+        from esdedup.search import search_diversified
+
+        hits = search_diversified(es_client, "news", {"query": {"match_phrase": {"text": "高铁"}},
+                                                      "_source": ["title"]}, size=10)["hits"]["hits"]
+        assert hits and all(set(h["_source"]) == {"title"} for h in hits), hits
+    finally:
+        es_client.options(ignore_status=404).indices.delete(index="news")
+
+
+def test_the_python_example_runs() -> None:
+    code = section_block("Python", "python")
+    scope: dict = {}
+    lines = code.strip().splitlines()
+    exec(compile("\n".join(lines[:-1]), "README.md (Python)", "exec"), scope)
+    value = eval(lines[-1], scope)  # the last line is an expression a reader types at the prompt
+    assert isinstance(value, tuple) and len(value) == 4
+

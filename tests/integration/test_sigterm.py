@@ -4,6 +4,7 @@ subprocess; no mocks.
 """
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -65,3 +66,38 @@ def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_pa
     store.open(None, create=False)
     assert store.count() == len(docs)
     store.close()
+
+
+def test_ctrl_c_reports_like_sigterm(tmp_path):
+    """Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends it) ends the run the way SIGTERM
+    does: after the batch it is writing, one line with the counts and what a resumed run reads again, exit 130."""
+    import os
+
+    data, ck = tmp_path / "data", tmp_path / "ck.json"
+    docs = write_corpus(tmp_path / "in.jsonl", 30_000, seed=62)
+    args = ("ingest", tmp_path / "in.jsonl", "--index", "int", "--data-dir", data, "--tokenizer", "rjieba",
+            "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
+    proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err", new_session=True)
+    try:
+        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.2,
+                 what="the first batch written, with its workers running")
+        workers = _children(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = (tmp_path / "err").read_text()
+    assert code == 130, err[-3000:]
+    [line] = err.splitlines()
+    assert re.fullmatch(r"Error: stopped by SIGINT: read (\d+) = indexed \d+ \+ skipped \d+ \+ failed \d+; \d+ more "
+                        r"records read were not written \(a resumed run reads them again\); the worker processes "
+                        r"were stopped", line), line
+    first_read = int(line.split("read ", 1)[1].split()[0])
+    deadline = time.monotonic() + 20
+    while any(map(_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(map(_running, workers)), [p for p in workers if _running(p)]
+    r = run_cli(*args, "--resume", timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert last_json(r.stdout)["read"] == len(docs) - first_read

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from esdedup import errors
 
-EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("eval",),
+EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("eval",), ("index", "create"),
                      ("synth",), ("kibana",), ("kibana", "export")}
 DOC = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。有关部门表示，这一措施将覆盖所有口岸。"
 
@@ -408,26 +408,28 @@ def test_json_for_programs_is_exact_and_inert() -> None:
 
 # -- why a pair matched -------------------------------------------------------------------------------------
 def test_output_names_the_measures_that_decided(clean_env: Path) -> None:
-    """dups (table and JSONL), similar and --explain show the MinHash Jaccard/containment estimates, and the
-    two cosines are named apart: the hashed-vector cosine the rule reads, the exact TF cosine of --explain."""
+    """dups (table and JSONL), similar and --explain show the MinHash Jaccard/containment estimates and the
+    measure that decided; on an index without vectors (the default) no vector cosine is shown ("-", null), and
+    the exact TF cosine of --explain is named apart."""
     news = Path(__file__).resolve().parents[2] / "examples" / "news.jsonl"
     runner = _runner()
     common = ["--index", "n", "--data-dir", str(clean_env)]
     made = runner.invoke(app, ["ingest", str(news), *common, "--t2s", "--workers", "1", "--quiet"])
     assert made.exit_code == 0, made.output
     table = runner.invoke(app, ["dups", *common, "--format", "table"]).stdout.splitlines()
-    assert table[0].split() == ["a", "b", "hamming", "vec_cos", "jaccard", "contain"]
+    assert table[0].split() == ["a", "b", "hamming", "vec_cos", "jaccard", "contain", "decided"]
     row = next(line.split() for line in table if line.startswith("rail-1") and "rail-2" in line)
     pairs = [json.loads(line) for line in runner.invoke(app, ["dups", *common]).stdout.splitlines()]
     pair = next(p for p in pairs if (p["a"], p["b"]) == ("rail-1", "rail-2"))
-    assert row[2:] == [str(pair["hamming"]), f"{pair['cosine']:.4f}", f"{pair['jaccard']:.4f}",
-                       f"{pair['containment']:.4f}"]
-    assert any("cosine of the hashed TF vectors" in line for line in table)
+    assert pair["cosine"] is None and pair["decided_by"] == "jaccard"
+    assert row[2:] == [str(pair["hamming"]), "-", f"{pair['jaccard']:.4f}", f"{pair['containment']:.4f}", "jaccard"]
+    assert any("cosine of the hashed TF vectors (- where the index stores none)" in line for line in table)
     similar = runner.invoke(app, ["similar", *common, "--id", "rail-1", "--explain"]).stdout
     line = next(line for line in similar.splitlines() if line.strip().startswith("rail-2"))
-    assert line.split("\t")[1:] == [f"hamming {pair['hamming']}", f"vector cosine {pair['cosine']:.4f}",
-                                    f"jaccard {pair['jaccard']:.4f}", f"containment {pair['containment']:.4f}"]
-    assert "exact TF cosine: " in similar and "hashed vectors the rule reads" in similar
+    assert line.split("\t")[1:] == [f"hamming {pair['hamming']}", "vector cosine -",
+                                    f"jaccard {pair['jaccard']:.4f}", f"containment {pair['containment']:.4f}",
+                                    "decided by jaccard"]
+    assert "exact TF cosine: " in similar and "the index stores no vectors, so no vector cosine is shown" in similar
 
 
 def test_similar_says_when_its_answer_was_truncated(clean_env: Path) -> None:

@@ -21,18 +21,21 @@ def write(path: Path, data: bytes | str) -> Path:
 # --------------------------------------------------------------------------- ids and source names
 
 
-def test_ids_do_not_collide_across_input_folders(tmp_path):
-    """`ingest y/2023 y/2024`, each with its own 001.txt: the second file is not silently merged into
-    the first document; it is rejected, naming the file that has the id."""
+def test_ids_do_not_collide_across_input_folders(tmp_path, monkeypatch):
+    """`ingest y/2023 y/2024`, each with its own 001.txt: two documents, with ids inside the folders' common
+    folder, the same from any working directory and spelling; one folder given keeps ids inside it."""
     first = write(tmp_path / "y" / "2023" / "001.txt", "二〇二三年的第一篇")
     second = write(tmp_path / "y" / "2024" / "001.txt", "二〇二四年的第一篇")
+    write(tmp_path / "z" / "2023" / "001.txt", "另一个二〇二三")
     items = list(read_records([tmp_path / "y" / "2023", tmp_path / "y" / "2024"]))
-    assert [type(i).__name__ for i in items] == ["Record", "Rejected"]
-    assert (items[0].id, items[0].source) == ("001.txt", str(first))
-    assert items[1].source == str(second)
-    assert items[1].reason.startswith(f"id '001.txt' is already the id of {first} in this run")
-    # Their common folder gives each its own id.
+    assert [(type(i).__name__, i.id, i.source) for i in items] == [
+        ("Record", "2023/001.txt", str(first)), ("Record", "2024/001.txt", str(second))]
+    monkeypatch.chdir(tmp_path / "y")
+    assert [r.id for r in read_records(["./2023/", "2024"])] == ["2023/001.txt", "2024/001.txt"]
     assert [r.id for r in read_records([tmp_path / "y"])] == ["2023/001.txt", "2024/001.txt"]
+    assert [r.id for r in read_records(["2023"])] == ["001.txt"]
+    assert [r.id for r in read_records([tmp_path / "y" / "2023", tmp_path / "z" / "2023"])] == [
+        "y/2023/001.txt", "z/2023/001.txt"]
 
 
 def test_distinct_files_reached_twice_keep_one_id(tmp_path):
@@ -85,7 +88,7 @@ def test_file_name_that_is_not_utf8_is_carried_as_escapes(tmp_path):
     items = list(read_records([tmp_path / "d", tmp_path / "e"]))
     assert [type(i).__name__ for i in items] == ["Record", "Rejected"]
     record, rejected = items
-    assert record.id == "\\xd6\\xd0\\xce\\xc4.txt"
+    assert record.id == "d/\\xd6\\xd0\\xce\\xc4.txt"  # two folders given: the path inside both
     assert record.source == f"{tmp_path}/d/\\xd6\\xd0\\xce\\xc4.txt"
     assert rejected.source == f"{tmp_path}/e/\\xd6\\xd0\\xce\\xc4.txt"
     for item in items:
@@ -173,14 +176,13 @@ def test_records_of_a_file_are_read_through_a_safe_open(tmp_path):
 
 
 def test_a_resumed_run_keeps_the_ids_of_finished_files(tmp_path):
-    """A file finished by the run being resumed is not read again, but its id stays taken: a second file
-    with the same id is still reported, not written over it."""
+    """A file finished by the run being resumed is not read again, and the files after it keep the ids the
+    whole run gives them."""
     first = write(tmp_path / "y" / "2023" / "001.txt", "第一篇")
-    write(tmp_path / "y" / "2024" / "001.txt", "第二篇")
+    second = write(tmp_path / "y" / "2024" / "001.txt", "第二篇")
     items = list(read_records([tmp_path / "y" / "2023", tmp_path / "y" / "2024"],
                               skip_file=lambda source: source == str(first)))
-    assert [(type(i).__name__, i.reason.split(" in this run")[0]) for i in items] == [
-        ("Rejected", f"id '001.txt' is already the id of {first}")]
+    assert [(type(i).__name__, i.id, i.source) for i in items] == [("Record", "2024/001.txt", str(second))]
 
 
 def test_hidden_files_in_a_folder_are_skipped_with_a_warning_and_read_when_named(tmp_path, caplog):

@@ -15,7 +15,7 @@ from esdedup.es import versions
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.schema import DEDUP, config_from_meta, key_fields, mapping_for
+from esdedup.schema import DEDUP, config_from_meta, index_settings, key_fields, mapping_for
 from esdedup.store.base import OpenResult, StoredDoc, mismatch_error, validate_name
 from esdedup.util.redact import redact
 
@@ -29,16 +29,17 @@ class ElasticIndex:
     Args:
         client: an ``elasticsearch.Elasticsearch`` client.
         name: the index name.
-        shards / replicas: used when the index is created.
+        shards / replicas / text_analyzer: used when the index is created.
         display_url: the server as error messages name it (no credentials).
         secrets: strings to keep out of error messages (API key, password).
     """
 
     def __init__(self, client: Any, name: str, *, shards: int = 1, replicas: int | None = None,
-                 display_url: str = "Elasticsearch", secrets: Sequence[str | None] = ()) -> None:
+                 text_analyzer: str | None = None, display_url: str = "Elasticsearch",
+                 secrets: Sequence[str | None] = ()) -> None:
         self.client = client
         self.name = validate_name(name)
-        self.shards, self.replicas = shards, replicas
+        self.shards, self.replicas, self.text_analyzer = shards, replicas, text_analyzer
         self.display_url, self.secrets = display_url, list(secrets)
         self.opened: FingerprintConfig | None = None
         #: The index's count of indexing operations when it was opened (None before), and the writes and
@@ -81,7 +82,7 @@ class ElasticIndex:
             mapping = self._get_mapping()
             if mapping is None:
                 if config is None or not create:
-                    raise IndexNotFound(f"index {self.name!r} does not exist at {self.display_url}")
+                    raise IndexNotFound(f"index {self.name!r} does not exist at {self.display_url}", index=self.name)
                 if not self._create(config):
                     return self.open(config, create=False)  # lost a creation race: check it instead
                 self.opened = config
@@ -103,11 +104,9 @@ class ElasticIndex:
         """Create the index with the config's mapping; False when another writer created it first."""
         import elasticsearch as es
 
-        settings: dict[str, Any] = {"number_of_shards": self.shards}
-        if self.replicas is not None:
-            settings["number_of_replicas"] = self.replicas
         try:
-            self.client.indices.create(index=self.name, settings=settings, mappings=mapping_for(config))
+            self.client.indices.create(index=self.name, settings=index_settings(self.shards, self.replicas),
+                                       mappings=mapping_for(config, text_analyzer=self.text_analyzer))
         except es.BadRequestError as exc:
             if exc.error != "resource_already_exists_exception":
                 raise

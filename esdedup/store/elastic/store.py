@@ -29,7 +29,8 @@ class ElasticStore:
     Args:
         client: an ``elasticsearch.Elasticsearch`` client (the caller owns it).
         name: the index name.
-        shards / replicas: used when the index is created.
+        shards / replicas / text_analyzer: used when the index is created (`esdedup.schema.index_settings`,
+            `esdedup.schema.text_fields`).
         chunk_size / max_chunk_bytes: bulk chunking.
         max_retries / initial_backoff / max_backoff: bulk re-sends of documents rejected with 429 or 5xx
             (counted in ``retried``).
@@ -46,11 +47,11 @@ class ElasticStore:
     lookup_page = PAGE
 
     def __init__(self, client: Any, name: str, *, shards: int = 1, replicas: int | None = None,
-                 chunk_size: int = 500, max_chunk_bytes: int = 10 * 2**20, max_retries: int = 8,
+                 text_analyzer: str | None = None, chunk_size: int = 500, max_chunk_bytes: int = 10 * 2**20, max_retries: int = 8,
                  initial_backoff: float = 0.5, max_backoff: float = 30.0, display_url: str = "Elasticsearch",
                  secrets: Sequence[str | None] = ()) -> None:
-        self.index = ElasticIndex(client, name, shards=shards, replicas=replicas, display_url=display_url,
-                                  secrets=secrets)
+        self.index = ElasticIndex(client, name, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
+                                  display_url=display_url, secrets=secrets)
         self.bulk = Bulk(self.index, chunk_size=chunk_size, max_chunk_bytes=max_chunk_bytes,
                          max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
 

@@ -90,7 +90,7 @@ class LocalStore:
     @_sql_errors
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         if not self.path.exists() and (config is None or not create):
-            raise IndexNotFound(f"local index {self.name!r} does not exist in {self.data_dir}")
+            raise IndexNotFound(f"local index {self.name!r} does not exist in {self.data_dir}", index=self.name)
         db = self._database.connect()
         self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
         row = db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
