@@ -31,6 +31,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -264,3 +265,15 @@ def cluster3(_cluster3_session: Cluster3) -> Iterator[Cluster3]:
     """The 3-node cluster; nodes a test killed are restarted after it."""
     yield _cluster3_session
     _cluster3_session.ensure_all_up()
+
+
+@pytest.fixture
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No server configured anywhere, a scratch data dir and working directory."""
+    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD",
+                "ESDEDUP_ES_CA_CERTS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "no-config.json"))
+    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "default-data"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

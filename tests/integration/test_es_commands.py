@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 from esdedup_cli.main import app
-from typer.testing import CliRunner
 
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
+from tests.cli_runner import cli_runner
 
 
 @pytest.fixture
@@ -23,7 +17,7 @@ def cli(es_url, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
     def run(*args: str):
-        return _runner().invoke(app, [*args, "--es", es_url])
+        return cli_runner().invoke(app, [*args, "--es", es_url])
 
     return run
 

@@ -11,21 +11,13 @@ from typing import Any
 import pytest
 import typer
 from esdedup_cli.main import app
-from typer.testing import CliRunner
 
 from esdedup import errors
+from tests.cli_runner import cli_runner
 
 EXPECTED_COMMANDS = {("ingest",), ("similar",), ("dups",), ("mapping",), ("info",), ("compare",), ("eval",), ("index", "create"),
                      ("synth",), ("kibana",), ("kibana", "export")}
 DOC = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。有关部门表示，这一措施将覆盖所有口岸。"
-
-
-def _runner() -> CliRunner:
-    """stdout and stderr apart: click < 8.2 needs mix_stderr=False, click >= 8.2 always keeps them apart."""
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
 
 
 def _command_paths() -> list[tuple[str, ...]]:
@@ -45,18 +37,6 @@ def _command_paths() -> list[tuple[str, ...]]:
 COMMANDS = _command_paths()
 
 
-@pytest.fixture
-def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No server configured anywhere, a scratch data dir and working directory."""
-    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD",
-                "ESDEDUP_ES_CA_CERTS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "no-config.json"))
-    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "default-data"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _assert_one_error_line(result) -> str:
     """Exactly one line on stderr, an ``Error:`` line, and no exception escaped the command."""
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
@@ -74,7 +54,7 @@ def test_every_expected_command_is_registered() -> None:
 
 @pytest.mark.parametrize("path", COMMANDS, ids=[" ".join(p) for p in COMMANDS])
 def test_help_has_an_example(path: tuple[str, ...]) -> None:
-    result = _runner().invoke(app, [*path, "--help"])
+    result = cli_runner().invoke(app, [*path, "--help"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("Usage: ")
     examples = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("Example:")]
@@ -85,7 +65,7 @@ def test_help_has_an_example(path: tuple[str, ...]) -> None:
 def test_version() -> None:
     from esdedup import __version__
 
-    result = _runner().invoke(app, ["--version"])
+    result = cli_runner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.strip() == f"esdedup {__version__}"
 
 
@@ -99,13 +79,13 @@ def test_error_classes_follow_the_exit_code_policy() -> None:
 
 
 def test_ok_is_0(clean_env: Path) -> None:
-    result = _runner().invoke(app, ["mapping", "--index", "news"])
+    result = cli_runner().invoke(app, ["mapping", "--index", "news"])
     assert result.exit_code == 0, result.stderr
     assert "dedup" in json.loads(result.stdout)["mappings"]["properties"]
 
 
 def test_missing_index_is_a_usage_error(clean_env: Path) -> None:
-    result = _runner().invoke(app, ["similar", "--index", "missing", "--text", "x", "--data-dir", str(clean_env)])
+    result = cli_runner().invoke(app, ["similar", "--index", "missing", "--text", "x", "--data-dir", str(clean_env)])
     assert result.exit_code == 2
     line = _assert_one_error_line(result)
     assert "'missing'" in line and "does not exist" in line
@@ -113,7 +93,7 @@ def test_missing_index_is_a_usage_error(clean_env: Path) -> None:
 
 
 def test_bad_options_are_usage_errors(clean_env: Path) -> None:
-    runner = _runner()
+    runner = cli_runner()
     neither = runner.invoke(app, ["similar", "--index", "news", "--data-dir", str(clean_env)])
     assert neither.exit_code == 2 and "exactly one of --text, --id or --file" in neither.stderr
     assert "Traceback" not in neither.stderr
@@ -128,7 +108,7 @@ def test_error_lines_name_the_flags_that_fix_them(clean_env: Path) -> None:
     """The library states the problem in its own terms; the CLI adds the flags, on the same line."""
     sample = clean_env / "one.jsonl"
     sample.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
-    runner = _runner()
+    runner = cli_runner()
     common = ["--index", "h", "--data-dir", str(clean_env)]
     made = runner.invoke(app, ["ingest", str(sample), *common, "--workers", "1", "--quiet"])
     assert made.exit_code == 0, made.output
@@ -152,7 +132,7 @@ def test_certificate_errors_get_the_tls_flags() -> None:
 
 @pytest.mark.parametrize("name", ["abc\n", "abc\r\n", "\nabc", "ab\x1b[2Jc"])
 def test_a_name_with_a_line_break_or_control_character_is_invalid(clean_env: Path, name: str) -> None:
-    result = _runner().invoke(app, ["info", "--index", name, "--data-dir", str(clean_env)])
+    result = cli_runner().invoke(app, ["info", "--index", name, "--data-dir", str(clean_env)])
     assert result.exit_code == 2
     assert "invalid index name" in _assert_one_error_line(result)
     assert not list(clean_env.glob("*.sqlite"))
@@ -164,7 +144,7 @@ def test_malformed_record_is_a_data_failure_and_the_summary_adds_up(clean_env: P
                       + '{"id": "b", "text": broken\n'
                       + json.dumps({"id": "c", "text": "今天北京天气晴朗，最高气温二十五度，适合户外活动。"},
                                    ensure_ascii=False) + "\n", "utf-8")
-    result = _runner().invoke(app, ["ingest", str(sample), "--index", "t", "--data-dir", str(clean_env),
+    result = cli_runner().invoke(app, ["ingest", str(sample), "--index", "t", "--data-dir", str(clean_env),
                                     "--workers", "1"])
     assert result.exit_code == 1, result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -183,7 +163,7 @@ def test_malformed_record_is_a_data_failure_and_the_summary_adds_up(clean_env: P
 def test_unreachable_server_is_3_with_the_url(clean_env: Path) -> None:
     (clean_env / "x").write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
     url = "http://127.0.0.1:1"  # nothing listens on port 1
-    result = _runner().invoke(app, ["ingest", "x", "--index", "t", "--es", url, "--workers", "1"])
+    result = cli_runner().invoke(app, ["ingest", "x", "--index", "t", "--es", url, "--workers", "1"])
     assert result.exit_code == 3, (result.stdout, result.stderr)
     line = _assert_one_error_line(result)
     assert url in line and "cannot reach Elasticsearch" in line
@@ -196,7 +176,7 @@ THRESHOLD_FLAGS = ("--hamming", "--cosine", "--jaccard", "--containment")
 def test_the_commands_that_apply_the_rule_take_the_one_threshold_group(command: str) -> None:
     """The four thresholds are declared once (`threshold_options` in cli/common.py), and every command that
     applies the rule offers all four."""
-    result = _runner().invoke(app, [command, "--help"])
+    result = cli_runner().invoke(app, [command, "--help"])
     assert result.exit_code == 0, result.stderr
     assert all(re.search(rf"{flag}(?![\w-])", result.stdout) for flag in THRESHOLD_FLAGS), result.stdout
     cli = Path(__file__).resolve().parents[2] / "cli"
@@ -209,7 +189,7 @@ def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
     sample's edited reprints are duplicates at the defaults; at Jaccard 1 with containment off only the
     reprint that is the same text in Traditional script is."""
     news = Path(__file__).resolve().parents[2] / "examples" / "news.jsonl"
-    runner = _runner()
+    runner = cli_runner()
     common = ["--data-dir", str(clean_env)]
 
     def pairs(*extra: str) -> set[tuple[str, str]]:
@@ -240,7 +220,7 @@ def test_ngram_thresholds_from_the_command_line(clean_env: Path) -> None:
 def test_the_config_info_prints_is_a_usable_config_file(clean_env: Path) -> None:
     """`esdedup info --json` prints the index's config; given back with --config, ingest, mapping and
     compare take it as it is (its key stopwords_path, null, must not read as "stopwords 'file'")."""
-    runner = _runner()
+    runner = cli_runner()
     common = ["--data-dir", str(clean_env)]
     sample = clean_env / "docs.jsonl"
     sample.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
@@ -268,7 +248,7 @@ def test_a_file_option_replaces_the_config_files_digest(clean_env: Path) -> None
     new.write_text("是\n", "utf-8")
     path = clean_env / "config.json"
     path.write_text(json.dumps({"stopwords": "file", "stopwords_path": str(old)}), "utf-8")
-    result = _runner().invoke(app, ["mapping", "--index", "m", "--config", str(path), "--stopwords-file", str(new)])
+    result = cli_runner().invoke(app, ["mapping", "--index", "m", "--config", str(path), "--stopwords-file", str(new)])
     assert result.exit_code == 0, result.output
     config = json.loads(result.stdout)["mappings"]["_meta"]["esdedup"]["config"]
     import hashlib
@@ -292,7 +272,7 @@ def test_a_bad_config_file_is_one_line_and_exit_2(clean_env: Path, content: byte
     else:
         path.write_bytes(content)
     for command in (["mapping", "--index", "m"], ["compare", "a.txt", "b.txt"]):
-        result = _runner().invoke(app, [*command, "--config", str(path)])
+        result = cli_runner().invoke(app, [*command, "--config", str(path)])
         assert result.exit_code == 2, result.output
         line = _assert_one_error_line(result)
         assert f"config file {path}" in line and message in line, line
@@ -335,7 +315,7 @@ def test_impossible_values_are_refused_before_any_work(clean_env: Path, args: li
     argv = [x.format(a=a, b=b, labels=labels) for x in args]
     if "--data-dir" not in argv:
         argv += ["--data-dir", str(data)] if argv[0] != "compare" else []
-    result = _runner().invoke(app, argv)
+    result = cli_runner().invoke(app, argv)
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.stderr.split()), result.stderr
     assert "Traceback" not in result.output and result.stdout == ""
@@ -349,7 +329,7 @@ def test_labels_are_exactly_0_or_1(clean_env: Path) -> None:
     for label in ("1.7", '"1"', "true", "2"):
         labels = clean_env / "labels.jsonl"
         labels.write_text('{"a": "a", "b": "b", "label": 1}\n{"a": "a", "b": "c", "label": ' + label + "}\n", "utf-8")
-        result = _runner().invoke(app, ["eval", "--pairs", str(labels), "--docs", str(docs),
+        result = cli_runner().invoke(app, ["eval", "--pairs", str(labels), "--docs", str(docs),
                                         "--data-dir", str(clean_env / "data")])
         assert result.exit_code == 1, result.output  # a bad labels file is bad input data, like a malformed line
         line = _assert_one_error_line(result)
@@ -369,7 +349,7 @@ def test_control_sequences_in_ids_and_titles_reach_no_terminal_raw(clean_env: Pa
     sample = clean_env / "hostile.jsonl"
     sample.write_text("".join(json.dumps({"id": i, "title": "标题\x1b[2J" + i, "text": DOC}, ensure_ascii=False)
                               + "\n" for i in HOSTILE_IDS), "utf-8")
-    runner = _runner()
+    runner = cli_runner()
     common = ["--index", "h", "--data-dir", str(clean_env)]
     made = runner.invoke(app, ["ingest", str(sample), *common, "--workers", "1"])
     assert made.exit_code == 0, made.output
@@ -412,7 +392,7 @@ def test_output_names_the_measures_that_decided(clean_env: Path) -> None:
     measure that decided; on an index without vectors (the default) no vector cosine is shown ("-", null), and
     the exact TF cosine of --explain is named apart."""
     news = Path(__file__).resolve().parents[2] / "examples" / "news.jsonl"
-    runner = _runner()
+    runner = cli_runner()
     common = ["--index", "n", "--data-dir", str(clean_env)]
     made = runner.invoke(app, ["ingest", str(news), *common, "--t2s", "--workers", "1", "--quiet"])
     assert made.exit_code == 0, made.output
@@ -449,10 +429,10 @@ def test_similar_says_when_its_answer_was_truncated(clean_env: Path) -> None:
         store.close()
     for name, truncated in (("crowd", True), ("few", False)):
         common = ["similar", "--index", name, "--data-dir", str(clean_env), "--text", DOC]
-        text = _runner().invoke(app, common)
+        text = cli_runner().invoke(app, common)
         assert text.exit_code == 0, text.output
         assert ("warning: the index holds more candidates" in text.stderr) is truncated
-        assert json.loads(_runner().invoke(app, [*common, "--json"]).stdout)["truncated"] is truncated
+        assert json.loads(cli_runner().invoke(app, [*common, "--json"]).stdout)["truncated"] is truncated
 
 
 # -- compare ------------------------------------------------------------------------------------------------
@@ -466,7 +446,7 @@ def _novels(root: Path) -> tuple[Path, Path, Path]:
 
 
 def _compare(*args: object) -> list[dict[str, Any]]:
-    result = _runner().invoke(app, ["compare", *map(str, args), "--format", "jsonl"])
+    result = cli_runner().invoke(app, ["compare", *map(str, args), "--format", "jsonl"])
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -475,7 +455,7 @@ def test_two_files_are_compared_whatever_their_sizes(clean_env: Path) -> None:
     a, longer, close = _novels(clean_env)
     (row,) = _compare(a, longer)
     assert "skipped" not in row and 0 < row["cosine"] < 1 and row["size_ratio"] > 1.5
-    table = _runner().invoke(app, ["compare", str(a), str(longer)]).stdout
+    table = cli_runner().invoke(app, ["compare", str(a), str(longer)]).stdout
     assert f"{row['size_ratio']:.2f}x*" in table and "more than 1.5x as long" in table
     # With three or more files the pre-filter applies, and an explicit --max-ratio applies to two.
     rows = {(r["a"], r["b"]): r for r in _compare(a, longer, close)}
@@ -493,12 +473,12 @@ def test_empty_files_are_not_identical(clean_env: Path) -> None:
         (row,) = _compare(*pair)
         assert "hamming" not in row and "cosine" not in row
         assert row["skipped"].startswith("no words in ") and str(empty) in row["skipped"]
-    table = _runner().invoke(app, ["compare", str(empty), str(blank)]).stdout
+    table = cli_runner().invoke(app, ["compare", str(empty), str(blank)]).stdout
     assert "skipped: no words in" in table and " 0\n" not in table
 
 
 def test_compare_speaks_in_the_users_terms() -> None:
-    text = _runner().invoke(app, ["compare", "--help"]).stdout
+    text = cli_runner().invoke(app, ["compare", "--help"]).stdout
     assert "design document" not in text.lower() and "Hamming distance" in text
 
 

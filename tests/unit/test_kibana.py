@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from esdedup.errors import ConfigError
 from esdedup.es.kibana import INDEX_REF, UNDESCRIBED, field_descriptions, object_id, saved_objects, to_ndjson
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import LSH_KEYS, band_fields, mapping_for
 from esdedup.store.local import LocalStore
+from tests.cli_runner import cli_runner
 
 CONFIGS = {
     "default": FingerprintConfig(),
@@ -200,14 +200,6 @@ def test_index_patterns_are_allowed() -> None:
 
 
 # -- the command -----------------------------------------------------------------------------------------
-def _runner() -> CliRunner:
-    """stdout and stderr apart: click < 8.2 needs mix_stderr=False, click >= 8.2 always keeps them apart."""
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
 @pytest.fixture
 def cli_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD",
@@ -222,7 +214,7 @@ def cli_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_cli_export_missing_local_index_uses_options(cli_app, tmp_path: Path) -> None:
-    result = _runner().invoke(cli_app, ["kibana", "export", "--index", "news", "--data-dir", str(tmp_path),
+    result = cli_runner().invoke(cli_app, ["kibana", "export", "--index", "news", "--data-dir", str(tmp_path),
                                         "--hamming-k", "5"])
     assert result.exit_code == 0, result.stderr
     objects = parse_ndjson(result.stdout)
@@ -237,7 +229,7 @@ def test_cli_export_reads_the_local_index_config(cli_app, tmp_path: Path) -> Non
     store = LocalStore("news", tmp_path)
     store.open(config)
     store.close()
-    runner = _runner()
+    runner = cli_runner()
     result = runner.invoke(cli_app, ["kibana", "export", "--index", "news", "--data-dir", str(tmp_path)])
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
@@ -255,7 +247,7 @@ def test_cli_export_reads_the_local_index_config(cli_app, tmp_path: Path) -> Non
 
 
 def test_cli_export_bad_time_field_is_a_usage_error(cli_app, tmp_path: Path) -> None:
-    result = _runner().invoke(cli_app, ["kibana", "export", "--index", "news", "--data-dir", str(tmp_path),
+    result = cli_runner().invoke(cli_app, ["kibana", "export", "--index", "news", "--data-dir", str(tmp_path),
                                         "--time-field", "title"])
     assert result.exit_code == 2
     assert "Error: time field 'title' is not a date field" in result.stderr
@@ -269,7 +261,7 @@ def test_cli_export_from_elasticsearch(cli_app, es_client, es_url: str, fresh_in
     config = FingerprintConfig(hamming_k=5, band_blocks=7, strategy="simhash")  # 7 choose 2 = 21 tables
     store = ElasticStore(es_client, fresh_index, replicas=0)
     store.open(config)
-    result = _runner().invoke(cli_app, ["kibana", "export", "--index", fresh_index, "--es", es_url])
+    result = cli_runner().invoke(cli_app, ["kibana", "export", "--index", fresh_index, "--es", es_url])
     assert result.exit_code == 0, result.stderr
     objects = parse_ndjson(result.stdout)
     assert objects == saved_objects(fresh_index, config)

@@ -8,34 +8,16 @@ from pathlib import Path
 
 import pytest
 from esdedup_cli.main import app
-from typer.testing import CliRunner
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore
+from tests.cli_runner import cli_runner
 
 NEWS = Path(__file__).resolve().parents[2] / "examples" / "news.jsonl"
 TEXT = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利。有关部门表示，这一措施将覆盖所有口岸。"
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
-@pytest.fixture
-def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD",
-                "ESDEDUP_ES_CA_CERTS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "no-config.json"))
-    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "default-data"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _write(store_dir: Path, name: str, docs: list[tuple[str, str]], config: FingerprintConfig) -> None:
@@ -63,11 +45,11 @@ def test_similar_top_puts_the_exact_copy_first_then_the_best_measured(clean_env:
             edited[rng.randrange(len(edited))] = rng.choice("甲乙丙丁戊己庚辛壬癸")
         docs.append((f"v{i:04d}", "".join(edited)))
     _write(clean_env, "crowd", docs, FingerprintConfig())
-    r = _runner().invoke(app, ["similar", "--index", "crowd", "--data-dir", str(clean_env), "--id", "q",
+    r = cli_runner().invoke(app, ["similar", "--index", "crowd", "--data-dir", str(clean_env), "--id", "q",
                                "--top", "3", "--json"])
     assert r.exit_code == 0, r.output
     matches = json.loads(r.stdout)["matches"]
-    everything = json.loads(_runner().invoke(app, ["similar", "--index", "crowd", "--data-dir", str(clean_env),
+    everything = json.loads(cli_runner().invoke(app, ["similar", "--index", "crowd", "--data-dir", str(clean_env),
                                                    "--id", "q", "--top", "1000", "--json"]).stdout)["matches"]
     assert matches[0]["id"] == "zz-copy" and matches[0]["jaccard"] == 1.0
     best = sorted((-m["jaccard"], -m["containment"], m["id"]) for m in everything if m["id"] != "zz-copy")[:2]
@@ -78,7 +60,7 @@ def test_similar_top_puts_the_exact_copy_first_then_the_best_measured(clean_env:
 def test_measures_not_computed_are_not_shown_as_numbers(clean_env: Path) -> None:
     """Without vectors (the default) the cosine is "-" / null and the pair says the n-gram estimate decided; an
     index with vectors (strategy simhash) shows the cosine it read and says Hamming and cosine decided."""
-    runner = _runner()
+    runner = cli_runner()
     for index, extra in (("plain", []), ("vectors", ["--strategy", "simhash"])):
         made = runner.invoke(app, ["ingest", str(NEWS), "--index", index, "--data-dir", str(clean_env), "--t2s",
                                    "--workers", "1", "--quiet", *extra])
@@ -105,37 +87,37 @@ def test_measures_not_computed_are_not_shown_as_numbers(clean_env: Path) -> None
 # -- what a user tries first ------------------------------------------------------------------------------
 def test_ingest_reads_standard_input(clean_env: Path) -> None:
     lines = NEWS.read_bytes()
-    r = _runner().invoke(app, ["ingest", "-", "--index", "piped", "--data-dir", str(clean_env), "--t2s", "--json",
+    r = cli_runner().invoke(app, ["ingest", "-", "--index", "piped", "--data-dir", str(clean_env), "--t2s", "--json",
                                "--workers", "1", "--dead-letter", str(clean_env / "dl.jsonl")], input=lines)
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.splitlines()[-1])
     assert (summary["read"], summary["indexed"], summary["failed"], summary["duplicates"]) == (13, 13, 0, 5)
-    again = _runner().invoke(app, ["ingest", "-", "--index", "piped", "--data-dir", str(clean_env), "--json",
+    again = cli_runner().invoke(app, ["ingest", "-", "--index", "piped", "--data-dir", str(clean_env), "--json",
                                    "--workers", "1", "--dead-letter", str(clean_env / "dl.jsonl")], input=lines)
     assert again.exit_code == 0 and json.loads(again.stdout.splitlines()[-1])["created"] == 0, again.output
 
 
 def test_similar_says_the_text_is_empty(clean_env: Path) -> None:
-    made = _runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--quiet",
+    made = cli_runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--quiet",
                                   "--workers", "1"])
     assert made.exit_code == 0, made.output
     warning = ("warning: the --text given has no words once normalised (it is empty, blank, or only punctuation "
                "and stopwords), so it matches nothing; give a text with words\n")
     for text in ("   ", "", "，。！"):
-        r = _runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text])
+        r = cli_runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text])
         assert r.exit_code == 0 and r.stdout.endswith(": 0 near-duplicate(s)\n") and r.stderr == warning, r.output
-        r = _runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text, "--json"])
+        r = cli_runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text, "--json"])
         assert r.exit_code == 0 and r.stderr == warning
         assert json.loads(r.stdout)["query"]["empty"] is True and json.loads(r.stdout)["matches"] == []
 
 
 def test_dups_as_csv(clean_env: Path) -> None:
-    made = _runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--t2s",
+    made = cli_runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--t2s",
                                   "--quiet", "--workers", "1"])
     assert made.exit_code == 0, made.output
-    r = _runner().invoke(app, ["dups", "--index", "n", "--data-dir", str(clean_env), "--format", "csv"])
+    r = cli_runner().invoke(app, ["dups", "--index", "n", "--data-dir", str(clean_env), "--format", "csv"])
     assert r.exit_code == 0, r.output
-    jsonl = [json.loads(line) for line in _runner().invoke(app, ["dups", "--index", "n", "--data-dir",
+    jsonl = [json.loads(line) for line in cli_runner().invoke(app, ["dups", "--index", "n", "--data-dir",
                                                                  str(clean_env)]).stdout.splitlines()]
     expected = ["a,b,hamming,cosine,jaccard,containment,decided_by"] + [
         f"{p['a']},{p['b']},{p['hamming']},,{p['jaccard']},{p['containment']},{p['decided_by']}" for p in jsonl]
@@ -143,7 +125,7 @@ def test_dups_as_csv(clean_env: Path) -> None:
 
 
 def test_the_whole_info_json_is_a_config_file(clean_env: Path) -> None:
-    runner = _runner()
+    runner = cli_runner()
     made = runner.invoke(app, ["ingest", str(NEWS), "--index", "src", "--data-dir", str(clean_env), "--quiet",
                                "--workers", "1", "--t2s", "--hamming-k", "4"])
     assert made.exit_code == 0, made.output
@@ -158,16 +140,16 @@ def test_the_whole_info_json_is_a_config_file(clean_env: Path) -> None:
 
 @pytest.mark.parametrize("args", [["pipeline", "put"], ["label"], ["similar", "--text", TEXT, "--server-side"]])
 def test_elasticsearch_only_commands_on_the_local_store_name_es(clean_env: Path, args: list[str]) -> None:
-    made = _runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--quiet",
+    made = cli_runner().invoke(app, ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--quiet",
                                   "--workers", "1"])
     assert made.exit_code == 0, made.output
-    r = _runner().invoke(app, [*args, "--index", "n", "--data-dir", str(clean_env)])
+    r = cli_runner().invoke(app, [*args, "--index", "n", "--data-dir", str(clean_env)])
     assert r.exit_code == 2
     assert r.stderr.endswith("; give the server with --es URL (or ESDEDUP_ES_URL)\n"), r.stderr
 
 
 def test_help_says_what_the_code_does_and_uses_es_locals_port() -> None:
-    dups = _runner().invoke(app, ["dups", "--help"], terminal_width=200).stdout
+    dups = cli_runner().invoke(app, ["dups", "--help"], terminal_width=200).stdout
     assert "terms aggregations of the shared keys, one partition of the keys at a time" in " ".join(dups.split())
     assert "composite" not in dups
     import typer
@@ -178,9 +160,9 @@ def test_help_says_what_the_code_does_and_uses_es_locals_port() -> None:
             yield from walk(sub, (*path, name))
 
     for path in walk(typer.main.get_command(app), ()):
-        text = _runner().invoke(app, [*path, "--help"]).stdout
+        text = cli_runner().invoke(app, [*path, "--help"]).stdout
         assert ":9200" not in text, path
-    mapping = _runner().invoke(app, ["mapping", "--index", "x", "--help"]).stdout
+    mapping = cli_runner().invoke(app, ["mapping", "--index", "x", "--help"]).stdout
     assert "--es" in mapping
 
 
@@ -188,7 +170,7 @@ def test_help_says_what_the_code_does_and_uses_es_locals_port() -> None:
 def test_thresholds_that_cannot_act_are_refused_naming_those_that_do(clean_env: Path) -> None:
     """Under strategy auto the n-gram estimates decide: --hamming and --cosine are refused (exit 2, one line
     naming the options that act); under simhash --jaccard and --containment are; acting ones run."""
-    runner = _runner()
+    runner = cli_runner()
     for index, extra in (("auto", []), ("sim", ["--strategy", "simhash"])):
         made = runner.invoke(app, ["ingest", str(NEWS), "--index", index, "--data-dir", str(clean_env), "--quiet",
                                    "--workers", "1", *extra])
@@ -222,7 +204,7 @@ def test_thresholds_that_cannot_act_are_refused_naming_those_that_do(clean_env: 
 
 
 def test_info_states_the_rule_the_index_applies(clean_env: Path) -> None:
-    runner = _runner()
+    runner = cli_runner()
     for index, extra in (("auto", []), ("sim", ["--strategy", "simhash"]), ("mh", ["--strategy", "minhash"])):
         made = runner.invoke(app, ["ingest", str(NEWS), "--index", index, "--data-dir", str(clean_env), "--quiet",
                                    "--workers", "1", *extra])
@@ -246,7 +228,7 @@ def test_info_states_the_rule_the_index_applies(clean_env: Path) -> None:
 
 # -- a re-run changes nothing ------------------------------------------------------------------------------------
 def test_a_rerun_of_the_same_ingest_sends_nothing(clean_env: Path) -> None:
-    runner = _runner()
+    runner = cli_runner()
     args = ["ingest", str(NEWS), "--index", "n", "--data-dir", str(clean_env), "--t2s", "--workers", "1"]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
