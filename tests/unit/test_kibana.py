@@ -201,13 +201,7 @@ def test_index_patterns_are_allowed() -> None:
 
 # -- the command -----------------------------------------------------------------------------------------
 @pytest.fixture
-def cli_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD",
-                "ESDEDUP_ES_CA_CERTS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("ESDEDUP_CONFIG", str(tmp_path / "no-config.json"))
-    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "default-data"))
-    monkeypatch.chdir(tmp_path)
+def cli_app(clean_env: Path):
     from esdedup_cli.main import app
 
     return app
