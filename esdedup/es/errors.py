@@ -1,23 +1,18 @@
-"""The one map from Elasticsearch client exceptions to esdedup's typed errors, and the one reader of an error
-answer's reason.
+"""The one map from Elasticsearch client exceptions to esdedup's typed errors.
 
 Every request esdedup sends runs inside `es_errors`, so that a refused credential, a missing index, a TLS
 failure or a proxy's error page reads the same whichever part of esdedup sent the request, and no secret
-(API key, password) reaches the message.
+(API key, password) reaches the message. How an answer's reason is read is `esdedup.es.answers`.
 """
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from esdedup.errors import CertificateError, ConnectionFailed, IndexNotFound, StoreError
 from esdedup.es import versions
+from esdedup.es.answers import api_reason
 from esdedup.util.redact import redact
-
-_HTML_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
-_HTML_TAG = re.compile(r"<[^>]+>")
 
 
 @contextlib.contextmanager
@@ -50,62 +45,3 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         if "CERTIFICATE_VERIFY_FAILED" in reason:
             raise CertificateError(f"{where}: TLS certificate verification failed ({reason})", needs="ca") from None
         raise ConnectionFailed(f"{where}: cannot reach Elasticsearch: {reason}") from None
-
-
-def api_reason(exc: Any) -> str:
-    """The reason of an error answer: its root cause's reason for a JSON error; for a non-JSON answer (a
-    proxy's HTML page) its title, else its first characters without the markup."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, (str, bytes)) and body:
-        return page_summary(body)
-    if isinstance(body, Mapping) and "error" in body:
-        return error_reason(body["error"])
-    return str(getattr(exc, "message", exc))
-
-
-def page_summary(body: str | bytes) -> str:
-    """An answer that is not JSON (a web page) as one short line: its HTML title, else its first characters
-    without the markup."""
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    m = _HTML_TITLE.search(text)
-    return " ".join((m.group(1) if m else _HTML_TAG.sub(" ", text)).split())[:200]
-
-
-def error_reason(error: Any) -> str:
-    """The reason of an Elasticsearch error object (an answer's ``error``, one ``_msearch`` response's):
-    its first root cause's reason, else its own reason, else the object as text."""
-    if isinstance(error, Mapping):
-        root = (error.get("root_cause") or [{}])[0]
-        return str((root.get("reason") if isinstance(root, Mapping) else None) or error.get("reason") or error)
-    return str(error)
-
-
-#: Bulk item errors that are the store's refusal, whatever the document: a write block (``index.blocks.write``,
-#: ``read_only``, the flood-stage ``read_only_allow_delete``), an index that is gone or closed.
-_REFUSALS = frozenset({"cluster_block_exception", "index_not_found_exception", "index_closed_exception"})
-
-
-def refused_by_the_store(info: Mapping[str, Any]) -> bool:
-    """Whether a failed bulk item was refused by the store rather than for its document: a block, a missing
-    or closed index, an alias without a write index, credentials that may not write, a 429 or 5xx (once the
-    retries are spent). Such a refusal says nothing about the document: it must be written again later."""
-    status = int(info.get("status", 0) or 0)
-    err = info.get("error")
-    kind = str(err.get("type", "")) if isinstance(err, Mapping) else ""
-    reason = str(err.get("reason", "")) if isinstance(err, Mapping) else str(err or "")
-    return status == 429 or status >= 500 or status in (401, 403, 404) or kind in _REFUSALS \
-        or "no write index is defined" in reason
-
-
-def bulk_reason(info: Mapping[str, Any]) -> str:
-    """Why a bulk item was refused: ``type: reason`` and the reason of its cause, else its status."""
-    err = info.get("error")
-    if isinstance(err, Mapping):
-        reason = f"{err.get('type', 'error')}: {err.get('reason', '')}"
-        cause = err.get("caused_by")
-        if isinstance(cause, Mapping) and cause.get("reason"):
-            reason += f" ({cause.get('reason')})"
-        return reason
-    if err:
-        return str(err)
-    return f"status {info.get('status')}"

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from esdedup.errors import ClientVersionMismatch, NoAnswer, NotElasticsearch
+from esdedup.es.answers import api_reason, page_summary
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,6 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
     client's shorter request timeout; on each node given) is a `NoAnswer`."""
     import elasticsearch as es
 
-    from esdedup.es.errors import api_reason, page_summary  # that module maps errors with this one's help
 
     timeout = _first_answer_timeout(client)
     probe = client.options(request_timeout=timeout, max_retries=max(_node_count(client) - 1, 0))
@@ -96,8 +96,8 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
         raise
     nodes = resp.body.get("nodes") if isinstance(resp.body, dict) else None
     if not isinstance(nodes, dict) or not nodes or not all(isinstance(n, dict) for n in nodes.values()):
-        shown = page_summary(str(resp.body)) if not isinstance(resp.body, (dict, list)) else \
-            json.dumps(resp.body, default=str)[:80]
+        shown = (page_summary(str(resp.body)) if not isinstance(resp.body, (dict, list))
+                 else json.dumps(resp.body, default=str)[:80])
         raise not_elasticsearch(where, f"its answer to GET /_nodes/_local names no node: {shown}")
     versions = sorted({str(n.get("version")) for n in nodes.values()})
     return versions[0] if versions else None

@@ -74,8 +74,8 @@ def parse_user_dict(text: str, *, t2s: bool = False, source: str = "user diction
 
 def shipped_stopwords() -> str:
     pkg = importlib_resources.files("esdedup.data")
-    return pkg.joinpath("stopwords_zh.txt").read_text("utf-8") + "\n" + \
-        pkg.joinpath("stopwords_en.txt").read_text("utf-8")
+    return (pkg.joinpath("stopwords_zh.txt").read_text("utf-8") + "\n"
+            + pkg.joinpath("stopwords_en.txt").read_text("utf-8"))
 
 
 def _read(path: str, what: str, expected_sha: str | None) -> str:

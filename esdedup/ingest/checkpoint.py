@@ -169,8 +169,8 @@ def _valid_hash(entry: dict[str, Any]) -> bool:
     if "sha1" not in entry and "hashed" not in entry:
         return True
     hashed, sha1 = entry.get("hashed"), entry.get("sha1")
-    return isinstance(hashed, int) and not isinstance(hashed, bool) and hashed >= 0 and isinstance(sha1, str) \
-        and len(sha1) == 40 and all(c in "0123456789abcdef" for c in sha1)
+    return (isinstance(hashed, int) and not isinstance(hashed, bool) and hashed >= 0 and isinstance(sha1, str)
+            and len(sha1) == 40 and all(c in "0123456789abcdef" for c in sha1))
 
 
 def _json_kind(value: Any) -> str:

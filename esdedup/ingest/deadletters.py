@@ -113,8 +113,8 @@ class DeadLetters:
             with open(self.path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as out:
                 for n, line in enumerate(src, 1):
                     entry = _entry(line) if n <= self._lines_before else None
-                    if entry is None or entry.get("kind") != "unconfirmed" or \
-                            (str(entry.get("source")), str(entry.get("location"))) not in self._superseded:
+                    if (entry is None or entry.get("kind") != "unconfirmed"
+                            or (str(entry.get("source")), str(entry.get("location"))) not in self._superseded):
                         out.write(line)
             os.replace(tmp, self.path)
         except (OSError, UnicodeDecodeError) as exc:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from esdedup.errors import ConfigError, NeedsElasticsearch, StoreError
-from esdedup.es.errors import api_reason, es_errors
+from esdedup.es.answers import api_reason
+from esdedup.es.errors import es_errors
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP
 from esdedup.store.base import ElasticsearchBacked, Store

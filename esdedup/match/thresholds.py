@@ -118,8 +118,8 @@ def _checked(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= 128:
             raise ConfigError(f"hamming_k must be a whole number from 0 to 128, or None, got {value!r}")
         return int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value)) \
-            or not 0.0 < float(value) <= 1.0:
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value))
+            or not 0.0 < float(value) <= 1.0):
         raise ConfigError(f"{name} threshold must be a number in (0, 1], or None, got {value!r}")
     return float(value)
 

@@ -32,8 +32,8 @@ from esdedup.search.diversify import MODES, diversify
 MAX_WINDOW = 10_000
 
 #: client -> index name -> (the uuids of the indices it named, their config).
-_configs: weakref.WeakKeyDictionary[Any, dict[str, tuple[frozenset[str], FingerprintConfig]]] = \
-    weakref.WeakKeyDictionary()
+_configs: weakref.WeakKeyDictionary[Any, dict[str, tuple[frozenset[str], FingerprintConfig]]] = (
+    weakref.WeakKeyDictionary())
 _configs_lock = threading.Lock()
 #: What is asked of the indices behind a name on every call: their uuids (an index deleted and created again
 #: under its name has a new one, and maybe another config).

@@ -211,3 +211,20 @@ def test_no_module_over_700_lines_and_no_class_over_400(path: Path) -> None:
     big = [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(ast.parse(text))
            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 400]  # type: ignore[operator]
     assert not big, f"{_rel(path)}: classes over 400 lines {big}: cut them along their seams"
+
+
+@pytest.mark.parametrize("path", LIBRARY + CLI, ids=_rel)
+def test_no_backslash_line_continuations(path: Path) -> None:
+    """Lines join inside brackets: a backslash continuation breaks on a trailing space and stops some
+    structure readers from reading the file."""
+    import io
+    import tokenize
+
+    text = path.read_text("utf-8")
+    in_strings = set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+            in_strings.update(range(tok.start[0], tok.end[0]))
+    found = [n for n, line in enumerate(text.splitlines(), 1) if line.endswith("\\") and n not in in_strings
+             and not line.lstrip().startswith("#")]
+    assert not found, f"{_rel(path)} continues lines with a backslash at {found}"

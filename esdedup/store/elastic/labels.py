@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from esdedup.errors import BulkError, StoreError
-from esdedup.es.errors import bulk_reason
+from esdedup.es.answers import bulk_reason
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE, first
 from esdedup.schema import CLUSTER_ID, CLUSTER_SEQ, DEDUP, SEQ
 from esdedup.store.base import Root, StoredDoc, union_groups

@@ -14,7 +14,7 @@ import numpy as np
 
 from esdedup.errors import IndexNotFound, StoreError
 from esdedup.es import query as q
-from esdedup.es.errors import error_reason
+from esdedup.es.answers import error_reason
 from esdedup.schema import DEDUP, VECTOR, key_field
 from esdedup.store.base import Probe, StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex

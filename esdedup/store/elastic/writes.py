@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from esdedup.errors import WriteRefused
-from esdedup.es.errors import api_reason, bulk_reason, refused_by_the_store
+from esdedup.es.answers import api_reason, bulk_reason, refused_by_the_store
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP, dedup_source, json_bytes
 from esdedup.store.base import NewDoc, WriteResult
