@@ -23,6 +23,12 @@ def api_reason(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
+def asks_for_a_client_certificate(reason: str) -> bool:
+    """Whether an answer's reason is a TLS-terminating proxy's refusal of a request without the client
+    certificate it requires (nginx: 400 "No required SSL certificate was sent")."""
+    return "SSL certificate" in reason
+
+
 def page_summary(body: str | bytes) -> str:
     """An answer that is not JSON (a web page) as one short line: its HTML title, else its first characters
     without the markup."""

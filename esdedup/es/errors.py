@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 
 from esdedup.errors import CertificateError, ConnectionFailed, IndexNotFound, StoreError
 from esdedup.es import versions
-from esdedup.es.answers import api_reason
+from esdedup.es.answers import api_reason, asks_for_a_client_certificate
 from esdedup.util.redact import redact
 
 
@@ -33,7 +33,7 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         if major is not None:  # the server refuses this client's major (e.g. a 9.x client, an 8.x server)
             raise versions.mismatch_error(where, f"{major}.x") from None
         reason = redact(api_reason(exc), secrets)
-        if "SSL certificate" in reason:  # a TLS-terminating proxy asks for the client's certificate
+        if asks_for_a_client_certificate(reason):
             raise CertificateError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason} (the server "
                                    "requires a client certificate)", needs="client_cert") from None
         raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason}") from None

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from esdedup.errors import ClientVersionMismatch, NoAnswer, NotElasticsearch
-from esdedup.es.answers import api_reason, page_summary
+from esdedup.es.answers import api_reason, asks_for_a_client_certificate, page_summary
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,6 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
     client's shorter request timeout; on each node given) is a `NoAnswer`."""
     import elasticsearch as es
 
-
     timeout = _first_answer_timeout(client)
     probe = client.options(request_timeout=timeout, max_retries=max(_node_count(client) - 1, 0))
     try:
@@ -88,11 +87,13 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
         raise NoAnswer(f"{where}: the server accepted the connection but did not answer within {timeout:g} s; "
                        "check that the URL names an Elasticsearch node", timeout=timeout) from None
     except es.ApiError as exc:
-        if not isinstance(exc.body, dict) or isinstance(exc, es.UnsupportedProductError):
-            raise not_elasticsearch(where, f"it answered {exc.meta.status} {api_reason(exc)!r}") from None
         if isinstance(exc, es.AuthorizationException):
             log.debug("not allowed to read the node version (403); the client/server check is skipped")
             return None
+        if isinstance(exc, es.AuthenticationException) or asks_for_a_client_certificate(api_reason(exc)):
+            raise  # a node, or a proxy in front of one, that wants other credentials: the error map says which
+        if not isinstance(exc.body, dict) or isinstance(exc, es.UnsupportedProductError):
+            raise not_elasticsearch(where, f"it answered {exc.meta.status} {api_reason(exc)!r}") from None
         raise
     nodes = resp.body.get("nodes") if isinstance(resp.body, dict) else None
     if not isinstance(nodes, dict) or not nodes or not all(isinstance(n, dict) for n in nodes.values()):
