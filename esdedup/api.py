@@ -17,6 +17,7 @@ from esdedup.fingerprint.simhash import hamming
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
+from esdedup.match.rule import measures_row
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
 from esdedup.readers import read_text_file
@@ -160,14 +161,7 @@ def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = No
 
 
 def _match_row(m: Match) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": m.id, "hamming": m.hamming,
-                           "cosine": None if m.cosine is None else round(m.cosine, 6)}
-    if m.jaccard is not None:
-        row["jaccard"] = round(m.jaccard, 4)
-        row["containment"] = round(m.containment or 0.0, 4)
-    if m.decided_by:
-        row["decided_by"] = m.decided_by
-    return row
+    return {"id": m.id, **measures_row(m.hamming, m.cosine, m.jaccard, m.containment, m.decided_by)}
 
 
 def _explain(store: Store, fper: Fingerprinter, fp: Fingerprint, m: Match) -> dict[str, Any]:

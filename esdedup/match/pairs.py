@@ -28,6 +28,7 @@ from esdedup.match.rule import (
     measure,
     measure_pairs,
     measured,
+    measures_row,
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import Store, StoredDoc
@@ -62,14 +63,8 @@ class Pair:
     decided_by: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {"a": self.a, "b": self.b, "hamming": self.hamming,
-                                "cosine": None if self.cosine is None else round(self.cosine, 6)}
-        if self.jaccard is not None:
-            d["jaccard"] = round(self.jaccard, 4)
-            d["containment"] = round(self.containment or 0.0, 4)
-        if self.decided_by:
-            d["decided_by"] = self.decided_by
-        return d
+        return {"a": self.a, "b": self.b,
+                **measures_row(self.hamming, self.cosine, self.jaccard, self.containment, self.decided_by)}
 
 
 @dataclass(frozen=True)

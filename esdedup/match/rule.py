@@ -199,6 +199,23 @@ def measured(value: Any) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
+def measures_row(hamming: int, cosine: float | None, jaccard: float | None, containment: float | None,
+                 decided_by: str) -> dict[str, Any]:
+    """A pair's measures as output shows them (`dups`, `similar`): cosine None where no vector was compared,
+    the n-gram estimates only where both texts carry signatures, and the measure that decided.
+
+    >>> measures_row(3, None, 0.81234, None, "jaccard")
+    {'hamming': 3, 'cosine': None, 'jaccard': 0.8123, 'containment': 0.0, 'decided_by': 'jaccard'}
+    """
+    row: dict[str, Any] = {"hamming": hamming, "cosine": None if cosine is None else round(cosine, 6)}
+    if jaccard is not None:
+        row["jaccard"] = round(jaccard, 4)
+        row["containment"] = round(containment or 0.0, 4)
+    if decided_by:
+        row["decided_by"] = decided_by
+    return row
+
+
 def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Measures:
     """Hamming, cosine, n-gram estimates and the legacy-short mask of ``a`` against each of ``docs``."""
     n = len(docs)
