@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -154,6 +156,37 @@ def _held_locks(folder: Path) -> list[Path]:
     return held
 
 
+def _store_is_free(data: Path, index: str) -> bool:
+    """Whether no process holds the embedded store's batch lock or SQLite's own write lock (asked without
+    waiting)."""
+    try:
+        FileLock(data / f"{index}.sqlite.lock", busy=ConfigError("held")).acquire().release()
+    except ConfigError:
+        return False
+    db = sqlite3.connect(data / f"{index}.sqlite", timeout=0, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        db.close()
+
+
+def _paused_outside_the_store(proc: subprocess.Popen[bytes], data: Path, index: str, seconds: float = 120) -> None:
+    """Stop ``proc`` (SIGSTOP) at a moment it holds neither of the store's write locks, so that it stays
+    running, with its checkpoint held, while other writers take the store (resumed with SIGCONT)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        os.kill(proc.pid, signal.SIGSTOP)
+        if _store_is_free(data, index):
+            return
+        os.kill(proc.pid, signal.SIGCONT)
+        assert proc.poll() is None and time.monotonic() < deadline, f"the store {index} stayed locked or {proc} ended"
+        time.sleep(0.02)
+
+
 def test_writers_over_other_inputs_with_default_checkpoints_run_at_once(tmp_path):
     """Without --checkpoint, an ingest of other files into the index another ingest is writing runs beside it
     and the two label like one run; the same inputs (in another spelling) at once are refused."""
@@ -171,6 +204,9 @@ def test_writers_over_other_inputs_with_default_checkpoints_run_at_once(tmp_path
                     stdout=tmp_path / "out0", stderr=tmp_path / "err0")
     try:
         [held] = wait_for(lambda: _held_locks(data / "checkpoints"), 120, 0.1, "the first ingest's checkpoint")
+        wait_for(lambda: (data / "both.sqlite").exists(), 120, 0.1, "the first ingest's store")
+        # Held still while the others run: their run beside it must not depend on how fast it is.
+        _paused_outside_the_store(big, data, "both")
         again = run_cli("ingest", f"{tmp_path}/./{paths[0].name}", *common, "--dead-letter", tmp_path / "dl2.jsonl",
                         cwd=tmp_path)
         assert again.returncode == 2 and again.stderr == (
@@ -181,6 +217,8 @@ def test_writers_over_other_inputs_with_default_checkpoints_run_at_once(tmp_path
         assert beside.returncode == 0, beside.stderr[-3000:]
         assert big.poll() is None, "the first ingest ended before the second ran beside it"
     finally:
+        if big.poll() is None:
+            os.kill(big.pid, signal.SIGCONT)
         assert big.wait(timeout=600) == 0, (tmp_path / "err0").read_text()[-3000:]
     labels = _labels(data, "both")
     assert set(labels) == {d["id"] for d in docs + filler}
