@@ -134,3 +134,14 @@ def minhash_step(config: FingerprintConfig, chunk: int) -> NativeMinHash | None:
 
 
 _shared_step = lru_cache(maxsize=16)(NativeMinHash)
+
+
+def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """How many positions each row of ``a`` shares with each row of ``b`` (C-contiguous uint32 signatures of
+    one length), counted by the extension with the GIL released; None when the native core is not in use or
+    was built without this kernel (then `esdedup.match.rule.equal_positions` counts in numpy)."""
+    kernel = getattr(_EXTENSION, "equal_positions", None)
+    if kernel is None or os.environ.get(ENV_SWITCH, "1") == "0":
+        return None
+    raw = kernel(a.tobytes(), b.tobytes(), a.shape[1])
+    return np.frombuffer(raw, dtype="<u4").reshape(a.shape[0], b.shape[0])

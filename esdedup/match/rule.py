@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike
 
+from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_words
 from esdedup.match.thresholds import Thresholds
@@ -284,13 +285,28 @@ class SketchColumns:
         sigs = np.zeros((n, perm), dtype=np.uint32)
         if full.any():
             sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
-        has_simhash = np.fromiter((d.simhash is not None for d in docs), dtype=bool, count=n)
         has_vector = np.fromiter((d.vector is not None for d in docs), dtype=bool, count=n)
-        banded = np.fromiter((d.chars is None or config.gets_simhash_bands(d.chars) for d in docs),
-                             dtype=bool, count=n)
-        return cls(simhash_words([d.simhash or 0 for d in docs], config.bits),
-                   _stacked_vectors(docs, has_vector, config) if vectors is None else vectors, sigs,
-                   np.array([d.shingles for d in docs], dtype=np.int64), signed, full, banded,
+        return cls.from_parts(config, simhash=[d.simhash for d in docs], sigs=sigs, signed=signed, full=full,
+                              shingles=[d.shingles for d in docs], chars=[d.chars for d in docs],
+                              has_vector=has_vector,
+                              vectors=(lambda: _stacked_vectors(docs, has_vector, config)) if vectors is None
+                              else vectors, read_vectors_now=vectors is None)
+
+    @classmethod
+    def from_parts(cls, config: FingerprintConfig, *, simhash: Sequence[int | None], sigs: np.ndarray,
+                   signed: np.ndarray, full: np.ndarray, shingles: Sequence[int], chars: Sequence[int | None],
+                   has_vector: np.ndarray, vectors: Callable[[], np.ndarray],
+                   read_vectors_now: bool = False) -> SketchColumns:
+        """The columns from what a caller has already read of each text (`of` reads it from the texts;
+        `esdedup.search.diversify` from a page of hits, without an object per hit): the SimHash or None, the
+        signatures as an (n, perm) uint32 array (zeros where not ``full``), whether each is signed
+        (`has_signature`) and of the config's length, the n-gram counts, the lengths or None, whether each
+        carries a vector, and what reads the vectors (``read_vectors_now``: call it here)."""
+        has_simhash = np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash))
+        banded = np.fromiter((c is None or config.gets_simhash_bands(c) for c in chars), dtype=bool,
+                             count=len(chars))
+        return cls(simhash_words([h or 0 for h in simhash], config.bits), vectors() if read_vectors_now else vectors,
+                   sigs, np.array(shingles, dtype=np.int64).reshape(-1), signed, full, banded,
                    None if has_simhash.all() else has_simhash, None if has_vector.all() else has_vector)
 
     def vector_rows(self) -> np.ndarray:
@@ -312,12 +328,15 @@ class SketchColumns:
         want_cosine = t is None or reads_cosine(t, all_signed=bool(self.full[rows].all() and self.full[cols].all()))
         return self._measure(rows[:, None], cols[None, :],
                              (lambda: grid_cosines(self.vector_rows()[rows], self.vector_rows()[cols]))
-                             if want_cosine else None)
+                             if want_cosine else None,
+                             lambda: equal_positions(self.sigs[rows], self.sigs[cols]))
 
-    def _measure(self, left: np.ndarray, right: np.ndarray, cosines: Callable[[], np.ndarray] | None) -> Measures:
+    def _measure(self, left: np.ndarray, right: np.ndarray, cosines: Callable[[], np.ndarray] | None,
+                 equal: Callable[[], np.ndarray] | None = None) -> Measures:
         """The measures of the pairs of rows (``left``, ``right``): index arrays that broadcast to the
         measures' shape. ``cosines``: the cosines of all those pairs, called only if some pair carries two
-        vectors; None: leave the cosines NaN."""
+        vectors; None: leave the cosines NaN. ``equal``: the equal signature positions of all those pairs
+        (`equal_positions` of a grid, which gathers no pair's signatures); None: counted pair by pair."""
         shape = np.broadcast_shapes(left.shape, right.shape)
         ham = hamming_rows(self.words[left], self.words[right])
         if self.has_simhash is not None:
@@ -332,7 +351,12 @@ class SketchColumns:
                     cos[both] = cosines()[both]
         jac, cont = np.full(shape, np.nan), np.full(shape, np.nan)
         fast = self.full[left] & self.full[right]
-        if fast.any():
+        if fast.any() and equal is not None:
+            # The same float64 as the mean below: a whole count of equal positions over the length.
+            share = equal() / self.sigs.shape[1]
+            jac = np.where(fast, share, np.nan)
+            cont = np.where(fast, containment_estimate(share, self.shingles[left], self.shingles[right]), np.nan)
+        elif fast.any():
             a, b = np.broadcast_to(left, shape)[fast], np.broadcast_to(right, shape)[fast]
             share = (self.sigs[a] == self.sigs[b]).mean(axis=1)
             jac[fast], cont[fast] = share, containment_estimate(share, self.shingles[a], self.shingles[b])
@@ -387,6 +411,37 @@ def minhash_estimates(sig: np.ndarray, n: int, sigs: np.ndarray, ns: np.ndarray)
     sigs = np.asarray(sigs).reshape(len(ns), -1)
     jac = (sigs == np.asarray(sig)[None, :]).mean(axis=1)
     return jac, containment_estimate(jac, np.full(len(ns), n), ns)
+
+
+#: Bytes of the temporary (rows, columns, positions) comparison `equal_positions` makes at a time in numpy.
+_EQUAL_SLICE = 1 << 22
+
+
+def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many positions each row of ``a`` shares with each row of ``b`` (signatures of one length, any
+    unsigned integers): a (len(a), len(b)) integer array, what `minhash_estimates` counts for one row. By the
+    native core when it is in use (`esdedup.fingerprint.native.equal_positions`), else in numpy; both count
+    exactly, so the two give the same numbers."""
+    a, b = np.ascontiguousarray(a, dtype=np.uint32), np.ascontiguousarray(b, dtype=np.uint32)
+    n, m, perm = a.shape[0], b.shape[0], a.shape[1]
+    if not n or not m or not perm:
+        return np.zeros((n, m), dtype=np.int64)
+    counted = native.equal_positions(a, b)
+    if counted is not None:
+        return counted
+    out = np.empty((n, m), dtype=np.int64)
+    step = max(1, _EQUAL_SLICE // (m * perm))
+    lanes = perm % 8 == 0 and perm <= 255
+    for i in range(0, n, step):
+        eq = a[i:i + step, None, :] == b[None, :, :]
+        if lanes:
+            # Summing the bools eight at a time as the bytes of a uint64 (no byte exceeds perm / 8), then
+            # adding the eight bytes with one multiply, is several times faster than bool.sum.
+            v = eq.view(np.uint64).sum(axis=2, dtype=np.uint64)
+            out[i:i + step] = (v * np.uint64(0x0101010101010101)) >> np.uint64(56)
+        else:
+            out[i:i + step] = eq.sum(axis=2)
+    return out
 
 
 def containment_estimate(jac: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
