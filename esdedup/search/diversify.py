@@ -52,6 +52,7 @@ from esdedup.errors import ConfigError, InputError
 from esdedup.es.hits import SKETCH_PARTS, first, hit_parts, parse_minhash, parse_simhash
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.match.rule import SketchColumns
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import VECTOR
@@ -104,10 +105,11 @@ def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: Fingerprin
         raise ConfigError("the fingerprinter's config is not the index's config: fingerprints of different "
                           f"configs are not comparable (differences: {fingerprinter.config.differences(config)})")
     t = resolve_thresholds(thresholds, config)
-    page = _Page.read(hits, config, t, text_field)
+    page = _Page.read_fast(hits, config, t, text_field) or _Page.read(hits, config, t, text_field)
     page.fingerprint_missing(lambda texts: _fingerprint(texts, fingerprinter, config))
     rep_of = _greedy(page, t, config)
-    dup_of = {page.hit_index[p]: page.hit_index[r] for p, r in enumerate(rep_of) if r >= 0}
+    at = page.hit_index
+    dup_of = {at[p]: at[r] for p, r in enumerate(rep_of) if r >= 0}
     return _arrange(hits, dup_of, page.compared, mode)
 
 
@@ -163,22 +165,100 @@ class _Sketch:
 
 
 class _Page:
-    """The participants of one page (non-empty hits with something to compare), in rank order."""
+    """The participants of one page (non-empty hits with something to compare), in rank order: for each, its
+    hit's index and what it carries, a list a part (no object per hit)."""
 
     def __init__(self, config: FingerprintConfig, t: Thresholds) -> None:
         self.config = config
         self.t = t
-        self.hit_index: list[int] = []
-        self.sketches: list[_Sketch] = []
+        # One tuple a participant, in the order of `_PARTS`: its hit's index, SimHash, vector, signature (an
+        # array, or its row among the `decoded` signatures), n-gram count, length, and (index, cluster id),
+        # as cluster ids mean something within one index only. `columns` turns them into lists.
+        self.parts: list[tuple] = []
+        self.decoded: np.ndarray | None = None  # the signatures `read_fast` decoded, a row each
         self.compared: set[int] = set()  # hits that took part (participants and empty texts)
         self.todo: list[tuple[int, str]] = []  # (hit index, text) still to fingerprint
 
     @classmethod
     def read(cls, hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds, text_field: str) -> _Page:
+        """The page, each hit read by the general reader (`_read`, `_parse`): the definition of reading."""
         page = cls(config, t)
         for i, hit in enumerate(hits):
             page._add(i, hit, text_field)
         return page
+
+    @classmethod
+    def read_fast(cls, hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds,
+                  text_field: str) -> _Page | None:
+        """The page `read` gives, read faster: a hit in the usual form (a ``_source`` dict with a ``dedup``
+        dict, no ``fields``) has its parts read inline, and the signatures of all hits are decoded at once
+        in numpy; any other hit goes through `read`'s reader. None where the result could differ from
+        `read`'s: a signature string only the general reader can judge, or any error (`read` then raises
+        the error of the first bad hit, as it would have)."""
+        page = cls(config, t)
+        perm, bits, gets_signatures = config.minhash_perm, config.bits, config.gets_signatures
+        width, padding = _b64_form(perm)
+        encoded: list[str] = []  # signature strings of the usual form, decoded together at the end
+        try:
+            for i, hit in enumerate(hits):
+                src = hit.get("_source")
+                d = src.get("dedup") if type(src) is dict else None
+                if type(d) is not dict or hit.get("fields") is not None:
+                    page._add(i, hit, text_field)
+                    continue
+                mh = d.get("minhash")
+                if mh is None:
+                    sig: np.ndarray | int | None = None
+                elif type(mh) is str and len(mh) == width and mh.endswith(padding):
+                    sig = len(encoded)
+                    encoded.append(mh)
+                else:
+                    sig = parse_minhash(mh, hit, perm)
+                shingles = d.get("shingles") or 0
+                if type(shingles) is not int:
+                    shingles = _parse_count(shingles, "shingles", hit)
+                sh = d.get("simhash")
+                if type(sh) is str:
+                    simhash = int(sh, 16)  # parse_simhash's reading; any error below goes to the general reader
+                    if simhash < 0 or simhash >> bits:
+                        return None
+                else:
+                    simhash = parse_simhash(sh, bits, hit) if sh is not None else None
+                chars = d.get("chars")
+                if chars is not None and type(chars) is not int:
+                    chars = _parse_count(chars, "chars", hit)
+                if shingles <= 0:
+                    sig = None
+                empty = d.get("empty")
+                if empty is not None and empty is not True and empty is not False:
+                    empty = isinstance(empty, str) and empty.lower() == "true"
+                elif empty is None and simhash is not None:
+                    empty = simhash == 0
+                if empty:
+                    page.compared.add(i)
+                    continue
+                vec = d.get("vector")
+                if vec is not None and (not isinstance(vec, (list, tuple, np.ndarray)) or len(vec) == 0):
+                    vec = None
+                cluster = d.get("cluster_id")
+                index = hit.get("_index")
+                key = None if cluster is None else (None if index is None else str(index), str(cluster))
+                if (sig is not None) if gets_signatures else (simhash is not None):
+                    page.compared.add(i)
+                    page.parts.append((i, simhash, vec, sig, shingles, chars, key))
+                    continue
+                text = src.get(text_field)
+                if isinstance(text, str) and text.strip():
+                    page.todo.append((i, text))
+                elif isinstance(text, str):
+                    page.compared.add(i)
+                elif (sig is not None or key is not None or (t.hamming_k is not None and simhash is not None)
+                      or (t.cosine is not None and vec is not None)):
+                    page._take_parts(i, simhash, vec, sig, shingles, chars, key)
+        except (InputError, ValueError):
+            return None
+        page.decoded = _decode_signatures(encoded, perm)
+        return page if page.decoded is not None else None
 
     def _add(self, i: int, hit: Mapping, text_field: str) -> None:
         raw = _read(hit, text_field)
@@ -209,10 +289,23 @@ class _Page:
         return (s.minhash is not None or s.cluster_id is not None or (t.hamming_k is not None and s.simhash is not None)
                 or (t.cosine is not None and s.vector is not None))
 
-    def _take(self, i: int, sketch: _Sketch) -> None:
+    def _take(self, i: int, s: _Sketch) -> None:
+        self._take_parts(i, s.simhash, s.vector, s.minhash, s.shingles, s.chars,
+                         None if s.cluster_id is None else (s.index, s.cluster_id))
+
+    def _take_parts(self, i: int, simhash: int | None, vector: Any, minhash: np.ndarray | int | None, shingles: int,
+                    chars: int | None, cluster: tuple[str | None, str] | None) -> None:
         self.compared.add(i)
-        self.hit_index.append(i)
-        self.sketches.append(sketch)
+        self.parts.append((i, simhash, vector, minhash, shingles, chars, cluster))
+
+    @property
+    def hit_index(self) -> list[int]:
+        return [p[0] for p in self.parts]
+
+    def columns(self) -> dict[str, list]:
+        """The participants' parts as lists, by the names of `_PARTS`."""
+        lists = [list(column) for column in zip(*self.parts, strict=True)] if self.parts else [[] for _ in _PARTS]
+        return dict(zip(_PARTS, lists, strict=True))
 
     def fingerprint_missing(self, fingerprint: Any) -> None:
         if not self.todo:
@@ -223,10 +316,72 @@ class _Page:
                 self.compared.add(i)
             else:
                 self._take(i, _Sketch.of(fp))
-        order = sorted(range(len(self.hit_index)), key=self.hit_index.__getitem__)  # back into rank order
-        self.hit_index = [self.hit_index[j] for j in order]
-        self.sketches = [self.sketches[j] for j in order]
+        self.parts.sort(key=lambda p: p[0])  # back into rank order
         self.todo = []
+
+    def signatures(self, cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The participants' signatures (``cols``: `columns`) as an (n, perm) uint32 array (zeros where not of the config's
+        length), whether each carries one (`esdedup.match.rule.has_signature`), and whether of that length."""
+        n, perm = len(self.parts), self.config.minhash_perm
+        minhash = cols["minhash"]
+        signed = np.array([m is not None and c > 0 for m, c in zip(minhash, cols["shingles"], strict=True)],
+                          dtype=bool).reshape(n)
+        full = signed.copy()
+        sigs = np.zeros((n, perm), dtype=np.uint32)
+        # `read_fast` kept rows of `decoded` only for signatures it read of their hit's n-grams (> 0) and length.
+        at = [p for p, m in enumerate(minhash) if type(m) is int]
+        if at:
+            sigs[at] = self.decoded[[minhash[p] for p in at]]  # type: ignore[index]
+        for p in np.flatnonzero(signed).tolist():
+            sig = minhash[p]
+            if type(sig) is int:
+                continue
+            if len(sig) == perm:
+                sigs[p] = sig
+            else:
+                full[p] = False
+        return sigs, signed, full
+
+
+def _b64_form(perm: int) -> tuple[int, str]:
+    """The length and the padding of the base64 of a ``perm``-value signature (`esdedup.schema.encode_minhash`)."""
+    nbytes = perm * np.dtype(SIGNATURE_DTYPE).itemsize
+    return 4 * -(-nbytes // 3), "=" * (-nbytes % 3)
+
+
+#: The names of a participant's parts (`_Page.parts`).
+_PARTS = ("hit_index", "simhash", "vector", "minhash", "shingles", "chars", "cluster")
+
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+#: A `bytes.translate` table: each base64 digit to its six bits, every other byte (padding too) to 255.
+_B64_SIXES = bytes(_B64_ALPHABET.index(c) if c in _B64_ALPHABET else 255 for c in range(256))
+
+
+def _decode_signatures(encoded: list[str], perm: int) -> np.ndarray | None:
+    """Signatures from their base64 strings, each of the length and padding `_b64_form` gives: what
+    `esdedup.es.hits.parse_minhash` decodes, as a (len(encoded), perm) uint32 array, in a few steps over
+    the whole page instead of a call a hit. None when a string holds a character outside the base64
+    alphabet before its padding (the general reader then says which hit)."""
+    width, padding = _b64_form(perm)
+    k = len(encoded)
+    if not k:
+        return np.zeros((0, perm), dtype=np.uint32)
+    try:
+        sixes = "".join(encoded).encode("ascii").translate(_B64_SIXES)
+    except UnicodeEncodeError:
+        return None
+    # Each string ends in its padding (checked as it was read), which maps to 255: any other 255 is a
+    # character outside the alphabet.
+    if sixes.count(255) != k * len(padding):
+        return None
+    q = np.frombuffer(sixes, dtype=np.uint8).reshape(k, width // 4, 4)
+    out = np.empty((k, width // 4, 3), dtype=np.uint8)
+    # Four digits make three bytes; where a digit is padding, the bytes it reaches are cut off below.
+    out[..., 0] = (q[..., 0] << 2) | (q[..., 1] >> 4)
+    out[..., 1] = (q[..., 1] << 4) | (q[..., 2] >> 2)
+    out[..., 2] = (q[..., 2] << 6) | q[..., 3]
+    nbytes = perm * np.dtype(SIGNATURE_DTYPE).itemsize
+    return out.reshape(k, -1)[:, :nbytes].copy().view(SIGNATURE_DTYPE).astype(np.uint32)
 
 
 def _read(hit: Mapping, text_field: str) -> dict[str, Any]:
@@ -290,11 +445,17 @@ class _Columns:
     """The participants' sketches as `SketchColumns` (which measure the pairs), and what is diversify's own:
     their cluster ids, and their vectors read from JSON lists only when a cosine is first wanted."""
 
-    def __init__(self, sketches: list[_Sketch], config: FingerprintConfig) -> None:
-        self.sketches = SketchColumns.of(sketches, config, vectors=lambda: _unit_vectors([s.vector for s in sketches]))
+    def __init__(self, page: _Page) -> None:
+        cols = page.columns()
+        sigs, signed, full = page.signatures(cols)
+        vectors = cols["vector"]
+        self.sketches = SketchColumns.from_parts(
+            page.config, simhash=cols["simhash"], sigs=sigs, signed=signed, full=full, shingles=cols["shingles"],
+            chars=cols["chars"], has_vector=np.fromiter((v is not None for v in vectors), dtype=bool, count=len(vectors)),
+            vectors=lambda: _unit_vectors(vectors))
         codes: dict[tuple[str | None, str], int] = {}
-        self.cluster = np.array([-1 if s.cluster_id is None else codes.setdefault((s.index, s.cluster_id), len(codes))
-                                 for s in sketches], dtype=np.int64)
+        self.cluster = np.array([-1 if c is None else codes.setdefault(c, len(codes)) for c in cols["cluster"]],
+                                dtype=np.int64)
 
     def verdicts(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds) -> np.ndarray:
         """The rule's verdict for every (row, col) pair."""
@@ -321,11 +482,11 @@ def _unit_vectors(raw: list[Any]) -> np.ndarray:
 
 def _greedy(page: _Page, t: Thresholds, config: FingerprintConfig) -> list[int]:
     """For each participant in rank order, the position of the representative it duplicates, or -1."""
-    m = len(page.sketches)
+    m = len(page.parts)
     rep_of = [-1] * m
     if m < 2:
         return rep_of
-    cols_data = _Columns(page.sketches, config)
+    cols_data = _Columns(page)
     reps = np.zeros(0, dtype=np.int64)  # representatives of the blocks done so far (positions)
     block = max(64, _BLOCK_ELEMENTS // m)
     for a in range(0, m, block):
