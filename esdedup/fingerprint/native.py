@@ -143,5 +143,11 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     kernel = getattr(_EXTENSION, "equal_positions", None)
     if kernel is None or os.environ.get(ENV_SWITCH, "1") == "0":
         return None
-    raw = kernel(a.tobytes(), b.tobytes(), a.shape[1])
+    perm = a.shape[1]
+    # b-bit signatures of 16 bits or fewer (every config's) go as uint16: twice the positions a vector compare.
+    narrow = perm < 1 << 16 and int(a.max()) <= 0xFFFF and int(b.max()) <= 0xFFFF
+    if narrow:
+        raw = kernel(a.astype("<u2").tobytes(), b.astype("<u2").tobytes(), perm, 2)
+    else:
+        raw = kernel(a.astype("<u4").tobytes(), b.astype("<u4").tobytes(), perm, 4)
     return np.frombuffer(raw, dtype="<u4").reshape(a.shape[0], b.shape[0])

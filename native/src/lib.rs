@@ -15,6 +15,7 @@
 //! * band i hashes `h = mix64(i)`, then `h = mix64(h ^ v)` for its `rows` signature values; its key is the
 //!   top 40 bits of `h`, in decimal.
 
+mod diversify;
 mod kernels;
 mod shingles;
 
@@ -293,5 +294,6 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("API_VERSION", API_VERSION)?;
     m.add_class::<MinHashCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     Ok(())
 }

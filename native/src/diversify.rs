@@ -1,0 +1,126 @@
+//! Equal positions of MinHash signatures, every row of one set against every row of another: the count
+//! behind the estimated Jaccard of each pair of a page of search hits (`esdedup.search.diversify`). Only the
+//! count is made here; the estimates and the verdicts stay in Python (`esdedup/match/rule.py`), which is
+//! the one definition of the rule, and `esdedup.match.rule.equal_positions` counts the same in numpy when
+//! the extension is not in use (`tests/unit/test_diversify_fast.py` checks the two agree).
+//!
+//! Signatures are b-bit values (16 bits under every config of today): they come as u16 when they fit, which
+//! puts twice as many positions in a vector register as u32, and the loop is compiled for AVX2 as well as
+//! portably, the form chosen at run time.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// The n x m counts (row-major, into `out`) of positions where row x of `a` and row y of `b` agree, both
+/// row-major with `perm` columns. `$t` is the value type, and also the accumulator's: a count never
+/// exceeds `perm`, which the caller keeps below the type's range.
+macro_rules! counter {
+    ($name:ident, $t:ty) => {
+        #[inline(always)]
+        fn $name(a: &[$t], b: &[$t], perm: usize, out: &mut Vec<u32>) {
+            for x in a.chunks_exact(perm) {
+                for y in b.chunks_exact(perm) {
+                    // A sum of 0/1 over two equal-length slices: compiled to vector compares and subtracts.
+                    let same = x.iter().zip(y).fold(0 as $t, |acc, (p, q)| acc.wrapping_add(<$t>::from(p == q)));
+                    out.push(u32::from(same));
+                }
+            }
+        }
+    };
+}
+counter!(count16, u16);
+counter!(count32, u32);
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn count16_avx2(a: &[u16], b: &[u16], perm: usize, out: &mut Vec<u32>) {
+    count16(a, b, perm, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn count32_avx2(a: &[u32], b: &[u32], perm: usize, out: &mut Vec<u32>) {
+    count32(a, b, perm, out)
+}
+
+fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+fn counts(a: &[u8], b: &[u8], perm: usize, width: usize) -> Vec<u32> {
+    let mut out = Vec::with_capacity((a.len() / (width * perm)) * (b.len() / (width * perm)));
+    if width == 2 {
+        let words = |raw: &[u8]| -> Vec<u16> { raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect() };
+        let (a, b) = (words(a), words(b));
+        #[cfg(target_arch = "x86_64")]
+        if avx2() {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { count16_avx2(&a, &b, perm, &mut out) };
+            return out;
+        }
+        count16(&a, &b, perm, &mut out);
+    } else {
+        let words =
+            |raw: &[u8]| -> Vec<u32> { raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect() };
+        let (a, b) = (words(a), words(b));
+        #[cfg(target_arch = "x86_64")]
+        if avx2() {
+            // SAFETY: as above.
+            unsafe { count32_avx2(&a, &b, perm, &mut out) };
+            return out;
+        }
+        count32(&a, &b, perm, &mut out);
+    }
+    out
+}
+
+/// `equal_positions(a, b, perm, width)`: `a` and `b` are the bytes of C-contiguous little-endian arrays of
+/// `perm` columns of `width`-byte unsigned values (2 or 4; with 2, `perm` must be below 65,536); returns the
+/// bytes of the (rows of a) x (rows of b) little-endian u32 counts, with the GIL released while counting.
+#[pyfunction]
+pub fn equal_positions<'py>(
+    py: Python<'py>,
+    a: &[u8],
+    b: &[u8],
+    perm: usize,
+    width: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let row = width * perm;
+    if !(width == 2 && perm < 1 << 16 || width == 4) || perm == 0 || a.len() % row != 0 || b.len() % row != 0 {
+        return Err(PyValueError::new_err(format!(
+            "equal_positions: {} and {} bytes are not rows of {perm} values of {width} bytes",
+            a.len(),
+            b.len()
+        )));
+    }
+    let found = py.detach(|| counts(a, b, perm, width));
+    let raw: Vec<u8> = found.iter().flat_map(|c| c.to_le_bytes()).collect();
+    Ok(PyBytes::new(py, &raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_widths_count_the_same() {
+        let a: Vec<u16> = (0..3 * 5).map(|i| (i % 4) as u16).collect();
+        let b: Vec<u16> = (0..2 * 5).map(|i| (i % 3) as u16).collect();
+        let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let bytes32 = |v: &[u16]| v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect::<Vec<u8>>();
+        let want: Vec<u32> = a
+            .chunks(5)
+            .flat_map(|x| b.chunks(5).map(move |y| x.iter().zip(y).filter(|(p, q)| p == q).count() as u32))
+            .collect();
+        assert_eq!(counts(&bytes16(&a), &bytes16(&b), 5, 2), want);
+        assert_eq!(counts(&bytes32(&a), &bytes32(&b), 5, 4), want);
+    }
+}
