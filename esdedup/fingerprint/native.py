@@ -140,8 +140,8 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """How many positions each row of ``a`` shares with each row of ``b`` (C-contiguous uint32 signatures of
     one length), counted by the extension with the GIL released; None when the native core is not in use or
     was built without this kernel (then `esdedup.match.rule.equal_positions` counts in numpy)."""
-    kernel = getattr(_EXTENSION, "equal_positions", None)
-    if kernel is None or os.environ.get(ENV_SWITCH, "1") == "0":
+    kernel = _page_kernel("equal_positions")
+    if kernel is None:
         return None
     perm = a.shape[1]
     # b-bit signatures of 16 bits or fewer (every config's) go as uint16: twice the positions a vector compare.
@@ -151,3 +151,21 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     else:
         raw = kernel(a.astype("<u4").tobytes(), b.astype("<u4").tobytes(), perm, 4)
     return np.frombuffer(raw, dtype="<u4").reshape(a.shape[0], b.shape[0])
+
+
+def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | bool:
+    """The bytes of base64 strings of ``width`` characters laid end to end, each holding ``nbytes`` bytes and
+    ending in its padding, decoded by the extension: what `base64.b64decode` gives each of them; None when a
+    character before the padding is not a base64 digit; False when the native core is not in use or was built
+    without this kernel (then `esdedup.search.diversify` decodes in numpy)."""
+    kernel = _page_kernel("decode_base64")
+    return False if kernel is None else kernel(joined, width, nbytes)
+
+
+def _page_kernel(name: str) -> Any:
+    """The extension's function ``name`` (one of its kernels for diversifying a page of hits), or None when
+    the native core is not in use or was built before it had that kernel."""
+    kernel = getattr(_EXTENSION, name, None)
+    if kernel is None or os.environ.get(ENV_SWITCH, "1") == "0":
+        return None
+    return kernel

@@ -1,6 +1,7 @@
-//! Equal positions of MinHash signatures, every row of one set against every row of another: the count
-//! behind the estimated Jaccard of each pair of a page of search hits (`esdedup.search.diversify`). Only the
-//! count is made here; the estimates and the verdicts stay in Python (`esdedup/match/rule.py`), which is
+//! The two array steps of diversifying a page of search hits (`esdedup.search.diversify`) that numpy does
+//! slowly: the base64 of the hits' stored MinHash signatures decoded all at once, and the equal positions of
+//! the signatures, every row of one set against every row of another (the count behind the estimated
+//! Jaccard of each pair). Only the bytes and the count are made here; the estimates and the verdicts stay in Python (`esdedup/match/rule.py`), which is
 //! the one definition of the rule, and `esdedup.match.rule.equal_positions` counts the same in numpy when
 //! the extension is not in use (`tests/unit/test_diversify_fast.py` checks the two agree).
 //!
@@ -106,6 +107,69 @@ pub fn equal_positions<'py>(
     Ok(PyBytes::new(py, &raw))
 }
 
+/// The six bits of a base64 digit (RFC 4648's standard alphabet), or `INVALID`.
+const INVALID: u8 = 0xFF;
+const SIXES: [u8; 256] = {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut table = [INVALID; 256];
+    let mut i = 0;
+    while i < 64 {
+        table[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// The bytes of `count` base64 strings of `width` characters laid end to end, each ending in the padding of
+/// `nbytes` bytes of data (`width` = 4 * ceil(nbytes / 3)); None when a character before the padding is not
+/// a base64 digit or the padding is not '='. Bits under the padding are dropped, as Python's decoder does.
+fn decode(joined: &[u8], width: usize, nbytes: usize) -> Option<Vec<u8>> {
+    let pad = (3 - nbytes % 3) % 3;
+    let mut out = Vec::with_capacity(joined.len() / width * nbytes);
+    for text in joined.chunks_exact(width) {
+        let (digits, padding) = text.split_at(width - pad);
+        if padding.iter().any(|&c| c != b'=') {
+            return None;
+        }
+        let start = out.len();
+        let mut bits: u32 = 0;
+        let mut held = 0;
+        for &c in digits {
+            let v = SIXES[c as usize];
+            if v == INVALID {
+                return None;
+            }
+            bits = (bits << 6) | u32::from(v);
+            held += 6;
+            if held >= 8 {
+                held -= 8;
+                out.push((bits >> held) as u8);
+            }
+        }
+        out.truncate(start + nbytes);
+    }
+    Some(out)
+}
+
+/// `decode_base64(joined, width, nbytes)`: see `decode`; the decoded bytes of every string in order, or
+/// None. The GIL is released while decoding.
+#[pyfunction]
+pub fn decode_base64<'py>(
+    py: Python<'py>,
+    joined: &[u8],
+    width: usize,
+    nbytes: usize,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    if width == 0 || width != 4 * nbytes.div_ceil(3) || joined.len() % width != 0 {
+        return Err(PyValueError::new_err(format!(
+            "decode_base64: {} bytes are not strings of {width} characters holding {nbytes} bytes each",
+            joined.len()
+        )));
+    }
+    let decoded = py.detach(|| decode(joined, width, nbytes));
+    Ok(decoded.map(|raw| PyBytes::new(py, &raw)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +186,14 @@ mod tests {
             .collect();
         assert_eq!(counts(&bytes16(&a), &bytes16(&b), 5, 2), want);
         assert_eq!(counts(&bytes32(&a), &bytes32(&b), 5, 4), want);
+    }
+
+    #[test]
+    fn decodes_padded_strings_and_refuses_bad_digits() {
+        assert_eq!(decode(b"AQID/w==AAAAAA==", 8, 4), Some(vec![1, 2, 3, 255, 0, 0, 0, 0]));
+        assert_eq!(decode(b"AQI=", 4, 2), Some(vec![1, 2]));
+        assert_eq!(decode(b"AQID", 4, 3), Some(vec![1, 2, 3]));
+        assert_eq!(decode(b"AQ=D", 4, 3), None);
+        assert_eq!(decode(b"AQID/w=A", 8, 4), None);
     }
 }

@@ -295,5 +295,6 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MinHashCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
+    m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
     Ok(())
 }
