@@ -295,6 +295,14 @@ class FingerprintConfig:
         make an unstable SimHash whose band values collide at random)."""
         return self.strategy == "simhash" or (self.strategy == "auto" and chars >= self.short_text_chars)
 
+    def gets_simhash_bands_many(self, chars: list[int]) -> list[bool]:
+        """`gets_simhash_bands` of each of many lengths, without a call each (a page of search hits asks it of
+        every hit); tests/unit/test_diversify_fast.py checks the two forms agree."""
+        if self.strategy == "auto":
+            short = self.short_text_chars
+            return [c >= short for c in chars]
+        return [self.strategy == "simhash"] * len(chars)
+
     @property
     def stores_vector(self) -> bool:
         """Whether documents carry the TF vector: always with strategy ``simhash`` (its rule reads cosines),

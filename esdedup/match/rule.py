@@ -106,6 +106,12 @@ def decide(t: Thresholds, *, hamming: ArrayLike, cosine: ArrayLike, jaccard: Arr
     jac, cont = np.asarray(jaccard, dtype=np.float64), np.asarray(containment, dtype=np.float64)
     with np.errstate(invalid="ignore"):  # NaN compares False, which is what an unknown measure means
         signatures = ~np.isnan(jac)
+        if (t.jaccard is not None or t.containment is not None) and signatures.all():
+            # Every pair carries two signatures: the n-grams decide them all (the first branch below), and
+            # the other tests need not be computed (a page of hits of one index is mostly so).
+            shape = np.broadcast_shapes(ham.shape, cos.shape, jac.shape, cont.shape, np.shape(legacy_short))
+            ngrams = np.broadcast_to(_at_least(jac, t.jaccard) | _at_least(cont, t.containment), shape)
+            return ngrams | np.asarray(same_cluster, dtype=bool)
         by_ngrams = signatures & (t.jaccard is not None or t.containment is not None)
         ngram_ok = _at_least(jac, t.jaccard) | _at_least(cont, t.containment)
         cos_ok = _at_least(cos, None if t.cosine is None else t.cosine - COSINE_TOLERANCE)
@@ -303,8 +309,8 @@ class SketchColumns:
         (`has_signature`) and of the config's length, the n-gram counts, the lengths or None, whether each
         carries a vector, and what reads the vectors (``read_vectors_now``: call it here)."""
         has_simhash = np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash))
-        banded = np.fromiter((c is None or config.gets_simhash_bands(c) for c in chars), dtype=bool,
-                             count=len(chars))
+        bands = config.gets_simhash_bands_many([0 if c is None else c for c in chars])
+        banded = np.fromiter((c is None or b for c, b in zip(chars, bands, strict=True)), dtype=bool, count=len(chars))
         return cls(simhash_words([h or 0 for h in simhash], config.bits), vectors() if read_vectors_now else vectors,
                    sigs, np.array(shingles, dtype=np.int64).reshape(-1), signed, full, banded,
                    None if has_simhash.all() else has_simhash, None if has_vector.all() else has_vector)
@@ -324,19 +330,22 @@ class SketchColumns:
     def measure_grid(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds | None = None) -> Measures:
         """`measure` of every row ``rows[i]`` against every row ``cols[j]``: arrays of shape (len(rows),
         len(cols)). The cosines come from one matrix product (`grid_cosines`); they are left NaN when the
-        thresholds ``t`` do not read them (`reads_cosine`), and the vectors are then not read at all."""
+        thresholds ``t`` do not read them (`reads_cosine`), and the vectors are then not read at all; so are
+        the containment estimates when ``t`` has no containment threshold."""
         want_cosine = t is None or reads_cosine(t, all_signed=bool(self.full[rows].all() and self.full[cols].all()))
         return self._measure(rows[:, None], cols[None, :],
                              (lambda: grid_cosines(self.vector_rows()[rows], self.vector_rows()[cols]))
                              if want_cosine else None,
-                             lambda: equal_positions(self.sigs[rows], self.sigs[cols]))
+                             lambda: equal_positions(self.sigs[rows], self.sigs[cols]),
+                             containment=t is None or t.containment is not None)
 
     def _measure(self, left: np.ndarray, right: np.ndarray, cosines: Callable[[], np.ndarray] | None,
-                 equal: Callable[[], np.ndarray] | None = None) -> Measures:
+                 equal: Callable[[], np.ndarray] | None = None, containment: bool = True) -> Measures:
         """The measures of the pairs of rows (``left``, ``right``): index arrays that broadcast to the
         measures' shape. ``cosines``: the cosines of all those pairs, called only if some pair carries two
         vectors; None: leave the cosines NaN. ``equal``: the equal signature positions of all those pairs
-        (`equal_positions` of a grid, which gathers no pair's signatures); None: counted pair by pair."""
+        (`equal_positions` of a grid, which gathers no pair's signatures); None: counted pair by pair; with
+        it, ``containment`` False leaves the containment estimates NaN."""
         shape = np.broadcast_shapes(left.shape, right.shape)
         ham = hamming_rows(self.words[left], self.words[right])
         if self.has_simhash is not None:
@@ -349,20 +358,26 @@ class SketchColumns:
                 both = self.has_vector[left] & self.has_vector[right]
                 if both.any():
                     cos[both] = cosines()[both]
-        jac, cont = np.full(shape, np.nan), np.full(shape, np.nan)
         fast = self.full[left] & self.full[right]
         if fast.any() and equal is not None:
             # The same float64 as the mean below: a whole count of equal positions over the length.
             share = equal() / self.sigs.shape[1]
-            jac = np.where(fast, share, np.nan)
-            cont = np.where(fast, containment_estimate(share, self.shingles[left], self.shingles[right]), np.nan)
-        elif fast.any():
-            a, b = np.broadcast_to(left, shape)[fast], np.broadcast_to(right, shape)[fast]
-            share = (self.sigs[a] == self.sigs[b]).mean(axis=1)
-            jac[fast], cont[fast] = share, containment_estimate(share, self.shingles[a], self.shingles[b])
+            every = bool(fast.all())
+            jac = share if every else np.where(fast, share, np.nan)
+            if containment:
+                cont = containment_estimate(share, self.shingles[left], self.shingles[right])
+                cont = cont if every else np.where(fast, cont, np.nan)
+            else:
+                cont = np.full(shape, np.nan)
+        else:
+            jac, cont = np.full(shape, np.nan), np.full(shape, np.nan)
+            if fast.any():
+                a, b = np.broadcast_to(left, shape)[fast], np.broadcast_to(right, shape)[fast]
+                share = (self.sigs[a] == self.sigs[b]).mean(axis=1)
+                jac[fast], cont[fast] = share, containment_estimate(share, self.shingles[a], self.shingles[b])
         # Rule 2 of the module docstring: both short, neither signed.
-        legacy = ~self.signed[left] & ~self.signed[right] & ~self.banded[left] & ~self.banded[right]
-        return Measures(ham, cos, jac, cont, legacy)
+        short = ~self.signed & ~self.banded
+        return Measures(ham, cos, jac, cont, short[left] & short[right])
 
 
 def _stacked_vectors(docs: Sequence[PartialSketch], present: np.ndarray, config: FingerprintConfig) -> np.ndarray:
