@@ -228,7 +228,9 @@ def test_bad_hits_raise_the_error_of_the_first_bad_hit():
 
 # -- the parts --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("perm", [1, 2, 3, 30, 64, 128, 129, 256])
-def test_signatures_decode_as_the_general_reader_decodes_them(perm):
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_signatures_decode_as_the_general_reader_decodes_them(perm, switch, monkeypatch):
+    monkeypatch.setenv(native.ENV_SWITCH, switch)  # the native core's decoder where it is built, and numpy's
     rng = np.random.default_rng(perm)
     sigs = rng.integers(0, 1 << 16, (20, perm)).astype(np.uint32)
     encoded = [encode_minhash(s) for s in sigs]
@@ -275,7 +277,8 @@ def test_the_native_kernel_is_used_and_checks_its_input():
 def test_grid_measures_equal_the_pair_measures():
     """Every measure of every pair of a grid, and so the measure that decided it, as `SketchColumns.measure`
     (the pair-by-pair path of `dups` and `similar`) gives it; cosines come from one matrix product in the grid
-    (`grid_cosines`), so only where they are measured is compared."""
+    (`grid_cosines`), so only where they are measured is compared, and containment is estimated only for
+    thresholds that read it."""
     rng = random.Random(11)
     decided = 0
     for config in CONFIGS:
@@ -293,6 +296,9 @@ def test_grid_measures_equal_the_pair_measures():
                 continue
             for name in ("hamming", "jaccard", "containment", "legacy_short"):
                 g, p = getattr(grid, name).reshape(-1), getattr(pairs, name)
+                if name == "containment" and t.containment is None:  # not read, so not estimated
+                    assert np.isnan(g).all()
+                    continue
                 assert np.array_equal(g, p, equal_nan=True), name
             verdict = grid.decide(t).reshape(-1)
             decided += int(verdict.sum())
@@ -319,3 +325,38 @@ def test_from_parts_builds_the_columns_of():
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert a.has_simhash is b.has_simhash is None and a.has_vector is b.has_vector is None
     assert np.array_equal(a.vector_rows(), b.vector_rows())
+
+
+@pytest.mark.parametrize("strategy", ["auto", "minhash", "simhash"])
+def test_the_list_form_of_gets_simhash_bands_is_the_scalar_form(strategy):
+    config = FingerprintConfig(strategy=strategy)
+    lengths = [-5, 0, 1, config.short_text_chars - 1, config.short_text_chars, config.short_text_chars + 1, 10**30]
+    assert config.gets_simhash_bands_many(lengths) == [config.gets_simhash_bands(c) for c in lengths]
+    assert config.gets_simhash_bands_many([]) == []
+
+
+@pytest.mark.parametrize("t", [x for x in THRESHOLDS if x is not None])
+def test_decide_on_pairs_that_all_carry_signatures_is_decide_on_any_pairs(t):
+    """`decide` skips the tests of unsigned pairs when every pair is signed: the same verdicts as when one
+    unsigned pair beside them makes it compute every branch."""
+    rng = np.random.default_rng(4)
+    n = 500
+    ham = rng.integers(0, 12, n).astype(np.float64)
+    ham[::7] = np.nan
+    cos = rng.random(n)
+    cos[::5] = np.nan
+    jac = np.round(rng.random(n), 2)
+    cont = np.where(rng.random(n) < 0.3, 0.0, np.round(rng.random(n), 2))
+    legacy = rng.random(n) < 0.2
+    cluster = rng.random(n) < 0.1
+    fast = rule.decide(t, hamming=ham, cosine=cos, jaccard=jac, containment=cont, legacy_short=legacy,
+                       same_cluster=cluster)
+
+    def extended(x, value):
+        return np.concatenate([x, [value]])
+
+    full = rule.decide(t, hamming=extended(ham, 0.0), cosine=extended(cos, 1.0), jaccard=extended(jac, np.nan),
+                       containment=extended(cont, np.nan), legacy_short=extended(legacy, False),
+                       same_cluster=extended(cluster, False))
+    assert fast.dtype == bool and fast.flags.writeable and np.array_equal(fast, full[:-1])
+    assert fast.any() and not fast.all()
