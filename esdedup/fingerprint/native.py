@@ -1,5 +1,6 @@
 """The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step of
-`Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released.
+`Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released; and two array steps of
+`esdedup.search.diversify` (`decode_base64`, `equal_positions`), used when the extension has them.
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the

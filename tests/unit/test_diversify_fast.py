@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import os
 import random
 
 import numpy as np
@@ -148,7 +149,9 @@ def fingerprinters() -> dict:
 
 # -- the whole call ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", range(8))
-def test_random_pages_give_the_reference_answers(seed, fingerprinters):
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_random_pages_give_the_reference_answers(seed, switch, fingerprinters, monkeypatch):
+    monkeypatch.setenv(native.ENV_SWITCH, switch)  # the native kernels where they are built, and numpy's
     for config, t, hits in _pages(seed, 25):
         fp = fingerprinters[config.to_json()]
         for mode in MODES:
@@ -265,13 +268,22 @@ def test_equal_positions_count_exactly(perm, high, monkeypatch):
     assert equal_positions(a[:0], b).shape == (0, len(b))
 
 
-@pytest.mark.skipif(native.extension_missing() != "" or not hasattr(native._EXTENSION, "equal_positions"),
-                    reason="the native core (with its diversify kernel) is not built")
-def test_the_native_kernel_is_used_and_checks_its_input():
+def test_the_native_kernels_are_used_and_check_their_input():
+    """Skips without the extension (or, with ESDEDUP_REQUIRE_NATIVE=1, as in CI, fails)."""
+    missing = native.extension_missing() or (
+        "" if hasattr(native._EXTENSION, "equal_positions") else "the extension was built without its diversify kernels")
+    if missing and os.environ.get("ESDEDUP_REQUIRE_NATIVE") == "1":
+        pytest.fail(f"ESDEDUP_REQUIRE_NATIVE=1, but {missing}", pytrace=False)
+    if missing:
+        pytest.skip(missing)
     a = np.arange(12, dtype=np.uint32).reshape(3, 4)
     assert (native.equal_positions(a, a) == np.eye(3, dtype=np.uint32) * 4).all()
     with pytest.raises(ValueError, match="not rows of 4 values"):
         native._EXTENSION.equal_positions(b"123", b"", 4, 4)
+    assert native.decode_base64(b"AQID/w==", 8, 4) == bytes([1, 2, 3, 255])
+    assert native.decode_base64(b"AQ=D/w==", 8, 4) is None
+    with pytest.raises(ValueError, match="strings of 8 characters"):
+        native.decode_base64(b"AQID/w=", 8, 4)
 
 
 def test_grid_measures_equal_the_pair_measures():
