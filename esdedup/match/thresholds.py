@@ -208,7 +208,8 @@ def resolve_thresholds(given: Thresholds | ThresholdOverrides | None, config: Fi
     if isinstance(given, ThresholdOverrides):
         return given.for_config(config)
     if given is None:
-        return Thresholds.from_config(config)
+        # Made once per config (both are immutable): a search backend asks for every page of hits.
+        return config.derived("thresholds", lambda: Thresholds.from_config(config))  # type: ignore[no-any-return]
     raise ConfigError(f"thresholds must be a Thresholds or ThresholdOverrides, got {type(given).__name__}")
 
 
