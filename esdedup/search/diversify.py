@@ -472,7 +472,9 @@ class _Columns:
 
     def verdicts(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds) -> np.ndarray:
         """The rule's verdict for every (row, col) pair."""
-        same = (self.cluster[rows, None] == self.cluster[None, cols]) & (self.cluster[rows, None] >= 0)
+        same: np.ndarray | bool = False  # most pages carry no cluster id: no pair to compare
+        if (self.cluster >= 0).any():
+            same = (self.cluster[rows, None] == self.cluster[None, cols]) & (self.cluster[rows, None] >= 0)
         return self.sketches.measure_grid(rows, cols, t).decide(t, same_cluster=same)
 
 
