@@ -200,13 +200,14 @@ class _Page:
                   text_field: str) -> _Page | None:
         """The page `read` gives, read faster: a hit in the usual form (a ``_source`` dict with a ``dedup``
         dict, no ``fields``) has its parts read inline, and the signatures of all hits are decoded at once
-        in numpy; any other hit goes through `read`'s reader. None where the result could differ from
+        (`_decode_signatures`); any other hit goes through `read`'s reader. None where the result could differ from
         `read`'s: a signature string only the general reader can judge, or any error (`read` then raises
         the error of the first bad hit, as it would have)."""
         page = cls(config, t)
         perm, bits, gets_signatures = config.minhash_perm, config.bits, config.gets_signatures
         width, padding = _b64_form(perm)
         encoded: list[str] = []  # signature strings of the usual form, decoded together at the end
+        take, took, later = page.parts.append, page.compared.add, encoded.append  # bound once: a call a hit each
         try:
             for i, hit in enumerate(hits):
                 src = hit.get("_source")
@@ -214,52 +215,52 @@ class _Page:
                 if type(d) is not dict or hit.get("fields") is not None:
                     page._add(i, hit, text_field)
                     continue
-                mh = d.get("minhash")
+                get = d.get
+                mh = get("minhash")
                 if mh is None:
                     sig: np.ndarray | int | None = None
                 elif type(mh) is str and len(mh) == width and mh.endswith(padding):
                     sig = len(encoded)
-                    encoded.append(mh)
+                    later(mh)
                 else:
                     sig = parse_minhash(mh, hit, perm)
-                shingles = d.get("shingles") or 0
+                shingles = get("shingles") or 0
                 if type(shingles) is not int:
                     shingles = _parse_count(shingles, "shingles", hit)
-                sh = d.get("simhash")
+                sh = get("simhash")
                 if type(sh) is str:
                     simhash = int(sh, 16)  # parse_simhash's reading; any error below goes to the general reader
                     if simhash < 0 or simhash >> bits:
                         return None
                 else:
                     simhash = parse_simhash(sh, bits, hit) if sh is not None else None
-                chars = d.get("chars")
+                chars = get("chars")
                 if chars is not None and type(chars) is not int:
                     chars = _parse_count(chars, "chars", hit)
                 if shingles <= 0:
                     sig = None
-                empty = d.get("empty")
+                empty = get("empty")
                 if empty is not None and empty is not True and empty is not False:
                     empty = isinstance(empty, str) and empty.lower() == "true"
                 elif empty is None and simhash is not None:
                     empty = simhash == 0
                 if empty:
-                    page.compared.add(i)
+                    took(i)
                     continue
-                vec = d.get("vector")
+                vec = get("vector")
                 if vec is not None and (not isinstance(vec, (list, tuple, np.ndarray)) or len(vec) == 0):
                     vec = None
-                cluster = d.get("cluster_id")
-                index = hit.get("_index")
-                key = None if cluster is None else (None if index is None else str(index), str(cluster))
+                cluster = get("cluster_id")
+                key = None if cluster is None else (None if (x := hit.get("_index")) is None else str(x), str(cluster))
                 if (sig is not None) if gets_signatures else (simhash is not None):
-                    page.compared.add(i)
-                    page.parts.append((i, simhash, vec, sig, shingles, chars, key))
+                    took(i)
+                    take((i, simhash, vec, sig, shingles, chars, key))
                     continue
                 text = src.get(text_field)
                 if isinstance(text, str) and text.strip():
                     page.todo.append((i, text))
                 elif isinstance(text, str):
-                    page.compared.add(i)
+                    took(i)
                 elif (sig is not None or key is not None or (t.hamming_k is not None and simhash is not None)
                       or (t.cosine is not None and vec is not None)):
                     page._take_parts(i, simhash, vec, sig, shingles, chars, key)
