@@ -139,18 +139,19 @@ _shared_step = lru_cache(maxsize=16)(NativeMinHash)
 
 def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """How many positions each row of ``a`` shares with each row of ``b`` (C-contiguous uint32 signatures of
-    one length), counted by the extension with the GIL released; None when the native core is not in use or
-    was built without this kernel (then `esdedup.match.rule.equal_positions` counts in numpy)."""
+    one length; ``b`` the very array ``a`` for the rows against themselves), counted by the extension with
+    the GIL released; None when the native core is not in use or was built without this kernel (then
+    `esdedup.match.rule.equal_positions` counts in numpy)."""
     kernel = _page_kernel("equal_positions")
     if kernel is None:
         return None
-    perm = a.shape[1]
+    perm, symmetric = a.shape[1], b is a  # the rows against themselves: each pair counted once
     # b-bit signatures of 16 bits or fewer (every config's) go as uint16: twice the positions a vector compare.
     narrow = perm < 1 << 16 and int(a.max()) <= 0xFFFF and int(b.max()) <= 0xFFFF
-    if narrow:
-        raw = kernel(a.astype("<u2").tobytes(), b.astype("<u2").tobytes(), perm, 2)
-    else:
-        raw = kernel(a.astype("<u4").tobytes(), b.astype("<u4").tobytes(), perm, 4)
+    width = 2 if narrow else 4
+    left = a.astype("<u2" if narrow else "<u4").tobytes()
+    right = left if symmetric else b.astype("<u2" if narrow else "<u4").tobytes()
+    raw = kernel(left, right, perm, width, symmetric)
     return np.frombuffer(raw, dtype="<u4").reshape(a.shape[0], b.shape[0])
 
 

@@ -13,18 +13,24 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-/// The n x m counts (row-major, into `out`) of positions where row x of `a` and row y of `b` agree, both
-/// row-major with `perm` columns. `$t` is the value type, and also the accumulator's: a count never
-/// exceeds `perm`, which the caller keeps below the type's range.
+/// The n x m counts (row-major, into `out`, zeroed) of positions where row x of `a` and row y of `b` agree,
+/// both row-major with `perm` columns; with `symmetric` (`b` is `a`), each pair below the diagonal is counted
+/// once and mirrored. `$t` is the value type, and also the accumulator's: a count never exceeds `perm`, which
+/// the caller keeps below the type's range.
 macro_rules! counter {
     ($name:ident, $t:ty) => {
         #[inline(always)]
-        fn $name(a: &[$t], b: &[$t], perm: usize, out: &mut Vec<u32>) {
-            for x in a.chunks_exact(perm) {
-                for y in b.chunks_exact(perm) {
+        fn $name(a: &[$t], b: &[$t], perm: usize, symmetric: bool, out: &mut [u32]) {
+            let m = b.len() / perm;
+            for (i, x) in a.chunks_exact(perm).enumerate() {
+                let upto = if symmetric { i + 1 } else { m };
+                for (j, y) in b.chunks_exact(perm).take(upto).enumerate() {
                     // A sum of 0/1 over two equal-length slices: compiled to vector compares and subtracts.
                     let same = x.iter().zip(y).fold(0 as $t, |acc, (p, q)| acc.wrapping_add(<$t>::from(p == q)));
-                    out.push(u32::from(same));
+                    out[i * m + j] = u32::from(same);
+                    if symmetric {
+                        out[j * m + i] = u32::from(same);
+                    }
                 }
             }
         }
@@ -35,14 +41,14 @@ counter!(count32, u32);
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn count16_avx2(a: &[u16], b: &[u16], perm: usize, out: &mut Vec<u32>) {
-    count16(a, b, perm, out)
+unsafe fn count16_avx2(a: &[u16], b: &[u16], perm: usize, symmetric: bool, out: &mut [u32]) {
+    count16(a, b, perm, symmetric, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn count32_avx2(a: &[u32], b: &[u32], perm: usize, out: &mut Vec<u32>) {
-    count32(a, b, perm, out)
+unsafe fn count32_avx2(a: &[u32], b: &[u32], perm: usize, symmetric: bool, out: &mut [u32]) {
+    count32(a, b, perm, symmetric, out)
 }
 
 fn avx2() -> bool {
@@ -56,18 +62,18 @@ fn avx2() -> bool {
     }
 }
 
-fn counts(a: &[u8], b: &[u8], perm: usize, width: usize) -> Vec<u32> {
-    let mut out = Vec::with_capacity((a.len() / (width * perm)) * (b.len() / (width * perm)));
+fn counts(a: &[u8], b: &[u8], perm: usize, width: usize, symmetric: bool) -> Vec<u32> {
+    let mut out = vec![0u32; (a.len() / (width * perm)) * (b.len() / (width * perm))];
     if width == 2 {
         let words = |raw: &[u8]| -> Vec<u16> { raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect() };
         let (a, b) = (words(a), words(b));
         #[cfg(target_arch = "x86_64")]
         if avx2() {
             // SAFETY: the CPU has AVX2 (checked just above).
-            unsafe { count16_avx2(&a, &b, perm, &mut out) };
+            unsafe { count16_avx2(&a, &b, perm, symmetric, &mut out) };
             return out;
         }
-        count16(&a, &b, perm, &mut out);
+        count16(&a, &b, perm, symmetric, &mut out);
     } else {
         let words =
             |raw: &[u8]| -> Vec<u32> { raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect() };
@@ -75,35 +81,47 @@ fn counts(a: &[u8], b: &[u8], perm: usize, width: usize) -> Vec<u32> {
         #[cfg(target_arch = "x86_64")]
         if avx2() {
             // SAFETY: as above.
-            unsafe { count32_avx2(&a, &b, perm, &mut out) };
+            unsafe { count32_avx2(&a, &b, perm, symmetric, &mut out) };
             return out;
         }
-        count32(&a, &b, perm, &mut out);
+        count32(&a, &b, perm, symmetric, &mut out);
     }
     out
 }
 
-/// `equal_positions(a, b, perm, width)`: `a` and `b` are the bytes of C-contiguous little-endian arrays of
-/// `perm` columns of `width`-byte unsigned values (2 or 4; with 2, `perm` must be below 65,536); returns the
-/// bytes of the (rows of a) x (rows of b) little-endian u32 counts, with the GIL released while counting.
+/// `equal_positions(a, b, perm, width, symmetric=False)`: `a` and `b` are the bytes of C-contiguous
+/// little-endian arrays of `perm` columns of `width`-byte unsigned values (2 or 4; with 2, `perm` must be
+/// below 65,536); returns the bytes of the (rows of a) x (rows of b) little-endian u32 counts, with the GIL
+/// released while counting. `symmetric`: `b` holds the same rows as `a`, so half the pairs are counted.
 #[pyfunction]
+#[pyo3(signature = (a, b, perm, width, symmetric=false))]
 pub fn equal_positions<'py>(
     py: Python<'py>,
     a: &[u8],
     b: &[u8],
     perm: usize,
     width: usize,
+    symmetric: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let row = width * perm;
-    if !(width == 2 && perm < 1 << 16 || width == 4) || perm == 0 || a.len() % row != 0 || b.len() % row != 0 {
+    if !(width == 2 && perm < 1 << 16 || width == 4)
+        || perm == 0
+        || a.len() % row != 0
+        || b.len() % row != 0
+        || (symmetric && a != b)
+    {
         return Err(PyValueError::new_err(format!(
-            "equal_positions: {} and {} bytes are not rows of {perm} values of {width} bytes",
+            "equal_positions: {} and {} bytes are not rows of {perm} values of {width} bytes{}",
             a.len(),
-            b.len()
+            b.len(),
+            if symmetric { ", the same rows twice" } else { "" }
         )));
     }
-    let found = py.detach(|| counts(a, b, perm, width));
-    let raw: Vec<u8> = found.iter().flat_map(|c| c.to_le_bytes()).collect();
+    let found = py.detach(|| counts(a, b, perm, width, symmetric));
+    let mut raw = vec![0u8; found.len() * 4];
+    for (chunk, c) in raw.chunks_exact_mut(4).zip(&found) {
+        chunk.copy_from_slice(&c.to_le_bytes());
+    }
     Ok(PyBytes::new(py, &raw))
 }
 
@@ -184,8 +202,11 @@ mod tests {
             .chunks(5)
             .flat_map(|x| b.chunks(5).map(move |y| x.iter().zip(y).filter(|(p, q)| p == q).count() as u32))
             .collect();
-        assert_eq!(counts(&bytes16(&a), &bytes16(&b), 5, 2), want);
-        assert_eq!(counts(&bytes32(&a), &bytes32(&b), 5, 4), want);
+        assert_eq!(counts(&bytes16(&a), &bytes16(&b), 5, 2, false), want);
+        assert_eq!(counts(&bytes32(&a), &bytes32(&b), 5, 4, false), want);
+        let square = counts(&bytes16(&a), &bytes16(&a), 5, 2, false);
+        assert_eq!(counts(&bytes16(&a), &bytes16(&a), 5, 2, true), square);
+        assert_eq!(counts(&bytes32(&a), &bytes32(&a), 5, 4, true), square);
     }
 
     #[test]
