@@ -336,7 +336,7 @@ class SketchColumns:
         return self._measure(rows[:, None], cols[None, :],
                              (lambda: grid_cosines(self.vector_rows()[rows], self.vector_rows()[cols]))
                              if want_cosine else None,
-                             lambda: equal_positions(self.sigs[rows], self.sigs[cols]),
+                             lambda: _grid_equal_positions(self.sigs, rows, cols),
                              containment=t is None or t.containment is not None)
 
     def _measure(self, left: np.ndarray, right: np.ndarray, cosines: Callable[[], np.ndarray] | None,
@@ -428,6 +428,13 @@ def minhash_estimates(sig: np.ndarray, n: int, sigs: np.ndarray, ns: np.ndarray)
     return jac, containment_estimate(jac, np.full(len(ns), n), ns)
 
 
+def _grid_equal_positions(sigs: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """`equal_positions` of the signatures of ``rows`` against those of ``cols``; the same array twice when
+    the two are the same rows (a page's first block of hits against itself)."""
+    a = sigs[rows]
+    return equal_positions(a, a if np.array_equal(rows, cols) else sigs[cols])
+
+
 #: Bytes of the temporary (rows, columns, positions) comparison `equal_positions` makes at a time in numpy.
 _EQUAL_SLICE = 1 << 22
 
@@ -436,8 +443,11 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """How many positions each row of ``a`` shares with each row of ``b`` (signatures of one length, any
     unsigned integers): a (len(a), len(b)) integer array, what `minhash_estimates` counts for one row. By the
     native core when it is in use (`esdedup.fingerprint.native.equal_positions`), else in numpy; both count
-    exactly, so the two give the same numbers."""
-    a, b = np.ascontiguousarray(a, dtype=np.uint32), np.ascontiguousarray(b, dtype=np.uint32)
+    exactly, so the two give the same numbers. ``b`` the very array ``a``: the rows against themselves (the
+    native core then counts each pair once)."""
+    same = b is a
+    a = np.ascontiguousarray(a, dtype=np.uint32)
+    b = a if same else np.ascontiguousarray(b, dtype=np.uint32)
     n, m, perm = a.shape[0], b.shape[0], a.shape[1]
     if not n or not m or not perm:
         return np.zeros((n, m), dtype=np.int64)

@@ -261,11 +261,13 @@ def test_equal_positions_count_exactly(perm, high, monkeypatch):
     b = np.concatenate([a[:5], rng.integers(0, high, (20, perm), dtype=np.uint64).astype(np.uint32)])
     want = _reference_counts(a, b)
     assert (equal_positions(a, b) == want).all()
+    assert (equal_positions(a, a) == _reference_counts(a, a)).all()  # the rows against themselves
     monkeypatch.setattr(rule, "_EQUAL_SLICE", 3 * perm * len(b))  # several slices
     monkeypatch.setenv(native.ENV_SWITCH, "0")
     assert native.equal_positions(a, b) is None
     assert (equal_positions(a, b) == want).all()
     assert equal_positions(a[:0], b).shape == (0, len(b))
+    assert (equal_positions(a, a) == _reference_counts(a, a)).all()
 
 
 def test_the_native_kernels_are_used_and_check_their_input():
@@ -280,6 +282,8 @@ def test_the_native_kernels_are_used_and_check_their_input():
     assert (native.equal_positions(a, a) == np.eye(3, dtype=np.uint32) * 4).all()
     with pytest.raises(ValueError, match="not rows of 4 values"):
         native._EXTENSION.equal_positions(b"123", b"", 4, 4)
+    with pytest.raises(ValueError, match="the same rows twice"):
+        native._EXTENSION.equal_positions(b"1234", b"1235", 1, 4, True)
     assert native.decode_base64(b"AQID/w==", 8, 4) == bytes([1, 2, 3, 255])
     assert native.decode_base64(b"AQ=D/w==", 8, 4) is None
     with pytest.raises(ValueError, match="strings of 8 characters"):
