@@ -329,15 +329,19 @@ class _Page:
         self.todo = []
 
     def signatures(self, cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The participants' signatures (``cols``: `columns`) as an (n, perm) uint32 array (zeros where not of the config's
-        length), whether each carries one (`esdedup.match.rule.has_signature`), and whether of that length."""
+        """The participants' signatures (``cols``: `columns`) as an (n, perm) uint32 array (zeros where not of
+        the config's length), whether each carries one (`esdedup.match.rule.has_signature`), and whether of
+        that length."""
         n, perm = len(self.parts), self.config.minhash_perm
         minhash = cols["minhash"]
+        # `read_fast` kept rows of `decoded` only for signatures it read of their hit's n-grams (> 0) and length.
+        if n and self.decoded is not None and all(type(m) is int for m in minhash):
+            every = np.ones(n, dtype=bool)  # the usual page: every participant's signature read so
+            return self.decoded[minhash], every, every.copy()
         signed = np.array([m is not None and c > 0 for m, c in zip(minhash, cols["shingles"], strict=True)],
                           dtype=bool).reshape(n)
         full = signed.copy()
         sigs = np.zeros((n, perm), dtype=np.uint32)
-        # `read_fast` kept rows of `decoded` only for signatures it read of their hit's n-grams (> 0) and length.
         at = [p for p, m in enumerate(minhash) if type(m) is int]
         if at:
             sigs[at] = self.decoded[[minhash[p] for p in at]]  # type: ignore[index]
