@@ -332,7 +332,10 @@ class SketchColumns:
         len(cols)). The cosines come from one matrix product (`grid_cosines`); they are left NaN when the
         thresholds ``t`` do not read them (`reads_cosine`), and the vectors are then not read at all; so are
         the containment estimates when ``t`` has no containment threshold."""
-        want_cosine = t is None or reads_cosine(t, all_signed=bool(self.full[rows].all() and self.full[cols].all()))
+        all_full = bool(self.full[rows].all() and self.full[cols].all())
+        want_cosine = t is None or reads_cosine(t, all_signed=all_full)
+        if self.has_vector is not None and not (self.has_vector[rows].any() and self.has_vector[cols].any()):
+            want_cosine = False  # no pair carries two vectors (a page of the default config carries none)
         return self._measure(rows[:, None], cols[None, :],
                              (lambda: grid_cosines(self.vector_rows()[rows], self.vector_rows()[cols]))
                              if want_cosine else None,
