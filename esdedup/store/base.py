@@ -299,7 +299,13 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,199}")
 
 
 def validate_name(name: str) -> str:
-    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
+    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores. A list
+    (``a,b``) or a pattern (``a*``) is refused in its own words: a store is one index (its ids, counts and
+    clusters are one index's), while Elasticsearch would read such a name as several."""
+    several = "a comma-separated list" if "," in name else "a wildcard pattern" if "*" in name else None
+    if several and _NAME.fullmatch(re.sub(r"[,*]", "", name) or "x"):
+        raise ConfigError(f"invalid index name {name!r}: {several} names several indices, and a store is one "
+                          "index: give the name of one index (search_diversified searches several)")
     if not _NAME.fullmatch(name) or name in (".", ".."):
         raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
                           "starting with a letter or digit, at most 200 characters")

@@ -196,7 +196,15 @@ def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client
     assert a in str(err.value) and b in str(err.value)
     from tests.reliability import run_cli
 
-    r = run_cli("dups", "--index", alias, "--es", es_url, timeout=120)
-    assert r.returncode == 2 and "names 2 indices" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    # Every command that opens the store, over the alias, a comma-separated list and a wildcard: exit 2, one
+    # line saying why and what to give instead, before any other request.
+    for name, says in ((alias, "names 2 indices"), (f"{a},{b}", "a comma-separated list names several indices"),
+                       ("esdedup-nl-*", "a wildcard pattern names several indices")):
+        for command in (["dups"], ["info"], ["similar", "--id", "d000000"], ["similar", "--text", "今天天气很好"]):
+            r = run_cli(*command, "--index", name, "--es", es_url, timeout=120)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1 and says in lines[0], (command, name, r.stderr[-2000:])
+            assert "give the name of one" in lines[0]
+    assert len(search_diversified(es_client, alias, BY_RANK, size=10)["hits"]["hits"]) == 6  # searches stay open
     es_client.indices.delete_alias(index=b, name=alias)
     assert open_store(alias, es_url=es_url).open(None).config == CONFIG  # an alias over one index is fine

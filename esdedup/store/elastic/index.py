@@ -132,8 +132,8 @@ class ElasticIndex:
                              "an index")
         if len(body) > 1:
             names = ", ".join(sorted(map(str, body))[:5]) + (", ..." if len(body) > 5 else "")
-            raise ConfigError(f"{self.name!r} names {len(body)} indices ({names}), not one: give the name of one "
-                              "index (an alias must point at a single index)")
+            raise ConfigError(f"{self.name!r} names {len(body)} indices ({names}), not one: a store is one index; "
+                              "give the name of one of them (an alias must point at a single index)")
         mappings = next(iter(body.values()))
         return (mappings.get("mappings") if isinstance(mappings, Mapping) else None) or {}
 
