@@ -128,6 +128,10 @@ class SimilarFinder:
         norm = self._fper.normalize(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
         [fp] = self._fper.fingerprint_normalized([norm])
         truncated = False
+        if fp.empty:
+            # No words, so no vector and no keys: the kNN and node paths have nothing to look up; its exact
+            # copies (rule 0 of esdedup.match.rule) are found by content SHA-1 whichever path was asked for.
+            knn = on_node = False
         if knn:
             matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
         elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
@@ -141,7 +145,8 @@ class SimilarFinder:
             for row, m in zip(rows, matches, strict=True):
                 row.update(_explain(store, self._fper, fp, m))
         return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
-                              "empty": fp.empty, "path": "knn" if knn else "node" if on_node else "bands"},
+                              "empty": fp.empty,
+                              "path": "content_sha1" if fp.empty else "knn" if knn else "node" if on_node else "bands"},
                              rows, truncated)
 
 

@@ -96,7 +96,7 @@ def as_stored(d: FingerprintedRecord, seq: int, root: Root) -> StoredDoc:
     fp = d.fp
     return StoredDoc(d.id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, root[1],
                      root[1] if root[1] != d.id else None, minhash=fp.minhash, shingles=fp.shingles, seq=seq,
-                     cluster_seq=root[0])
+                     cluster_seq=root[0], content_sha1=d.sha1)
 
 
 def same_labels(stored: StoredDoc, new: NewDoc) -> bool:

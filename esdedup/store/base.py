@@ -150,6 +150,17 @@ class Store(Protocol):
         sharing the most keys with the probe (the most likely near-duplicates) when more match."""
         ...
 
+    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        """For each content SHA-1, the stored documents without words (``empty``) that hold it, at most
+        ``limit``, by id: the exact copies of a text without words, which has no band keys to look up
+        (`esdedup.match.rule`, rule 0)."""
+        ...
+
+    def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        """Every stored document without words, in batches of at most ``batch`` (all-pairs search pairs
+        their exact copies)."""
+        ...
+
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         """The ``k`` documents whose vectors are nearest (cosine) to ``vector``."""
         ...
