@@ -188,6 +188,8 @@ class PairsReport:
     clusters: dict[str, str]
     crowded: list[tuple[str, int]] = field(default_factory=list)
     labels_written: int = 0
+    #: Documents whose own keys under ``dedup.`` were moved under ``input_fields`` (`Store.move_dotted_keys_aside`).
+    mended: int = 0
 
 
 #: Where `all_pairs` groups the documents sharing a MinHash LSH key (``lsh_join``).
@@ -226,6 +228,13 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
         labels = {doc: (root, None if doc == root else root) for doc, root in groups.items()}
         report.labels_written = store.set_labels(labels)
         store.refresh()
+    if write_clusters:
+        # Documents an older esdedup stored with a record's dotted dedup keys carry two cluster ids, in a pair
+        # or not (the labels just written may have added the second): mended, so that every document carries
+        # one (collapse needs that).
+        report.mended = store.move_dotted_keys_aside()
+        if report.mended:
+            store.refresh()
     return report
 
 

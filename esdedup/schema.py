@@ -51,6 +51,9 @@ from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.simhash import to_hex
 
 DEDUP = "dedup"
+#: Where a record's own fields that esdedup fills (id, title, text, and any key that would land under ``dedup``)
+#: are kept when they are moved aside.
+INPUT_FIELDS = "input_fields"
 SIMHASH = "dedup.simhash"
 VECTOR = "dedup.vector"
 TOKENS = "dedup.tokens"

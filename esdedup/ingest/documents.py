@@ -11,7 +11,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.normalize import normalize
 from esdedup.ingest.options import BATCH_CHARS
 from esdedup.readers import Record, Rejected
-from esdedup.schema import DEDUP, content_sha1
+from esdedup.schema import DEDUP, INPUT_FIELDS, content_sha1
 from esdedup.store.base import NewDoc, Root, StoredDoc
 
 #: Fields of a stored document that ingest fills: ``id``, ``title`` and ``text`` from the fields chosen for
@@ -19,7 +19,6 @@ from esdedup.store.base import NewDoc, Root, StoredDoc
 #: e.g. ``id_field="doc_id"`` on records that also have an ``id``), and its dotted keys under ``dedup``, are
 #: kept under `INPUT_FIELDS`.
 FILLED_FIELDS = ("id", "title", "text", DEDUP)
-INPUT_FIELDS = "input_fields"
 
 
 @dataclass(frozen=True)

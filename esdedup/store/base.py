@@ -196,6 +196,13 @@ class Store(Protocol):
         """Write (cluster_id, duplicate_of) for documents by id; returns how many were updated."""
         ...
 
+    def move_dotted_keys_aside(self) -> int:
+        """Mend documents that carry a record's own keys under ``dedup.`` beside the store's fields (dotted
+        keys such as ``"dedup.cluster_id"``, which an older esdedup stored as given and Elasticsearch reads
+        as a second cluster id, so that ``collapse`` on it fails): those keys are moved under
+        ``input_fields``, where ingest keeps them now. Returns the documents mended."""
+        ...
+
     #: True when writers must settle their labels after writing: other writers' documents become visible
     #: to lookups only later (Elasticsearch). False when `write_lock` makes a batch's lookup and write one
     #: step for every writer (the embedded store).

@@ -208,3 +208,37 @@ def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client
     assert len(search_diversified(es_client, alias, BY_RANK, size=10)["hits"]["hits"]) == 6  # searches stay open
     es_client.indices.delete_alias(index=b, name=alias)
     assert open_store(alias, es_url=es_url).open(None).config == CONFIG  # an alias over one index is fine
+
+
+def test_dups_write_clusters_mends_documents_with_dotted_dedup_keys(es_url, es_client, index_names):
+    """Documents stored by an older esdedup with a record's own ``"dedup.cluster_id"`` (Elasticsearch reads it
+    as a second cluster id, and ``collapse`` on ``dedup.cluster_id`` fails for every query): ``dups
+    --write-clusters`` moves such keys under ``input_fields``, and collapse works again."""
+    import elasticsearch
+
+    from tests.reliability import run_cli
+
+    name = index_names()
+    docs = make_docs(4, seed=69)
+    docs.append({"id": "copy", "text": docs[0]["text"]})  # a near-duplicate pair, d000000 and copy
+    _fill(es_client, name, docs, cluster_ids={d["id"]: d["id"] for d in docs})
+    # As the older version wrote them: the record's own dotted key beside the store's dedup object, on a
+    # document of the pair and on one alone.
+    for doc_id in ("copy", docs[1]["id"]):
+        src = es_client.get(index=name, id=doc_id)["_source"]
+        es_client.index(index=name, id=doc_id, document={**src, "dedup.cluster_id": "theirs"}, refresh=True)
+    collapse = {"index": name, "query": {"match_all": {}}, "collapse": {"field": "dedup.cluster_id"}, "size": 10}
+    with pytest.raises(elasticsearch.BadRequestError):
+        es_client.search(**collapse)
+
+    r = run_cli("dups", "--index", name, "--es", es_url, "--write-clusters", timeout=120)
+    assert r.returncode == 0 and "dotted dedup keys were moved under input_fields: 2" in r.stderr, r.stderr[-2000:]
+    for doc_id in ("copy", docs[1]["id"]):
+        src = es_client.get(index=name, id=doc_id)["_source"]
+        assert "dedup.cluster_id" not in src and src["input_fields"] == {"dedup.cluster_id": "theirs"}
+    got = {h["_id"]: h["fields"]["dedup.cluster_id"] for h in es_client.search(**collapse)["hits"]["hits"]}
+    # The pair collapsed into one hit, under its smallest id ("copy" < "d000000"), as dups writes clusters.
+    assert len(got) == 4 and ["copy"] in got.values(), got
+    assert es_client.get(index=name, id=docs[0]["id"])["_source"]["dedup"]["cluster_id"] == "copy"
+    r = run_cli("dups", "--index", name, "--es", es_url, "--write-clusters", timeout=120)
+    assert r.returncode == 0 and "dotted" not in r.stderr, r.stderr[-2000:]  # nothing left to mend

@@ -120,6 +120,9 @@ class ElasticStore:
         None when the statistics cannot be read."""
         return self.index.indexed_total()
 
+    def move_dotted_keys_aside(self) -> int:
+        return labelling.move_dotted_keys_aside(self.bulk)
+
     def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
         return labelling.merge_clusters(self.bulk, groups)
 

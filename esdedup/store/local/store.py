@@ -180,6 +180,11 @@ class LocalStore:
     def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
         return cluster_labels.set_labels(self._database.connect(), labels)
 
+    def move_dotted_keys_aside(self) -> int:
+        """See `Store.move_dotted_keys_aside`: the labels are columns of their own here, which no input key
+        reaches; nothing to move."""
+        return 0
+
     @_sql_errors
     def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
         """See `Store.merge_clusters`. Writers are serialised here, so one UPDATE per group does it."""
