@@ -181,7 +181,7 @@ def test_input_keys_under_dedup_are_moved_aside(es_url, es_client, index_names, 
     assert len(resp["hits"]["hits"]) == len(docs)
 
 
-def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client, index_names):
+def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client, index_names, tmp_path):
     """The store is one index: an alias over two (with the same config) would pair every document with
     itself and open with whichever config comes first. It is refused, naming the indexes."""
     from esdedup.api import open_store
@@ -200,11 +200,15 @@ def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client
     # line saying why and what to give instead, before any other request.
     for name, says in ((alias, "names 2 indices"), (f"{a},{b}", "a comma-separated list names several indices"),
                        ("esdedup-nl-*", "a wildcard pattern names several indices")):
-        for command in (["dups"], ["info"], ["similar", "--id", "d000000"], ["similar", "--text", "今天天气很好"]):
-            r = run_cli(*command, "--index", name, "--es", es_url, timeout=120)
+        records = tmp_path / "more.jsonl"
+        records.write_text('{"id": "x", "text": "今天天气很好"}\n', "utf-8")
+        for command in (["dups"], ["info"], ["similar", "--id", "d000000"], ["similar", "--text", "今天天气很好"],
+                        ["ingest", records, "--dead-letter", tmp_path / "dl.jsonl", "--workers", "1"]):
+            r = run_cli(*command, "--index", name, "--es", es_url, timeout=120, cwd=tmp_path)
             lines = r.stderr.strip().splitlines()
             assert r.returncode == 2 and len(lines) == 1 and says in lines[0], (command, name, r.stderr[-2000:])
             assert "give the name of one" in lines[0]
+    assert es_client.count(index=alias)["count"] == 6  # nothing was written
     assert len(search_diversified(es_client, alias, BY_RANK, size=10)["hits"]["hits"]) == 6  # searches stay open
     es_client.indices.delete_alias(index=b, name=alias)
     assert open_store(alias, es_url=es_url).open(None).config == CONFIG  # an alias over one index is fine
