@@ -7,6 +7,7 @@ import asyncio
 import re
 import uuid
 
+import numpy as np
 import pytest
 
 from esdedup.errors import ConfigError, InputError
@@ -214,7 +215,8 @@ def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client
     assert open_store(alias, es_url=es_url).open(None).config == CONFIG  # an alias over one index is fine
 
 
-def test_dups_write_clusters_mends_documents_with_dotted_dedup_keys(es_url, es_client, index_names):
+@pytest.mark.parametrize("config", [CONFIG, CONFIG.replace(vector_index="int8_flat")], ids=["default", "vectors"])
+def test_dups_write_clusters_mends_documents_with_dotted_dedup_keys(es_url, es_client, index_names, config):
     """Documents stored by an older esdedup with a record's own ``"dedup.cluster_id"`` (Elasticsearch reads it
     as a second cluster id, and ``collapse`` on ``dedup.cluster_id`` fails for every query): ``dups
     --write-clusters`` moves such keys under ``input_fields``, and collapse works again."""
@@ -225,11 +227,16 @@ def test_dups_write_clusters_mends_documents_with_dotted_dedup_keys(es_url, es_c
     name = index_names()
     docs = make_docs(4, seed=69)
     docs.append({"id": "copy", "text": docs[0]["text"]})  # a near-duplicate pair, d000000 and copy
-    _fill(es_client, name, docs, cluster_ids={d["id"]: d["id"] for d in docs})
+    _fill(es_client, name, docs, config, cluster_ids={d["id"]: d["id"] for d in docs})
+    store = ElasticStore(es_client, name)
+    store.open(None)
+    before = store.get(["copy", docs[1]["id"]])
     # As the older version wrote them: the record's own dotted key beside the store's dedup object, on a
     # document of the pair and on one alone.
     for doc_id in ("copy", docs[1]["id"]):
         src = es_client.get(index=name, id=doc_id)["_source"]
+        if config.stores_vector and "vector" not in src["dedup"]:  # 9.2+ keeps it out of _source: put it back
+            src["dedup"]["vector"] = before[doc_id].vector.astype(float).tolist()
         es_client.index(index=name, id=doc_id, document={**src, "dedup.cluster_id": "theirs"}, refresh=True)
     collapse = {"index": name, "query": {"match_all": {}}, "collapse": {"field": "dedup.cluster_id"}, "size": 10}
     with pytest.raises(elasticsearch.BadRequestError):
@@ -237,9 +244,14 @@ def test_dups_write_clusters_mends_documents_with_dotted_dedup_keys(es_url, es_c
 
     r = run_cli("dups", "--index", name, "--es", es_url, "--write-clusters", timeout=120)
     assert r.returncode == 0 and "dotted dedup keys were moved under input_fields: 2" in r.stderr, r.stderr[-2000:]
+    after = store.get(["copy", docs[1]["id"]])
     for doc_id in ("copy", docs[1]["id"]):
         src = es_client.get(index=name, id=doc_id)["_source"]
         assert "dedup.cluster_id" not in src and src["input_fields"] == {"dedup.cluster_id": "theirs"}
+        # Written again whole: the fingerprint kept (the vector too, which 9.2+ keeps out of _source).
+        assert after[doc_id].simhash == before[doc_id].simhash and after[doc_id].shingles == before[doc_id].shingles
+        assert np.allclose(after[doc_id].vector, before[doc_id].vector, atol=1e-5)
+        assert config.stores_vector == bool(np.any(after[doc_id].vector))
     got = {h["_id"]: h["fields"]["dedup.cluster_id"] for h in es_client.search(**collapse)["hits"]["hits"]}
     # The pair collapsed into one hit, under its smallest id ("copy" < "d000000"), as dups writes clusters.
     assert len(got) == 4 and ["copy"] in got.values(), got

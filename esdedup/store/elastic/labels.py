@@ -80,10 +80,16 @@ def move_dotted_keys_aside(bulk: Bulk) -> int:
         # A vector kept out of the stored _source (9.2+) comes only when named: read it so, to write it again.
         vectors = lookup.get(index, ids) if index.config.stores_vector else {}
         actions = [a for h in resp["hits"]["hits"] if (a := _mended(index.name, h, vectors.get(h["_id"]))) is not None]
-        for ok, _ in bulk.items(actions, "moving input keys under dedup aside"):
+        refused = []
+        for ok, info in bulk.items(actions, "moving input keys under dedup aside"):
             if ok:
                 mended += 1
                 index.own_writes += 1
+            elif info.get("status") != 409:  # 409: changed since it was read, by a writer that keeps no such keys
+                refused.append(info)
+        if refused:
+            raise BulkError(f"{len(refused)} documents could not be written again with their dotted dedup keys "
+                            f"moved aside, first: {bulk_reason(refused[0])}", [{"index": r} for r in refused])
     return mended
 
 
@@ -98,7 +104,8 @@ def _mended(name: str, hit: Mapping[str, Any], stored: StoredDoc | None) -> dict
         return None
     src[INPUT_FIELDS] = {**moved, **(kept or {})}
     dedup = src.get(DEDUP)
-    if stored is not None and isinstance(dedup, Mapping) and "vector" not in dedup and not stored.empty:
+    # A document stored without a vector (an empty text) has none to put back: a zero vector would be refused.
+    if stored is not None and isinstance(dedup, Mapping) and "vector" not in dedup and np.any(stored.vector):
         src[DEDUP] = {**dedup, "vector": np.round(np.asarray(stored.vector, dtype=np.float64), 6).tolist()}
     return {"_op_type": "index", "_index": name, "_id": hit["_id"], "_source": src,
             "if_seq_no": hit["_seq_no"], "if_primary_term": hit["_primary_term"]}
