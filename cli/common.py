@@ -115,8 +115,9 @@ connection_options = _group("conn", Connection, [
     _opt("client_cert", Annotated[str | None, typer.Option("--client-cert", help="Client certificate (PEM).")], None),
     _opt("client_key", Annotated[str | None, typer.Option("--client-key", help="Client key (PEM).")], None),
     _opt("es_timeout", Annotated[float | None, typer.Option(
-        "--es-timeout", help="Seconds each Elasticsearch request may wait for its answer (default 30, or "
-                             "ESDEDUP_ES_TIMEOUT); the first request waits at most 10.")], None),
+        "--es-timeout", help="Seconds each attempt of an Elasticsearch request may take, connecting included "
+                             "(default 30, or ESDEDUP_ES_TIMEOUT); an attempt that runs out is tried 3 more times; "
+                             "the first request waits at most 10.")], None),
 ])
 
 

@@ -72,7 +72,8 @@ def similar(
     if results.query["empty"]:
         what = "the --text given" if text is not None else f"document {id!r}" if id is not None else f"file {file}"
         typer.echo(f"warning: {for_people(what)} has no words once normalised (it is empty, blank, or only "
-                   "punctuation and stopwords), so it matches nothing; give a text with words", err=True)
+                   "punctuation and stopwords), so only its exact copies match it; give a text with words to "
+                   "find near-duplicates", err=True)
 
 
 @app.command()

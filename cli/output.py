@@ -138,6 +138,9 @@ class Printer:
         for key, n in report.crowded:
             typer.echo(f"warning: band value {key} is shared by {n} documents (boilerplate?); only the first "
                        f"ones were compared", err=True)
+        if report.mended:
+            typer.echo(f"documents whose own dotted dedup keys were moved under input_fields: {report.mended}",
+                       err=True)
         if report.labels_written:
             typer.echo(f"cluster labels written: {report.labels_written}", err=True)
 

@@ -128,6 +128,10 @@ class SimilarFinder:
         norm = self._fper.normalize(text)  # type: ignore[arg-type]  # exactly one source was given, checked above
         [fp] = self._fper.fingerprint_normalized([norm])
         truncated = False
+        if fp.empty:
+            # No words, so no vector and no keys: the kNN and node paths have nothing to look up; its exact
+            # copies (rule 0 of esdedup.match.rule) are found by content SHA-1 whichever path was asked for.
+            knn = on_node = False
         if knn:
             matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
         elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
@@ -141,7 +145,8 @@ class SimilarFinder:
             for row, m in zip(rows, matches, strict=True):
                 row.update(_explain(store, self._fper, fp, m))
         return SimilarResult({"id": exclude, "simhash": fp.hex, "bands": fp.bands, "tokens": fp.length,
-                              "empty": fp.empty, "path": "knn" if knn else "node" if on_node else "bands"},
+                              "empty": fp.empty,
+                              "path": "content_sha1" if fp.empty else "knn" if knn else "node" if on_node else "bands"},
                              rows, truncated)
 
 
@@ -183,6 +188,8 @@ class PairsReport:
     clusters: dict[str, str]
     crowded: list[tuple[str, int]] = field(default_factory=list)
     labels_written: int = 0
+    #: Documents whose own keys under ``dedup.`` were moved under ``input_fields`` (`Store.move_dotted_keys_aside`).
+    mended: int = 0
 
 
 #: Where `all_pairs` groups the documents sharing a MinHash LSH key (``lsh_join``).
@@ -221,6 +228,13 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
         labels = {doc: (root, None if doc == root else root) for doc, root in groups.items()}
         report.labels_written = store.set_labels(labels)
         store.refresh()
+    if write_clusters:
+        # Documents an older esdedup stored with a record's dotted dedup keys carry two cluster ids, in a pair
+        # or not (the labels just written may have added the second): mended, so that every document carries
+        # one (collapse needs that).
+        report.mended = store.move_dotted_keys_aside()
+        if report.mended:
+            store.refresh()
     return report
 
 

@@ -16,7 +16,7 @@ dedup.minhash               binary          MinHash signature, little-endian 16-
 dedup.shingles              integer         distinct character n-grams behind the signature
 dedup.tokens                integer         terms after filtering (document length)
 dedup.chars                 integer         normalised characters
-dedup.empty                 boolean         true when the text has no words (never matches anything)
+dedup.empty                 boolean         true when the text has no words (matches its exact copies only)
 dedup.content_sha1          keyword         SHA-1 of the normalised text (exact duplicates)
 dedup.cluster_id            keyword         id of the cluster's representative document
 dedup.duplicate_of          keyword         the representative, on every other member of its cluster
@@ -51,6 +51,9 @@ from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.simhash import to_hex
 
 DEDUP = "dedup"
+#: Where a record's own fields that esdedup fills (id, title, text, and any key that would land under ``dedup``)
+#: are kept when they are moved aside.
+INPUT_FIELDS = "input_fields"
 SIMHASH = "dedup.simhash"
 VECTOR = "dedup.vector"
 TOKENS = "dedup.tokens"

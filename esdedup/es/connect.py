@@ -24,7 +24,9 @@ from esdedup.util.regular import open_binary, read_limited
 log = logging.getLogger(__name__)
 
 #: Seconds a request may wait for its answer unless ``request_timeout`` (``ESDEDUP_ES_TIMEOUT``, ``timeout`` in
-#: the config file) says otherwise: a bulk request of a loaded node needs some.
+#: the config file) says otherwise: a bulk request of a loaded node needs some. The one timeout of a request:
+#: the transport bounds each attempt as a whole (urllib3's total: connecting and reading), and `client_kwargs`
+#: tries a timed-out request again ``max_retries`` times.
 DEFAULT_REQUEST_TIMEOUT = 30.0
 #: The longest request timeout accepted.
 MAX_REQUEST_TIMEOUT = 3600.0

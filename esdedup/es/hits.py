@@ -39,14 +39,14 @@ FINGERPRINT_FIELDS = [SIMHASH, TOKENS, CHARS, EMPTY, CLUSTER_ID, DUPLICATE_OF, S
 VECTOR_SOURCE = [VECTOR, MINHASH]
 #: Dedup fields the near-duplicate rule reads of any search's hits through doc values (small: keywords,
 #: numbers, booleans).
-SKETCH_DOCVALUE_FIELDS = (SIMHASH, EMPTY, CHARS, SHINGLES, CLUSTER_ID)
+SKETCH_DOCVALUE_FIELDS = (SIMHASH, EMPTY, CHARS, SHINGLES, CLUSTER_ID, CONTENT_SHA1)
 #: Dedup fields the rule needs from ``_source`` (the signature is a binary field without doc values).
 SKETCH_SOURCE_FIELDS = (MINHASH,)
 
 #: The parts (names inside ``dedup``) the near-duplicate rule reads of a hit.
-SKETCH_PARTS = ("simhash", "vector", "empty", "minhash", "shingles", "chars", "cluster_id")
+SKETCH_PARTS = ("simhash", "vector", "empty", "minhash", "shingles", "chars", "cluster_id", "content_sha1")
 #: The parts of a stored document the store reads of its own hits.
-STORED_PARTS = SKETCH_PARTS + ("tokens", "duplicate_of", "seq", "cluster_seq", "content_sha1")
+STORED_PARTS = SKETCH_PARTS + ("tokens", "duplicate_of", "seq", "cluster_seq")
 
 
 def first(value: Any) -> Any:

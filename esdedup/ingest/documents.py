@@ -11,7 +11,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.normalize import normalize
 from esdedup.ingest.options import BATCH_CHARS
 from esdedup.readers import Record, Rejected
-from esdedup.schema import DEDUP, content_sha1
+from esdedup.schema import DEDUP, INPUT_FIELDS, content_sha1
 from esdedup.store.base import NewDoc, Root, StoredDoc
 
 #: Fields of a stored document that ingest fills: ``id``, ``title`` and ``text`` from the fields chosen for
@@ -19,7 +19,6 @@ from esdedup.store.base import NewDoc, Root, StoredDoc
 #: e.g. ``id_field="doc_id"`` on records that also have an ``id``), and its dotted keys under ``dedup``, are
 #: kept under `INPUT_FIELDS`.
 FILLED_FIELDS = ("id", "title", "text", DEDUP)
-INPUT_FIELDS = "input_fields"
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ def as_stored(d: FingerprintedRecord, seq: int, root: Root) -> StoredDoc:
     fp = d.fp
     return StoredDoc(d.id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, root[1],
                      root[1] if root[1] != d.id else None, minhash=fp.minhash, shingles=fp.shingles, seq=seq,
-                     cluster_seq=root[0])
+                     cluster_seq=root[0], content_sha1=d.sha1)
 
 
 def same_labels(stored: StoredDoc, new: NewDoc) -> bool:

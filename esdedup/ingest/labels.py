@@ -19,8 +19,8 @@ from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.window import MemoryWindow
-from esdedup.match.lookup import lookup_keys, probe_for
-from esdedup.match.rule import Sketch, measure
+from esdedup.match.lookup import lookup_keys, probe_for, with_exact_copies
+from esdedup.match.rule import Sketch, exact_copies, measure
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import NewDoc, Root, Store, StoredDoc
 from esdedup.util.unionfind import UnionFind
@@ -39,14 +39,24 @@ class NearDuplicates:
         self.config = config
         self.thresholds = thresholds
 
-    def among(self, sketch: Sketch, own_id: str, cands: list[StoredDoc]) -> list[StoredDoc]:
+    def among(self, sketch: Sketch, own_id: str, cands: list[StoredDoc], sha1: str | None) -> list[StoredDoc]:
+        """``sha1``: the text's content SHA-1, which decides a text without words (rule 0, `exact_copies`)."""
         if sketch.empty:
-            return []
+            return [cands[i] for i in exact_copies(True, sha1, cands, exclude=own_id)]
         docs = [c for c in cands if not c.empty and c.id != own_id]
         if not docs:
             return []
         decided = measure(sketch, docs, self.config).decide(self.thresholds)
         return [docs[i] for i in np.flatnonzero(decided).tolist()]
+
+
+def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool) -> list[str]:
+    """The keys this run's memory (run index, frozen keys) finds a record by: its band keys (``probing``: the
+    keys it looks up, else those it holds); a text without words, which has none, its content SHA-1, since its
+    exact copies are its only duplicates (rule 0 of `esdedup.match.rule`)."""
+    if d.fp.empty:
+        return [f"content_sha1:{d.sha1}"]
+    return lookup_keys(d.fp, config) if probing else d.fp.bands + d.fp.lsh
 
 
 def connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredDoc]]) -> list[list[StoredDoc]]:
@@ -100,6 +110,8 @@ class Labeller:
             if self.on_duplicate == "index":
                 return [[have[d.id]] if d.id in have else [] for d in items]
             found = self.store.lookup([probe_for(d.fp, self.config) for d in items], limit=LOOKUP_LIMIT)
+            found = with_exact_copies(self.store, [d.fp for d in items], [d.sha1 for d in items], found,
+                                      limit=LOOKUP_LIMIT)
             return [cands if d.id not in have or any(c.id == d.id for c in cands) else [*cands, have[d.id]]
                     for d, cands in zip(items, found, strict=True)]
         except StoreError as exc:
@@ -111,7 +123,7 @@ class Labeller:
         (their labels may have moved since): one fetch for the batch."""
         named = None
         if self.on_duplicate != "index":
-            named = self.window.frozen_ids([lookup_keys(d.fp, self.config) for d in items], LOOKUP_LIMIT)
+            named = self.window.frozen_ids([run_keys(d, self.config, probing=True) for d in items], LOOKUP_LIMIT)
         if named is None:
             return [[] for _ in items]
         try:
@@ -125,7 +137,7 @@ class Labeller:
         """The stored candidates and this run's documents sharing a key with ``d``; the store's copy of a
         document wins (its labels may have moved since this run wrote it)."""
         seen = {c.id for c in found}
-        extra = [c for c in self.window.run_index.lookup(lookup_keys(d.fp, self.config)) if c.id not in seen]
+        extra = [c for c in self.window.run_index.lookup(run_keys(d, self.config, probing=True)) if c.id not in seen]
         return [c for c in list(found) + extra if c.id not in self.window.deleted]
 
     # -- labels ---------------------------------------------------------------------------------------
@@ -156,7 +168,7 @@ class Labeller:
             labelled.append((d, labels))
             cur.clusters[id(d.record)] = (d.id, labels.root)
             if self.on_duplicate != "index":  # the run index serves labelling only
-                window.run_index.add(as_stored(d, labels.seq, labels.root), d.fp.bands + d.fp.lsh)
+                window.run_index.add(as_stored(d, labels.seq, labels.root), run_keys(d, self.config, probing=False))
         return labelled
 
     def _count_replaced(self, d: FingerprintedRecord, labels: Labels) -> None:
@@ -192,7 +204,7 @@ class Labeller:
                 return Labels(seq, (seq, d.id))
             return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root, stored=self_doc)
         cands = self._candidates(d, found)
-        roots = {self.find(c.root) for c in self.rule.among(d.fp, d.id, cands)}
+        roots = {self.find(c.root) for c in self.rule.among(d.fp, d.id, cands, d.sha1)}
         if self_doc is not None:
             me = self.find(self_doc.root)
             seq = self_doc.seq or WRITE_CLOCK.next()
@@ -217,7 +229,7 @@ class Labeller:
         me = (seq, d.id)
         if self.on_duplicate == "index":
             return Labels(seq, me, replaces=old.root)
-        roots = {r for r in (self.find(c.root) for c in self.rule.among(d.fp, d.id, cands)) if r[1] != d.id}
+        roots = {r for r in (self.find(c.root) for c in self.rule.among(d.fp, d.id, cands, d.sha1)) if r[1] != d.id}
         if roots and self.on_duplicate == "skip":
             return Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
         if len(roots) > 1:
@@ -261,7 +273,7 @@ class Labeller:
                         "labelled again (run 'dups' with cluster labels to do it)", len(members), MAX_RELABEL)
             return
         labels: dict[str, Root] = {}
-        for group in connected(members, lambda a: self.rule.among(a, a.id, members)):
+        for group in connected(members, lambda a: self.rule.among(a, a.id, members, a.content_sha1)):
             root = min((m.seq, m.id) for m in group)
             labels.update((m.id, root) for m in group if m.root != root or m.duplicate_of != _dup_of(m.id, root))
         self.window.roots.forget({m.id for m in members})

@@ -24,7 +24,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.ingest.labels import NearDuplicates
 from esdedup.ingest.options import LOOKUP_LIMIT
 from esdedup.ingest.runindex import ClusterRoots
-from esdedup.match.lookup import probe_for
+from esdedup.match.lookup import probe_for, with_exact_copies
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import Root, Store, StoredDoc
 
@@ -64,31 +64,36 @@ class Settler:
         """Settle ``docs`` (id and fingerprint of each written document)."""
         self.store.refresh()
         found = self.store.lookup([probe_for(fp, self.config) for _, fp in docs], limit=LOOKUP_LIMIT)
+        # A text without words has no keys: its exact copies are found by the content SHA-1 it was stored with.
+        empty = self.store.get([doc_id for doc_id, fp in docs if fp.empty]) if any(fp.empty for _, fp in docs) else {}
+        sha1s = [empty[doc_id].content_sha1 if doc_id in empty else None for doc_id, _ in docs]
+        found = with_exact_copies(self.store, [fp for _, fp in docs], sha1s, found, limit=LOOKUP_LIMIT)
         if skip:
-            return self._delete_later(docs, found)
+            return self._delete_later(docs, found, sha1s)
         joins: list[set[Root]] = []
-        for (doc_id, fp), cands in zip(docs, found, strict=True):
+        for (doc_id, fp), sha1, cands in zip(docs, sha1s, found, strict=True):
             me = next((c for c in cands if c.id == doc_id), None)
-            if me is None:  # an empty text (no keys), or deleted since
+            if me is None:  # deleted since
                 continue
             roots = {self.clusters.find(me.root)} | {self.clusters.find(c.root)
-                                                     for c in self.rule.among(fp, doc_id, cands)}
+                                                     for c in self.rule.among(fp, doc_id, cands, sha1)}
             if len(roots) > 1:
                 joins.append(roots)
                 self.clusters.join(roots)
         return Settled(relabelled=self.store.merge_clusters(joins) if joins else 0)
 
-    def _delete_later(self, docs: Sequence[tuple[str, Fingerprint]], found: list[list[StoredDoc]]) -> Settled:
+    def _delete_later(self, docs: Sequence[tuple[str, Fingerprint]], found: list[list[StoredDoc]],
+                      sha1s: Sequence[str | None]) -> Settled:
         """``skip``: of two near-duplicates written at the same time, the later (by write order) is deleted
         again, whichever writer wrote it."""
         own: dict[str, tuple[StoredDoc, StoredDoc]] = {}
         other: dict[str, tuple[StoredDoc, StoredDoc]] = {}
         mine = {doc_id for doc_id, _ in docs}
-        for (doc_id, fp), cands in zip(docs, found, strict=True):
+        for (doc_id, fp), sha1, cands in zip(docs, sha1s, found, strict=True):
             me = next((c for c in cands if c.id == doc_id), None)
             if me is None:
                 continue
-            for m in self.rule.among(fp, doc_id, cands):
+            for m in self.rule.among(fp, doc_id, cands, sha1):
                 if (m.seq, m.id) < (me.seq, me.id):
                     own.setdefault(doc_id, (me, m))
                 elif m.id not in mine:

@@ -15,7 +15,7 @@ import numpy as np
 from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import Sketch, decided_by, measure, measured
+from esdedup.match.rule import EXACT_COPY, Sketch, decided_by, exact_copies, measure, measured
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
@@ -89,9 +89,12 @@ def lookup_keys(fp: Fingerprint, config: FingerprintConfig) -> list[str]:
 def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfig, t: Thresholds,
            *, exclude: str | None = None, sha1: str | None = None) -> list[Match]:
     """The candidates that are near-duplicates of one text by the rule, nearest first (`Match.rank`; with
-    ``sha1``, the content SHA-1 of the text, its exact copies first)."""
+    ``sha1``, the content SHA-1 of the text, its exact copies first). A text without words: its exact copies
+    among the candidates (rule 0, `exact_copies`), by id."""
     if fp.empty:
-        return []
+        copies = sorted((candidates[i] for i in exact_copies(True, sha1, candidates, exclude=exclude)),
+                        key=lambda d: d.id)
+        return [Match(d.id, 0, None, exact=True, decided_by=EXACT_COPY) for d in copies]
     docs = [d for d in candidates if not d.empty and d.id != exclude]
     if not docs:
         return []
@@ -115,15 +118,33 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
     """Near-duplicates of each fingerprint among the stored documents (one batched lookup), verified by the
     rule; ``thresholds`` default to the index's. Every candidate fetched is measured and ranked before the
     ``top`` are kept (`verify`; ``sha1s``, the texts' content SHA-1s, put exact copies first). Each answer
-    says whether the store's candidates were cut at ``limit`` (`Lookup.truncated`)."""
+    says whether the store's candidates were cut at ``limit`` (`Lookup.truncated`). A text without words has
+    no keys: its candidates are the stored texts without words of its content SHA-1 (`Store.empty_copies`;
+    none without ``sha1s``)."""
     config = store.config
     t = lookup_thresholds(thresholds, config)
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
     excl = list(exclude) if exclude is not None else [None] * len(fps)
     shas = list(sha1s) if sha1s is not None else [None] * len(fps)
+    found = with_exact_copies(store, fps, shas, found, limit=limit + 1)  # +1: a stored text's own copy
     return [Lookup(verify(fp, cands, config, t, exclude=x, sha1=sha)[:top], truncated=len(cands) >= limit)
             for fp, cands, x, sha in zip(fps, found, excl, shas, strict=True)]
+
+
+def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],
+                      found: list[list[StoredDoc]], *, limit: int) -> list[list[StoredDoc]]:
+    """``found`` (a band lookup's candidates, one list a fingerprint) with the candidates of each text without
+    words of known content SHA-1 in place of its (empty) key lookup: the stored texts without words of that
+    SHA-1 (`Store.empty_copies`), of which the rule takes the exact copies (rule 0 of `esdedup.match.rule`)."""
+    empties = [i for i, (fp, sha) in enumerate(zip(fps, sha1s, strict=True)) if fp.empty and sha is not None]
+    if not empties:
+        return found
+    out = list(found)
+    for i, copies in zip(empties, store.empty_copies([sha1s[i] for i in empties], limit=limit),  # type: ignore[misc]
+                         strict=True):
+        out[i] = copies
+    return out
 
 
 def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,

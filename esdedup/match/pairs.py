@@ -20,9 +20,11 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
 from esdedup.match.rule import (
+    EXACT_COPY,
     SketchColumns,
     are_duplicates,
     decided_by,
+    exact_copies,
     has_signature,
     is_duplicate,
     measure,
@@ -114,6 +116,31 @@ def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | No
             yield from _duplicates(batch, t, store.config.stores_vector)
             batch = []
     yield from _duplicates(batch, t, store.config.stores_vector)
+    yield from empty_copy_pairs(store, max_bucket=max_bucket)
+
+
+def empty_copy_pairs(store: Store, *, max_bucket: int = 1000) -> Iterator[Pair]:
+    """The pairs among the stored texts without words that rule 0 of `esdedup.match.rule` makes duplicates
+    (`exact_copies`: the same content SHA-1), decided by `EXACT_COPY`: they have no keys to share, so one scan
+    of those texts (`Store.scan_empty`) groups them by SHA-1. A SHA-1 held by more than ``max_bucket`` texts
+    pairs its first ``max_bucket`` ids only (logged), as a crowded band key does."""
+    groups: dict[str, list[StoredDoc]] = {}
+    for batch in store.scan_empty():
+        for d in batch:
+            if d.content_sha1 is not None:
+                groups.setdefault(d.content_sha1, []).append(d)
+    for sha1 in sorted(groups):
+        docs = sorted(groups[sha1], key=lambda d: d.id)
+        if len(docs) < 2:
+            continue
+        if len(docs) > max_bucket:
+            log.warning("%d texts without words are exact copies of one another (content SHA-1 %s); only %d were "
+                        "paired", len(docs), sha1, max_bucket)
+            docs = docs[:max_bucket]
+        for i, a in enumerate(docs[:-1]):
+            rest = docs[i + 1:]
+            yield from (Pair(a.id, rest[j].id, 0, None, decided_by=EXACT_COPY)
+                        for j in exact_copies(a.empty, a.content_sha1, rest))
 
 
 #: Scored pairs judged by one call of the rule (a call a pair cost more than measuring it).

@@ -3,7 +3,16 @@
 Every path that asks (ingest labels, `similar`, `dups`, `eval`, `diversify`, `search_diversified`) measures
 the pair and calls `decide` with the same `Thresholds`, so they give the same answer for the same pair.
 
-The rule, for two non-empty texts (an empty text matches nothing; callers leave empties out):
+The rule:
+
+0. Two texts with the same content SHA-1 (the SHA-1 of the normalised text, `esdedup.schema.content_sha1`)
+   are exact copies, and an exact copy is a duplicate. For texts with words the measures below say so too
+   (identical sketches pass every test in force). A text without words once normalised (``empty``: blank,
+   only punctuation, emoji or stopwords) has nothing to measure and no band keys: it is a duplicate of its
+   exact copies and of nothing else (`exact_copies`). Callers find those by content SHA-1
+   (`esdedup.store.base.Store.empty_copies`), not by keys, and report them decided by `EXACT_COPY`.
+
+For two texts with words:
 
 1. Both carry a MinHash signature (every text under the default ``auto`` strategy): their character n-grams
    decide. A pair is a near-duplicate when the MinHash estimate of its Jaccard is at least ``jaccard``, or the
@@ -44,8 +53,8 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_words
 from esdedup.match.thresholds import Thresholds
 
-__all__ = ["Measures", "Sketch", "are_duplicates", "decide", "is_duplicate", "measure", "measured", "minhash_estimates",
-           "row_cosines"]
+__all__ = ["EXACT_COPY", "Measures", "Sketch", "are_duplicates", "decide", "exact_copies", "is_duplicate", "measure",
+           "measured", "minhash_estimates", "row_cosines"]
 
 #: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
 #: characters are "contained" in almost anything) ...
@@ -54,6 +63,35 @@ MIN_CONTAINMENT_SHINGLES = 8
 MAX_CONTAINMENT_RATIO = 4.0
 #: How far below the cosine threshold a float32 cosine may fall and still reach it (rounding).
 COSINE_TOLERANCE = 1e-6
+#: What decided a pair of exact copies of a text without words (rule 0 of the module docstring): `decided_by`
+#: of such a pair, where no measure could.
+EXACT_COPY = "content_sha1"
+
+
+class Copy(Protocol):
+    """What rule 0 reads of a stored text (`esdedup.store.base.StoredDoc`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def empty(self) -> bool: ...
+    @property
+    def content_sha1(self) -> str | None: ...
+
+
+def exact_copies(empty: bool, sha1: str | None, docs: Sequence[Copy], *, exclude: str | None = None) -> list[int]:
+    """Rule 0 for a text without words (``empty``) whose content SHA-1 is ``sha1``: the positions of ``docs``
+    that are its exact copies (empty, the same content SHA-1; not the document ``exclude``). A text with words
+    (or of unknown SHA-1) gets none here: its measures decide (`decide`).
+
+    >>> from types import SimpleNamespace as D
+    >>> exact_copies(True, "ab", [D(id="x", empty=True, content_sha1="ab"), D(id="y", empty=True, content_sha1="cd"),
+    ...                          D(id="z", empty=True, content_sha1="ab")], exclude="z")
+    [0]
+    """
+    if not empty or sha1 is None:
+        return []
+    return [i for i, d in enumerate(docs) if d.empty and d.content_sha1 == sha1 and d.id != exclude]
 
 
 class Sketch(Protocol):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import product
 from pathlib import Path
@@ -24,7 +24,7 @@ import numpy as np
 
 from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.match.pairs import ScoredPair, crowded_values, lsh_in_memory, scored_pairs
+from esdedup.match.pairs import ScoredPair, crowded_values, empty_copy_pairs, lsh_in_memory, scored_pairs
 from esdedup.match.rule import decide
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import Store
@@ -166,9 +166,13 @@ def config_setting(config: FingerprintConfig) -> Setting:
 class LabelledCandidates:
     """The labelled pairs as arrays, with the measures of those that were candidates (vectorised sweep)."""
 
-    def __init__(self, labels: Sequence[Label], found: Mapping[tuple[str, str], ScoredPair]) -> None:
+    def __init__(self, labels: Sequence[Label], found: Mapping[tuple[str, str], ScoredPair],
+                 exact: Collection[tuple[str, str]] = ()) -> None:
+        """``exact``: pairs of exact copies of texts without words (`esdedup.match.pairs.empty_copy_pairs`),
+        duplicates under every setting (rule 0 of `esdedup.match.rule`), which have no measures to sweep."""
         self.labels = list(labels)
         n = len(self.labels)
+        self.exact = np.array([lab.key in exact for lab in self.labels], dtype=bool)
         self.y = np.array([lab.label for lab in self.labels], dtype=bool)
         self.cls = np.array([lab.cls for lab in self.labels], dtype=object)
         self.found = np.zeros(n, dtype=bool)
@@ -191,9 +195,9 @@ class LabelledCandidates:
     def predict(self, s: Setting) -> np.ndarray:
         """Which labelled pairs the rule (`esdedup.match.rule.decide`) accepts under ``s``."""
         signatures = np.where(self.ngram, self.jac, np.nan)
-        return self.found & decide(s, hamming=self.ham, cosine=self.cos, jaccard=signatures,
-                                   containment=np.where(self.ngram, self.cont, np.nan),
-                                   legacy_short=self.ngram & np.isnan(self.jac))
+        return self.exact | (self.found & decide(s, hamming=self.ham, cosine=self.cos, jaccard=signatures,
+                                                 containment=np.where(self.ngram, self.cont, np.nan),
+                                                 legacy_short=self.ngram & np.isnan(self.jac)))
 
     def scores(self, pred: np.ndarray, mask: np.ndarray | None = None) -> Scores:
         y = self.y if mask is None else self.y[mask]
@@ -309,10 +313,13 @@ def run(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (
         n_cand += 1
         if (p.a, p.b) in wanted:
             found[(p.a, p.b)] = p
+    copies = [(p.a, p.b) for p in empty_copy_pairs(store, max_bucket=max_bucket)]
+    n_cand += len(copies)
+    exact = set(copies) & wanted
     seconds["candidates"] = round(time.monotonic() - t1, 3)
     ids = {x for lab in labels for x in (lab.a, lab.b)}
     present = store.get(sorted(ids))
-    cands = LabelledCandidates(labels, found)
+    cands = LabelledCandidates(labels, found, exact)
     grid = list(settings) if settings is not None else default_grid(cfg)
     own = config_setting(cfg)
     if own not in grid:

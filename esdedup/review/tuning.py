@@ -13,6 +13,7 @@ from typing import Any
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.match.pairs import ScoredPair
+from esdedup.match.rule import exact_copies
 from esdedup.match.thresholds import Thresholds
 from esdedup.quality.evaluate import (
     Label,
@@ -53,8 +54,11 @@ class TuningReport:
     curves: list[Curve]
 
 
-def labelled_pairs(store: Store, labels: Sequence[Label]) -> tuple[dict[tuple[str, str], ScoredPair], int]:
-    """The labelled pairs that are candidates, with their measures; and how many labelled ids are missing."""
+def labelled_pairs(store: Store, labels: Sequence[Label]) -> tuple[dict[tuple[str, str], ScoredPair], int,
+                                                                  set[tuple[str, str]]]:
+    """The labelled pairs that are candidates, with their measures; how many labelled ids are missing; and the
+    labelled pairs of exact copies of texts without words (rule 0 of `esdedup.match.rule`: duplicates under
+    every setting, with no measures)."""
     config = store.config
     t = Thresholds.from_config(config)
     ids = sorted({x for lab in labels for x in (lab.a, lab.b)})
@@ -62,8 +66,11 @@ def labelled_pairs(store: Store, labels: Sequence[Label]) -> tuple[dict[tuple[st
     for lo in range(0, len(ids), GET_BATCH):
         docs.update(store.get(ids[lo:lo + GET_BATCH]))
     found: dict[tuple[str, str], ScoredPair] = {}
+    exact: set[tuple[str, str]] = set()
     for lab in labels:
         a, b = docs.get(lab.a), docs.get(lab.b)
+        if a is not None and b is not None and exact_copies(a.empty, a.content_sha1, [b]):
+            exact.add(lab.key)
         if a is None or b is None or a.empty or b.empty:
             continue
         e = explain(a, b, config, t)
@@ -73,15 +80,15 @@ def labelled_pairs(store: Store, labels: Sequence[Label]) -> tuple[dict[tuple[st
                                     e.cosine if e.cosine is not None else float("nan"), e.path != "simhash",
                                     e.jaccard if e.path == "n-gram" else None,
                                     e.containment if e.path == "n-gram" else None)
-    return found, len(set(ids) - set(docs))
+    return found, len(set(ids) - set(docs)), exact
 
 
 def tune(store: Store, labels: Sequence[Label]) -> TuningReport:
     config = store.config
     if not labels:
         return TuningReport(0, 0, 0, 0, None, None, [], [])
-    found, missing = labelled_pairs(store, labels)
-    cands = LabelledCandidates(labels, found)
+    found, missing, exact = labelled_pairs(store, labels)
+    cands = LabelledCandidates(labels, found, exact)
     rows = sweep(cands, default_grid(config))
     own = config_setting(config)
     configured = next(r for r in rows if r.setting == own)

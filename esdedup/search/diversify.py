@@ -19,8 +19,10 @@ each value is a list): ``simhash`` (hex), ``vector``, ``empty``, ``minhash`` (ba
 the config's rule needs (no signature under a strategy that gives every text one; no SimHash under
 ``simhash``) and has its text (``_source[text_field]``, else ``fields[text_field]``) is fingerprinted with
 the index's config. A hit with neither a sketch nor text is returned untouched, in place: never dropped,
-never a duplicate, never given a ``_duplicates`` key. Empty texts (``dedup.empty`` true; when that flag
-was not returned, a SimHash of 0) are never duplicates of anything, nor is anything a duplicate of them.
+never a duplicate, never given a ``_duplicates`` key. Texts without words (``dedup.empty`` true; when that
+flag was not returned, a SimHash of 0; or a text without words) are duplicates of their exact copies only (rule
+0 of the rule: the same ``content_sha1``, read from the hit or computed from its text), and the first of them in
+rank order represents the others; a text without words whose SHA-1 is unknown is a duplicate of nothing.
 
 Grouping is greedy in rank order: the first hit of a group is its representative, and each later hit is
 compared with the representatives kept so far; it joins the first (highest ranked) one it matches, else it
@@ -61,9 +63,10 @@ from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
-from esdedup.match.rule import SketchColumns
+from esdedup.fingerprint.normalize import normalize
+from esdedup.match.rule import SketchColumns, exact_copies
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
-from esdedup.schema import VECTOR
+from esdedup.schema import VECTOR, content_sha1
 
 __all__ = ["MODES", "diversify"]
 
@@ -118,6 +121,7 @@ def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: Fingerprin
     rep_of = _greedy(page, t, config)
     at = page.hit_index
     dup_of = {at[p]: at[r] for p, r in enumerate(rep_of) if r >= 0}
+    dup_of.update(_copies_of_empties(page.empties))
     return _arrange(hits, dup_of, page.compared, mode)
 
 
@@ -186,6 +190,7 @@ class _Page:
         self.decoded: np.ndarray | None = None  # the signatures `read_fast` decoded, a row each
         self.compared: set[int] = set()  # hits that took part (participants and empty texts)
         self.todo: list[tuple[int, str]] = []  # (hit index, text) still to fingerprint
+        self.empties: list[tuple[int, str | None]] = []  # (hit index, content SHA-1) of the texts without words
 
     @classmethod
     def read(cls, hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds, text_field: str) -> _Page:
@@ -245,7 +250,7 @@ class _Page:
                 elif empty is None and simhash is not None:
                     empty = simhash == 0
                 if empty:
-                    took(i)
+                    page._empty(i, get("content_sha1"), src.get(text_field))
                     continue
                 vec = get("vector")
                 if vec is not None and (not isinstance(vec, (list, tuple, np.ndarray)) or len(vec) == 0):
@@ -260,7 +265,7 @@ class _Page:
                 if isinstance(text, str) and text.strip():
                     page.todo.append((i, text))
                 elif isinstance(text, str):
-                    took(i)
+                    page._empty(i, None, text)  # a blank text is an empty text
                 elif (sig is not None or key is not None or (t.hamming_k is not None and simhash is not None)
                       or (t.cosine is not None and vec is not None)):
                     page._take_parts(i, simhash, vec, sig, shingles, chars, key)
@@ -276,15 +281,22 @@ class _Page:
         if empty is None and sketch.simhash is not None:
             empty = sketch.simhash == 0  # an empty text's SimHash; the flag itself was not returned
         if empty:
-            self.compared.add(i)
+            self._empty(i, raw.get("content_sha1"), raw.get("text"))
         elif self._complete(sketch):
             self._take(i, sketch)
         elif isinstance(raw.get("text"), str) and raw["text"].strip():
             self.todo.append((i, raw["text"]))
         elif isinstance(raw.get("text"), str):
-            self.compared.add(i)  # a blank text is an empty text
+            self._empty(i, None, raw["text"])  # a blank text is an empty text
         elif self._usable(sketch):
             self._take(i, sketch)
+
+    def _empty(self, i: int, sha1: Any, text: Any) -> None:
+        """Hit ``i`` holds a text without words: its content SHA-1 as stored, else computed from its text."""
+        self.compared.add(i)
+        if not isinstance(sha1, str) and isinstance(text, str):
+            sha1 = content_sha1(normalize(text, t2s=self.config.t2s))
+        self.empties.append((i, sha1 if isinstance(sha1, str) else None))
 
     def _complete(self, s: _Sketch) -> bool:
         """Whether a hit carries what the config's rule needs (else its text is fingerprinted)."""
@@ -320,12 +332,13 @@ class _Page:
         if not self.todo:
             return
         fps = fingerprint([text for _, text in self.todo])
-        for (i, _), fp in zip(self.todo, fps, strict=True):
+        for (i, text), fp in zip(self.todo, fps, strict=True):
             if fp.empty:
-                self.compared.add(i)
+                self._empty(i, None, text)
             else:
                 self._take(i, _Sketch.of(fp))
         self.parts.sort(key=lambda p: p[0])  # back into rank order
+        self.empties.sort(key=lambda e: e[0])
         self.todo = []
 
     def signatures(self, cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -400,6 +413,32 @@ def _decode_signatures(encoded: list[str], perm: int) -> np.ndarray | None:
     out[..., 1] = (q[..., 1] << 4) | (q[..., 2] >> 2)
     out[..., 2] = (q[..., 2] << 6) | q[..., 3]
     return out.reshape(k, -1)[:, :nbytes].copy().view(SIGNATURE_DTYPE).astype(np.uint32)
+
+
+@dataclass(frozen=True)
+class _Empty:
+    """A hit holding a text without words, as rule 0 (`exact_copies`) reads it."""
+
+    hit: int
+    content_sha1: str | None
+    empty: bool = True
+
+    @property
+    def id(self) -> str:
+        return str(self.hit)
+
+
+def _copies_of_empties(empties: list[tuple[int, str | None]]) -> dict[int, int]:
+    """Rule 0 among the page's texts without words, in rank order: each exact copy -> the hit of the first."""
+    out: dict[int, int] = {}
+    reps: list[_Empty] = []
+    for i, sha1 in empties:
+        copies = exact_copies(True, sha1, reps)
+        if copies:
+            out[i] = reps[copies[0]].hit
+        else:
+            reps.append(_Empty(i, sha1))
+    return out
 
 
 def _read(hit: Mapping, text_field: str) -> dict[str, Any]:

@@ -150,6 +150,17 @@ class Store(Protocol):
         sharing the most keys with the probe (the most likely near-duplicates) when more match."""
         ...
 
+    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        """For each content SHA-1, the stored documents without words (``empty``) that hold it, at most
+        ``limit``, by id: the exact copies of a text without words, which has no band keys to look up
+        (`esdedup.match.rule`, rule 0)."""
+        ...
+
+    def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        """Every stored document without words, in batches of at most ``batch`` (all-pairs search pairs
+        their exact copies)."""
+        ...
+
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         """The ``k`` documents whose vectors are nearest (cosine) to ``vector``."""
         ...
@@ -183,6 +194,13 @@ class Store(Protocol):
 
     def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
         """Write (cluster_id, duplicate_of) for documents by id; returns how many were updated."""
+        ...
+
+    def move_dotted_keys_aside(self) -> int:
+        """Mend documents that carry a record's own keys under ``dedup.`` beside the store's fields (dotted
+        keys such as ``"dedup.cluster_id"``, which an older esdedup stored as given and Elasticsearch reads
+        as a second cluster id, so that ``collapse`` on it fails): those keys are moved under
+        ``input_fields``, where ingest keeps them now. Returns the documents mended."""
         ...
 
     #: True when writers must settle their labels after writing: other writers' documents become visible
@@ -299,7 +317,13 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,199}")
 
 
 def validate_name(name: str) -> str:
-    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores."""
+    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores. A list
+    (``a,b``) or a pattern (``a*``) is refused in its own words: a store is one index (its ids, counts and
+    clusters are one index's), while Elasticsearch would read such a name as several."""
+    several = "a comma-separated list" if "," in name else "a wildcard pattern" if "*" in name else None
+    if several and _NAME.fullmatch(re.sub(r"[,*]", "", name) or "x"):
+        raise ConfigError(f"invalid index name {name!r}: {several} names several indices, and a store is one "
+                          "index: give the name of one index (search_diversified searches several)")
     if not _NAME.fullmatch(name) or name in (".", ".."):
         raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
                           "starting with a letter or digit, at most 200 characters")

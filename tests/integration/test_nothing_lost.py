@@ -7,6 +7,7 @@ import asyncio
 import re
 import uuid
 
+import numpy as np
 import pytest
 
 from esdedup.errors import ConfigError, InputError
@@ -181,7 +182,7 @@ def test_input_keys_under_dedup_are_moved_aside(es_url, es_client, index_names, 
     assert len(resp["hits"]["hits"]) == len(docs)
 
 
-def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client, index_names):
+def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client, index_names, tmp_path):
     """The store is one index: an alias over two (with the same config) would pair every document with
     itself and open with whichever config comes first. It is refused, naming the indexes."""
     from esdedup.api import open_store
@@ -196,7 +197,64 @@ def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client
     assert a in str(err.value) and b in str(err.value)
     from tests.reliability import run_cli
 
-    r = run_cli("dups", "--index", alias, "--es", es_url, timeout=120)
-    assert r.returncode == 2 and "names 2 indices" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    # Every command that opens the store, over the alias, a comma-separated list and a wildcard: exit 2, one
+    # line saying why and what to give instead, before any other request.
+    for name, says in ((alias, "names 2 indices"), (f"{a},{b}", "a comma-separated list names several indices"),
+                       ("esdedup-nl-*", "a wildcard pattern names several indices")):
+        records = tmp_path / "more.jsonl"
+        records.write_text('{"id": "x", "text": "今天天气很好"}\n', "utf-8")
+        for command in (["dups"], ["info"], ["similar", "--id", "d000000"], ["similar", "--text", "今天天气很好"],
+                        ["ingest", records, "--dead-letter", tmp_path / "dl.jsonl", "--workers", "1"]):
+            r = run_cli(*command, "--index", name, "--es", es_url, timeout=120, cwd=tmp_path)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1 and says in lines[0], (command, name, r.stderr[-2000:])
+            assert "give the name of one" in lines[0]
+    assert es_client.count(index=alias)["count"] == 6  # nothing was written
+    assert len(search_diversified(es_client, alias, BY_RANK, size=10)["hits"]["hits"]) == 6  # searches stay open
     es_client.indices.delete_alias(index=b, name=alias)
     assert open_store(alias, es_url=es_url).open(None).config == CONFIG  # an alias over one index is fine
+
+
+@pytest.mark.parametrize("config", [CONFIG, CONFIG.replace(vector_index="int8_flat")], ids=["default", "vectors"])
+def test_dups_write_clusters_mends_documents_with_dotted_dedup_keys(es_url, es_client, index_names, config):
+    """Documents stored by an older esdedup with a record's own ``"dedup.cluster_id"`` (Elasticsearch reads it
+    as a second cluster id, and ``collapse`` on ``dedup.cluster_id`` fails for every query): ``dups
+    --write-clusters`` moves such keys under ``input_fields``, and collapse works again."""
+    import elasticsearch
+
+    from tests.reliability import run_cli
+
+    name = index_names()
+    docs = make_docs(4, seed=69)
+    docs.append({"id": "copy", "text": docs[0]["text"]})  # a near-duplicate pair, d000000 and copy
+    _fill(es_client, name, docs, config, cluster_ids={d["id"]: d["id"] for d in docs})
+    store = ElasticStore(es_client, name)
+    store.open(None)
+    before = store.get(["copy", docs[1]["id"]])
+    # As the older version wrote them: the record's own dotted key beside the store's dedup object, on a
+    # document of the pair and on one alone.
+    for doc_id in ("copy", docs[1]["id"]):
+        src = es_client.get(index=name, id=doc_id)["_source"]
+        if config.stores_vector and "vector" not in src["dedup"]:  # 9.2+ keeps it out of _source: put it back
+            src["dedup"]["vector"] = before[doc_id].vector.astype(float).tolist()
+        es_client.index(index=name, id=doc_id, document={**src, "dedup.cluster_id": "theirs"}, refresh=True)
+    collapse = {"index": name, "query": {"match_all": {}}, "collapse": {"field": "dedup.cluster_id"}, "size": 10}
+    with pytest.raises(elasticsearch.BadRequestError):
+        es_client.search(**collapse)
+
+    r = run_cli("dups", "--index", name, "--es", es_url, "--write-clusters", timeout=120)
+    assert r.returncode == 0 and "dotted dedup keys were moved under input_fields: 2" in r.stderr, r.stderr[-2000:]
+    after = store.get(["copy", docs[1]["id"]])
+    for doc_id in ("copy", docs[1]["id"]):
+        src = es_client.get(index=name, id=doc_id)["_source"]
+        assert "dedup.cluster_id" not in src and src["input_fields"] == {"dedup.cluster_id": "theirs"}
+        # Written again whole: the fingerprint kept (the vector too, which 9.2+ keeps out of _source).
+        assert after[doc_id].simhash == before[doc_id].simhash and after[doc_id].shingles == before[doc_id].shingles
+        assert np.allclose(after[doc_id].vector, before[doc_id].vector, atol=1e-5)
+        assert config.stores_vector == bool(np.any(after[doc_id].vector))
+    got = {h["_id"]: h["fields"]["dedup.cluster_id"] for h in es_client.search(**collapse)["hits"]["hits"]}
+    # The pair collapsed into one hit, under its smallest id ("copy" < "d000000"), as dups writes clusters.
+    assert len(got) == 4 and ["copy"] in got.values(), got
+    assert es_client.get(index=name, id=docs[0]["id"])["_source"]["dedup"]["cluster_id"] == "copy"
+    r = run_cli("dups", "--index", name, "--es", es_url, "--write-clusters", timeout=120)
+    assert r.returncode == 0 and "dotted" not in r.stderr, r.stderr[-2000:]  # nothing left to mend

@@ -176,3 +176,14 @@ def test_grid_always_holds_the_configured_setting():
     assert len({s for s in grid}) == len(grid)
     assert {s.hamming_k for s in grid} == {0, 1, 2, 3}
     assert list(itertools.islice(grid, 1))
+
+
+def test_exact_copies_of_texts_without_words_are_predicted_under_every_setting(tmp_path):
+    """Rule 0: two exact copies of a text without words are duplicates whatever the thresholds; two different
+    such texts are not."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in (
+        {"id": "a", "text": "！！！"}, {"id": "b", "text": "!!!"}, {"id": "c", "text": "???"})), "utf-8")
+    labels = [Label("a", "b", 1), Label("a", "c", 0)]
+    report = run(LocalStore("eval", tmp_path / "data"), labels, docs=[path], config=CONFIG, workers=1)
+    assert all((r.overall.precision, r.overall.recall) == (1.0, 1.0) for r in report.rows), report.rows[:2]

@@ -102,7 +102,7 @@ def test_similar_says_the_text_is_empty(clean_env: Path) -> None:
                                   "--workers", "1"])
     assert made.exit_code == 0, made.output
     warning = ("warning: the --text given has no words once normalised (it is empty, blank, or only punctuation "
-               "and stopwords), so it matches nothing; give a text with words\n")
+               "and stopwords), so only its exact copies match it; give a text with words to find near-duplicates\n")
     for text in ("   ", "", "，。！"):
         r = cli_runner().invoke(app, ["similar", "--index", "n", "--data-dir", str(clean_env), "--text", text])
         assert r.exit_code == 0 and r.stdout.endswith(": 0 near-duplicate(s)\n") and r.stderr == warning, r.output

@@ -15,7 +15,7 @@ from esdedup.es import versions
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.schema import DEDUP, config_from_meta, index_settings, key_fields, mapping_for
+from esdedup.schema import DEDUP, LSH_KEYS, config_from_meta, index_settings, key_fields, mapping_for
 from esdedup.store.base import OpenResult, StoredDoc, mismatch_error, validate_name
 from esdedup.util.redact import redact
 
@@ -132,8 +132,8 @@ class ElasticIndex:
                              "an index")
         if len(body) > 1:
             names = ", ".join(sorted(map(str, body))[:5]) + (", ..." if len(body) > 5 else "")
-            raise ConfigError(f"{self.name!r} names {len(body)} indices ({names}), not one: give the name of one "
-                              "index (an alias must point at a single index)")
+            raise ConfigError(f"{self.name!r} names {len(body)} indices ({names}), not one: a store is one index; "
+                              "give the name of one of them (an alias must point at a single index)")
         mappings = next(iter(body.values()))
         return (mappings.get("mappings") if isinstance(mappings, Mapping) else None) or {}
 
@@ -187,6 +187,14 @@ class ElasticIndex:
     def key_fields(self, *, lsh: bool = True) -> list[str]:
         """The stored fields holding band keys, by their full names (``dedup.<field>``)."""
         return [f"{DEDUP}.{n}" for n in key_fields(self.config, lsh=lsh)]
+
+    def single_valued_fields(self) -> list[str]:
+        """The ``dedup`` fields (short names) that hold one value a document, and have doc values to count:
+        every field the config's mapping has but the LSH keys (many a document), the signature (binary)
+        and the vector."""
+        props = mapping_for(self.config)["properties"][DEDUP]["properties"]
+        return [name for name, spec in props.items()
+                if name != LSH_KEYS and spec.get("type") not in ("binary", "dense_vector")]
 
     def doc(self, hit: Mapping[str, Any]) -> StoredDoc:
         """A hit of this index (doc values of `esdedup.es.hits.FINGERPRINT_FIELDS`, the vector and the

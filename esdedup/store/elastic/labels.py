@@ -12,12 +12,16 @@ import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from esdedup.errors import BulkError, StoreError
 from esdedup.es.answers import bulk_reason
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE, first
-from esdedup.schema import CLUSTER_ID, CLUSTER_SEQ, DEDUP, SEQ
+from esdedup.schema import CLUSTER_ID, CLUSTER_SEQ, DEDUP, INPUT_FIELDS, SEQ
 from esdedup.store.base import Root, StoredDoc, union_groups
+from esdedup.store.elastic import lookup
 from esdedup.store.elastic.index import PAGE
+from esdedup.store.elastic.scans import hit_pages
 from esdedup.store.elastic.writes import Bulk
 
 #: Rounds of `merge_clusters` before it gives up (each round moves clusters to earlier roots, so a handful
@@ -56,6 +60,55 @@ def relabel(bulk: Bulk, labels: Mapping[str, Root]) -> int:
             updated += 1
             bulk.index.own_writes += 1
     return updated
+
+
+def move_dotted_keys_aside(bulk: Bulk) -> int:
+    """See `Store.move_dotted_keys_aside`. Such a document is found by its doc values: a ``dedup`` field the
+    store writes once holds two values (one from the store's ``dedup`` object, one from the dotted key). Each
+    one found is written again whole, its dotted keys under ``input_fields``, conditional on the version read
+    (a document changed since was written by a current writer, which keeps no such keys). Client-side, with
+    no script: a cluster may run without the scripting and reindex modules."""
+    index = bulk.index
+    fields = [f"{DEDUP}.{name}" for name in index.single_valued_fields()]
+    found = [h["_id"] for hits in hit_pages(index, "finding documents with dotted dedup keys", docvalue_fields=fields)
+             for h in hits if any(len(v) > 1 for v in (h.get("fields") or {}).values() if isinstance(v, list))]
+    mended = 0
+    for start in range(0, len(found), PAGE):
+        ids = found[start:start + PAGE]
+        resp = index.search("reading documents with dotted dedup keys", size=len(ids), query={"ids": {"values": ids}},
+                            seq_no_primary_term=True, track_total_hits=False)
+        # A vector kept out of the stored _source (9.2+) comes only when named: read it so, to write it again.
+        vectors = lookup.get(index, ids) if index.config.stores_vector else {}
+        actions = [a for h in resp["hits"]["hits"] if (a := _mended(index.name, h, vectors.get(h["_id"]))) is not None]
+        refused = []
+        for ok, info in bulk.items(actions, "moving input keys under dedup aside"):
+            if ok:
+                mended += 1
+                index.own_writes += 1
+            elif info.get("status") != 409:  # 409: changed since it was read, by a writer that keeps no such keys
+                refused.append(info)
+        if refused:
+            raise BulkError(f"{len(refused)} documents could not be written again with their dotted dedup keys "
+                            f"moved aside, first: {bulk_reason(refused[0])}", [{"index": r} for r in refused])
+    return mended
+
+
+def _mended(name: str, hit: Mapping[str, Any], stored: StoredDoc | None) -> dict[str, Any] | None:
+    """The bulk action that writes one document again with its top-level ``dedup.`` keys under
+    ``input_fields`` (the keys it holds there already win); None when it has none, or an ``input_fields``
+    that is not an object (left as it is)."""
+    src = dict(hit.get("_source") or {})
+    moved = {k: src.pop(k) for k in list(src) if k.startswith(f"{DEDUP}.")}
+    kept = src.get(INPUT_FIELDS)
+    if not moved or (kept is not None and not isinstance(kept, Mapping)):
+        return None
+    src[INPUT_FIELDS] = {**moved, **(kept or {})}
+    dedup = src.get(DEDUP)
+    # A document stored without a vector (an empty text) has none to put back: a zero vector would be refused.
+    if stored is not None and isinstance(dedup, Mapping) and "vector" not in dedup and np.any(stored.vector):
+        src[DEDUP] = {**dedup, "vector": np.round(np.asarray(stored.vector, dtype=np.float64), 6).tolist()}
+    return {"_op_type": "index", "_index": name, "_id": hit["_id"], "_source": src,
+            "if_seq_no": hit["_seq_no"], "if_primary_term": hit["_primary_term"]}
 
 
 def members(bulk: Bulk, cluster_ids: Sequence[str]) -> list[StoredDoc]:

@@ -15,7 +15,7 @@ import numpy as np
 from esdedup.errors import IndexNotFound, StoreError
 from esdedup.es import query as q
 from esdedup.es.answers import error_reason
-from esdedup.schema import DEDUP, VECTOR, key_field
+from esdedup.schema import CONTENT_SHA1, DEDUP, EMPTY, VECTOR, key_field
 from esdedup.store.base import Probe, StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.keys import key_counts
@@ -193,6 +193,29 @@ def get(index: ElasticIndex, ids: Sequence[str]) -> dict[str, StoredDoc]:
         resp = index.search("fetching fingerprints", **q.ids_body(ids[start : start + PAGE]))
         out.update((h["_id"], index.doc(h)) for h in resp["hits"]["hits"])
     return out
+
+
+def empty_copies(index: ElasticIndex, sha1s: Sequence[str], *, limit: int) -> list[list[StoredDoc]]:
+    """See `Store.empty_copies`: one search for all the SHA-1s, split in halves while it would return more than
+    a page (a SHA-1 held by more than a page of documents gets the first page, in index order)."""
+    found: dict[str, list[StoredDoc]] = {}
+
+    def fetch(part: list[str]) -> None:
+        body = {**q.ids_body([]), "size": PAGE, "query": {"bool": {"filter": [
+            {"term": {EMPTY: True}}, {"terms": {CONTENT_SHA1: part}}]}}}
+        hits = index.search("looking up exact copies of texts without words", **body)["hits"]["hits"]
+        if len(hits) >= PAGE and len(part) > 1:
+            fetch(part[: len(part) // 2])
+            fetch(part[len(part) // 2 :])
+            return
+        for h in hits:
+            d = index.doc(h)
+            found.setdefault(d.content_sha1 or "", []).append(d)
+
+    unique = sorted(set(sha1s))
+    for start in range(0, len(unique), LOOKUP_TERMS):
+        fetch(unique[start : start + LOOKUP_TERMS])
+    return [sorted(found.get(s, []), key=lambda d: d.id)[:limit] for s in sha1s]
 
 
 def get_source(index: ElasticIndex, doc_id: str) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
+from esdedup.schema import EMPTY
 from esdedup.store.base import StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 
@@ -49,4 +50,10 @@ def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None
 def scan(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
     """See `Store.scan`: every document, through a point in time."""
     for hits in hit_pages(index, "scanning documents", batch=batch):
+        yield [index.doc(h) for h in hits]
+
+
+def scan_empty(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+    """See `Store.scan_empty`: the documents without words, through a point in time."""
+    for hits in hit_pages(index, "scanning documents without words", query={"term": {EMPTY: True}}, batch=batch):
         yield [index.doc(h) for h in hits]

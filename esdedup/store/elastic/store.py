@@ -120,6 +120,9 @@ class ElasticStore:
         None when the statistics cannot be read."""
         return self.index.indexed_total()
 
+    def move_dotted_keys_aside(self) -> int:
+        return labelling.move_dotted_keys_aside(self.bulk)
+
     def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
         return labelling.merge_clusters(self.bulk, groups)
 
@@ -143,6 +146,12 @@ class ElasticStore:
     def verified_on_node(self, probe: Probe, params: Mapping[str, Any], *, size: int) -> list[dict[str, Any]]:
         """See `ElasticsearchBacked.verified_on_node`."""
         return lookup.verified_on_node(self.index, probe, params, size=size)
+
+    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        return lookup.empty_copies(self.index, sha1s, limit=limit)
+
+    def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        return scans.scan_empty(self.index, batch=batch)
 
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         return lookup.knn(self.index, vector, k)

@@ -150,6 +150,8 @@ class Database:
                 for col in missing:
                     db.execute(f"ALTER TABLE docs ADD COLUMN {col} {ADDED_COLUMNS[col]}")
                 db.execute("CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster_id)")
+                # Texts without words are found by their content SHA-1 (they have no band keys): few rows.
+                db.execute("CREATE INDEX IF NOT EXISTS docs_empty_sha1 ON docs (content_sha1) WHERE empty = 1")
         except sqlite3.OperationalError as exc:
             if not is_read_only(exc):
                 raise

@@ -180,6 +180,11 @@ class LocalStore:
     def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
         return cluster_labels.set_labels(self._database.connect(), labels)
 
+    def move_dotted_keys_aside(self) -> int:
+        """See `Store.move_dotted_keys_aside`: the labels are columns of their own here, which no input key
+        reaches; nothing to move."""
+        return 0
+
     @_sql_errors
     def merge_clusters(self, groups: Iterable[Collection[Root]]) -> int:
         """See `Store.merge_clusters`. Writers are serialised here, so one UPDATE per group does it."""
@@ -207,17 +212,33 @@ class LocalStore:
         return deleted
 
     # -- reading ---------------------------------------------------------------------------------
-    def _docs_where(self, column: str, values: Sequence[str]) -> Iterator[StoredDoc]:
-        """The stored documents whose ``column`` is one of ``values``."""
+    def _docs_where(self, column: str, values: Sequence[str], *, empty: bool = False) -> Iterator[StoredDoc]:
+        """The stored documents whose ``column`` is one of ``values`` (``empty``: and that have no words)."""
         db = self._database.connect()
+        only_empty = "empty = 1 AND " if empty else ""
         for chunk in chunks(list(values), MAX_PARAMS):
-            rows = db.execute(f"SELECT {self._database.doc_columns} FROM docs WHERE {column} IN "
+            rows = db.execute(f"SELECT {self._database.doc_columns} FROM docs WHERE {only_empty}{column} IN "
                               f"({marks(len(chunk))})", chunk)
             yield from stored_docs(rows, self.config.dims)
 
     @_sql_errors
     def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
         return {d.id: d for d in self._docs_where("id", ids)}
+
+    @_sql_errors
+    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        """See `Store.empty_copies` (the partial index ``docs_empty_sha1`` serves it)."""
+        by_sha1: dict[str, list[StoredDoc]] = {}
+        for d in self._docs_where("content_sha1", sorted(set(sha1s)), empty=True):
+            by_sha1.setdefault(d.content_sha1 or "", []).append(d)
+        return [sorted(by_sha1.get(s, []), key=lambda d: d.id)[:limit] for s in sha1s]
+
+    @_sql_errors
+    def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        cur = self._database.connect().execute(
+            f"SELECT {self._database.doc_columns} FROM docs WHERE empty = 1 ORDER BY id")
+        while rows := cur.fetchmany(batch):
+            yield list(stored_docs(rows, self.config.dims))
 
     @_sql_errors
     def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
