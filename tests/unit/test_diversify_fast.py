@@ -35,7 +35,7 @@ rule = importlib.import_module("esdedup.match.rule")
 TEXTS = ["国家统计局今天发布数据显示，前三季度经济运行总体平稳，消费对增长的贡献率持续提高。",
          "国家统计局今日发布数据显示，前三季度经济运行总体平稳，消费对增长的贡献率持续提高。",
          "气象台发布暴雨黄色预警，预计未来二十四小时东部地区将出现大到暴雨。",
-         "足球联赛第二十轮比赛昨晚结束，主队逆转客队。", "短文本", "   ", ""]
+         "足球联赛第二十轮比赛昨晚结束，主队逆转客队。", "短文本", "   ", "", "！？。", "！？。"]
 CONFIGS = [FingerprintConfig(), FingerprintConfig(strategy="simhash"), FingerprintConfig(strategy="minhash"),
            FingerprintConfig(bits=128), FingerprintConfig(minhash_perm=64, minhash_bands=16, minhash_rows=4),
            FingerprintConfig(minhash_perm=30, minhash_bands=10, minhash_rows=3)]
@@ -104,6 +104,8 @@ def _page(rng: random.Random, config: FingerprintConfig, n: int, fingerprints: d
         d["empty"] = rng.choice([False, False, False, False, None, True, "false", "True"])
         if rng.random() < 0.25:
             d["cluster_id"] = rng.choice(["x", "y", 7])
+        if rng.random() < 0.4:  # rule 0: texts without words are duplicates of their exact copies
+            d["content_sha1"] = rng.choice(["aa", "aa", "bb", 5])
         if rng.random() < 0.002:
             d["simhash"] = "zz"
         if rng.random() < 0.002 and "minhash" in d:
@@ -160,9 +162,9 @@ def test_random_pages_give_the_reference_answers(seed, switch, fingerprinters, m
 
 
 def test_the_random_pages_exercise_what_they_are_for(fingerprinters):
-    """The premise of the test above: its pages have duplicates and representatives, errors, and hits of
-    every form, and most of them go the fast way."""
-    dups = kept = errors = fast = 0
+    """The premise of the test above: its pages have duplicates and representatives, exact copies of texts
+    without words, errors, and hits of every form, and most of them go the fast way."""
+    dups = kept = errors = fast = copies = 0
     for config, t, hits in _pages(0, 25):
         got = outcome(diversify, hits, mode="demote", config=config, thresholds=t,
                       fingerprinter=fingerprinters[config.to_json()])
@@ -170,9 +172,11 @@ def test_the_random_pages_exercise_what_they_are_for(fingerprinters):
             errors += 1
             continue
         dups += sum("_duplicate_of" in h for h in got)
+        copies += sum("_duplicate_of" in h and ((h.get("_source") or {}).get("dedup") or {}).get("empty") in (True, "True")
+                      for h in got)  # rule 0: exact copies of texts without words
         kept += sum("_duplicate_of" not in h for h in got)
         fast += div._Page.read_fast(hits, config, resolve_thresholds(t, config), "text") is not None
-    assert dups > 100 and kept > 100 and errors >= 2 and fast >= 5
+    assert dups > 100 and kept > 100 and errors >= 2 and fast >= 5 and copies >= 5
 
 
 def _usual(i: int, sig: np.ndarray, s: int, **extra) -> dict:
