@@ -19,7 +19,7 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -155,7 +155,7 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     return np.frombuffer(raw, dtype="<u4").reshape(a.shape[0], b.shape[0])
 
 
-def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | bool:
+def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | Literal[False]:
     """The bytes of base64 strings of ``width`` characters laid end to end, each holding ``nbytes`` bytes and
     ending in its padding, decoded by the extension: what `base64.b64decode` gives each of them; None when a
     character before the padding is not a base64 digit; False when the native core is not in use or was built

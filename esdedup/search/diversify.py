@@ -215,7 +215,7 @@ class _Page:
         take, took, later = page.parts.append, page.compared.add, encoded.append  # bound once: a call a hit each
         try:
             for i, hit in enumerate(hits):
-                src = hit.get("_source")
+                src: Any = hit.get("_source")
                 d = src.get("dedup") if type(src) is dict else None
                 if type(d) is not dict or hit.get("fields") is not None:
                     page._add(i, hit, text_field)
@@ -234,9 +234,10 @@ class _Page:
                     shingles = _parse_count(shingles, "shingles", hit)
                 sh = get("simhash")
                 if type(sh) is str:
-                    simhash = int(sh, 16)  # parse_simhash's reading; any error below goes to the general reader
-                    if simhash < 0 or simhash >> bits:
+                    value = int(sh, 16)  # parse_simhash's reading; any error goes to the general reader
+                    if value < 0 or value >> bits:
                         return None
+                    simhash: int | None = value
                 else:
                     simhash = parse_simhash(sh, bits, hit) if sh is not None else None
                 chars = get("chars")
