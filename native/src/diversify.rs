@@ -26,7 +26,10 @@ macro_rules! counter {
                 let upto = if symmetric { i + 1 } else { m };
                 for (j, y) in b.chunks_exact(perm).take(upto).enumerate() {
                     // A sum of 0/1 over two equal-length slices: compiled to vector compares and subtracts.
-                    let same = x.iter().zip(y).fold(0 as $t, |acc, (p, q)| acc.wrapping_add(<$t>::from(p == q)));
+                    let same = x
+                        .iter()
+                        .zip(y)
+                        .fold(0 as $t, |acc, (p, q)| acc.wrapping_add(<$t>::from(p == q)));
                     out[i * m + j] = u32::from(same);
                     if symmetric {
                         out[j * m + i] = u32::from(same);
@@ -65,7 +68,11 @@ fn avx2() -> bool {
 fn counts(a: &[u8], b: &[u8], perm: usize, width: usize, symmetric: bool) -> Vec<u32> {
     let mut out = vec![0u32; (a.len() / (width * perm)) * (b.len() / (width * perm))];
     if width == 2 {
-        let words = |raw: &[u8]| -> Vec<u16> { raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect() };
+        let words = |raw: &[u8]| -> Vec<u16> {
+            raw.chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        };
         let (a, b) = (words(a), words(b));
         #[cfg(target_arch = "x86_64")]
         if avx2() {
@@ -75,8 +82,11 @@ fn counts(a: &[u8], b: &[u8], perm: usize, width: usize, symmetric: bool) -> Vec
         }
         count16(&a, &b, perm, symmetric, &mut out);
     } else {
-        let words =
-            |raw: &[u8]| -> Vec<u32> { raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect() };
+        let words = |raw: &[u8]| -> Vec<u32> {
+            raw.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
         let (a, b) = (words(a), words(b));
         #[cfg(target_arch = "x86_64")]
         if avx2() {
@@ -197,10 +207,17 @@ mod tests {
         let a: Vec<u16> = (0..3 * 5).map(|i| (i % 4) as u16).collect();
         let b: Vec<u16> = (0..2 * 5).map(|i| (i % 3) as u16).collect();
         let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-        let bytes32 = |v: &[u16]| v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect::<Vec<u8>>();
+        let bytes32 = |v: &[u16]| {
+            v.iter()
+                .flat_map(|&x| u32::from(x).to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
         let want: Vec<u32> = a
             .chunks(5)
-            .flat_map(|x| b.chunks(5).map(move |y| x.iter().zip(y).filter(|(p, q)| p == q).count() as u32))
+            .flat_map(|x| {
+                b.chunks(5)
+                    .map(move |y| x.iter().zip(y).filter(|(p, q)| p == q).count() as u32)
+            })
             .collect();
         assert_eq!(counts(&bytes16(&a), &bytes16(&b), 5, 2, false), want);
         assert_eq!(counts(&bytes32(&a), &bytes32(&b), 5, 4, false), want);
@@ -211,7 +228,10 @@ mod tests {
 
     #[test]
     fn decodes_padded_strings_and_refuses_bad_digits() {
-        assert_eq!(decode(b"AQID/w==AAAAAA==", 8, 4), Some(vec![1, 2, 3, 255, 0, 0, 0, 0]));
+        assert_eq!(
+            decode(b"AQID/w==AAAAAA==", 8, 4),
+            Some(vec![1, 2, 3, 255, 0, 0, 0, 0])
+        );
         assert_eq!(decode(b"AQI=", 4, 2), Some(vec![1, 2]));
         assert_eq!(decode(b"AQID", 4, 3), Some(vec![1, 2, 3]));
         assert_eq!(decode(b"AQ=D", 4, 3), None);
