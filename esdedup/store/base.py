@@ -114,6 +114,50 @@ class OpenResult:
     created: bool
 
 
+@dataclass(frozen=True)
+class ClusterSize:
+    """A cluster of two or more documents: its representative's id (the cluster id) and its size."""
+
+    cluster_id: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """The clusters of two or more documents (`Store.cluster_summary`).
+
+    ``sizes``: (size, clusters of that size), smallest first. ``exact`` is False when a store counted the
+    sizes over its ``counted`` largest clusters only and estimated ``clusters`` and ``clustered`` (an
+    Elasticsearch index with more clusters than one aggregation returns)."""
+
+    clusters: int
+    clustered: int
+    sizes: list[tuple[int, int]]
+    exact: bool = True
+    counted: int | None = None
+
+
+@dataclass(frozen=True)
+class FoundDoc:
+    """A document found by `Store.search_text`: its id, article fields and score (None: not ranked)."""
+
+    id: str
+    source: dict[str, Any]
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of `Store.search_text`. ``total``: the matches counted, at most ``total_cap`` (then
+    ``capped``). ``searched``: None when an index of every document answered; otherwise the number of
+    documents read (a store without a text index reads a bounded number of them and says so)."""
+
+    hits: list[FoundDoc]
+    total: int
+    capped: bool = False
+    searched: int | None = None
+
+
 @runtime_checkable
 class Store(Protocol):
     """A named collection of fingerprinted documents."""
@@ -227,6 +271,35 @@ class Store(Protocol):
         ...
 
     def count(self) -> int: ...
+
+    # -- what a person browsing the index reads (the review page): each a bounded query ------------
+    def cluster_summary(self) -> ClusterSummary:
+        """How many clusters of two or more documents, how many documents they hold, and how many
+        clusters have each size."""
+        ...
+
+    def cluster_page(self, *, offset: int, size: int) -> list[ClusterSize]:
+        """Clusters of two or more documents, largest first (ties by cluster id), ``size`` of them from
+        ``offset`` on."""
+        ...
+
+    def cluster_sizes(self, cluster_ids: Sequence[str]) -> dict[str, int]:
+        """The size of each cluster named (a cluster id no document carries is absent)."""
+        ...
+
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> list[tuple[str, int]]:
+        """The values of the SimHash band fields (``lsh=False``) or of the MinHash LSH keys (``lsh=True``)
+        held by the most documents (two or more), with how many hold each, most first (ties by value)."""
+        ...
+
+    def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
+        """Documents whose id is ``query`` or whose title or text contains it (Chinese characters in
+        sequence, words of other scripts whole), ``size`` of them from ``offset`` on (`SearchPage`)."""
+        ...
+
+    def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
+        """About ``n`` documents chosen at random (the same ones for the same ``seed`` and contents)."""
+        ...
 
     def refresh(self) -> None:
         """Make everything written so far visible to lookups."""

@@ -16,8 +16,19 @@ import numpy as np
 
 from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.store.base import KeyBatch, NewDoc, OpenResult, Probe, Root, StoredDoc, WriteResult
-from esdedup.store.elastic import keys, lookup, scans
+from esdedup.store.base import (
+    ClusterSize,
+    ClusterSummary,
+    KeyBatch,
+    NewDoc,
+    OpenResult,
+    Probe,
+    Root,
+    SearchPage,
+    StoredDoc,
+    WriteResult,
+)
+from esdedup.store.elastic import browse, keys, lookup, scans
 from esdedup.store.elastic import labels as labelling
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.writes import Bulk
@@ -172,3 +183,22 @@ class ElasticStore:
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         return keys.crowded_keys(self.index, min_count=min_count, limit=limit, lsh=lsh)
+
+    # -- browsing (see esdedup.store.elastic.browse) --------------------------------------------------
+    def cluster_summary(self) -> ClusterSummary:
+        return browse.cluster_summary(self.index)
+
+    def cluster_page(self, *, offset: int, size: int) -> list[ClusterSize]:
+        return browse.cluster_page(self.index, offset, size)
+
+    def cluster_sizes(self, cluster_ids: Sequence[str]) -> dict[str, int]:
+        return browse.cluster_sizes(self.index, cluster_ids)
+
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> list[tuple[str, int]]:
+        return browse.top_keys(self.index, lsh, limit)
+
+    def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
+        return browse.search_text(self.index, query, offset, size)
+
+    def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
+        return browse.sample(self.index, n, seed)

@@ -49,6 +49,8 @@ class KeyTables:
         self._config = config
         #: Per table, up to which ``seq`` a read-only file's keys are indexed in this connection's temporary tables.
         self._tail_marks: dict[str, int] = {}
+        #: Per table, the last `top_keys` answer and the collection's version it was read at.
+        self._top: dict[str, tuple[tuple[int, int, int], list[tuple[str, int]]]] = {}
 
     # -- indexing ---------------------------------------------------------------------------------
     def merge(self, tables: Sequence[str] = TABLES, chunk: int = 50_000) -> None:
@@ -196,3 +198,19 @@ class KeyTables:
         rows = self._database.connect().execute(f"SELECT key, n FROM ({union}) ORDER BY n DESC, key LIMIT ?",
                                                 (*[min_count] * len(tables), limit)).fetchall()
         return [(k, int(n)) for k, n in rows]
+
+    def top_keys(self, *, lsh: bool, limit: int) -> list[tuple[str, int]]:
+        """See `esdedup.store.base.Store.top_keys`: one ``GROUP BY`` over the key table, kept for this
+        connection until the collection changes (``PRAGMA data_version``, ``total_changes``), so that a page
+        that shows them does not read the table each time."""
+        table = "lsh" if lsh else "bands"
+        self.merge((table,))
+        db = self._database.connect()
+        version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes, limit)
+        cached = self._top.get(table)
+        if cached is None or cached[0] != version:
+            rows = db.execute(f"SELECT key, COUNT(*) AS n FROM {table} GROUP BY key HAVING n >= 2 "
+                              "ORDER BY n DESC, key LIMIT ?", (limit,)).fetchall()
+            cached = (version, [(k, int(n)) for k, n in rows])
+            self._top[table] = cached
+        return list(cached[1])
