@@ -293,8 +293,9 @@ class Store(Protocol):
         ...
 
     def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
-        """Documents whose id is ``query`` or whose title or text contains it (Chinese characters in
-        sequence, words of other scripts whole), ``size`` of them from ``offset`` on (`SearchPage`)."""
+        """Documents whose id is ``query`` (as given, in lower or in upper case: `id_variants`) or whose
+        title or text contains it (Chinese characters in sequence, words of other scripts whole, any case),
+        ``size`` of them from ``offset`` on (`SearchPage`)."""
         ...
 
     def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
@@ -365,6 +366,17 @@ def shared_keys(store: Store, *, max_bucket: int = 1000, lsh: bool = True) -> It
     for batch in store.key_batches(max_bucket=max_bucket, lsh=lsh):
         for key, _, ids in batch.groups:
             yield key, ids
+
+
+def id_variants(query: str) -> list[str]:
+    """The ids a search for ``query`` matches exactly: it as given, in lower and in upper case (an index
+    of exact ids cannot ignore case without reading every id).
+
+    >>> id_variants(" Panda-2 ")
+    ['Panda-2', 'panda-2', 'PANDA-2']
+    """
+    q = query.strip()
+    return list(dict.fromkeys([q, q.lower(), q.upper()]))
 
 
 #: Used with fullmatch: ``$`` would also match before a trailing newline ("abc\\n" passed).

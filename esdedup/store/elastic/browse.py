@@ -15,7 +15,7 @@ from typing import Any
 from esdedup.errors import ConfigError
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
 from esdedup.schema import CLUSTER_ID, DUPLICATE_OF, VECTOR
-from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc
+from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc, id_variants
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.keys import key_counts
 
@@ -92,7 +92,7 @@ def search_text(index: ElasticIndex, query: str, offset: int, size: int,
     # and the exact id.
     body = {"bool": {"should": [
         {"multi_match": {"query": query, "type": "phrase", "fields": [f"{fields[0]}^2", *fields[1:]]}},
-        {"ids": {"values": [query]}}]}}
+        {"ids": {"values": id_variants(query)}}]}}
     resp = index.search("searching texts", query=body, from_=max(0, offset), size=size,
                         track_total_hits=TOTAL_CAP, source_excludes=[VECTOR])
     total = resp["hits"]["total"]

@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc
+from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc, id_variants
 from esdedup.store.local.rows import stored_docs
 from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_only, marks
 
@@ -152,24 +152,28 @@ class TextIndex:
             return SearchPage([], 0)
         self.merge()
         db = self._database.connect()
-        exact = db.execute("SELECT id, source FROM docs WHERE id = ?", (query,)).fetchone()
+        ids = id_variants(query)
+        exact = {i: src for i, src in db.execute(f"SELECT id, source FROM docs WHERE id IN ({marks(len(ids))})", ids)}
         if self.unavailable:
             return self._scan(db, query, offset, size)
         phrase = fts_phrase(query)
-        found: list[FoundDoc] = [FoundDoc(exact[0], _source(exact[1]))] if exact and offset == 0 else []
-        total = 1 if exact else 0
-        if phrase is not None:
+        found = [FoundDoc(i, _source(src)) for i, src in sorted(exact.items())][offset:offset + size]
+        total = len(exact)
+        if phrase is not None and len(found) < size:
             match = "SELECT rowid FROM texts WHERE texts MATCH ?"
             total += db.execute(f"SELECT COUNT(*) FROM ({match} LIMIT {TOTAL_CAP + 1})", (phrase,)).fetchone()[0]
             # Write order, not a relevance rank: a rank would score every match of a common character.
             seqs = [r[0] for r in db.execute(f"{match} ORDER BY rowid LIMIT ? OFFSET ?",
-                                             (phrase, size, max(0, offset - (1 if exact else 0))))]
+                                             (phrase, size - len(found), max(0, offset - len(exact))))]
             by_seq = {}
             for chunk in chunks(seqs, MAX_PARAMS):
                 by_seq.update((s, (i, src)) for s, i, src in db.execute(
                     f"SELECT seq, id, source FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
             found += [FoundDoc(i, _source(src)) for s in seqs if s in by_seq
-                      for i, src in [by_seq[s]] if not exact or i != exact[0]]
+                      for i, src in [by_seq[s]] if i not in exact]
+        elif phrase is not None:
+            total += db.execute(f"SELECT COUNT(*) FROM (SELECT rowid FROM texts WHERE texts MATCH ? LIMIT "
+                                f"{TOTAL_CAP + 1})", (phrase,)).fetchone()[0]
         return SearchPage(found[:size], min(total, TOTAL_CAP), total > TOTAL_CAP)
 
     def _scan(self, db: sqlite3.Connection, query: str, offset: int, size: int) -> SearchPage:
