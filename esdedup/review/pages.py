@@ -107,6 +107,12 @@ class Review:
         else:
             self.survey = sample_survey(self.store, self.thresholds, docs=self.sample_docs)
         self.keys = (self.store.top_keys(lsh=False), self.store.top_keys(lsh=True))
+        # The embedded store counts its clusters once per snapshot (one GROUP BY over the cluster index): at
+        # the start, so that the first page does not wait for it.
+        self.store.cluster_summary()
+        # The first `diversify` loads the tokenizer (a second or more): at the start, not in the first search.
+        diversify([{"_id": "a", "_source": {"text": "预热的文本"}}, {"_id": "b", "_source": {"text": "预热文本"}}],
+                  mode="demote", config=self.config, thresholds=self.thresholds)
         self.prepared_at = time.strftime("%Y-%m-%d %H:%M:%S")
         self.seconds = round(time.monotonic() - t0, 2)
 
