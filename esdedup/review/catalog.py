@@ -15,10 +15,8 @@ def clusters_matching(store: Store, query: str, *, limit: int = MATCHES_READ) ->
     it, largest first: those of the first ``limit`` matching documents. Also the matches counted and whether
     more matched than were read (then the clusters of the others are not listed)."""
     page = store.search_text(query, size=limit)
-    ids = [h.id for h in page.hits]
-    docs = store.get(ids) if ids else {}
     # The query may also name a cluster (its representative's id) directly.
-    cluster_ids = sorted({d.cluster_id for d in docs.values() if d.cluster_id is not None} | {query.strip()})
+    cluster_ids = sorted({h.cluster_id for h in page.hits if h.cluster_id is not None} | {query.strip()})
     sizes = store.cluster_sizes(cluster_ids)
     rows = sorted((ClusterSize(c, n) for c, n in sizes.items() if n >= 2), key=lambda r: (-r.size, r.cluster_id))
-    return rows, page.total, page.capped or page.total > len(ids)
+    return rows, page.total, page.capped or page.total > len(page.hits)

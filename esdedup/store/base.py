@@ -139,11 +139,13 @@ class ClusterSummary:
 
 @dataclass(frozen=True)
 class FoundDoc:
-    """A document found by `Store.search_text`: its id, article fields and score (None: not ranked)."""
+    """A document found by `Store.search_text`: its id, article fields, score (None: not ranked) and
+    cluster (its ``cluster_id`` label)."""
 
     id: str
     source: dict[str, Any]
     score: float | None = None
+    cluster_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def test_top_keys_of_each_kind(store):
 def test_search_by_text_in_sequence_by_word_and_by_id(store):
     page = store.search_text("明月", size=10)
     assert sorted(h.id for h in page.hits) == ["a0", "a1", "a2", "a3"] and page.total == 4
-    assert page.hits[0].source["text"] == TEXTS[0]
+    assert page.hits[0].source["text"] == TEXTS[0] and {h.cluster_id for h in page.hits} == {"a0"}
     assert store.search_text("月明", size=10).hits == [] or all(h.id.startswith("a") for h in
                                                                store.search_text("月明", size=10).hits)
     assert [h.id for h in store.search_text("黄河入海", size=10).hits] == ["b0", "b1", "b2"] or sorted(

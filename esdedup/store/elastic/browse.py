@@ -14,7 +14,7 @@ from typing import Any
 
 from esdedup.errors import ConfigError
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
-from esdedup.schema import CLUSTER_ID, DUPLICATE_OF, VECTOR
+from esdedup.schema import CLUSTER_ID, DEDUP, DUPLICATE_OF, VECTOR
 from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc, id_variants
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.keys import key_counts
@@ -96,7 +96,8 @@ def search_text(index: ElasticIndex, query: str, offset: int, size: int,
     resp = index.search("searching texts", query=body, from_=max(0, offset), size=size,
                         track_total_hits=TOTAL_CAP, source_excludes=[VECTOR])
     total = resp["hits"]["total"]
-    hits = [FoundDoc(h["_id"], h.get("_source") or {}, h.get("_score")) for h in resp["hits"]["hits"]]
+    hits = [FoundDoc(h["_id"], h.get("_source") or {}, h.get("_score"),
+                     ((h.get("_source") or {}).get(DEDUP) or {}).get("cluster_id")) for h in resp["hits"]["hits"]]
     return SearchPage(hits, int(total["value"]), total.get("relation") == "gte")
 
 

@@ -65,6 +65,8 @@ class ElasticStore:
                                   display_url=display_url, secrets=secrets)
         self.bulk = Bulk(self.index, chunk_size=chunk_size, max_chunk_bytes=max_chunk_bytes,
                          max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
+        #: The last `cluster_summary` and the index's (indexing operations, documents) it was read at.
+        self._summary: tuple[tuple[int, int] | None, ClusterSummary] | None = None
 
     @property
     def client(self) -> Any:
@@ -186,7 +188,16 @@ class ElasticStore:
 
     # -- browsing (see esdedup.store.elastic.browse) --------------------------------------------------
     def cluster_summary(self) -> ClusterSummary:
-        return browse.cluster_summary(self.index)
+        """See `Store.cluster_summary`; kept until the index's count of indexing operations or of documents
+        changes (two cheap requests instead of an aggregation over every cluster id)."""
+        total = self.index.indexed_total()
+        version = None if total is None else (total, self.index.count())
+        cached = self._summary
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1]
+        summary = browse.cluster_summary(self.index)
+        self._summary = (version, summary)
+        return summary
 
     def cluster_page(self, *, offset: int, size: int) -> list[ClusterSize]:
         return browse.cluster_page(self.index, offset, size)

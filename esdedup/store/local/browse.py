@@ -153,11 +153,12 @@ class TextIndex:
         self.merge()
         db = self._database.connect()
         ids = id_variants(query)
-        exact = {i: src for i, src in db.execute(f"SELECT id, source FROM docs WHERE id IN ({marks(len(ids))})", ids)}
+        exact = {i: (src, c) for i, src, c in db.execute(
+            f"SELECT id, source, cluster_id FROM docs WHERE id IN ({marks(len(ids))})", ids)}
         if self.unavailable:
             return self._scan(db, query, offset, size)
         phrase = fts_phrase(query)
-        found = [FoundDoc(i, _source(src)) for i, src in sorted(exact.items())][offset:offset + size]
+        found = [FoundDoc(i, _source(src), None, c) for i, (src, c) in sorted(exact.items())][offset:offset + size]
         total = len(exact)
         if phrase is not None and len(found) < size:
             match = "SELECT rowid FROM texts WHERE texts MATCH ?"
@@ -167,10 +168,10 @@ class TextIndex:
                                              (phrase, size - len(found), max(0, offset - len(exact))))]
             by_seq = {}
             for chunk in chunks(seqs, MAX_PARAMS):
-                by_seq.update((s, (i, src)) for s, i, src in db.execute(
-                    f"SELECT seq, id, source FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
-            found += [FoundDoc(i, _source(src)) for s in seqs if s in by_seq
-                      for i, src in [by_seq[s]] if i not in exact]
+                by_seq.update((s, (i, src, c)) for s, i, src, c in db.execute(
+                    f"SELECT seq, id, source, cluster_id FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
+            found += [FoundDoc(i, _source(src), None, c) for s in seqs if s in by_seq
+                      for i, src, c in [by_seq[s]] if i not in exact]
         elif phrase is not None:
             total += db.execute(f"SELECT COUNT(*) FROM (SELECT rowid FROM texts WHERE texts MATCH ? LIMIT "
                                 f"{TOTAL_CAP + 1})", (phrase,)).fetchone()[0]
@@ -182,12 +183,13 @@ class TextIndex:
         title, text = self._fields()
         hits = []
         read = 0
-        for doc_id, src in db.execute("SELECT id, source FROM docs ORDER BY seq LIMIT ?", (SCAN_LIMIT,)):
+        for doc_id, src, cluster_id in db.execute("SELECT id, source, cluster_id FROM docs ORDER BY seq LIMIT ?",
+                                                  (SCAN_LIMIT,)):
             read += 1
             fields = _fields_of(src, title, text, spaced=False)
             if needle in doc_id.casefold() or any(needle in f.casefold() for f in fields):
-                hits.append((doc_id, src))
-        return SearchPage([FoundDoc(i, _source(s)) for i, s in hits[offset:offset + size]], len(hits), False, read)
+                hits.append(FoundDoc(doc_id, _source(src), None, cluster_id))
+        return SearchPage(hits[offset:offset + size], len(hits), False, read)
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
