@@ -25,7 +25,7 @@ from esdedup.review.labels import LabelsFile
 from esdedup.review.survey import FULL_SURVEY_MAX, MAX_PAIRS, SAMPLE_DOCS, PairSurvey, sample_survey, survey
 from esdedup.review.tuning import tune
 from esdedup.search.diversify import diversify
-from esdedup.store.base import Store, StoredDoc
+from esdedup.store.base import Store, StoredDoc, TopKeys
 
 __all__ = ["ApplyCommand", "Review", "rule_text"]
 
@@ -84,7 +84,7 @@ class Review:
         self.config: FingerprintConfig
         self.thresholds: Thresholds
         self.survey: PairSurvey
-        self.keys: tuple[list[tuple[str, int]], list[tuple[str, int]]] = ([], [])
+        self.keys: tuple[TopKeys, TopKeys] = (TopKeys([]), TopKeys([]))
         self.prepared_at = ""
         self.seconds = 0.0
 
@@ -149,11 +149,12 @@ class Review:
                                   h.counts, marker_at=at, marker_label=f"threshold {h.threshold}" if at else "",
                                   tick_every=4)
             charts.append(chart)
-        bands, lsh = self.keys
+        bands, lsh = self.keys[0].values, self.keys[1].values
         top = max([1, *(n for _, n in bands + lsh)])
         return {"documents": self.store.count(), "clusters": summary.clusters, "clusters_exact": summary.exact,
                 "clustered": summary.clustered, "config": self.config.to_dict(), "sampled": self.survey.sampled,
                 "rule": rule_text(self.thresholds), "charts": charts, "band_keys": bands, "lsh_keys": lsh,
+                "keys_sampled": self.keys[1].sampled or self.keys[0].sampled,
                 "key_max": top, "pairs": self.survey.pairs, "duplicates": self.survey.duplicates,
                 "pairs_truncated": self.survey.truncated,
                 "backend": type(self.store).__name__, "prepared_at": self.prepared_at, "seconds": self.seconds}

@@ -138,6 +138,17 @@ class ClusterSummary:
 
 
 @dataclass(frozen=True)
+class TopKeys:
+    """The most shared key values (`Store.top_keys`), most held first, with how many documents hold each
+    (exact counts). ``sampled``: None when the values were chosen among every value; otherwise among the
+    values of that many documents chosen at random (a store without a count of every value: a value held
+    by many documents is all but sure to be among them)."""
+
+    values: list[tuple[str, int]]
+    sampled: int | None = None
+
+
+@dataclass(frozen=True)
 class FoundDoc:
     """A document found by `Store.search_text`: its id, article fields, score (None: not ranked) and
     cluster (its ``cluster_id`` label)."""
@@ -289,7 +300,7 @@ class Store(Protocol):
         """The size of each cluster named (a cluster id no document carries is absent)."""
         ...
 
-    def top_keys(self, *, lsh: bool, limit: int = 15) -> list[tuple[str, int]]:
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> TopKeys:
         """The values of the SimHash band fields (``lsh=False``) or of the MinHash LSH keys (``lsh=True``)
         held by the most documents (two or more), with how many hold each, most first (ties by value)."""
         ...

@@ -77,11 +77,13 @@ def test_top_keys_of_each_kind(store):
     for lsh in (False, True):
         want = sorted(((key, n) for (kind, key), n in held.items() if kind == lsh and n >= 2),
                       key=lambda kn: (-kn[1], kn[0]))
-        got = store.top_keys(lsh=lsh, limit=3)
+        top = store.top_keys(lsh=lsh, limit=3)
+        got = top.values
+        assert top.sampled is None
         # Counts as they should be; among equal counts either store may cut at other values (Elasticsearch
         # orders the numeric LSH keys as numbers).
         assert [n for _, n in got] == [n for _, n in want[:3]] and set(got) <= set(want)
-    assert store.top_keys(lsh=True, limit=3)  # the default config gives every text a signature, so LSH keys
+    assert store.top_keys(lsh=True, limit=3).values  # the default config gives every text a signature, so LSH keys
 
 
 def test_search_by_text_in_sequence_by_word_and_by_id(store):
@@ -126,3 +128,25 @@ def test_without_a_text_index_the_local_store_reads_a_bounded_number_and_says_so
     assert ([h.id for h in page.hits], page.searched) == (["d1"], 3)
     assert s.search_text("独钓寒江", size=10).hits == []  # the fifth document: beyond the three read
     s.close()
+
+
+def test_a_large_local_store_chooses_its_top_keys_among_a_sample(tmp_path, monkeypatch):
+    """Above `TOP_KEYS_EXACT_MAX` documents the embedded store chooses the values among those of a sample of
+    documents and counts each exactly: with every document in the sample, the answer is the exact one."""
+    from esdedup.store.local import keys
+
+    s = LocalStore("top", tmp_path)
+    s.open(CONFIG)
+    fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
+    assert all(r.ok for r in s.write(NewDoc(f"d{k}-{i}", fp, {"text": TEXTS[k]}, content_sha1(TEXTS[k]))
+                                     for k, fp in enumerate(fps) for i in range(k + 1)))
+    exact = s.top_keys(lsh=True, limit=5)
+    monkeypatch.setattr(keys, "TOP_KEYS_EXACT_MAX", 0)
+    monkeypatch.setattr(keys, "TOP_KEYS_SAMPLE", 100)
+    s.close()
+    sampled = LocalStore("top", tmp_path)
+    sampled.open(None, create=False)
+    got = sampled.top_keys(lsh=True, limit=5)
+    assert exact.sampled is None and got.sampled == 15 and got.values == exact.values
+    assert [n for _, n in got.values] == [5] * 5
+    sampled.close()

@@ -15,7 +15,15 @@ from typing import Any
 from esdedup.errors import ConfigError
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
 from esdedup.schema import CLUSTER_ID, DEDUP, DUPLICATE_OF, VECTOR
-from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc, id_variants
+from esdedup.store.base import (
+    ClusterSize,
+    ClusterSummary,
+    FoundDoc,
+    SearchPage,
+    StoredDoc,
+    TopKeys,
+    id_variants,
+)
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.keys import key_counts
 
@@ -75,12 +83,12 @@ def cluster_sizes(index: ElasticIndex, cluster_ids: Sequence[str]) -> dict[str, 
     return out
 
 
-def top_keys(index: ElasticIndex, lsh: bool, limit: int) -> list[tuple[str, int]]:
+def top_keys(index: ElasticIndex, lsh: bool, limit: int) -> TopKeys:
     bands = index.key_fields(lsh=False)
     fields = [f for f in index.key_fields(lsh=True) if f not in bands] if lsh else bands
     found = [kn for field in fields  # one field a request: each reads the field's global ordinals
              for kn in key_counts(index, [field], "top key values", min_count=2, size=limit)[field][0]]
-    return sorted(found, key=lambda kn: (-kn[1], kn[0]))[:limit]
+    return TopKeys(sorted(found, key=lambda kn: (-kn[1], kn[0]))[:limit])
 
 
 def search_text(index: ElasticIndex, query: str, offset: int, size: int,

@@ -26,6 +26,7 @@ from esdedup.store.base import (
     Root,
     SearchPage,
     StoredDoc,
+    TopKeys,
     WriteResult,
 )
 from esdedup.store.elastic import browse, keys, lookup, scans
@@ -205,7 +206,7 @@ class ElasticStore:
     def cluster_sizes(self, cluster_ids: Sequence[str]) -> dict[str, int]:
         return browse.cluster_sizes(self.index, cluster_ids)
 
-    def top_keys(self, *, lsh: bool, limit: int = 15) -> list[tuple[str, int]]:
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> TopKeys:
         return browse.top_keys(self.index, lsh, limit)
 
     def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:

@@ -25,6 +25,7 @@ from esdedup.store.base import (
     Root,
     SearchPage,
     StoredDoc,
+    TopKeys,
     WriteResult,
     mismatch_error,
     validate_name,
@@ -288,7 +289,7 @@ class LocalStore:
         return self._clusters.of(cluster_ids)
 
     @_sql_errors
-    def top_keys(self, *, lsh: bool, limit: int = 15) -> list[tuple[str, int]]:
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> TopKeys:
         return self._keys.top_keys(lsh=lsh, limit=limit)
 
     @_sql_errors
