@@ -3,9 +3,9 @@ methods after it), each a bounded query.
 
 Clusters: one ``GROUP BY cluster_id`` over the ``docs_cluster`` index into a temporary table of this
 connection (`ClusterSizes`), with an index on the size, so that a page of clusters largest first, deep or
-not, is an index range and the size histogram a small ``GROUP BY``. The snapshot is taken again when the
-collection has changed since (another connection committed, ``PRAGMA data_version``, or this one did,
-``total_changes``). A temporary table is not a write to the collection: a read-only file is browsed alike.
+not, is an index range and the size histogram a small ``GROUP BY``. The snapshot is taken again when this
+connection has changed the collection (``total_changes``), and when another one has (``PRAGMA data_version``)
+once it is `SNAPSHOT_SECONDS` old. A temporary table is not a write to the collection: a read-only file is browsed alike.
 
 Text: an FTS5 table ``texts`` (contentless: it keeps the index, not a second copy of the text), its rowid
 the document's ``seq``. Like the key tables it is indexed lazily, up to a ``seq`` remembered in ``meta``:
@@ -21,6 +21,7 @@ import json
 import random
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +33,8 @@ from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_onl
 TOTAL_CAP = 1000
 #: Documents a search reads at most where there is no text index (a read-only file written before it).
 SCAN_LIMIT = 20_000
+#: Seconds a cluster snapshot stands for other writers' commits (this connection's own are taken in at once).
+SNAPSHOT_SECONDS = 30.0
 #: Documents indexed per statement when the text index catches up.
 TEXT_CHUNK = 20_000
 _CJK = re.compile(r"([\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ffff])")
@@ -57,17 +60,23 @@ class ClusterSizes:
     def __init__(self, database: Database) -> None:
         self._database = database
         self._version: tuple[int, int] | None = None
+        self._taken = 0.0
 
     def _fresh(self) -> sqlite3.Connection:
         db = self._database.connect()
         version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
-        if version != self._version:
+        own = self._version is not None and version[1] != self._version[1]
+        # Other writers' commits are taken in at most every `SNAPSHOT_SECONDS`: during an ingest every
+        # commit changes the version, and a page should not count a million cluster labels each time.
+        other = version != self._version and time.monotonic() - self._taken >= SNAPSHOT_SECONDS
+        if self._version is None or own or other:
             # DDL only: Python's sqlite3 opens no transaction for it, so nothing takes the write lock.
             db.execute("DROP TABLE IF EXISTS temp.cluster_sizes")
             db.execute("CREATE TEMP TABLE cluster_sizes AS SELECT cluster_id, COUNT(*) AS n FROM docs "
                        "WHERE cluster_id IS NOT NULL GROUP BY cluster_id HAVING COUNT(*) >= 2")
             db.execute("CREATE INDEX temp.cluster_sizes_n ON cluster_sizes (n DESC, cluster_id)")
             self._version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+            self._taken = time.monotonic()
         return db
 
     def summary(self) -> ClusterSummary:
