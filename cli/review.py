@@ -51,7 +51,8 @@ def review(
         "--new-token", help="Make a random access token (printed once, in the URL below).")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
     max_pairs: Annotated[int, typer.Option(
-        min=1, help="Candidate pairs read for the charts and the review queue, at most.")] = 2_000_000,
+        min=1, help="Candidate pairs read for the charts and the review queue, at most (an index of up to "
+                    "20,000 documents; above, the candidates of 1,000 documents chosen at random).")] = 2_000_000,
 ) -> None:
     """A local web page over an index: its clusters, pairs to label (saved to a labels file), precision /
     recall / F1 of the labels over the thresholds, and a search beside its diversified hits.
@@ -73,7 +74,7 @@ def review(
     from esdedup.api import open_store
 
     store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir)
-    typer.echo(f"reading {for_people(index)}: its clusters and candidate pairs ...", err=True)
+    typer.echo(f"reading {for_people(index)}: its clusters, key values and candidate pairs ...", err=True)
     state = Review(store, labels_path, apply_command=apply_commands(index, conn, labels_path),
                    max_bucket=max_bucket, max_pairs=max_pairs).prepare()
     server = Server(create_app(state, token=token), host=host, port=port, token=token)

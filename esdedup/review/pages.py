@@ -1,6 +1,7 @@
 """What each page of the review app shows, as plain dicts for the templates; `Review` holds what the
-pages share: the store, its config and thresholds, the catalog of clusters, the survey of pairs and the
-labels file.
+pages share: the store, its config and thresholds, the survey of pairs, the top key values and the labels
+file. Every list is a paged store query or aggregation (`Store.cluster_page` and the methods after it), so a
+page costs the same at a thousand documents and at a million.
 
 Every store call goes through `Review.call`, on one worker thread: the embedded store's SQLite connection
 belongs to the thread that opened it. What a page reads of the store is said on its method.
@@ -17,14 +18,14 @@ from typing import Any, TypeVar
 from esdedup.errors import IndexNotFound
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.match.thresholds import Thresholds
-from esdedup.review.catalog import Catalog, search_documents, top_key_values
+from esdedup.review.catalog import clusters_matching
 from esdedup.review.charts import bar_chart, line_chart
 from esdedup.review.explain import char_diff, explain
 from esdedup.review.labels import LabelsFile
-from esdedup.review.survey import MAX_PAIRS, PairSurvey, survey
+from esdedup.review.survey import FULL_SURVEY_MAX, MAX_PAIRS, SAMPLE_DOCS, PairSurvey, sample_survey, survey
 from esdedup.review.tuning import tune
 from esdedup.search.diversify import diversify
-from esdedup.store.base import Store, StoredDoc
+from esdedup.store.base import Store, StoredDoc, TopKeys
 
 __all__ = ["ApplyCommand", "Review", "rule_text"]
 
@@ -70,8 +71,11 @@ class Review:
     each page reads only what it shows."""
 
     def __init__(self, store: Store, labels_path: str | Path, *, apply_command: ApplyCommand | None = None,
-                 max_bucket: int = 1000, max_pairs: int | None = MAX_PAIRS) -> None:
+                 max_bucket: int = 1000, max_pairs: int | None = MAX_PAIRS, full_survey_max: int = FULL_SURVEY_MAX,
+                 sample_docs: int = SAMPLE_DOCS) -> None:
         self.store = store
+        self.full_survey_max = full_survey_max
+        self.sample_docs = sample_docs
         self.labels = LabelsFile(labels_path)
         self.apply_command = apply_command
         self.max_bucket = max_bucket
@@ -79,17 +83,17 @@ class Review:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="esdedup-review-store")
         self.config: FingerprintConfig
         self.thresholds: Thresholds
-        self.catalog: Catalog
         self.survey: PairSurvey
-        self.keys: tuple[list[tuple[str, int]], list[tuple[str, int]]] = ([], [])
+        self.keys: tuple[TopKeys, TopKeys] = (TopKeys([]), TopKeys([]))
         self.prepared_at = ""
         self.seconds = 0.0
 
     # -- the store's thread ----------------------------------------------------------------------------
     def prepare(self) -> Review:
-        """Open the store and read what every page shares: the cluster labels (one `Store.scan`), the
-        candidate pairs (one all-pairs pass, `esdedup.match.pairs.scored_pairs`) and the top key values
-        (`Store.crowded_keys`). Raises IndexNotFound when the index does not exist."""
+        """Open the store and read what every page shares: the candidate pairs (every one, an all-pairs
+        pass, up to ``full_survey_max`` documents; above, those of ``sample_docs`` documents chosen at random,
+        `sample_survey`) and the top key values (`Store.top_keys`). Nothing here reads every document of a
+        large index. Raises IndexNotFound when the index does not exist."""
         self._worker.submit(self._prepare).result()
         return self
 
@@ -98,9 +102,17 @@ class Review:
         self.config = self.store.open(None, create=False).config
         self.store.refresh()
         self.thresholds = Thresholds.from_config(self.config)
-        self.catalog = Catalog(self.store)
-        self.survey = survey(self.store, self.thresholds, max_bucket=self.max_bucket, max_pairs=self.max_pairs)
-        self.keys = top_key_values(self.store)
+        if self.store.count() <= self.full_survey_max:
+            self.survey = survey(self.store, self.thresholds, max_bucket=self.max_bucket, max_pairs=self.max_pairs)
+        else:
+            self.survey = sample_survey(self.store, self.thresholds, docs=self.sample_docs)
+        self.keys = (self.store.top_keys(lsh=False), self.store.top_keys(lsh=True))
+        # The embedded store counts its clusters once per snapshot (one GROUP BY over the cluster index): at
+        # the start, so that the first page does not wait for it.
+        self.store.cluster_summary()
+        # The first `diversify` loads the tokenizer (a second or more): at the start, not in the first search.
+        diversify([{"_id": "a", "_source": {"text": "预热的文本"}}, {"_id": "b", "_source": {"text": "预热文本"}}],
+                  mode="demote", config=self.config, thresholds=self.thresholds)
         self.prepared_at = time.strftime("%Y-%m-%d %H:%M:%S")
         self.seconds = round(time.monotonic() - t0, 2)
 
@@ -113,10 +125,13 @@ class Review:
 
     # -- pages (each runs on the store's thread) -------------------------------------------------------
     def overview(self) -> dict[str, Any]:
-        """`Store.count`; the rest was read by `prepare`."""
-        sizes = self.catalog.size_counts()
-        charts = [bar_chart("Clusters by size (documents per cluster)", [str(s) for s, _ in sizes],
-                            [n for _, n in sizes])]
+        """`Store.count` and `Store.cluster_summary`; the rest was read by `prepare`."""
+        summary = self.store.cluster_summary()
+        sizes = summary.sizes
+        title = "Clusters by size (documents per cluster)"
+        if not summary.exact:
+            title += f", the {summary.counted:,} largest"
+        charts = [bar_chart(title, [str(s) for s, _ in sizes], [n for _, n in sizes])]
         for name in ("jaccard", "containment", "hamming"):
             h = self.survey.histograms[name]
             if not h.total:
@@ -124,43 +139,52 @@ class Review:
             if name == "hamming":
                 labels = [str(int(e + 0.5)) for e in h.edges[:-1]]
                 at = None if h.threshold is None else h.threshold + 1.0
-                chart = bar_chart(f"Hamming distance of candidate pairs without signatures ({h.total})", labels,
+                chart = bar_chart(f"Hamming distance of {self._pairs_read} without signatures ({h.total})", labels,
                                   h.counts, marker_at=at, marker_label=f"k = {h.threshold:g}" if at else "",
                                   tick_every=4)
             else:
                 labels = [f"{e:.2f}" for e in h.edges[:-1]]
                 at = None if h.threshold is None else h.threshold * (len(h.edges) - 1)
-                chart = bar_chart(f"{name.capitalize()} of candidate pairs with signatures ({h.total})", labels,
+                chart = bar_chart(f"{name.capitalize()} of {self._pairs_read} with signatures ({h.total})", labels,
                                   h.counts, marker_at=at, marker_label=f"threshold {h.threshold}" if at else "",
                                   tick_every=4)
             charts.append(chart)
-        bands, lsh = self.keys
+        bands, lsh = self.keys[0].values, self.keys[1].values
         top = max([1, *(n for _, n in bands + lsh)])
-        return {"documents": self.store.count(), "clusters": len(self.catalog.rows),
-                "clustered": self.catalog.clustered, "config": self.config.to_dict(),
+        return {"documents": self.store.count(), "clusters": summary.clusters, "clusters_exact": summary.exact,
+                "clustered": summary.clustered, "config": self.config.to_dict(), "sampled": self.survey.sampled,
                 "rule": rule_text(self.thresholds), "charts": charts, "band_keys": bands, "lsh_keys": lsh,
+                "keys_sampled": self.keys[1].sampled or self.keys[0].sampled,
                 "key_max": top, "pairs": self.survey.pairs, "duplicates": self.survey.duplicates,
                 "pairs_truncated": self.survey.truncated,
                 "backend": type(self.store).__name__, "prepared_at": self.prepared_at, "seconds": self.seconds}
 
+    @property
+    def _pairs_read(self) -> str:
+        if self.survey.sampled is None:
+            return "candidate pairs"
+        return f"the candidate pairs of {self.survey.sampled:,} sampled documents"
+
     def clusters(self, query: str, page: int) -> dict[str, Any]:
-        """A page of clusters (a slice of the catalog), their representatives' sources (`Store.get_source`,
-        one per row); with a query, the clusters of the documents matching it (`search_documents`)."""
+        """A page of clusters (`Store.cluster_page`, the total from `Store.cluster_summary`), their
+        representatives' sources (`Store.get_source`, one per row); with a query, the clusters of the
+        documents matching it (`clusters_matching`)."""
         query = query.strip()
+        partial = False
         if query:
-            ids = self.catalog.ids_matching(query, 200) + [d.id for d in search_documents(self.store, query, size=200)]
-            rows = self.catalog.clusters_of(ids)
-            total = len(rows)
-            rows = rows[page * CLUSTERS_PER_PAGE:(page + 1) * CLUSTERS_PER_PAGE]
+            found, _, partial = clusters_matching(self.store, query)
+            total = len(found)
+            rows = found[page * CLUSTERS_PER_PAGE:(page + 1) * CLUSTERS_PER_PAGE]
         else:
-            total = len(self.catalog.rows)
-            rows = self.catalog.page(page * CLUSTERS_PER_PAGE, CLUSTERS_PER_PAGE)
+            summary = self.store.cluster_summary()
+            total = summary.clusters
+            rows = self.store.cluster_page(offset=page * CLUSTERS_PER_PAGE, size=CLUSTERS_PER_PAGE)
         shown = []
         for r in rows:
             src = self.store.get_source(r.cluster_id)
             shown.append({"id": r.cluster_id, "size": r.size, "title": _title(src, r.cluster_id),
                           "snippet": _text(src)[:SNIPPET]})
-        return {"query": query, "page": page, "rows": shown, "total": total,
+        return {"query": query, "page": page, "rows": shown, "total": total, "partial": partial,
                 "pages": max(1, -(-total // CLUSTERS_PER_PAGE))}
 
     def cluster(self, cluster_id: str, page: int) -> dict[str, Any]:
@@ -223,9 +247,10 @@ class Review:
                 "labels_path": str(self.labels.path)}
 
     def search(self, query: str) -> dict[str, Any]:
-        """One text search (`search_documents`), `diversify` of its hits, and `Store.get` of the dropped hits
-        and the hits they duplicate."""
-        found = search_documents(self.store, query, size=SEARCH_HITS) if query.strip() else []
+        """One text search (`Store.search_text`), `diversify` of its hits, and `Store.get` of the dropped
+        hits and the hits they duplicate."""
+        result = self.store.search_text(query, size=SEARCH_HITS) if query.strip() else None
+        found = result.hits if result is not None else []
         hits = [{"_id": f.id, "_score": f.score, "_source": f.source} for f in found]
         demoted = diversify(hits, mode="demote", config=self.config, thresholds=self.thresholds)
         dup_of = {h["_id"]: h["_duplicate_of"] for h in demoted if "_duplicate_of" in h}
@@ -239,4 +264,6 @@ class Review:
                 dropped.append({**r, "e": explain(docs[r["id"]], docs[r["dup_of"]], self.config, self.thresholds)})
             elif r["dup_of"] is not None:
                 dropped.append({**r, "e": None})
-        return {"query": query, "raw": raw, "kept": kept, "dropped": dropped}
+        return {"query": query, "raw": raw, "kept": kept, "dropped": dropped,
+                "matches": result.total if result else 0, "capped": bool(result and result.capped),
+                "searched": result.searched if result else None}

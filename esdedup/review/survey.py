@@ -1,9 +1,11 @@
-"""What the review page knows of an index's candidate pairs, from one pass over them
-(`esdedup.match.pairs.scored_pairs`): histograms of the measures that decide, and the pairs that teach most.
+"""What the review page knows of an index's candidate pairs: histograms of the measures that decide, and
+the pairs that teach most. From one pass over every candidate pair (`survey`, `esdedup.match.pairs.scored_pairs`)
+for a small index; from a sample for a large one (`sample_survey`: the candidates of documents chosen at
+random, one batched lookup), since a pass over every pair costs what all-pairs search costs.
 
 Memory stays bounded whatever the number of pairs: a histogram is a fixed number of bins, and each list of
 teaching pairs keeps only its best `QUEUE_PER_LIST` (a heap). The pass is pure arithmetic over the pairs it
-is given (`PairSurvey.add`); `survey` is the one function that reads a store.
+is given (`PairSurvey.add`); `survey` and `sample_survey` are the functions that read a store.
 """
 from __future__ import annotations
 
@@ -15,11 +17,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.match.pairs import ScoredPair, scored_pairs, verdicts
+from esdedup.match.rule import measure_pairs, measured
 from esdedup.match.thresholds import Thresholds
-from esdedup.store.base import Store
+from esdedup.review.explain import band_keys, lsh_keys_of
+from esdedup.schema import band_fields, lsh_bands
+from esdedup.store.base import Probe, Store, StoredDoc
 
-__all__ = ["Histogram", "PairSurvey", "QueueItem", "survey"]
+__all__ = ["Histogram", "PairSurvey", "QueueItem", "sample_survey", "survey"]
 
 #: Pairs kept per list of the review queue (near a threshold above, below, measures that disagree).
 QUEUE_PER_LIST = 200
@@ -27,6 +33,11 @@ QUEUE_PER_LIST = 200
 BINS = 20
 #: Candidate pairs a survey reads at most (`survey`).
 MAX_PAIRS = 2_000_000
+#: Documents whose candidates `sample_survey` measures, and candidates looked up for each at most.
+SAMPLE_DOCS = 1000
+SAMPLE_CANDIDATES = 50
+#: Up to this many documents the review reads every candidate pair (`survey`); above, a sample.
+FULL_SURVEY_MAX = 20_000
 
 
 @dataclass
@@ -73,6 +84,8 @@ class PairSurvey:
     duplicates: int = 0
     #: The survey stopped before the last candidate pair (`survey`'s ``max_pairs``).
     truncated: bool = False
+    #: Documents whose candidates were measured (`sample_survey`); None when every candidate pair was read.
+    sampled: int | None = None
     histograms: dict[str, Histogram] = field(default_factory=dict)
     _heaps: dict[str, list[tuple[float, int, str, str]]] = field(default_factory=dict)
     _tick: itertools.count = field(default_factory=itertools.count)
@@ -168,3 +181,52 @@ def survey(store: Store, thresholds: Thresholds, *, max_bucket: int = 1000, max_
     if chunk:
         out.add(chunk, verdicts(chunk, thresholds))
     return out
+
+
+
+def probe_of(doc: StoredDoc, config: FingerprintConfig) -> Probe:
+    """The band and LSH keys a stored document is found under, as a lookup probe."""
+    probe: dict[str, tuple[str, ...]] = {}
+    probe.update(zip(band_fields(config), ((k,) for k in band_keys(doc, config)), strict=False))
+    probe.update(zip(lsh_bands(config), ((k,) for k in lsh_keys_of(doc, config)), strict=False))
+    return probe
+
+
+def sample_survey(store: Store, thresholds: Thresholds, *, docs: int = SAMPLE_DOCS,
+                  candidates: int = SAMPLE_CANDIDATES, seed: int = 0) -> PairSurvey:
+    """The candidate pairs of ``docs`` documents chosen at random (`Store.sample`), each with the stored
+    documents sharing a band or LSH key with it (`Store.lookup`, at most ``candidates`` each): a bounded
+    sample of the index's candidate pairs (a pair is the likelier in it the more its documents share
+    keys with others), read in a time that does not grow with the index."""
+    config = store.config
+    out = PairSurvey(thresholds, config.bits, sampled=0)
+    sampled = [d for d in store.sample(docs, seed=seed) if not d.empty]
+    out.sampled = len(sampled)
+    found = store.lookup([probe_of(d, config) for d in sampled], limit=candidates + 1) if sampled else []
+    by_id: dict[str, StoredDoc] = {}
+    pairs: set[tuple[str, str]] = set()
+    for d, hits in zip(sampled, found, strict=True):
+        by_id[d.id] = d
+        for h in hits:
+            if h.id != d.id and not h.empty:
+                by_id[h.id] = h
+                pairs.add((min(d.id, h.id), max(d.id, h.id)))
+    scored = _scored(sorted(pairs), by_id, config)
+    for start in range(0, len(scored), 4096):
+        chunk = scored[start:start + 4096]
+        out.add(chunk, verdicts(chunk, thresholds))
+    return out
+
+
+def _scored(pairs: list[tuple[str, str]], docs: dict[str, StoredDoc], config: FingerprintConfig) -> list[ScoredPair]:
+    """``pairs`` measured in bulk (`esdedup.match.rule.measure_pairs`), as all-pairs search measures them."""
+    if not pairs:
+        return []
+    live = list(docs.values())
+    row = {d.id: i for i, d in enumerate(live)}
+    left = np.array([row[a] for a, _ in pairs], dtype=np.int64)
+    right = np.array([row[b] for _, b in pairs], dtype=np.int64)
+    m = measure_pairs(live, left, right, config)
+    return [ScoredPair(a, b, int(m.hamming[x]), float(m.cosine[x]), bool(m.ngram[x]), measured(m.jaccard[x]),
+                       measured(m.containment[x]), (live[left[x]].chars, live[right[x]].chars))
+            for x, (a, b) in enumerate(pairs)]

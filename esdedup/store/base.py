@@ -114,6 +114,63 @@ class OpenResult:
     created: bool
 
 
+@dataclass(frozen=True)
+class ClusterSize:
+    """A cluster of two or more documents: its representative's id (the cluster id) and its size."""
+
+    cluster_id: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """The clusters of two or more documents (`Store.cluster_summary`).
+
+    ``sizes``: (size, clusters of that size), smallest first. ``exact`` is False when a store counted the
+    sizes over its ``counted`` largest clusters only and estimated ``clusters`` and ``clustered`` (an
+    Elasticsearch index with more clusters than one aggregation returns)."""
+
+    clusters: int
+    clustered: int
+    sizes: list[tuple[int, int]]
+    exact: bool = True
+    counted: int | None = None
+
+
+@dataclass(frozen=True)
+class TopKeys:
+    """The most shared key values (`Store.top_keys`), most held first, with how many documents hold each
+    (exact counts). ``sampled``: None when the values were chosen among every value; otherwise among the
+    values of that many documents chosen at random (a store without a count of every value: a value held
+    by many documents is all but sure to be among them)."""
+
+    values: list[tuple[str, int]]
+    sampled: int | None = None
+
+
+@dataclass(frozen=True)
+class FoundDoc:
+    """A document found by `Store.search_text`: its id, article fields, score (None: not ranked) and
+    cluster (its ``cluster_id`` label)."""
+
+    id: str
+    source: dict[str, Any]
+    score: float | None = None
+    cluster_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of `Store.search_text`. ``total``: the matches counted, at most ``total_cap`` (then
+    ``capped``). ``searched``: None when an index of every document answered; otherwise the number of
+    documents read (a store without a text index reads a bounded number of them and says so)."""
+
+    hits: list[FoundDoc]
+    total: int
+    capped: bool = False
+    searched: int | None = None
+
+
 @runtime_checkable
 class Store(Protocol):
     """A named collection of fingerprinted documents."""
@@ -246,6 +303,36 @@ class Store(Protocol):
 
     def count(self) -> int: ...
 
+    # -- what a person browsing the index reads (the review page): each a bounded query ------------
+    def cluster_summary(self) -> ClusterSummary:
+        """How many clusters of two or more documents, how many documents they hold, and how many
+        clusters have each size."""
+        ...
+
+    def cluster_page(self, *, offset: int, size: int) -> list[ClusterSize]:
+        """Clusters of two or more documents, largest first (ties by cluster id), ``size`` of them from
+        ``offset`` on."""
+        ...
+
+    def cluster_sizes(self, cluster_ids: Sequence[str]) -> dict[str, int]:
+        """The size of each cluster named (a cluster id no document carries is absent)."""
+        ...
+
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> TopKeys:
+        """The values of the SimHash band fields (``lsh=False``) or of the MinHash LSH keys (``lsh=True``)
+        held by the most documents (two or more), with how many hold each, most first (ties by value)."""
+        ...
+
+    def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
+        """Documents whose id is ``query`` (as given, in lower or in upper case: `id_variants`) or whose
+        title or text contains it (Chinese characters in sequence, words of other scripts whole, any case),
+        ``size`` of them from ``offset`` on (`SearchPage`)."""
+        ...
+
+    def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
+        """About ``n`` documents chosen at random (the same ones for the same ``seed`` and contents)."""
+        ...
+
     def refresh(self) -> None:
         """Make everything written so far visible to lookups."""
         ...
@@ -310,6 +397,17 @@ def shared_keys(store: Store, *, max_bucket: int = 1000, lsh: bool = True) -> It
     for batch in store.key_batches(max_bucket=max_bucket, lsh=lsh):
         for key, _, ids in batch.groups:
             yield key, ids
+
+
+def id_variants(query: str) -> list[str]:
+    """The ids a search for ``query`` matches exactly: it as given, in lower and in upper case (an index
+    of exact ids cannot ignore case without reading every id).
+
+    >>> id_variants(" Panda-2 ")
+    ['Panda-2', 'panda-2', 'PANDA-2']
+    """
+    q = query.strip()
+    return list(dict.fromkeys([q, q.lower(), q.upper()]))
 
 
 #: Used with fullmatch: ``$`` would also match before a trailing newline ("abc\\n" passed).

@@ -233,8 +233,8 @@ def test_clusters_and_members_are_paged(client: TestClient, monkeypatch: pytest.
         assert f"page {page + 1} of 3" in html
     assert len(seen) == len(set(seen)) == 5
     assert 'href="/clusters?page=1"' in client.get("/clusters").text
-    found = client.get("/clusters", params={"q": "-", "page": 1}).text  # every id has a dash
-    assert 'href="/clusters?page=0&amp;q=-"' in found
+    found = client.get("/clusters", params={"q": "的", "page": 1}).text  # a character most texts hold
+    assert 'href="/clusters?page=0&amp;q=%E7%9A%84"' in found
     monkeypatch.setattr(pages, "MEMBERS_PER_PAGE", 1)
     assert "page 1 of 1" not in client.get("/cluster", params={"id": "rail-1"}).text  # one member: no pager
 
@@ -252,3 +252,38 @@ def test_the_survey_reads_at_most_max_pairs(data_dir: Path) -> None:
     assert whole.pairs == 5 and not whole.truncated
     assert part.pairs == 2 and part.truncated
     assert sum(part.histograms["jaccard"].counts) == 2
+
+
+def test_above_the_full_survey_size_no_page_reads_every_document(data_dir: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``full_survey_max`` documents the start and every page use the store's paged queries and a
+    sample of documents: a scan of the store, or an all-pairs pass, fails the test."""
+    from esdedup.store.local import LocalStore
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the review read every document")
+
+    monkeypatch.setattr(LocalStore, "scan", refused)
+    monkeypatch.setattr(LocalStore, "key_batches", refused)
+    r = _review(data_dir, tmp_path / "labels.jsonl", full_survey_max=5, sample_docs=15)
+    try:
+        assert r.survey.sampled == 15 and r.survey.pairs == 5  # every document sampled: every candidate pair
+        with TestClient(create_app(r)) as c:
+            overview = _text(c.get("/").text)
+            assert "5 candidate pairs of 15 documents chosen at random" in overview
+            assert "The measures' charts and the review queue come from a sample" in overview
+            first = c.get("/review").text
+            pair = re.search(r'name="a" value="([^"]+)".*?name="b" value="([^"]+)"', first, re.S)
+            assert pair is not None
+            pages = ["/clusters", "/clusters?page=1", "/cluster?id=rail-1", "/tuning", "/search?q=高铁",
+                     "/clusters?q=大熊猫", f"/pair?a={pair[1]}&b={pair[2]}"]
+            for url in pages:
+                assert c.get(url).status_code == 200, url
+    finally:
+        r.close()
+
+
+def test_the_search_page_says_how_many_documents_match(client: TestClient) -> None:
+    text = _text(client.get("/search", params={"q": "高铁"}).text)
+    assert re.search(r"\d+ documents? match", text)
+    assert "this index has no text index" not in text

@@ -16,8 +16,20 @@ import numpy as np
 
 from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.store.base import KeyBatch, NewDoc, OpenResult, Probe, Root, StoredDoc, WriteResult
-from esdedup.store.elastic import keys, lookup, scans
+from esdedup.store.base import (
+    ClusterSize,
+    ClusterSummary,
+    KeyBatch,
+    NewDoc,
+    OpenResult,
+    Probe,
+    Root,
+    SearchPage,
+    StoredDoc,
+    TopKeys,
+    WriteResult,
+)
+from esdedup.store.elastic import browse, keys, lookup, scans
 from esdedup.store.elastic import labels as labelling
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.writes import Bulk
@@ -54,6 +66,8 @@ class ElasticStore:
                                   display_url=display_url, secrets=secrets)
         self.bulk = Bulk(self.index, chunk_size=chunk_size, max_chunk_bytes=max_chunk_bytes,
                          max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
+        #: The last `cluster_summary` and the index's (indexing operations, documents) it was read at.
+        self._summary: tuple[tuple[int, int] | None, ClusterSummary] | None = None
 
     @property
     def client(self) -> Any:
@@ -181,3 +195,31 @@ class ElasticStore:
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         return keys.crowded_keys(self.index, min_count=min_count, limit=limit, lsh=lsh)
+
+    # -- browsing (see esdedup.store.elastic.browse) --------------------------------------------------
+    def cluster_summary(self) -> ClusterSummary:
+        """See `Store.cluster_summary`; kept until the index's count of indexing operations or of documents
+        changes (two cheap requests instead of an aggregation over every cluster id)."""
+        total = self.index.indexed_total()
+        version = None if total is None else (total, self.index.count())
+        cached = self._summary
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1]
+        summary = browse.cluster_summary(self.index)
+        self._summary = (version, summary)
+        return summary
+
+    def cluster_page(self, *, offset: int, size: int) -> list[ClusterSize]:
+        return browse.cluster_page(self.index, offset, size)
+
+    def cluster_sizes(self, cluster_ids: Sequence[str]) -> dict[str, int]:
+        return browse.cluster_sizes(self.index, cluster_ids)
+
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> TopKeys:
+        return browse.top_keys(self.index, lsh, limit)
+
+    def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
+        return browse.search_text(self.index, query, offset, size)
+
+    def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
+        return browse.sample(self.index, n, seed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import random
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -14,7 +15,7 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE, lsh_keys_many
 from esdedup.fingerprint.simhash import from_hex
 from esdedup.schema import LSH_KEYS, key_field
-from esdedup.store.base import KeyBatch, Probe
+from esdedup.store.base import KeyBatch, Probe, TopKeys
 from esdedup.store.local.rows import KEY_COLUMNS
 from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_only, marks
 
@@ -27,6 +28,10 @@ COMPOUND = 400
 # Ids read per key in a lookup, at least: enough to rank a crowd of a few hundred near-identical documents
 # by shared keys (the exact copy of a probe first), few enough that a key shared by thousands costs a bounded read.
 SCAN_PER_KEY = 256
+#: Up to this many documents `KeyTables.top_keys` counts every key value; above, those of a sample of
+#: `TOP_KEYS_SAMPLE` documents.
+TOP_KEYS_EXACT_MAX = 100_000
+TOP_KEYS_SAMPLE = 2000
 
 
 def key_table(band: str) -> str:
@@ -49,6 +54,8 @@ class KeyTables:
         self._config = config
         #: Per table, up to which ``seq`` a read-only file's keys are indexed in this connection's temporary tables.
         self._tail_marks: dict[str, int] = {}
+        #: Per table, the last `top_keys` answer and the collection's version it was read at.
+        self._top: dict[str, tuple[tuple[int, int, int], TopKeys]] = {}
 
     # -- indexing ---------------------------------------------------------------------------------
     def merge(self, tables: Sequence[str] = TABLES, chunk: int = 50_000) -> None:
@@ -196,3 +203,34 @@ class KeyTables:
         rows = self._database.connect().execute(f"SELECT key, n FROM ({union}) ORDER BY n DESC, key LIMIT ?",
                                                 (*[min_count] * len(tables), limit)).fetchall()
         return [(k, int(n)) for k, n in rows]
+
+    def top_keys(self, *, lsh: bool, limit: int) -> TopKeys:
+        """See `esdedup.store.base.Store.top_keys`. Up to `TOP_KEYS_EXACT_MAX` documents, one ``GROUP BY``
+        over the key table; above, a pass over every key row would cost seconds (16 rows a document), so the
+        values are chosen among the keys of `TOP_KEYS_SAMPLE` documents at random seq positions, each value
+        then counted exactly on the key index. The answer is kept for this connection until the collection
+        changes (``PRAGMA data_version``, ``total_changes``)."""
+        table = "lsh" if lsh else "bands"
+        self.merge((table,))
+        db = self._database.connect()
+        version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes, limit)
+        cached = self._top.get(table)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        lo, hi = db.execute("SELECT MIN(seq), MAX(seq) FROM docs").fetchone()
+        if lo is None or hi - lo < TOP_KEYS_EXACT_MAX:
+            rows = db.execute(f"SELECT key, COUNT(*) AS n FROM {table} GROUP BY key HAVING n >= 2 "
+                              "ORDER BY n DESC, key LIMIT ?", (limit,)).fetchall()
+            top = TopKeys([(k, int(n)) for k, n in rows])
+        else:
+            seqs = sorted(random.Random(0).sample(range(lo, hi + 1), min(TOP_KEYS_SAMPLE, hi - lo + 1)))
+            docs = []
+            for chunk in chunks(seqs, MAX_PARAMS):
+                docs += db.execute(f"SELECT {KEY_COLUMNS} FROM docs WHERE seq IN ({marks(len(chunk))}) AND empty = 0",
+                                   chunk).fetchall()
+            counts = {k: db.execute(f"SELECT COUNT(*) FROM {table} WHERE key = ?", (k,)).fetchone()[0]
+                      for k in sorted({k for k, _ in self.keys_of(docs, table)})}
+            best = sorted(((k, int(n)) for k, n in counts.items() if n >= 2), key=lambda kn: (-kn[1], kn[0]))
+            top = TopKeys(best[:limit], sampled=len(docs))
+        self._top[table] = (version, top)
+        return top

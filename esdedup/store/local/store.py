@@ -16,17 +16,22 @@ from esdedup.errors import ConfigError, IndexNotFound, StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import META_KEY, config_from_meta, meta_for
 from esdedup.store.base import (
+    ClusterSize,
+    ClusterSummary,
     KeyBatch,
     NewDoc,
     OpenResult,
     Probe,
     Root,
+    SearchPage,
     StoredDoc,
+    TopKeys,
     WriteResult,
     mismatch_error,
     validate_name,
 )
 from esdedup.store.local import labels as cluster_labels
+from esdedup.store.local.browse import ClusterSizes, TextIndex, sample
 from esdedup.store.local.keys import KeyTables
 from esdedup.store.local.rows import INSERT_DOC, doc_row, stored_docs
 from esdedup.store.local.sqlite import (
@@ -72,6 +77,8 @@ class LocalStore:
         self.lock_path = self.data_dir / f"{name}.sqlite.lock"
         self._database = Database(self.name, self.path)
         self._keys = KeyTables(self._database, lambda: self.config)
+        self._clusters = ClusterSizes(self._database)
+        self._texts = TextIndex(self._database)
         self._config: FingerprintConfig | None = None
         #: Nothing is ever re-sent here (see `Store.retried`).
         self.retried = 0
@@ -161,6 +168,8 @@ class LocalStore:
                 batch = []
         if batch:
             yield from self._write_batch(db, config, batch)
+        # The text index catches up once a call, in bulk (cheaper than an FTS insert per transaction).
+        self._texts.merge()
 
     def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc]) -> list[WriteResult]:
         """Write one transaction's documents, the key rows of the stored ones they replace deleted first."""
@@ -286,6 +295,31 @@ class LocalStore:
     @_sql_errors
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         yield from self._keys.key_batches(max_bucket=max_bucket, lsh=lsh)
+
+    # -- browsing (see esdedup.store.local.browse) --------------------------------------------------
+    @_sql_errors
+    def cluster_summary(self) -> ClusterSummary:
+        return self._clusters.summary()
+
+    @_sql_errors
+    def cluster_page(self, *, offset: int, size: int) -> list[ClusterSize]:
+        return self._clusters.page(offset, size)
+
+    @_sql_errors
+    def cluster_sizes(self, cluster_ids: Sequence[str]) -> dict[str, int]:
+        return self._clusters.of(cluster_ids)
+
+    @_sql_errors
+    def top_keys(self, *, lsh: bool, limit: int = 15) -> TopKeys:
+        return self._keys.top_keys(lsh=lsh, limit=limit)
+
+    @_sql_errors
+    def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
+        return self._texts.search(query, offset, size)
+
+    @_sql_errors
+    def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
+        return sample(self._database, self.config.dims, n, seed)
 
     @_sql_errors
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:

@@ -1,0 +1,152 @@
+"""One contract, two stores, for what a person browsing an index reads (the review page): clusters largest
+first and paged, their size histogram, the sizes of named clusters, the most shared band and LSH key
+values, a text search and a random sample. Every test runs on the embedded store and on a real node."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from esdedup import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.schema import content_sha1
+from esdedup.store.base import ClusterSize, NewDoc, Store
+from esdedup.store.elastic.store import ElasticStore
+from esdedup.store.local import LocalStore
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+TEXTS = ["床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 3,
+         "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。" * 3,
+         "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。" * 3,
+         "The quick brown fox jumps over the lazy dog near the river bank today.",
+         "千山鸟飞绝，万径人踪灭。孤舟蓑笠翁，独钓寒江雪。" * 3]
+#: cluster id -> its members (the representative first): sizes 4, 3, 2, 2 and one document alone.
+CLUSTERS = {"a0": ["a0", "a1", "a2", "a3"], "b0": ["b0", "b1", "b2"], "c0": ["c0", "c1"], "d0": ["d0", "d1"],
+            "e0": ["e0"]}
+
+
+@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+def store(request, tmp_path):
+    """A store of one backend holding `CLUSTERS` (each cluster's members share its text), dropped afterwards."""
+    if request.param == "local":
+        s: Store = LocalStore(f"b-{uuid.uuid4().hex[:8]}", tmp_path / "data")
+    else:
+        s = ElasticStore(request.getfixturevalue("es_client"), f"esdedup-browse-{uuid.uuid4().hex[:10]}",
+                         shards=2, replicas=0)
+    s.open(CONFIG)
+    fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
+    docs, seq = [], 0
+    for k, (cid, members) in enumerate(CLUSTERS.items()):
+        for m in members:
+            seq += 1
+            src = {"id": m, "title": f"<b>title {m}</b>", "text": TEXTS[k]}
+            docs.append(NewDoc(m, fps[k], src, content_sha1(TEXTS[k]), cid, None if m == cid else cid, seq=seq,
+                               cluster_seq=seq - members.index(m)))
+    assert all(r.ok for r in s.write(docs))
+    s.refresh()
+    yield s
+    s.drop()
+
+
+def test_clusters_largest_first_paged_with_their_histogram(store):
+    assert store.cluster_page(offset=0, size=10) == [ClusterSize("a0", 4), ClusterSize("b0", 3),
+                                                     ClusterSize("c0", 2), ClusterSize("d0", 2)]
+    assert store.cluster_page(offset=1, size=2) == [ClusterSize("b0", 3), ClusterSize("c0", 2)]
+    assert store.cluster_page(offset=10, size=5) == []
+    s = store.cluster_summary()
+    assert (s.clusters, s.clustered, s.sizes, s.exact) == (4, 11, [(2, 2), (3, 1), (4, 1)], True)
+    assert store.cluster_sizes(["b0", "e0", "nope"]) == {"b0": 3, "e0": 1}
+
+
+def test_the_summary_follows_a_change_of_labels(store):
+    assert store.cluster_summary().clusters == 4
+    assert store.relabel({"d1": (13, "d1")}) == 1
+    store.refresh()
+    assert store.cluster_summary().clusters == 3
+    assert [c.cluster_id for c in store.cluster_page(offset=0, size=10)] == ["a0", "b0", "c0"]
+
+
+def test_top_keys_of_each_kind(store):
+    fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
+    held: dict[tuple[bool, str], int] = {}
+    for k, members in enumerate(CLUSTERS.values()):
+        for key in fps[k].bands:
+            held[(False, key)] = held.get((False, key), 0) + len(members)
+        for key in fps[k].lsh:
+            held[(True, str(key))] = held.get((True, str(key)), 0) + len(members)
+    for lsh in (False, True):
+        want = sorted(((key, n) for (kind, key), n in held.items() if kind == lsh and n >= 2),
+                      key=lambda kn: (-kn[1], kn[0]))
+        top = store.top_keys(lsh=lsh, limit=3)
+        got = top.values
+        assert top.sampled is None
+        # Counts as they should be; among equal counts either store may cut at other values (Elasticsearch
+        # orders the numeric LSH keys as numbers).
+        assert [n for _, n in got] == [n for _, n in want[:3]] and set(got) <= set(want)
+    assert store.top_keys(lsh=True, limit=3).values  # the default config gives every text a signature, so LSH keys
+
+
+def test_search_by_text_in_sequence_by_word_and_by_id(store):
+    page = store.search_text("明月", size=10)
+    assert sorted(h.id for h in page.hits) == ["a0", "a1", "a2", "a3"] and page.total == 4
+    assert page.hits[0].source["text"] == TEXTS[0] and {h.cluster_id for h in page.hits} == {"a0"}
+    assert store.search_text("月明", size=10).hits == [] or all(h.id.startswith("a") for h in
+                                                               store.search_text("月明", size=10).hits)
+    assert [h.id for h in store.search_text("黄河入海", size=10).hits] == ["b0", "b1", "b2"] or sorted(
+        h.id for h in store.search_text("黄河入海", size=10).hits) == ["b0", "b1", "b2"]
+    assert sorted(h.id for h in store.search_text("brown fox", size=10).hits) == ["d0", "d1"]
+    assert sorted(h.id for h in store.search_text("海明", size=10).hits) == []
+    by_id = store.search_text("e0", size=10)
+    assert "e0" in [h.id for h in by_id.hits]
+    two = store.search_text("明月", offset=2, size=2)
+    assert len(two.hits) == 2 and not {h.id for h in two.hits} & {h.id for h in store.search_text("明月", size=2).hits}
+    assert store.search_text("   ", size=10).hits == []
+    assert store.search_text('"<script>', size=10).hits == []
+
+
+def test_sample_is_random_bounded_and_repeatable(store):
+    got = store.sample(5, seed=3)
+    assert 1 <= len(got) <= 5 and len({d.id for d in got}) == len(got)
+    assert {d.id for d in got} <= {m for ms in CLUSTERS.values() for m in ms}
+    assert [d.id for d in store.sample(5, seed=3)] == [d.id for d in got]
+    assert len(store.sample(100, seed=1)) == 12
+
+
+def test_without_a_text_index_the_local_store_reads_a_bounded_number_and_says_so(tmp_path, monkeypatch):
+    """A file that has no text index and cannot get one (read-only, written before it) is searched by
+    reading at most `SCAN_LIMIT` documents in write order, and the answer says how many were read."""
+    from esdedup.store.local import browse
+
+    s = LocalStore("ro", tmp_path)
+    s.open(CONFIG)
+    fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
+    assert all(r.ok for r in s.write(NewDoc(f"d{k}", fp, {"text": TEXTS[k]}, content_sha1(TEXTS[k]))
+                                     for k, fp in enumerate(fps)))
+    monkeypatch.setattr(browse, "SCAN_LIMIT", 3)
+    s._texts.unavailable = True
+    page = s.search_text("黄河", size=10)
+    assert ([h.id for h in page.hits], page.searched) == (["d1"], 3)
+    assert s.search_text("独钓寒江", size=10).hits == []  # the fifth document: beyond the three read
+    s.close()
+
+
+def test_a_large_local_store_chooses_its_top_keys_among_a_sample(tmp_path, monkeypatch):
+    """Above `TOP_KEYS_EXACT_MAX` documents the embedded store chooses the values among those of a sample of
+    documents and counts each exactly: with every document in the sample, the answer is the exact one."""
+    from esdedup.store.local import keys
+
+    s = LocalStore("top", tmp_path)
+    s.open(CONFIG)
+    fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
+    assert all(r.ok for r in s.write(NewDoc(f"d{k}-{i}", fp, {"text": TEXTS[k]}, content_sha1(TEXTS[k]))
+                                     for k, fp in enumerate(fps) for i in range(k + 1)))
+    exact = s.top_keys(lsh=True, limit=5)
+    monkeypatch.setattr(keys, "TOP_KEYS_EXACT_MAX", 0)
+    monkeypatch.setattr(keys, "TOP_KEYS_SAMPLE", 100)
+    s.close()
+    sampled = LocalStore("top", tmp_path)
+    sampled.open(None, create=False)
+    got = sampled.top_keys(lsh=True, limit=5)
+    assert exact.sampled is None and got.sampled == 15 and got.values == exact.values
+    assert [n for _, n in got.values] == [5] * 5
+    sampled.close()
