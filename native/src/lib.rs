@@ -17,6 +17,7 @@
 
 mod kernels;
 mod shingles;
+mod terms;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -292,6 +293,7 @@ fn supported_kernels() -> Vec<&'static str> {
 fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("API_VERSION", API_VERSION)?;
     m.add_class::<MinHashCore>()?;
+    m.add_class::<terms::TermCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     Ok(())
 }
