@@ -212,6 +212,8 @@ class Fingerprinter:
         self._codes: dict[str, int] = {}
         # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
+        # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
+        self._native_terms = native.terms_step(self.config)
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -283,19 +285,15 @@ class Fingerprinter:
         if len(table) > MAX_CACHED_TERMS:  # between chunks only: the rows of a chunk stay valid
             table.clear()
             self._codes.clear()
-        n = len(norms)
-        rows, counts, kept = self._terms_of(norms)
-        weights = counts.astype(np.float64)
-        if cfg.weighting != "tf":
-            weights *= table.factor[rows]
-        owner = np.repeat(np.arange(n, dtype=np.int64), kept)
-        sums = _vote_sums(table, rows, weights, owner, n)
-        vectors = np.bincount(owner * cfg.dims + table.bucket[rows], weights=table.sign[rows] * weights,
-                              minlength=n * cfg.dims).astype(np.float64).reshape(n, cfg.dims)  # int if empty
+            if self._native_terms is not None:
+                self._native_terms.clear()
+        if self._native_terms is not None:
+            parts = self._native_terms.run(self._tokens_many(norms), self._native_register)
+        else:
+            parts = self._term_parts(norms)
+        simhashes, rows, weights, kept, lengths, vectors = parts
         norms_ = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
-        simhashes = pack_bits(sums > 0)
-        lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
         ends = np.cumsum(kept).tolist()
         out, start = [], 0
         starts = [0, *ends[:-1]]
@@ -311,6 +309,31 @@ class Fingerprinter:
             out.append(Fingerprint(simhashes[i], self._band_keys(simhashes[i], norm), vectors[i], tf, lengths[i],
                                    lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits, shingles=n_shingles))
         return out
+
+    def _term_parts(self, norms: list[str]) -> native.TermParts:
+        """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of
+        some normalised texts: the definition of what the native term step computes."""
+        cfg, table, n = self.config, self._table, len(norms)
+        rows, counts, kept = self._terms_of(norms)
+        weights = counts.astype(np.float64)
+        if cfg.weighting != "tf":
+            weights *= table.factor[rows]
+        owner = np.repeat(np.arange(n, dtype=np.int64), kept)
+        sums = _vote_sums(table, rows, weights, owner, n)
+        vectors = np.bincount(owner * cfg.dims + table.bucket[rows], weights=table.sign[rows] * weights,
+                              minlength=n * cfg.dims).astype(np.float64).reshape(n, cfg.dims)  # int if empty
+        lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
+        return pack_bits(sums > 0), rows, weights, kept, lengths, vectors
+
+    def _native_register(self, tokens: list[str], have: int) -> tuple[list[int], bytes, bytes, bytes, bytes]:
+        """What the native term step asks for tokens it has no code for: their codes (registering the new
+        ones here, as the Python path does), and the hash data of the table's rows from ``have`` on."""
+        codes = self._token_codes(tokens)
+        table = self._table
+        table.flush()
+        end = len(table)
+        return (codes, table.digest[have:end].tobytes(), table.bucket[have:end].astype("<i8").tobytes(),
+                table.sign[have:end].astype("<f4").tobytes(), table.factor[have:end].astype("<f8").tobytes())
 
     # -- the fast path: raw token counts -> term-table rows --------------------------------------------
     def _register(self, token: str) -> int:

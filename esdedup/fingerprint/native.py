@@ -1,5 +1,5 @@
-"""The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step of
-`Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released.
+"""The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step and the
+term step of `Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released.
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
@@ -7,6 +7,11 @@ number of distinct n-grams. The Python side stays the definition: it hands the e
 coefficients (`esdedup.fingerprint.minhash.permutations`) and which code points are word characters
 (``str.isalnum`` of this interpreter, what the n-grams are made of), so the two cannot drift apart on a
 Unicode version.
+
+The term step (`NativeTerms`) takes each text's raw tokens and gives its term rows and weights, SimHash and
+unnormalised TF vector: what `Fingerprinter._terms_of` and `_vote_sums` compute. It keeps a copy of the
+Fingerprinter's token codes and term hash data, and asks the Fingerprinter for the codes of tokens it has not
+seen, so which token is which term, and each term's hash and weight factor, are still decided in Python.
 
 Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
 variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
@@ -134,3 +139,56 @@ def minhash_step(config: FingerprintConfig, chunk: int) -> NativeMinHash | None:
 
 
 _shared_step = lru_cache(maxsize=16)(NativeMinHash)
+
+
+#: The weightings whose weight is the count times a per-term factor computed in Python (all there are now);
+#: a config with another one runs the term step in Python.
+TERM_WEIGHTINGS = ("tf", "tf_length", "tfidf")
+#: (SimHash values; term rows and weights of all texts, one after the other; terms per text; each text's
+#: total count; unnormalised vectors, len(texts) x dims float64), as `NativeTerms.run` gives them.
+TermParts = tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]
+
+
+class NativeTerms:
+    """The term step of one Fingerprinter, in the extension. Holds that Fingerprinter's token codes and
+    term hash data (a copy, grown through ``register``), so it is not shared."""
+
+    def __init__(self, bits: int, dims: int, weighted: bool) -> None:
+        if _EXTENSION is None:
+            raise RuntimeError(_MISSING)
+        self.dims = dims
+        self._core: Any = _EXTENSION.TermCore(bits, dims, weighted)
+
+    @property
+    def rows(self) -> int:
+        """How many rows of the term table the core holds."""
+        return int(self._core.rows)
+
+    def clear(self) -> None:
+        """Forget every token and term (the Fingerprinter cleared its table)."""
+        self._core.clear()
+
+    def run(self, token_lists: list[list[str]], register: Any) -> TermParts:
+        """The term parts of texts given as their raw tokens. ``register(tokens, rows)`` gets the tokens the
+        core has no code for and the number of rows it holds, and returns the tokens' codes and the hash
+        data of the rows from there on (`esdedup.fingerprint.fingerprinter.Fingerprinter._native_register`)."""
+        simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
+        n = len(token_lists)
+        return (simhashes, np.frombuffer(rows, dtype="<i8").astype(np.int64, copy=False),
+                np.frombuffer(weights, dtype="<f8").astype(np.float64, copy=False),
+                np.array(kept, dtype=np.int64), lengths,
+                np.frombuffer(vectors, dtype="<f8").astype(np.float64, copy=False).reshape(n, self.dims))
+
+
+def reproduces_terms(config: FingerprintConfig) -> bool:
+    """Whether the native term step computes this config's terms, SimHash and vector: any width esdedup
+    has (64, 128) and any weighting of `TERM_WEIGHTINGS`."""
+    return config.bits in (64, 128) and config.weighting in TERM_WEIGHTINGS
+
+
+def terms_step(config: FingerprintConfig) -> NativeTerms | None:
+    """A native term step for a new Fingerprinter of ``config``, or None when the Python path is to run it
+    (the extension is not in use, was built without the term step, or the config is not reproduced)."""
+    if not enabled() or not hasattr(_EXTENSION, "TermCore") or not reproduces_terms(config):
+        return None
+    return NativeTerms(config.bits, config.dims, config.weighting != "tf")

@@ -1,0 +1,222 @@
+"""The native term step (esdedup_native.TermCore: token counts, weights, SimHash, TF vector sums) gives the
+Python path's fingerprints bit for bit, under every weighting, both widths and each tokenizer.
+
+The Python path is the oracle: each test fingerprints the same texts with a Fingerprinter made with
+ESDEDUP_NATIVE=0 and compares every field, the weights and vectors by their bits. The tests skip without the
+extension unless ESDEDUP_REQUIRE_NATIVE=1 (test_native.py's `extension` fixture).
+"""
+from __future__ import annotations
+
+import os
+import types
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native
+from esdedup.fingerprint.features import DocumentFrequency
+from tests.unit.test_native import PIECES, REQUIRE_ENV
+
+TEXTS = st.lists(PIECES, max_size=10).map("".join)
+#: Batches with words repeated across texts (warm rows) and texts without any word.
+BATCHES = st.lists(st.one_of(TEXTS, st.sampled_from(["", "，。！", "北京欢迎你，北京欢迎你。", "台湾居民明起来北京"])),
+                   min_size=1, max_size=8)
+
+
+@pytest.fixture
+def extension() -> None:
+    """Skip (or, with ESDEDUP_REQUIRE_NATIVE=1, fail) a test that needs the built extension."""
+    missing = native.extension_missing()
+    if missing and os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1, but {missing}", pytrace=False)
+    if missing:
+        pytest.skip(f"{missing} ({REQUIRE_ENV}=1 makes this a failure)")
+
+
+@pytest.fixture
+def switch_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(native.ENV_SWITCH, raising=False)
+
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def resources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A synonyms file (variants map to a term; one variant is itself another token), stopwords and idf."""
+    root = tmp_path_factory.mktemp("native_terms")
+    syn, stop, idf = root / "syn.dict", root / "stop.txt", root / "idf.json"
+    syn.write_text("台胞 台湾居民 台湾同胞\n明日 明天 明起 明日起\n中国 中华\nabc ABC xyz\n", encoding="utf-8")
+    stop.write_text("的\n了\n北京\nx\n", encoding="utf-8")
+    idf.write_text(DocumentFrequency.build([["中国", "北京"], ["中国"], ["台胞"], ["欢迎", "你"]] * 3).to_json(),
+                   encoding="utf-8")
+    return {"synonyms_path": str(syn), "stopwords_path": str(stop), "idf_path": str(idf)}
+
+
+#: (name, config fields): every weighting, both widths, each tokenizer, synonyms, stopwords from a file and
+#: none, t2s, every strategy (which decides band keys and signatures beside the term step).
+CASES = [
+    ("rjieba-tf-64", {"tokenizer": "rjieba"}),
+    ("rjieba-tf-128-simhash", {"tokenizer": "rjieba", "bits": 128, "strategy": "simhash"}),
+    ("rjieba-tf_length-synonyms-t2s", {"tokenizer": "rjieba", "weighting": "tf_length", "t2s": True,
+                                       "synonyms": True}),
+    ("rjieba-tfidf-128", {"tokenizer": "rjieba", "weighting": "tfidf", "bits": 128, "idf": True,
+                          "strategy": "simhash", "short_text_chars": 0}),
+    ("rjieba-tfidf-64-stopwords", {"tokenizer": "rjieba", "weighting": "tfidf", "idf": True, "stopwords": "file"}),
+    ("char-1-tf_length", {"tokenizer": "char", "shingle": 1, "weighting": "tf_length", "strategy": "minhash"}),
+    ("char-3-tfidf-128", {"tokenizer": "char", "shingle": 3, "weighting": "tfidf", "idf": True, "bits": 128}),
+    ("jieba-tf-nostop-dims", {"tokenizer": "jieba", "stopwords": "none", "dims": 8, "strategy": "simhash"}),
+]
+
+
+def _config(fields: dict[str, object], resources: dict[str, str]) -> FingerprintConfig:
+    fields = dict(fields)
+    if fields.pop("synonyms", False):
+        fields["synonyms_path"] = resources["synonyms_path"]
+    if fields.pop("idf", False):
+        fields["idf_path"] = resources["idf_path"]
+    if fields.get("stopwords") == "file":
+        fields["stopwords_path"] = resources["stopwords_path"]
+    return FingerprintConfig(**fields)  # type: ignore[arg-type]
+
+
+_PAIRS: dict[str, tuple[Fingerprinter, Fingerprinter]] = {}
+
+
+def _pair(name: str, cfg: FingerprintConfig, monkeypatch: pytest.MonkeyPatch) -> tuple[Fingerprinter, Fingerprinter]:
+    """(native, Python) Fingerprinters of a config, kept across examples: the native one's rows then come from
+    earlier batches too, as in a long ingest."""
+    if name not in _PAIRS:
+        monkeypatch.delenv(native.ENV_SWITCH, raising=False)
+        fast = Fingerprinter(cfg)
+        with monkeypatch.context() as m:
+            m.setenv(native.ENV_SWITCH, "0")
+            slow = Fingerprinter(cfg)
+        assert fast._native_terms is not None and slow._native_terms is None
+        _PAIRS[name] = fast, slow
+    return _PAIRS[name]
+
+
+def assert_same_bits(got: list[fingerprinter.Fingerprint], want: list[fingerprinter.Fingerprint]) -> None:
+    """Every field of each fingerprint, the term weights in order and by their float bits, the vector by its
+    bytes."""
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert (a.simhash, a.bands, a.lsh, a.length, a.empty, a.chars, a.bits, a.shingles) == \
+               (b.simhash, b.bands, b.lsh, b.length, b.empty, b.chars, b.bits, b.shingles)
+        assert list(a.tf) == list(b.tf)
+        assert np.array(list(a.tf.values()), dtype=np.float64).tobytes() == \
+               np.array(list(b.tf.values()), dtype=np.float64).tobytes()
+        assert a.vector.dtype == b.vector.dtype == np.float32 and a.vector.tobytes() == b.vector.tobytes()
+        assert (a.minhash is None) == (b.minhash is None)
+        if a.minhash is not None:
+            assert np.array_equal(a.minhash, b.minhash)
+        assert a == b
+
+
+@pytest.mark.parametrize("name, fields", CASES, ids=[c[0] for c in CASES])
+@SETTINGS
+@given(batch=BATCHES)
+def test_native_terms_equal_the_python_path(extension: None, resources: dict[str, str],
+                                            monkeypatch: pytest.MonkeyPatch, name: str, fields: dict[str, object],
+                                            batch: list[str]) -> None:
+    fast, slow = _pair(name, _config(fields, resources), monkeypatch)
+    assert_same_bits(fast.fingerprint_many(batch), slow.fingerprint_many(batch))
+    # Text that did not go through normalize (controls, upper case; lone surrogates too where the tokenizer
+    # takes them) gives tokens all the same.
+    if fields["tokenizer"] != "char":
+        batch = [t.encode("utf-8", "ignore").decode("utf-8") for t in batch]
+    assert_same_bits(fast.fingerprint_normalized(batch), slow.fingerprint_normalized(batch))
+
+
+@pytest.mark.parametrize("bits", [64, 128])
+@SETTINGS
+@given(batch=st.lists(st.lists(st.sampled_from("甲乙丙丁戊己庚辛壬癸子丑"), max_size=60).map("".join), min_size=1,
+                      max_size=6),
+       factors=st.lists(st.one_of(st.integers(1, 2**20).map(lambda k: k / 2048),  # ties at 1/1024 steps
+                                  st.floats(1e-6, 1e6, allow_nan=False), st.just(2.0**40)),
+                        min_size=12, max_size=12))
+def test_votes_with_rounding_ties_and_large_weights(extension: None, switch_on: None,
+                                                    monkeypatch: pytest.MonkeyPatch, bits: int,
+                                                    batch: list[str], factors: list[float]) -> None:
+    """Per-term factors chosen to fall halfway between two 1/1024 steps (rounded to even on both sides), tiny
+    and huge; one-character tokens, so each text repeats terms many times."""
+    cfg = FingerprintConfig(tokenizer="char", shingle=1, weighting="tf_length", bits=bits, strategy="simhash")
+    by_char = dict(zip("甲乙丙丁戊己庚辛壬癸子丑", factors, strict=True))
+    fast = Fingerprinter(cfg)
+    with monkeypatch.context() as m:
+        m.setenv(native.ENV_SWITCH, "0")
+        slow = Fingerprinter(cfg)
+    for f in (fast, slow):
+        f._factor = by_char.__getitem__  # type: ignore[method-assign]
+    assert_same_bits(fast.fingerprint_many(batch), slow.fingerprint_many(batch))
+
+
+def test_rows_made_by_terms_and_a_cleared_table(extension: None, switch_on: None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that `terms` registered (outside the batch path) reach the core with the next batch; a table
+    cleared between chunks is cleared in the core too."""
+    cfg = FingerprintConfig(tokenizer="rjieba", weighting="tf_length")
+    fast = Fingerprinter(cfg)
+    with monkeypatch.context() as m:
+        m.setenv(native.ENV_SWITCH, "0")
+        slow = Fingerprinter(cfg)
+    texts = [f"北京欢迎你，第{i}次来中国。台湾居民明起来北京{i % 7}" for i in range(600)]
+    for f in (fast, slow):
+        f.terms("今天天气很好，我们去公园散步。北京")
+    assert_same_bits(fast.fingerprint_many(texts[:10]), slow.fingerprint_many(texts[:10]))
+    assert fast._native_terms is not None and fast._native_terms.rows == len(fast._table)
+    monkeypatch.setattr(fingerprinter, "MAX_CACHED_TERMS", 5)
+    assert_same_bits(fast.fingerprint_many(texts), slow.fingerprint_many(texts))  # cleared between chunks
+    assert fast._native_terms.rows == len(fast._table) < 600
+
+
+def test_a_long_text_segmented_in_pieces(extension: None, switch_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    words = ["北京", "欢迎", "你", "。", "中国", "abc", " ", "123", "😀", "台湾居民"]
+    long = "".join(rng.choice(words, 60_000).tolist())
+    cfg = FingerprintConfig(tokenizer="rjieba", bits=128, strategy="simhash")
+    fast = Fingerprinter(cfg)
+    with monkeypatch.context() as m:
+        m.setenv(native.ENV_SWITCH, "0")
+        slow = Fingerprinter(cfg)
+    assert_same_bits(fast.fingerprint_many([long, "短", long[:1000]]), slow.fingerprint_many([long, "短", long[:1000]]))
+
+
+def test_the_switch_and_the_configs_decide_the_term_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(native.ENV_SWITCH, "0")
+    assert native.terms_step(FingerprintConfig(tokenizer="char", shingle=2)) is None
+    assert Fingerprinter(FingerprintConfig(tokenizer="char", shingle=2))._native_terms is None
+    for weighting in native.TERM_WEIGHTINGS:
+        assert native.reproduces_terms(types.SimpleNamespace(bits=128, weighting=weighting))  # type: ignore[arg-type]
+    assert not native.reproduces_terms(types.SimpleNamespace(bits=64, weighting="bm25"))  # type: ignore[arg-type]
+    assert not native.reproduces_terms(types.SimpleNamespace(bits=32, weighting="tf"))  # type: ignore[arg-type]
+
+
+def test_an_extension_without_the_term_step_leaves_it_to_python(switch_on: None,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "_EXTENSION", types.SimpleNamespace(API_VERSION=native.API_VERSION))
+    monkeypatch.setattr(native, "_MISSING", "")
+    assert native.terms_step(FingerprintConfig(tokenizer="char", shingle=2)) is None
+
+
+@pytest.mark.parametrize("answer, message", [
+    (([], b"", b"", b"", b""), "one code per token"),
+    (([0], b"\0" * 8, b"\0" * 8, b"", b"\0" * 8), "the hash data of every new row"),
+    (([0], b"\0" * 8, (300).to_bytes(8, "little"), b"\0" * 4, b"\0" * 8), "outside the vector's 256 dimensions"),
+    (([4], b"\0" * 8, b"\0" * 8, b"\0" * 4, b"\0" * 8), "code 4 names no row"),
+])
+def test_the_core_refuses_a_register_answer_that_does_not_fit(extension: None, answer: tuple, message: str) -> None:
+    core = native.NativeTerms(64, 256, False)
+    with pytest.raises(ValueError, match=message):
+        core.run([["北京"]], lambda tokens, rows: answer)
+    assert core.rows == 0  # nothing of a refused answer is kept
+
+
+def test_the_core_refuses_a_width_it_does_not_have(extension: None) -> None:
+    import esdedup_native
+
+    with pytest.raises(ValueError, match="bits must be 64 or 128, got 32"):
+        esdedup_native.TermCore(32, 256, False)
