@@ -15,6 +15,7 @@
 //! * band i hashes `h = mix64(i)`, then `h = mix64(h ^ v)` for its `rows` signature values; its key is the
 //!   top 40 bits of `h`, in decimal.
 
+mod clean;
 mod kernels;
 mod shingles;
 mod terms;
@@ -294,6 +295,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("API_VERSION", API_VERSION)?;
     m.add_class::<MinHashCore>()?;
     m.add_class::<terms::TermCore>()?;
+    m.add_class::<clean::CleanCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     Ok(())
 }
