@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -22,7 +22,7 @@ from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.features import char_shingles, term_of, term_weights
 from esdedup.fingerprint.hashing import token_digest
-from esdedup.fingerprint.normalize import normalize
+from esdedup.fingerprint.normalize import normalize, normalize_many
 from esdedup.fingerprint.resources import Resources, load_resources
 from esdedup.fingerprint.simhash import pack_bits, to_hex
 from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
@@ -214,6 +214,8 @@ class Fingerprinter:
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
         self._native_terms = native.terms_step(self.config)
+        # The batch form of normalisation's first step in the extension, else None.
+        self._native_clean = native.clean_step()
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -221,6 +223,14 @@ class Fingerprinter:
             raise InputError(f"expected text (str), got {type(text).__name__}; decode bytes first "
                              "(esdedup.readers.decode_bytes)")
         return normalize(text, t2s=self.config.t2s)
+
+    def normalize_many(self, texts: Sequence[str]) -> list[str]:
+        """`normalize` of each text, the first step for all of them at once in the native core when it is
+        in use."""
+        for text in texts:
+            if not isinstance(text, str):
+                self.normalize(text)  # raises the InputError
+        return normalize_many(texts, t2s=self.config.t2s, clean_many=self._native_clean)
 
     def terms(self, text: str) -> list[str]:
         """The filtered term sequence of a text (what the weights count; used for containment)."""
@@ -263,7 +273,9 @@ class Fingerprinter:
     def fingerprint_many(self, texts: Iterable[str]) -> list[Fingerprint]:
         """Fingerprint many texts. Texts are segmented one by one; everything after segmentation (term
         lookup, SimHash vote sums, vectors) runs in numpy passes over up to `_DOCS_PER_PASS` texts."""
-        return self.fingerprint_normalized(map(self.normalize, texts))
+        if self._native_clean is None:
+            return self.fingerprint_normalized(map(self.normalize, texts))
+        return self.fingerprint_normalized(chain.from_iterable(map(self.normalize_many, _batches(texts))))
 
     def fingerprint_normalized(self, norms: Iterable[str]) -> list[Fingerprint]:
         """`fingerprint_many` of texts that have been through `normalize` already: for callers that need
@@ -452,6 +464,13 @@ def _vote_sums(table: _TermTable, rows: np.ndarray, weights: np.ndarray, owner: 
         votes = np.unpackbits(table.digest[rows[mine]], axis=1, bitorder="little").astype(np.int64) * 2 - 1
         sums[j] = np.sign((votes * wq[mine].astype(np.int64)[:, None]).sum(axis=0))
     return sums
+
+
+def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
+    """Lists of up to `_DOCS_PER_PASS` texts, in order."""
+    it = iter(texts)
+    while batch := list(islice(it, _DOCS_PER_PASS)):
+        yield batch
 
 
 def _merge_mapped(codes: np.ndarray, counts: np.ndarray, owner: np.ndarray,

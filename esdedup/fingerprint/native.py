@@ -1,5 +1,6 @@
-"""The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step and the
-term step of `Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released.
+"""The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step, the
+term step and the first normalisation step of `Fingerprinter.fingerprint_many` for a whole batch, in Rust,
+with the GIL released.
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
@@ -12,6 +13,10 @@ The term step (`NativeTerms`) takes each text's raw tokens and gives its term ro
 unnormalised TF vector: what `Fingerprinter._terms_of` and `_vote_sums` compute. It keeps a copy of the
 Fingerprinter's token codes and term hash data, and asks the Fingerprinter for the codes of tokens it has not
 seen, so which token is which term, and each term's hash and weight factor, are still decided in Python.
+
+The cleaning step (`clean_step`) is `esdedup.fingerprint.normalize._clean_nfkc` for the texts it can do
+from the tables `_clean_nfkc` itself reads (made by this interpreter's unicodedata), and hands the others
+(any character whose NFKC needs unicodedata) back to it.
 
 Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
 variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
@@ -28,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from esdedup.fingerprint import minhash as mh
+from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.normalize import is_word_char
 
@@ -192,3 +198,18 @@ def terms_step(config: FingerprintConfig) -> NativeTerms | None:
     if not enabled() or not hasattr(_EXTENSION, "TermCore") or not reproduces_terms(config):
         return None
     return NativeTerms(config.bits, config.dims, config.weighting != "tf")
+
+
+def clean_step() -> Any:
+    """The native `_clean_nfkc` of a batch (`esdedup.fingerprint.normalize.normalize_many`'s ``clean_many``),
+    or None when the extension is not in use or was built without it. One per process."""
+    if not enabled() or not hasattr(_EXTENSION, "CleanCore"):
+        return None
+    return _clean_core().clean
+
+
+@lru_cache(maxsize=1)
+def _clean_core() -> Any:
+    classes, replace = nz._tables()
+    assert _EXTENSION is not None
+    return _EXTENSION.CleanCore(classes.astype(np.uint8).tobytes(), replace.astype("<u4").tobytes())

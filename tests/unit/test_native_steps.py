@@ -1,5 +1,6 @@
 """The native term step (esdedup_native.TermCore: token counts, weights, SimHash, TF vector sums) gives the
-Python path's fingerprints bit for bit, under every weighting, both widths and each tokenizer.
+Python path's fingerprints bit for bit, under every weighting, both widths and each tokenizer; the native
+cleaning step (esdedup_native.CleanCore) gives `_clean_nfkc`'s text on every BMP code point.
 
 The Python path is the oracle: each test fingerprints the same texts with a Fingerprinter made with
 ESDEDUP_NATIVE=0 and compares every field, the weights and vectors by their bits. The tests skip without the
@@ -9,13 +10,16 @@ from __future__ import annotations
 
 import os
 import types
+import unicodedata
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from esdedup.errors import InputError
 from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native
+from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint.features import DocumentFrequency
 from tests.unit.test_native import PIECES, REQUIRE_ENV
 
@@ -220,3 +224,49 @@ def test_the_core_refuses_a_width_it_does_not_have(extension: None) -> None:
 
     with pytest.raises(ValueError, match="bits must be 64 or 128, got 32"):
         esdedup_native.TermCore(32, 256, False)
+
+
+def _native_clean() -> object:
+    clean = native.clean_step()
+    assert clean is not None
+    return clean
+
+
+def _cleaned(clean, texts: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+    return [nz._clean_nfkc(t) if c is None else c for t, c in zip(texts, clean(texts), strict=True)]
+
+
+@pytest.mark.parametrize("context", ["a{}字", "Ａ{}\u3000", "\x00{}\u200b{}", "{}\u0301", "中{}ﾞ"])
+def test_clean_equals_clean_nfkc_on_every_bmp_code_point(extension: None, switch_on: None, context: str) -> None:
+    """Each code point beside SAFE, MAP1, JUNK and OTHER characters (the combining ones hand the text back
+    to Python), and the definition itself: junk removed, then unicodedata's NFKC."""
+    clean = _native_clean()
+    texts = [context.format(chr(c), chr(c)) for c in range(0x10000)]
+    assert _cleaned(clean, texts) == [unicodedata.normalize("NFKC", nz._JUNK.sub("", t)) for t in texts]
+
+
+@SETTINGS
+@given(batch=st.lists(TEXTS, max_size=12), t2s=st.booleans())
+def test_normalize_many_with_the_native_clean_equals_normalize(extension: None, switch_on: None, batch: list[str],
+                                                               t2s: bool) -> None:
+    assert nz.normalize_many(batch, t2s=t2s, clean_many=_native_clean()) == [nz.normalize(t, t2s=t2s) for t in batch]
+
+
+def test_clean_does_common_text_itself_and_hands_back_the_rest(extension: None, switch_on: None) -> None:
+    texts = ["北京欢迎你。", "ＨＥＬＬＯ，　世界！\u0000", "北\u200b京", "ﬁ", "e\u0301", "😀", "\ud800x", ""]
+    got = _native_clean()(texts)
+    assert got[0] is texts[0]  # nothing to change: the same object
+    assert got[1:3] == ["HELLO, 世界!", "北京"] and got[3:6] == [None, None, None]
+    assert got[6:] == ["x", texts[7]]
+
+
+def test_normalize_many_refuses_what_is_not_text(extension: None, switch_on: None) -> None:
+    fper = Fingerprinter(FingerprintConfig(tokenizer="char", shingle=2))
+    assert fper._native_clean is not None
+    with pytest.raises(InputError, match="expected text"):
+        fper.normalize_many(["北京", b"bytes"])  # type: ignore[list-item]
+    with pytest.raises(InputError, match="expected text"):
+        fper.fingerprint_many(["北京", None])  # type: ignore[list-item]
+    monkeypatch_free = FingerprintConfig(tokenizer="char", shingle=2)
+    assert [f.hex for f in Fingerprinter(monkeypatch_free).fingerprint_many(iter(["北京"] * 600))] == \
+           [Fingerprinter(monkeypatch_free).fingerprint("北京").hex] * 600  # an iterator, several batches
