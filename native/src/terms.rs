@@ -176,9 +176,13 @@ impl TermCore {
         let total: i128 = quantised.iter().sum();
         // Bit i: 2 * (weight of the terms with bit i set) - total > 0. In i64 unless the total could
         // overflow it (Python sums in float64 there, exact below 2^52, then in int64).
-        let mut ones = vec![0i128; self.bits];
         let narrow = total < (1i128 << 62);
-        let mut ones64 = vec![0i64; self.bits];
+        let mut ones = if narrow {
+            Vec::new()
+        } else {
+            vec![0i128; self.bits]
+        };
+        let mut ones64 = [0i64; 128];
         for ((&row, &w), &q) in rows.iter().zip(weights).zip(&quantised) {
             let row = row as usize;
             let digest = &self.digest[row * nbytes..(row + 1) * nbytes];
