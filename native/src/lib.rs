@@ -15,6 +15,7 @@
 //! * band i hashes `h = mix64(i)`, then `h = mix64(h ^ v)` for its `rows` signature values; its key is the
 //!   top 40 bits of `h`, in decimal.
 
+mod bands;
 mod clean;
 mod kernels;
 mod shingles;
@@ -297,5 +298,6 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<terms::TermCore>()?;
     m.add_class::<clean::CleanCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(bands::band_keys, m)?)?;
     Ok(())
 }
