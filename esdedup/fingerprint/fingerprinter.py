@@ -216,6 +216,8 @@ class Fingerprinter:
         self._native_terms = native.terms_step(self.config)
         # The batch form of normalisation's first step in the extension, else None.
         self._native_clean = native.clean_step()
+        # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
+        self._native_bands = native.band_keys_step(self.layout)
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -262,9 +264,11 @@ class Fingerprinter:
             out[i] = (keys, sig, len(sets[i]))
         return out
 
-    def _band_keys(self, simhash: int, norm: str) -> list[str]:
-        """SimHash band keys, for the texts the config gives them (`FingerprintConfig.gets_simhash_bands`)."""
-        return self.layout.keys(simhash) if self.config.gets_simhash_bands(len(norm)) else []
+    def _band_keys_many(self, simhashes: list[int]) -> list[list[str]]:
+        """The SimHash band keys of each value (`BandLayout.keys`), in the native core when it is in use."""
+        if self._native_bands is not None and simhashes:
+            return self._native_bands(simhashes)
+        return [self.layout.keys(h) for h in simhashes]
 
     def fingerprint(self, text: str) -> Fingerprint:
         """Fingerprint one text."""
@@ -310,6 +314,8 @@ class Fingerprinter:
         out, start = [], 0
         starts = [0, *ends[:-1]]
         minhash_parts = self._minhash_parts([norm if ends[i] > starts[i] else "" for i, norm in enumerate(norms)])
+        banded = [i for i, norm in enumerate(norms) if ends[i] > starts[i] and cfg.gets_simhash_bands(len(norm))]
+        bands = dict(zip(banded, self._band_keys_many([simhashes[i] for i in banded]), strict=True))
         for i, norm in enumerate(norms):
             end = ends[i]
             if end == start:
@@ -318,7 +324,7 @@ class Fingerprinter:
             tf = _TermWeights(table.terms, rows[start:end], weights[start:end])
             start = end
             lsh, sig, n_shingles = minhash_parts[i]
-            out.append(Fingerprint(simhashes[i], self._band_keys(simhashes[i], norm), vectors[i], tf, lengths[i],
+            out.append(Fingerprint(simhashes[i], bands.pop(i, None) or [], vectors[i], tf, lengths[i],
                                    lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits, shingles=n_shingles))
         return out
 

@@ -25,8 +25,8 @@ says why) everything runs in Python, with the same results.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
+from functools import lru_cache, partial
 from types import ModuleType
 from typing import Any
 
@@ -34,6 +34,7 @@ import numpy as np
 
 from esdedup.fingerprint import minhash as mh
 from esdedup.fingerprint import normalize as nz
+from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.normalize import is_word_char
 
@@ -213,3 +214,12 @@ def _clean_core() -> Any:
     classes, replace = nz._tables()
     assert _EXTENSION is not None
     return _EXTENSION.CleanCore(classes.astype(np.uint8).tobytes(), replace.astype("<u4").tobytes())
+
+
+def band_keys_step(layout: BandLayout) -> Callable[[list[int]], list[list[str]]] | None:
+    """`BandLayout.keys` of many SimHash values at once in the extension (the layout's tables handed over as
+    (start bit, width) blocks), or None when the extension is not in use or was built without it."""
+    if not enabled() or not hasattr(_EXTENSION, "band_keys"):
+        return None
+    tables = [[layout.spans[b] for b in table] for table in layout.tables]
+    return partial(_EXTENSION.band_keys, tables=tables)  # type: ignore[union-attr]

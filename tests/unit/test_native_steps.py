@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from esdedup.errors import InputError
 from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native
 from esdedup.fingerprint import normalize as nz
+from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.features import DocumentFrequency
 from tests.unit.test_native import PIECES, REQUIRE_ENV
 
@@ -270,3 +271,28 @@ def test_normalize_many_refuses_what_is_not_text(extension: None, switch_on: Non
     monkeypatch_free = FingerprintConfig(tokenizer="char", shingle=2)
     assert [f.hex for f in Fingerprinter(monkeypatch_free).fingerprint_many(iter(["北京"] * 600))] == \
            [Fingerprinter(monkeypatch_free).fingerprint("北京").hex] * 600  # an iterator, several batches
+
+
+#: Band layouts of both widths: pigeonhole, Manku's tables (several blocks a key, uneven widths), probing
+#: with 64-bit keys, one block of the whole fingerprint.
+LAYOUTS = [BandLayout.pigeonhole(64, 3), BandLayout.multi_table(64, 3, 6), BandLayout.probing(64, 3, 2),
+           BandLayout.for_settings(128, 4, 7, 3), BandLayout(128, 0, 2, 1), BandLayout(64, 0, 1, 1),
+           BandLayout.pigeonhole(128, 12)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=[f"{la.bits}-{la.blocks}-{la.key_blocks}" for la in LAYOUTS])
+@SETTINGS
+@given(values=st.lists(st.integers(0, 2**128 - 1), max_size=20))
+def test_native_band_keys_equal_the_layouts(extension: None, switch_on: None, layout: BandLayout,
+                                            values: list[int]) -> None:
+    values = [v & ((1 << layout.bits) - 1) for v in [*values, 0, (1 << layout.bits) - 1]]
+    step = native.band_keys_step(layout)
+    assert step is not None
+    assert step(values) == [layout.keys(v) for v in values]
+
+
+def test_the_band_keys_refuse_a_table_wider_than_a_key(extension: None) -> None:
+    import esdedup_native
+
+    with pytest.raises(ValueError, match="at most 64"):
+        esdedup_native.band_keys([1], [[(0, 40), (40, 40)]])
