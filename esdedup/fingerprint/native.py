@@ -25,6 +25,7 @@ says why) everything runs in Python, with the same results.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from types import ModuleType
@@ -165,6 +166,9 @@ class NativeTerms:
             raise RuntimeError(_MISSING)
         self.dims = dims
         self._core: Any = _EXTENSION.TermCore(bits, dims, weighted)
+        # The core changes its table during a batch and lets go of the GIL meanwhile: a second thread calling
+        # it then would be refused (PyO3's borrow check), so threads that share a Fingerprinter take turns.
+        self._lock = threading.Lock()
 
     @property
     def rows(self) -> int:
@@ -173,13 +177,15 @@ class NativeTerms:
 
     def clear(self) -> None:
         """Forget every token and term (the Fingerprinter cleared its table)."""
-        self._core.clear()
+        with self._lock:
+            self._core.clear()
 
     def run(self, token_lists: list[list[str]], register: Any) -> TermParts:
         """The term parts of texts given as their raw tokens. ``register(tokens, rows)`` gets the tokens the
         core has no code for and the number of rows it holds, and returns the tokens' codes and the hash
         data of the rows from there on (`esdedup.fingerprint.fingerprinter.Fingerprinter._native_register`)."""
-        simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
+        with self._lock:
+            simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
         n = len(token_lists)
         return (simhashes, np.frombuffer(rows, dtype="<i8").astype(np.int64, copy=False),
                 np.frombuffer(weights, dtype="<f8").astype(np.float64, copy=False),

@@ -296,3 +296,20 @@ def test_the_band_keys_refuse_a_table_wider_than_a_key(extension: None) -> None:
 
     with pytest.raises(ValueError, match="at most 64"):
         esdedup_native.band_keys([1], [[(0, 40), (40, 40)]])
+
+
+def test_threads_sharing_a_fingerprinter_take_turns(extension: None, switch_on: None,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The term step lets go of the GIL while it holds its table; a second thread waits instead of failing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cfg = FingerprintConfig(tokenizer="char", shingle=2, strategy="simhash")
+    shared = Fingerprinter(cfg)
+    with monkeypatch.context() as m:
+        m.setenv(native.ENV_SWITCH, "0")
+        want = Fingerprinter(cfg).fingerprint_many([f"北京欢迎你{i}，第{i * 7}次" for i in range(2000)])
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda _: shared.fingerprint_many([f"北京欢迎你{i}，第{i * 7}次" for i in range(2000)]),
+                             range(8)))
+    for got in runs:
+        assert [f.hex for f in got] == [f.hex for f in want] and [f.bands for f in got] == [f.bands for f in want]
