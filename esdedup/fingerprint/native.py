@@ -1,6 +1,7 @@
-"""The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step of
-`Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released; and two array steps of
-`esdedup.search.diversify` (`decode_base64`, `equal_positions`), used when the extension has them.
+"""The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step, the
+term step, the band keys and the first normalisation step of `Fingerprinter.fingerprint_many` for a whole
+batch, and two array steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`), in Rust, with
+the GIL released.
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
@@ -9,6 +10,15 @@ coefficients (`esdedup.fingerprint.minhash.permutations`) and which code points 
 (``str.isalnum`` of this interpreter, what the n-grams are made of), so the two cannot drift apart on a
 Unicode version.
 
+The term step (`NativeTerms`) takes each text's raw tokens and gives its term rows and weights, SimHash and
+unnormalised TF vector: what `Fingerprinter._terms_of` and `_vote_sums` compute. It keeps a copy of the
+Fingerprinter's token codes and term hash data, and asks the Fingerprinter for the codes of tokens it has not
+seen, so which token is which term, and each term's hash and weight factor, are still decided in Python.
+
+The cleaning step (`clean_step`) is `esdedup.fingerprint.normalize._clean_nfkc` for the texts it can do
+from the tables `_clean_nfkc` itself reads (made by this interpreter's unicodedata), and hands the others
+(any character whose NFKC needs unicodedata) back to it.
+
 Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
 variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
 says why) everything runs in Python, with the same results.
@@ -16,21 +26,24 @@ says why) everything runs in Python, with the same results.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from functools import lru_cache
+import threading
+from collections.abc import Callable, Sequence
+from functools import lru_cache, partial
 from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
 
 from esdedup.fingerprint import minhash as mh
+from esdedup.fingerprint import normalize as nz
+from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.normalize import is_word_char
 
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
 #: The version of the extension's interface and results this module was written for.
-API_VERSION = 1
+API_VERSION = 2
 #: How to build the extension (named in `unavailable_reason`).
 BUILD_HINT = "native/README.md of the esdedup source gives the maturin command"
 
@@ -140,7 +153,7 @@ _shared_step = lru_cache(maxsize=16)(NativeMinHash)
 def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """How many positions each row of ``a`` shares with each row of ``b`` (C-contiguous uint32 signatures of
     one length; ``b`` the very array ``a`` for the rows against themselves), counted by the extension with
-    the GIL released; None when the native core is not in use or was built without this kernel (then
+    the GIL released; None when the native core is not in use (then
     `esdedup.match.rule.equal_positions` counts in numpy)."""
     kernel = _page_kernel("equal_positions")
     if kernel is None:
@@ -158,16 +171,92 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | Literal[False]:
     """The bytes of base64 strings of ``width`` characters laid end to end, each holding ``nbytes`` bytes and
     ending in its padding, decoded by the extension: what `base64.b64decode` gives each of them; None when a
-    character before the padding is not a base64 digit; False when the native core is not in use or was built
-    without this kernel (then `esdedup.search.diversify` decodes in numpy)."""
+    character before the padding is not a base64 digit; False when the native core is not in use (then `esdedup.search.diversify` decodes in numpy)."""
     kernel = _page_kernel("decode_base64")
     return False if kernel is None else kernel(joined, width, nbytes)
 
 
 def _page_kernel(name: str) -> Any:
     """The extension's function ``name`` (one of its kernels for diversifying a page of hits), or None when
-    the native core is not in use or was built before it had that kernel."""
-    kernel = getattr(_EXTENSION, name, None)
-    if kernel is None or os.environ.get(ENV_SWITCH, "1") == "0":
+    the native core is not in use."""
+    return getattr(_EXTENSION, name) if enabled() else None
+#: The weightings whose weight is the count times a per-term factor computed in Python (all there are now);
+#: a config with another one runs the term step in Python.
+TERM_WEIGHTINGS = ("tf", "tf_length", "tfidf")
+#: (SimHash values; term rows and weights of all texts, one after the other; terms per text; each text's
+#: total count; unnormalised vectors, len(texts) x dims float64), as `NativeTerms.run` gives them.
+TermParts = tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]
+
+
+class NativeTerms:
+    """The term step of one Fingerprinter, in the extension. Holds that Fingerprinter's token codes and
+    term hash data (a copy, grown through ``register``), so it is not shared."""
+
+    def __init__(self, bits: int, dims: int, weighted: bool) -> None:
+        if _EXTENSION is None:
+            raise RuntimeError(_MISSING)
+        self.dims = dims
+        self._core: Any = _EXTENSION.TermCore(bits, dims, weighted)
+        # The core changes its table during a batch and lets go of the GIL meanwhile: a second thread calling
+        # it then would be refused (PyO3's borrow check), so threads that share a Fingerprinter take turns.
+        self._lock = threading.Lock()
+
+    @property
+    def rows(self) -> int:
+        """How many rows of the term table the core holds."""
+        return int(self._core.rows)
+
+    def clear(self) -> None:
+        """Forget every token and term (the Fingerprinter cleared its table)."""
+        with self._lock:
+            self._core.clear()
+
+    def run(self, token_lists: list[list[str]], register: Any) -> TermParts:
+        """The term parts of texts given as their raw tokens. ``register(tokens, rows)`` gets the tokens the
+        core has no code for and the number of rows it holds, and returns the tokens' codes and the hash
+        data of the rows from there on (`esdedup.fingerprint.fingerprinter.Fingerprinter._native_register`)."""
+        with self._lock:
+            simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
+        n = len(token_lists)
+        return (simhashes, np.frombuffer(rows, dtype="<i8").astype(np.int64, copy=False),
+                np.frombuffer(weights, dtype="<f8").astype(np.float64, copy=False),
+                np.array(kept, dtype=np.int64), lengths,
+                np.frombuffer(vectors, dtype="<f8").astype(np.float64, copy=False).reshape(n, self.dims))
+
+
+def reproduces_terms(config: FingerprintConfig) -> bool:
+    """Whether the native term step computes this config's terms, SimHash and vector: any width esdedup
+    has (64, 128) and any weighting of `TERM_WEIGHTINGS`."""
+    return config.bits in (64, 128) and config.weighting in TERM_WEIGHTINGS
+
+
+def terms_step(config: FingerprintConfig) -> NativeTerms | None:
+    """A native term step for a new Fingerprinter of ``config``, or None when the Python path is to run it
+    (the extension is not in use, or the config is not reproduced)."""
+    if not enabled() or not reproduces_terms(config):
         return None
-    return kernel
+    return NativeTerms(config.bits, config.dims, config.weighting != "tf")
+
+
+def clean_step() -> Any:
+    """The native `_clean_nfkc` of a batch (`esdedup.fingerprint.normalize.normalize_many`'s ``clean_many``),
+    or None when the extension is not in use. One per process."""
+    if not enabled():
+        return None
+    return _clean_core().clean
+
+
+@lru_cache(maxsize=1)
+def _clean_core() -> Any:
+    classes, replace = nz._tables()
+    assert _EXTENSION is not None
+    return _EXTENSION.CleanCore(classes.astype(np.uint8).tobytes(), replace.astype("<u4").tobytes())
+
+
+def band_keys_step(layout: BandLayout) -> Callable[[list[int]], list[list[str]]] | None:
+    """`BandLayout.keys` of many SimHash values at once in the extension (the layout's tables handed over as
+    (start bit, width) blocks), or None when the extension is not in use."""
+    if not enabled():
+        return None
+    tables = [[layout.spans[b] for b in table] for table in layout.tables]
+    return partial(_EXTENSION.band_keys, tables=tables)  # type: ignore[union-attr]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -53,12 +53,33 @@ def normalize(text: str, *, t2s: bool = False) -> str:
         if t2s:  # OpenCC converts phrases, which may straddle a block border: convert the whole text
             return _join_words([_t2s().convert("".join(blocks)).casefold()])
         return _join_words(b.casefold() for b in blocks)
-    text = _clean_nfkc(text)
+    return _after_clean(_clean_nfkc(text), t2s)
+
+
+def _after_clean(text: str, t2s: bool) -> str:
+    """The steps of `normalize` after `_clean_nfkc`: t2s, case folding, whitespace."""
     if t2s:
         text = _t2s().convert(text)
     # str.split() splits on exactly the characters that ``\s`` matches in a str pattern (str.isspace), so
     # this is ``_WS.sub(" ", text).strip()`` without running a regular expression over the text.
     return " ".join(text.casefold().split())
+
+
+def normalize_many(texts: Sequence[str], *, t2s: bool = False,
+                   clean_many: Callable[[list[str]], list[str | None]] | None = None) -> list[str]:
+    """`normalize` of each text. ``clean_many``, when given, does `_clean_nfkc` for a batch of texts, giving
+    None for a text it leaves to `_clean_nfkc` (the native core, `esdedup.fingerprint.native.clean_step`)."""
+    if clean_many is None:
+        return [normalize(t, t2s=t2s) for t in texts]
+    cleaned = iter(clean_many([t for t in texts if len(t) <= _BLOCK_CHARS]))
+    out = []
+    for text in texts:
+        if len(text) > _BLOCK_CHARS:
+            out.append(normalize(text, t2s=t2s))
+            continue
+        done = next(cleaned)
+        out.append(_after_clean(_clean_nfkc(text) if done is None else done, t2s))
+    return out
 
 
 #: Texts longer than this many characters are normalised in blocks of about this size.

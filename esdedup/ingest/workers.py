@@ -67,7 +67,7 @@ def _fingerprint_batch(texts: list[str], encode: bool) -> Fingerprinted:
 def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> Fingerprinted:
     """What a worker does with one task, also done in the calling thread (`esdedup.ingest.service.Ingester`): each
     text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too."""
-    norms = [fper.normalize(t) for t in texts]
+    norms = fper.normalize_many(texts)
     return Fingerprinted(fper.fingerprint_normalized(norms), [content_sha1(norm) for norm in norms],
                          fper.config if encode else None)
 

@@ -16,8 +16,11 @@
 //!   top 40 bits of `h`, in decimal.
 
 mod diversify;
+mod bands;
+mod clean;
 mod kernels;
 mod shingles;
+mod terms;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -31,7 +34,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 1;
+const API_VERSION: u32 = 2;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -293,8 +296,11 @@ fn supported_kernels() -> Vec<&'static str> {
 fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("API_VERSION", API_VERSION)?;
     m.add_class::<MinHashCore>()?;
+    m.add_class::<terms::TermCore>()?;
+    m.add_class::<clean::CleanCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
+    m.add_function(wrap_pyfunction!(bands::band_keys, m)?)?;
     Ok(())
 }

@@ -19,7 +19,7 @@ from esdedup.errors import ConfigMismatchError, InputError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.features import DocumentFrequency, char_shingles, count_filtered, term_weights
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from esdedup.fingerprint.normalize import normalize
+from esdedup.fingerprint.normalize import normalize, normalize_many
 from esdedup.fingerprint.tokenize import iter_pieces
 from esdedup.match.similarity import cosine, vector_cosine
 
@@ -213,10 +213,15 @@ def test_ingest_normalises_each_text_once(monkeypatch):
         calls.append(text)
         return normalize(text, t2s=t2s)
 
+    def counted_many(batch, t2s=False, clean_many=None):  # the batch form (the native core's first step)
+        calls.extend(batch)
+        return normalize_many(batch, t2s=t2s, clean_many=clean_many)
+
     # Every name normalize is called by on this path; the worker module has none of its own (raising=False),
     # and a call it made through one would be counted too.
     for module in (fpmod, ingest_mod, workers_mod):
         monkeypatch.setattr(module, "normalize", counted, raising=module is not workers_mod)
+    monkeypatch.setattr(fpmod, "normalize_many", counted_many)
     got = workers_mod.fingerprint_with(Fingerprinter(cfg), texts)
     assert calls == texts
     assert [sha for _, sha in got] == ingest_mod.ids_for_texts(texts, cfg)

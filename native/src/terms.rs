@@ -1,0 +1,443 @@
+//! The term step of `Fingerprinter.fingerprint_many`: each text's raw tokens in, its term rows, weights,
+//! SimHash and unnormalised hashed TF vector out, for a whole batch with the GIL released and the texts
+//! spread over rayon's threads.
+//!
+//! The Python side stays the definition (`esdedup/fingerprint/fingerprinter.py`, `_terms_of`,
+//! `_vote_sums`, `_fingerprint_chunk`); `tests/unit/test_native.py` checks the two agree bit for bit:
+//!
+//! * which term a raw token counts as (stopwords, synonyms, stripping), and each term's hash data (digest
+//!   bytes, vector bucket and sign, weight of one occurrence), are decided by Python and handed over: the
+//!   core asks Python (`register`) for the code of every token it has not seen, so the filtering rules,
+//!   BLAKE2b and the idf table exist only once;
+//! * a text's terms are in the order of the first raw token that stands for each, with the counts of all
+//!   the tokens that stand for it added up (`Counter`, then `_merge_mapped`);
+//! * a weight is `count as f64`, times the term's factor unless the weighting is `tf`; SimHash votes use
+//!   the weight rounded to 1/1024 (ties to even, as `np.rint`), summed exactly in integers, so bit i is set
+//!   when the terms with bit i set outweigh those without;
+//! * the vector adds `sign * weight` into the term's bucket term by term, in the text's term order (what
+//!   `np.bincount` does); Python divides by the norm (numpy's own summation, not reproduced here).
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::string::PyStringData;
+use pyo3::types::{PyBytes, PyList, PyString};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::{code_units, pool};
+
+const QUANT: f64 = 1024.0;
+/// A token the core has no code for yet (Python's codes are >= -1: -1 is "no term").
+const UNKNOWN: i64 = -2;
+
+/// A token's identity: its PEP 393 width and code units. CPython stores every str in the narrowest width
+/// its code points fit (its own string equality starts by comparing widths), so equal keys are equal
+/// strings, as for the Python path's dict and `Counter`.
+type Key<'a> = (u8, &'a [u8]);
+
+fn key_of<'a>(data: &PyStringData<'a>) -> Key<'a> {
+    // SAFETY: the code units of a str are plain integers; reading them as bytes is always valid.
+    unsafe {
+        match *data {
+            PyStringData::Ucs1(u) => (0, u),
+            PyStringData::Ucs2(u) => (1, std::slice::from_raw_parts(u.as_ptr().cast(), u.len() * 2)),
+            PyStringData::Ucs4(u) => (2, std::slice::from_raw_parts(u.as_ptr().cast(), u.len() * 4)),
+        }
+    }
+}
+
+/// One text's distinct raw tokens, in first-occurrence order.
+struct Distinct<'a> {
+    keys: Vec<Key<'a>>,
+    /// Index (into the batch's flat token list) of each distinct token's first occurrence.
+    first: Vec<usize>,
+    counts: Vec<u64>,
+    codes: Vec<i64>,
+}
+
+/// What the batch computes for one text.
+struct Terms {
+    rows: Vec<i64>,
+    weights: Vec<f64>,
+    length: u64,
+    simhash: u128,
+    vector: Vec<f64>,
+}
+
+/// A term table mirrored from Python's `_TermTable` (row -> hash data) and `Fingerprinter._codes` (raw
+/// token -> code), grown as Python registers new tokens.
+#[pyclass(module = "esdedup_native")]
+pub struct TermCore {
+    bits: usize,
+    dims: usize,
+    /// Whether weights are count x factor (tf_length, tfidf) rather than the count (tf).
+    weighted: bool,
+    /// Raw token -> code, one map per PEP 393 width (looked up by the borrowed code units).
+    codes: [FxHashMap<Box<[u8]>, i64>; 3],
+    digest: Vec<u8>,
+    bucket: Vec<usize>,
+    sign: Vec<f64>,
+    factor: Vec<f64>,
+}
+
+impl TermCore {
+    fn nbytes(&self) -> usize {
+        self.bits / 8
+    }
+
+    fn distinct<'a>(&self, tokens: &[PyStringData<'a>], base: usize) -> Distinct<'a> {
+        let mut index: FxHashMap<Key<'a>, usize> =
+            FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
+        let mut out = Distinct {
+            keys: Vec::new(),
+            first: Vec::new(),
+            counts: Vec::new(),
+            codes: Vec::new(),
+        };
+        for (i, token) in tokens.iter().enumerate() {
+            let key = key_of(token);
+            let next = out.keys.len();
+            let at = *index.entry(key).or_insert(next);
+            if at == next {
+                out.keys.push(key);
+                out.first.push(base + i);
+                out.counts.push(1);
+            } else {
+                out.counts[at] += 1;
+            }
+        }
+        out.codes = out.keys.iter().map(|k| self.code(k)).collect();
+        out
+    }
+
+    fn code(&self, key: &Key<'_>) -> i64 {
+        self.codes[usize::from(key.0)]
+            .get(key.1)
+            .copied()
+            .unwrap_or(UNKNOWN)
+    }
+
+    fn terms_of(&self, doc: &Distinct<'_>) -> Terms {
+        // Rows in the order of the first token that stands for each, counts added up per row.
+        let mut rows: Vec<i64> = Vec::with_capacity(doc.codes.len());
+        let mut counts: Vec<u64> = Vec::with_capacity(doc.codes.len());
+        // Distinct tokens with even codes are distinct rows; only a token that stands for another term
+        // (an odd code) can meet a row already there.
+        let merge = doc.codes.iter().any(|&c| c >= 0 && c & 1 == 1);
+        let mut at: FxHashMap<i64, usize> = FxHashMap::default();
+        for (&code, &count) in doc.codes.iter().zip(&doc.counts) {
+            if code < 0 {
+                continue;
+            }
+            let row = code >> 1;
+            if !merge {
+                rows.push(row);
+                counts.push(count);
+                continue;
+            }
+            let next = rows.len();
+            let i = *at.entry(row).or_insert(next);
+            if i == next {
+                rows.push(row);
+                counts.push(count);
+            } else {
+                counts[i] += count;
+            }
+        }
+        let weights: Vec<f64> = rows
+            .iter()
+            .zip(&counts)
+            .map(|(&row, &count)| {
+                let w = count as f64;
+                if self.weighted {
+                    w * self.factor[row as usize]
+                } else {
+                    w
+                }
+            })
+            .collect();
+        let (simhash, vector) = self.simhash_and_vector(&rows, &weights);
+        Terms {
+            length: counts.iter().sum(),
+            rows,
+            weights,
+            simhash,
+            vector,
+        }
+    }
+
+    fn simhash_and_vector(&self, rows: &[i64], weights: &[f64]) -> (u128, Vec<f64>) {
+        let nbytes = self.nbytes();
+        let mut vector = vec![0.0f64; self.dims];
+        let quantised: Vec<i128> = weights
+            .iter()
+            .map(|w| (w * QUANT).round_ties_even() as i128)
+            .collect();
+        let total: i128 = quantised.iter().sum();
+        // Bit i: 2 * (weight of the terms with bit i set) - total > 0. In i64 unless the total could
+        // overflow it (Python sums in float64 there, exact below 2^52, then in int64).
+        let narrow = total < (1i128 << 62);
+        let mut ones = if narrow {
+            Vec::new()
+        } else {
+            vec![0i128; self.bits]
+        };
+        let mut ones64 = [0i64; 128];
+        for ((&row, &w), &q) in rows.iter().zip(weights).zip(&quantised) {
+            let row = row as usize;
+            let digest = &self.digest[row * nbytes..(row + 1) * nbytes];
+            if narrow {
+                let q = q as i64;
+                for (k, &byte) in digest.iter().enumerate() {
+                    for bit in 0..8 {
+                        // Branch-free: adds q where the bit is set.
+                        ones64[k * 8 + bit] += q & -(((byte >> bit) & 1) as i64);
+                    }
+                }
+            } else {
+                for (k, &byte) in digest.iter().enumerate() {
+                    for bit in 0..8 {
+                        if (byte >> bit) & 1 == 1 {
+                            ones[k * 8 + bit] += q;
+                        }
+                    }
+                }
+            }
+            vector[self.bucket[row]] += self.sign[row] * w;
+        }
+        let mut simhash = 0u128;
+        for bit in 0..self.bits {
+            let set = if narrow {
+                2 * i128::from(ones64[bit]) - total > 0
+            } else {
+                2 * ones[bit] - total > 0
+            };
+            if set {
+                simhash |= 1u128 << bit;
+            }
+        }
+        (simhash, vector)
+    }
+
+    /// Take the hash data of rows `self.rows()..` and the codes of some new tokens from what `register`
+    /// returned.
+    #[allow(clippy::type_complexity)]
+    fn absorb(
+        &mut self,
+        new_keys: &[Key<'_>],
+        answer: (Vec<i64>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>),
+    ) -> PyResult<()> {
+        let (codes, digest, bucket, sign, factor) = answer;
+        let nbytes = self.nbytes();
+        let added = digest.len() / nbytes;
+        if codes.len() != new_keys.len()
+            || digest.len() != added * nbytes
+            || bucket.len() != added * 8
+            || sign.len() != added * 4
+            || factor.len() != added * 8
+        {
+            return Err(PyValueError::new_err(
+                "register must return one code per token and the hash data of every new row",
+            ));
+        }
+        // Everything is checked before anything is kept: a refused answer leaves the table as it was.
+        let mut buckets = Vec::with_capacity(added);
+        for b in bucket.chunks_exact(8) {
+            let value = i64::from_le_bytes(b.try_into().expect("8 bytes"));
+            if value < 0 || value as usize >= self.dims {
+                return Err(PyValueError::new_err(format!(
+                    "bucket {value} is outside the vector's {} dimensions",
+                    self.dims
+                )));
+            }
+            buckets.push(value as usize);
+        }
+        let rows = (self.bucket.len() + added) as i64;
+        if let Some(code) = codes.iter().find(|&&c| c < -1 || (c >> 1) >= rows) {
+            return Err(PyValueError::new_err(format!(
+                "code {code} names no row (the table has {rows})"
+            )));
+        }
+        self.digest.extend_from_slice(&digest);
+        self.bucket.extend(buckets);
+        self.sign.extend(
+            sign.chunks_exact(4)
+                .map(|b| f64::from(f32::from_le_bytes(b.try_into().expect("4 bytes")))),
+        );
+        self.factor.extend(
+            factor
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes"))),
+        );
+        for (key, &code) in new_keys.iter().zip(&codes) {
+            self.codes[usize::from(key.0)].insert(Box::from(key.1), code);
+        }
+        Ok(())
+    }
+}
+
+fn le_bytes<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    values: impl Iterator<Item = T> + Clone,
+    len: usize,
+    to: fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, len * N, |buf| {
+        for (out, v) in buf.chunks_exact_mut(N).zip(values) {
+            out.copy_from_slice(&to(v));
+        }
+        Ok(())
+    })
+}
+
+#[pymethods]
+impl TermCore {
+    /// `bits`: the SimHash width (64 or 128); `dims`: the length of the hashed TF vector; `weighted`:
+    /// whether a weight is the count times the term's factor (any weighting but tf).
+    #[new]
+    fn new(bits: usize, dims: usize, weighted: bool) -> PyResult<Self> {
+        if bits != 64 && bits != 128 {
+            return Err(PyValueError::new_err(format!(
+                "bits must be 64 or 128, got {bits}"
+            )));
+        }
+        if dims < 1 {
+            return Err(PyValueError::new_err("dims must be >= 1"));
+        }
+        Ok(TermCore {
+            bits,
+            dims,
+            weighted,
+            codes: Default::default(),
+            digest: Vec::new(),
+            bucket: Vec::new(),
+            sign: Vec::new(),
+            factor: Vec::new(),
+        })
+    }
+
+    /// Rows of hash data held (Python's table rows `[0, rows)`).
+    #[getter]
+    fn rows(&self) -> usize {
+        self.bucket.len()
+    }
+
+    /// Forget every token and row (Python cleared its table).
+    fn clear(&mut self) {
+        self.codes = Default::default();
+        self.digest = Vec::new();
+        self.bucket.clear();
+        self.sign.clear();
+        self.factor.clear();
+    }
+
+    /// For a list of token lists (one per text): (the SimHash of each text as an int; the term rows of all
+    /// texts, one after the other, int64 little-endian; their weights, float64; each text's number of
+    /// terms; each text's total count; the unnormalised vectors, len(texts) x dims float64).
+    ///
+    /// `register(tokens, rows)` is called (at most once, with the GIL) with the distinct tokens the core
+    /// has no code for, first occurrences in batch order, and the rows it holds; it returns (the code of
+    /// each token, then the digest bytes, buckets as int64, signs as float32 and factors as float64 of
+    /// rows `[rows, len(table))`, each as bytes).
+    #[allow(clippy::type_complexity)]
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        token_lists: Vec<Bound<'py, PyList>>,
+        register: Bound<'py, PyAny>,
+    ) -> PyResult<(
+        Bound<'py, PyList>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Vec<usize>,
+        Vec<u64>,
+        Bound<'py, PyBytes>,
+    )> {
+        let mut tokens: Vec<Bound<'py, PyString>> = Vec::new();
+        let mut starts = vec![0usize];
+        for list in &token_lists {
+            for item in list.iter() {
+                tokens.push(item.cast_into::<PyString>()?);
+            }
+            starts.push(tokens.len());
+        }
+        let units = tokens.iter().map(code_units).collect::<PyResult<Vec<_>>>()?;
+        let threads = pool()?;
+        let docs: Vec<Distinct<'_>> = {
+            let this = &*self;
+            py.detach(|| {
+                threads.install(|| {
+                    starts
+                        .par_windows(2)
+                        .map(|w| this.distinct(&units[w[0]..w[1]], w[0]))
+                        .collect()
+                })
+            })
+        };
+        // The tokens new to the core, once each, in batch order (Python registers them in that order).
+        let mut new_keys: Vec<Key<'_>> = Vec::new();
+        let mut new_tokens: Vec<&Bound<'py, PyString>> = Vec::new();
+        let mut seen: FxHashMap<Key<'_>, ()> = FxHashMap::default();
+        for doc in &docs {
+            for ((key, &code), &first) in doc.keys.iter().zip(&doc.codes).zip(&doc.first) {
+                if code == UNKNOWN && seen.insert(*key, ()).is_none() {
+                    new_keys.push(*key);
+                    new_tokens.push(&tokens[first]);
+                }
+            }
+        }
+        let mut docs = docs;
+        if !new_keys.is_empty() {
+            let answer = register
+                .call1((PyList::new(py, new_tokens)?, self.rows()))?
+                .extract()?;
+            self.absorb(&new_keys, answer)?;
+            for doc in &mut docs {
+                for (key, code) in doc.keys.iter().zip(doc.codes.iter_mut()) {
+                    if *code == UNKNOWN {
+                        *code = self.code(key);
+                    }
+                }
+            }
+        }
+        let results: Vec<Terms> = {
+            let this = &*self;
+            py.detach(|| threads.install(|| docs.par_iter().map(|d| this.terms_of(d)).collect()))
+        };
+        let simhashes = PyList::empty(py);
+        for t in &results {
+            if self.bits == 64 {
+                simhashes.append(t.simhash as u64)?;
+            } else {
+                simhashes.append(t.simhash)?;
+            }
+        }
+        let total: usize = results.iter().map(|t| t.rows.len()).sum();
+        let rows = le_bytes(
+            py,
+            results.iter().flat_map(|t| t.rows.iter().copied()),
+            total,
+            i64::to_le_bytes,
+        )?;
+        let weights = le_bytes(
+            py,
+            results.iter().flat_map(|t| t.weights.iter().copied()),
+            total,
+            f64::to_le_bytes,
+        )?;
+        let vectors = le_bytes(
+            py,
+            results.iter().flat_map(|t| t.vector.iter().copied()),
+            results.len() * self.dims,
+            f64::to_le_bytes,
+        )?;
+        Ok((
+            simhashes,
+            rows,
+            weights,
+            results.iter().map(|t| t.rows.len()).collect(),
+            results.iter().map(|t| t.length).collect(),
+            vectors,
+        ))
+    }
+}
