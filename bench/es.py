@@ -40,6 +40,7 @@ from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.match.lookup import similar, similar_knn  # noqa: E402
+from esdedup.schema import content_sha1  # noqa: E402
 from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
@@ -146,7 +147,7 @@ def main() -> None:
         fper = Fingerprinter(config)
         floor_store = ElasticStore(es, "bench-esdedup-floor", replicas=0, chunk_size=args.chunk)
         # The server's share: the documents esdedup writes, dedup fields computed here (not timed).
-        floor_docs = [NewDoc(d["id"], fp, d, "")
+        floor_docs = [NewDoc(d["id"], fp, d, content_sha1(fper.normalize(d["text"])))
                       for d, fp in zip(docs, fper.fingerprint_many([d["text"] for d in docs]), strict=True)]
 
         def plain_bulk() -> Timed:

@@ -51,6 +51,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.ingest.label import label_new  # noqa: E402
 from esdedup.match.lookup import similar, similar_on_node  # noqa: E402
+from esdedup.schema import content_sha1  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
 from esdedup.store.elastic.writes import index_action  # noqa: E402
@@ -195,8 +196,8 @@ def main() -> None:
         runs.plain(docs[:5000])  # warm-up, not counted: a cold JVM indexes at half its warm rate
         runs.pipeline(docs[:5000])
         fper = Fingerprinter(config)
-        new_docs = [NewDoc(d["id"], fp, d, "") for d, fp in zip(docs, fper.fingerprint_many([d["text"] for d in docs]),
-                                                                 strict=True)]
+        new_docs = [NewDoc(d["id"], fp, d, content_sha1(fper.normalize(d["text"])))
+                    for d, fp in zip(docs, fper.fingerprint_many([d["text"] for d in docs]), strict=True)]
         plains, pipes, pres = [], [], []
         for _ in range(args.rounds):
             plains.append(runs.plain())

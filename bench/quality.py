@@ -291,10 +291,14 @@ def _init_worker(config_json: str) -> None:
 
 
 def _fingerprint(texts: list[str]):
+    """Each text's fingerprint (without its TF table, as ingest's workers send it) and content SHA-1."""
     from esdedup.fingerprint.fingerprinter import Fingerprint
+    from esdedup.schema import content_sha1
 
-    return [Fingerprint(fp.simhash, fp.bands, fp.vector, {}, fp.length, fp.empty, fp.lsh, fp.minhash, fp.chars,
-                        fp.bits, fp.shingles) for fp in _FPER.fingerprint_many(texts)]
+    norms = _FPER.normalize_many(texts)
+    return [(Fingerprint(fp.simhash, fp.bands, fp.vector, {}, fp.length, fp.empty, fp.lsh, fp.minhash, fp.chars,
+                         fp.bits, fp.shingles), content_sha1(norm))
+            for fp, norm in zip(_FPER.fingerprint_normalized(norms), norms, strict=True)]
 
 
 def run_esdedup_library(docs_path: Path, config, workdir: Path, workers: int, chunk: int = 1000) -> tuple[set, dict]:
@@ -315,8 +319,8 @@ def run_esdedup_library(docs_path: Path, config, workdir: Path, workers: int, ch
             with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(),)) as pool:
                 for part, fps in zip(chunks, pool.map(_fingerprint, [[d["text"] for d in c] for c in chunks]),
                                      strict=True):
-                    for r in store.write(NewDoc(d["id"], fp, {"text": d["text"]}, "")
-                                         for d, fp in zip(part, fps, strict=True)):
+                    for r in store.write(NewDoc(d["id"], fp, {"text": d["text"]}, sha1)
+                                         for d, (fp, sha1) in zip(part, fps, strict=True)):
                         assert r.ok, r
         with Clock() as c_pairs:
             pairs = {(p.a, p.b) for p in find_pairs(store)}

@@ -82,14 +82,17 @@ class Copy(Protocol):
 def exact_copies(empty: bool, sha1: str | None, docs: Sequence[Copy], *, exclude: str | None = None) -> list[int]:
     """Rule 0 for a text without words (``empty``) whose content SHA-1 is ``sha1``: the positions of ``docs``
     that are its exact copies (empty, the same content SHA-1; not the document ``exclude``). A text with words
-    (or of unknown SHA-1) gets none here: its measures decide (`decide`).
+    gets none here: its measures decide (`decide`). Nor does a text of unknown SHA-1 (None or "": documents
+    written without one, which would otherwise all be copies of each other).
 
     >>> from types import SimpleNamespace as D
     >>> exact_copies(True, "ab", [D(id="x", empty=True, content_sha1="ab"), D(id="y", empty=True, content_sha1="cd"),
     ...                          D(id="z", empty=True, content_sha1="ab")], exclude="z")
     [0]
+    >>> exact_copies(True, "", [D(id="x", empty=True, content_sha1="")])
+    []
     """
-    if not empty or sha1 is None:
+    if not empty or not sha1:
         return []
     return [i for i, d in enumerate(docs) if d.empty and d.content_sha1 == sha1 and d.id != exclude]
 

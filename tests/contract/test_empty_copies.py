@@ -131,3 +131,21 @@ def test_search_diversified_drops_stored_copies_without_words(es_client, tmp_pat
         assert [h["_id"] for h in resp["hits"]["hits"]] == [i for i in EMPTIES if i not in {b for _, b in COPIES}]
     finally:
         store.drop()
+
+
+def test_texts_written_without_a_content_sha1_are_not_copies_of_each_other(new_store):
+    """A caller of `Store.write` may leave the SHA-1 out (""): such texts without words are unknown, not all one
+    text, so `dups` pairs none of them; the two with a SHA-1 are still paired."""
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
+    from esdedup.schema import content_sha1
+    from esdedup.store.base import NewDoc
+
+    store = new_store()
+    store.open(CONFIG)
+    texts = {"u1": "。", "u2": "。", "u3": "？", "k1": "。", "k2": "。"}
+    fps = Fingerprinter(CONFIG).fingerprint_many(list(texts.values()))
+    assert all(fp.empty for fp in fps)
+    sha1 = {k: content_sha1("。") if k.startswith("k") else "" for k in texts}
+    assert all(r.ok for r in store.write(NewDoc(k, fp, {"text": t}, sha1[k]) for (k, t), fp in zip(texts.items(), fps)))
+    store.refresh()
+    assert {(p.a, p.b) for p in find_pairs(store)} == {("k1", "k2")}
