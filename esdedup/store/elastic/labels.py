@@ -127,15 +127,23 @@ def merge_clusters(bulk: Bulk, groups: Iterable[Collection[Root]]) -> int:
     another writer carries its new root's labels), picks the earliest live root, and moves every document
     labelled with any other id of the group to it with conditional updates; a refused update (someone changed
     the document since it was read) is read again next round. The rounds end when no document is labelled
-    with an id that is not its group's live root."""
-    pending = union_groups(groups)
+    with an id that is not its group's live root, and the roots, read again after that search, still lead
+    where the round moved documents.
+
+    Why read the roots again: another writer merging a cluster of the group at the same time may move a
+    root's documents to a root outside the group between this round's read of the roots and its search. The
+    search then finds nothing labelled with that root and, without the second read, the merge would end
+    with the group split in two clusters (seen with two writers settling near-duplicates of one document
+    at once; tests/integration/test_writers.py)."""
+    pending = _with_live_roots(bulk, union_groups(groups))
     relabelled = 0
     for _ in range(MERGE_ROUNDS):
-        pending = _with_live_roots(bulk, pending)
         moved, seen = _move(bulk, {doc_id: min(g) for g in pending for _, doc_id in g if doc_id != min(g)[1]})
         relabelled += moved
-        if not seen:
+        live = _with_live_roots(bulk, pending)
+        if not seen and _same_groups(live, pending):
             return relabelled
+        pending = live
     raise StoreError(f"cluster labels on {bulk.index.name!r} did not settle after {MERGE_ROUNDS} rounds; "
                      "run the ingest again")
 
@@ -145,6 +153,11 @@ def _with_live_roots(bulk: Bulk, groups: list[set[Root]]) -> list[set[Root]]:
     live = _live_roots(bulk, {r[1]: r for g in groups for r in g})
     # Live roots first: a document's own seq wins over a stale copy of it carried by a label.
     return union_groups([[live[r[1]] for r in g if r[1] in live] + list(g) for g in groups])
+
+
+def _same_groups(a: list[set[Root]], b: list[set[Root]]) -> bool:
+    """The same groups of roots (in any order): no root of them leads anywhere new."""
+    return {frozenset(g) for g in a} == {frozenset(g) for g in b}
 
 
 def _live_roots(bulk: Bulk, roots: Mapping[str, Root]) -> dict[str, Root]:
