@@ -324,7 +324,7 @@ class Fingerprinter:
             tf = _TermWeights(table.terms, rows[start:end], weights[start:end])
             start = end
             lsh, sig, n_shingles = minhash_parts[i]
-            out.append(Fingerprint(simhashes[i], bands.pop(i, None) or [], vectors[i], tf, lengths[i],
+            out.append(Fingerprint(simhashes[i], bands.pop(i, []), vectors[i], tf, lengths[i],
                                    lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits, shingles=n_shingles))
         return out
 

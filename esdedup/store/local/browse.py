@@ -175,7 +175,7 @@ class TextIndex:
             # Write order, not a relevance rank: a rank would score every match of a common character.
             seqs = [r[0] for r in db.execute(f"{match} ORDER BY rowid LIMIT ? OFFSET ?",
                                              (phrase, size - len(found), max(0, offset - len(exact))))]
-            by_seq = {}
+            by_seq: dict[int, tuple[str, str | None, str | None]] = {}
             for chunk in chunks(seqs, MAX_PARAMS):
                 by_seq.update((s, (i, src, c)) for s, i, src, c in db.execute(
                     f"SELECT seq, id, source, cluster_id FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
