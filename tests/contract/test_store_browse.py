@@ -58,6 +58,35 @@ def test_clusters_largest_first_paged_with_their_histogram(store):
     assert store.cluster_sizes(["b0", "e0", "nope"]) == {"b0": 3, "e0": 1}
 
 
+@pytest.mark.es
+def test_pages_past_one_aggregation_come_from_the_listing_of_every_cluster(es_client, tmp_path, monkeypatch):
+    """An aggregation lists the largest clusters only (60,000 on a real index; 2 here): a deeper page is read
+    from every cluster in the same order, and is read again once the labels change."""
+    from esdedup.store.elastic import browse
+
+    store = ElasticStore(es_client, f"esdedup-browse-{uuid.uuid4().hex[:10]}", shards=2, replicas=0)
+    store.open(CONFIG)
+    try:
+        fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
+        docs = [NewDoc(m, fps[k], {"text": TEXTS[k]}, content_sha1(TEXTS[k]), cid, None if m == cid else cid, seq=j)
+                for j, (k, (cid, members)) in enumerate((k, kv) for k, kv in enumerate(CLUSTERS.items()))
+                for m in members]
+        assert all(r.ok for r in store.write(docs))
+        store.refresh()
+        whole = store.cluster_page(offset=0, size=10)
+        assert browse.every_cluster(store.index) == whole == [
+            ClusterSize("a0", 4), ClusterSize("b0", 3), ClusterSize("c0", 2), ClusterSize("d0", 2)]
+        monkeypatch.setattr(browse, "MAX_CLUSTER_BUCKETS", 2)
+        assert store.cluster_page(offset=0, size=2) == whole[:2]
+        assert store.cluster_page(offset=1, size=2) == whole[1:3]
+        assert store.cluster_page(offset=2, size=5) == whole[2:]
+        assert store.relabel({"a3": (99, "a3")}) == 1
+        store.refresh()
+        assert store.cluster_page(offset=0, size=3) == [ClusterSize("a0", 3), ClusterSize("b0", 3), ClusterSize("c0", 2)]
+    finally:
+        store.drop()
+
+
 def test_the_summary_follows_a_change_of_labels(store):
     assert store.cluster_summary().clusters == 4
     assert store.relabel({"d1": (13, "d1")}) == 1

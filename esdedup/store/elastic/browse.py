@@ -2,8 +2,10 @@
 methods after it): aggregations and searches, none a scan.
 
 Clusters are ``terms`` aggregations on ``dedup.cluster_id`` ordered by count (``min_doc_count`` 2), a page cut
-here; an aggregation returns at most `MAX_CLUSTER_BUCKETS` buckets, so pages stop there. The
-size histogram counts the `SUMMARY_CLUSTERS` largest clusters; when there are more, the number of clusters is
+here; an aggregation returns at most `MAX_CLUSTER_BUCKETS` buckets, so a page past them comes from
+`every_cluster`: a ``composite`` aggregation paged over the cluster ids of every member that is not its
+cluster's representative (the ones with a ``duplicate_of``), sorted here (the store keeps it while the index is
+unchanged). The size histogram counts the `SUMMARY_CLUSTERS` largest clusters; when there are more, the number of clusters is
 a HyperLogLog estimate (``cardinality`` of the cluster ids of the documents that have a ``duplicate_of``:
 every cluster of two or more has one such member), and the summary says it is not exact.
 """
@@ -29,6 +31,8 @@ from esdedup.store.elastic.keys import key_counts
 
 #: Buckets one cluster aggregation returns at most (below the node's default ``search.max_buckets``, 65,536).
 MAX_CLUSTER_BUCKETS = 60_000
+#: Buckets a page of `every_cluster`'s composite aggregation holds.
+COMPOSITE_PAGE = 10_000
 #: Clusters the size histogram counts exactly.
 SUMMARY_CLUSTERS = 10_000
 #: Hits a search counts for its total, at most.
@@ -47,11 +51,30 @@ def cluster_page(index: ElasticIndex, offset: int, size: int) -> list[ClusterSiz
     if size == 0:
         return []
     if offset + size > MAX_CLUSTER_BUCKETS:
-        raise ConfigError(f"clusters are listed down to the {MAX_CLUSTER_BUCKETS:,} largest on Elasticsearch "
-                          "(one aggregation); search for the documents of a smaller one")
+        raise ConfigError(f"one aggregation lists the {MAX_CLUSTER_BUCKETS:,} largest clusters; a page past them "
+                          "is a page of every_cluster")
     # The page is cut here, not by a ``bucket_sort`` (a module a trimmed node may lack).
     resp = index.search("listing clusters", size=0, track_total_hits=False, aggs={"c": _clusters_agg(offset + size)})
     return [ClusterSize(b["key"], int(b["doc_count"])) for b in resp["aggregations"]["c"]["buckets"][offset:]]
+
+
+def every_cluster(index: ElasticIndex) -> list[ClusterSize]:
+    """Every cluster of two or more, largest first (then by id, the order of `cluster_page`). A cluster's size
+    is its members with a ``duplicate_of`` plus its representative."""
+    sizes: list[ClusterSize] = []
+    after: dict[str, Any] | None = None
+    while True:
+        composite: dict[str, Any] = {"size": COMPOSITE_PAGE, "sources": [{"c": {"terms": {"field": CLUSTER_ID}}}]}
+        if after is not None:
+            composite["after"] = after
+        resp = index.search("listing every cluster", size=0, track_total_hits=False,
+                            query={"exists": {"field": DUPLICATE_OF}}, aggs={"c": {"composite": composite}})
+        agg = resp["aggregations"]["c"]
+        sizes += [ClusterSize(b["key"]["c"], int(b["doc_count"]) + 1) for b in agg["buckets"]]
+        after = agg.get("after_key")
+        if len(agg["buckets"]) < COMPOSITE_PAGE or after is None:
+            break
+    return sorted(sizes, key=lambda c: (-c.size, c.cluster_id))
 
 
 def cluster_summary(index: ElasticIndex) -> ClusterSummary:

@@ -9,7 +9,7 @@ point-in-time scans (`scans`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,8 +66,9 @@ class ElasticStore:
                                   display_url=display_url, secrets=secrets)
         self.bulk = Bulk(self.index, chunk_size=chunk_size, max_chunk_bytes=max_chunk_bytes,
                          max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
-        #: The last `cluster_summary` and the index's (indexing operations, documents) it was read at.
-        self._summary: tuple[tuple[int, int] | None, ClusterSummary] | None = None
+        #: What browsing read (`cluster_summary`, `browse.every_cluster`), each with the index's (indexing
+        #: operations, documents) it was read at.
+        self._browsed: dict[str, tuple[tuple[int, int] | None, Any]] = {}
 
     @property
     def client(self) -> Any:
@@ -197,20 +198,30 @@ class ElasticStore:
         return keys.crowded_keys(self.index, min_count=min_count, limit=limit, lsh=lsh)
 
     # -- browsing (see esdedup.store.elastic.browse) --------------------------------------------------
-    def cluster_summary(self) -> ClusterSummary:
-        """See `Store.cluster_summary`; kept until the index's count of indexing operations or of documents
-        changes (two cheap requests instead of an aggregation over every cluster id)."""
+    def _while_unchanged(self, what: str, read: Callable[[], Any]) -> Any:
+        """``read()``, kept until the index's count of indexing operations or of documents changes (two cheap
+        requests instead of an aggregation over every cluster id)."""
         total = self.index.indexed_total()
         version = None if total is None else (total, self.index.count())
-        cached = self._summary
+        cached = self._browsed.get(what)
         if version is not None and cached is not None and cached[0] == version:
             return cached[1]
-        summary = browse.cluster_summary(self.index)
-        self._summary = (version, summary)
+        value = read()
+        self._browsed[what] = (version, value)
+        return value
+
+    def cluster_summary(self) -> ClusterSummary:
+        """See `Store.cluster_summary`."""
+        summary: ClusterSummary = self._while_unchanged("summary", lambda: browse.cluster_summary(self.index))
         return summary
 
     def cluster_page(self, *, offset: int, size: int) -> list[ClusterSize]:
-        return browse.cluster_page(self.index, offset, size)
+        """See `Store.cluster_page`: the largest clusters from one aggregation, a deeper page from the listing of
+        every cluster (read once while the index is unchanged)."""
+        if max(0, offset) + max(0, size) <= browse.MAX_CLUSTER_BUCKETS:
+            return browse.cluster_page(self.index, offset, size)
+        every: list[ClusterSize] = self._while_unchanged("clusters", lambda: browse.every_cluster(self.index))
+        return every[max(0, offset):max(0, offset) + max(0, size)]
 
     def cluster_sizes(self, cluster_ids: Sequence[str]) -> dict[str, int]:
         return browse.cluster_sizes(self.index, cluster_ids)
