@@ -179,3 +179,34 @@ def test_a_large_local_store_chooses_its_top_keys_among_a_sample(tmp_path, monke
     assert exact.sampled is None and got.sampled == 15 and got.values == exact.values
     assert [n for _, n in got.values] == [5] * 5
     sampled.close()
+
+
+def test_a_large_deferred_key_indexing_says_why_the_command_waits(tmp_path, monkeypatch, caplog):
+    """An ingest that writes alone leaves its keys to the first lookup: above `NOTICE_DOCS` documents that
+    lookup says what it is doing (a minute or more at a million documents), once; below it, nothing."""
+    import logging
+
+    from esdedup.ingest import IngestOptions, ingest
+    from esdedup.match.pairs import find_pairs
+    from esdedup.store.local import keys
+
+    path = tmp_path / "poems.jsonl"
+    path.write_text("".join(f'{{"id": "p{i}", "text": "{TEXTS[i % 3]}{i}"}}\n' for i in range(30)), "utf-8")
+    for notice, said in ((1000, False), (5, True)):
+        monkeypatch.setattr(keys, "NOTICE_DOCS", notice)
+        data = tmp_path / f"data-{notice}"
+        store = LocalStore("poems", data)
+        assert ingest([path], store, CONFIG, IngestOptions(workers=1)).ok
+        store.close()
+        store = LocalStore("poems", data)
+        store.open(None, create=False)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="esdedup.store.local.keys"):
+            pairs = list(find_pairs(store))
+            again = list(find_pairs(store))
+        notes = [r.getMessage() for r in caplog.records]
+        assert pairs and again == pairs
+        assert bool(notes) is said, notes
+        assert all(n.startswith("indexing the ") and "keys of up to 30 documents" in n for n in notes), notes
+        assert len(notes) == len(set(notes)), notes  # each table once, not again on the second lookup
+        store.close()
