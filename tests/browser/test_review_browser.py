@@ -10,6 +10,7 @@ from esdedup_cli.review import apply_commands
 
 from esdedup.api import open_store
 from esdedup.review import Review
+from esdedup.store.base import Store
 from tests.browser.browser import chromium_page, served
 from tests.browser.walk import walk
 from tests.review_fixtures import ingest_sample
@@ -26,17 +27,20 @@ def test_without_chromium_the_browser_tests_fail_in_ci_and_skip_elsewhere(monkey
         pass
 
 
-def test_the_walk_on_the_embedded_store(tmp_path: Path) -> None:
-    ingest_sample(open_store("news", data_dir=tmp_path / "data"), tmp_path, hostile=False)
-    store = open_store("news", data_dir=tmp_path / "data")
+def _walk_the_sample(store: Store, connection: Connection, tmp_path: Path) -> None:
+    """The README's sample in ``store`` (reached again by ``connection``), walked in the browser."""
     labels = tmp_path / "labels.jsonl"
-    review = Review(store, labels, apply_command=apply_commands("news", Connection(data_dir=tmp_path / "data"),
-                                                                labels)).prepare()
+    review = Review(store, labels, apply_command=apply_commands(store.name, connection, labels)).prepare()
     try:
         with served(review) as url, chromium_page() as page:
             walk(page, url, labels, documents=13)
     finally:
         review.close()
+
+
+def test_the_walk_on_the_embedded_store(tmp_path: Path) -> None:
+    ingest_sample(open_store("news", data_dir=tmp_path / "data"), tmp_path, hostile=False)
+    _walk_the_sample(open_store("news", data_dir=tmp_path / "data"), Connection(data_dir=tmp_path / "data"), tmp_path)
 
 
 def test_a_token_guards_every_page_in_the_browser(tmp_path: Path) -> None:
@@ -63,11 +67,4 @@ def test_a_token_guards_every_page_in_the_browser(tmp_path: Path) -> None:
 def test_the_walk_on_elasticsearch(es_client, fresh_index: str, tmp_path: Path) -> None:
     store = open_store(fresh_index, client=es_client)
     ingest_sample(store, tmp_path, hostile=False)
-    labels = tmp_path / "labels.jsonl"
-    review = Review(store, labels, apply_command=apply_commands(fresh_index, Connection(es="http://127.0.0.1:9200"),
-                                                                labels)).prepare()
-    try:
-        with served(review) as url, chromium_page() as page:
-            walk(page, url, labels, documents=13)
-    finally:
-        review.close()
+    _walk_the_sample(store, Connection(es="http://127.0.0.1:9200"), tmp_path)
