@@ -12,7 +12,9 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,6 +105,27 @@ def _summary(proc: subprocess.Popen[bytes], tmp: Path, k: int) -> dict:
     return json.loads((tmp / f"out{k}").read_text().strip().splitlines()[-1])
 
 
+def _in_threads(target: Callable[[Any], None], args: Iterable[Any], *,
+                on_error: Callable[[], None] = lambda: None) -> list[BaseException]:
+    """``target(a)`` for each of ``args``, each in a thread of its own, all at once; what they raised
+    (``on_error()`` runs after each failure, in the failing thread)."""
+    errors: list[BaseException] = []
+
+    def run(a: Any) -> None:
+        try:
+            target(a)
+        except BaseException as exc:  # noqa: BLE001 - returned to the test
+            errors.append(exc)
+            on_error()
+
+    threads = [threading.Thread(target=run, args=(a,)) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 def test_concurrent_writers_label_like_one_writer(corpus, reference, es_url, es_client, fresh_index, tmp_path):
     _, _, paths = corpus
     summaries = _run_writers(es_url, fresh_index, paths, tmp_path)
@@ -118,9 +141,8 @@ def test_concurrent_writers_label_like_one_writer(corpus, reference, es_url, es_
 def test_merges_sharing_a_later_root_at_once_leave_one_cluster(corpus, es_client, fresh_index):
     """What writers do when each settles a near-duplicate of the same later document y at the same time: one
     merges the clusters of a and y, another those of b and y, a third those of c and y (a, b, c earlier than
-    y). Whichever moves y first, the four end in one cluster. A merge once ended as soon as its search found
-    no document labelled y, though another writer had just moved them to its own root: their clusters stayed
-    apart (what made concurrent writers label unlike one writer, about one run in twelve)."""
+    y). Whichever moves y first, the four end in one cluster: a merge whose search finds no document labelled y
+    reads the roots again, since another writer may just have moved them to its own root."""
     docs, _, _ = corpus
     text = docs[0]["text"]
     fp = Fingerprinter(CONFIG).fingerprint(text)  # the merges read labels only: one text will do for all
@@ -132,26 +154,19 @@ def test_merges_sharing_a_later_root_at_once_leave_one_cluster(corpus, es_client
     assert all(w.ok for w in written)
     store.refresh()
     steps = [threading.Barrier(3) for _ in range(MERGE_RACES)]  # the merges of race j start together
-    errors: list[BaseException] = []
 
     def merge(name: str) -> None:
-        try:
-            mine = ElasticStore(es_client, fresh_index)
-            mine.open(None, create=False)
-            for j, step in enumerate(steps):
-                step.wait()
-                mine.merge_clusters([{(seqs[f"{name}{j}"], f"{name}{j}"), (seqs[f"y{j}"], f"y{j}")}])
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            for step in steps:  # the other threads stop waiting too
-                step.abort()
+        mine = ElasticStore(es_client, fresh_index)
+        mine.open(None, create=False)
+        for j, step in enumerate(steps):
+            step.wait()
+            mine.merge_clusters([{(seqs[f"{name}{j}"], f"{name}{j}"), (seqs[f"y{j}"], f"y{j}")}])
 
-    threads = [threading.Thread(target=merge, args=(name,)) for name in "abc"]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    def stop_waiting() -> None:  # a thread that failed lets the others go on
+        for step in steps:
+            step.abort()
+
+    assert _in_threads(merge, "abc", on_error=stop_waiting) == []
     labels = stored_labels(es_client, fresh_index)
     assert inconsistencies(labels) == []
     assert partition(labels) == {frozenset({f"a{j}", f"b{j}", f"c{j}", f"y{j}"}) for j in range(MERGE_RACES)}
@@ -199,25 +214,16 @@ def test_skip_with_concurrent_writers_keeps_one_document_per_cluster(corpus, es_
 def test_threads_adding_one_article_at_a_time(corpus, reference, es_client, fresh_index):
     """A service's crawler callbacks: threads share nothing but the index, each adds one article per call."""
     docs, _, _ = corpus
-    errors: list[BaseException] = []
     start = threading.Barrier(WRITERS)
 
     def crawl(k: int) -> None:
-        try:
-            ingester = Ingester(ElasticStore(es_client, fresh_index, shards=2, replicas=0), CONFIG)
-            start.wait()
-            for d in docs[k::WRITERS]:
-                added = ingester.add(d["text"], id=d["id"])
-                assert added.status == "indexed", added
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        ingester = Ingester(ElasticStore(es_client, fresh_index, shards=2, replicas=0), CONFIG)
+        start.wait()
+        for d in docs[k::WRITERS]:
+            added = ingester.add(d["text"], id=d["id"])
+            assert added.status == "indexed", added
 
-    threads = [threading.Thread(target=crawl, args=(k,)) for k in range(WRITERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert _in_threads(crawl, range(WRITERS)) == []
     labels = stored_labels(es_client, fresh_index)
     assert inconsistencies(labels) == []
     assert partition(labels) == partition(reference)
