@@ -135,9 +135,10 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
 def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],
                       found: list[list[StoredDoc]], *, limit: int) -> list[list[StoredDoc]]:
     """``found`` (a band lookup's candidates, one list a fingerprint) with the candidates of each text without
-    words of known content SHA-1 in place of its (empty) key lookup: the stored texts without words of that
-    SHA-1 (`Store.empty_copies`), of which the rule takes the exact copies (rule 0 of `esdedup.match.rule`)."""
-    empties = [i for i, (fp, sha) in enumerate(zip(fps, sha1s, strict=True)) if fp.empty and sha is not None]
+    words of known content SHA-1 (not None, not "") in place of its (empty) key lookup: the stored texts
+    without words of that SHA-1 (`Store.empty_copies`), of which the rule takes the exact copies (rule 0 of
+    `esdedup.match.rule`)."""
+    empties = [i for i, (fp, sha) in enumerate(zip(fps, sha1s, strict=True)) if fp.empty and sha]
     if not empties:
         return found
     out = list(found)
