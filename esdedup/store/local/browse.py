@@ -43,7 +43,8 @@ _CJK = re.compile(r"([\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ff
 def spaced(text: str) -> str:
     """``text`` with a space around each CJK character, so that FTS5's ``unicode61`` tokenizer makes each
     one a token (it would take a run of them for one word)."""
-    return _CJK.sub(r" \1 ", text)
+    # The split keeps each captured character as its own piece: joined with spaces, each stands alone.
+    return " ".join(_CJK.split(text))
 
 
 def fts_phrase(query: str) -> str | None:
