@@ -1,7 +1,7 @@
 """The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step, the
 term step, the band keys and the first normalisation step of `Fingerprinter.fingerprint_many` for a whole
-batch, and two array steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`), in Rust, with
-the GIL released.
+batch, and the steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`, and `diversify_page`: a
+whole page of plain hits read and grouped), in Rust, with the GIL released.
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
@@ -43,7 +43,7 @@ from esdedup.fingerprint.normalize import is_word_char
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
 #: The version of the extension's interface and results this module was written for.
-API_VERSION = 2
+API_VERSION = 3
 #: How to build the extension (named in `unavailable_reason`).
 BUILD_HINT = "native/README.md of the esdedup source gives the maturin command"
 
@@ -174,6 +174,20 @@ def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | Lite
     character before the padding is not a base64 digit; False when the native core is not in use (then `esdedup.search.diversify` decodes in numpy)."""
     kernel = _page_kernel("decode_base64")
     return False if kernel is None else kernel(joined, width, nbytes)
+
+
+def diversify_page(hits: list, *, perm: int, width: int, nbytes: int, bits: int, gets_signatures: bool,
+                   jaccard: float | None, containment: float | None, hamming_k: int | None, cosine: bool,
+                   min_shingles: float, max_ratio: float) -> list[int] | None:
+    """A page of search hits read and grouped by the extension, as `esdedup.search.diversify` groups them:
+    the representative of each hit (its index, or -1 for a representative), or None when a hit is not of the
+    plain form it reads (`esdedup.search.diversify._group_natively` says which) or the native core is not in
+    use. The rule's thresholds and containment bounds are the caller's (`esdedup.match.rule`)."""
+    kernel = _page_kernel("diversify_page")
+    if kernel is None:
+        return None
+    return kernel(hits, perm, width, nbytes, bits, gets_signatures, jaccard, containment, hamming_k, cosine,
+                  min_shingles, max_ratio)
 
 
 def _page_kernel(name: str) -> Any:

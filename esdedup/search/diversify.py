@@ -26,15 +26,19 @@ rank order represents the others; a text without words whose SHA-1 is unknown is
 
 Grouping is greedy in rank order: the first hit of a group is its representative, and each later hit is
 compared with the representatives kept so far; it joins the first (highest ranked) one it matches, else it
-becomes a representative itself. The comparisons run in numpy, a block of hits at a time against the
-representatives of earlier blocks and itself.
+becomes a representative itself. The comparisons run in the native core (a hit against each
+representative in turn), or in numpy, a block of hits at a time against the representatives of earlier
+blocks and itself.
 
-A page is read fast (a call adds well under a millisecond to a search of 100 hits, BENCHMARKS.md): hits
-in the form an esdedup index returns (a ``dedup`` dict in ``_source``) are read inline, their signatures
-decoded all at once, and the equal positions of every pair of signatures counted over the grid, by the
-native core when it is built (`esdedup.fingerprint.native`), else in numpy. The general reader stays the
-definition: any other hit is read by it, and a page it might read differently (a malformed value) is read
-by it alone; tests/unit/test_diversify_fast.py checks both give the same hits, groups and errors.
+A page is read fast (a call adds well under a millisecond to a search of 100 hits, BENCHMARKS.md). With
+the native core (`esdedup.fingerprint.native`), a page whose every hit carries what the rule needs in plain
+form (any of the forms above; no vector, no text without words) is read and grouped there in one call, the
+rule's thresholds handed over from `esdedup.match.rule`. Any other page is read in Python: hits in the form
+an esdedup index returns (a ``dedup`` dict in ``_source``, no ``fields``) inline, their signatures decoded
+all at once, and the equal positions of every pair of signatures counted over the grid (by the native core
+when it is built, else in numpy). The general reader stays the definition: any other hit is read by it,
+and a page either fast way might read differently (a malformed value) is read by it alone;
+tests/unit/test_diversify_fast.py checks all three give the same hits, groups and errors.
 
 >>> from esdedup.match.thresholds import Thresholds
 >>> hits = [{"_id": "a", "_source": {"dedup": {"simhash": "00000000000000ff"}}},
@@ -64,7 +68,7 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.normalize import normalize
-from esdedup.match.rule import SketchColumns, exact_copies
+from esdedup.match.rule import MAX_CONTAINMENT_RATIO, MIN_CONTAINMENT_SHINGLES, SketchColumns, exact_copies
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import VECTOR, content_sha1
 
@@ -116,6 +120,9 @@ def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: Fingerprin
         raise ConfigError("the fingerprinter's config is not the index's config: fingerprints of different "
                           f"configs are not comparable (differences: {fingerprinter.config.differences(config)})")
     t = resolve_thresholds(thresholds, config)
+    rep_of_hit = _group_natively(hits, config, t)
+    if rep_of_hit is not None:
+        return _arrange(hits, {i: r for i, r in enumerate(rep_of_hit) if r >= 0}, set(range(len(hits))), mode)
     page = _Page.read_fast(hits, config, t, text_field) or _Page.read(hits, config, t, text_field)
     page.fingerprint_missing(lambda texts: _fingerprint(texts, fingerprinter, config))
     rep_of = _greedy(page, t, config)
@@ -130,6 +137,23 @@ def _default_config() -> FingerprintConfig:
     """The default config, made once: a config is frozen, and keeps what it derives (band layout, masks) for
     later calls, which a new config per call would build again."""
     return FingerprintConfig()
+
+
+def _group_natively(hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds) -> list[int] | None:
+    """The representative of each hit (its index, or -1 for a representative), read and grouped by the
+    native core (`esdedup.fingerprint.native.diversify_page`) when every hit is a participant of the plain
+    form it reads (each carries what the config's rule needs, none a vector or a text without words) and the
+    native core is in use; None otherwise (the page is then read in Python). The rule is handed over from
+    `esdedup.match.rule`: the thresholds and the bounds of a trusted containment estimate."""
+    if not native.enabled() or np.dtype(SIGNATURE_DTYPE).itemsize != 2:
+        return None
+    perm = config.minhash_perm
+    width, _ = _b64_form(perm)
+    return native.diversify_page(hits if type(hits) is list else list(hits), perm=perm, width=width,
+                                 nbytes=2 * perm, bits=config.bits, gets_signatures=config.gets_signatures,
+                                 jaccard=t.jaccard, containment=t.containment, hamming_k=t.hamming_k,
+                                 cosine=t.cosine is not None, min_shingles=float(MIN_CONTAINMENT_SHINGLES),
+                                 max_ratio=float(MAX_CONTAINMENT_RATIO))
 
 
 def _arrange(hits: Sequence[Mapping], dup_of: dict[int, int], compared: set[int], mode: str) -> list[dict]:

@@ -1,17 +1,24 @@
-//! The two array steps of diversifying a page of search hits (`esdedup.search.diversify`) that numpy does
-//! slowly: the base64 of the hits' stored MinHash signatures decoded all at once, and the equal positions of
-//! the signatures, every row of one set against every row of another (the count behind the estimated
-//! Jaccard of each pair). Only the bytes and the count are made here; the estimates and the verdicts stay in Python (`esdedup/match/rule.py`), which is
-//! the one definition of the rule, and `esdedup.match.rule.equal_positions` counts the same in numpy when
-//! the extension is not in use (`tests/unit/test_diversify_fast.py` checks the two agree).
+//! The steps of diversifying a page of search hits (`esdedup.search.diversify`) that Python does slowly.
+//!
+//! `diversify_page` reads a whole page of hits of the plain form (the parts the rule reads, straight from
+//! the hit dicts) and groups it in rank order, deciding each pair by the near-duplicate rule of
+//! `esdedup/match/rule.py` (`decide`), which stays its definition: the caller hands over the thresholds and
+//! the bounds of a trusted containment estimate, and hands any page this does not read to the general
+//! reader. `decode_base64` (the hits' stored MinHash signatures decoded all at once) and `equal_positions`
+//! (the equal positions of the signatures, every row of one set against every row of another: the count
+//! behind the estimated Jaccard of each pair) serve the Python path, whose estimates and verdicts stay in
+//! Python; `esdedup.match.rule.equal_positions` counts the same in numpy when the extension is not in use.
+//! `tests/unit/test_diversify_fast.py` checks every form against the reference.
 //!
 //! Signatures are b-bit values (16 bits under every config of today): they come as u16 when they fit, which
-//! puts twice as many positions in a vector register as u32, and the loop is compiled for AVX2 as well as
+//! puts twice as many positions in a vector register as u32, and the loops are compiled for AVX2 as well as
 //! portably, the form chosen at run time.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
+use std::collections::HashMap;
 
 /// The n x m counts (row-major, into `out`, zeroed) of positions where row x of `a` and row y of `b` agree,
 /// both row-major with `perm` columns; with `symmetric` (`b` is `a`), each pair below the diagonal is counted
@@ -148,33 +155,44 @@ const SIXES: [u8; 256] = {
     table
 };
 
-/// The bytes of `count` base64 strings of `width` characters laid end to end, each ending in the padding of
-/// `nbytes` bytes of data (`width` = 4 * ceil(nbytes / 3)); None when a character before the padding is not
-/// a base64 digit or the padding is not '='. Bits under the padding are dropped, as Python's decoder does.
-fn decode(joined: &[u8], width: usize, nbytes: usize) -> Option<Vec<u8>> {
-    let pad = (3 - nbytes % 3) % 3;
-    let mut out = Vec::with_capacity(joined.len() / width * nbytes);
-    for text in joined.chunks_exact(width) {
-        let (digits, padding) = text.split_at(width - pad);
-        if padding.iter().any(|&c| c != b'=') {
+/// The bytes of one base64 string (RFC 4648's standard alphabet) into `out`, whose length is the bytes it
+/// holds (the string has 4 * ceil(len / 3) characters), ending in the padding of that many bytes; None when
+/// a character before the padding is not a base64 digit or the padding is not '='. Bits under the padding
+/// are dropped, as Python's decoder does.
+#[inline]
+fn decode_into(text: &[u8], out: &mut [u8]) -> Option<()> {
+    let pad = (3 - out.len() % 3) % 3;
+    let (digits, padding) = text.split_at(text.len() - pad);
+    if padding.iter().any(|&c| c != b'=') {
+        return None;
+    }
+    let mut bits: u32 = 0;
+    let mut held = 0;
+    let mut at = 0;
+    for &c in digits {
+        let v = SIXES[c as usize];
+        if v == INVALID {
             return None;
         }
-        let start = out.len();
-        let mut bits: u32 = 0;
-        let mut held = 0;
-        for &c in digits {
-            let v = SIXES[c as usize];
-            if v == INVALID {
-                return None;
+        bits = (bits << 6) | u32::from(v);
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            if at < out.len() {
+                out[at] = (bits >> held) as u8;
             }
-            bits = (bits << 6) | u32::from(v);
-            held += 6;
-            if held >= 8 {
-                held -= 8;
-                out.push((bits >> held) as u8);
-            }
+            at += 1;
         }
-        out.truncate(start + nbytes);
+    }
+    Some(())
+}
+
+/// The bytes of `count` base64 strings of `width` characters laid end to end, each holding `nbytes` bytes
+/// (`decode_into`); None when one of them is not such a string.
+fn decode(joined: &[u8], width: usize, nbytes: usize) -> Option<Vec<u8>> {
+    let mut out = vec![0u8; joined.len() / width * nbytes];
+    for (text, chunk) in joined.chunks_exact(width).zip(out.chunks_exact_mut(nbytes)) {
+        decode_into(text, chunk)?;
     }
     Some(out)
 }
@@ -196,6 +214,355 @@ pub fn decode_base64<'py>(
     }
     let decoded = py.detach(|| decode(joined, width, nbytes));
     Ok(decoded.map(|raw| PyBytes::new(py, &raw)))
+}
+
+/// What the near-duplicate rule (`esdedup.match.rule.decide`) reads of a pair of hits that carry no
+/// vector, as `esdedup.search.diversify` hands it over: the thresholds (None: that test is off), and the
+/// bounds of a trusted containment estimate (`MIN_CONTAINMENT_SHINGLES`, `MAX_CONTAINMENT_RATIO`).
+struct Rule {
+    jaccard: Option<f64>,
+    containment: Option<f64>,
+    hamming_k: Option<u32>,
+    cosine: bool,
+    min_shingles: f64,
+    max_ratio: f64,
+}
+
+/// A page's participants as columns: row i is hit i.
+struct Page {
+    perm: usize,
+    sigs: Vec<u16>,    // n x perm; zeros where a hit is not signed
+    signed: Vec<bool>, // carries a signature of the config's length and n-grams > 0
+    shingles: Vec<i64>,
+    simhash: Vec<Option<u128>>,
+    cluster: Vec<i64>, // code of (index, cluster id), -1 where none
+}
+
+/// `containment_estimate` of `esdedup.match.rule`, for one pair: the same float64 steps in the same order.
+#[inline(always)]
+fn containment(rule: &Rule, jac: f64, n_a: i64, n_b: i64) -> f64 {
+    let (a, b) = (n_a as f64, n_b as f64);
+    let (lo, hi) = (a.min(b), a.max(b));
+    if lo >= rule.min_shingles && hi <= rule.max_ratio * lo {
+        (jac / (1.0 + jac) * (a + b) / lo.max(1.0)).min(1.0)
+    } else {
+        0.0
+    }
+}
+
+/// `decide` for hits x and y of a page without vectors (every cosine unknown) and without legacy short
+/// texts (every participant of such a page carries a signature, or the config bands every text).
+#[inline(always)]
+fn duplicates(page: &Page, rule: &Rule, x: usize, y: usize) -> bool {
+    if page.cluster[x] >= 0 && page.cluster[x] == page.cluster[y] {
+        return true;
+    }
+    let signatures = page.signed[x] && page.signed[y];
+    if signatures && (rule.jaccard.is_some() || rule.containment.is_some()) {
+        let perm = page.perm;
+        let (a, b) = (
+            &page.sigs[x * perm..(x + 1) * perm],
+            &page.sigs[y * perm..(y + 1) * perm],
+        );
+        let same = a
+            .iter()
+            .zip(b)
+            .fold(0u16, |acc, (p, q)| acc.wrapping_add(u16::from(p == q)));
+        let share = f64::from(same) / perm as f64;
+        return rule.jaccard.is_some_and(|j| share >= j)
+            || rule
+                .containment
+                .is_some_and(|c| containment(rule, share, page.shingles[x], page.shingles[y]) >= c);
+    }
+    if signatures && rule.cosine {
+        return false; // the cosine alone decides, and no pair carries two vectors
+    }
+    match (rule.hamming_k, page.simhash[x], page.simhash[y]) {
+        (Some(k), Some(a), Some(b)) => (a ^ b).count_ones() <= k,
+        _ => false,
+    }
+}
+
+/// Greedy grouping in rank order (`esdedup.search.diversify._greedy`): each hit joins the first
+/// representative it duplicates, else becomes one; the representative of each hit, or -1.
+#[inline(always)]
+fn group_portable(page: &Page, rule: &Rule) -> Vec<i64> {
+    let n = page.signed.len();
+    let mut rep_of = vec![-1i64; n];
+    let mut reps: Vec<usize> = Vec::with_capacity(n);
+    for (x, rep) in rep_of.iter_mut().enumerate() {
+        match reps.iter().find(|&&r| duplicates(page, rule, x, r)) {
+            Some(&r) => *rep = r as i64,
+            None => reps.push(x),
+        }
+    }
+    rep_of
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn group_avx2(page: &Page, rule: &Rule) -> Vec<i64> {
+    group_portable(page, rule)
+}
+
+fn group(page: &Page, rule: &Rule) -> Vec<i64> {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { group_avx2(page, rule) };
+    }
+    group_portable(page, rule)
+}
+
+/// A part's raw value as `esdedup.es.hits.hit_parts` reads it (Python None as None): from the hit's
+/// ``_source["dedup"]`` dict, else its dotted ``_source`` key, else the first element of
+/// ``fields["dedup.<name>"]``.
+fn part<'py>(
+    dedup: Option<&Bound<'py, PyDict>>,
+    src: Option<&Bound<'py, PyDict>>,
+    fields: Option<&Bound<'py, PyDict>>,
+    name: &Bound<'py, PyString>,
+    dotted: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let found = match (dedup, src) {
+        (Some(d), _) => d.get_item(name)?,
+        (None, Some(s)) => s.get_item(dotted)?,
+        (None, None) => None,
+    };
+    if let Some(v) = found.filter(|v| !v.is_none()) {
+        return Ok(Some(v));
+    }
+    let Some(f) = fields else { return Ok(None) };
+    let Some(value) = f.get_item(dotted)? else {
+        return Ok(None);
+    };
+    if let Ok(list) = value.cast::<PyList>() {
+        return Ok(if list.is_empty() {
+            None
+        } else {
+            Some(list.get_item(0)?)
+        }
+        .filter(|v| !v.is_none()));
+    }
+    Ok(Some(value).filter(|v| !v.is_none()))
+}
+
+/// A dict that the general reader reads as a Mapping: an exact dict (Some), absent or None (Ok(None)), or
+/// anything else (Err: not read here).
+fn dict_or_none<'py>(value: Option<Bound<'py, PyAny>>) -> Result<Option<Bound<'py, PyDict>>, ()> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => v.cast_into_exact::<PyDict>().map(Some).map_err(|_| ()),
+    }
+}
+
+/// A SimHash of plain hex digits below 2^bits (what `int(raw, 16)` reads of such a string); None for any
+/// other string (a prefix, a sign, spaces, too wide: the general reader judges it).
+fn hex_simhash(raw: &str, bits: u32) -> Option<u128> {
+    let digits = raw.trim_start_matches('0');
+    if raw.is_empty() || digits.len() > 32 || !raw.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let value = if digits.is_empty() {
+        0
+    } else {
+        u128::from_str_radix(digits, 16).ok()?
+    };
+    (bits >= 128 || value >> bits == 0).then_some(value)
+}
+
+/// Reads a page whose every hit is a participant of the plain form (see `diversify_page`); None at the first
+/// hit of another form.
+#[allow(clippy::too_many_arguments)]
+fn read_page(
+    py: Python<'_>,
+    hits: &Bound<'_, PyList>,
+    perm: usize,
+    width: usize,
+    nbytes: usize,
+    bits: u32,
+    gets_signatures: bool,
+) -> PyResult<Option<Page>> {
+    let n = hits.len();
+    let names = [
+        "minhash",
+        "shingles",
+        "simhash",
+        "chars",
+        "empty",
+        "vector",
+        "cluster_id",
+    ];
+    let keys: Vec<(Bound<'_, PyString>, Bound<'_, PyString>)> = names
+        .iter()
+        .map(|name| {
+            (
+                PyString::new(py, name),
+                PyString::new(py, &format!("dedup.{name}")),
+            )
+        })
+        .collect();
+    let mut page = Page {
+        perm,
+        sigs: vec![0u16; n * perm],
+        signed: vec![false; n],
+        shingles: vec![0; n],
+        simhash: vec![None; n],
+        cluster: vec![-1; n],
+    };
+    let mut codes: HashMap<(Option<String>, String), i64> = HashMap::new();
+    let mut bytes = vec![0u8; nbytes];
+    for (i, hit) in hits.iter().enumerate() {
+        let Ok(hit) = hit.cast_into_exact::<PyDict>() else {
+            return Ok(None);
+        };
+        let (Ok(src), Ok(fields)) = (
+            dict_or_none(hit.get_item(intern!(py, "_source"))?),
+            dict_or_none(hit.get_item(intern!(py, "fields"))?),
+        ) else {
+            return Ok(None);
+        };
+        let dedup = match &src {
+            Some(s) => match dict_or_none(s.get_item(intern!(py, "dedup"))?) {
+                Ok(d) => d,
+                Err(()) => return Ok(None), // a Mapping of another type, or the dotted keys beside a value
+            },
+            None => None,
+        };
+        let get = |k: usize| {
+            part(
+                dedup.as_ref(),
+                src.as_ref(),
+                fields.as_ref(),
+                &keys[k].0,
+                &keys[k].1,
+            )
+        };
+        let mut sig = false;
+        if let Some(mh) = get(0)? {
+            let Ok(text) = mh.cast_exact::<PyString>() else {
+                return Ok(None);
+            };
+            let text = text.to_str()?.as_bytes();
+            if text.len() != width || decode_into(text, &mut bytes).is_none() {
+                return Ok(None);
+            }
+            for (p, pair) in bytes.chunks_exact(2).enumerate() {
+                page.sigs[i * perm + p] = u16::from_le_bytes([pair[0], pair[1]]);
+            }
+            sig = true;
+        }
+        let shingles: i64 = match get(1)? {
+            None => 0,
+            Some(v) if v.is_exact_instance_of::<PyInt>() => match v.extract::<i64>() {
+                Ok(x) => x,
+                Err(_) => return Ok(None),
+            },
+            Some(_) => return Ok(None),
+        };
+        let simhash = match get(2)? {
+            None => None,
+            Some(v) => match v
+                .cast_exact::<PyString>()
+                .ok()
+                .and_then(|s| hex_simhash(s.to_str().ok()?, bits))
+            {
+                Some(x) => Some(x),
+                None => return Ok(None),
+            },
+        };
+        if get(3)?.is_some_and(|v| !v.is_exact_instance_of::<PyInt>()) {
+            return Ok(None); // chars: a form the general reader parses (or refuses)
+        }
+        let empty = match get(4)? {
+            None => simhash == Some(0),
+            Some(v) if v.is_exact_instance_of::<PyBool>() => v.is_truthy()?,
+            Some(_) => return Ok(None),
+        };
+        if empty || get(5)?.is_some() {
+            return Ok(None); // a text without words (rule 0), or a vector: read by the general reader
+        }
+        if let Some(c) = get(6)? {
+            let cluster = if let Ok(s) = c.cast_exact::<PyString>() {
+                s.to_str()?.to_owned()
+            } else if c.is_exact_instance_of::<PyInt>() {
+                c.str()?.to_str()?.to_owned()
+            } else {
+                return Ok(None);
+            };
+            let index = match hit.get_item(intern!(py, "_index"))? {
+                None => None,
+                Some(x) if x.is_none() => None,
+                Some(x) => match x.cast_exact::<PyString>() {
+                    Ok(s) => Some(s.to_str()?.to_owned()),
+                    Err(_) => return Ok(None),
+                },
+            };
+            let next = codes.len() as i64;
+            page.cluster[i] = *codes.entry((index, cluster)).or_insert(next);
+        }
+        let signed = sig && shingles > 0;
+        if !(if gets_signatures {
+            signed
+        } else {
+            simhash.is_some()
+        }) {
+            return Ok(None); // lacks what the config's rule needs: its text is fingerprinted
+        }
+        if !signed {
+            page.sigs[i * perm..(i + 1) * perm].fill(0);
+        }
+        page.signed[i] = signed;
+        page.shingles[i] = shingles;
+        page.simhash[i] = simhash;
+    }
+    Ok(Some(page))
+}
+
+/// `diversify_page(hits, perm, width, nbytes, bits, gets_signatures, jaccard, containment, hamming_k, cosine,
+/// min_shingles, max_ratio)`: the representative of each hit of a page (its position, or -1 for a
+/// representative), as `esdedup.search.diversify` groups them, when every hit is of the plain form this
+/// reads: an exact dict whose parts (`part`) are a signature of `width` base64 characters holding `nbytes`
+/// bytes (`perm` little-endian u16 values), counts and cluster ids of exact ints or strings, a SimHash of
+/// plain hex digits below 2^`bits`, `empty` false or absent, no vector, and what the config's rule needs (a
+/// signature with n-grams when `gets_signatures`, else a SimHash). None for any other page, which the
+/// general reader then reads. The rest are the rule's thresholds (None: off; `cosine`: whether a cosine
+/// threshold is set) and the bounds of a trusted containment estimate.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn diversify_page(
+    py: Python<'_>,
+    hits: &Bound<'_, PyList>,
+    perm: usize,
+    width: usize,
+    nbytes: usize,
+    bits: u32,
+    gets_signatures: bool,
+    jaccard: Option<f64>,
+    containment: Option<f64>,
+    hamming_k: Option<u32>,
+    cosine: bool,
+    min_shingles: f64,
+    max_ratio: f64,
+) -> PyResult<Option<Vec<i64>>> {
+    if perm == 0 || nbytes != 2 * perm || width != 4 * nbytes.div_ceil(3) || perm >= 1 << 16 {
+        return Err(PyValueError::new_err(format!(
+            "diversify_page: {perm} signature values in {nbytes} bytes and {width} base64 characters"
+        )));
+    }
+    let Some(page) = read_page(py, hits, perm, width, nbytes, bits, gets_signatures)? else {
+        return Ok(None);
+    };
+    let rule = Rule {
+        jaccard,
+        containment,
+        hamming_k,
+        cosine,
+        min_shingles,
+        max_ratio,
+    };
+    Ok(Some(py.detach(|| group(&page, &rule))))
 }
 
 #[cfg(test)]
@@ -224,6 +591,22 @@ mod tests {
         let square = counts(&bytes16(&a), &bytes16(&a), 5, 2, false);
         assert_eq!(counts(&bytes16(&a), &bytes16(&a), 5, 2, true), square);
         assert_eq!(counts(&bytes32(&a), &bytes32(&a), 5, 4, true), square);
+    }
+
+    #[test]
+    fn reads_plain_hex_simhashes_only() {
+        assert_eq!(hex_simhash("00ff", 64), Some(255));
+        assert_eq!(hex_simhash("FF", 8), Some(255));
+        assert_eq!(hex_simhash("000", 64), Some(0));
+        assert_eq!(hex_simhash(&"f".repeat(32), 128), Some(u128::MAX));
+        assert_eq!(
+            hex_simhash(&format!("0000{}", "f".repeat(16)), 64),
+            Some(u128::from(u64::MAX))
+        );
+        for other in ["", "0x1", "+1", " 1", "1_0", "g", "1ffffffffffffffff"] {
+            assert_eq!(hex_simhash(other, 64), None, "{other}");
+        }
+        assert_eq!(hex_simhash(&"1".repeat(33), 128), None);
     }
 
     #[test]

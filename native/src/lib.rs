@@ -15,9 +15,9 @@
 //! * band i hashes `h = mix64(i)`, then `h = mix64(h ^ v)` for its `rows` signature values; its key is the
 //!   top 40 bits of `h`, in decimal.
 
-mod diversify;
 mod bands;
 mod clean;
+mod diversify;
 mod kernels;
 mod shingles;
 mod terms;
@@ -34,7 +34,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 2;
+const API_VERSION: u32 = 3;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -301,6 +301,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
+    m.add_function(wrap_pyfunction!(diversify::diversify_page, m)?)?;
     m.add_function(wrap_pyfunction!(bands::band_keys, m)?)?;
     Ok(())
 }

@@ -51,6 +51,7 @@ def _reference_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def reference(hits, **kwargs):
     """`diversify` with every hit read by the general reader and every pair counted plainly."""
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(div, "_group_natively", lambda *a: None)
         mp.setattr(div._Page, "read_fast", classmethod(lambda cls, *a: None))
         mp.setattr(rule, "equal_positions", _reference_counts)
         return diversify(hits, **kwargs)
@@ -379,3 +380,165 @@ def test_decide_on_pairs_that_all_carry_signatures_is_decide_on_any_pairs(t):
                        same_cluster=extended(cluster, False))
     assert fast.dtype == bool and fast.flags.writeable and np.array_equal(fast, full[:-1])
     assert fast.any() and not fast.all()
+
+
+# -- the native page ---------------------------------------------------------------------------------
+def _near(rng: random.Random, centre: np.ndarray, perm: int) -> np.ndarray:
+    """A signature sharing a chosen number of positions with ``centre``: around the Jaccard and containment
+    thresholds as often as far from them."""
+    sig = centre[:perm].copy()
+    keep = round(perm * rng.choice([1.0, 0.99, 0.8, 0.7, 0.67, 0.66, 0.51, 0.5, 0.49, 0.3, 0.2, 0.19, 0.0]))
+    for p in rng.sample(range(perm), perm - keep):
+        sig[p] = (int(sig[p]) + 1 + rng.randrange(1000)) & 0xFFFF
+    return sig
+
+
+def _plain_page(rng: random.Random, config: FingerprintConfig, n: int) -> list[dict]:
+    """A page of hits as an esdedup index returns them (the forms a search gives: ``_source.dedup`` alone,
+    beside doc values, `search_diversified`'s mix, ``fields`` alone, dotted keys), most of them each carrying what
+    the rule needs, some not (a part missing or odd, an empty text and its exact copies, a vector, a text to
+    fingerprint): the native reader reads the first kind of page and hands every other to the general reader."""
+    perm, bits = config.minhash_perm, config.bits
+    centres = [np.array([rng.randrange(1 << 16) for _ in range(perm)], dtype=np.uint32) for _ in range(3)]
+    simhashes = [rng.getrandbits(bits) | 1 for _ in range(3)]
+    odd = rng.random() < 0.6  # pages that are plain but for the odd hit
+    hits = []
+    for i in range(n):
+        c = rng.randrange(3)
+        s = simhashes[c]
+        for _ in range(rng.choice([0, 0, 1, 2, 3, 4, 5, 8, 30])):
+            s ^= 1 << rng.randrange(bits)
+        d: dict = {"simhash": rng.choice([to_hex(s, bits), to_hex(s, bits).upper(), f"{s:x}", "00" + to_hex(s, bits)]),
+                   "minhash": encode_minhash(_near(rng, centres[c], perm)),
+                   "shingles": rng.choice([1, 3, 7, 8, 9, 12, 20, 31, 32, 33, 40, 100, 127, 128, 129, 200, 1000]),
+                   "chars": rng.choice([3, 10, 150, 199, 200, 500]),
+                   "empty": False, "content_sha1": f"s{i}", "tokens": 12, "lsh_keys": ["1", "2"]}
+        if rng.random() < 0.3:
+            d["cluster_id"] = rng.choice(["c1", "c2", "c3", 7])
+        if rng.random() < 0.1:
+            del d["empty"]
+        if rng.random() < 0.1:
+            del d["chars"]
+        if odd and rng.random() < 0.1:
+            what = rng.choice(["no simhash", "no minhash", "no shingles", "zero shingles", "0x", "str count",
+                               "float count", "empty", "empty by simhash", "vector", "text only", "blank",
+                               "untouched", "bool empty str", "wide simhash", "short signature"])
+            if what == "no simhash":
+                del d["simhash"]
+            elif what == "no minhash":
+                del d["minhash"]
+            elif what == "no shingles":
+                del d["shingles"]
+            elif what == "zero shingles":
+                d["shingles"] = 0
+            elif what == "0x":
+                d["simhash"] = hex(s)
+            elif what == "str count":
+                d["shingles"] = str(d["shingles"])
+            elif what == "float count":
+                d["chars"] = 150.0
+            elif what in ("empty", "empty by simhash"):
+                d = {"empty": True, "content_sha1": rng.choice(["e1", "e1", "e2"]), "simhash": "0" * (bits // 4)}
+                if what == "empty by simhash":
+                    del d["empty"]
+            elif what == "vector":
+                d["vector"] = [0.5] * 4
+            elif what == "text only":
+                d = {}
+            elif what == "blank":
+                d = {"content_sha1": None}
+            elif what == "untouched":
+                d = {}
+            elif what == "bool empty str":
+                d["empty"] = "false"
+            elif what == "wide simhash":
+                d["simhash"] = "1" + "0" * (bits // 4)
+            elif what == "short signature":
+                d["minhash"] = encode_minhash(centres[c][: max(1, perm // 2)])
+            text = {"text only": rng.choice(TEXTS[:4]), "blank": "  ", "empty": "！？。"}.get(what)
+        else:
+            text = None
+        h: dict = {"_id": f"h{i}", "_score": float(n - i)}
+        if rng.random() < 0.9:
+            h["_index"] = rng.choice(["news", "news", "archive"])
+        source = {"title": f"t{i}", "text": text if text is not None else rng.choice(TEXTS[:4])}
+        if text is None and rng.random() < 0.5:
+            del source["text"]
+        form = rng.choices(["source", "real", "mixed", "fields", "dotted", "late"], weights=[6, 3, 3, 1, 1, 1])[0]
+        if form == "source":
+            h["_source"] = source | {"dedup": d}
+        elif form == "real":  # a plain search with doc values of the SimHash and the empty flag (bench/es.py)
+            h["_source"] = source | {"dedup": d}
+            h["fields"] = {f"dedup.{k}": [d[k]] for k in ("simhash", "empty") if k in d}
+        elif form == "mixed":  # search_diversified: the signature in _source, the small parts as doc values
+            h["_source"] = source | {"dedup": {k: v for k, v in d.items() if k == "minhash"}}
+            h["fields"] = {f"dedup.{k}": [v] for k, v in d.items() if k != "minhash"}
+        elif form == "fields":
+            h["_source"] = source
+            h["fields"] = {f"dedup.{k}": [v] for k, v in d.items()}
+        elif form == "dotted":
+            h["_source"] = source | {f"dedup.{k}": v for k, v in d.items()}
+        else:  # a part only in fields, where _source has it None; and an empty fields list
+            h["_source"] = source | {"dedup": d | {"simhash": None}}
+            h["fields"] = {"dedup.simhash": [d["simhash"]] if "simhash" in d else [], "dedup.chars": []}
+        hits.append(h)
+    return hits
+
+
+PLAIN_CONFIGS = CONFIGS + [FingerprintConfig(bits=128, strategy="simhash"), FingerprintConfig(strategy="minhash", bits=128)]
+
+
+def _plain_pages(seed: int, count: int):
+    rng = random.Random(100 + seed)
+    for _ in range(count):
+        config = rng.choice(PLAIN_CONFIGS)
+        yield config, rng.sample(THRESHOLDS, 3), _plain_page(rng, config, rng.choice([0, 1, 2, 3, 10, 50, 100, 100]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plain_pages_give_the_reference_answers(seed, fingerprinters):
+    """With the native page (`_group_natively`) where the extension is in use: the reference's hits on pages
+    of every form, whether the native core read them or handed them back."""
+    for config, thresholds, hits in _plain_pages(seed, 30):
+        fp = fingerprinters.get(config.to_json()) or fingerprinters.setdefault(config.to_json(), Fingerprinter(config))
+        for t in thresholds:
+            for mode in MODES:
+                kwargs = {"mode": mode, "config": config, "thresholds": t, "fingerprinter": fp}
+                assert outcome(diversify, hits, **kwargs) == outcome(reference, hits, **kwargs), (config, t, mode)
+
+
+def test_the_plain_pages_exercise_the_native_page():
+    """The premise of the test above: with the extension, the native core reads most of its pages, of every
+    config, and hands back others; and they hold near-duplicates and representatives (skips without it)."""
+    if not native.enabled():
+        pytest.skip(native.unavailable_reason())
+    read: dict[str, int] = {}
+    back = dups = kept = 0
+    for seed in range(6):
+        for config, thresholds, hits in _plain_pages(seed, 30):
+            got = div._group_natively(hits, config, resolve_thresholds(thresholds[0], config))
+            if got is None:
+                back += 1
+                continue
+            read[config.to_json()] = read.get(config.to_json(), 0) + 1
+            dups += sum(r >= 0 for r in got)
+            kept += sum(r < 0 for r in got)
+    assert len(read) == len(PLAIN_CONFIGS) and sum(read.values()) > 60 and back > 20 and dups > 500 and kept > 500
+
+
+def test_the_native_page_is_read_and_checks_its_input():
+    """A plain page goes the native way with the extension (skips without it, as above); the kernel refuses
+    a signature layout it does not read."""
+    if not native.enabled():
+        pytest.skip(native.unavailable_reason())
+    config = FingerprintConfig()
+    rng = np.random.default_rng(2)
+    sig = rng.integers(0, 1 << 16, 128).astype(np.uint32)
+    page = [_usual(0, sig, 1), _usual(1, sig, 3), _usual(2, rng.integers(0, 1 << 16, 128).astype(np.uint32), 1)]
+    t = resolve_thresholds(None, config)
+    assert div._group_natively(page, config, t) == [-1, 0, -1]
+    assert div._group_natively(tuple(page), config, t) == [-1, 0, -1]
+    page[2]["fields"] = {"dedup.vector": [[1.0, 2.0]]}
+    assert div._group_natively(page, config, t) is None
+    with pytest.raises(ValueError, match="signature values"):
+        native._EXTENSION.diversify_page([], 128, 344, 255, 64, True, 0.5, None, 3, False, 8.0, 4.0)
