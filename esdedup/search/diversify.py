@@ -228,7 +228,8 @@ class _Page:
     def read_fast(cls, hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds,
                   text_field: str) -> _Page | None:
         """The page `read` gives, read faster: a hit in the usual form (a ``_source`` dict with a ``dedup``
-        dict, no ``fields``) has its parts read inline, and the signatures of all hits are decoded at once
+        dict, and doc values in a ``fields`` dict or none) has its parts read inline (with doc values, the
+        general reader's `hit_parts` finds them), and the signatures of all hits are decoded at once
         (`_decode_signatures`); any other hit goes through `read`'s reader. None where the result could differ from
         `read`'s: a signature string only the general reader can judge, or any error (`read` then raises
         the error of the first bad hit, as it would have)."""
@@ -241,10 +242,16 @@ class _Page:
             for i, hit in enumerate(hits):
                 src: Any = hit.get("_source")
                 d = src.get("dedup") if type(src) is dict else None
-                if type(d) is not dict or hit.get("fields") is not None:
+                fields = hit.get("fields")
+                if type(d) is not dict or (fields is not None and type(fields) is not dict):
                     page._add(i, hit, text_field)
                     continue
-                get = d.get
+                if fields is None:
+                    get = d.get
+                else:  # doc values beside _source (a plain search asking for some): the general reader's parts
+                    get = hit_parts(hit, SKETCH_PARTS).get
+                    if src.get(text_field) is None and text_field in fields:
+                        src = {**src, text_field: first(fields[text_field])}  # the text as `_read` finds it
                 mh = get("minhash")
                 if mh is None:
                     sig: np.ndarray | int | None = None
