@@ -166,25 +166,34 @@ fn decode_into(text: &[u8], out: &mut [u8]) -> Option<()> {
     if padding.iter().any(|&c| c != b'=') {
         return None;
     }
+    // Any INVALID digit sets the high bit, which no digit's six bits reach: checked once at the end.
+    let mut seen = 0u8;
+    let whole = digits.len() / 4;
+    for (quad, three) in digits.chunks_exact(4).zip(out.chunks_exact_mut(3)) {
+        let six = [quad[0], quad[1], quad[2], quad[3]].map(|c| SIXES[c as usize]);
+        seen |= six[0] | six[1] | six[2] | six[3];
+        let v = six.iter().fold(0u32, |v, &x| (v << 6) | u32::from(x));
+        three.copy_from_slice(&v.to_be_bytes()[1..]);
+    }
+    // The two or three digits before the padding hold the last one or two bytes.
+    let tail = &mut out[whole * 3..];
     let mut bits: u32 = 0;
     let mut held = 0;
     let mut at = 0;
-    for &c in digits {
+    for &c in &digits[whole * 4..] {
         let v = SIXES[c as usize];
-        if v == INVALID {
-            return None;
-        }
-        bits = (bits << 6) | u32::from(v);
+        seen |= v;
+        bits = (bits << 6) | u32::from(v & 0x3F);
         held += 6;
         if held >= 8 {
             held -= 8;
-            if at < out.len() {
-                out[at] = (bits >> held) as u8;
+            if at < tail.len() {
+                tail[at] = (bits >> held) as u8;
             }
             at += 1;
         }
     }
-    Some(())
+    (seen & 0x80 == 0).then_some(())
 }
 
 /// The bytes of `count` base64 strings of `width` characters laid end to end, each holding `nbytes` bytes
@@ -250,6 +259,16 @@ fn containment(rule: &Rule, jac: f64, n_a: i64, n_b: i64) -> f64 {
     }
 }
 
+/// How many positions two signatures of one length share (a sum of 0/1: vector compares and subtracts).
+#[inline(always)]
+fn same_positions(a: &[u16], b: &[u16]) -> u32 {
+    u32::from(
+        a.iter()
+            .zip(b)
+            .fold(0u16, |acc, (p, q)| acc.wrapping_add(u16::from(p == q))),
+    )
+}
+
 /// `decide` for hits x and y of a page without vectors (every cosine unknown) and without legacy short
 /// texts (every participant of such a page carries a signature, or the config bands every text).
 #[inline(always)]
@@ -264,11 +283,7 @@ fn duplicates(page: &Page, rule: &Rule, x: usize, y: usize) -> bool {
             &page.sigs[x * perm..(x + 1) * perm],
             &page.sigs[y * perm..(y + 1) * perm],
         );
-        let same = a
-            .iter()
-            .zip(b)
-            .fold(0u16, |acc, (p, q)| acc.wrapping_add(u16::from(p == q)));
-        let share = f64::from(same) / perm as f64;
+        let share = f64::from(same_positions(a, b)) / perm as f64;
         return rule.jaccard.is_some_and(|j| share >= j)
             || rule
                 .containment
