@@ -18,7 +18,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The n x m counts (row-major, into `out`, zeroed) of positions where row x of `a` and row y of `b` agree,
 /// both row-major with `perm` columns; with `symmetric` (`b` is `a`), each pair below the diagonal is counted
@@ -426,7 +426,7 @@ fn read_page(
         simhash: vec![None; n],
         cluster: vec![-1; n],
     };
-    let mut codes: HashMap<(Option<String>, String), i64> = HashMap::new();
+    let mut codes: FxHashMap<(Option<String>, String), i64> = FxHashMap::default();
     let mut bytes = vec![0u8; nbytes];
     for (i, hit) in hits.iter().enumerate() {
         let Ok(hit) = hit.cast_into_exact::<PyDict>() else {
