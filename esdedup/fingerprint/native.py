@@ -1,7 +1,8 @@
 """The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step, the
 term step, the band keys and the first normalisation step of `Fingerprinter.fingerprint_many` for a whole
 batch, and the steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`, and `diversify_page`: a
-whole page of plain hits read and grouped), in Rust, with the GIL released.
+whole page of plain hits read and grouped), in Rust, with the GIL released (but while `diversify_page` reads
+the hit dicts).
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the

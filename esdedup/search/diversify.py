@@ -34,11 +34,11 @@ A page is read fast (a call adds well under a millisecond to a search of 100 hit
 the native core (`esdedup.fingerprint.native`), a page whose every hit carries what the rule needs in plain
 form (any of the forms above; no vector, no text without words) is read and grouped there in one call, the
 rule's thresholds handed over from `esdedup.match.rule`. Any other page is read in Python: hits in the form
-an esdedup index returns (a ``dedup`` dict in ``_source``, no ``fields``) inline, their signatures decoded
-all at once, and the equal positions of every pair of signatures counted over the grid (by the native core
-when it is built, else in numpy). The general reader stays the definition: any other hit is read by it,
-and a page either fast way might read differently (a malformed value) is read by it alone;
-tests/unit/test_diversify_fast.py checks all three give the same hits, groups and errors.
+an esdedup index returns (a ``dedup`` dict in ``_source``, doc values beside it or none) inline, their
+signatures decoded all at once, and the equal positions of every pair of signatures counted over the grid
+(by the native core when it is built, else in numpy). The general reader stays the definition: any other
+hit is read by it, and a page either fast way might read differently (a malformed value) is read by it
+alone; tests/unit/test_diversify_fast.py checks all three give the same hits, groups and errors.
 
 >>> from esdedup.match.thresholds import Thresholds
 >>> hits = [{"_id": "a", "_source": {"dedup": {"simhash": "00000000000000ff"}}},
