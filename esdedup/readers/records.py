@@ -261,6 +261,8 @@ def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
         title, reason = _title(mapping.get(names.title), names.title)
     if reason is not None:
         return where.reject(reason)
-    fields = {key: value for key, value in mapping.items() if key not in (names.text, names.id, names.title)}
+    fields = dict(mapping)
+    for key in (names.text, names.id, names.title):
+        fields.pop(key, None)
     return Record(id=record_id, text=mapping[names.text], title=title, fields=fields, source=where.source,
                   location=where.location, offset=where.offset, encoding=where.encoding)
