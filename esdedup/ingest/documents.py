@@ -54,17 +54,22 @@ def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:
     return [content_sha1(normalize(x, t2s=config.t2s)) for x in texts]
 
 
+_DOTTED_DEDUP = DEDUP + "."
+
+
 def _own_filled(fields: dict[str, Any]) -> list[str]:
     """The record's keys that would land on a field ingest fills: those of `FILLED_FIELDS`, and dotted keys
     under ``dedup`` (``"dedup.cluster_id"``: Elasticsearch expands the dots, and the document would carry a
     second cluster id beside the one ingest writes)."""
-    return [k for k in fields if k in FILLED_FIELDS or k.startswith(DEDUP + ".")]
+    return [k for k in fields if k in FILLED_FIELDS or k.startswith(_DOTTED_DEDUP)]
 
 
 def field_clash(rec: Record) -> str | None:
     """Why a record cannot keep its own fields of `FILLED_FIELDS` (it has an `INPUT_FIELDS` already), or None."""
+    if INPUT_FIELDS not in rec.fields:
+        return None
     own = _own_filled(rec.fields)
-    if own and INPUT_FIELDS in rec.fields:
+    if own:
         return (f"the record's own field(s) {', '.join(map(repr, own))} would be kept under {INPUT_FIELDS!r} (other "
                 f"fields were chosen as id, title or text), but it has a field {INPUT_FIELDS!r} already")
     return None
@@ -73,9 +78,9 @@ def field_clash(rec: Record) -> str | None:
 def source_fields(rec: Record) -> dict[str, Any]:
     """The article fields a record is stored with (its own fields of `FILLED_FIELDS` under `INPUT_FIELDS`)."""
     src = dict(rec.fields)
-    own = {k: src.pop(k) for k in _own_filled(src)}
+    own = _own_filled(src)
     if own:
-        src[INPUT_FIELDS] = own
+        src[INPUT_FIELDS] = {k: src.pop(k) for k in own}
     if rec.id is not None:
         src["id"] = rec.id
     if rec.title is not None:

@@ -195,7 +195,7 @@ class Labeller:
         settling is mended by the next). A new document gets a write order after everything it was
         compared with, and joins the clusters of all its verified near-duplicates (``skip``: is skipped
         when it has any; ``index``: is its own cluster)."""
-        self_doc = next((s for s in found if s.id == d.id), None)
+        self_doc = next((s for s in found if s.id == d.id), None) if found else None
         if self_doc is not None and not same_text(self_doc, d):
             return self._labels_of_new_text(d, found, self_doc)
         if self.on_duplicate == "index":

@@ -122,15 +122,15 @@ def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
 def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
     simhashes, lengths, chars, shingles, empties, bits, vectors, sigs, signed, n_bands, bands, n_lsh, lsh = columns
     out: list[Fingerprint] = []
-    b = l = s = 0  # noqa: E741 - positions in the flat band and LSH lists and in the signatures
-    for i, simhash in enumerate(simhashes):
-        sig = None
-        if signed[i]:
-            sig, s = sigs[s], s + 1
-        out.append(Fingerprint(simhash, bands[b:b + n_bands[i]], vectors[i], {}, lengths[i], empty=empties[i],
-                               lsh=lsh[l:l + n_lsh[i]], minhash=sig, chars=chars[i], bits=bits,
-                               shingles=shingles[i]))
-        b, l = b + n_bands[i], l + n_lsh[i]  # noqa: E741
+    sig_rows = iter(sigs if sigs is not None else ())
+    vector_rows = iter(vectors if vectors is not None else ())
+    b = l = 0  # noqa: E741 - positions in the flat band and LSH lists
+    for simhash, length, n_chars, n_shingles, empty, has_sig, nb, nl in zip(
+            simhashes, lengths, chars, shingles, empties, signed, n_bands, n_lsh, strict=True):
+        out.append(Fingerprint(simhash, bands[b:b + nb], next(vector_rows), {}, length, empty=empty,
+                               lsh=lsh[l:l + nl], minhash=next(sig_rows) if has_sig else None, chars=n_chars,
+                               bits=bits, shingles=n_shingles))
+        b, l = b + nb, l + nl  # noqa: E741
     return out
 
 

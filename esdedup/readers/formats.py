@@ -54,6 +54,7 @@ from esdedup.readers.records import (
     id_size_reason,
     json_error,
     json_type,
+    strict_json,
 )
 
 __all__ = ["FORMATS", "read_records"]
@@ -105,7 +106,7 @@ def _json_record(text: str, where: Where, names: FieldNames) -> Record | Rejecte
         return Rejected(where.source, where.location, "raw NUL byte in the line (not valid JSON text)",
                         where.excerpt.replace("\x00", "\\x00"), where.offset)
     try:
-        obj = STRICT_JSON.decode(text)
+        obj = strict_json(text)
     except (ValueError, RecursionError) as exc:
         return where.reject(json_error(exc))
     if not isinstance(obj, dict):

@@ -13,6 +13,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; still work without it
+    orjson = None  # type: ignore[assignment]
+
 __all__ = ["DEFAULT_MAX_RECORD_BYTES", "EXCERPT_CHARS", "MAX_ID_BYTES", "Record", "Rejected"]
 
 #: Default limit of one record (a JSONL line, a CSV row, a whole txt or JSON file).
@@ -101,6 +106,36 @@ def _finite_float(text: str) -> float:
 
 #: RFC 8259 JSON, nothing more: no NaN/Infinity literals, no float that overflows to infinity.
 STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+def strict_json(text: str) -> Any:
+    """``STRICT_JSON.decode(text)``: the same value, or the same error. orjson reads the texts it reads
+    alike; what it refuses (NaN and Infinity, numbers that overflow, lone surrogate escapes, control
+    characters, deep nesting, any syntax error) is read again by `STRICT_JSON`, for its value or its error,
+    and so is a value holding a float (orjson reads an integer beyond 64 bits as one)."""
+    if orjson is not None:
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if not _holds_float(value):
+                return value
+    return STRICT_JSON.decode(text)
+
+
+def _holds_float(value: Any) -> bool:
+    """Whether a JSON value is or holds a float, at any depth (without recursion: any depth is fine)."""
+    if type(value) is not dict and type(value) is not list:
+        return type(value) is float
+    todo = [value]
+    while todo:
+        container = todo.pop()
+        for item in container.values() if type(container) is dict else container:
+            kind = type(item)
+            if kind is float:
+                return True
+            if kind is dict or kind is list:
+                todo.append(item)
+    return False
 
 
 def json_error(exc: Exception) -> str:
@@ -226,6 +261,8 @@ def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
         title, reason = _title(mapping.get(names.title), names.title)
     if reason is not None:
         return where.reject(reason)
-    fields = {key: value for key, value in mapping.items() if key not in (names.text, names.id, names.title)}
+    fields = dict(mapping)
+    for key in (names.text, names.id, names.title):
+        fields.pop(key, None)
     return Record(id=record_id, text=mapping[names.text], title=title, fields=fields, source=where.source,
                   location=where.location, offset=where.offset, encoding=where.encoding)

@@ -9,7 +9,8 @@ once it is `SNAPSHOT_SECONDS` old. A temporary table is not a write to the colle
 
 Text: an FTS5 table ``texts`` (contentless: it keeps the index, not a second copy of the text), its rowid
 the document's ``seq``. Like the key tables it is indexed lazily, up to a ``seq`` remembered in ``meta``:
-after each `LocalStore.write` and before a search. A replaced document gets a new ``seq``, so the old
+after each `LocalStore.write` (the documents it wrote from their sources in memory, `TextIndex.texts_of`;
+any others from their rows) and before a search. A replaced document gets a new ``seq``, so the old
 entry joins no row and drops out of the answers without a delete. Chinese, Japanese and Korean characters
 are indexed one token each (`spaced`), so a query of any length matches characters in sequence as a
 phrase; other scripts are indexed by word. A file that cannot be written (and has no text index yet) is
@@ -22,7 +23,7 @@ import random
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc, id_variants
@@ -127,10 +128,24 @@ class TextIndex:
         #: The file has no text index and cannot get one: searches read a bounded number of documents.
         self.unavailable = False
 
-    def merge(self) -> None:
-        """Index the title and text of documents written since the last merge."""
+    def texts_of(self, written: Iterable[tuple[int, Mapping[str, Any]]]) -> dict[int, tuple[str, str]]:
+        """The title and body `merge` indexes for documents just written, by ``seq``, from their sources as
+        written (not read back and decoded). A document whose title or text is neither a string nor absent is
+        left out: `merge` reads its row, and indexes what the stored JSON gives back."""
+        title, text = self._fields()
+        out: dict[int, tuple[str, str]] = {}
+        for seq, src in written:
+            a, b = src.get(title), src.get(text)
+            if (a is None or type(a) is str) and (b is None or type(b) is str):
+                out[seq] = (_spaced(a or ""), _spaced(b or ""))
+        return out
+
+    def merge(self, known: Mapping[int, tuple[str, str]] | None = None) -> None:
+        """Index the title and text of documents written since the last merge; ``known``: those of some of
+        them already (`texts_of`), the others are read from their rows."""
         if self.unavailable:
             return
+        known = known or {}
         db = self._database.connect()
         try:
             row = db.execute("SELECT value FROM meta WHERE key = 'indexed:texts'").fetchone()
@@ -144,11 +159,17 @@ class TextIndex:
             with db:
                 db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(title, body, content='', "
                            "tokenize='unicode61 remove_diacritics 2')")
-                while rows := db.execute("SELECT seq, source FROM docs WHERE seq > ? ORDER BY seq LIMIT ?",
-                                         (mark, TEXT_CHUNK)).fetchall():
+                while seqs := [r[0] for r in db.execute("SELECT seq FROM docs WHERE seq > ? ORDER BY seq LIMIT ?",
+                                                        (mark, TEXT_CHUNK))]:
+                    read: dict[int, tuple[str, str]] = {}
+                    for chunk in chunks([s for s in seqs if s not in known], MAX_PARAMS):
+                        read.update((s, _fields_of(src, title, text)) for s, src in db.execute(
+                            f"SELECT seq, source FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
+                    read.update((s, known[s]) for s in seqs if s in known)
+                    # A row read by its seq alone and gone by the time its source was read has no text to index.
                     db.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)",
-                                   [(seq, *_fields_of(src, title, text)) for seq, src in rows])
-                    mark = rows[-1][0]
+                                   [(s, *read[s]) for s in seqs if s in read])
+                    mark = seqs[-1]
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('indexed:texts', ?)", (str(max(mark, top)),))
         except sqlite3.OperationalError as exc:
             if not is_read_only(exc):

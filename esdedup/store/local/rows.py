@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -15,20 +15,24 @@ DOC_COLUMNS = ("id, simhash, vector, tokens, chars, empty, cluster_id, duplicate
                "cluster_seq, content_sha1")
 #: The columns a document's band and LSH keys are computed from (`esdedup.store.local.keys.KeyTables`).
 KEY_COLUMNS = "seq, id, simhash, minhash, banded"
-#: Writes a document (`doc_row`), in place of a stored one of the same id.
+#: Writes a document (`doc_rows`), in place of a stored one of the same id.
 INSERT_DOC = ("INSERT OR REPLACE INTO docs (id, simhash, vector, tokens, chars, empty, content_sha1, cluster_id, "
               "duplicate_of, source, minhash, shingles, banded, wseq, cluster_seq) "
               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+#: A document's article fields as the ``source`` column holds them.
+_SOURCE_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
-def doc_row(d: NewDoc, bits: int, stores_vector: bool) -> tuple:
-    """The parameters of `INSERT_DOC` for one document (its vector only when the config stores it)."""
-    fp = d.fingerprint
-    return (d.id, to_hex(fp.simhash, bits), stored_vector(fp.vector) if stores_vector and not fp.empty else None,
-            fp.length, fp.chars, int(fp.empty), d.content_sha1, d.cluster_id, d.duplicate_of,
-            json.dumps(d.source, ensure_ascii=False, default=str),
-            None if fp.minhash is None else stored_signature(fp.minhash), fp.shingles, int(bool(fp.bands)),
-            d.seq, d.cluster_seq)
+def doc_rows(docs: Sequence[NewDoc], bits: int, stores_vector: bool) -> list[tuple]:
+    """The parameters of `INSERT_DOC` for each document (its vector only when the config stores it)."""
+    fps = [d.fingerprint for d in docs]
+    vectors = iter(stored_vectors([fp.vector for fp in fps if not fp.empty]) if stores_vector else ())
+    signatures = iter(stored_signatures([fp.minhash for fp in fps if fp.minhash is not None]))
+    encode = _SOURCE_JSON.encode
+    return [(d.id, to_hex(fp.simhash, bits), next(vectors) if stores_vector and not fp.empty else None,
+             fp.length, fp.chars, int(fp.empty), d.content_sha1, d.cluster_id, d.duplicate_of, encode(d.source),
+             None if fp.minhash is None else next(signatures), fp.shingles, int(bool(fp.bands)), d.seq,
+             d.cluster_seq) for d, fp in zip(docs, fps, strict=True)]
 
 
 def stored_docs(rows: Iterable[tuple], dims: int) -> Iterator[StoredDoc]:
@@ -50,7 +54,29 @@ def stored_vector(vector: np.ndarray) -> bytes:
     return (np.rint(np.asarray(vector, dtype=np.float64) * 1e6) / 1e6).astype("<f4").tobytes()
 
 
+def stored_vectors(vectors: Sequence[np.ndarray]) -> list[bytes]:
+    """`stored_vector` of each vector, rounded in one array when they have one length."""
+    if len(vectors) < 2 or len({v.shape for v in vectors}) != 1:
+        return [stored_vector(v) for v in vectors]
+    return _split_rows((np.rint(np.stack(vectors).astype(np.float64) * 1e6) / 1e6).astype("<f4"))
+
+
 def stored_signature(sig: np.ndarray) -> bytes:
     """A MinHash signature's 16-bit values as bytes (`esdedup.fingerprint.minhash.SIGNATURE_DTYPE`, as in
     Elasticsearch)."""
     return np.asarray(sig, dtype=SIGNATURE_DTYPE).tobytes()
+
+
+def stored_signatures(sigs: Sequence[np.ndarray]) -> list[bytes]:
+    """`stored_signature` of each signature, converted in one array when they have one length."""
+    if len(sigs) < 2 or len({s.shape for s in sigs}) != 1:
+        return [stored_signature(s) for s in sigs]
+    return _split_rows(np.stack(sigs).astype(SIGNATURE_DTYPE))
+
+
+def _split_rows(matrix: np.ndarray) -> list[bytes]:
+    """The bytes of each row of a C-contiguous 2-D array."""
+    data, width = matrix.tobytes(), matrix[0].nbytes
+    if not width:
+        return [b""] * len(matrix)
+    return [data[i:i + width] for i in range(0, len(data), width)]

@@ -33,7 +33,7 @@ from esdedup.store.base import (
 from esdedup.store.local import labels as cluster_labels
 from esdedup.store.local.browse import ClusterSizes, TextIndex, sample
 from esdedup.store.local.keys import KeyTables
-from esdedup.store.local.rows import INSERT_DOC, doc_row, stored_docs
+from esdedup.store.local.rows import INSERT_DOC, doc_rows, stored_docs
 from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
     MAX_PARAMS,
@@ -161,28 +161,37 @@ class LocalStore:
         db = self._database.connect()
         config = self.config
         batch: list[NewDoc] = []
+        texts: dict[int, tuple[str, str]] = {}
         for doc in docs:
             batch.append(doc)
             if len(batch) >= WRITE_BATCH:
-                yield from self._write_batch(db, config, batch)
+                yield from self._write_batch(db, config, batch, texts)
                 batch = []
         if batch:
-            yield from self._write_batch(db, config, batch)
+            yield from self._write_batch(db, config, batch, texts)
         # The text index catches up once a call, in bulk (cheaper than an FTS insert per transaction).
-        self._texts.merge()
+        self._texts.merge(texts)
 
-    def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc]) -> list[WriteResult]:
-        """Write one transaction's documents, the key rows of the stored ones they replace deleted first."""
+    def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc],
+                     texts: dict[int, tuple[str, str]]) -> list[WriteResult]:
+        """Write one transaction's documents, the key rows of the stored ones they replace deleted first;
+        ``texts`` gets what the text index takes of each document written, by its ``seq``."""
         ids = [d.id for d in batch]
         existing: set[str] = set()
         for chunk in chunks(ids, MAX_PARAMS):
             existing.update(r[0] for r in db.execute(f"SELECT id FROM docs WHERE id IN ({marks(len(chunk))})", chunk))
         old = [i for i in ids if i in existing]
         old_keys = self._keys.indexed_keys(old) if old else []
-        bits, vectors = config.bits, config.stores_vector
         with db:
             self._keys.delete(db, old_keys)
-            db.executemany(INSERT_DOC, [doc_row(d, bits, vectors) for d in batch])
+            top = db.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
+            db.executemany(INSERT_DOC, doc_rows(batch, config.bits, config.stores_vector))
+            # Every seq above the top before the insert is one of this transaction's rows (AUTOINCREMENT gives
+            # each new row a seq above all before it, and the transaction holds the write lock); the last
+            # document of an id is the one stored.
+            by_id = {d.id: d for d in batch}
+            texts.update(self._texts.texts_of(
+                (seq, by_id[i].source) for seq, i in db.execute("SELECT seq, id FROM docs WHERE seq > ?", (top,))))
         return [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
 
     @_sql_errors

@@ -1,0 +1,143 @@
+"""The embedded store's rows and text index written from documents in memory, and the JSONL parser, agree
+with what they replace: the per-document encodings, the text index read back from the rows, the standard
+library's strict JSON."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+from esdedup import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.readers.records import STRICT_JSON, strict_json
+from esdedup.schema import content_sha1
+from esdedup.store.base import NewDoc
+from esdedup.store.local import LocalStore
+from esdedup.store.local.rows import (
+    INSERT_DOC,
+    doc_rows,
+    stored_signature,
+    stored_signatures,
+    stored_vector,
+    stored_vectors,
+)
+
+TEXTS = ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。", "",
+         "The quick brown fox jumps over the lazy dog.", "千山鸟飞绝，万径人踪灭。𠀀𠀁 e\u0301"]
+
+
+def _read(text: str) -> tuple:
+    try:
+        return "value", repr(STRICT_JSON.decode(text))
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc).__name__, str(exc)
+
+
+def _strict(text: str) -> tuple:
+    try:
+        return "value", repr(strict_json(text))
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("text", [
+    '{"id": "a", "text": "秦川", "n": 1, "l": [true, false, null], "o": {"k": "\\u00e9\\n\\"\\/"}}',
+    '{"a": 1, "b": 2, "a": 3}',  # the last value, in the first key's place
+    '{"f": 1.5, "g": -0.0, "h": 1e-400, "i": 2.2250738585072012e-308}',
+    '{"n": 123456789012345678901234567890}', '{"n": 18446744073709551616}', '{"n": -9223372036854775809}',
+    '{"n": 18446744073709551615, "m": -9223372036854775808}', '{"deep": [[[{"x": [1.25]}]]]}',
+    '{"v": NaN}', '{"v": Infinity}', '{"v": -Infinity}', '{"v": 1e400}', '{"v": 1.7976931348623159e308}',
+    '{"v": 1' + "0" * 5000 + "}", '{"v": "\\ud800"}', '{"v": "\\udc00\\ud800"}', '{"v": "\\ud83d\\ude00"}',
+    '{"v": "a\tb"}', '{"a": 1} x', '{"a": 1', "[1, 2]", '"text"', "null", '  {"k": 0}\n ', "\ufeff{}",
+    "[" * 3000 + "]" * 3000, "[" * 100 + "1.5" + "]" * 100, "{'a': 1}", "{} {}", "",
+])
+def test_strict_json_gives_the_standard_librarys_value_or_error(text):
+    assert _strict(text) == _read(text)
+
+
+def _docs(config: FingerprintConfig) -> list[NewDoc]:
+    fps = Fingerprinter(config).fingerprint_many(TEXTS)
+    return [NewDoc(f"d{k}", fp, {"id": f"d{k}", "title": f"标题{k}" if k % 2 else None, "text": TEXTS[k],
+                                 "when": object() if k == 1 else k}, content_sha1(TEXTS[k]), f"d{k}", None,
+                   seq=k + 1, cluster_seq=k + 1) for k, fp in enumerate(fps)]
+
+
+@pytest.mark.parametrize("strategy", ["auto", "simhash"])
+def test_doc_rows_encode_each_document_as_on_its_own(strategy):
+    config = FingerprintConfig(tokenizer="rjieba", strategy=strategy)
+    docs = _docs(config)
+    for stores_vector in (True, False):
+        rows = doc_rows(docs, config.bits, stores_vector)
+        for d, row in zip(docs, rows, strict=True):
+            fp = d.fingerprint
+            assert row[2] == (stored_vector(fp.vector) if stores_vector and not fp.empty else None)
+            assert row[9] == json.dumps(d.source, ensure_ascii=False, default=str)
+            assert row[10] == (None if fp.minhash is None else stored_signature(fp.minhash))
+
+
+def test_stored_vectors_and_signatures_of_mixed_lengths_one_by_one():
+    rng = np.random.default_rng(3)
+    same = [rng.standard_normal(8).astype(np.float32) for _ in range(5)]
+    mixed = [*same, rng.standard_normal(3).astype(np.float32)]
+    for vectors in (same, mixed, same[:1], []):
+        assert stored_vectors(vectors) == [stored_vector(v) for v in vectors]
+    sigs = [rng.integers(0, 2**32, 16, dtype=np.uint32) for _ in range(4)]
+    for group in (sigs, [*sigs, sigs[0][:5]]):
+        assert stored_signatures(group) == [stored_signature(s) for s in group]
+    assert stored_vectors([np.zeros(0, np.float32)] * 3) == [b""] * 3
+
+
+def _index(path) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, texts, instance)")
+        return db.execute("SELECT * FROM temp.v ORDER BY term, doc, col, offset").fetchall()
+    finally:
+        db.close()
+
+
+def test_the_text_index_of_documents_written_is_the_one_read_back_from_their_rows(tmp_path):
+    """A write indexes its documents' titles and texts from the sources in memory (a title that is not a
+    string, here a number, from its row); the index is the one a merge reading every row builds, and
+    replaced documents and documents written by another connection are indexed too."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    docs = _docs(config)
+    docs[3].source["title"] = 12345
+    stores = []
+    for name in ("memory", "rows"):
+        s = LocalStore(name, tmp_path)
+        s.open(config)
+        stores.append(s)
+    memory, rows = stores
+    assert all(r.ok for r in memory.write(docs))
+    # The same rows, with the text index caught up by reading them back (as for another writer's rows).
+    db = rows._database.connect()
+    with db:
+        db.executemany(INSERT_DOC, doc_rows(docs, config.bits, config.stores_vector))
+    rows._texts.merge()
+    assert _index(memory.path) == _index(rows.path) and _index(memory.path)
+    # A new text under an id, written by each way again; another connection's write is caught up.
+    again = [NewDoc("d0", docs[1].fingerprint, {"text": "黄河远上白云间"}, content_sha1("x"), "d0", None, seq=9)]
+    assert all(r.ok for r in memory.write(again))
+    with db:
+        db.executemany(INSERT_DOC, doc_rows(again, config.bits, config.stores_vector))
+    rows._texts.merge()
+    other = LocalStore("memory", tmp_path)
+    other.open()
+    assert all(r.ok for r in other.write([NewDoc("z", docs[0].fingerprint, {"text": "孤帆远影碧空尽"},
+                                                 content_sha1("z"), "z", None, seq=10)]))
+    other.close()
+    assert [h.id for h in memory.search_text("远影碧空", size=5).hits] == ["z"]
+    assert [h.id for h in memory.search_text("12345", size=5).hits] == ["d3"]
+    assert [h.id for h in memory.search_text("白云", size=5).hits] == ["d0"]
+    assert memory.search_text("床前", size=5).hits == []  # d0's old text is gone
+    with db:
+        db.executemany(INSERT_DOC, doc_rows([NewDoc("z", docs[0].fingerprint, {"text": "孤帆远影碧空尽"},
+                                                    content_sha1("z"), "z", None, seq=10)], config.bits,
+                                            config.stores_vector))
+    rows._texts.merge()
+    assert _index(memory.path) == _index(rows.path)
+    for s in stores:
+        s.drop()
