@@ -11,11 +11,23 @@ the article text, and are scored exactly client-side (`esdedup.match.lookup`).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
 from esdedup.schema import DEDUP, SHINGLES, VECTOR, key_field
+
+
+@functools.lru_cache(maxsize=1024)
+def stored_key_field(name: str) -> str:
+    """The full name (``dedup.<field>``) of the stored field that holds a probe's band ``name``
+    (`esdedup.schema.key_field`); kept per name, as a batch of lookups asks it for every band of every probe.
+
+    >>> stored_key_field("band_2"), stored_key_field("lsh_7")
+    ('dedup.band_2', 'dedup.lsh_keys')
+    """
+    return f"{DEDUP}.{key_field(name)}"
 
 
 def band_query(probe: Mapping[str, Sequence[str]], *, filters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -29,7 +41,7 @@ def band_query(probe: Mapping[str, Sequence[str]], *, filters: Sequence[dict[str
     """
     should: list[dict[str, Any]] = []
     for name, keys in probe.items():
-        field = f"{DEDUP}.{key_field(name)}"
+        field = stored_key_field(name)
         # Each band a document shares scores 1, so a lookup's score is its number of shared bands (what
         # `Store.lookup` ranks candidates by), not a relevance guess.
         if len(keys) == 1:
@@ -70,7 +82,12 @@ def keys_by_field(probes: Iterable[Mapping[str, Sequence[str]]]) -> dict[str, li
     for probe in probes:
         for name, keys in probe.items():
             if keys:
-                out.setdefault(f"{DEDUP}.{key_field(name)}", {}).update(dict.fromkeys(keys))
+                field = stored_key_field(name)
+                seen = out.get(field)
+                if seen is None:
+                    seen = out[field] = {}
+                for k in keys:
+                    seen[k] = None
     return {field: list(keys) for field, keys in out.items()}
 
 

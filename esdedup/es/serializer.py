@@ -5,13 +5,17 @@ and decoding them is a large part of the client's work in both; orjson reads the
 (Elasticsearch's numbers are at most 64-bit integers and doubles, which both read alike) at a fraction of the
 standard library's cost. What orjson refuses, such as a lone surrogate escaped in a stored text, is read by the
 standard library. Requests are encoded by the standard library: orjson refuses some of what it passes through
-(lone surrogates again), and bulk bodies are encoded by esdedup itself (`esdedup.schema.json_bytes`).
+(lone surrogates again), and the large NDJSON bodies (bulk writes, `_msearch`) are encoded by esdedup itself
+(`esdedup.schema.json_bytes`, which falls back to the standard library for what orjson refuses; `ndjson`).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from elasticsearch.serializer import JsonSerializer
+
+from esdedup.schema import json_bytes
 
 try:
     import orjson
@@ -29,3 +33,12 @@ class ResponseJson(JsonSerializer):
             except orjson.JSONDecodeError:
                 pass
         return super().loads(data)
+
+
+def ndjson(objs: Iterable[Any]) -> bytes:
+    """An NDJSON request body (``_msearch``, ``_bulk``): each object as one line of compact JSON.
+
+    >>> ndjson([{"index": "a"}, {"size": 0}])
+    b'{"index":"a"}\\n{"size":0}\\n'
+    """
+    return b"".join(json_bytes(obj) + b"\n" for obj in objs)

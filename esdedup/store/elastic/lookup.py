@@ -6,7 +6,6 @@ one band query each in ``_msearch`` batches.
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -15,7 +14,8 @@ import numpy as np
 from esdedup.errors import IndexNotFound, StoreError
 from esdedup.es import query as q
 from esdedup.es.answers import error_reason
-from esdedup.schema import CONTENT_SHA1, DEDUP, EMPTY, VECTOR, key_field
+from esdedup.es.serializer import ndjson
+from esdedup.schema import CONTENT_SHA1, EMPTY, VECTOR
 from esdedup.store.base import Probe, StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.keys import key_counts
@@ -23,9 +23,10 @@ from esdedup.util.redact import redact
 
 #: Probes per `_msearch` request (probes the node ranks one by one).
 MSEARCH_BATCH = 100
-#: Probes per batched lookup search, and band keys per key field in it (a `terms` query takes at most
-#: 65,536 by default, ``index.max_terms_count``).
-LOOKUP_PROBES = 250
+#: Probes per batched lookup search (an ingest batch's: each search has a cost on the node, and round trip,
+#: beyond that of its keys), and band keys per key field in it (a `terms` query takes at most 65,536 by
+#: default, ``index.max_terms_count``).
+LOOKUP_PROBES = 1000
 LOOKUP_TERMS = 30_000
 
 
@@ -71,8 +72,7 @@ class _Plan:
                 alone += self.together(part, crowds_known=True)
         return alone
 
-    def _assign(self, idx: list[int], hits: list[dict[str, Any]],
-                holders: Mapping[tuple[str, str], Sequence[int]]) -> list[int]:
+    def _assign(self, idx: list[int], hits: list[dict[str, Any]], holders: _Holders) -> list[int]:
         """Give each probe of ``idx`` the hits sharing its keys (`_shared_hits`); returns the probes holding a
         crowded key."""
         docs: dict[int, StoredDoc] = {}
@@ -92,7 +92,7 @@ class _Plan:
         """The probes of ``idx`` holding a key that more than ``limit`` documents hold (a count per key)."""
         counts = key_counts(self.index, keys, "band lookup", min_count=self.limit + 1, size=1000)
         crowded = {(field, k) for field, (found, _) in counts.items() for k, _ in found}
-        return [i for i in idx if any((f"{DEDUP}.{key_field(name)}", k) in crowded
+        return [i for i in idx if any((q.stored_key_field(name), k) in crowded
                                       for name, band_keys in self.probes[i].items() for k in band_keys)]
 
     def each(self, idx: list[int]) -> None:
@@ -102,8 +102,8 @@ class _Plan:
         for start in range(0, len(idx), MSEARCH_BATCH):
             batch = idx[start : start + MSEARCH_BATCH]
             with index.errors("band lookup"):
-                resp = index.client.msearch(searches=q.msearch_body(index.name, [self.probes[i] for i in batch],
-                                                                   size=self.limit))
+                resp = index.client.msearch(searches=ndjson(q.msearch_body(index.name, [self.probes[i] for i in batch],
+                                                                           size=self.limit)))
             for i, r in zip(batch, resp["responses"], strict=False):
                 if "error" in r:
                     raise StoreError(f"band lookup on {index.name!r} failed: "
@@ -115,50 +115,61 @@ class _Plan:
 def _lookup_chunks(probes: Sequence[Probe]) -> Iterator[list[int]]:
     """The probes with keys, in groups of at most `LOOKUP_PROBES` and `LOOKUP_TERMS` keys a field."""
     chunk: list[int] = []
-    terms: Counter[str] = Counter()
+    terms: dict[str, int] = {}
     for i, probe in enumerate(probes):
-        need: Counter[str] = Counter()
+        need: dict[str, int] = {}
         for name, keys in probe.items():
-            need[key_field(name)] += len(keys)
-        if not need.total():
+            if keys:
+                field = q.stored_key_field(name)
+                need[field] = need.get(field, 0) + len(keys)
+        if not need:
             continue
-        if chunk and (len(chunk) >= LOOKUP_PROBES or any(terms[f] + n > LOOKUP_TERMS for f, n in need.items())):
+        if chunk and (len(chunk) >= LOOKUP_PROBES or any(terms.get(f, 0) + n > LOOKUP_TERMS for f, n in need.items())):
             yield chunk
-            chunk, terms = [], Counter()
+            chunk, terms = [], {}
         chunk.append(i)
-        terms.update(need)
+        for f, n in need.items():
+            terms[f] = terms.get(f, 0) + n
     if chunk:
         yield chunk
 
 
-def _holders(hits: Sequence[Mapping[str, Any]], fields: Iterable[str]) -> dict[tuple[str, str], list[int]]:
-    """(key field, key) -> positions of the hits holding it, from the hits' doc values of ``fields`` (numbers
+#: Key field -> key -> positions of the hits holding it (`_holders`).
+_Holders = dict[str, dict[str, list[int]]]
+
+
+def _holders(hits: Sequence[Mapping[str, Any]], fields: Iterable[str]) -> _Holders:
+    """Key field -> key -> positions of the hits holding it, from the hits' doc values of ``fields`` (numbers
     for the LSH keys field: read as strings, as probes hold them)."""
-    holders: dict[tuple[str, str], list[int]] = {}
-    fields = list(fields)
+    holders: _Holders = {field: {} for field in fields}
     for pos, hit in enumerate(hits):
         values_of = hit.get("fields", {})
-        for field in fields:
+        for field, held in holders.items():
             for v in {str(x) for x in values_of.get(field, ())}:  # a document may hold one LSH key in two bands
-                holders.setdefault((field, v), []).append(pos)
+                held.setdefault(v, []).append(pos)
     return holders
 
 
-def _shared_hits(probe: Probe, holders: Mapping[tuple[str, str], Sequence[int]], hits: Sequence[Mapping[str, Any]],
-                 limit: int) -> list[int] | None:
+def _shared_hits(probe: Probe, holders: _Holders, hits: Sequence[Mapping[str, Any]], limit: int) -> list[int] | None:
     """The positions of the hits sharing a key with ``probe``, in id order: the ``limit`` sharing the most
     bands (ties by id) when more do, as a band lookup scores them (a band counts once, however many of its
     keys match). None when one of its keys is held by more than ``limit`` documents (the node ranks those)."""
-    shared: Counter[int] = Counter()
+    shared: dict[int, int] = {}
     for name, keys in probe.items():
-        field = f"{DEDUP}.{key_field(name)}"
+        held_by = holders.get(q.stored_key_field(name))
+        if not held_by:
+            continue
         band: set[int] = set()
         for k in keys:
-            held = holders.get((field, k), ())
-            if len(held) > limit:
-                return None
-            band.update(held)
-        shared.update(band)
+            held = held_by.get(k)
+            if held is not None:
+                if len(held) > limit:
+                    return None
+                band.update(held)
+        for pos in band:
+            shared[pos] = shared.get(pos, 0) + 1
+    if not shared:
+        return []
     chosen = sorted(shared, key=lambda pos: (-shared[pos], hits[pos]["_id"]))[:limit]
     return sorted(chosen, key=lambda pos: hits[pos]["_id"])
 

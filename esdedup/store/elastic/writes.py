@@ -1,9 +1,11 @@
 """Bulk requests of the Elasticsearch store: documents indexed with retries (`Bulk.write`), and the one loop
 that sends partial updates and deletes (`Bulk.items`).
 
-Writes go through `elasticsearch.helpers.streaming_bulk` (chunked by count and bytes); documents rejected
-with 429 (write queue full) or a 5xx status, and whole requests throttled with 429, are re-sent here with
-exponential backoff and counted in `Bulk.retried`.
+`Bulk.write` sends the documents as bulk request bodies it encodes itself (each document's JSON, its
+``dedup`` fields encoded in advance where ingest's workers did it, spliced behind its action line), chunked by
+count and bytes; documents rejected with 429 (write queue full) or a 5xx status, and whole requests throttled
+with 429, are re-sent with exponential backoff and counted in `Bulk.retried`. Partial updates and deletes
+(small, and built as dicts by the label code) go through `elasticsearch.helpers.streaming_bulk`.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from esdedup.errors import WriteRefused
+from esdedup.errors import StoreError, WriteRefused
 from esdedup.es.answers import api_reason, bulk_reason, refused_by_the_store
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP, dedup_source, json_bytes
@@ -24,16 +26,27 @@ log = logging.getLogger(__name__)
 
 #: Actions per bulk request of partial updates and deletes (small documents).
 UPDATE_CHUNK = 1000
+#: What `Bulk.write` reads of a bulk answer (``filter_path``): each item's status, result and error, in the
+#: order of the request.
+BULK_ANSWER = "items.*.status,items.*.result,items.*.error"
+
+#: A document as `Bulk.write` sends it: its id, and its two lines of the bulk request (action and source).
+_Action = tuple[str, bytes]
+
+
+def document_json(config: FingerprintConfig, d: NewDoc) -> bytes:
+    """The JSON of one document as it is written whole: its article fields and its ``dedup`` fields."""
+    if d.dedup_json is not None:
+        return _spliced(d)
+    dedup = {**dedup_source(d.fingerprint, config, d.content_sha1), **_labels(d)}
+    # Encoded by esdedup, not by the client: JSON encoding (the vector's floats above all) is the client's
+    # largest cost in a bulk load, and orjson does it at a fraction of the standard library's cost.
+    return json_bytes({**d.source, DEDUP: dedup})
 
 
 def index_action(index: str, config: FingerprintConfig, d: NewDoc) -> dict[str, Any]:
-    """The bulk action that writes one document whole, its source already encoded as JSON."""
-    if d.dedup_json is not None:
-        return {"_op_type": "index", "_index": index, "_id": d.id, "_source": _spliced(d)}
-    dedup = {**dedup_source(d.fingerprint, config, d.content_sha1), **_labels(d)}
-    # The source goes to the bulk helper already encoded: JSON encoding (the vector's floats above all) is the
-    # client's largest cost in a bulk load, and orjson does it at a fraction of the standard library's cost.
-    return {"_op_type": "index", "_index": index, "_id": d.id, "_source": json_bytes({**d.source, DEDUP: dedup})}
+    """The action for ``elasticsearch.helpers`` that writes one document whole, its source already encoded."""
+    return {"_op_type": "index", "_index": index, "_id": d.id, "_source": document_json(config, d)}
 
 
 def item_info(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,37 +74,36 @@ class Bulk:
     def write(self, docs: Iterable[NewDoc]) -> Iterator[WriteResult]:
         """Index documents; yields one result per document (order within a chunk may differ on retry)."""
         import elasticsearch as es
-        from elasticsearch import helpers
 
         index = self.index
-        pending: dict[str, dict[str, Any]] = {}
-
-        def actions(source: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-            for a in source:
-                pending[a["_id"]] = a
-                yield a
-
-        todo: Iterator[dict[str, Any]] = (index_action(index.name, index.config, d) for d in docs)
+        header = b'{"index":{"_index":' + json_bytes(index.name) + b',"_id":'
+        todo: Iterator[_Action] = ((d.id, b"".join((header, json_bytes(d.id), b"}}\n", document_json(index.config, d), b"\n")))
+                                   for d in docs)
         last_refusal: Mapping[str, Any] = {}
         for attempt in range(self.max_retries + 1):
-            retry: list[dict[str, Any]] = []
+            # Items rejected with 429 (write queue full) or 5xx, re-sent after this pass and counted in `retried`.
+            retry: list[_Action] = []
+            chunks = _Chunks(todo, self.chunk_size, self.max_chunk_bytes)
             with index.errors("bulk indexing"):
-                try:
-                    # Retries are done here, not by the helper (max_retries=0), so that every re-sent
-                    # document is counted in `retried`: items rejected with 429 (write queue full) or 5xx.
-                    for ok, item in helpers.streaming_bulk(
-                            index.client, actions(todo), chunk_size=self.chunk_size,
-                            max_chunk_bytes=self.max_chunk_bytes, raise_on_error=False, raise_on_exception=True,
-                            max_retries=0, yield_ok=True):
-                        info = item_info(item)
-                        doc_id = str(info.get("_id"))
+                for chunk in chunks:
+                    try:
+                        items = self._send(chunk)
+                    except es.ApiError as exc:
+                        if exc.meta.status != 429 or attempt >= self.max_retries:
+                            raise
+                        # The whole request was throttled: re-send what is unconfirmed, then the rest.
+                        retry.extend(chunk)
+                        self.retried += len(retry)
+                        self._wait(attempt, f"the bulk request was throttled (429: {api_reason(exc)})", len(retry))
+                        todo = itertools.chain(retry, chunks.rest())
+                        break
+                    for (doc_id, lines), info in zip(chunk, items, strict=True):
                         status = int(info.get("status", 0) or 0)
-                        action = pending.pop(doc_id, None)
-                        if ok:
+                        if 200 <= status < 300:
                             index.own_writes += 1
                             yield WriteResult(doc_id, True, created=info.get("result") == "created", status=status)
-                        elif (status == 429 or status >= 500) and action is not None and attempt < self.max_retries:
-                            retry.append(action)
+                        elif (status == 429 or status >= 500) and attempt < self.max_retries:
+                            retry.append((doc_id, lines))
                             last_refusal = info
                         elif refused_by_the_store(info):
                             raise WriteRefused(
@@ -102,22 +114,23 @@ class Bulk:
                                 "the index accepts writes again")
                         else:
                             yield WriteResult(doc_id, False, error=bulk_reason(info), status=status)
-                except es.ApiError as exc:
-                    if exc.meta.status != 429 or attempt >= self.max_retries:
-                        raise
-                    # The whole request was throttled: re-send what is unconfirmed, then the rest.
-                    retry.extend(pending.values())
-                    pending.clear()
+                else:
+                    if not retry:
+                        return
                     self.retried += len(retry)
-                    self._wait(attempt, f"the bulk request was throttled (429: {api_reason(exc)})", len(retry))
-                    todo = itertools.chain(retry, todo)
-                    continue
-            if not retry:
-                return
-            self.retried += len(retry)
-            self._wait(attempt, f"{len(retry)} documents were refused "
-                       f"({last_refusal.get('status')}: {bulk_reason(last_refusal)})", len(retry))
-            todo = iter(retry)
+                    self._wait(attempt, f"{len(retry)} documents were refused "
+                               f"({last_refusal.get('status')}: {bulk_reason(last_refusal)})", len(retry))
+                    todo = iter(retry)
+
+    def _send(self, chunk: list[_Action]) -> list[dict[str, Any]]:
+        """One bulk request of ``chunk``; the outcome of each item, in the order sent. The answer keeps only
+        what is read of it (`BULK_ANSWER`): reading it is then a small part of the client's work."""
+        resp = self.index.client.bulk(operations=b"".join(lines for _, lines in chunk), filter_path=BULK_ANSWER)
+        items = resp.get("items") or []
+        if len(items) != len(chunk):
+            raise StoreError(f"{self.index.where('bulk indexing')}: the answer to a bulk request of {len(chunk)} "
+                             f"documents holds {len(items)} outcomes")
+        return [item_info(item) for item in items]
 
     def _wait(self, attempt: int, why: str, documents: int) -> None:
         """Wait before re-sending, and say what for: a wait of seconds is a warning (a store that refuses
@@ -147,6 +160,34 @@ class Bulk:
         if version is not None:
             action["if_seq_no"], action["if_primary_term"] = version
         return action
+
+
+class _Chunks:
+    """Actions in bulk requests of at most ``count`` documents and ``size`` bytes (a larger document goes
+    alone). A chunk is known to be full only once the action after it is read: `rest` gives that one back
+    with those not read yet, for a caller that stops after a chunk."""
+
+    def __init__(self, actions: Iterator[_Action], count: int, size: int) -> None:
+        self.actions, self.count, self.size = actions, count, size
+        self._next: _Action | None = None
+
+    def __iter__(self) -> Iterator[list[_Action]]:
+        chunk: list[_Action] = []
+        size = 0
+        for action in self.actions:
+            if chunk and (len(chunk) >= self.count or size + len(action[1]) > self.size):
+                self._next = action
+                yield chunk
+                self._next = None
+                chunk, size = [], 0
+            chunk.append(action)
+            size += len(action[1])
+        if chunk:
+            yield chunk
+
+    def rest(self) -> Iterator[_Action]:
+        """The actions not given in a chunk yet."""
+        return itertools.chain([] if self._next is None else [self._next], self.actions)
 
 
 def _labels(d: NewDoc) -> dict[str, Any]:
