@@ -2,6 +2,7 @@
 native LSH join and equal-position count (esdedup_native.lsh_pairs, pair_equal_positions) against numpy's
 (ESDEDUP_NATIVE=0), both against a brute-force join, and `find_pairs` (the rule over the LSH candidates'
 arrays) against the rule over each scored candidate (`scored_pairs`, `verdicts`, `ScoredPair.to_pair`).
+`similar` verifies many texts' candidates together (`verify_many`) with the matches of one text at a time.
 
 The native tests skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (test_native.py's fixture).
 """
@@ -18,9 +19,11 @@ import pytest
 from esdedup import FingerprintConfig
 from esdedup.fingerprint import native
 from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.match import lookup
 from esdedup.match import pairs as P
+from esdedup.match.lookup import VERIFY_BATCH, Match
 from esdedup.match.pairs import Pair, find_pairs, lsh_pair_indices, scored_pairs, verdicts
-from esdedup.match.rule import decided_by, decided_by_many, pair_equal_positions
+from esdedup.match.rule import decided_by, decided_by_many, measure, measured, pair_equal_positions
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc, SignatureColumns, SignatureColumnsStore
@@ -181,3 +184,43 @@ def test_the_embedded_store_reads_the_columns_a_scan_gives(corpus_store):
     assert read.vectors().tobytes() == scanned.vectors().tobytes()
     assert read.vectors().any() == config.stores_vector
     assert 0 < len(read.ids) < corpus_store.count()
+
+
+def _verified_one_text_at_a_time(fp, cands, config, t, sha1) -> list[Match]:
+    """`verify` by its definition: `measure` of the text against its candidates, the rule, `decided_by` each."""
+    docs = [d for d in cands if not d.empty]
+    if fp.empty or not docs:
+        return []
+    m = measure(fp, docs, config)
+    out = []
+    for i in np.flatnonzero(m.decide(t)).tolist():
+        cosine = float(m.cosine[i]) if config.stores_vector else None
+        jaccard, containment = measured(m.jaccard[i]), measured(m.containment[i])
+        out.append(Match(docs[i].id, int(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
+                         exact=docs[i].content_sha1 == sha1,
+                         decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
+                                               containment=containment, legacy_short=bool(m.legacy_short[i]))))
+    return sorted(out, key=Match.rank)
+
+
+@pytest.mark.parametrize("batch", [7, VERIFY_BATCH])
+def test_texts_verified_together_get_the_matches_of_one_at_a_time(corpus_store, batch, monkeypatch, extension):  # noqa: F811
+    monkeypatch.setattr(lookup, "VERIFY_BATCH", batch)
+    config = corpus_store.config
+    t = P.lookup_thresholds(None, config)
+    fper = Fingerprinter(config)
+    rng = random.Random(2)
+    texts = [make_variant(rng, make_document(rng, rng.choice([1, 2, 6]))) for _ in range(20)]
+    # Stored texts: found again by their own keys, their exact copies first.
+    texts += [corpus_store.get_source(d.id)["text"] for d in corpus_store.sample(40)]  # type: ignore[index]
+    fps = fper.fingerprint_many(texts)
+    sha1s = [content_sha1(fper.normalize(x)) for x in texts]
+    found = corpus_store.lookup([lookup.probe_for(fp, config) for fp in fps])
+    want = [_verified_one_text_at_a_time(fp, cands, config, t, sha) for fp, cands, sha in zip(fps, found, sha1s,
+                                                                                             strict=True)]
+    assert sum(map(len, want)) > 40
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        got = lookup.verify_many(fps, found, config, t, exclude=[None] * len(fps), sha1s=sha1s)
+        assert got == want
+        assert [m.decided_by for ms in got for m in ms] == [m.decided_by for ms in want for m in ms]
