@@ -32,7 +32,7 @@ impl<'a> Rows<'a> {
         Rows {
             values,
             perm,
-            n: if perm == 0 { 0 } else { values.len() / perm },
+            n: values.len().checked_div(perm).unwrap_or(0),
         }
     }
 
