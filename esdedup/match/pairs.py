@@ -47,8 +47,8 @@ FETCH_BATCH = 2000
 PAIR_BATCH = 20_000
 #: Fingerprints kept in memory while verifying pairs before the cache starts over.
 CACHE_MAX = 200_000
-#: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one `Store.scan`,
-#: a numpy sort per band), for stores of up to this many documents (512 bytes each); larger ones use the
+#: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one read of the
+#: store's `SignatureColumns`, a sort per band), for stores of up to this many documents (512 bytes each); larger ones use the
 #: store's key groups (`Store.key_batches`). Both give the same pairs.
 LSH_IN_MEMORY_MAX = 2_000_000
 
@@ -385,7 +385,7 @@ class _Columns:
 
 def _lsh_join(store: Store, max_bucket: int, crowded: list[tuple[str, int]] | None
               ) -> tuple[_Columns, np.ndarray, np.ndarray]:
-    """The columns of the store's signed documents (one scan) and the candidate pairs of their LSH bands
+    """The columns of the store's signed documents (read at once) and the candidate pairs of their LSH bands
     (`lsh_pair_indices`); ``crowded`` receives the crowded LSH values, as (key, documents)."""
     config = store.config
     cols = _Columns.of(store)
@@ -400,8 +400,8 @@ def _lsh_join(store: Store, max_bucket: int, crowded: list[tuple[str, int]] | No
 
 def _lsh_pairs(store: Store, seen: _SeenPairs, max_bucket: int,
                crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
-    """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined in memory and measured as
-    `esdedup.match.rule.measure_pairs` measures them."""
+    """`scored_pairs` for the LSH bands, from one read of the columns: candidate pairs joined in memory and
+    measured as `esdedup.match.rule.measure_pairs` measures them."""
     cols, left, right = _lsh_join(store, max_bucket, crowded)
     ids = cols.ids
     seen.add_rows(ids, left, right)
