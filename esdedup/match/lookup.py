@@ -186,7 +186,8 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
     shas = list(sha1s) if sha1s is not None else [None] * len(fps)
     found = with_exact_copies(store, fps, shas, found, limit=limit + 1)  # +1: a stored text's own copy
     verified = verify_many(fps, found, config, t, exclude=excl, sha1s=shas)
-    return [Lookup(matches[:top], truncated=len(cands) >= limit) for matches, cands in zip(verified, found, strict=True)]
+    return [Lookup(matches[:top], truncated=len(cands) >= limit)
+            for matches, cands in zip(verified, found, strict=True)]
 
 
 def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],

@@ -48,8 +48,8 @@ PAIR_BATCH = 20_000
 #: Fingerprints kept in memory while verifying pairs before the cache starts over.
 CACHE_MAX = 200_000
 #: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one read of the
-#: store's `SignatureColumns`, a sort per band), for stores of up to this many documents (512 bytes each); larger ones use the
-#: store's key groups (`Store.key_batches`). Both give the same pairs.
+#: store's `SignatureColumns`, a sort per band), for stores of up to this many documents (512 bytes each);
+#: larger ones use the store's key groups (`Store.key_batches`). Both give the same pairs.
 LSH_IN_MEMORY_MAX = 2_000_000
 
 
