@@ -1,8 +1,8 @@
 """The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step, the
 term step, the band keys and the first normalisation step of `Fingerprinter.fingerprint_many` for a whole
-batch, and the steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`, and `diversify_page`: a
-whole page of plain hits read and grouped), in Rust, with the GIL released (but while `diversify_page` reads
-the hit dicts).
+batch, the steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`, and `diversify_page`: a
+whole page of plain hits read and grouped), and the two per-candidate steps of all-pairs search (`lsh_pairs`,
+`pair_equal_positions`), in Rust, with the GIL released (but while `diversify_page` reads the hit dicts).
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
@@ -167,6 +167,36 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     right = left if symmetric else b.astype("<u2" if narrow else "<u4").tobytes()
     raw = kernel(left, right, perm, width, symmetric)
     return np.frombuffer(raw, dtype="<u4").reshape(a.shape[0], b.shape[0])
+
+
+#: (left rows, right rows, crowded band values as (band, first row, rows), band values cut to max_bucket).
+LshJoin = tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]], int]
+
+
+def lsh_pairs(sigs: np.ndarray, bands: int, rows: int, max_bucket: int) -> LshJoin | None:
+    """The LSH join of `esdedup.match.pairs.lsh_pair_indices` (``sigs``: a (rows, perm) array of uint32
+    signatures; ``bands`` and ``rows`` already checked against it) by the extension, with the GIL released:
+    the sorted pairs (int64 arrays), the crowded band values by band then first row, and how many band
+    values were cut; None when the native core is not in use."""
+    if not enabled():
+        return None
+    left, right, crowded, capped = _EXTENSION.lsh_pairs(  # type: ignore[union-attr]
+        np.ascontiguousarray(sigs, dtype=np.uint32), bands, rows, max_bucket)
+    return (np.frombuffer(left, dtype="<i8").astype(np.int64, copy=False),
+            np.frombuffer(right, dtype="<i8").astype(np.int64, copy=False), crowded, capped)
+
+
+def pair_equal_positions(sigs: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
+    """How many positions row ``left[x]`` of ``sigs`` (a (rows, perm) array of uint32 signatures) shares
+    with row ``right[x]``, for every x, counted by the extension with the GIL released (a uint32 array);
+    None when the native core is not in use (then `esdedup.match.rule.pair_equal_positions` counts in
+    numpy)."""
+    if not enabled():
+        return None
+    counted = _EXTENSION.pair_equal_positions(  # type: ignore[union-attr]
+        np.ascontiguousarray(sigs, dtype=np.uint32), np.ascontiguousarray(left, dtype=np.int64),
+        np.ascontiguousarray(right, dtype=np.int64))
+    return np.frombuffer(counted, dtype="<u4")
 
 
 def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | Literal[False]:

@@ -15,7 +15,15 @@ import numpy as np
 from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import EXACT_COPY, Sketch, decided_by, exact_copies, measure, measured
+from esdedup.match.rule import (
+    EXACT_COPY,
+    Sketch,
+    decided_by,
+    decided_by_many,
+    exact_copies,
+    measure_pairs,
+    measured,
+)
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
@@ -90,26 +98,75 @@ def verify(fp: Sketch, candidates: Sequence[StoredDoc], config: FingerprintConfi
            *, exclude: str | None = None, sha1: str | None = None) -> list[Match]:
     """The candidates that are near-duplicates of one text by the rule, nearest first (`Match.rank`; with
     ``sha1``, the content SHA-1 of the text, its exact copies first). A text without words: its exact copies
-    among the candidates (rule 0, `exact_copies`), by id."""
-    if fp.empty:
-        copies = sorted((candidates[i] for i in exact_copies(True, sha1, candidates, exclude=exclude)),
-                        key=lambda d: d.id)
-        return [Match(d.id, 0, None, exact=True, decided_by=EXACT_COPY) for d in copies]
-    docs = [d for d in candidates if not d.empty and d.id != exclude]
-    if not docs:
-        return []
-    m = measure(fp, docs, config)
-    keep = np.flatnonzero(m.decide(t)).tolist()
-    out = []
-    for i in keep:
-        cosine = float(m.cosine[i]) if config.stores_vector else None
-        jaccard, containment = measured(m.jaccard[i]), measured(m.containment[i])
-        out.append(Match(docs[i].id, int(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
-                         exact=sha1 is not None and docs[i].content_sha1 == sha1,
-                         decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
-                                               containment=containment, legacy_short=bool(m.legacy_short[i]))))
-    out.sort(key=Match.rank)
+    among the candidates (rule 0, `exact_copies`), by id. `verify_many` of one text."""
+    return verify_many([fp], [candidates], config, t, exclude=[exclude], sha1s=[sha1])[0]
+
+
+#: (text, candidate) pairs `verify_many` measures in one call at most.
+VERIFY_BATCH = 20_000
+
+
+def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]], config: FingerprintConfig,
+                t: Thresholds, *, exclude: Sequence[str | None], sha1s: Sequence[str | None]) -> list[list[Match]]:
+    """`verify` of each text against its candidates (``exclude``: a document id to leave out, ``sha1s``: the
+    texts' content SHA-1s, or None), the (text, candidate) pairs of many texts measured together
+    (`esdedup.match.rule.measure_pairs`, the numbers `measure` gives each text) and judged by one call of the
+    rule (`esdedup.match.rule.decide`)."""
+    out: list[list[Match]] = [[] for _ in fps]
+    pending: list[tuple[int, Sketch, list[StoredDoc]]] = []
+    size = 0
+    for i, (fp, cands, skip, sha1) in enumerate(zip(fps, candidates, exclude, sha1s, strict=True)):
+        if fp.empty:
+            copies = sorted((cands[j] for j in exact_copies(True, sha1, cands, exclude=skip)), key=lambda d: d.id)
+            out[i] = [Match(d.id, 0, None, exact=True, decided_by=EXACT_COPY) for d in copies]
+            continue
+        docs = [d for d in cands if not d.empty and d.id != skip]
+        if not docs:
+            continue
+        pending.append((i, fp, docs))
+        size += len(docs)
+        if size >= VERIFY_BATCH:
+            _verify_batch(pending, out, config, t, sha1s)
+            pending, size = [], 0
+    _verify_batch(pending, out, config, t, sha1s)
+    for matches in out:
+        matches.sort(key=Match.rank)
     return out
+
+
+def _verify_batch(pending: list[tuple[int, Sketch, list[StoredDoc]]], out: list[list[Match]],
+                  config: FingerprintConfig, t: Thresholds, sha1s: Sequence[str | None]) -> None:
+    """The matches of each pending (text number, text, candidates) appended to ``out`` of that text."""
+    if not pending:
+        return
+    rows: list[Sketch] = []
+    left: list[int] = []
+    right: list[int] = []
+    owner: list[int] = []
+    other: list[StoredDoc] = []
+    for i, fp, docs in pending:
+        at = len(rows)
+        rows.append(fp)
+        rows.extend(docs)
+        left += [at] * len(docs)
+        right += range(at + 1, at + 1 + len(docs))
+        owner += [i] * len(docs)
+        other += docs
+    m = measure_pairs(rows, np.array(left, dtype=np.int64), np.array(right, dtype=np.int64), config)
+    keep = np.flatnonzero(m.decide(t)).tolist()
+    if not keep:
+        return
+    cosines = m.cosine[keep].tolist() if config.stores_vector else [None] * len(keep)
+    jaccards = [measured(x) for x in m.jaccard[keep]]
+    containments = [measured(x) for x in m.containment[keep]]
+    names = decided_by_many(t, hamming=m.hamming[keep].astype(np.float64),
+                            cosine=np.array([np.nan if c is None else c for c in cosines], dtype=np.float64),
+                            jaccard=m.jaccard[keep], legacy_short=m.legacy_short[keep])
+    for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep].tolist(), cosines, jaccards,
+                                                                containments, names, strict=True):
+        doc, sha1 = other[x], sha1s[owner[x]]
+        out[owner[x]].append(Match(doc.id, int(hamming), cosine, jaccard=jaccard, containment=containment,
+                                   exact=sha1 is not None and doc.content_sha1 == sha1, decided_by=name))
 
 
 def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
@@ -128,8 +185,9 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
     excl = list(exclude) if exclude is not None else [None] * len(fps)
     shas = list(sha1s) if sha1s is not None else [None] * len(fps)
     found = with_exact_copies(store, fps, shas, found, limit=limit + 1)  # +1: a stored text's own copy
-    return [Lookup(verify(fp, cands, config, t, exclude=x, sha1=sha)[:top], truncated=len(cands) >= limit)
-            for fp, cands, x, sha in zip(fps, found, excl, shas, strict=True)]
+    verified = verify_many(fps, found, config, t, exclude=excl, sha1s=shas)
+    return [Lookup(matches[:top], truncated=len(cands) >= limit)
+            for matches, cands in zip(verified, found, strict=True)]
 
 
 def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],

@@ -15,6 +15,7 @@ from itertools import combinations
 
 import numpy as np
 
+from esdedup.fingerprint import native
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
@@ -24,6 +25,7 @@ from esdedup.match.rule import (
     SketchColumns,
     are_duplicates,
     decided_by,
+    decided_by_many,
     exact_copies,
     has_signature,
     is_duplicate,
@@ -31,9 +33,11 @@ from esdedup.match.rule import (
     measure_pairs,
     measured,
     measures_row,
+    reads_cosine,
+    row_cosines,
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
-from esdedup.store.base import Store, StoredDoc
+from esdedup.store.base import SignatureColumns, SignatureColumnsStore, Store, StoredDoc
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +47,9 @@ FETCH_BATCH = 2000
 PAIR_BATCH = 20_000
 #: Fingerprints kept in memory while verifying pairs before the cache starts over.
 CACHE_MAX = 200_000
-#: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one `Store.scan`,
-#: a numpy sort per band), for stores of up to this many documents (512 bytes each); larger ones use the
-#: store's key groups (`Store.key_batches`). Both give the same pairs.
+#: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one read of the
+#: store's `SignatureColumns`, a sort per band), for stores of up to this many documents (512 bytes each);
+#: larger ones use the store's key groups (`Store.key_batches`). Both give the same pairs.
 LSH_IN_MEMORY_MAX = 2_000_000
 
 
@@ -106,11 +110,18 @@ def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
 def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified by the rule
-    (thresholds default to the index's). ``crowded`` and ``in_memory``: see `scored_pairs`."""
+    (thresholds default to the index's), in the order `scored_pairs` gives the candidates, then the exact
+    copies among the texts without words (`empty_copy_pairs`). ``crowded`` and ``in_memory``: see
+    `scored_pairs`."""
     t = lookup_thresholds(thresholds, store.config)
+    if in_memory is None:
+        in_memory = lsh_in_memory(store)
+    scorer = _PairScorer(store, t.hamming_k)
+    if in_memory:
+        # The candidates of the LSH bands judged as arrays, without an object a candidate.
+        yield from _lsh_duplicates(store, scorer.seen, t, max_bucket, crowded)
     batch: list[ScoredPair] = []
-    for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=t.hamming_k, crowded=crowded,
-                          in_memory=in_memory):
+    for p in scorer.stored_keys(max_bucket, lsh=not in_memory):
         batch.append(p)
         if len(batch) >= VERDICT_BATCH:
             yield from _duplicates(batch, t, store.config.stores_vector)
@@ -168,13 +179,33 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
     if in_memory is None:
         in_memory = lsh_in_memory(store)
     if in_memory:
-        # The LSH bands joined in numpy, every candidate scored in bulk: what the key groups below would
+        # The LSH bands joined in memory, every candidate scored in bulk: what the key groups below would
         # give for the lsh_<i> keys, without a Python step per group.
         yield from _lsh_pairs(store, scorer.seen, max_bucket, crowded)
-    yield from scorer.key_groups(max_bucket, lsh=not in_memory)
-    if store.config.band_layout().radius > 0:
-        # Probing layouts: pairs whose keys differ in a few bits share no stored key; join in memory.
-        yield from scorer.probed(max_bucket)
+    yield from scorer.stored_keys(max_bucket, lsh=not in_memory)
+
+
+class _SeenPairs:
+    """The candidate pairs measured so far, as (id, id): added one at a time, or as the rows of a join (ids
+    and index arrays, turned into pairs only when a later step first asks, which many stores never do: the
+    key groups of a store of short texts are empty)."""
+
+    def __init__(self) -> None:
+        self._pairs: set[tuple[str, str]] = set()
+        self._rows: list[tuple[list[str], np.ndarray, np.ndarray]] = []
+
+    def add(self, pair: tuple[str, str]) -> None:
+        self._pairs.add(pair)
+
+    def add_rows(self, ids: list[str], left: np.ndarray, right: np.ndarray) -> None:
+        """The pairs (``ids[left[x]]``, ``ids[right[x]]``)."""
+        self._rows.append((ids, left, right))
+
+    def __contains__(self, pair: tuple[str, str]) -> bool:
+        for ids, left, right in self._rows:
+            self._pairs.update(zip([ids[i] for i in left.tolist()], [ids[j] for j in right.tolist()], strict=True))
+        self._rows = []
+        return pair in self._pairs
 
 
 class _PairScorer:
@@ -184,7 +215,7 @@ class _PairScorer:
         self.store = store
         self.config: FingerprintConfig = store.config
         self.hamming_k = hamming_k
-        self.seen: set[tuple[str, str]] = set()
+        self.seen = _SeenPairs()
         self.cache: dict[str, StoredDoc] = {}
 
     def fetch(self, ids: Iterable[str]) -> None:
@@ -194,6 +225,14 @@ class _PairScorer:
             need = sorted(set(ids))
         for start in range(0, len(need), FETCH_BATCH):
             self.cache.update(self.store.get(need[start:start + FETCH_BATCH]))
+
+    def stored_keys(self, max_bucket: int, *, lsh: bool) -> Iterator[ScoredPair]:
+        """The candidates of the store's keys not seen yet: those of its key groups (`key_groups`; ``lsh``:
+        the LSH keys too), then, with a probing layout, those whose keys are within the probe radius."""
+        yield from self.key_groups(max_bucket, lsh=lsh)
+        if self.config.band_layout().radius > 0:
+            # Probing layouts: pairs whose keys differ in a few bits share no stored key; join in memory.
+            yield from self.probed(max_bucket)
 
     def key_groups(self, max_bucket: int, *, lsh: bool) -> Iterator[ScoredPair]:
         """Pairs within each group of documents sharing a stored key (`Store.key_batches`; ``lsh``: the LSH
@@ -323,7 +362,8 @@ def crowded_values(store: Store, found_in_memory: Sequence[tuple[str, int]], *, 
 @dataclass
 class _Columns:
     """The stored documents with a MinHash signature (of the config's length), ids sorted: their ids and
-    lengths, and their sketches as arrays (the documents themselves are not kept)."""
+    lengths, and their sketches as arrays (the documents themselves are not kept; their vectors are stacked
+    only when a cosine is wanted)."""
 
     ids: list[str]
     chars: list[int]
@@ -332,42 +372,87 @@ class _Columns:
     @classmethod
     def of(cls, store: Store) -> _Columns:
         config = store.config
-        docs = sorted((d for batch in store.scan() for d in batch
-                       if not d.empty and has_signature(d) and len(d.minhash) == config.minhash_perm),  # type: ignore[arg-type]
-                      key=lambda d: d.id)
-        return cls([d.id for d in docs], [d.chars for d in docs], SketchColumns.of(docs, config))
+        if isinstance(store, SignatureColumnsStore):
+            read = store.signature_columns(config.minhash_perm)
+        else:
+            read = SignatureColumns.of((d for batch in store.scan() for d in batch), config.minhash_perm, config.dims)
+        every = np.ones(len(read.ids), dtype=bool)
+        sketches = SketchColumns.from_parts(config, simhash=read.simhash, sigs=read.sigs, signed=every, full=every,
+                                            shingles=read.shingles, chars=read.chars, has_vector=every,
+                                            vectors=read.vectors)
+        return cls(read.ids, read.chars, sketches)
 
 
-def _lsh_pairs(store: Store, seen: set[tuple[str, str]], max_bucket: int,
-               crowded: list[tuple[str, int]] | None = None, chunk: int = 16384) -> Iterator[ScoredPair]:
-    """`scored_pairs` for the LSH bands, from one scan: candidate pairs joined in numpy and measured as
-    `esdedup.match.rule.measure_pairs` measures them."""
+def _lsh_join(store: Store, max_bucket: int, crowded: list[tuple[str, int]] | None
+              ) -> tuple[_Columns, np.ndarray, np.ndarray]:
+    """The columns of the store's signed documents (read at once) and the candidate pairs of their LSH bands
+    (`lsh_pair_indices`); ``crowded`` receives the crowded LSH values, as (key, documents)."""
     config = store.config
     cols = _Columns.of(store)
     sigs = cols.sketches.sigs
     groups: list[tuple[int, int, int]] = []
-    left, right = lsh_pair_indices(sigs, config.minhash_bands, config.minhash_rows, max_bucket=max_bucket, crowded=groups)
+    left, right = lsh_pair_indices(sigs, config.minhash_bands, config.minhash_rows, max_bucket=max_bucket,
+                                   crowded=groups)
     if crowded is not None:
         crowded.extend((lsh_keys(sigs[row], config.minhash_bands, config.minhash_rows)[band], n) for band, row, n in groups)
+    return cols, left, right
+
+
+def _lsh_pairs(store: Store, seen: _SeenPairs, max_bucket: int,
+               crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
+    """`scored_pairs` for the LSH bands, from one read of the columns: candidate pairs joined in memory and
+    measured as `esdedup.match.rule.measure_pairs` measures them."""
+    cols, left, right = _lsh_join(store, max_bucket, crowded)
     ids = cols.ids
+    seen.add_rows(ids, left, right)
     for lo in range(0, len(left), chunk):
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
         m = cols.sketches.measure(a, b)
         # Both sides carry signatures of the config's length: the n-gram rule decides, no Hamming cut applies.
         for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), m.hamming.tolist(), m.cosine.tolist(),
                                       m.jaccard.tolist(), m.containment.tolist(), strict=True):
-            pair = (ids[i], ids[j])
-            seen.add(pair)
-            yield ScoredPair(pair[0], pair[1], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
+            yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
+
+
+def _lsh_duplicates(store: Store, seen: _SeenPairs, t: Thresholds, max_bucket: int,
+                    crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[Pair]:
+    """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order: the rule
+    (`esdedup.match.rule.decide`) over each chunk's measures, a `Pair` made only for the pairs it keeps, with
+    what `ScoredPair.to_pair` reports. The cosines are measured only when the rule reads them or the pairs
+    show them."""
+    cols, left, right = _lsh_join(store, max_bucket, crowded)
+    ids = cols.ids
+    seen.add_rows(ids, left, right)
+    shown = store.config.stores_vector
+    # Every candidate carries two signatures of the config's length.
+    read = reads_cosine(t, all_signed=True)
+    for lo in range(0, len(left), chunk):
+        a, b = left[lo:lo + chunk], right[lo:lo + chunk]
+        m = cols.sketches.measure(a, b, cosine=read)
+        keep = np.flatnonzero(m.decide(t))
+        if not len(keep):
+            continue
+        cosine: np.ndarray | None = None
+        if shown:
+            vectors = cols.sketches.vector_rows()
+            cosine = m.cosine[keep] if read else row_cosines(vectors[a[keep]], vectors[b[keep]])
+        hamming, jaccard, containment = m.hamming[keep], m.jaccard[keep], m.containment[keep]
+        by = decided_by_many(t, hamming=hamming, cosine=np.nan if cosine is None else cosine, jaccard=jaccard)
+        cosines = [None] * len(keep) if cosine is None else [measured(c) for c in cosine]
+        for i, j, h, c, jj, ct, why in zip(a[keep].tolist(), b[keep].tolist(), hamming.tolist(), cosines,
+                                           jaccard.tolist(), containment.tolist(), by, strict=True):
+            yield Pair(ids[i], ids[j], h, c, jj, ct, why)
 
 
 def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int = 1000,
                      crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures agree on every
-    row of at least one LSH band (``bands`` bands of ``rows`` values, as `esdedup.fingerprint.minhash.lsh_key_values`
-    cuts them): the all-pairs form of looking up each LSH key. Per band value only its first ``max_bucket``
-    rows are paired (logged), as `esdedup.store.base.shared_keys` cuts a group. ``crowded`` receives (band,
-    first row, rows) of each band value held by ``max_bucket`` rows or more."""
+    """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures (a (rows, perm)
+    uint32 array) agree on every row of at least one LSH band (``bands`` bands of ``rows`` values, as
+    `esdedup.fingerprint.minhash.lsh_key_values` cuts them): the all-pairs form of looking up each LSH key.
+    Per band value only its first ``max_bucket`` rows are paired (logged), as `esdedup.store.base.shared_keys`
+    cuts a group. ``crowded`` receives (band, first row, rows) of each band value held by ``max_bucket`` rows
+    or more, by band then first row. By the native core when it is in use (`esdedup.fingerprint.native.lsh_pairs`),
+    else in numpy; the two give the same pairs."""
     n, perm = sigs.shape
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
@@ -375,23 +460,57 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
     if bands < 1 or rows < 1 or bands * rows > perm:
         raise ValueError(f"{bands} bands of {rows} rows need {bands * rows} signature values, the signatures "
                          f"have {perm}")
+    joined = native.lsh_pairs(sigs, bands, rows, max_bucket)
+    if joined is not None:
+        left, right, found, capped = joined
+    else:
+        left, right, found, capped = _lsh_join_numpy(sigs, bands, rows, max_bucket)
+    if crowded is not None:
+        crowded.extend(found)
+    if capped:
+        log.warning("%d LSH band values are shared by more than %d documents; only %d of each were compared "
+                    "(boilerplate? see the index's crowded band values)", capped, max_bucket, max_bucket)
+    return left, right
+
+
+def _band_groups(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a band's values (``block``, one row a signature, uint32) ordered by value, rows ascending
+    within a value (stable), and a key of each in that order: equal exactly where their values are."""
+    n, width = block.shape
+    bits = 16 if int(block.max(initial=0)) <= 0xFFFF else 32
+    key: np.ndarray
+    if width * bits <= 64:
+        # The band's values packed into one integer.
+        key = np.zeros(n, dtype=np.uint64)
+        for r in range(width):
+            key |= block[:, r].astype(np.uint64) << np.uint64(bits * r)
+    else:
+        values = np.ascontiguousarray(block, dtype="<u4").view(np.dtype((np.void, 4 * width))).ravel()
+        key = np.unique(values, return_inverse=True)[1].ravel()
+    order = np.argsort(key, kind="stable")
+    return order, key[order]
+
+
+def _lsh_join_numpy(sigs: np.ndarray, bands: int, rows: int, max_bucket: int
+                    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]], int]:
+    """`lsh_pair_indices` in numpy: the pairs, the crowded values and how many band values were cut."""
+    n = sigs.shape[0]
     codes: list[np.ndarray] = []
+    crowded: list[tuple[int, int, int]] = []
     capped = 0
     for band in range(bands):
-        block = np.ascontiguousarray(sigs[:, band * rows:(band + 1) * rows], dtype="<u4")
-        _, inverse, counts = np.unique(block.view(np.dtype((np.void, 4 * rows))).ravel(),
-                                       return_inverse=True, return_counts=True)
-        inverse = inverse.ravel()
-        members = np.flatnonzero(counts[inverse] > 1)
-        if not len(members):
-            continue
-        members = members[np.argsort(inverse[members], kind="stable")]  # by group, rows ascending within
-        group = inverse[members]
+        order, group = _band_groups(sigs[:, band * rows:(band + 1) * rows])
         starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-        sizes = np.diff(np.r_[starts, len(members)])
+        sizes = np.diff(np.r_[starts, n])
+        shared = sizes > 1
+        if not shared.any():
+            continue
+        keep = np.repeat(shared, sizes)
+        members = order[keep]
+        starts, sizes = np.cumsum(np.r_[0, sizes[shared][:-1]]), sizes[shared]
         capped += int((sizes > max_bucket).sum())
-        if crowded is not None:
-            crowded.extend((band, int(members[starts[g]]), int(sizes[g])) for g in np.flatnonzero(sizes >= max_bucket))
+        many = np.flatnonzero(sizes >= max_bucket)
+        crowded.extend(sorted((band, int(members[starts[g]]), int(sizes[g])) for g in many))
         pos = np.arange(len(members)) - np.repeat(starts, sizes)  # rank of each member in its group
         size_of = np.repeat(np.minimum(sizes, max_bucket), sizes)
         live = pos < size_of
@@ -403,12 +522,11 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
             codes.append(members[left].astype(np.int64) * n + members[left + step].astype(np.int64))
         if len(codes) > 64:
             codes = [np.unique(np.concatenate(codes))]
-    if capped:
-        log.warning("%d LSH band values are shared by more than %d documents; only %d of each were compared "
-                    "(boilerplate? see the index's crowded band values)", capped, max_bucket, max_bucket)
     if not codes:
-        return empty, empty
-    return np.divmod(np.unique(np.concatenate(codes)), n)
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, crowded, capped
+    left, right = np.divmod(np.unique(np.concatenate(codes)), n)
+    return left, right, crowded, capped
 
 
 def probe_pairs(layout: BandLayout, simhashes: Sequence[int], *, max_bucket: int = 1000

@@ -53,8 +53,8 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_words
 from esdedup.match.thresholds import Thresholds
 
-__all__ = ["EXACT_COPY", "Measures", "Sketch", "are_duplicates", "decide", "exact_copies", "is_duplicate", "measure",
-           "measured", "minhash_estimates", "row_cosines"]
+__all__ = ["EXACT_COPY", "Measures", "Sketch", "are_duplicates", "decide", "decided_by", "decided_by_many",
+           "exact_copies", "is_duplicate", "measure", "measured", "minhash_estimates", "row_cosines"]
 
 #: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
 #: characters are "contained" in almost anything) ...
@@ -173,12 +173,39 @@ def decided_by(t: Thresholds, *, hamming: float | None, cosine: float | None, ja
     def known(x: float | None) -> bool:
         return x is not None and not np.isnan(x)
 
-    if known(jaccard) and (t.jaccard is not None or t.containment is not None):
-        return "jaccard" if t.jaccard is not None and jaccard >= t.jaccard else "containment"  # type: ignore[operator]
-    if (known(jaccard) or legacy_short) and t.cosine is not None:
+    signed = known(jaccard)
+    return _decided_by(t, signed, legacy_short, known(hamming), known(cosine),
+                       signed and t.jaccard is not None and jaccard >= t.jaccard)  # type: ignore[operator]
+
+
+def decided_by_many(t: Thresholds, *, hamming: ArrayLike, cosine: ArrayLike, jaccard: ArrayLike,
+                    legacy_short: ArrayLike = False) -> list[str]:
+    """`decided_by` of several near-duplicate pairs (arrays that broadcast, NaN where a pair lacks a measure),
+    one name a pair, flattened."""
+    jac = np.asarray(jaccard, dtype=np.float64)
+    signed = ~np.isnan(jac)
+    with np.errstate(invalid="ignore"):
+        passed = signed & (jac >= t.jaccard) if t.jaccard is not None else np.zeros(jac.shape, dtype=bool)
+    flags = np.broadcast_arrays(signed, np.asarray(legacy_short, dtype=bool),
+                                ~np.isnan(np.asarray(hamming, dtype=np.float64)),
+                                ~np.isnan(np.asarray(cosine, dtype=np.float64)), passed)
+    # What the name depends on, as one number a pair: each of the few combinations named once.
+    codes = sum(f.ravel().astype(np.int64) << k for k, f in enumerate(flags))
+    names = {code: _decided_by(t, *(bool(code >> k & 1) for k in range(len(flags))))
+             for code in np.unique(codes).tolist()}
+    return [names[c] for c in codes.tolist()]  # type: ignore[union-attr]
+
+
+def _decided_by(t: Thresholds, signed: bool, legacy_short: bool, hamming: bool, cosine: bool,
+                jaccard_passed: bool, /) -> str:
+    """`decided_by` from what it reads of a pair: whether both carry signatures (``signed``), are legacy short
+    texts, have a Hamming distance and a cosine, and whether the Jaccard estimate reached its threshold."""
+    if signed and (t.jaccard is not None or t.containment is not None):
+        return "jaccard" if jaccard_passed else "containment"
+    if (signed or legacy_short) and t.cosine is not None:
         return "cosine"
-    tested = [name for name, x, limit in (("hamming", hamming, t.hamming_k), ("cosine", cosine, t.cosine))
-              if known(x) and limit is not None]
+    tested = [name for name, present, limit in (("hamming", hamming, t.hamming_k), ("cosine", cosine, t.cosine))
+              if present and limit is not None]
     return " and ".join(tested) or "cluster"
 
 
@@ -362,11 +389,15 @@ class SketchColumns:
             self.vectors = self.vectors()
         return self.vectors
 
-    def measure(self, left: np.ndarray, right: np.ndarray) -> Measures:
+    def measure(self, left: np.ndarray, right: np.ndarray, *, cosine: bool = True) -> Measures:
         """`measure` of row ``left[x]`` against row ``right[x]`` for every x; the n-gram estimates of a pair
         whose signatures differ in length from the config's are left NaN (`measure_pairs` measures those
-        one by one, from the texts)."""
-        return self._measure(left, right, lambda: row_cosines(self.vector_rows()[left], self.vector_rows()[right]))
+        one by one, from the texts). ``cosine`` False leaves the cosines NaN and reads no vector (for a
+        caller whose thresholds do not read them, `reads_cosine`, and who shows none)."""
+        return self._measure(left, right,
+                             (lambda: row_cosines(self.vector_rows()[left], self.vector_rows()[right]))
+                             if cosine else None,
+                             lambda: pair_equal_positions(self.sigs, left, right))
 
     def measure_grid(self, rows: np.ndarray, cols: np.ndarray, t: Thresholds | None = None) -> Measures:
         """`measure` of every row ``rows[i]`` against every row ``cols[j]``: arrays of shape (len(rows),
@@ -384,12 +415,13 @@ class SketchColumns:
                              containment=t is None or t.containment is not None)
 
     def _measure(self, left: np.ndarray, right: np.ndarray, cosines: Callable[[], np.ndarray] | None,
-                 equal: Callable[[], np.ndarray] | None = None, containment: bool = True) -> Measures:
+                 equal: Callable[[], np.ndarray], containment: bool = True) -> Measures:
         """The measures of the pairs of rows (``left``, ``right``): index arrays that broadcast to the
         measures' shape. ``cosines``: the cosines of all those pairs, called only if some pair carries two
         vectors; None: leave the cosines NaN. ``equal``: the equal signature positions of all those pairs
-        (`equal_positions` of a grid, which gathers no pair's signatures); None: counted pair by pair; with
-        it, ``containment`` False leaves the containment estimates NaN."""
+        (`equal_positions` of a grid, `pair_equal_positions` of given pairs), called only if some pair
+        carries two signatures of the config's length; ``containment`` False leaves the containment
+        estimates NaN."""
         shape = np.broadcast_shapes(left.shape, right.shape)
         ham = hamming_rows(self.words[left], self.words[right])
         if self.has_simhash is not None:
@@ -403,8 +435,9 @@ class SketchColumns:
                 if both.any():
                     cos[both] = cosines()[both]
         fast = self.full[left] & self.full[right]
-        if fast.any() and equal is not None:
-            # The same float64 as the mean below: a whole count of equal positions over the length.
+        if fast.any():
+            # The share of equal positions, a whole count over the length (the float64 `minhash_estimates`
+            # gives the same pair).
             share = equal() / self.sigs.shape[1]
             every = bool(fast.all())
             jac = share if every else np.where(fast, share, np.nan)
@@ -415,10 +448,6 @@ class SketchColumns:
                 cont = np.full(shape, np.nan)
         else:
             jac, cont = np.full(shape, np.nan), np.full(shape, np.nan)
-            if fast.any():
-                a, b = np.broadcast_to(left, shape)[fast], np.broadcast_to(right, shape)[fast]
-                share = (self.sigs[a] == self.sigs[b]).mean(axis=1)
-                jac[fast], cont[fast] = share, containment_estimate(share, self.shingles[a], self.shingles[b])
         # Rule 2 of the module docstring: both short, neither signed.
         short = ~self.signed & ~self.banded
         return Measures(ham, cos, jac, cont, short[left] & short[right])
@@ -510,6 +539,28 @@ def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             out[i:i + step] = (v * np.uint64(0x0101010101010101)) >> np.uint64(56)
         else:
             out[i:i + step] = eq.sum(axis=2)
+    return out
+
+
+#: Pairs whose equal positions `pair_equal_positions` counts at a time in numpy (two gathered signature arrays).
+_PAIR_SLICE = 16384
+
+
+def pair_equal_positions(sigs: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """How many positions row ``left[x]`` of ``sigs`` (a (rows, perm) uint32 array, `SketchColumns.sigs`)
+    shares with row ``right[x]``, for every x: what `minhash_estimates` counts for one pair. By the native
+    core when it is in use (`esdedup.fingerprint.native.pair_equal_positions`), else in numpy; both count
+    exactly."""
+    left, right = np.asarray(left, dtype=np.int64).reshape(-1), np.asarray(right, dtype=np.int64).reshape(-1)
+    if not len(left) or not sigs.shape[1]:
+        return np.zeros(len(left), dtype=np.int64)
+    counted = native.pair_equal_positions(sigs, left, right)
+    if counted is not None:
+        return counted
+    out = np.empty(len(left), dtype=np.int64)
+    for i in range(0, len(left), _PAIR_SLICE):
+        a, b = left[i:i + _PAIR_SLICE], right[i:i + _PAIR_SLICE]
+        out[i:i + _PAIR_SLICE] = (sigs[a] == sigs[b]).sum(axis=1)
     return out
 
 

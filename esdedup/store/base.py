@@ -8,7 +8,7 @@ client, raw hits, conditional updates of other programs' documents) is the `Elas
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -382,6 +382,45 @@ class ElasticsearchBacked(Protocol):
     def verified_on_node(self, probe: Probe, params: Mapping[str, Any], *, size: int) -> list[dict[str, Any]]:
         """The hits the node itself verifies as near-duplicates of one probe (needs the esdedup plugin),
         nearest first, each with its measures in ``fields``."""
+        ...
+
+
+@dataclass(frozen=True)
+class SignatureColumns:
+    """The stored documents with words and a MinHash signature of one length, ids sorted, as columns: what
+    all-pairs search reads of each. ``vectors`` reads their vectors as an (n, dims) float32 array (zeros
+    for a document stored without one), when called."""
+
+    ids: list[str]
+    simhash: list[int]
+    chars: list[int]
+    shingles: list[int]
+    sigs: np.ndarray  # (n, perm) uint32
+    vectors: Callable[[], np.ndarray] = field(repr=False)
+
+    @classmethod
+    def of(cls, docs: Iterable[StoredDoc], perm: int, dims: int) -> SignatureColumns:
+        """The columns of those of ``docs`` (any order) that have words and a signature of ``perm`` values."""
+        kept = sorted((d for d in docs
+                       if not d.empty and d.minhash is not None and d.shingles > 0 and len(d.minhash) == perm),
+                      key=lambda d: d.id)
+        sigs = (np.stack([d.minhash for d in kept]).astype(np.uint32, copy=False) if kept  # type: ignore[misc]
+                else np.zeros((0, perm), dtype=np.uint32))
+        vectors = [d.vector for d in kept]
+        return cls([d.id for d in kept], [d.simhash for d in kept], [d.chars for d in kept],
+                   [d.shingles for d in kept], sigs,
+                   lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
+                            else np.zeros((0, dims), dtype=np.float32)))
+
+
+@runtime_checkable
+class SignatureColumnsStore(Protocol):
+    """A store that reads its documents' signatures as columns without a `StoredDoc` each (the embedded
+    store): ``isinstance(store, SignatureColumnsStore)`` tells; all-pairs search reads `SignatureColumns.of`
+    a `Store.scan` of any other."""
+
+    def signature_columns(self, perm: int) -> SignatureColumns:
+        """`SignatureColumns.of` every stored document, read at once."""
         ...
 
 

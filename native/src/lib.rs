@@ -19,6 +19,7 @@ mod bands;
 mod clean;
 mod diversify;
 mod kernels;
+mod pairs;
 mod shingles;
 mod terms;
 
@@ -48,7 +49,7 @@ const PARALLEL_MINIMA: usize = 1 << 15;
 static POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
 
 /// This process's threads (as many as `RAYON_NUM_THREADS`, by default one per CPU).
-fn pool() -> PyResult<Arc<ThreadPool>> {
+pub(crate) fn pool() -> PyResult<Arc<ThreadPool>> {
     let pid = std::process::id();
     let mut slot = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some((owner, threads)) = slot.as_ref() {
@@ -303,5 +304,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::diversify_page, m)?)?;
     m.add_function(wrap_pyfunction!(bands::band_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(pairs::lsh_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(pairs::pair_equal_positions, m)?)?;
     Ok(())
 }

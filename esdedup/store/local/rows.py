@@ -36,10 +36,14 @@ def doc_rows(docs: Sequence[NewDoc], bits: int, stores_vector: bool) -> list[tup
 
 
 def stored_docs(rows: Iterable[tuple], dims: int) -> Iterator[StoredDoc]:
-    """The documents of rows of `DOC_COLUMNS` (a document stored without a vector reads a zero one)."""
+    """The documents of rows of `DOC_COLUMNS` (a document stored without a vector reads a zero one). The
+    vectors are read-only, as the stored ones read from their bytes are: the documents without one share
+    one zero vector (a whole scan of a store that keeps no vectors would otherwise make one a document)."""
+    zero = np.zeros(dims, dtype=np.float32)
+    zero.flags.writeable = False
     for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq,
          sha1) in rows:
-        vector = np.frombuffer(vec, dtype="<f4") if vec is not None else np.zeros(dims, dtype=np.float32)
+        vector = np.frombuffer(vec, dtype="<f4") if vec is not None else zero
         minhash = np.frombuffer(sig, dtype=SIGNATURE_DTYPE).astype(np.uint32) if sig is not None else None
         yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
                         minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0,

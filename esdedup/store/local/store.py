@@ -7,6 +7,7 @@ import inspect
 import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,6 +15,8 @@ import numpy as np
 
 from esdedup.errors import ConfigError, IndexNotFound, StoreError
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
+from esdedup.fingerprint.simhash import from_hex
 from esdedup.schema import META_KEY, config_from_meta, meta_for
 from esdedup.store.base import (
     ClusterSize,
@@ -24,6 +27,7 @@ from esdedup.store.base import (
     Probe,
     Root,
     SearchPage,
+    SignatureColumns,
     StoredDoc,
     TopKeys,
     WriteResult,
@@ -300,6 +304,29 @@ class LocalStore:
         cur = self._database.connect().execute(f"SELECT {self._database.doc_columns} FROM docs ORDER BY id")
         while rows := cur.fetchmany(batch):
             yield list(stored_docs(rows, self.config.dims))
+
+    @_sql_errors
+    def signature_columns(self, perm: int) -> SignatureColumns:
+        """See `esdedup.store.base.SignatureColumnsStore` (the documents `stored_docs` reads, the same values)."""
+        dims, vectors = self.config.dims, self.config.stores_vector
+        rows = self._database.connect().execute(
+            f"SELECT id, simhash, chars, shingles, minhash{', vector' if vectors else ''} FROM docs "
+            "WHERE empty = 0 AND minhash IS NOT NULL AND shingles > 0 AND length(minhash) = ?",
+            (perm * np.dtype(SIGNATURE_DTYPE).itemsize,)).fetchall()
+        rows.sort(key=itemgetter(0))
+        n = len(rows)
+        sigs = np.frombuffer(b"".join(r[4] for r in rows), dtype=SIGNATURE_DTYPE).reshape(n, perm).astype(np.uint32)
+        blobs = [r[5] for r in rows] if vectors else []
+
+        def read_vectors() -> np.ndarray:
+            out = np.zeros((n, dims), dtype=np.float32)
+            for i, blob in enumerate(blobs):
+                if blob is not None:
+                    out[i] = np.frombuffer(blob, dtype="<f4")
+            return out
+
+        return SignatureColumns([r[0] for r in rows], [from_hex(r[1]) for r in rows], [r[2] or 0 for r in rows],
+                                [r[3] for r in rows], sigs, read_vectors)
 
     @_sql_errors
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:

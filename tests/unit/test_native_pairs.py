@@ -1,0 +1,226 @@
+"""All-pairs search gives the same pairs, in the same order with the same fields, whichever path runs it: the
+native LSH join and equal-position count (esdedup_native.lsh_pairs, pair_equal_positions) against numpy's
+(ESDEDUP_NATIVE=0), both against a brute-force join, and `find_pairs` (the rule over the LSH candidates'
+arrays) against the rule over each scored candidate (`scored_pairs`, `verdicts`, `ScoredPair.to_pair`).
+`similar` verifies many texts' candidates together (`verify_many`) with the matches of one text at a time.
+
+The native tests skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (test_native.py's fixture).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from esdedup import FingerprintConfig
+from esdedup.fingerprint import native
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.match import lookup
+from esdedup.match import pairs as P
+from esdedup.match.lookup import VERIFY_BATCH, Match
+from esdedup.match.pairs import Pair, find_pairs, lsh_pair_indices, scored_pairs, verdicts
+from esdedup.match.rule import decided_by, decided_by_many, measure, measured, pair_equal_positions
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds
+from esdedup.schema import content_sha1
+from esdedup.store.base import NewDoc, SignatureColumns, SignatureColumnsStore
+from esdedup.store.local import LocalStore
+from tests.corpus import make_document, make_variant
+from tests.unit.test_native_steps import extension  # noqa: F401 (a fixture)
+
+
+def _brute_join(sigs: np.ndarray, bands: int, rows: int, max_bucket: int) -> tuple[set[tuple[int, int]], list]:
+    """The LSH join by its definition: rows grouped by each band's values, the first max_bucket of a group paired."""
+    found: set[tuple[int, int]] = set()
+    crowded = []
+    for band in range(bands):
+        groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for x, sig in enumerate(sigs.tolist()):
+            groups[tuple(sig[band * rows:(band + 1) * rows])].append(x)
+        for members in groups.values():
+            if len(members) >= max_bucket:
+                crowded.append((band, members[0], len(members)))
+            found.update(itertools.combinations(members[:max_bucket], 2))
+    return found, sorted(crowded)
+
+
+def _random_sigs(rng: np.random.Generator, n: int, perm: int, alphabet: int, high: int) -> np.ndarray:
+    """Signatures whose values come from a few of ``alphabet`` values (many band collisions), some rows
+    copies of others, the values spread up to ``high``."""
+    spread = np.r_[high - 1, rng.integers(0, high, size=alphabet - 1, dtype=np.int64)]
+    sigs = spread[rng.integers(0, alphabet, size=(n, perm))].astype(np.uint32)
+    copies = rng.integers(0, n, size=n // 4)
+    sigs[rng.integers(0, n, size=n // 4)] = sigs[copies]
+    return sigs
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("perm", "bands", "rows", "high"), [
+    (12, 4, 3, 1 << 16),    # the band values pack into one integer
+    (12, 3, 4, 1 << 16),
+    (15, 3, 5, 1 << 16),    # 16-bit values that do not pack: hashed, then compared
+    (8, 4, 2, 1 << 32),     # 32-bit values
+    (9, 3, 3, 1 << 32),
+])
+def test_lsh_join_is_the_brute_force_join_on_both_paths(seed, perm, bands, rows, high, monkeypatch, extension):  # noqa: F811
+    rng = np.random.default_rng(seed)
+    sigs = _random_sigs(rng, int(rng.integers(2, 120)), perm, int(rng.integers(2, 4)), high)
+    max_bucket = int(rng.integers(2, 12))
+    want, want_crowded = _brute_join(sigs, bands, rows, max_bucket)
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        crowded: list[tuple[int, int, int]] = []
+        left, right = lsh_pair_indices(sigs, bands, rows, max_bucket=max_bucket, crowded=crowded)
+        assert left.dtype == right.dtype == np.int64
+        codes = left * len(sigs) + right
+        assert (np.diff(codes) > 0).all(), "sorted, each pair once"
+        assert set(zip(left.tolist(), right.tolist(), strict=True)) == want
+        assert crowded == want_crowded
+
+
+def test_lsh_join_logs_the_band_values_it_cut(monkeypatch, caplog, extension):  # noqa: F811
+    sigs = np.zeros((7, 6), dtype=np.uint32)
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=P.__name__):
+            left, _ = lsh_pair_indices(sigs, 2, 3, max_bucket=4)
+        assert len(left) == 6
+        assert "2 LSH band values are shared by more than 4 documents" in caplog.text
+
+
+@pytest.mark.parametrize("high", [1 << 16, 1 << 32])
+def test_pair_equal_positions_agree_with_numpy(high, monkeypatch, extension):  # noqa: F811
+    rng = np.random.default_rng(3)
+    sigs = _random_sigs(rng, 50, 64, 3, high)
+    left, right = rng.integers(0, 50, size=400), rng.integers(0, 50, size=400)
+    want = (sigs[left] == sigs[right]).sum(axis=1)
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        got = pair_equal_positions(sigs, left, right)
+        assert got.tolist() == want.tolist()
+        assert len(pair_equal_positions(sigs, left[:0], right[:0])) == 0
+
+
+def test_decided_by_many_names_what_decided_by_names_one_at_a_time():
+    rng = random.Random(5)
+    nan = float("nan")
+    limits = [Thresholds(hamming_k=h, cosine=c, jaccard=j, containment=ct)
+              for h, c, j, ct in itertools.product([None, 3], [None, 0.8], [None, 0.5], [None, 0.8]) if h or c]
+    for t in limits:
+        rows = [(rng.choice([nan, 2.0, 5.0]), rng.choice([nan, 0.5, 0.9]), rng.choice([nan, 0.3, 0.5, 0.7]),
+                 rng.choice([nan, 0.2, 0.9]), rng.random() < 0.3) for _ in range(60)]
+        columns = [np.array(c) for c in zip(*rows, strict=True)]
+        many = decided_by_many(t, hamming=columns[0], cosine=columns[1], jaccard=columns[2], legacy_short=columns[4])
+        assert many == [decided_by(t, hamming=h, cosine=c, jaccard=j, containment=ct, legacy_short=s)
+                        for h, c, j, ct, s in rows]
+
+
+@pytest.fixture(scope="module", params=["auto", "flat"])
+def corpus_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> LocalStore:
+    """Short and long documents with planted variants, some texts without words (exact copies of each other);
+    without vectors (the default) and with (the pairs show their cosines)."""
+    rng = random.Random(11)
+    texts: list[str] = []
+    for _ in range(150):
+        doc = make_document(rng, rng.choice([1, 1, 2, 6]))
+        texts.append(doc)
+        for _ in range(rng.randrange(3)):
+            texts.append(make_variant(rng, doc))
+    texts += ["。。", "……", "！"] * 2
+    rng.shuffle(texts)
+    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba", vector_index=request.param))
+    store = LocalStore("pairs", tmp_path_factory.mktemp("native_pairs"))
+    store.open(fper.config)
+    fps = fper.fingerprint_many(texts)
+    list(store.write(NewDoc(f"d{i:04d}", fp, {"text": t}, content_sha1(fper.normalize(t)))
+                     for i, (t, fp) in enumerate(zip(texts, fps, strict=True))))
+    return store
+
+
+def _judged_one_by_one(store: LocalStore, t: Thresholds) -> list[Pair]:
+    """`find_pairs` as the rule over each scored candidate, then the exact copies without words."""
+    scored = list(scored_pairs(store, hamming_k=t.hamming_k))
+    kept = [p.to_pair(t, vectors=store.config.stores_vector) for p, dup in zip(scored, verdicts(scored, t), strict=True)
+            if dup]
+    return kept + list(P.empty_copy_pairs(store))
+
+
+@pytest.mark.parametrize(("overrides", "cosine_alone"), [
+    (None, False), (ThresholdOverrides(jaccard=0.7), False), (ThresholdOverrides(containment=None), False),
+    (ThresholdOverrides(jaccard=None, containment=None, cosine=0.6), True)])
+def test_find_pairs_is_the_rule_over_each_candidate_on_both_paths(corpus_store, overrides, cosine_alone, monkeypatch,
+                                                                  extension):  # noqa: F811
+    if cosine_alone and not corpus_store.config.stores_vector:
+        pytest.skip("the cosine alone decides only on an index that stores vectors")
+    found = {}
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        t = P.lookup_thresholds(overrides, corpus_store.config)
+        found[switch] = list(find_pairs(corpus_store, thresholds=overrides))
+        assert found[switch] == _judged_one_by_one(corpus_store, t)
+        assert [p.to_dict() for p in found[switch]] == [p.to_dict() for p in _judged_one_by_one(corpus_store, t)]
+    assert found["1"] == found["0"]
+    assert len(found["1"]) > 100
+    assert any(p.decided_by == "content_sha1" for p in found["1"])
+    assert all((p.cosine is not None) == corpus_store.config.stores_vector for p in found["1"] if p.jaccard is not None)
+
+
+def test_the_embedded_store_reads_the_columns_a_scan_gives(corpus_store):
+    """`LocalStore.signature_columns` (one query, no document objects) and `SignatureColumns.of` a scan (every
+    other store) give all-pairs search the same columns."""
+    config = corpus_store.config
+    assert isinstance(corpus_store, SignatureColumnsStore)
+    read = corpus_store.signature_columns(config.minhash_perm)
+    scanned = SignatureColumns.of((d for batch in corpus_store.scan(batch=7) for d in batch), config.minhash_perm,
+                                  config.dims)
+    assert (read.ids, read.simhash, read.chars, read.shingles) == (scanned.ids, scanned.simhash, scanned.chars,
+                                                                   scanned.shingles)
+    assert read.sigs.dtype == scanned.sigs.dtype == np.uint32
+    assert np.array_equal(read.sigs, scanned.sigs)
+    assert read.vectors().tobytes() == scanned.vectors().tobytes()
+    assert read.vectors().any() == config.stores_vector
+    assert 0 < len(read.ids) < corpus_store.count()
+
+
+def _verified_one_text_at_a_time(fp, cands, config, t, sha1) -> list[Match]:
+    """`verify` by its definition: `measure` of the text against its candidates, the rule, `decided_by` each."""
+    docs = [d for d in cands if not d.empty]
+    if fp.empty or not docs:
+        return []
+    m = measure(fp, docs, config)
+    out = []
+    for i in np.flatnonzero(m.decide(t)).tolist():
+        cosine = float(m.cosine[i]) if config.stores_vector else None
+        jaccard, containment = measured(m.jaccard[i]), measured(m.containment[i])
+        out.append(Match(docs[i].id, int(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
+                         exact=docs[i].content_sha1 == sha1,
+                         decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
+                                               containment=containment, legacy_short=bool(m.legacy_short[i]))))
+    return sorted(out, key=Match.rank)
+
+
+@pytest.mark.parametrize("batch", [7, VERIFY_BATCH])
+def test_texts_verified_together_get_the_matches_of_one_at_a_time(corpus_store, batch, monkeypatch, extension):  # noqa: F811
+    monkeypatch.setattr(lookup, "VERIFY_BATCH", batch)
+    config = corpus_store.config
+    t = P.lookup_thresholds(None, config)
+    fper = Fingerprinter(config)
+    rng = random.Random(2)
+    texts = [make_variant(rng, make_document(rng, rng.choice([1, 2, 6]))) for _ in range(20)]
+    # Stored texts: found again by their own keys, their exact copies first.
+    texts += [corpus_store.get_source(d.id)["text"] for d in corpus_store.sample(40)]  # type: ignore[index]
+    fps = fper.fingerprint_many(texts)
+    sha1s = [content_sha1(fper.normalize(x)) for x in texts]
+    found = corpus_store.lookup([lookup.probe_for(fp, config) for fp in fps])
+    want = [_verified_one_text_at_a_time(fp, cands, config, t, sha) for fp, cands, sha in zip(fps, found, sha1s,
+                                                                                             strict=True)]
+    assert sum(map(len, want)) > 40
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        got = lookup.verify_many(fps, found, config, t, exclude=[None] * len(fps), sha1s=sha1s)
+        assert got == want
+        assert [m.decided_by for ms in got for m in ms] == [m.decided_by for ms in want for m in ms]
