@@ -18,7 +18,9 @@
 mod diversify;
 mod bands;
 mod clean;
+mod fold;
 mod kernels;
+mod segment;
 mod shingles;
 mod terms;
 
@@ -34,7 +36,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 2;
+const API_VERSION: u32 = 3;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -298,6 +300,8 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MinHashCore>()?;
     m.add_class::<terms::TermCore>()?;
     m.add_class::<clean::CleanCore>()?;
+    m.add_class::<segment::JiebaCore>()?;
+    m.add_class::<fold::FoldCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
