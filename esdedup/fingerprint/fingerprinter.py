@@ -129,6 +129,47 @@ class _TermWeights(Mapping[str, float]):
         return dict, (self._items(),)  # a plain dict travels to other processes, not the term table
 
 
+@dataclass(frozen=True, eq=False)
+class FingerprintColumns:
+    """The fingerprints of a batch of texts as columns: entry i of each list (row i of ``vectors``) is text
+    i's `Fingerprint` field of that name (``empties`` its ``empty``), ``bits`` theirs all; each text's exact
+    term weights are its stretch of ``rows`` (rows of ``terms``) and ``weights``, up to ``ends[i]``.
+    `fingerprints` makes the objects."""
+
+    simhashes: list[int]
+    bands: list[list[str]]
+    vectors: np.ndarray = field(repr=False)
+    lengths: list[int]
+    empties: list[bool]
+    lsh: list[list[str]]
+    minhash: list[np.ndarray | None] = field(repr=False)
+    chars: list[int]
+    shingles: list[int]
+    bits: int
+    terms: list[str] = field(repr=False)
+    rows: np.ndarray = field(repr=False)
+    weights: np.ndarray = field(repr=False)
+    ends: list[int] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.simhashes)
+
+    def fingerprints(self) -> list[Fingerprint]:
+        out: list[Fingerprint] = []
+        bits, vectors, terms, rows, weights = self.bits, self.vectors, self.terms, self.rows, self.weights
+        start = 0
+        for i, end in enumerate(self.ends):
+            if self.empties[i]:
+                out.append(Fingerprint(0, [], vectors[i], {}, 0, empty=True, chars=self.chars[i], bits=bits))
+                continue
+            tf = _TermWeights(terms, rows[start:end], weights[start:end])
+            start = end
+            out.append(Fingerprint(self.simhashes[i], self.bands[i], vectors[i], tf, self.lengths[i],
+                                   lsh=self.lsh[i], minhash=self.minhash[i], chars=self.chars[i], bits=bits,
+                                   shingles=self.shingles[i]))
+        return out
+
+
 class _TermTable:
     """Term -> row of cached hash data: the SimHash digest bytes, the vector bucket and sign, and the weight
     of one occurrence (1, the term's length or its idf, by the config's weighting)."""
@@ -153,10 +194,16 @@ class _TermTable:
 
     def reserve(self, term: str, factor: float = 1.0) -> int:
         """The row of a new term; its hash data is computed by the next `flush` (in one numpy pass)."""
-        row = self.index[term] = len(self.terms)
-        self.terms.append(term)
-        self._pending.append((term, factor))
+        row = len(self.terms)
+        self.reserve_many([term], [factor])
         return row
+
+    def reserve_many(self, terms: list[str], factors: list[float]) -> None:
+        """`reserve` of distinct new terms, in order."""
+        start = len(self.terms)
+        self.index.update(zip(terms, range(start, start + len(terms)), strict=True))
+        self.terms.extend(terms)
+        self._pending.extend(zip(terms, factors, strict=True))
 
     def flush(self) -> None:
         if not self._pending:
@@ -214,8 +261,13 @@ class Fingerprinter:
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
         self._native_terms = native.terms_step(self.config)
-        # The batch form of normalisation's first step in the extension, else None.
+        # The rjieba tokenizer inside the term step (tokens go from the cut to their codes without becoming
+        # Python str), else None.
+        self._native_cut = native.cut_step(self.config, self.resources.user_words) if self._native_terms else None
+        # The batch forms of normalisation's first step and of its case folding and whitespace in the
+        # extension, else None.
         self._native_clean = native.clean_step()
+        self._native_fold = native.fold_step()
         # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
         self._native_bands = native.band_keys_step(self.layout)
 
@@ -232,7 +284,7 @@ class Fingerprinter:
         for text in texts:
             if not isinstance(text, str):
                 self.normalize(text)  # raises the InputError
-        return normalize_many(texts, t2s=self.config.t2s, clean_many=self._native_clean)
+        return normalize_many(texts, t2s=self.config.t2s, clean_many=self._native_clean, fold_many=self._native_fold)
 
     def terms(self, text: str) -> list[str]:
         """The filtered term sequence of a text (what the weights count; used for containment)."""
@@ -285,25 +337,33 @@ class Fingerprinter:
         """`fingerprint_many` of texts that have been through `normalize` already: for callers that need
         the normalised text too (ingest hashes it for exact duplicates) and would otherwise normalise twice.
         Text that was not normalised gives other fingerprints."""
-        out: list[Fingerprint] = []
+        return list(chain.from_iterable(c.fingerprints() for c in self.fingerprint_columns(norms)))
+
+    def fingerprint_columns(self, norms: Iterable[str]) -> list[FingerprintColumns]:
+        """`fingerprint_normalized` as columns, one `FingerprintColumns` per `_DOCS_PER_PASS` texts (at
+        least one): for a caller that reads a few fields of many fingerprints and needs no object for each."""
+        out: list[FingerprintColumns] = []
         chunk: list[str] = []
         for text in norms:
             chunk.append(text)
             if len(chunk) == _DOCS_PER_PASS:
-                out.extend(self._fingerprint_chunk(chunk))
+                out.append(self._fingerprint_chunk(chunk))
                 chunk = []
         if chunk or not out:
-            out.extend(self._fingerprint_chunk(chunk))
+            out.append(self._fingerprint_chunk(chunk))
         return out
 
-    def _fingerprint_chunk(self, norms: list[str]) -> list[Fingerprint]:
+    def _fingerprint_chunk(self, norms: list[str]) -> FingerprintColumns:
         cfg, table = self.config, self._table
         if len(table) > MAX_CACHED_TERMS:  # between chunks only: the rows of a chunk stay valid
             table.clear()
             self._codes.clear()
             if self._native_terms is not None:
                 self._native_terms.clear()
-        if self._native_terms is not None:
+        if self._native_cut is not None:
+            assert self._native_terms is not None
+            parts = self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register)
+        elif self._native_terms is not None:
             parts = self._native_terms.run(self._tokens_many(norms), self._native_register)
         else:
             parts = self._term_parts(norms)
@@ -311,22 +371,17 @@ class Fingerprinter:
         norms_ = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
         ends = np.cumsum(kept).tolist()
-        out, start = [], 0
-        starts = [0, *ends[:-1]]
-        minhash_parts = self._minhash_parts([norm if ends[i] > starts[i] else "" for i, norm in enumerate(norms)])
-        banded = [i for i, norm in enumerate(norms) if ends[i] > starts[i] and cfg.gets_simhash_bands(len(norm))]
+        empties = (kept == 0).tolist()
+        minhash_parts = self._minhash_parts(["" if empty else norm for norm, empty in zip(norms, empties, strict=True)])
+        banded = [i for i, norm in enumerate(norms) if not empties[i] and cfg.gets_simhash_bands(len(norm))]
         bands = dict(zip(banded, self._band_keys_many([simhashes[i] for i in banded]), strict=True))
-        for i, norm in enumerate(norms):
-            end = ends[i]
-            if end == start:
-                out.append(Fingerprint(0, [], vectors[i], {}, 0, empty=True, chars=len(norm), bits=cfg.bits))
-                continue
-            tf = _TermWeights(table.terms, rows[start:end], weights[start:end])
-            start = end
-            lsh, sig, n_shingles = minhash_parts[i]
-            out.append(Fingerprint(simhashes[i], bands.pop(i, []), vectors[i], tf, lengths[i],
-                                   lsh=lsh, minhash=sig, chars=len(norm), bits=cfg.bits, shingles=n_shingles))
-        return out
+        return FingerprintColumns(
+            simhashes=[0 if empty else h for h, empty in zip(simhashes, empties, strict=True)],
+            bands=[bands.pop(i, []) for i in range(len(norms))], vectors=vectors,
+            lengths=[0 if empty else n for n, empty in zip(lengths, empties, strict=True)], empties=empties,
+            lsh=[part[0] for part in minhash_parts], minhash=[part[1] for part in minhash_parts],
+            chars=list(map(len, norms)), shingles=[part[2] for part in minhash_parts], bits=cfg.bits,
+            terms=table.terms, rows=rows, weights=weights, ends=ends)
 
     def _term_parts(self, norms: list[str]) -> native.TermParts:
         """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of
@@ -354,23 +409,24 @@ class Fingerprinter:
                 table.sign[have:end].astype("<f4").tobytes(), table.factor[have:end].astype("<f8").tobytes())
 
     # -- the fast path: raw token counts -> term-table rows --------------------------------------------
-    def _register(self, token: str) -> int:
-        """Code of a token not seen before (see ``self._codes``)."""
+    def _register(self, tokens: list[str]) -> list[int]:
+        """Codes of distinct tokens not seen before (see ``self._codes``), their new terms added to the
+        table in the order of their first token."""
         if self.config.tokenizer == "char":
-            term = token  # character n-grams are used as they are (see _counts_of_normalized)
+            terms: list[str | None] = list(tokens)  # character n-grams are used as they are (see _counts_of_normalized)
         else:
-            mapped = term_of(token, self.resources.stopwords, self.resources.synonyms)
-            if mapped is None:
-                return -1
-            term = mapped
-        row = self._table.index.get(term)
-        if row is None:
-            row = self._table.reserve(term, self._factor(term))
-        return 2 * row + (term != token)
+            terms = list(map(term_of, tokens, repeat(self.resources.stopwords), repeat(self.resources.synonyms)))
+        table = self._table
+        index = table.index
+        new = list(dict.fromkeys(t for t in terms if t is not None and t not in index))
+        if new:
+            table.reserve_many(new, self._factors(new))
+        return [-1 if term is None else 2 * index[term] + (term != token)
+                for token, term in zip(tokens, terms, strict=True)]
 
-    def _factor(self, term: str) -> float:
-        """What one occurrence of a term weighs (`term_weights` is count x this factor)."""
-        return term_weights({term: 1}, self.config.weighting, self.resources.idf)[term]
+    def _factors(self, terms: list[str]) -> list[float]:
+        """What one occurrence of each of some distinct terms weighs (`term_weights` is count x this factor)."""
+        return list(term_weights(dict.fromkeys(terms, 1), self.config.weighting, self.resources.idf).values())
 
     def _token_lists(self, norm: str) -> Iterable[list[str]]:
         """The raw tokens of a normalised text: one list, or one per piece of a long text."""
@@ -388,17 +444,13 @@ class Fingerprinter:
         return self.tokenizer.cut_many(norms)
 
     def _token_codes(self, tokens: list[str]) -> list[int]:
-        """The code of each token (see ``self._codes``); a token seen for the first time is filtered."""
-        codes = list(map(self._codes.get, tokens, repeat(-2)))
+        """The code of each token (see ``self._codes``); the tokens seen for the first time are filtered."""
+        known = self._codes
+        codes = list(map(known.get, tokens, repeat(-2)))
         if codes and min(codes) == -2:
-            known, register = self._codes, self._register
-            for i, code in enumerate(codes):
-                if code == -2:
-                    tok = tokens[i]
-                    found = known.get(tok)
-                    code = found if found is not None else register(tok)
-                    known[tok] = code
-                    codes[i] = code
+            new = list(dict.fromkeys(t for t, code in zip(tokens, codes, strict=True) if code == -2))
+            known.update(zip(new, self._register(new), strict=True))
+            codes = list(map(known.__getitem__, tokens))
         return codes
 
     def _terms_of(self, norms: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -470,6 +522,15 @@ def _vote_sums(table: _TermTable, rows: np.ndarray, weights: np.ndarray, owner: 
         votes = np.unpackbits(table.digest[rows[mine]], axis=1, bitorder="little").astype(np.int64) * 2 - 1
         sums[j] = np.sign((votes * wq[mine].astype(np.int64)[:, None]).sum(axis=0))
     return sums
+
+
+def _pieces(norms: list[str]) -> tuple[list[str], list[int] | None]:
+    """The pieces `Tokenizer.cut` segments the texts in, one after the other, and how many each text has
+    (None when each text is one piece)."""
+    if all(len(norm) <= PIECE_CHARS for norm in norms):
+        return norms, None
+    split = [[norm] if len(norm) <= PIECE_CHARS else list(iter_pieces(norm)) for norm in norms]
+    return list(chain.from_iterable(split)), [len(p) for p in split]
 
 
 def _batches(texts: Iterable[str]) -> Iterator[list[str]]:

@@ -16,9 +16,15 @@ unnormalised TF vector: what `Fingerprinter._terms_of` and `_vote_sums` compute.
 Fingerprinter's token codes and term hash data, and asks the Fingerprinter for the codes of tokens it has not
 seen, so which token is which term, and each term's hash and weight factor, are still decided in Python.
 
+For the ``rjieba`` tokenizer the term step segments the texts itself (`cut_step`, `NativeTerms.run_cut`),
+with the jieba-rs version rjieba is built with, so a token becomes a Python str only when the core meets it
+for the first time.
+
 The cleaning step (`clean_step`) is `esdedup.fingerprint.normalize._clean_nfkc` for the texts it can do
 from the tables `_clean_nfkc` itself reads (made by this interpreter's unicodedata), and hands the others
-(any character whose NFKC needs unicodedata) back to it.
+(any character whose NFKC needs unicodedata) back to it. The folding step (`fold_step`) is the case folding
+and whitespace of `esdedup.fingerprint.normalize._after_clean`, from this interpreter's ``str.casefold`` and
+``str.isspace`` (`esdedup.fingerprint.normalize.fold_tables`).
 
 Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
 variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
@@ -27,6 +33,7 @@ says why) everything runs in Python, with the same results.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
@@ -101,8 +108,23 @@ def kernels() -> list[str]:
 @lru_cache(maxsize=1)
 def word_table() -> bytes:
     """One byte per code point: 1 for a word character (`esdedup.fingerprint.normalize.is_word_char`, what the
-    n-grams are made of), else 0. Made once per process, on the first native step."""
-    return bytes(map(is_word_char, map(chr, range(0x110000))))
+    n-grams are made of), else 0. Made once per process, on the first native step, 256 code points at a
+    time: a block of word characters only, or (``\\w`` less the underscore) of none, is one answer; only a
+    block of both is asked character by character."""
+    every = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    parts = []
+    for start in range(0, 0x110000, 256):
+        block = every[start:start + 256]
+        if block.isalnum():
+            parts.append(b"\x01" * 256)
+        elif _WORD_CHAR.search(block) is None:
+            parts.append(bytes(256))
+        else:
+            parts.append(bytes(map(is_word_char, block)))
+    return b"".join(parts)
+
+
+_WORD_CHAR = re.compile(r"[^\W_]")
 
 
 class NativeMinHash:
@@ -262,7 +284,18 @@ class NativeTerms:
         data of the rows from there on (`esdedup.fingerprint.fingerprinter.Fingerprinter._native_register`)."""
         with self._lock:
             simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
-        n = len(token_lists)
+        return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(token_lists))
+
+    def run_cut(self, jieba: Any, texts: list[str], pieces: list[int] | None, register: Any) -> TermParts:
+        """`run` of texts segmented by the core with ``jieba`` (`cut_step`): ``texts`` are the pieces of
+        all texts one after the other (`esdedup.fingerprint.tokenize.iter_pieces`), ``pieces`` how many each
+        text has (None: one each)."""
+        with self._lock:
+            simhashes, rows, weights, kept, lengths, vectors = self._core.run_cut(jieba, texts, pieces, register)
+        return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(kept))
+
+    def _parts(self, simhashes: list[int], rows: bytes, weights: bytes, kept: list[int], lengths: list[int],
+               vectors: bytes, n: int) -> TermParts:
         return (simhashes, np.frombuffer(rows, dtype="<i8").astype(np.int64, copy=False),
                 np.frombuffer(weights, dtype="<f8").astype(np.float64, copy=False),
                 np.array(kept, dtype=np.int64), lengths,
@@ -281,6 +314,35 @@ def terms_step(config: FingerprintConfig) -> NativeTerms | None:
     if not enabled() or not reproduces_terms(config):
         return None
     return NativeTerms(config.bits, config.dims, config.weighting != "tf")
+
+
+def cut_step(config: FingerprintConfig, user_words: Sequence[tuple[str, int | None]]) -> Any:
+    """The core's own segmenter for ``config``'s tokenizer (for `NativeTerms.run_cut`), or None when the
+    tokens come from Python: the extension is not in use, or the tokenizer is not ``rjieba``. One per
+    list of user words and process (loading the dictionary is most of a worker's start-up)."""
+    if not enabled() or config.tokenizer != "rjieba":
+        return None
+    return _jieba_core(tuple(user_words))
+
+
+@lru_cache(maxsize=4)
+def _jieba_core(user_words: tuple[tuple[str, int | None], ...]) -> Any:
+    assert _EXTENSION is not None
+    return _EXTENSION.JiebaCore(list(user_words))
+
+
+def fold_step() -> Any:
+    """The native case folding and whitespace of a batch (`esdedup.fingerprint.normalize.normalize_many`'s
+    ``fold_many``), or None when the extension is not in use. One per process."""
+    if not enabled():
+        return None
+    return _fold_core().fold
+
+
+@lru_cache(maxsize=1)
+def _fold_core() -> Any:
+    assert _EXTENSION is not None
+    return _EXTENSION.FoldCore(*nz.fold_tables())
 
 
 def clean_step() -> Any:

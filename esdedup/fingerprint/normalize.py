@@ -66,9 +66,12 @@ def _after_clean(text: str, t2s: bool) -> str:
 
 
 def normalize_many(texts: Sequence[str], *, t2s: bool = False,
-                   clean_many: Callable[[list[str]], list[str | None]] | None = None) -> list[str]:
+                   clean_many: Callable[[list[str]], list[str | None]] | None = None,
+                   fold_many: Callable[[list[str]], list[str | None]] | None = None) -> list[str]:
     """`normalize` of each text. ``clean_many``, when given, does `_clean_nfkc` for a batch of texts, giving
-    None for a text it leaves to `_clean_nfkc` (the native core, `esdedup.fingerprint.native.clean_step`)."""
+    None for a text it leaves to `_clean_nfkc`; ``fold_many`` likewise does the case folding and whitespace
+    of `_after_clean` (``" ".join(text.casefold().split())``), None for a text it leaves to Python (the
+    native core, `esdedup.fingerprint.native.clean_step` and `fold_step`)."""
     if clean_many is None:
         return [normalize(t, t2s=t2s) for t in texts]
     cleaned = iter(clean_many([t for t in texts if len(t) <= _BLOCK_CHARS]))
@@ -78,8 +81,33 @@ def normalize_many(texts: Sequence[str], *, t2s: bool = False,
             out.append(normalize(text, t2s=t2s))
             continue
         done = next(cleaned)
-        out.append(_after_clean(_clean_nfkc(text) if done is None else done, t2s))
+        text = _clean_nfkc(text) if done is None else done
+        out.append(_after_clean(text, t2s) if fold_many is None else (_t2s().convert(text) if t2s else text))
+    if fold_many is None:
+        return out
+    short = [i for i, text in enumerate(texts) if len(text) <= _BLOCK_CHARS]
+    for i, folded in zip(short, fold_many([out[i] for i in short]), strict=True):
+        out[i] = _after_clean(out[i], False) if folded is None else folded
     return out
+
+
+@lru_cache(maxsize=1)
+def fold_tables() -> tuple[list[tuple[int, str]], list[int]]:
+    """What `_after_clean`'s ``casefold`` and ``split`` do to each code point, for the native core:
+    (code point, ``chr(c).casefold()``) of every code point case folding changes, and the code points
+    ``str.split`` splits on (``str.isspace``). Read from this interpreter, 256 code points at a time: a
+    block that folds to itself has no code point that folds (a fold is never empty, so equal lengths mean
+    one character each), and a block that ``split`` leaves whole has no whitespace."""
+    folds: list[tuple[int, str]] = []
+    spaces: list[int] = []
+    every = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    for start in range(0, 0x110000, 256):
+        block = every[start:start + 256]
+        if block.casefold() != block:
+            folds.extend((c, chr(c).casefold()) for c in range(start, start + 256) if chr(c).casefold() != chr(c))
+        if block.split() != [block]:
+            spaces.extend(c for c in range(start, start + 256) if chr(c).isspace())
+    return folds, spaces
 
 
 #: Texts longer than this many characters are normalised in blocks of about this size.

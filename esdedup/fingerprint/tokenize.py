@@ -10,9 +10,11 @@ makes it run jieba itself always (to compare).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from esdedup.errors import ConfigError
 
@@ -63,17 +65,24 @@ class Tokenizer:
                 self._jieba.add_word(word, freq)
             self._cut = lambda s: self._jieba.lcut(s, HMM=True)
         elif backend == "rjieba":
-            import rjieba
-
-            self._rjieba = rjieba.Jieba()
-            for word, freq in user_words:
-                # jieba-rs needs a frequency; None lets it pick one that keeps the word whole.
-                self._rjieba.add_word(word, freq, None)
+            self._user_words = user_words
             self._cut = lambda s: self._rjieba.cut(s, True)
         elif backend == "char":
             self._cut = list
         else:
             raise ConfigError(f"unknown tokenizer {backend!r}; use jieba, rjieba or char")
+
+    @functools.cached_property
+    def _rjieba(self) -> Any:
+        """rjieba's segmenter, its dictionary loaded on the first cut (a Fingerprinter whose native core
+        segments by itself never loads it)."""
+        import rjieba
+
+        segmenter = rjieba.Jieba()
+        for word, freq in self._user_words:
+            # jieba-rs needs a frequency; None lets it pick one that keeps the word whole.
+            segmenter.add_word(word, freq, None)
+        return segmenter
 
     def cut(self, text: str) -> list[str]:
         """Segment ``text`` (already normalised) into tokens, spaces and punctuation included."""

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns, Fingerprinter
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members
 
@@ -61,7 +61,12 @@ def _die_with(parent: int) -> None:
 
 def _fingerprint_batch(texts: list[str], encode: bool) -> Fingerprinted:
     assert _WORKER is not None
-    return fingerprint_with(_WORKER, texts, encode=encode)
+    if encode:
+        return fingerprint_with(_WORKER, texts, encode=encode)
+    # Nothing here reads the fingerprints: they go straight from the Fingerprinter's columns to the pickled
+    # ones, with no object made for each.
+    norms = _WORKER.normalize_many(texts)
+    return Fingerprinted.packed(_pack_columns(_WORKER.fingerprint_columns(norms)), [content_sha1(n) for n in norms])
 
 
 def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> Fingerprinted:
@@ -85,6 +90,13 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
         self._columns: tuple[Any, ...] = ()
         self.dedup_json = _encode_dedup(fps, sha1s, config) if config is not None else None
 
+    @classmethod
+    def packed(cls, columns: tuple[Any, ...], sha1s: list[str]) -> Fingerprinted:
+        """A batch given as the columns it travels as (`_pack_fingerprints`), without ``dedup`` JSON."""
+        out = cls([], sha1s)
+        out._fps, out._columns = None, columns
+        return out
+
     def __len__(self) -> int:
         return len(self.sha1s)
 
@@ -97,8 +109,8 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
         return self._fps
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_fps": None,
-                "_columns": _pack_fingerprints(self.fingerprints())}
+        columns = self._columns if self._fps is None else _pack_fingerprints(self._fps)
+        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_fps": None, "_columns": columns}
 
 
 def _encode_dedup(fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig) -> list[bytes]:
@@ -117,6 +129,20 @@ def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
             np.stack(sigs) if sigs else None, [fp.minhash is not None for fp in fps],
             [len(fp.bands) for fp in fps], list(chain.from_iterable(fp.bands for fp in fps)),
             [len(fp.lsh) for fp in fps], list(chain.from_iterable(fp.lsh for fp in fps)))
+
+
+def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
+    """`_pack_fingerprints` of the fingerprints of some batches of columns, read from the columns."""
+    def flat(name: str) -> list[Any]:
+        return list(chain.from_iterable(getattr(b, name) for b in batches))
+
+    bands, lsh, sigs = flat("bands"), flat("lsh"), flat("minhash")
+    n = len(sigs)
+    return (flat("simhashes"), flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
+            batches[0].bits if n else 64, np.concatenate([b.vectors for b in batches]) if n else None,
+            np.stack([s for s in sigs if s is not None]) if any(s is not None for s in sigs) else None,
+            [s is not None for s in sigs], list(map(len, bands)), list(chain.from_iterable(bands)),
+            list(map(len, lsh)), list(chain.from_iterable(lsh)))
 
 
 def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:

@@ -18,8 +18,10 @@
 mod bands;
 mod clean;
 mod diversify;
+mod fold;
 mod kernels;
 mod pairs;
+mod segment;
 mod shingles;
 mod terms;
 
@@ -299,6 +301,8 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MinHashCore>()?;
     m.add_class::<terms::TermCore>()?;
     m.add_class::<clean::CleanCore>()?;
+    m.add_class::<segment::JiebaCore>()?;
+    m.add_class::<fold::FoldCore>()?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;

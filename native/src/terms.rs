@@ -24,6 +24,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::segment::JiebaCore;
 use crate::{code_units, pool};
 
 const QUANT: f64 = 1024.0;
@@ -34,6 +35,8 @@ const UNKNOWN: i64 = -2;
 /// its code points fit (its own string equality starts by comparing widths), so equal keys are equal
 /// strings, as for the Python path's dict and `Counter`.
 type Key<'a> = (u8, &'a [u8]);
+/// The width tag of a token the core cut itself (`run_cut`): its key is its UTF-8 bytes.
+const UTF8: u8 = 3;
 
 fn key_of<'a>(data: &PyStringData<'a>) -> Key<'a> {
     // SAFETY: the code units of a str are plain integers; reading them as bytes is always valid.
@@ -72,8 +75,9 @@ pub struct TermCore {
     dims: usize,
     /// Whether weights are count x factor (tf_length, tfidf) rather than the count (tf).
     weighted: bool,
-    /// Raw token -> code, one map per PEP 393 width (looked up by the borrowed code units).
-    codes: [FxHashMap<Box<[u8]>, i64>; 3],
+    /// Raw token -> code, one map per PEP 393 width (looked up by the borrowed code units) and one for
+    /// the tokens the core cuts itself (by their UTF-8 bytes).
+    codes: [FxHashMap<Box<[u8]>, i64>; 4],
     digest: Vec<u8>,
     bucket: Vec<usize>,
     sign: Vec<f64>,
@@ -85,17 +89,16 @@ impl TermCore {
         self.bits / 8
     }
 
-    fn distinct<'a>(&self, tokens: &[PyStringData<'a>], base: usize) -> Distinct<'a> {
-        let mut index: FxHashMap<Key<'a>, usize> =
-            FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
+    /// A text's distinct tokens; `base`: the index of its first token in the batch's flat token list.
+    fn distinct<'a>(&self, tokens: impl Iterator<Item = Key<'a>>, base: usize) -> Distinct<'a> {
+        let mut index: FxHashMap<Key<'a>, usize> = FxHashMap::default();
         let mut out = Distinct {
             keys: Vec::new(),
             first: Vec::new(),
             counts: Vec::new(),
             codes: Vec::new(),
         };
-        for (i, token) in tokens.iter().enumerate() {
-            let key = key_of(token);
+        for (i, key) in tokens.enumerate() {
             let next = out.keys.len();
             let at = *index.entry(key).or_insert(next);
             if at == next {
@@ -345,14 +348,7 @@ impl TermCore {
         py: Python<'py>,
         token_lists: Vec<Bound<'py, PyList>>,
         register: Bound<'py, PyAny>,
-    ) -> PyResult<(
-        Bound<'py, PyList>,
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-        Vec<usize>,
-        Vec<u64>,
-        Bound<'py, PyBytes>,
-    )> {
+    ) -> PyResult<TermResults<'py>> {
         let mut tokens: Vec<Bound<'py, PyString>> = Vec::new();
         let mut starts = vec![0usize];
         for list in &token_lists {
@@ -369,20 +365,105 @@ impl TermCore {
                 threads.install(|| {
                     starts
                         .par_windows(2)
-                        .map(|w| this.distinct(&units[w[0]..w[1]], w[0]))
+                        .map(|w| this.distinct(units[w[0]..w[1]].iter().map(key_of), w[0]))
                         .collect()
                 })
             })
         };
+        self.finish(py, docs, |_, first| Ok(tokens[first].clone()), register)
+    }
+
+    /// `run` of texts that the core segments itself with `jieba` (what `rjieba.Jieba.cut(text, True)`
+    /// gives each): `texts` are the pieces of all texts one after the other, `pieces` how many pieces each
+    /// text has (one each when None). A token becomes a Python str only when the core has no code for it.
+    #[pyo3(signature = (jieba, texts, pieces, register))]
+    fn run_cut<'py>(
+        &mut self,
+        py: Python<'py>,
+        jieba: PyRef<'py, JiebaCore>,
+        texts: Vec<Bound<'py, PyString>>,
+        pieces: Option<Vec<usize>>,
+        register: Bound<'py, PyAny>,
+    ) -> PyResult<TermResults<'py>> {
+        let utf8 = texts
+            .iter()
+            .map(|t| t.to_str())
+            .collect::<PyResult<Vec<&str>>>()?;
+        let mut starts = vec![0usize];
+        match pieces {
+            None => starts.extend(1..=utf8.len()),
+            Some(counts) => {
+                for n in counts {
+                    starts.push(starts[starts.len() - 1] + n);
+                }
+                if starts[starts.len() - 1] != utf8.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "pieces add up to {}, but there are {} texts",
+                        starts[starts.len() - 1],
+                        utf8.len()
+                    )));
+                }
+            }
+        }
+        let threads = pool()?;
+        let segmenter = &jieba.jieba;
+        let docs: Vec<Distinct<'_>> = {
+            let this = &*self;
+            py.detach(|| {
+                threads.install(|| {
+                    starts
+                        .par_windows(2)
+                        .map(|w| {
+                            let words = utf8[w[0]..w[1]]
+                                .iter()
+                                .flat_map(|piece| segmenter.cut(piece, true))
+                                .map(|token| (UTF8, token.word.as_bytes()));
+                            this.distinct(words, 0)
+                        })
+                        .collect()
+                })
+            })
+        };
+        self.finish(
+            py,
+            docs,
+            // SAFETY: UTF8 keys are the bytes of a &str cut from a text.
+            |key, _| Ok(PyString::new(py, unsafe { std::str::from_utf8_unchecked(key.1) })),
+            register,
+        )
+    }
+}
+
+/// What `TermCore.run` gives (see there).
+type TermResults<'py> = (
+    Bound<'py, PyList>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Vec<usize>,
+    Vec<u64>,
+    Bound<'py, PyBytes>,
+);
+
+impl TermCore {
+    /// The rest of `run` once each text's distinct tokens are known: codes for the new tokens from
+    /// `register` (`token(key, first)` gives the Python str of one), then the terms of every text.
+    fn finish<'py, 'a>(
+        &mut self,
+        py: Python<'py>,
+        docs: Vec<Distinct<'a>>,
+        token: impl Fn(&Key<'a>, usize) -> PyResult<Bound<'py, PyString>>,
+        register: Bound<'py, PyAny>,
+    ) -> PyResult<TermResults<'py>> {
+        let threads = pool()?;
         // The tokens new to the core, once each, in batch order (Python registers them in that order).
         let mut new_keys: Vec<Key<'_>> = Vec::new();
-        let mut new_tokens: Vec<&Bound<'py, PyString>> = Vec::new();
+        let mut new_tokens: Vec<Bound<'py, PyString>> = Vec::new();
         let mut seen: FxHashMap<Key<'_>, ()> = FxHashMap::default();
         for doc in &docs {
             for ((key, &code), &first) in doc.keys.iter().zip(&doc.codes).zip(&doc.first) {
                 if code == UNKNOWN && seen.insert(*key, ()).is_none() {
                     new_keys.push(*key);
-                    new_tokens.push(&tokens[first]);
+                    new_tokens.push(token(key, first)?);
                 }
             }
         }

@@ -1,6 +1,8 @@
 """The native term step (esdedup_native.TermCore: token counts, weights, SimHash, TF vector sums) gives the
-Python path's fingerprints bit for bit, under every weighting, both widths and each tokenizer; the native
-cleaning step (esdedup_native.CleanCore) gives `_clean_nfkc`'s text on every BMP code point.
+Python path's fingerprints bit for bit, under every weighting, both widths and each tokenizer (``rjieba``
+segmented by the core itself, esdedup_native.JiebaCore, with rjieba's tokens); the native cleaning step
+(esdedup_native.CleanCore) gives `_clean_nfkc`'s text on every BMP code point, and the folding step
+(esdedup_native.FoldCore) what ``casefold`` and ``split`` make of every code point.
 
 The Python path is the oracle: each test fingerprints the same texts with a Fingerprinter made with
 ESDEDUP_NATIVE=0 and compares every field, the weights and vectors by their bits. The tests skip without the
@@ -52,12 +54,13 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 def resources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A synonyms file (variants map to a term; one variant is itself another token), stopwords and idf."""
     root = tmp_path_factory.mktemp("native_terms")
-    syn, stop, idf = root / "syn.dict", root / "stop.txt", root / "idf.json"
+    syn, stop, idf, user = root / "syn.dict", root / "stop.txt", root / "idf.json", root / "user.dict"
+    user.write_text("欢迎你 5\n中国人民 200000 n\n北京欢 3\nabc中 10\n", encoding="utf-8")
     syn.write_text("台胞 台湾居民 台湾同胞\n明日 明天 明起 明日起\n中国 中华\nabc ABC xyz\n", encoding="utf-8")
     stop.write_text("的\n了\n北京\nx\n", encoding="utf-8")
     idf.write_text(DocumentFrequency.build([["中国", "北京"], ["中国"], ["台胞"], ["欢迎", "你"]] * 3).to_json(),
                    encoding="utf-8")
-    return {"synonyms_path": str(syn), "stopwords_path": str(stop), "idf_path": str(idf)}
+    return {"synonyms_path": str(syn), "stopwords_path": str(stop), "idf_path": str(idf), "user_dict_path": str(user)}
 
 
 #: (name, config fields): every weighting, both widths, each tokenizer, synonyms, stopwords from a file and
@@ -70,6 +73,7 @@ CASES = [
     ("rjieba-tfidf-128", {"tokenizer": "rjieba", "weighting": "tfidf", "bits": 128, "idf": True,
                           "strategy": "simhash", "short_text_chars": 0}),
     ("rjieba-tfidf-64-stopwords", {"tokenizer": "rjieba", "weighting": "tfidf", "idf": True, "stopwords": "file"}),
+    ("rjieba-user-dict-synonyms", {"tokenizer": "rjieba", "user_dict": True, "synonyms": True, "t2s": True}),
     ("char-1-tf_length", {"tokenizer": "char", "shingle": 1, "weighting": "tf_length", "strategy": "minhash"}),
     ("char-3-tfidf-128", {"tokenizer": "char", "shingle": 3, "weighting": "tfidf", "idf": True, "bits": 128}),
     ("jieba-tf-nostop-dims", {"tokenizer": "jieba", "stopwords": "none", "dims": 8, "strategy": "simhash"}),
@@ -82,6 +86,8 @@ def _config(fields: dict[str, object], resources: dict[str, str]) -> Fingerprint
         fields["synonyms_path"] = resources["synonyms_path"]
     if fields.pop("idf", False):
         fields["idf_path"] = resources["idf_path"]
+    if fields.pop("user_dict", False):
+        fields["user_dict_path"] = resources["user_dict_path"]
     if fields.get("stopwords") == "file":
         fields["stopwords_path"] = resources["stopwords_path"]
     return FingerprintConfig(**fields)  # type: ignore[arg-type]
@@ -100,6 +106,7 @@ def _pair(name: str, cfg: FingerprintConfig, monkeypatch: pytest.MonkeyPatch) ->
             m.setenv(native.ENV_SWITCH, "0")
             slow = Fingerprinter(cfg)
         assert fast._native_terms is not None and slow._native_terms is None
+        assert (fast._native_cut is not None) == (cfg.tokenizer == "rjieba") and slow._native_cut is None
         _PAIRS[name] = fast, slow
     return _PAIRS[name]
 
@@ -155,7 +162,7 @@ def test_votes_with_rounding_ties_and_large_weights(extension: None, switch_on: 
         m.setenv(native.ENV_SWITCH, "0")
         slow = Fingerprinter(cfg)
     for f in (fast, slow):
-        f._factor = by_char.__getitem__  # type: ignore[method-assign]
+        f._factors = lambda terms: [by_char[t] for t in terms]  # type: ignore[method-assign]
     assert_same_bits(fast.fingerprint_many(batch), slow.fingerprint_many(batch))
 
 
@@ -306,3 +313,88 @@ def test_threads_sharing_a_fingerprinter_take_turns(extension: None, switch_on: 
                              range(8)))
     for got in runs:
         assert [f.hex for f in got] == [f.hex for f in want] and [f.bands for f in got] == [f.bands for f in want]
+
+
+#: User words as a user dictionary and synonyms give them: with and without a frequency, overlapping
+#: dictionary words, mixed scripts.
+USER_WORDS = [("欢迎你", 5), ("中国人民", 200000), ("北京欢", None), ("abc中", 10), ("𠀀𠀁", None), ("x y", 3)]
+
+
+@pytest.fixture(scope="module")
+def segmenters() -> dict[bool, tuple[object, object]]:
+    """(core, rjieba) segmenters without and with `USER_WORDS`, made once (each loads the dictionary)."""
+    import esdedup_native
+    import rjieba
+
+    out = {}
+    for with_words in (False, True):
+        words = USER_WORDS if with_words else []
+        reference = rjieba.Jieba()
+        for word, freq in words:
+            reference.add_word(word, freq, None)
+        out[with_words] = esdedup_native.JiebaCore(words), reference
+    return out
+
+
+@pytest.mark.parametrize("with_words", [False, True])
+@SETTINGS
+@given(texts=st.lists(TEXTS, max_size=8))
+def test_the_core_cuts_as_rjieba(extension: None, segmenters: dict[bool, tuple[object, object]], with_words: bool,
+                                 texts: list[str]) -> None:
+    """Chinese, CJK extensions, Latin, digits, emoji, controls, invisible characters, mixed scripts, with user
+    words added as the ``rjieba`` tokenizer adds them."""
+    core, reference = segmenters[with_words]
+    texts = [t.encode("utf-8", "ignore").decode("utf-8") for t in texts]  # a str rjieba takes
+    texts += ["北京欢迎你中国人民日报", "abc中文x y"]
+    assert [core.cut(t) for t in texts] == [reference.cut(t, True) for t in texts]  # type: ignore[attr-defined]
+
+
+def test_run_cut_refuses_pieces_that_do_not_add_up(extension: None, switch_on: None) -> None:
+    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    assert fper._native_terms is not None
+    with pytest.raises(ValueError, match="pieces add up to 3"):
+        fper._native_terms.run_cut(fper._native_cut, ["北京", "欢迎"], [1, 2], fper._native_register)
+
+
+def test_the_switch_and_the_tokenizer_decide_the_core_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(native.ENV_SWITCH, "0")
+    assert native.cut_step(FingerprintConfig(tokenizer="rjieba"), ()) is None
+    monkeypatch.delenv(native.ENV_SWITCH)
+    if native.extension_missing():
+        return
+    assert native.cut_step(FingerprintConfig(tokenizer="jieba"), ()) is None
+    assert native.cut_step(FingerprintConfig(tokenizer="rjieba"), ()) is \
+        native.cut_step(FingerprintConfig(tokenizer="rjieba", t2s=True), ())  # one per process
+    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    fper.fingerprint_many(["北京欢迎你"])
+    assert "_rjieba" not in vars(fper.tokenizer)  # the core segments: rjieba's own dictionary never loads
+
+
+def _folded(fold, texts: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+    return [nz._after_clean(t, False) if f is None else f for t, f in zip(texts, fold(texts), strict=True)]
+
+
+@pytest.mark.parametrize("context", ["A{}b", " {}\u3000{}  "])
+def test_fold_equals_casefold_and_split_on_every_code_point(extension: None, switch_on: None, context: str) -> None:
+    fold = native.fold_step()
+    assert fold is not None
+    for start in range(0, 0x110000, 0x10000):
+        texts = [context.format(chr(c), chr(c)) for c in range(start, start + 0x10000)]
+        assert _folded(fold, texts) == [" ".join(t.casefold().split()) for t in texts]
+
+
+def test_fold_keeps_what_does_not_change_and_hands_back_surrogates(extension: None, switch_on: None) -> None:
+    fold = native.fold_step()
+    assert fold is not None
+    texts = ["北京 欢迎你", "", "ÅB  c\t", " x", "x ", "\ud800A", "ǅ\u2028ß"]
+    got = fold(texts)
+    assert got[0] is texts[0] and got[1] is texts[1]
+    assert got[2:5] == ["åb c", "x", "x"] and got[5] is None and got[6] == "ǆ ss"
+
+
+@SETTINGS
+@given(batch=st.lists(TEXTS, max_size=12), t2s=st.booleans())
+def test_normalize_many_with_the_native_fold_equals_normalize(extension: None, switch_on: None, batch: list[str],
+                                                              t2s: bool) -> None:
+    got = nz.normalize_many(batch, t2s=t2s, clean_many=_native_clean(), fold_many=native.fold_step())
+    assert got == [nz.normalize(t, t2s=t2s) for t in batch]
