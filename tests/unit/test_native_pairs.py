@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from esdedup import FingerprintConfig
+from esdedup.errors import ConfigError
 from esdedup.fingerprint import native
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match import lookup
@@ -155,7 +156,12 @@ def _judged_one_by_one(store: LocalStore, t: Thresholds) -> list[Pair]:
 def test_find_pairs_is_the_rule_over_each_candidate_on_both_paths(corpus_store, overrides, cosine_alone, monkeypatch,
                                                                   extension):  # noqa: F811
     if cosine_alone and not corpus_store.config.stores_vector:
-        pytest.skip("the cosine alone decides only on an index that stores vectors")
+        # The cosine alone decides only on an index that stores vectors: both paths refuse, naming the fix.
+        for switch in ("1", "0"):
+            monkeypatch.setenv(native.ENV_SWITCH, switch)
+            with pytest.raises(ConfigError, match="vector_index such as"):
+                list(find_pairs(corpus_store, thresholds=overrides))
+        return
     found = {}
     for switch in ("1", "0"):
         monkeypatch.setenv(native.ENV_SWITCH, switch)

@@ -188,14 +188,13 @@ class LocalStore:
         old_keys = self._keys.indexed_keys(old) if old else []
         with db:
             self._keys.delete(db, old_keys)
-            top = db.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
             db.executemany(INSERT_DOC, doc_rows(batch, config.bits, config.stores_vector))
-            # Every seq above the top before the insert is one of this transaction's rows (AUTOINCREMENT gives
-            # each new row a seq above all before it, and the transaction holds the write lock); the last
-            # document of an id is the one stored.
+            # Read inside the write transaction, the rows of these ids are the ones just written (the last
+            # document of an id is the one stored), whatever another writer did before or does after.
             by_id = {d.id: d for d in batch}
-            texts.update(self._texts.texts_of(
-                (seq, by_id[i].source) for seq, i in db.execute("SELECT seq, id FROM docs WHERE seq > ?", (top,))))
+            written = [row for chunk in chunks(list(by_id), MAX_PARAMS) for row in db.execute(
+                f"SELECT seq, id FROM docs WHERE id IN ({marks(len(chunk))})", chunk)]
+            texts.update(self._texts.texts_of((seq, by_id[i].source) for seq, i in written))
         return [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
 
     @_sql_errors
