@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import importlib
-import os
 import random
 
 import numpy as np
@@ -28,6 +27,7 @@ from esdedup.match.rule import SketchColumns, decided_by, equal_positions, measu
 from esdedup.match.thresholds import Thresholds, resolve_thresholds
 from esdedup.schema import encode_minhash
 from esdedup.search.diversify import MODES, diversify
+from tests.unit.test_native_steps import extension, switch_on  # noqa: F401 (fixtures)
 
 div = importlib.import_module("esdedup.search.diversify")
 rule = importlib.import_module("esdedup.match.rule")
@@ -275,13 +275,9 @@ def test_equal_positions_count_exactly(perm, high, monkeypatch):
     assert (equal_positions(a, a) == _reference_counts(a, a)).all()
 
 
-def test_the_native_kernels_are_used_and_check_their_input():
-    """Skips without the extension (or, with ESDEDUP_REQUIRE_NATIVE=1, as in CI, fails)."""
-    missing = native.extension_missing()
-    if missing and os.environ.get("ESDEDUP_REQUIRE_NATIVE") == "1":
-        pytest.fail(f"ESDEDUP_REQUIRE_NATIVE=1, but {missing}", pytrace=False)
-    if missing:
-        pytest.skip(missing)
+def test_the_native_kernels_are_used_and_check_their_input(extension, switch_on):  # noqa: F811
+    """Skips without the extension (or, with ESDEDUP_REQUIRE_NATIVE=1, as in CI, fails); runs with the core
+    switched on whatever ESDEDUP_NATIVE says."""
     a = np.arange(12, dtype=np.uint32).reshape(3, 4)
     assert (native.equal_positions(a, a) == np.eye(3, dtype=np.uint32) * 4).all()
     with pytest.raises(ValueError, match="not rows of 4 values"):
@@ -507,11 +503,9 @@ def test_plain_pages_give_the_reference_answers(seed, fingerprinters):
                 assert outcome(diversify, hits, **kwargs) == outcome(reference, hits, **kwargs), (config, t, mode)
 
 
-def test_the_plain_pages_exercise_the_native_page():
+def test_the_plain_pages_exercise_the_native_page(extension, switch_on):  # noqa: F811
     """The premise of the test above: with the extension, the native core reads most of its pages, of every
-    config, and hands back others; and they hold near-duplicates and representatives (skips without it)."""
-    if not native.enabled():
-        pytest.skip(native.unavailable_reason())
+    config, and hands back others; and they hold near-duplicates and representatives (skips without it; runs whatever ESDEDUP_NATIVE says)."""
     read: dict[str, int] = {}
     back = dups = kept = 0
     for seed in range(6):
@@ -526,11 +520,9 @@ def test_the_plain_pages_exercise_the_native_page():
     assert len(read) == len(PLAIN_CONFIGS) and sum(read.values()) > 60 and back > 20 and dups > 500 and kept > 500
 
 
-def test_the_native_page_is_read_and_checks_its_input():
+def test_the_native_page_is_read_and_checks_its_input(extension, switch_on):  # noqa: F811
     """A plain page goes the native way with the extension (skips without it, as above); the kernel refuses
     a signature layout it does not read."""
-    if not native.enabled():
-        pytest.skip(native.unavailable_reason())
     config = FingerprintConfig()
     rng = np.random.default_rng(2)
     sig = rng.integers(0, 1 << 16, 128).astype(np.uint32)
