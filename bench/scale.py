@@ -5,9 +5,12 @@ index on disk, `esdedup dups` with both LSH joins, and lookups while the index h
     python bench/scale.py --docs 20000 --no-append       # a quick check, about 2 minutes
     python bench/scale.py --docs 1000000 --es URL        # a running cluster (the index is deleted after)
     python bench/scale.py --es URL --index NAME --phases lookups,store-dups,disk   # finish a stopped run
+    python bench/scale.py --docs 1000000 --local         # the embedded store instead (a temporary --data-dir)
 
 Phases (``--phases``, default all): synth, ingest, dups, store-dups, lookups, disk. Without synth and ingest
-the phases run on an existing index at ``--es`` as it is, and the index is kept.
+the phases run on an existing index at ``--es`` as it is, and the index is kept. With ``--local`` the same
+phases run on the embedded store (no node: no node CPU, heap or merge; store-dups is Elasticsearch's only;
+disk is the store's file), in a temporary folder removed after the run.
 
 Phases, each timed on its own, with a progress line on stderr at least every 30 s:
 
@@ -43,6 +46,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -166,7 +170,7 @@ def make_docs(n: int, variants: int, workers: int, seed: int, path: Path) -> Doc
 class Run:
     wall: float
     cpu: float  # the CLI process and the children it waited for (fingerprint workers)
-    node_cpu: float
+    node_cpu: float | None  # None: the embedded store (no node)
     peak_rss_mb: float  # the CLI process itself (polled: a peak in its last 0.2 s is missed)
     out: Path
 
@@ -205,14 +209,14 @@ class PeakRss:
         return self.peak
 
 
-def run_cli(es: Elasticsearch, argv: list[str], what: str, out: Path, run_window: int | None = None) -> Run:
+def run_cli(es: Elasticsearch | None, argv: list[str], what: str, out: Path, run_window: int | None = None) -> Run:
     """``python -m esdedup ARGV``, stdout to ``out``, stderr (its own progress lines) passed through;
     ``run_window``: with `esdedup.ingest.run.RUN_INDEX_MAX_DOCS` set to it (a knob of this bench, not of the CLI)."""
     cmd = [sys.executable, "-m", "esdedup", *argv] if run_window is None else [
         sys.executable, "-c", f"import runpy, esdedup.ingest.run as m; m.RUN_INDEX_MAX_DOCS = {run_window}; "
         "runpy.run_module('esdedup', run_name='__main__')", *argv]
     log(f"{what}: {' '.join(cmd)}")
-    node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
+    node0, t = node_cpu(es), time.perf_counter()
     with open(out, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, cwd=ROOT)
         peak = PeakRss(proc.pid)
@@ -221,11 +225,21 @@ def run_cli(es: Elasticsearch, argv: list[str], what: str, out: Path, run_window
         peak_mb = peak.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t
-    time.sleep(1.1)  # the node refreshes its CPU figure about once a second
+    if es is not None:
+        time.sleep(1.1)  # the node refreshes its CPU figure about once a second
     if proc.returncode != 0:
         raise SystemExit(f"{what} failed with exit code {proc.returncode}; its output: {out}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, es_bench.node_cpu_seconds(es) - node0,
-               peak_mb, out)
+    return Run(wall, usage.ru_utime + usage.ru_stime, None if es is None else node_cpu(es) - node0, peak_mb, out)
+
+
+def node_cpu(es: Elasticsearch | None) -> float:
+    """The node's CPU seconds so far (0 for the embedded store, which has no node; `Run` says None)."""
+    return 0.0 if es is None else es_bench.node_cpu_seconds(es)
+
+
+def node_s(run: Run) -> str:
+    """A run's node CPU seconds for a table ("-" without a node)."""
+    return "-" if run.node_cpu is None else f"{run.node_cpu:.1f}"
 
 
 def ingest_summary(out: Path) -> dict[str, int]:
@@ -286,11 +300,17 @@ def dedup_share_of_source(es: Elasticsearch, index: str, n: int = 500) -> float:
 
 
 # -- lookups -----------------------------------------------------------------------------------------------
-def lookups(url: str, index: str, ids: list[str], n: int, seed: int) -> dict[str, Any]:
-    finder = SimilarFinder(open_store(index, es_url=url))
+def lookups(where: dict[str, Any], index: str, ids: list[str], n: int, seed: int) -> dict[str, Any]:
+    """``where``: `open_store`'s ``es_url`` or ``data_dir``."""
+    finder = SimilarFinder(open_store(index, **where))
     # From the ids sorted: the same sample whether they come from synth or from an existing index.
     sample = random.Random(seed).sample(sorted(ids), min(n, len(ids)))
-    finder.find(text="床前明月光，疑是地上霜。")  # untimed: the first fingerprint loads the tokenizer's dictionary
+    # Apart: the first fingerprint loads the tokenizer's dictionary, and on the embedded store the first lookup
+    # indexes the keys an ingest left to it.
+    t0 = time.perf_counter()
+    with heartbeat("the first lookup"):
+        finder.find(text="床前明月光，疑是地上霜。")
+    first = time.perf_counter() - t0
     ms: list[float] = []
     found = in_family = 0
     t = time.perf_counter()
@@ -301,7 +321,7 @@ def lookups(url: str, index: str, ids: list[str], n: int, seed: int) -> dict[str
             ms.append((time.perf_counter() - t0) * 1000)
             found += bool(matches)
             in_family += any(family(m["id"]) == family(doc_id) for m in matches)
-    return {"n": len(sample), "wall": time.perf_counter() - t, "found": found, "in_family": in_family,
+    return {"n": len(sample), "first": first, "wall": time.perf_counter() - t, "found": found, "in_family": in_family,
             "p50": es_bench.pct(ms, 50), "p95": es_bench.pct(ms, 95), "p99": es_bench.pct(ms, 99),
             "max": max(ms)}
 
@@ -322,6 +342,7 @@ def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--es", help="a running cluster (default: start a local node with scripts/es-local)")
+    ap.add_argument("--local", action="store_true", help="the embedded store (a temporary --data-dir), no node")
     ap.add_argument("--lookups", type=int, default=1000)
     ap.add_argument("--variants", type=int, default=3, help="planted near-duplicates per source")
     ap.add_argument("--workers", type=int, default=0,
@@ -346,7 +367,13 @@ def parse_args() -> argparse.Namespace:
     args.phases = [p for p in PHASES if p in asked and not (p == "store-dups" and args.skip_store_dups)]
     if ("synth" in args.phases) != ("ingest" in args.phases):
         ap.error("--phases: synth and ingest go together (a new index), or neither (an existing one)")
-    if "ingest" not in args.phases and args.es is None:
+    if args.local and args.es:
+        ap.error("--local and --es name two stores: give one")
+    if args.local:
+        if "ingest" not in args.phases:
+            ap.error("--local makes a new store: its phases include synth and ingest")
+        args.phases = [p for p in args.phases if p != "store-dups"]  # Elasticsearch's join only
+    elif "ingest" not in args.phases and args.es is None:
         ap.error("--phases without ingest works on an existing index: name its cluster with --es")
     return args
 
@@ -368,24 +395,29 @@ def main() -> None:
     args = parse_args()
     load0, started = os.getloadavg(), datetime.datetime.now(datetime.timezone.utc)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-scale-"))
-    cluster, url = start_node(args)
-    es = Elasticsearch(url, request_timeout=600)
+    cluster, url = (None, None) if args.local else start_node(args)
+    es = None if url is None else Elasticsearch(url, request_timeout=600)
     fresh = "ingest" in args.phases  # else the phases run on the index as it is, and it is kept
     res: dict[str, Any] = {}
     try:
-        res["version"] = ", ".join(sorted({n["version"] for n in es.nodes.info()["nodes"].values()}))
-        if fresh:
+        res["version"] = ("" if es is None else
+                          ", ".join(sorted({n["version"] for n in es.nodes.info()["nodes"].values()})))
+        if fresh and es is not None:
             es.options(ignore_status=404).indices.delete(index=args.index)
+        if fresh:
             docs = make_docs(args.docs, args.variants, args.workers or os.cpu_count() or 2, args.seed,
                              tmp / "docs.jsonl")
             res["docs"], ids = docs, docs.ids
             log(f"documents: {docs.count:,} ({docs.mb:.1f} MB) in {docs.wall:.1f} s")
         else:
+            assert es is not None
             ids = index_ids(es, args.index)
         res |= measure(es, url, args, ids, res.get("docs"), tmp)
     finally:
-        if fresh and not args.keep:
+        if fresh and not args.keep and es is not None:
             es.options(ignore_status=404).indices.delete(index=args.index)
+        if args.local:
+            shutil.rmtree(tmp, ignore_errors=True)
         if cluster is not None and not args.keep:
             cluster.stop()
         elif cluster is not None:
@@ -401,11 +433,13 @@ def main() -> None:
             fh.write(section)
 
 
-def measure(es: Elasticsearch, url: str, args: argparse.Namespace, ids: list[str], docs: Docs | None,
+def measure(es: Elasticsearch | None, url: str | None, args: argparse.Namespace, ids: list[str], docs: Docs | None,
             tmp: Path) -> dict[str, Any]:
-    """The phases after synth (``docs``: what it wrote, None when the index exists already)."""
+    """The phases after synth (``docs``: what it wrote, None when the index exists already); ``es`` None: the
+    embedded store in ``tmp/store``."""
     res: dict[str, Any] = {}
-    where = ["--es", url, "--index", args.index]
+    data_dir = tmp / "store"
+    where = ["--index", args.index, *(["--data-dir", str(data_dir)] if es is None else ["--es", str(url)])]
     workers = ["--workers", str(args.workers)] if args.workers else []
     if docs is not None:
         ingest = run_cli(es, ["ingest", str(docs.path), *where, "--dead-letter", str(tmp / "dead.jsonl"),
@@ -414,8 +448,11 @@ def measure(es: Elasticsearch, url: str, args: argparse.Namespace, ids: list[str
         res["ingest"], res["summary"] = ingest, ingest_summary(ingest.out)
         if res["summary"]["indexed"] != docs.count:
             raise SystemExit(f"ingest indexed {res['summary']} of {docs.count}")
-    es.indices.refresh(index=args.index)
-    res["first_stats"], res["heap"] = index_stats(es, args.index), node_memory(es)
+    if es is None:
+        res["first_stats"] = local_stats(data_dir)
+    else:
+        es.indices.refresh(index=args.index)
+        res["first_stats"], res["heap"] = index_stats(es, args.index), node_memory(es)
 
     memory_pairs = None
     if "dups" in args.phases:
@@ -435,9 +472,12 @@ def measure(es: Elasticsearch, url: str, args: argparse.Namespace, ids: list[str
         del store_pairs
     del memory_pairs
     if "lookups" in args.phases:
-        res["lookups"] = lookups(url, args.index, ids, args.lookups, args.seed)
+        res["lookups"] = lookups({"data_dir": data_dir} if es is None else {"es_url": url}, args.index, ids,
+                                 args.lookups, args.seed)
 
-    if "disk" in args.phases:
+    if "disk" in args.phases and es is None:
+        res["after_lookups"] = local_stats(data_dir)
+    elif "disk" in args.phases:
         log("force merge to one segment")
         node0, t = es_bench.node_cpu_seconds(es), time.perf_counter()
         with heartbeat("force merge"):
@@ -452,6 +492,12 @@ def measure(es: Elasticsearch, url: str, args: argparse.Namespace, ids: list[str
         res["disk_wall"] = time.perf_counter() - t
         res["source_share"] = dedup_share_of_source(es, args.index)
     return res
+
+
+def local_stats(data_dir: Path) -> dict[str, int]:
+    """The embedded store's files as `index_stats` gives an index's (their bytes; one "segment" a file)."""
+    files = [f for f in data_dir.rglob("*") if f.is_file()]
+    return {"bytes": sum(f.stat().st_size for f in files), "segments": len(files), "docs": 0, "segments_memory": 0}
 
 
 def pair_counts(pairs: dict[tuple[str, str], int], ids: list[str]) -> dict[str, int]:
@@ -476,12 +522,13 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
     n = r["n"]
     cmd = "python bench/scale.py " + " ".join(sys.argv[1:])
     (l1, l5, l15), (e1, e5, e15) = r["load"]
-    heap = r["heap"]
+    heap = r.get("heap")
+    store = ("the embedded store (a new folder)" if heap is None else
+             f"Elasticsearch {r['version']} {'at --es' if args.es else 'single node started here'} (heap "
+             f"{heap['heap_max'] / 2**30:.1f} GiB), index settings as `esdedup ingest` makes them")
     lines = [
         "", "## Scale (bench/scale.py)", "",
-        f"`{cmd.strip()}` — {r['started'].strftime('%Y-%m-%d %H:%M UTC')}, {machine()}; Elasticsearch "
-        f"{r['version']} {'at --es' if args.es else 'single node started here'} (heap "
-        f"{heap['heap_max'] / 2**30:.1f} GiB), index settings as `esdedup ingest` makes them, default "
+        f"`{cmd.strip()}` — {r['started'].strftime('%Y-%m-%d %H:%M UTC')}, {machine()}; {store}, default "
         f"config, label mode. Load average at start {l1:.2f} {l5:.2f} {l15:.2f}, at end {e1:.2f} {e5:.2f} {e15:.2f}."]
     docs: Docs | None = r.get("docs")
     if docs is not None:
@@ -499,14 +546,14 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
         s = r["summary"]
         lines += [
             f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |",
-            f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {ing.node_cpu:.1f} | {n / ing.wall:,.0f} docs/s; "
+            f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {node_s(ing)} | {n / ing.wall:,.0f} docs/s; "
             f"{s['duplicates']:,} near-duplicates labelled, {s['skipped']} skipped, {s['failed']} failed; CLI peak "
             f"RSS {ing.peak_rss_mb:,.0f} MB |"]
     if "dups" in r:
         p = r["pairs"]
         dups: Run = r["dups"]
         lines.append(f"| `esdedup dups` (auto: LSH joined in memory) | {dups.wall:.1f} | {dups.cpu:.1f} | "
-                     f"{dups.node_cpu:.1f} | {_pairs_note(p)}; peak RSS {dups.peak_rss_mb:,.0f} MB |")
+                     f"{node_s(dups)} | {_pairs_note(p)}; peak RSS {dups.peak_rss_mb:,.0f} MB |")
     if "dups_store" in r:
         st: Run = r["dups_store"]
         same = _pairs_note(r["store_pairs"])
@@ -521,10 +568,16 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
         lk = r["lookups"]
         lines.append(f"| {lk['n']:,} lookups (`SimilarFinder.find(doc_id=)`) | {lk['wall']:.1f} | - | - | "
                      f"p50 {lk['p50']:.1f} ms, p95 {lk['p95']:.1f} ms, p99 {lk['p99']:.1f} ms, max {lk['max']:.0f} ms; "
-                     f"{lk['found']:,} found a near-duplicate, {lk['in_family']:,} one of their planted family |")
+                     f"{lk['found']:,} found a near-duplicate, {lk['in_family']:,} one of their planted family; "
+                     f"the first lookup before them {lk['first']:.1f} s |")
     a = r["first_stats"]
     when = "after ingest + refresh" if docs is not None else "as found + refresh"
-    disk_rows = [f"| {when} | {a['bytes'] / 1e6:,.1f} | {a['bytes'] / n:,.0f} | {a['segments']} segments |"]
+    parts = "files" if heap is None else "segments"
+    disk_rows = [f"| {when} | {a['bytes'] / 1e6:,.1f} | {a['bytes'] / n:,.0f} | {a['segments']} {parts} |"]
+    if "after_lookups" in r:
+        b = r["after_lookups"]
+        disk_rows.append(f"| after `dups` and the lookups (they index the keys ingest left) | {b['bytes'] / 1e6:,.1f} | "
+                         f"{b['bytes'] / n:,.0f} | {b['segments']} files |")
     if "disk" in r:
         mw, mcpu = r["merge"]
         lines.append(f"| `_forcemerge` to 1 segment | {mw:.1f} | - | {mcpu:.1f} | |")
@@ -556,11 +609,15 @@ def per_doc(r: dict[str, Any], n: int) -> list[tuple[str, str, str]]:
         ing = r["ingest"]
         rows += [
             ("ingest CPU, client (CLI + workers)", f"{ing.cpu / n * 1e6:,.0f} µs", f"{ing.cpu * scale / 3600:,.0f} CPU h"),
-            ("ingest CPU, node", f"{ing.node_cpu / n * 1e6:,.0f} µs", f"{ing.node_cpu * scale / 3600:,.0f} CPU h"),
+            *([] if ing.node_cpu is None else [
+                ("ingest CPU, node", f"{ing.node_cpu / n * 1e6:,.0f} µs", f"{ing.node_cpu * scale / 3600:,.0f} CPU h")]),
             ("ingest wall on this machine", f"{ing.wall / n * 1e6:,.0f} µs", f"{ing.wall * scale / 3600:,.1f} h"),
             # Bounded since the run index is capped (esdedup.ingest.run.RUN_INDEX_MAX_DOCS): the total, not x 100M.
             ("ingest CLI peak RSS (bounded: total, not linear in N)",
              f"{ing.peak_rss_mb * 2**20 / n:,.0f} B", f"{ing.peak_rss_mb:,.0f} MB total at {n:,} docs")]
+    if "after_lookups" in r:
+        b = r["after_lookups"]
+        rows.append(("disk, the store's files", f"{b['bytes'] / n:,.0f} B", f"{b['bytes'] * scale / 1e9:,.0f} GB"))
     if "disk" in r:
         m = r["after_merge"]
         rows += [("disk, one segment (primaries)", f"{m['bytes'] / n:,.0f} B", f"{m['bytes'] * scale / 1e9:,.0f} GB"),
@@ -577,10 +634,11 @@ def per_doc(r: dict[str, Any], n: int) -> list[tuple[str, str, str]]:
                  ("`dups` store join: node CPU", f"{st.node_cpu / n * 1e6:,.0f} µs",
                   f"{st.node_cpu * scale / 3600:,.1f} CPU h"),
                  ("`dups` store join: peak RSS (not linear in N)", f"{st.peak_rss_mb:,.0f} MB total", "")]
-    heap = r["heap"]
+    heap = r.get("heap")
     when = "after ingest" if "ingest" in r else "as found"
-    rows += [(f"node heap used {when} (of {heap['heap_max'] / 2**20:,.0f} MB; GC-dependent)",
-              f"{heap['heap_used'] / n:,.0f} B", f"{heap['heap_used'] / 2**20:,.0f} MB at {n:,} docs")]
+    if heap is not None:
+        rows += [(f"node heap used {when} (of {heap['heap_max'] / 2**20:,.0f} MB; GC-dependent)",
+                  f"{heap['heap_used'] / n:,.0f} B", f"{heap['heap_used'] / 2**20:,.0f} MB at {n:,} docs")]
     if "disk" in r and r["after_merge"]["segments_memory"]:
         rows.append(("segments memory (`_stats`)", f"{r['after_merge']['segments_memory'] / n:,.1f} B", ""))
     return rows

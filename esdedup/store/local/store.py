@@ -109,9 +109,14 @@ class LocalStore:
             if config is None:
                 raise IndexNotFound(f"local index {self.name!r} has no esdedup config")
             with db:
-                db.execute("INSERT INTO meta VALUES (?, ?)", (META_KEY, json.dumps(meta_for(config)[META_KEY])))
-            self._config = config
-            return OpenResult(config, True)
+                # Another process opening the new file at the same time may write its config first: then
+                # this one is checked against it, as against any stored config.
+                created = db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                     (META_KEY, json.dumps(meta_for(config)[META_KEY]))).rowcount == 1
+            if created:
+                self._config = config
+                return OpenResult(config, True)
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
         stored = config_from_meta({META_KEY: _stored_meta(row[0], self.path)}, f"local index {self.name!r}")
         assert stored is not None
         if config is not None and not stored.compatible_with(config):
