@@ -279,6 +279,30 @@ def run_esdedup(docs_path: Path, config, workdir: Path, workers: int) -> tuple[s
         store.drop()
 
 
+def run_cli_defaults(docs_path: Path, workdir: Path) -> tuple[set, dict]:
+    """``esdedup ingest`` then ``esdedup dups`` as a user runs them with every default (embedded store,
+    ``--on-duplicate label``, tokenizer jieba, no t2s), each a process of its own; the pairs `dups` prints.
+    The Clock counts both processes and the ingest's workers (finished children)."""
+    data = workdir / f"cli-{os.getpid()}-{time.time_ns() % 10**6}"
+    cli = [sys.executable, "-m", "esdedup"]
+    try:
+        with Clock() as c_ingest:
+            subprocess.run([*cli, "ingest", str(docs_path), "--index", "natural", "--data-dir", str(data)],
+                           check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        with Clock() as c_dups:
+            out = subprocess.run([*cli, "dups", "--index", "natural", "--data-dir", str(data)], check=True,
+                                 cwd=ROOT, capture_output=True, text=True).stdout
+        pairs = set()
+        for line in out.splitlines():
+            if line.startswith("{"):
+                p = json.loads(line)
+                pairs.add((min(p["a"], p["b"]), max(p["a"], p["b"])))
+        return pairs, {"index_s": c_ingest.wall, "pairs_s": c_dups.wall, "wall_s": c_ingest.wall + c_dups.wall,
+                       "cpu_s": c_ingest.cpu + c_dups.cpu}
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
 _FPER = None
 
 
@@ -431,6 +455,8 @@ def natural(args) -> list[str]:
             if rep == 0:
                 print("  esdedup ingest ...", file=sys.stderr)
                 results["ingest"].append(run_esdedup(docs_path, config, work, args.workers))
+                print("  esdedup ingest + dups, the CLI with its defaults ...", file=sys.stderr)
+                results["cli"].append(run_cli_defaults(docs_path, work))
                 print("  simhash ...", file=sys.stderr)
                 results["simhash"].append(run_simhash(docs_path))
     finally:
@@ -440,7 +466,7 @@ def natural(args) -> list[str]:
              f"{len(labels):,} labelled pairs: {kinds[(1, 'same-work')]:,} duplicates (same poem in two "
              f"collections), {kinds[(0, 'same-title')]:,} same-title / {kinds[(0, 'same-author')]:,} "
              f"same-author / {kinds[(0, 'random')]:,} random non-duplicates. {args.reps} round(s): esdedup "
-             "(library), datasketch and rensa run one after the other in every round, the ingest pipeline and plain "
+             "(library), datasketch and rensa run one after the other in every round, the ingest pipeline, the CLI and plain "
              "SimHash in the first; times are per round (wall = elapsed, CPU = user + system of the process "
              "and its worker processes).", "",
              "| method | precision | recall | F1 | wall s (per round) | CPU s (per round) | pairs found |",
@@ -448,11 +474,12 @@ def natural(args) -> list[str]:
     names = {"esdedup": f"esdedup library (Fingerprinter in {args.workers} processes + LocalStore.write + find_pairs; "
                         "`t2s=True, tokenizer=rjieba`)",
              "ingest": f"esdedup ingest pipeline (`ingest --on-duplicate index`, {args.workers} workers) + find_pairs",
+             "cli": "`esdedup ingest` + `esdedup dups`, every default (embedded store, label mode, tokenizer jieba, no t2s)",
              "datasketch": "datasketch MinHashLSH (bigrams, threshold 0.5, 128 perm)",
              "rensa": "rensa RMinHashLSH (bigrams, 128 perm, 16 bands, candidates kept at estimated Jaccard >= 0.5)",
              "simhash": "plain SimHash k=3 (`simhash` package, bigrams)"}
     summary = {}
-    for key in ("esdedup", "ingest", "datasketch", "rensa", "simhash"):
+    for key in ("esdedup", "ingest", "cli", "datasketch", "rensa", "simhash"):
         runs = results[key]
         pairs, _ = runs[0]
         sc = score(pairs, labels)

@@ -250,3 +250,59 @@ def test_the_core_refuses_a_kernel_this_cpu_does_not_run(extension: None) -> Non
     with pytest.raises(ValueError, match=r"kernel 'sse9' does not run on this CPU, which runs: portable"):
         native.NativeMinHash.for_config(_cfg(), 1 << 16, kernel="sse9")
     assert native.NativeMinHash.for_config(_cfg(), 1 << 16).kernel == native.kernels()[-1]
+
+
+_WITHOUT_THE_EXTENSION = r"""
+import json, sys
+sys.modules["esdedup_native"] = None  # as on a machine without a Rust toolchain: the import fails
+from pathlib import Path
+from esdedup import FingerprintConfig
+from esdedup.fingerprint import Fingerprinter, native
+from esdedup.ingest import IngestOptions, ingest
+from esdedup.match.pairs import find_pairs
+from esdedup.store.local import LocalStore
+
+texts = json.loads(sys.argv[1])
+fps = Fingerprinter(FingerprintConfig()).fingerprint_many(texts)
+docs = Path(sys.argv[2]) / "docs.jsonl"
+docs.write_text("".join(json.dumps({"id": f"d{i}", "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)),
+                "utf-8")
+store = LocalStore("absent", Path(sys.argv[2]) / "data")
+summary = ingest([docs], store, FingerprintConfig(), IngestOptions(workers=2))
+print(json.dumps({"missing": native.extension_missing(), "indexed": summary.indexed,
+                  "fingerprints": [[fp.simhash, fp.bands, fp.lsh, None if fp.minhash is None else fp.minhash.tolist(),
+                                   fp.vector.tolist()] for fp in fps],
+                  "pairs": [[p.a, p.b, p.decided_by] for p in find_pairs(store)]}))
+"""
+
+
+def test_the_package_works_with_the_extension_absent(tmp_path) -> None:
+    """In a process that cannot import ``esdedup_native`` (no Rust toolchain, the extension not built) esdedup
+    imports, fingerprints, ingests (worker processes included) and finds pairs, with the answers of this
+    process (the native core, where it is built)."""
+    import json
+    import subprocess
+
+    from esdedup.ingest import IngestOptions, ingest
+    from esdedup.match.pairs import find_pairs
+    from esdedup.store.local import LocalStore
+
+    texts = ["国家统计局今天发布数据显示，前三季度经济运行总体平稳，消费对增长的贡献率持续提高。",
+             "国家统计局今日发布数据显示，前三季度经济运行总体平稳，消费对增长的贡献率持续提高！",
+             "氣象臺發布暴雨黃色預警，Ｅａｓｔ　Ｃｏａｓｔ 明天 ２４ 小时大到暴雨。", "Short English text, ÉCOLE ﬁne.",
+             "足球联赛第二十轮比赛昨晚结束\u200b，主队逆转客队 🎉", "。。", "。。"]
+    proc = subprocess.run([sys.executable, "-c", _WITHOUT_THE_EXTENSION, json.dumps(texts), str(tmp_path)],
+                          capture_output=True, text=True, encoding="utf-8", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    child = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "not installed" in child["missing"]
+    fps = Fingerprinter(FingerprintConfig()).fingerprint_many(texts)
+    assert child["fingerprints"] == [[fp.simhash, fp.bands, fp.lsh, None if fp.minhash is None else fp.minhash.tolist(),
+                                      fp.vector.tolist()] for fp in fps]
+    here = tmp_path / "here"
+    here.mkdir()
+    store = LocalStore("present", here)
+    assert ingest([tmp_path / "docs.jsonl"], store, FingerprintConfig(), IngestOptions(workers=2)).indexed == \
+        child["indexed"] == len(texts)
+    pairs = [[p.a, p.b, p.decided_by] for p in find_pairs(store)]
+    assert child["pairs"] == pairs and len(pairs) >= 1
