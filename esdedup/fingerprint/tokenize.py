@@ -40,6 +40,13 @@ def iter_pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
         start = end
 
 
+def jieba_fast_applies(user_words: Sequence[tuple[str, int | None]]) -> bool:
+    """Whether the ``jieba`` tokenizer's tokens are computed (`esdedup.fingerprint.jieba_fast`, or the native
+    core's copy of it) rather than cut by jieba itself: no user words, and ``ESDEDUP_JIEBA`` is not
+    ``reference``."""
+    return not user_words and os.environ.get("ESDEDUP_JIEBA") != "reference"
+
+
 class Tokenizer:
     """Segments normalised text into words.
 
@@ -52,11 +59,9 @@ class Tokenizer:
         self.backend = backend
         self._cut: Callable[[str], list[str]]
         self._cut_many: Callable[[Sequence[str]], list[list[str]]] | None = None
-        if backend == "jieba" and not user_words and os.environ.get("ESDEDUP_JIEBA") != "reference":
-            from esdedup.fingerprint.jieba_fast import JiebaFast
-
-            fast = JiebaFast()
-            self._cut, self._cut_many = fast.cut, fast.cut_many
+        if backend == "jieba" and jieba_fast_applies(user_words):
+            self._cut = lambda s: self._fast.cut(s)
+            self._cut_many = lambda texts: self._fast.cut_many(texts)
         elif backend == "jieba":
             import jieba
 
@@ -71,6 +76,14 @@ class Tokenizer:
             self._cut = list
         else:
             raise ConfigError(f"unknown tokenizer {backend!r}; use jieba, rjieba or char")
+
+    @functools.cached_property
+    def _fast(self) -> Any:
+        """`JiebaFast`, made on the first cut (a Fingerprinter whose native core segments by itself never
+        loads its dictionary)."""
+        from esdedup.fingerprint.jieba_fast import JiebaFast
+
+        return JiebaFast()
 
     @functools.cached_property
     def _rjieba(self) -> Any:

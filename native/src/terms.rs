@@ -373,10 +373,15 @@ impl TermCore {
         self.finish(py, docs, |_, first| Ok(tokens[first].clone()), register)
     }
 
-    /// `run` of texts that the core segments itself with `jieba` (what `rjieba.Jieba.cut(text, True)`
-    /// gives each): `texts` are the pieces of all texts one after the other, `pieces` how many pieces each
-    /// text has (one each when None). A token becomes a Python str only when the core has no code for it.
-    #[pyo3(signature = (jieba, texts, pieces, register))]
+    /// `run` of texts that the core segments itself with `jieba` (a `JiebaCore`: what
+    /// `rjieba.Jieba.cut(text, True)` or `JiebaFast.cut(text)` gives each): `texts` are the pieces of all
+    /// texts one after the other, `pieces` how many pieces each text has (one each when None). A token
+    /// becomes a Python str only when the core has no code for it.
+    ///
+    /// The pieces the core does not cut itself (those only jieba itself cuts, and any str with a lone
+    /// surrogate, which is no UTF-8) are handed back: `cut_left(pieces)` is called once, with the GIL, with those pieces in
+    /// order, and returns the tokens of each (a list of str per piece).
+    #[pyo3(signature = (jieba, texts, pieces, register, cut_left = None))]
     fn run_cut<'py>(
         &mut self,
         py: Python<'py>,
@@ -384,11 +389,10 @@ impl TermCore {
         texts: Vec<Bound<'py, PyString>>,
         pieces: Option<Vec<usize>>,
         register: Bound<'py, PyAny>,
+        cut_left: Option<Bound<'py, PyAny>>,
     ) -> PyResult<TermResults<'py>> {
-        let utf8 = texts
-            .iter()
-            .map(|t| t.to_str())
-            .collect::<PyResult<Vec<&str>>>()?;
+        // None: a str with a lone surrogate, which only Python's tokenizer takes.
+        let utf8: Vec<Option<&str>> = texts.iter().map(|t| t.to_str().ok()).collect();
         let mut starts = vec![0usize];
         match pieces {
             None => starts.extend(1..=utf8.len()),
@@ -406,18 +410,69 @@ impl TermCore {
             }
         }
         let threads = pool()?;
-        let segmenter = &jieba.jieba;
+        let segmenter = &*jieba;
+        let cut: Vec<Option<Vec<&str>>> = py.detach(|| {
+            threads.install(|| {
+                utf8.par_iter()
+                    .map(|piece| piece.and_then(|p| segmenter.tokens(p)))
+                    .collect()
+            })
+        });
+        let left: Vec<usize> = (0..cut.len()).filter(|&i| cut[i].is_none()).collect();
+        // The tokens Python gives for the pieces left, kept alive while the core reads their UTF-8.
+        let mut given: Vec<Vec<Bound<'py, PyString>>> = Vec::with_capacity(left.len());
+        if !left.is_empty() {
+            let cut_left = cut_left.ok_or_else(|| {
+                PyValueError::new_err("some pieces are left to Python, and there is no cut_left to cut them")
+            })?;
+            let asked = PyList::new(py, left.iter().map(|&i| &texts[i]))?;
+            let answer: Vec<Vec<Bound<'py, PyString>>> = cut_left.call1((asked,))?.extract()?;
+            if answer.len() != left.len() {
+                return Err(PyValueError::new_err(format!(
+                    "cut_left must return the tokens of each of the {} pieces, got {} lists",
+                    left.len(),
+                    answer.len()
+                )));
+            }
+            given = answer;
+        }
+        // A token given that is no UTF-8 (a lone surrogate) is keyed by its code units, as in `run`: such a
+        // str is never one the core cuts, so each str still has one key.
+        let mut odd: FxHashMap<Key<'_>, &Bound<'py, PyString>> = FxHashMap::default();
+        let mut given_keys: Vec<Vec<Key<'_>>> = Vec::with_capacity(given.len());
+        for tokens in &given {
+            let mut keys = Vec::with_capacity(tokens.len());
+            for t in tokens {
+                match t.to_str() {
+                    Ok(s) => keys.push((UTF8, s.as_bytes())),
+                    Err(_) => {
+                        let key = key_of(&code_units(t)?);
+                        odd.insert(key, t);
+                        keys.push(key);
+                    }
+                }
+            }
+            given_keys.push(keys);
+        }
+        let mut keyed: Vec<Option<Vec<Key<'_>>>> = cut
+            .into_iter()
+            .map(|piece| piece.map(|tokens| tokens.into_iter().map(|t| (UTF8, t.as_bytes())).collect()))
+            .collect();
+        for (&i, keys) in left.iter().zip(given_keys) {
+            keyed[i] = Some(keys);
+        }
         let docs: Vec<Distinct<'_>> = {
             let this = &*self;
+            let keyed = &keyed;
             py.detach(|| {
                 threads.install(|| {
                     starts
                         .par_windows(2)
                         .map(|w| {
-                            let words = utf8[w[0]..w[1]]
+                            let words = keyed[w[0]..w[1]]
                                 .iter()
-                                .flat_map(|piece| segmenter.cut(piece, true))
-                                .map(|token| (UTF8, token.word.as_bytes()));
+                                .flat_map(|piece| piece.as_deref().unwrap_or_default())
+                                .copied();
                             this.distinct(words, 0)
                         })
                         .collect()
@@ -427,8 +482,11 @@ impl TermCore {
         self.finish(
             py,
             docs,
-            // SAFETY: UTF8 keys are the bytes of a &str cut from a text.
-            |key, _| Ok(PyString::new(py, unsafe { std::str::from_utf8_unchecked(key.1) })),
+            |key, _| match odd.get(key) {
+                Some(token) => Ok((*token).clone()),
+                // SAFETY: UTF8 keys are the bytes of a &str.
+                None => Ok(PyString::new(py, unsafe { std::str::from_utf8_unchecked(key.1) })),
+            },
             register,
         )
     }
