@@ -339,10 +339,10 @@ def cut_step(config: FingerprintConfig, user_words: Sequence[tuple[str, int | No
 @lru_cache(maxsize=1)
 def _jieba_precise_core() -> Any:
     """The core's copy of `esdedup.fingerprint.jieba_fast.JiebaFast`, with jieba's own HMM tables."""
-    from esdedup.fingerprint.jieba_hmm import _tables
+    from esdedup.fingerprint.jieba_hmm import tables
 
     assert _EXTENSION is not None
-    return _EXTENSION.JiebaCore([], tuple(t.astype("<f8").tobytes() for t in _tables()))
+    return _EXTENSION.JiebaCore([], tuple(t.astype("<f8").tobytes() for t in tables()))
 
 
 @lru_cache(maxsize=4)

@@ -2,7 +2,7 @@
 //! as `esdedup/fingerprint/jieba_hmm.py` computes it: the same float64 sums in the same order (previous
 //! score + transition, then + emission), the same tie-breaking (among equal scores the state whose name
 //! sorts last, as jieba's `max` over `(score, state)`), and runs longer than `MAX_RUN` decoded `MAX_RUN`
-//! characters at a time. The tables are jieba's own, handed over by Python (`jieba_hmm._tables`).
+//! characters at a time. The tables are jieba's own, handed over by Python (`jieba_hmm.tables`).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::PyResult;

@@ -268,7 +268,7 @@ impl JiebaCore {
 #[pymethods]
 impl JiebaCore {
     /// `user_words`: (word, frequency or None) added in order, as `rjieba.Jieba.add_word(word, freq, None)`
-    /// adds them (the `rjieba` tokenizer). `hmm`: jieba's HMM tables as `jieba_hmm._tables` reads them
+    /// adds them (the `rjieba` tokenizer). `hmm`: jieba's HMM tables as `jieba_hmm.tables` reads them
     /// (start, transition and emission scores, float64 little-endian bytes) for the `jieba` tokenizer,
     /// which takes no user words; None for `rjieba`.
     #[new]

@@ -137,9 +137,9 @@ def test_the_jieba_core_takes_no_user_words_and_cuts_with_the_hmm(core: Any) -> 
     """User words make the jieba tokenizer jieba's own (`Tokenizer`), so the core refuses them."""
     import esdedup_native
 
-    from esdedup.fingerprint.jieba_hmm import _tables
+    from esdedup.fingerprint.jieba_hmm import tables
 
-    hmm = tuple(t.astype("<f8").tobytes() for t in _tables())
+    hmm = tuple(t.astype("<f8").tobytes() for t in tables())
     with pytest.raises(ValueError, match="takes none"):
         esdedup_native.JiebaCore([("iphone", 10)], hmm)
     with pytest.raises(ValueError, match="float64 values"):
