@@ -213,6 +213,20 @@ def test_fingerprints_equal_the_python_path_on_the_corpora(extension: None, swit
     _both_paths(texts[:500], monkeypatch, t2s=True, bits=128, strategy="simhash", weighting="tf_length")
 
 
+def test_text_the_core_leaves_fingerprints_as_on_the_python_path(extension: None, switch_on: None,  # noqa: F811
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fingerprint_normalized` takes text as it is: a lone surrogate (no UTF-8) goes to JiebaFast, which
+    cuts it as one token of its own."""
+    texts = ["北京欢迎你a\ud800b", "我们\udfff去公园", "北京欢迎你", "\ud800"]
+    with monkeypatch.context() as m:
+        m.setenv(native.ENV_SWITCH, "0")
+        want = Fingerprinter(FingerprintConfig()).fingerprint_normalized(texts)
+    fper = Fingerprinter(FingerprintConfig())
+    assert fper._native_cut is not None
+    assert_same_bits(fper.fingerprint_normalized(texts), want)
+    assert_same_bits(fper.fingerprint_normalized(texts[::-1]), want[::-1])
+
+
 def test_the_core_cuts_for_jieba_only_without_user_words(extension: None, switch_on: None,  # noqa: F811
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     assert native.cut_step(FingerprintConfig(), ()) is native.cut_step(FingerprintConfig(t2s=True), ())
