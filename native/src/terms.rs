@@ -411,35 +411,53 @@ impl TermCore {
         }
         let threads = pool()?;
         let segmenter = &*jieba;
-        let cut: Vec<Option<Vec<&str>>> = py.detach(|| {
-            threads.install(|| {
-                utf8.par_iter()
-                    .map(|piece| piece.and_then(|p| segmenter.tokens(p)))
-                    .collect()
+        // Each text cut and counted in one pass; None for a text with a piece the core leaves.
+        let mut docs: Vec<Option<Distinct<'_>>> = {
+            let this = &*self;
+            py.detach(|| {
+                threads.install(|| {
+                    starts
+                        .par_windows(2)
+                        .map(|w| {
+                            let mut keys: Vec<Key<'_>> = Vec::new();
+                            for piece in &utf8[w[0]..w[1]] {
+                                let tokens = piece.and_then(|p| segmenter.tokens(p))?;
+                                keys.extend(tokens.into_iter().map(|t| (UTF8, t.as_bytes())));
+                            }
+                            Some(this.distinct(keys.into_iter(), 0))
+                        })
+                        .collect()
+                })
             })
-        });
-        let left: Vec<usize> = (0..cut.len()).filter(|&i| cut[i].is_none()).collect();
-        // The tokens Python gives for the pieces left, kept alive while the core reads their UTF-8.
-        let mut given: Vec<Vec<Bound<'py, PyString>>> = Vec::with_capacity(left.len());
+        };
+        // The texts left, their pieces cut again: each piece by the core, or by cut_left (at most once).
+        let left_texts: Vec<usize> = (0..docs.len()).filter(|&i| docs[i].is_none()).collect();
+        let mut cut: Vec<(usize, Option<Vec<&str>>)> = Vec::new();
+        for &i in &left_texts {
+            for (k, piece) in utf8.iter().enumerate().take(starts[i + 1]).skip(starts[i]) {
+                cut.push((k, piece.and_then(|p| segmenter.tokens(p))));
+            }
+        }
+        let left: Vec<usize> = cut.iter().filter(|c| c.1.is_none()).map(|c| c.0).collect();
+        let mut given: Vec<Vec<Bound<'py, PyString>>> = Vec::new();
         if !left.is_empty() {
             let cut_left = cut_left.ok_or_else(|| {
                 PyValueError::new_err("some pieces are left to Python, and there is no cut_left to cut them")
             })?;
             let asked = PyList::new(py, left.iter().map(|&i| &texts[i]))?;
-            let answer: Vec<Vec<Bound<'py, PyString>>> = cut_left.call1((asked,))?.extract()?;
-            if answer.len() != left.len() {
+            given = cut_left.call1((asked,))?.extract()?;
+            if given.len() != left.len() {
                 return Err(PyValueError::new_err(format!(
                     "cut_left must return the tokens of each of the {} pieces, got {} lists",
                     left.len(),
-                    answer.len()
+                    given.len()
                 )));
             }
-            given = answer;
         }
         // A token given that is no UTF-8 (a lone surrogate) is keyed by its code units, as in `run`: such a
         // str is never one the core cuts, so each str still has one key.
         let mut odd: FxHashMap<Key<'_>, &Bound<'py, PyString>> = FxHashMap::default();
-        let mut given_keys: Vec<Vec<Key<'_>>> = Vec::with_capacity(given.len());
+        let mut given_keys = Vec::with_capacity(given.len());
         for tokens in &given {
             let mut keys = Vec::with_capacity(tokens.len());
             for t in tokens {
@@ -454,31 +472,19 @@ impl TermCore {
             }
             given_keys.push(keys);
         }
-        let mut keyed: Vec<Option<Vec<Key<'_>>>> = cut
-            .into_iter()
-            .map(|piece| piece.map(|tokens| tokens.into_iter().map(|t| (UTF8, t.as_bytes())).collect()))
-            .collect();
-        for (&i, keys) in left.iter().zip(given_keys) {
-            keyed[i] = Some(keys);
+        let mut given_keys = given_keys.into_iter();
+        let mut pieces_cut = cut.into_iter();
+        for &i in &left_texts {
+            let mut keys: Vec<Key<'_>> = Vec::new();
+            for _ in starts[i]..starts[i + 1] {
+                match pieces_cut.next().expect("one entry a piece").1 {
+                    Some(tokens) => keys.extend(tokens.into_iter().map(|t| (UTF8, t.as_bytes()))),
+                    None => keys.extend(given_keys.next().expect("one list a piece left")),
+                }
+            }
+            docs[i] = Some(self.distinct(keys.into_iter(), 0));
         }
-        let docs: Vec<Distinct<'_>> = {
-            let this = &*self;
-            let keyed = &keyed;
-            py.detach(|| {
-                threads.install(|| {
-                    starts
-                        .par_windows(2)
-                        .map(|w| {
-                            let words = keyed[w[0]..w[1]]
-                                .iter()
-                                .flat_map(|piece| piece.as_deref().unwrap_or_default())
-                                .copied();
-                            this.distinct(words, 0)
-                        })
-                        .collect()
-                })
-            })
-        };
+        let docs: Vec<Distinct<'_>> = docs.into_iter().map(|d| d.expect("every text counted")).collect();
         self.finish(
             py,
             docs,
