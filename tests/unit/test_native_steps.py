@@ -1,6 +1,7 @@
 """The native term step (esdedup_native.TermCore: token counts, weights, SimHash, TF vector sums) gives the
 Python path's fingerprints bit for bit, under every weighting, both widths and each tokenizer (``rjieba``
-segmented by the core itself, esdedup_native.JiebaCore, with rjieba's tokens); the native cleaning step
+and ``jieba`` segmented by the core itself, esdedup_native.JiebaCore; test_native_jieba.py checks the
+``jieba`` cuts on their own); the native cleaning step
 (esdedup_native.CleanCore) gives `_clean_nfkc`'s text on every BMP code point, and the folding step
 (esdedup_native.FoldCore) what ``casefold`` and ``split`` make of every code point.
 
