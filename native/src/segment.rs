@@ -10,7 +10,7 @@
 //!   itself can cut (`JiebaFast._mixed_block`) is left to Python, never approximated.
 //!
 //! The character classes below are those of jieba_fast's patterns; `tests/unit/test_native_jieba.py` checks
-//! the tokens against `JiebaFast` and jieba on every code point, poems, news text and random mixed scripts.
+//! the tokens against `JiebaFast` and jieba on every BMP code point, poems, news text and random mixed scripts.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
