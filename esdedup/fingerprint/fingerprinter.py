@@ -261,8 +261,8 @@ class Fingerprinter:
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
         self._native_terms = native.terms_step(self.config)
-        # The rjieba tokenizer inside the term step (tokens go from the cut to their codes without becoming
-        # Python str), else None.
+        # The rjieba or jieba tokenizer inside the term step (tokens go from the cut to their codes without
+        # becoming Python str; a piece the core leaves is cut by self.tokenizer), else None.
         self._native_cut = native.cut_step(self.config, self.resources.user_words) if self._native_terms else None
         # The batch forms of normalisation's first step and of its case folding and whitespace in the
         # extension, else None.
@@ -362,7 +362,8 @@ class Fingerprinter:
                 self._native_terms.clear()
         if self._native_cut is not None:
             assert self._native_terms is not None
-            parts = self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register)
+            parts = self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register,
+                                               self.tokenizer.cut_many)
         elif self._native_terms is not None:
             parts = self._native_terms.run(self._tokens_many(norms), self._native_register)
         else:

@@ -15,7 +15,8 @@ steps jieba-rs runs together (they are single steps to jieba), and the runs of s
 ``jieba.finalseg`` cuts them (letters and digits by its pattern, Chinese by the HMM); a block whose route
 jieba-rs makes ambiguous (a run of letters that is also a dictionary word) is cut by jieba itself. Equality
 with jieba is checked by the tests on poems, news text and random mixed-script strings; `Tokenizer` falls
-back to jieba itself when user words are added.
+back to jieba itself when user words are added. The native core's copy of this (native/src/segment.rs, used
+by the Fingerprinter's term step) follows this module, which stays the definition.
 """
 from __future__ import annotations
 

@@ -24,8 +24,9 @@ MAX_RUN = 500
 
 
 @lru_cache(maxsize=1)
-def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start scores (4,), transition scores (4, 4) as [from, to], emission scores (chars, 4))."""
+def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start scores (4,), transition scores (4, 4) as [from, to], emission scores (chars, 4)), states in
+    the order B, M, E, S: what the HMM decodes with here and in the native core (`esdedup.fingerprint.native`)."""
     from jieba.finalseg.prob_emit import P as emit
     from jieba.finalseg.prob_start import P as start
     from jieba.finalseg.prob_trans import P as trans
@@ -51,7 +52,7 @@ def _best(a: np.ndarray, a_state: int, b: np.ndarray, b_state: int) -> tuple[np.
 def _viterbi_states(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The decoded state of every character: ``codes`` are the runs' characters one run after another
     (code point - `FIRST`), ``lengths`` each run's length; the result is aligned with ``codes``."""
-    start, trans, emit = _tables()
+    start, trans, emit = tables()
     order = np.argsort(-lengths, kind="stable")  # longest first: the runs still going are a prefix
     offsets = (np.cumsum(lengths) - lengths)[order]
     lens = lengths[order]

@@ -16,9 +16,11 @@ unnormalised TF vector: what `Fingerprinter._terms_of` and `_vote_sums` compute.
 Fingerprinter's token codes and term hash data, and asks the Fingerprinter for the codes of tokens it has not
 seen, so which token is which term, and each term's hash and weight factor, are still decided in Python.
 
-For the ``rjieba`` tokenizer the term step segments the texts itself (`cut_step`, `NativeTerms.run_cut`),
-with the jieba-rs version rjieba is built with, so a token becomes a Python str only when the core meets it
-for the first time.
+For the ``rjieba`` and ``jieba`` tokenizers the term step segments the texts itself (`cut_step`,
+`NativeTerms.run_cut`), with the jieba-rs version rjieba is built with (for ``jieba``, the core's copy of
+`esdedup.fingerprint.jieba_fast` with jieba's own HMM tables), so a token becomes a Python str only when the
+core meets it for the first time. A text the core does not cut as jieba would (a block only jieba itself
+cuts) is handed back and cut by the Fingerprinter's Python tokenizer.
 
 The cleaning step (`clean_step`) is `esdedup.fingerprint.normalize._clean_nfkc` for the texts it can do
 from the tables `_clean_nfkc` itself reads (made by this interpreter's unicodedata), and hands the others
@@ -47,11 +49,12 @@ from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.normalize import is_word_char
+from esdedup.fingerprint.tokenize import jieba_fast_applies
 
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
 #: The version of the extension's interface and results this module was written for.
-API_VERSION = 3
+API_VERSION = 4
 #: How to build the extension (named in `unavailable_reason`).
 BUILD_HINT = "native/README.md of the esdedup source gives the maturin command"
 
@@ -286,12 +289,15 @@ class NativeTerms:
             simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
         return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(token_lists))
 
-    def run_cut(self, jieba: Any, texts: list[str], pieces: list[int] | None, register: Any) -> TermParts:
+    def run_cut(self, jieba: Any, texts: list[str], pieces: list[int] | None, register: Any,
+                cut_left: Callable[[list[str]], list[list[str]]] | None = None) -> TermParts:
         """`run` of texts segmented by the core with ``jieba`` (`cut_step`): ``texts`` are the pieces of
         all texts one after the other (`esdedup.fingerprint.tokenize.iter_pieces`), ``pieces`` how many each
-        text has (None: one each)."""
+        text has (None: one each). ``cut_left`` gives the tokens of the pieces the core leaves to Python
+        (for ``jieba``, those only jieba itself cuts), called once with all of them."""
         with self._lock:
-            simhashes, rows, weights, kept, lengths, vectors = self._core.run_cut(jieba, texts, pieces, register)
+            simhashes, rows, weights, kept, lengths, vectors = self._core.run_cut(jieba, texts, pieces, register,
+                                                                                  cut_left)
         return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(kept))
 
     def _parts(self, simhashes: list[int], rows: bytes, weights: bytes, kept: list[int], lengths: list[int],
@@ -318,11 +324,25 @@ def terms_step(config: FingerprintConfig) -> NativeTerms | None:
 
 def cut_step(config: FingerprintConfig, user_words: Sequence[tuple[str, int | None]]) -> Any:
     """The core's own segmenter for ``config``'s tokenizer (for `NativeTerms.run_cut`), or None when the
-    tokens come from Python: the extension is not in use, or the tokenizer is not ``rjieba``. One per
-    list of user words and process (loading the dictionary is most of a worker's start-up)."""
-    if not enabled() or config.tokenizer != "rjieba":
+    tokens come from Python: the extension is not in use, the tokenizer is ``char``, or it is ``jieba``
+    cut by jieba itself (`esdedup.fingerprint.tokenize.jieba_fast_applies`). One per list of user words
+    and process (loading the dictionary is most of a worker's start-up)."""
+    if not enabled():
         return None
-    return _jieba_core(tuple(user_words))
+    if config.tokenizer == "rjieba":
+        return _jieba_core(tuple(user_words))
+    if config.tokenizer == "jieba" and jieba_fast_applies(user_words):
+        return _jieba_precise_core()
+    return None
+
+
+@lru_cache(maxsize=1)
+def _jieba_precise_core() -> Any:
+    """The core's copy of `esdedup.fingerprint.jieba_fast.JiebaFast`, with jieba's own HMM tables."""
+    from esdedup.fingerprint.jieba_hmm import tables
+
+    assert _EXTENSION is not None
+    return _EXTENSION.JiebaCore([], tuple(t.astype("<f8").tobytes() for t in tables()))
 
 
 @lru_cache(maxsize=4)

@@ -6,7 +6,9 @@ another. Segmentation of very long text goes piece by piece (`iter_pieces`), whi
 ``jieba`` gives jieba's tokens, computed by `esdedup.fingerprint.jieba_fast` (jieba-rs's dictionary route in
 native code and jieba's own HMM, so the route costs no Python step per character) unless user words are
 added, which only jieba itself takes as jieba does; the environment variable ``ESDEDUP_JIEBA=reference``
-makes it run jieba itself always (to compare).
+makes it run jieba itself always (to compare). Where the native core is in use, a Fingerprinter's term step
+cuts those tokens itself (`esdedup.fingerprint.native.cut_step`) and asks this one only for the pieces it
+leaves.
 """
 from __future__ import annotations
 
@@ -40,6 +42,13 @@ def iter_pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
         start = end
 
 
+def jieba_fast_applies(user_words: Sequence[tuple[str, int | None]]) -> bool:
+    """Whether the ``jieba`` tokenizer's tokens are computed (`esdedup.fingerprint.jieba_fast`, or the native
+    core's copy of it) rather than cut by jieba itself: no user words, and ``ESDEDUP_JIEBA`` is not
+    ``reference``."""
+    return not user_words and os.environ.get("ESDEDUP_JIEBA") != "reference"
+
+
 class Tokenizer:
     """Segments normalised text into words.
 
@@ -52,11 +61,9 @@ class Tokenizer:
         self.backend = backend
         self._cut: Callable[[str], list[str]]
         self._cut_many: Callable[[Sequence[str]], list[list[str]]] | None = None
-        if backend == "jieba" and not user_words and os.environ.get("ESDEDUP_JIEBA") != "reference":
-            from esdedup.fingerprint.jieba_fast import JiebaFast
-
-            fast = JiebaFast()
-            self._cut, self._cut_many = fast.cut, fast.cut_many
+        if backend == "jieba" and jieba_fast_applies(user_words):
+            self._cut = lambda s: self._fast.cut(s)
+            self._cut_many = lambda texts: self._fast.cut_many(texts)
         elif backend == "jieba":
             import jieba
 
@@ -71,6 +78,14 @@ class Tokenizer:
             self._cut = list
         else:
             raise ConfigError(f"unknown tokenizer {backend!r}; use jieba, rjieba or char")
+
+    @functools.cached_property
+    def _fast(self) -> Any:
+        """`JiebaFast`, made on the first cut (a Fingerprinter whose native core segments by itself never
+        loads its dictionary)."""
+        from esdedup.fingerprint.jieba_fast import JiebaFast
+
+        return JiebaFast()
 
     @functools.cached_property
     def _rjieba(self) -> Any:

@@ -123,8 +123,8 @@ pub fn equal_positions<'py>(
     let row = width * perm;
     if !(width == 2 && perm < 1 << 16 || width == 4)
         || perm == 0
-        || a.len() % row != 0
-        || b.len() % row != 0
+        || !a.len().is_multiple_of(row)
+        || !b.len().is_multiple_of(row)
         || (symmetric && a != b)
     {
         return Err(PyValueError::new_err(format!(
@@ -215,7 +215,7 @@ pub fn decode_base64<'py>(
     width: usize,
     nbytes: usize,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    if width == 0 || width != 4 * nbytes.div_ceil(3) || joined.len() % width != 0 {
+    if width == 0 || width != 4 * nbytes.div_ceil(3) || !joined.len().is_multiple_of(width) {
         return Err(PyValueError::new_err(format!(
             "decode_base64: {} bytes are not strings of {width} characters holding {nbytes} bytes each",
             joined.len()

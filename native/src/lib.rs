@@ -19,6 +19,7 @@ mod bands;
 mod clean;
 mod diversify;
 mod fold;
+mod hmm;
 mod kernels;
 mod pairs;
 mod segment;
@@ -37,7 +38,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 3;
+const API_VERSION: u32 = 4;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;

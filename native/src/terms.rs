@@ -373,10 +373,15 @@ impl TermCore {
         self.finish(py, docs, |_, first| Ok(tokens[first].clone()), register)
     }
 
-    /// `run` of texts that the core segments itself with `jieba` (what `rjieba.Jieba.cut(text, True)`
-    /// gives each): `texts` are the pieces of all texts one after the other, `pieces` how many pieces each
-    /// text has (one each when None). A token becomes a Python str only when the core has no code for it.
-    #[pyo3(signature = (jieba, texts, pieces, register))]
+    /// `run` of texts that the core segments itself with `jieba` (a `JiebaCore`: what
+    /// `rjieba.Jieba.cut(text, True)` or `JiebaFast.cut(text)` gives each): `texts` are the pieces of all
+    /// texts one after the other, `pieces` how many pieces each text has (one each when None). A token
+    /// becomes a Python str only when the core has no code for it.
+    ///
+    /// The pieces the core does not cut itself (those only jieba itself cuts, and any str with a lone
+    /// surrogate, which is no UTF-8) are handed back: `cut_left(pieces)` is called once, with the GIL, with those pieces in
+    /// order, and returns the tokens of each (a list of str per piece).
+    #[pyo3(signature = (jieba, texts, pieces, register, cut_left = None))]
     fn run_cut<'py>(
         &mut self,
         py: Python<'py>,
@@ -384,11 +389,10 @@ impl TermCore {
         texts: Vec<Bound<'py, PyString>>,
         pieces: Option<Vec<usize>>,
         register: Bound<'py, PyAny>,
+        cut_left: Option<Bound<'py, PyAny>>,
     ) -> PyResult<TermResults<'py>> {
-        let utf8 = texts
-            .iter()
-            .map(|t| t.to_str())
-            .collect::<PyResult<Vec<&str>>>()?;
+        // None: a str with a lone surrogate, which only Python's tokenizer takes.
+        let utf8: Vec<Option<&str>> = texts.iter().map(|t| t.to_str().ok()).collect();
         let mut starts = vec![0usize];
         match pieces {
             None => starts.extend(1..=utf8.len()),
@@ -406,29 +410,89 @@ impl TermCore {
             }
         }
         let threads = pool()?;
-        let segmenter = &jieba.jieba;
-        let docs: Vec<Distinct<'_>> = {
+        let segmenter = &*jieba;
+        // Each text cut and counted in one pass; None for a text with a piece the core leaves.
+        let mut docs: Vec<Option<Distinct<'_>>> = {
             let this = &*self;
             py.detach(|| {
                 threads.install(|| {
                     starts
                         .par_windows(2)
                         .map(|w| {
-                            let words = utf8[w[0]..w[1]]
-                                .iter()
-                                .flat_map(|piece| segmenter.cut(piece, true))
-                                .map(|token| (UTF8, token.word.as_bytes()));
-                            this.distinct(words, 0)
+                            let mut keys: Vec<Key<'_>> = Vec::new();
+                            for piece in &utf8[w[0]..w[1]] {
+                                let tokens = piece.and_then(|p| segmenter.tokens(p))?;
+                                keys.extend(tokens.into_iter().map(|t| (UTF8, t.as_bytes())));
+                            }
+                            Some(this.distinct(keys.into_iter(), 0))
                         })
                         .collect()
                 })
             })
         };
+        // The texts left, their pieces cut again: each piece by the core, or by cut_left (at most once).
+        let left_texts: Vec<usize> = (0..docs.len()).filter(|&i| docs[i].is_none()).collect();
+        let mut cut: Vec<(usize, Option<Vec<&str>>)> = Vec::new();
+        for &i in &left_texts {
+            for (k, piece) in utf8.iter().enumerate().take(starts[i + 1]).skip(starts[i]) {
+                cut.push((k, piece.and_then(|p| segmenter.tokens(p))));
+            }
+        }
+        let left: Vec<usize> = cut.iter().filter(|c| c.1.is_none()).map(|c| c.0).collect();
+        let mut given: Vec<Vec<Bound<'py, PyString>>> = Vec::new();
+        if !left.is_empty() {
+            let cut_left = cut_left.ok_or_else(|| {
+                PyValueError::new_err("some pieces are left to Python, and there is no cut_left to cut them")
+            })?;
+            let asked = PyList::new(py, left.iter().map(|&i| &texts[i]))?;
+            given = cut_left.call1((asked,))?.extract()?;
+            if given.len() != left.len() {
+                return Err(PyValueError::new_err(format!(
+                    "cut_left must return the tokens of each of the {} pieces, got {} lists",
+                    left.len(),
+                    given.len()
+                )));
+            }
+        }
+        // A token given that is no UTF-8 (a lone surrogate) is keyed by its code units, as in `run`: such a
+        // str is never one the core cuts, so each str still has one key.
+        let mut odd: FxHashMap<Key<'_>, &Bound<'py, PyString>> = FxHashMap::default();
+        let mut given_keys = Vec::with_capacity(given.len());
+        for tokens in &given {
+            let mut keys = Vec::with_capacity(tokens.len());
+            for t in tokens {
+                match t.to_str() {
+                    Ok(s) => keys.push((UTF8, s.as_bytes())),
+                    Err(_) => {
+                        let key = key_of(&code_units(t)?);
+                        odd.insert(key, t);
+                        keys.push(key);
+                    }
+                }
+            }
+            given_keys.push(keys);
+        }
+        let mut given_keys = given_keys.into_iter();
+        let mut pieces_cut = cut.into_iter();
+        for &i in &left_texts {
+            let mut keys: Vec<Key<'_>> = Vec::new();
+            for _ in starts[i]..starts[i + 1] {
+                match pieces_cut.next().expect("one entry a piece").1 {
+                    Some(tokens) => keys.extend(tokens.into_iter().map(|t| (UTF8, t.as_bytes()))),
+                    None => keys.extend(given_keys.next().expect("one list a piece left")),
+                }
+            }
+            docs[i] = Some(self.distinct(keys.into_iter(), 0));
+        }
+        let docs: Vec<Distinct<'_>> = docs.into_iter().map(|d| d.expect("every text counted")).collect();
         self.finish(
             py,
             docs,
-            // SAFETY: UTF8 keys are the bytes of a &str cut from a text.
-            |key, _| Ok(PyString::new(py, unsafe { std::str::from_utf8_unchecked(key.1) })),
+            |key, _| match odd.get(key) {
+                Some(token) => Ok((*token).clone()),
+                // SAFETY: UTF8 keys are the bytes of a &str.
+                None => Ok(PyString::new(py, unsafe { std::str::from_utf8_unchecked(key.1) })),
+            },
             register,
         )
     }

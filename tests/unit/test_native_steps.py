@@ -1,6 +1,7 @@
 """The native term step (esdedup_native.TermCore: token counts, weights, SimHash, TF vector sums) gives the
 Python path's fingerprints bit for bit, under every weighting, both widths and each tokenizer (``rjieba``
-segmented by the core itself, esdedup_native.JiebaCore, with rjieba's tokens); the native cleaning step
+and ``jieba`` segmented by the core itself, esdedup_native.JiebaCore; test_native_jieba.py checks the
+``jieba`` cuts on their own); the native cleaning step
 (esdedup_native.CleanCore) gives `_clean_nfkc`'s text on every BMP code point, and the folding step
 (esdedup_native.FoldCore) what ``casefold`` and ``split`` make of every code point.
 
@@ -106,7 +107,7 @@ def _pair(name: str, cfg: FingerprintConfig, monkeypatch: pytest.MonkeyPatch) ->
             m.setenv(native.ENV_SWITCH, "0")
             slow = Fingerprinter(cfg)
         assert fast._native_terms is not None and slow._native_terms is None
-        assert (fast._native_cut is not None) == (cfg.tokenizer == "rjieba") and slow._native_cut is None
+        assert (fast._native_cut is not None) == (cfg.tokenizer in ("rjieba", "jieba")) and slow._native_cut is None
         _PAIRS[name] = fast, slow
     return _PAIRS[name]
 
@@ -362,7 +363,7 @@ def test_the_switch_and_the_tokenizer_decide_the_core_cut(monkeypatch: pytest.Mo
     monkeypatch.delenv(native.ENV_SWITCH)
     if native.extension_missing():
         return
-    assert native.cut_step(FingerprintConfig(tokenizer="jieba"), ()) is None
+    assert native.cut_step(FingerprintConfig(tokenizer="char", shingle=2), ()) is None
     assert native.cut_step(FingerprintConfig(tokenizer="rjieba"), ()) is \
         native.cut_step(FingerprintConfig(tokenizer="rjieba", t2s=True), ())  # one per process
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
