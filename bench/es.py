@@ -81,8 +81,19 @@ def node_cpu_seconds(es: Elasticsearch) -> float:
 
 def client_cpu_seconds() -> float:
     """CPU seconds of this process and its finished children (the fingerprint workers)."""
-    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
-                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return main_cpu_seconds() + workers_cpu_seconds()
+
+
+def main_cpu_seconds() -> float:
+    """CPU seconds of this process (its threads: the run, the writer)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def workers_cpu_seconds() -> float:
+    """CPU seconds of this process's finished children (the fingerprint workers)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 class Timed:
@@ -92,16 +103,19 @@ class Timed:
         self.es = es
 
     def __enter__(self) -> Timed:
-        self.node, self.client, self.t = node_cpu_seconds(self.es), client_cpu_seconds(), time.perf_counter()
+        self.node, self.main, self.workers = node_cpu_seconds(self.es), main_cpu_seconds(), workers_cpu_seconds()
+        self.t = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self.t
         self.node = node_cpu_seconds(self.es) - self.node
-        self.client = client_cpu_seconds() - self.client
+        self.main, self.workers = main_cpu_seconds() - self.main, workers_cpu_seconds() - self.workers
+        self.client = self.main + self.workers
 
     def cpu(self) -> str:
-        return f"node {self.node:.1f} + client {self.client:.1f}"
+        split = f" (main {self.main:.1f}, workers {self.workers:.1f})" if self.workers >= 0.05 else ""
+        return f"node {self.node:.1f} + client {self.client:.1f}{split}"
 
 
 def timed_bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> Timed:
