@@ -24,18 +24,6 @@ PALETTE = [*CHINESE, *"㶉𫛶𩙫𣀃鿖", *"abcXYZ0123456789+#&._%-", " ", "  
            "?", "、", "“", "”", "😀", "こ", "П", "é", "\u00a0", "\u3000", "\u2028", "\x1c", "T恤", "AT&T", "QQ", "A股", "3D", "1.5%", "v%"]
 
 
-@pytest.fixture(scope="module")
-def fast() -> JiebaFast:
-    return JiebaFast()
-
-
-@pytest.fixture(scope="module")
-def reference() -> jieba.Tokenizer:
-    tok = jieba.Tokenizer()
-    tok.initialize()
-    return tok
-
-
 def test_the_near_tie_jieba_rs_cuts_otherwise(fast: JiebaFast, reference: jieba.Tokenizer) -> None:
     import rjieba
 

