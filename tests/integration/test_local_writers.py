@@ -80,18 +80,41 @@ def test_dups_info_and_similar_during_an_ingest(tmp_path):
                    "1").returncode == 0
     proc = start_cli("ingest", path, "--index", "busy", "--data-dir", data, "--tokenizer", "rjieba", "--workers", "1",
                      "--checkpoint", tmp_path / "ck.json", stdout=tmp_path / "out", stderr=tmp_path / "err")
-    during = 0
+    readers = (("dups",), ("info",), ("similar", "--text", "一丁七万丈三上下丌不与丐丑专且丕世丘丙业丛东"))
+
+    def read_all() -> None:
+        for args in readers:
+            r = run_cli(*args, "--index", "busy", "--data-dir", data)
+            _no_traceback(r.stderr)
+            assert r.returncode == 0, r.stderr[-2000:]
+
     try:
+        wait_for(lambda: _stored(data / "busy.sqlite") > 50, 120, 0.05, "the second ingest's first batch")
+        # Each reader once while the ingest is held in the middle of its run (its run, checkpoint and window
+        # open), however fast it is; then again and again while it writes, as long as it does.
+        _paused_outside_the_store(proc, data, "busy")
+        read_all()
+        assert proc.poll() is None, "the ingest ended while it was held"
+        os.kill(proc.pid, signal.SIGCONT)
         while proc.poll() is None:
-            for args in (("dups",), ("info",), ("similar", "--text", "一丁七万丈三上下丌不与丐丑专且丕世丘丙业丛东")):
-                r = run_cli(*args, "--index", "busy", "--data-dir", data)
-                _no_traceback(r.stderr)
-                assert r.returncode == 0, r.stderr[-2000:]
-                during += proc.poll() is None
+            read_all()
     finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
         assert proc.wait(timeout=600) == 0, (tmp_path / "err").read_text()[-3000:]
     _no_traceback((tmp_path / "err").read_text())
-    assert during >= 2  # some of them really ran while the ingest was writing
+    assert _stored(data / "busy.sqlite") == 6050
+
+
+def _stored(path: Path) -> int:
+    """How many documents an embedded store's file holds (0 before it has its tables)."""
+    db = sqlite3.connect(path, timeout=5)
+    try:
+        return db.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        db.close()
 
 
 def _unprivileged(cmd: list[str]) -> list[str]:
