@@ -13,23 +13,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyList, PyString};
-use rayon::prelude::*;
 
-use crate::{code_units, pool};
+use crate::{rewrite_texts, Rewritten};
 
 const SAFE: u8 = 0;
 const MAP1: u8 = 1;
 const JUNK: u8 = 3;
 const BMP: usize = 0x1_0000;
-
-/// What the table makes of one text.
-enum Cleaned {
-    /// Every character SAFE: the text itself.
-    Same,
-    /// Some character needs unicodedata: Python's `_clean_nfkc` does the text.
-    Python,
-    Changed(String),
-}
 
 /// The tables of one interpreter's `normalize._tables()`.
 #[pyclass(frozen, module = "esdedup_native")]
@@ -41,21 +31,23 @@ pub struct CleanCore {
 }
 
 impl CleanCore {
-    fn clean_one(&self, units: impl Iterator<Item = u32> + Clone) -> Cleaned {
+    /// One text cleaned: the same when every character is SAFE; a character that needs unicodedata leaves
+    /// the text to Python's `_clean_nfkc`.
+    fn clean_one(&self, units: impl Iterator<Item = u32> + Clone) -> Rewritten {
         let mut all_safe = true;
         for c in units.clone() {
             let c = c as usize;
             if c >= BMP {
-                return Cleaned::Python;
+                return Rewritten::Python;
             }
             match self.classes[c] {
                 SAFE => {}
                 MAP1 | JUNK => all_safe = false,
-                _ => return Cleaned::Python,
+                _ => return Rewritten::Python,
             }
         }
         if all_safe {
-            return Cleaned::Same;
+            return Rewritten::Same;
         }
         let mut out = String::new();
         for c in units {
@@ -67,15 +59,15 @@ impl CleanCore {
                 _ => {}
             }
         }
-        Cleaned::Changed(out)
+        Rewritten::Changed(out)
     }
 
-    fn clean_units(&self, text: &PyStringData<'_>) -> Cleaned {
+    fn clean_units(&self, text: &PyStringData<'_>) -> Rewritten {
         match text {
             PyStringData::Ucs1(u) => self.clean_one(u.iter().map(|&c| u32::from(c))),
             PyStringData::Ucs2(u) => self.clean_one(u.iter().map(|&c| u32::from(c))),
             // A str stored four bytes a code point has one past the BMP.
-            PyStringData::Ucs4(_) => Cleaned::Python,
+            PyStringData::Ucs4(_) => Rewritten::Python,
         }
     }
 }
@@ -115,18 +107,6 @@ impl CleanCore {
     /// For a list of texts: each text cleaned (the same object when nothing changes), or None for a text
     /// the table cannot clean alone (Python's `_clean_nfkc` does it).
     fn clean<'py>(&self, py: Python<'py>, texts: Vec<Bound<'py, PyString>>) -> PyResult<Bound<'py, PyList>> {
-        let units = texts.iter().map(code_units).collect::<PyResult<Vec<_>>>()?;
-        let threads = pool()?;
-        let cleaned: Vec<Cleaned> =
-            py.detach(|| threads.install(|| units.par_iter().map(|t| self.clean_units(t)).collect()));
-        let out = PyList::empty(py);
-        for (text, c) in texts.iter().zip(cleaned) {
-            match c {
-                Cleaned::Same => out.append(text)?,
-                Cleaned::Python => out.append(py.None())?,
-                Cleaned::Changed(s) => out.append(PyString::new(py, &s))?,
-            }
-        }
-        Ok(out)
+        rewrite_texts(py, texts, |t| self.clean_units(t))
     }
 }

@@ -11,21 +11,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyList, PyString};
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::{code_units, pool};
+use crate::{rewrite_texts, Rewritten};
 
 const CODE_POINTS: usize = 0x11_0000;
-
-/// What the tables make of one text.
-enum Folded {
-    /// Nothing changes: the text itself.
-    Same,
-    /// A lone surrogate (not a char): Python does the text.
-    Python,
-    Changed(String),
-}
 
 /// The case folding and whitespace of one interpreter.
 #[pyclass(frozen, module = "esdedup_native")]
@@ -40,7 +30,8 @@ const SPACE: u8 = 1;
 const FOLD: u8 = 2;
 
 impl FoldCore {
-    fn fold_one(&self, units: impl Iterator<Item = u32> + Clone) -> Folded {
+    /// One text's folding and whitespace; a lone surrogate (not a char) leaves the text to Python.
+    fn fold_one(&self, units: impl Iterator<Item = u32> + Clone) -> Rewritten {
         // Unchanged when nothing folds and the only whitespace is single spaces between words.
         let mut same = true;
         let mut prev_space = true; // at the start, a space would be stripped
@@ -48,7 +39,7 @@ impl FoldCore {
         for c in units.clone() {
             let kind = self.kind[c as usize];
             if (0xD800..0xE000).contains(&c) {
-                return Folded::Python;
+                return Rewritten::Python;
             }
             match kind {
                 KEEP => {
@@ -66,7 +57,7 @@ impl FoldCore {
             }
         }
         if same && !last_space {
-            return Folded::Same;
+            return Rewritten::Same;
         }
         let mut out = String::new();
         let mut pending = false; // whitespace since the last character written
@@ -86,10 +77,10 @@ impl FoldCore {
                 }
             }
         }
-        Folded::Changed(out)
+        Rewritten::Changed(out)
     }
 
-    fn fold_units(&self, text: &PyStringData<'_>) -> Folded {
+    fn fold_units(&self, text: &PyStringData<'_>) -> Rewritten {
         match text {
             PyStringData::Ucs1(u) => self.fold_one(u.iter().map(|&c| u32::from(c))),
             PyStringData::Ucs2(u) => self.fold_one(u.iter().map(|&c| u32::from(c))),
@@ -133,18 +124,6 @@ impl FoldCore {
     /// For a list of texts: `" ".join(text.casefold().split())` of each (the same object when nothing
     /// changes), or None for a text with a lone surrogate (Python does it).
     fn fold<'py>(&self, py: Python<'py>, texts: Vec<Bound<'py, PyString>>) -> PyResult<Bound<'py, PyList>> {
-        let units = texts.iter().map(code_units).collect::<PyResult<Vec<_>>>()?;
-        let threads = pool()?;
-        let folded: Vec<Folded> =
-            py.detach(|| threads.install(|| units.par_iter().map(|t| self.fold_units(t)).collect()));
-        let out = PyList::empty(py);
-        for (text, f) in texts.iter().zip(folded) {
-            match f {
-                Folded::Same => out.append(text)?,
-                Folded::Python => out.append(py.None())?,
-                Folded::Changed(s) => out.append(PyString::new(py, &s))?,
-            }
-        }
-        Ok(out)
+        rewrite_texts(py, texts, |t| self.fold_units(t))
     }
 }

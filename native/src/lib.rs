@@ -171,6 +171,36 @@ fn code_units<'a>(text: &'a Bound<'_, PyString>) -> PyResult<PyStringData<'a>> {
     unsafe { text.data() }
 }
 
+/// What a table-driven step of normalisation (`clean.rs`, `fold.rs`) makes of one text.
+pub(crate) enum Rewritten {
+    /// Nothing changes: the text itself.
+    Same,
+    /// The tables cannot do this text alone: Python does it.
+    Python,
+    Changed(String),
+}
+
+/// `step` of each of `texts` on the core's threads, the GIL released: a list of the same str object where
+/// nothing changes, None where Python is to do the text, else the new text.
+pub(crate) fn rewrite_texts<'py>(
+    py: Python<'py>,
+    texts: Vec<Bound<'py, PyString>>,
+    step: impl Fn(&PyStringData<'_>) -> Rewritten + Sync,
+) -> PyResult<Bound<'py, PyList>> {
+    let units = texts.iter().map(code_units).collect::<PyResult<Vec<_>>>()?;
+    let threads = pool()?;
+    let rewritten: Vec<Rewritten> = py.detach(|| threads.install(|| units.par_iter().map(&step).collect()));
+    let out = PyList::empty(py);
+    for (text, r) in texts.iter().zip(rewritten) {
+        match r {
+            Rewritten::Same => out.append(text)?,
+            Rewritten::Python => out.append(py.None())?,
+            Rewritten::Changed(s) => out.append(PyString::new(py, &s))?,
+        }
+    }
+    Ok(out)
+}
+
 fn invalid(message: String) -> PyErr {
     PyValueError::new_err(message)
 }
