@@ -387,18 +387,42 @@ fn hex_simhash(raw: &str, bits: u32) -> Option<u128> {
     (bits >= 128 || value >> bits == 0).then_some(value)
 }
 
-/// Reads a page whose every hit is a participant of the plain form (see `diversify_page`); None at the first
-/// hit of another form.
-#[allow(clippy::too_many_arguments)]
-fn read_page(
-    py: Python<'_>,
-    hits: &Bound<'_, PyList>,
+/// The plain form of a page's hits (see `diversify_page`): signatures of `perm` values in `nbytes` bytes and
+/// `width` base64 characters, SimHashes below 2^`bits`, and what the config's rule needs.
+struct Form {
     perm: usize,
     width: usize,
     nbytes: usize,
     bits: u32,
     gets_signatures: bool,
-) -> PyResult<Option<Page>> {
+}
+
+impl Form {
+    fn new(perm: usize, width: usize, nbytes: usize, bits: u32, gets_signatures: bool) -> PyResult<Form> {
+        if perm == 0 || nbytes != 2 * perm || width != 4 * nbytes.div_ceil(3) || perm >= 1 << 16 {
+            return Err(PyValueError::new_err(format!(
+                "diversify_page: {perm} signature values in {nbytes} bytes and {width} base64 characters"
+            )));
+        }
+        Ok(Form {
+            perm,
+            width,
+            nbytes,
+            bits,
+            gets_signatures,
+        })
+    }
+}
+
+/// Reads a page whose every hit is a participant of the plain form; None at the first hit of another form.
+fn read_page(py: Python<'_>, hits: &Bound<'_, PyList>, form: &Form) -> PyResult<Option<Page>> {
+    let &Form {
+        perm,
+        width,
+        nbytes,
+        bits,
+        gets_signatures,
+    } = form;
     let n = hits.len();
     let names = [
         "minhash",
@@ -561,12 +585,8 @@ pub fn diversify_page(
     min_shingles: f64,
     max_ratio: f64,
 ) -> PyResult<Option<Vec<i64>>> {
-    if perm == 0 || nbytes != 2 * perm || width != 4 * nbytes.div_ceil(3) || perm >= 1 << 16 {
-        return Err(PyValueError::new_err(format!(
-            "diversify_page: {perm} signature values in {nbytes} bytes and {width} base64 characters"
-        )));
-    }
-    let Some(page) = read_page(py, hits, perm, width, nbytes, bits, gets_signatures)? else {
+    let form = Form::new(perm, width, nbytes, bits, gets_signatures)?;
+    let Some(page) = read_page(py, hits, &form)? else {
         return Ok(None);
     };
     let rule = Rule {
