@@ -55,14 +55,19 @@ def stored_vector(vector: np.ndarray) -> bytes:
     store writes it into ``_source`` (`esdedup.schema.dedup_source`), so cosines agree to the last bit on
     both stores. ``x * 1e6`` is exact for a float32 ``x``, so this is Python's correctly rounded
     ``round(x, 6)``, vectorised."""
-    return (np.rint(np.asarray(vector, dtype=np.float64) * 1e6) / 1e6).astype("<f4").tobytes()
+    return _rounded(vector).tobytes()
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    """Vector values (any shape) rounded as `stored_vector` stores them, as little-endian float32."""
+    return (np.rint(np.asarray(values, dtype=np.float64) * 1e6) / 1e6).astype("<f4")
 
 
 def stored_vectors(vectors: Sequence[np.ndarray]) -> list[bytes]:
     """`stored_vector` of each vector, rounded in one array when they have one length."""
     if len(vectors) < 2 or len({v.shape for v in vectors}) != 1:
         return [stored_vector(v) for v in vectors]
-    return _split_rows((np.rint(np.stack(vectors).astype(np.float64) * 1e6) / 1e6).astype("<f4"))
+    return _split_rows(_rounded(np.stack(vectors)))
 
 
 def stored_signature(sig: np.ndarray) -> bytes:
