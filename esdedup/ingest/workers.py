@@ -120,28 +120,33 @@ def _encode_dedup(fps: list[Fingerprint], sha1s: list[str], config: FingerprintC
 
 
 def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
-    """Fingerprints as columns: per-document scalars in lists, vectors and signatures stacked in arrays,
-    band and LSH keys in flat lists with a count per document."""
-    sigs = [fp.minhash for fp in fps if fp.minhash is not None]
-    return ([fp.simhash for fp in fps], [fp.length for fp in fps], [fp.chars for fp in fps],
-            [fp.shingles for fp in fps], [fp.empty for fp in fps], fps[0].bits if fps else 64,
-            np.stack([fp.vector for fp in fps]) if fps else None,
-            np.stack(sigs) if sigs else None, [fp.minhash is not None for fp in fps],
-            [len(fp.bands) for fp in fps], list(chain.from_iterable(fp.bands for fp in fps)),
-            [len(fp.lsh) for fp in fps], list(chain.from_iterable(fp.lsh for fp in fps)))
+    """`_packed` of some fingerprints."""
+    return _packed([fp.simhash for fp in fps], [fp.length for fp in fps], [fp.chars for fp in fps],
+                   [fp.shingles for fp in fps], [fp.empty for fp in fps], fps[0].bits if fps else 64,
+                   np.stack([fp.vector for fp in fps]) if fps else None, [fp.minhash for fp in fps],
+                   [fp.bands for fp in fps], [fp.lsh for fp in fps])
 
 
 def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
-    """`_pack_fingerprints` of the fingerprints of some batches of columns, read from the columns."""
+    """`_packed` of the fingerprints of some batches of columns, read from the columns."""
     def flat(name: str) -> list[Any]:
         return list(chain.from_iterable(getattr(b, name) for b in batches))
 
-    bands, lsh, sigs = flat("bands"), flat("lsh"), flat("minhash")
-    n = len(sigs)
-    return (flat("simhashes"), flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
-            batches[0].bits if n else 64, np.concatenate([b.vectors for b in batches]) if n else None,
-            np.stack([s for s in sigs if s is not None]) if any(s is not None for s in sigs) else None,
-            [s is not None for s in sigs], list(map(len, bands)), list(chain.from_iterable(bands)),
+    n = sum(map(len, batches))
+    return _packed(flat("simhashes"), flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
+                   batches[0].bits if n else 64, np.concatenate([b.vectors for b in batches]) if n else None,
+                   flat("minhash"), flat("bands"), flat("lsh"))
+
+
+def _packed(simhashes: list[int], lengths: list[int], chars: list[int], shingles: list[int], empties: list[bool],
+            bits: int, vectors: np.ndarray | None, minhashes: list[np.ndarray | None], bands: list[list[str]],
+            lsh: list[list[str]]) -> tuple[Any, ...]:
+    """Fingerprints as the columns a batch travels as (`_unpack_fingerprints` reads them), from each one's
+    fields: per-document scalars in lists, the vectors ((n, dims), None for no document) and the signatures
+    stacked in arrays, band and LSH keys in flat lists with a count per document."""
+    sigs = [s for s in minhashes if s is not None]
+    return (simhashes, lengths, chars, shingles, empties, bits, vectors, np.stack(sigs) if sigs else None,
+            [s is not None for s in minhashes], list(map(len, bands)), list(chain.from_iterable(bands)),
             list(map(len, lsh)), list(chain.from_iterable(lsh)))
 
 
