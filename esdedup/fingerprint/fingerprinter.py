@@ -192,14 +192,9 @@ class _TermTable:
         self.terms = []  # a new list: fingerprints made before still read their terms from the old one
         self._pending.clear()
 
-    def reserve(self, term: str, factor: float = 1.0) -> int:
-        """The row of a new term; its hash data is computed by the next `flush` (in one numpy pass)."""
-        row = len(self.terms)
-        self.reserve_many([term], [factor])
-        return row
-
     def reserve_many(self, terms: list[str], factors: list[float]) -> None:
-        """`reserve` of distinct new terms, in order."""
+        """Rows for distinct new terms, in order, each with the weight of one occurrence; their hash data is
+        computed by the next `flush` (in one numpy pass)."""
         start = len(self.terms)
         self.index.update(zip(terms, range(start, start + len(terms)), strict=True))
         self.terms.extend(terms)
@@ -228,9 +223,8 @@ class _TermTable:
     def rows(self, term_list: Sequence[str]) -> np.ndarray:
         """Rows of some terms, adding the new ones."""
         index = self.index
-        for t in term_list:
-            if t not in index:
-                self.reserve(t)
+        new = list(dict.fromkeys(t for t in term_list if t not in index))
+        self.reserve_many(new, [1.0] * len(new))
         self.flush()
         return np.fromiter(map(index.__getitem__, term_list), dtype=np.int64, count=len(term_list))
 
