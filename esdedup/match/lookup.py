@@ -160,7 +160,7 @@ def _verify_batch(pending: list[tuple[int, Sketch, list[StoredDoc]]], out: list[
     jaccards = [measured(x) for x in m.jaccard[keep]]
     containments = [measured(x) for x in m.containment[keep]]
     names = decided_by_many(t, hamming=m.hamming[keep].astype(np.float64),
-                            cosine=np.array([np.nan if c is None else c for c in cosines], dtype=np.float64),
+                            cosine=m.cosine[keep] if config.stores_vector else np.nan,
                             jaccard=m.jaccard[keep], legacy_short=m.legacy_short[keep])
     for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep].tolist(), cosines, jaccards,
                                                                 containments, names, strict=True):
