@@ -27,7 +27,6 @@ from esdedup.match.rule import SketchColumns, decided_by, equal_positions, measu
 from esdedup.match.thresholds import Thresholds, resolve_thresholds
 from esdedup.schema import encode_minhash
 from esdedup.search.diversify import MODES, diversify
-from tests.unit.test_native_steps import extension, switch_on  # noqa: F401 (fixtures)
 
 div = importlib.import_module("esdedup.search.diversify")
 rule = importlib.import_module("esdedup.match.rule")
@@ -275,7 +274,7 @@ def test_equal_positions_count_exactly(perm, high, monkeypatch):
     assert (equal_positions(a, a) == _reference_counts(a, a)).all()
 
 
-def test_the_native_kernels_are_used_and_check_their_input(extension, switch_on):  # noqa: F811
+def test_the_native_kernels_are_used_and_check_their_input(extension, switch_on):
     """Skips without the extension (or, with ESDEDUP_REQUIRE_NATIVE=1, as in CI, fails); runs with the core
     switched on whatever ESDEDUP_NATIVE says."""
     a = np.arange(12, dtype=np.uint32).reshape(3, 4)
@@ -503,7 +502,7 @@ def test_plain_pages_give_the_reference_answers(seed, fingerprinters):
                 assert outcome(diversify, hits, **kwargs) == outcome(reference, hits, **kwargs), (config, t, mode)
 
 
-def test_the_plain_pages_exercise_the_native_page(extension, switch_on):  # noqa: F811
+def test_the_plain_pages_exercise_the_native_page(extension, switch_on):
     """The premise of the test above: with the extension, the native core reads most of its pages, of every
     config, and hands back others; and they hold near-duplicates and representatives (skips without it; runs whatever ESDEDUP_NATIVE says)."""
     read: dict[str, int] = {}
@@ -520,7 +519,7 @@ def test_the_plain_pages_exercise_the_native_page(extension, switch_on):  # noqa
     assert len(read) == len(PLAIN_CONFIGS) and sum(read.values()) > 60 and back > 20 and dups > 500 and kept > 500
 
 
-def test_the_native_page_is_read_and_checks_its_input(extension, switch_on):  # noqa: F811
+def test_the_native_page_is_read_and_checks_its_input(extension, switch_on):
     """A plain page goes the native way with the extension (skips without it, as above); the kernel refuses
     a signature layout it does not read."""
     config = FingerprintConfig()

@@ -7,7 +7,6 @@ them silently.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import re
 import sys
 import types
@@ -19,24 +18,6 @@ from hypothesis import strategies as st
 
 from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native
 from esdedup.fingerprint import minhash as mh
-
-REQUIRE_ENV = "ESDEDUP_REQUIRE_NATIVE"
-
-
-@pytest.fixture
-def extension() -> None:
-    """Skip (or, with ESDEDUP_REQUIRE_NATIVE=1, fail) a test that needs the built extension."""
-    missing = native.extension_missing()
-    if not missing:
-        return
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{REQUIRE_ENV}=1, but {missing}", pytrace=False)
-    pytest.skip(f"{missing} ({REQUIRE_ENV}=1 makes this a failure)")
-
-
-@pytest.fixture
-def switch_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(native.ENV_SWITCH, raising=False)
 
 
 def _cfg(perm: int = 128, bands: int = 16, rows: int = 3, ngram: int = 2, **kw: object) -> FingerprintConfig:

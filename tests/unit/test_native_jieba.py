@@ -24,7 +24,7 @@ from esdedup.fingerprint.jieba_hmm import MAX_RUN
 from esdedup.fingerprint.normalize import normalize
 from esdedup.fingerprint.tokenize import PIECE_CHARS
 from tests.unit.test_jieba_fast import CHINESE, PALETTE
-from tests.unit.test_native_steps import SETTINGS, TEXTS, assert_same_bits, extension, switch_on  # noqa: F401  (fixtures)
+from tests.unit.test_native_steps import SETTINGS, TEXTS, assert_same_bits
 
 #: Mixed scripts in pieces: jieba_fast's palette (Chinese, HMM corner cases, CJK extensions, the ASCII jieba
 #: keeps inside blocks, punctuation, whitespace of several kinds incl. \r\n, other scripts), letter and digit
@@ -37,7 +37,7 @@ MIXED = st.lists(st.one_of(st.lists(st.sampled_from(PALETTE), max_size=30).map("
 
 
 @pytest.fixture
-def core(extension: None, switch_on: None) -> Any:  # noqa: F811
+def core(extension: None, switch_on: None) -> Any:
     step = native.cut_step(FingerprintConfig(), ())
     assert step is not None and step.tokenizer == "jieba"
     return step
@@ -179,13 +179,13 @@ def _both_paths(texts: list[str], monkeypatch: pytest.MonkeyPatch, **config: Any
 
 @SETTINGS
 @given(texts=st.lists(MIXED, min_size=1, max_size=8))
-def test_fingerprints_equal_the_python_path_on_mixed_scripts(extension: None, switch_on: None,  # noqa: F811
+def test_fingerprints_equal_the_python_path_on_mixed_scripts(extension: None, switch_on: None,
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             texts: list[str]) -> None:
     _both_paths(_utf8(texts), monkeypatch)
 
 
-def test_fingerprints_equal_the_python_path_on_the_corpora(extension: None, switch_on: None,  # noqa: F811
+def test_fingerprints_equal_the_python_path_on_the_corpora(extension: None, switch_on: None,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import opencc
 
@@ -197,7 +197,7 @@ def test_fingerprints_equal_the_python_path_on_the_corpora(extension: None, swit
     _both_paths(texts[:500], monkeypatch, t2s=True, bits=128, strategy="simhash", weighting="tf_length")
 
 
-def test_text_the_core_leaves_fingerprints_as_on_the_python_path(extension: None, switch_on: None,  # noqa: F811
+def test_text_the_core_leaves_fingerprints_as_on_the_python_path(extension: None, switch_on: None,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """`fingerprint_normalized` takes text as it is: a lone surrogate (no UTF-8) goes to JiebaFast, which
     cuts it as one token of its own."""
@@ -211,7 +211,7 @@ def test_text_the_core_leaves_fingerprints_as_on_the_python_path(extension: None
     assert_same_bits(fper.fingerprint_normalized(texts[::-1]), want[::-1])
 
 
-def test_the_core_cuts_for_jieba_only_without_user_words(extension: None, switch_on: None,  # noqa: F811
+def test_the_core_cuts_for_jieba_only_without_user_words(extension: None, switch_on: None,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     assert native.cut_step(FingerprintConfig(), ()) is native.cut_step(FingerprintConfig(t2s=True), ())
     assert native.cut_step(FingerprintConfig(), [("造次常在前", None)]) is None  # jieba itself takes user words

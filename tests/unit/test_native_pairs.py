@@ -4,7 +4,7 @@ native LSH join and equal-position count (esdedup_native.lsh_pairs, pair_equal_p
 arrays) against the rule over each scored candidate (`scored_pairs`, `verdicts`, `ScoredPair.to_pair`).
 `similar` verifies many texts' candidates together (`verify_many`) with the matches of one text at a time.
 
-The native tests skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (test_native.py's fixture).
+The native tests skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (the `extension` fixture, tests/unit/conftest.py).
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc, SignatureColumns, SignatureColumnsStore
 from esdedup.store.local import LocalStore
 from tests.corpus import make_document, make_variant
-from tests.unit.test_native_steps import extension  # noqa: F401 (a fixture)
 
 
 def _brute_join(sigs: np.ndarray, bands: int, rows: int, max_bucket: int) -> tuple[set[tuple[int, int]], list]:
@@ -66,7 +65,7 @@ def _random_sigs(rng: np.random.Generator, n: int, perm: int, alphabet: int, hig
     (8, 4, 2, 1 << 32),     # 32-bit values
     (9, 3, 3, 1 << 32),
 ])
-def test_lsh_join_is_the_brute_force_join_on_both_paths(seed, perm, bands, rows, high, monkeypatch, extension):  # noqa: F811
+def test_lsh_join_is_the_brute_force_join_on_both_paths(seed, perm, bands, rows, high, monkeypatch, extension):
     rng = np.random.default_rng(seed)
     sigs = _random_sigs(rng, int(rng.integers(2, 120)), perm, int(rng.integers(2, 4)), high)
     max_bucket = int(rng.integers(2, 12))
@@ -82,7 +81,7 @@ def test_lsh_join_is_the_brute_force_join_on_both_paths(seed, perm, bands, rows,
         assert crowded == want_crowded
 
 
-def test_lsh_join_logs_the_band_values_it_cut(monkeypatch, caplog, extension):  # noqa: F811
+def test_lsh_join_logs_the_band_values_it_cut(monkeypatch, caplog, extension):
     sigs = np.zeros((7, 6), dtype=np.uint32)
     for switch in ("1", "0"):
         monkeypatch.setenv(native.ENV_SWITCH, switch)
@@ -94,7 +93,7 @@ def test_lsh_join_logs_the_band_values_it_cut(monkeypatch, caplog, extension):  
 
 
 @pytest.mark.parametrize("high", [1 << 16, 1 << 32])
-def test_pair_equal_positions_agree_with_numpy(high, monkeypatch, extension):  # noqa: F811
+def test_pair_equal_positions_agree_with_numpy(high, monkeypatch, extension):
     rng = np.random.default_rng(3)
     sigs = _random_sigs(rng, 50, 64, 3, high)
     left, right = rng.integers(0, 50, size=400), rng.integers(0, 50, size=400)
@@ -154,7 +153,7 @@ def _judged_one_by_one(store: LocalStore, t: Thresholds) -> list[Pair]:
     (None, False), (ThresholdOverrides(jaccard=0.7), False), (ThresholdOverrides(containment=None), False),
     (ThresholdOverrides(jaccard=None, containment=None, cosine=0.6), True)])
 def test_find_pairs_is_the_rule_over_each_candidate_on_both_paths(corpus_store, overrides, cosine_alone, monkeypatch,
-                                                                  extension):  # noqa: F811
+                                                                  extension):
     if cosine_alone and not corpus_store.config.stores_vector:
         # The cosine alone decides only on an index that stores vectors: both paths refuse, naming the fix.
         for switch in ("1", "0"):
@@ -210,7 +209,7 @@ def _verified_one_text_at_a_time(fp, cands, config, t, sha1) -> list[Match]:
 
 
 @pytest.mark.parametrize("batch", [7, VERIFY_BATCH])
-def test_texts_verified_together_get_the_matches_of_one_at_a_time(corpus_store, batch, monkeypatch, extension):  # noqa: F811
+def test_texts_verified_together_get_the_matches_of_one_at_a_time(corpus_store, batch, monkeypatch, extension):
     monkeypatch.setattr(lookup, "VERIFY_BATCH", batch)
     config = corpus_store.config
     t = P.lookup_thresholds(None, config)

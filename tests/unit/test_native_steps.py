@@ -7,11 +7,10 @@ and ``jieba`` segmented by the core itself, esdedup_native.JiebaCore; test_nativ
 
 The Python path is the oracle: each test fingerprints the same texts with a Fingerprinter made with
 ESDEDUP_NATIVE=0 and compares every field, the weights and vectors by their bits. The tests skip without the
-extension unless ESDEDUP_REQUIRE_NATIVE=1 (test_native.py's `extension` fixture).
+extension unless ESDEDUP_REQUIRE_NATIVE=1 (the `extension` fixture, tests/unit/conftest.py).
 """
 from __future__ import annotations
 
-import os
 import types
 import unicodedata
 
@@ -25,27 +24,12 @@ from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter,
 from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.features import DocumentFrequency
-from tests.unit.test_native import PIECES, REQUIRE_ENV
+from tests.unit.test_native import PIECES
 
 TEXTS = st.lists(PIECES, max_size=10).map("".join)
 #: Batches with words repeated across texts (warm rows) and texts without any word.
 BATCHES = st.lists(st.one_of(TEXTS, st.sampled_from(["", "，。！", "北京欢迎你，北京欢迎你。", "台湾居民明起来北京"])),
                    min_size=1, max_size=8)
-
-
-@pytest.fixture
-def extension() -> None:
-    """Skip (or, with ESDEDUP_REQUIRE_NATIVE=1, fail) a test that needs the built extension."""
-    missing = native.extension_missing()
-    if missing and os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{REQUIRE_ENV}=1, but {missing}", pytrace=False)
-    if missing:
-        pytest.skip(f"{missing} ({REQUIRE_ENV}=1 makes this a failure)")
-
-
-@pytest.fixture
-def switch_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(native.ENV_SWITCH, raising=False)
 
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
