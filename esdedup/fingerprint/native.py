@@ -54,7 +54,7 @@ from esdedup.fingerprint.tokenize import jieba_fast_applies
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
 #: The version of the extension's interface and results this module was written for.
-API_VERSION = 4
+API_VERSION = 5
 #: How to build the extension (named in `unavailable_reason`).
 BUILD_HINT = "native/README.md of the esdedup source gives the maturin command"
 
@@ -387,3 +387,40 @@ def band_keys_step(layout: BandLayout) -> Callable[[list[int]], list[list[str]]]
         return None
     tables = [[layout.spans[b] for b in table] for table in layout.tables]
     return partial(_EXTENSION.band_keys, tables=tables)  # type: ignore[union-attr]
+
+
+def run_keys(per_key: int) -> RunKeysTable | None:
+    """The run index's key table in the extension (`esdedup.ingest.runindex._KeyTable`'s methods: key hash ->
+    the first ``per_key`` positions holding it), or None when the extension is not in use."""
+    if not enabled():
+        return None
+    return RunKeysTable(_EXTENSION.RunKeys(per_key))  # type: ignore[union-attr]
+
+
+class RunKeysTable:
+    """The extension's table, its entries read as numpy arrays."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self.add = table.add
+        self.lookup_many = table.lookup_many
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        hashes, positions = self._table.entries()
+        return np.frombuffer(hashes, dtype="<u8").astype(np.uint64), np.frombuffer(positions, dtype="<u4").astype(
+            np.uint32)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+def key_hashes(keys: Sequence[str]) -> np.ndarray | None:
+    """`esdedup.ingest.runindex.key_hashes` of ``keys`` in the extension (a uint64 array), or None when the
+    extension is not in use or a key is not valid UTF-8 (a lone surrogate: Python hashes those)."""
+    if not enabled():
+        return None
+    try:
+        hashed = _EXTENSION.key_hashes(list(keys))  # type: ignore[union-attr]
+    except UnicodeEncodeError:
+        return None
+    return np.frombuffer(hashed, dtype="<u8").astype(np.uint64)

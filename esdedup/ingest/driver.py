@@ -64,7 +64,7 @@ class IngestRun:
         with self.store.write_lock() as others_wrote:
             if others_wrote:
                 self.window.not_alone()
-            state.labelled = self.labeller.label(items, self.labeller.lookup(items))
+            state.labelled = self.labeller.label(items)
             sent = self.labeller.new_docs(state.labelled)
             written = self.ledger.count_writes(sent, *write_all(self.store, [new for new, _ in sent]))
             self._join_clusters()
@@ -82,7 +82,7 @@ class IngestRun:
         try:
             state = self.ledger.enter(BatchState(batch))
             items = self._accept(batch, results)
-            state.labelled = self.labeller.label(items, self.labeller.lookup(items))
+            state.labelled = self.labeller.label(items)
         except StoreError:
             with contextlib.suppress(StoreError):
                 self.drain()

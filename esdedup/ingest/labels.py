@@ -8,7 +8,7 @@ representative's members move to the earlier one).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -18,9 +18,10 @@ from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
+from esdedup.ingest.runindex import KeyLists, RunIndex
 from esdedup.ingest.window import MemoryWindow
-from esdedup.match.lookup import lookup_keys, probe_for, with_exact_copies
-from esdedup.match.rule import Sketch, exact_copies, measure
+from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
+from esdedup.match.rule import Sketch
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import NewDoc, Root, Store, StoredDoc
 from esdedup.util.unionfind import UnionFind
@@ -41,13 +42,13 @@ class NearDuplicates:
 
     def among(self, sketch: Sketch, own_id: str, cands: list[StoredDoc], sha1: str | None) -> list[StoredDoc]:
         """``sha1``: the text's content SHA-1, which decides a text without words (rule 0, `exact_copies`)."""
-        if sketch.empty:
-            return [cands[i] for i in exact_copies(True, sha1, cands, exclude=own_id)]
-        docs = [c for c in cands if not c.empty and c.id != own_id]
-        if not docs:
-            return []
-        decided = measure(sketch, docs, self.config).decide(self.thresholds)
-        return [docs[i] for i in np.flatnonzero(decided).tolist()]
+        return [cands[j] for j in self.many([sketch], [cands], [own_id], [sha1])[0]]
+
+    def many(self, sketches: Sequence[Sketch], cands: Sequence[Sequence[StoredDoc]], own_ids: Sequence[str],
+             sha1s: Sequence[str | None]) -> list[list[int]]:
+        """`among` of several texts, measured together: the positions of each one's near-duplicates in its
+        candidates."""
+        return near_positions(sketches, cands, self.config, self.thresholds, exclude=own_ids, sha1s=sha1s)
 
 
 def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool) -> list[str]:
@@ -69,6 +70,92 @@ def connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredD
     for d in docs:
         groups.setdefault(sets.find(d.id), []).append(d)
     return list(groups.values())
+
+
+class BatchCandidates:
+    """One batch's candidates in this run's memory, and the rule's verdicts on them, found before the batch is
+    labelled record by record (where a record's labels depend on those before it), so that every pair is
+    measured in one call (`NearDuplicates.many`).
+
+    A record's candidates are its stored ones (``found``), the documents of the run index as the batch began
+    that share a run key with it, and the records of the batch before it that the run index then holds under
+    such a key: `candidates` gives exactly what a lookup of the run index would at that point. The verdicts
+    are measured beforehand over a superset: every earlier record of the batch holding a key of the same
+    hash."""
+
+    def __init__(self, labeller: Labeller, items: list[FingerprintedRecord], found: list[list[StoredDoc]],
+                 probes: KeyLists) -> None:
+        self.holds = KeyLists([run_keys(d, labeller.config, probing=False) for d in items])
+        self._hold_hashes = self.holds.per_record()
+        self._probe_hashes = probes.per_record()
+        self._earlier = labeller.window.run_index.lookup_many(probes)
+        self._peers = batch_peers(probes, self.holds)
+        #: Position in the batch -> the document the run index holds for it, and the hashes of the run keys it
+        #: is not held under (crowded).
+        self._added: dict[int, StoredDoc] = {}
+        self._crowded_out: dict[int, frozenset[int]] = {}
+        self._position_of: dict[int, int] = {}
+        superset = [[*f, *e, *(as_stored(items[j], 0, (0, items[j].id)) for j in peers)]
+                    for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
+        near = labeller.rule.many([d.fp for d in items], superset, [d.id for d in items], [d.sha1 for d in items])
+        # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
+        self._near: list[set[int]] = []
+        self._near_peers: list[set[int]] = []
+        for f, e, peers, cands, positions in zip(found, self._earlier, self._peers, superset, near, strict=True):
+            known = len(f) + len(e)
+            self._near.append({id(cands[p]) for p in positions if p < known})
+            self._near_peers.append({peers[p - known] for p in positions if p >= known})
+
+    def add(self, i: int, doc: StoredDoc, run_index: RunIndex) -> None:
+        """Record ``i`` goes into the run index as ``doc``."""
+        self._added[i] = doc
+        self._position_of[id(doc)] = i
+        crowded_out = run_index.add(doc, self.holds.keys[i], self._hold_hashes[i])
+        if crowded_out:
+            self._crowded_out[i] = crowded_out
+
+    def candidates(self, i: int, found: list[StoredDoc], deleted: set[str]) -> list[StoredDoc]:
+        """Record ``i``'s candidates: the stored ones, then the run's documents sharing a run key with it (the
+        store's copy of a document wins: its labels may have moved since this run wrote it)."""
+        run = self._earlier[i]
+        if self._peers[i]:
+            run = list(run)
+            probes = set(self._probe_hashes[i])
+            for j in self._peers[i]:
+                doc = self._added.get(j)
+                if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, _NO_KEYS):
+                    run.append(doc)
+        seen = {c.id for c in found}
+        return [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
+
+    def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
+        """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
+        near, peers, position_of = self._near[i], self._near_peers[i], self._position_of
+        return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
+
+
+_NO_KEYS: frozenset[int] = frozenset()
+
+
+def batch_peers(probes: KeyLists, holds: KeyLists) -> list[list[int]]:
+    """For each record of a batch, the earlier records (positions, ascending) that hold a key of the same hash
+    as one it probes: a superset of those sharing a key."""
+    n = len(probes.counts)
+    probe_of = np.repeat(np.arange(n), probes.counts)
+    order = np.argsort(holds.hashes, kind="stable")
+    hold_hash, hold_of = holds.hashes[order], np.repeat(np.arange(n), holds.counts)[order]
+    lo = np.searchsorted(hold_hash, probes.hashes, side="left")
+    count = np.searchsorted(hold_hash, probes.hashes, side="right") - lo
+    prober = np.repeat(probe_of, count)
+    # The holders of each probe are hold_hash[lo:lo + count]: position x of the flat result is entry
+    # x - (where its probe's run starts) + lo of that probe.
+    holder = hold_of[np.arange(len(prober)) + np.repeat(lo - np.cumsum(count) + count, count)]
+    earlier = holder < prober
+    pairs = np.unique(prober[earlier].astype(np.int64) * n + holder[earlier])
+    out: list[list[int]] = [[] for _ in range(n)]
+    for i, j in zip((pairs // max(n, 1)).tolist(), (pairs % max(n, 1)).tolist(), strict=True):
+        out[i].append(j)
+    return out
 
 
 def _dup_of(doc_id: str, root: Root) -> str | None:
@@ -97,13 +184,14 @@ class Labeller:
         return top
 
     # -- candidates -----------------------------------------------------------------------------------
-    def lookup(self, items: list[FingerprintedRecord]) -> list[list[StoredDoc]]:
+    def lookup(self, items: list[FingerprintedRecord], probes: KeyLists | None) -> list[list[StoredDoc]]:
         """The stored candidates of each record: one batched band lookup, and the stored document under the
         same id (``index`` mode: only that one, whose labels an idempotent re-ingest keeps). An index this
         run created holds nothing this run did not write: what is not in the run index is among the
-        documents its frozen keys name (a repeated id is found by `label`)."""
+        documents its frozen keys name (``probes``: each record's run keys, None in ``index`` mode; a
+        repeated id is found by `label`)."""
         if not items or self.window.run_index.complete:
-            return self._frozen_candidates(items)
+            return self._frozen_candidates(items, probes)
         try:
             # The stored document under each id, whatever its text (a new text finds no band key of the old).
             have = self.store.get([d.id for d in items])
@@ -118,12 +206,11 @@ class Labeller:
             self.ledger.fail_unconfirmed(items, exc, "not written, the store failed")
             raise
 
-    def _frozen_candidates(self, items: list[FingerprintedRecord]) -> list[list[StoredDoc]]:
+    def _frozen_candidates(self, items: list[FingerprintedRecord],
+                           probes: KeyLists | None) -> list[list[StoredDoc]]:
         """The documents of earlier windows sharing a band key with each record, as the store holds them
         (their labels may have moved since): one fetch for the batch."""
-        named = None
-        if self.on_duplicate != "index":
-            named = self.window.frozen_ids([run_keys(d, self.config, probing=True) for d in items], LOOKUP_LIMIT)
+        named = None if probes is None else self.window.frozen_ids(probes, LOOKUP_LIMIT)
         if named is None:
             return [[] for _ in items]
         try:
@@ -133,28 +220,28 @@ class Labeller:
             raise
         return [[docs[i] for i in ids if i in docs] for ids in named]
 
-    def _candidates(self, d: FingerprintedRecord, found: list[StoredDoc]) -> list[StoredDoc]:
-        """The stored candidates and this run's documents sharing a key with ``d``; the store's copy of a
-        document wins (its labels may have moved since this run wrote it)."""
-        seen = {c.id for c in found}
-        extra = [c for c in self.window.run_index.lookup(run_keys(d, self.config, probing=True)) if c.id not in seen]
-        return [c for c in list(found) + extra if c.id not in self.window.deleted]
-
     # -- labels ---------------------------------------------------------------------------------------
-    def label(self, items: list[FingerprintedRecord],
-              stored: list[list[StoredDoc]]) -> list[tuple[FingerprintedRecord, Labels]]:
-        """Decide each record's fate: a repeat within this run (skipped or failed), a near-duplicate to
-        skip, or a document to write with its labels."""
+    def label(self, items: list[FingerprintedRecord]) -> list[tuple[FingerprintedRecord, Labels]]:
+        """Look a batch up and decide each record's fate: a repeat within this run (skipped or failed), a
+        near-duplicate to skip, or a document to write with its labels."""
+        if self.on_duplicate == "index":  # the run's memory serves labelling only
+            return self._label(items, self.lookup(items, None), None)
+        probes = KeyLists([run_keys(d, self.config, probing=True) for d in items])
+        found = self.lookup(items, probes)
+        return self._label(items, found, BatchCandidates(self, items, found, probes))
+
+    def _label(self, items: list[FingerprintedRecord], stored: list[list[StoredDoc]],
+               batch: BatchCandidates | None) -> list[tuple[FingerprintedRecord, Labels]]:
         labelled: list[tuple[FingerprintedRecord, Labels]] = []
         window, summary, cur = self.window, self.ledger.summary, self.ledger.cur
         earlier = window.earlier.get([d.id for d in items])
-        for d, found in zip(items, stored, strict=True):
+        for i, (d, found) in enumerate(zip(items, stored, strict=True)):
             first_sha1 = window.written.get(d.id) or earlier.get(d.id)
             if first_sha1 is not None:
                 self._repeat(d, first_sha1)
                 continue
             window.written[d.id] = d.sha1
-            labels = self._labels_of(d, found)
+            labels = self._labels_of(d, found, batch, i)
             if labels.skip_for is not None:
                 summary.duplicates += 1
                 self.ledger.skip(d, f"near-duplicate of {labels.skip_for}")
@@ -167,8 +254,8 @@ class Labeller:
                 self._count_replaced(d, labels)
             labelled.append((d, labels))
             cur.clusters[id(d.record)] = (d.id, labels.root)
-            if self.on_duplicate != "index":  # the run index serves labelling only
-                window.run_index.add(as_stored(d, labels.seq, labels.root), run_keys(d, self.config, probing=False))
+            if batch is not None:
+                batch.add(i, as_stored(d, labels.seq, labels.root), window.run_index)
         return labelled
 
     def _count_replaced(self, d: FingerprintedRecord, labels: Labels) -> None:
@@ -187,24 +274,34 @@ class Labeller:
             self.ledger.fail(d.record, "rejected", "duplicate id with different text (the first record with this "
                              "id was kept)", doc_id=d.id, excerpt=d.record.text[:200])
 
-    def _labels_of(self, d: FingerprintedRecord, found: list[StoredDoc]) -> Labels:
-        """One record's write order and cluster.
+    def _labels_of(self, d: FingerprintedRecord, found: list[StoredDoc], batch: BatchCandidates | None,
+                   i: int) -> Labels:
+        """One record's write order and cluster (``i``: its position in the batch; ``batch`` None in ``index``
+        mode).
 
         A document already stored with this content keeps its write order and labels (an idempotent
         re-ingest), joined with the clusters of its near-duplicates (a run killed after writing and before
         settling is mended by the next). A new document gets a write order after everything it was
         compared with, and joins the clusters of all its verified near-duplicates (``skip``: is skipped
-        when it has any; ``index``: is its own cluster)."""
+        when it has any; ``index``: is its own cluster). A new text under a stored id is labelled as a new
+        document, apart from the cluster the old text was in (`_labels_of_new_text`)."""
         self_doc = next((s for s in found if s.id == d.id), None) if found else None
-        if self_doc is not None and not same_text(self_doc, d):
-            return self._labels_of_new_text(d, found, self_doc)
-        if self.on_duplicate == "index":
+        new_text = self_doc is not None and not same_text(self_doc, d)
+        if batch is None:
+            if new_text:
+                assert self_doc is not None
+                self.window.roots.forget({d.id})
+                seq = WRITE_CLOCK.next(after=max((c.seq for c in found), default=0))
+                return Labels(seq, (seq, d.id), replaces=self_doc.root)
             if self_doc is None:
                 seq = WRITE_CLOCK.next()
                 return Labels(seq, (seq, d.id))
             return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root, stored=self_doc)
-        cands = self._candidates(d, found)
-        roots = {self.find(c.root) for c in self.rule.among(d.fp, d.id, cands, d.sha1)}
+        cands = batch.candidates(i, found, self.window.deleted)
+        if new_text:
+            assert self_doc is not None
+            return self._labels_of_new_text(d, cands, batch.near(i, cands), self_doc)
+        roots = {self.find(c.root) for c in batch.near(i, cands)}
         if self_doc is not None:
             me = self.find(self_doc.root)
             seq = self_doc.seq or WRITE_CLOCK.next()
@@ -219,17 +316,16 @@ class Labeller:
             self.ledger.cur.joins.append(roots | {me})
         return Labels(seq, self.join(roots | {me}), stored=self_doc)
 
-    def _labels_of_new_text(self, d: FingerprintedRecord, found: list[StoredDoc], old: StoredDoc) -> Labels:
-        """A new text under an id already stored: labelled as a new document, apart from the cluster the
-        old text was in (whose label names the old text; `relabel_replaced` labels that one again after the
-        write). ``skip``: a new text that duplicates another document is skipped, the old one stays."""
+    def _labels_of_new_text(self, d: FingerprintedRecord, cands: list[StoredDoc], near: list[StoredDoc],
+                            old: StoredDoc) -> Labels:
+        """A new text under an id already stored (``cands``: its candidates, ``near``: the near-duplicates
+        among them): labelled as a new document, apart from the cluster the old text was in (whose label names
+        the old text; `relabel_replaced` labels that one again after the write). ``skip``: a new text that
+        duplicates another document is skipped, the old one stays."""
         self.window.roots.forget({d.id})
-        cands = self._candidates(d, found)
         seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
         me = (seq, d.id)
-        if self.on_duplicate == "index":
-            return Labels(seq, me, replaces=old.root)
-        roots = {r for r in (self.find(c.root) for c in self.rule.among(d.fp, d.id, cands, d.sha1)) if r[1] != d.id}
+        roots = {r for r in (self.find(c.root) for c in near) if r[1] != d.id}
         if roots and self.on_duplicate == "skip":
             return Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
         if len(roots) > 1:

@@ -20,6 +20,7 @@ from itertools import chain, islice, repeat
 import numpy as np
 
 from esdedup.errors import OutputError
+from esdedup.fingerprint import native
 from esdedup.fingerprint.minhash import mix64
 from esdedup.store.base import Root, StoredDoc
 
@@ -29,19 +30,87 @@ from esdedup.store.base import Root, StoredDoc
 MAX_PER_KEY = 32
 
 
+class KeyLists:
+    """Each record's run keys (strings) and their hashes (`key_hashes`, flat, ``counts[r]`` of record r's):
+    what the run index and the frozen keys look a batch up by."""
+
+    def __init__(self, keys: list[list[str]]) -> None:
+        self.keys = keys
+        self.counts = [len(k) for k in keys]
+        self.hashes = key_hashes([k for ks in keys for k in ks])
+
+    def per_record(self) -> list[list[int]]:
+        """Each record's key hashes, as ints."""
+        flat = iter(self.hashes.tolist())
+        return [list(islice(flat, n)) for n in self.counts]
+
+
+class _KeyTable:
+    """Key hash -> positions of the run's documents holding it, at most ``per_key``, the first added: the
+    run index's table when the native core is not in use (`esdedup.fingerprint.native.run_keys`, the same
+    table in the extension). Only ints, in dicts and (rare) small lists: a run adds some 20 keys a
+    document, and a million small lists would make every garbage-collector pass crawl through them."""
+
+    def __init__(self, per_key: int) -> None:
+        self.first: dict[int, int] = {}
+        self.more: dict[int, list[int]] = {}
+        self.per_key = per_key
+
+    def add(self, position: int, hashes: Sequence[int]) -> list[int]:
+        crowded = []
+        first = self.first
+        for x, h in enumerate(hashes):
+            if first.setdefault(h, position) != position:
+                more = self.more.setdefault(h, [])
+                if len(more) + 1 < self.per_key:
+                    more.append(position)
+                else:
+                    crowded.append(x)
+        return crowded
+
+    def lookup_many(self, hashes: list[int], counts: list[int]) -> list[list[int]]:
+        out = []
+        flat = iter(hashes)
+        first, more = self.first, self.more
+        for n in counts:
+            keys = list(islice(flat, n))
+            found = {p for p in map(first.get, keys) if p is not None}
+            if found and more:
+                for h in keys:
+                    if h in more:
+                        found.update(more[h])
+            out.append(sorted(found))
+        return out
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self)
+        hashes = np.fromiter(chain(self.first, chain.from_iterable(repeat(h, len(m)) for h, m in self.more.items())),
+                             dtype=np.uint64, count=n)
+        positions = np.fromiter(chain(self.first.values(), chain.from_iterable(self.more.values())),
+                                dtype=np.uint32, count=n)
+        return hashes, positions
+
+    def __len__(self) -> int:
+        return len(self.first) + sum(map(len, self.more.values()))
+
+
+def _key_table() -> _KeyTable | native.RunKeysTable:
+    table = native.run_keys(MAX_PER_KEY)
+    return _KeyTable(MAX_PER_KEY) if table is None else table
+
+
 class RunIndex:
     """Band key -> documents written in this run (since the store last made them searchable: at most about
     `esdedup.ingest.window.RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting
     for the store to make them searchable. At most `MAX_PER_KEY` documents per key; ``crowded`` counts the
-    documents of each key held by more."""
+    documents of each key held by more.
+
+    Keys are held by their 64-bit hash (`key_hashes`), as `FrozenKeys` holds them: two keys that share a hash
+    only share candidates, which the rule then verifies."""
 
     def __init__(self, complete: bool = False, crowded: dict[str, int] | None = None) -> None:
         self.docs: list[StoredDoc] = []
-        # Key -> position in `docs` of the first document with it; further ones (rare) in `more`. Only
-        # strings and ints: a run adds some 36 keys a document, and a million small lists would make every
-        # garbage-collector pass crawl through them.
-        self.first: dict[str, int] = {}
-        self.more: dict[str, list[int]] = {}
+        self._table = _key_table()
         #: True when the store holds nothing this run did not write and that this index (with the run's
         #: frozen keys, if any) does not know.
         self.complete = complete
@@ -50,20 +119,21 @@ class RunIndex:
         self.crowded: dict[str, int] = crowded if crowded is not None else {}
         self._carried = bool(self.crowded)
 
-    def add(self, doc: StoredDoc, keys: Iterable[str]) -> None:
-        i = len(self.docs)
+    def add(self, doc: StoredDoc, keys: Sequence[str], hashes: Sequence[int] | None = None) -> frozenset[int]:
+        """Hold ``doc`` under ``keys`` (``hashes``: their `key_hashes`, computed here when not given); returns
+        the hashes of those it is not held under (each held by `MAX_PER_KEY` documents already)."""
+        if hashes is None:
+            hashes = key_hashes(keys).tolist()
+        crowded_out = self._table.add(len(self.docs), hashes)
         self.docs.append(doc)
-        first = self.first
-        for k in keys:
-            if first.setdefault(k, i) != i:
-                more = self.more.setdefault(k, [])
-                if len(more) < MAX_PER_KEY - 1:
-                    more.append(i)
-                else:
-                    self.crowded[k] = self.crowded.get(k, MAX_PER_KEY) + 1
-                    continue
-            if self._carried and k in self.crowded:
-                self.crowded[k] += 1
+        for x in crowded_out:
+            self.crowded[keys[x]] = self.crowded.get(keys[x], MAX_PER_KEY) + 1
+        if self._carried:
+            out = set(crowded_out)
+            for x, k in enumerate(keys):
+                if x not in out and k in self.crowded:
+                    self.crowded[k] += 1
+        return frozenset(hashes[x] for x in crowded_out) if crowded_out else _NONE
 
     def most_crowded(self, limit: int = 10) -> list[tuple[str, int]]:
         """The most crowded keys and how many documents of the run hold each, most first."""
@@ -71,30 +141,26 @@ class RunIndex:
 
     def lookup(self, keys: Sequence[str]) -> list[StoredDoc]:
         """The documents holding any of ``keys``, in the order they were added."""
-        found = {i for i in map(self.first.get, keys) if i is not None}
-        if found and self.more:
-            for k in keys:
-                if k in self.more:
-                    found.update(self.more[k])
-        return [self.docs[i] for i in sorted(found)]
+        return self.lookup_many(KeyLists([list(keys)]))[0]
+
+    def lookup_many(self, keys: KeyLists) -> list[list[StoredDoc]]:
+        """`lookup` of each record's keys."""
+        docs = self.docs
+        return [[docs[p] for p in found] for found in self._table.lookup_many(keys.hashes.tolist(), keys.counts)]
 
     def release(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
-        (key, document), the first document of each key first. The documents go once their ids are read and
-        the keys once they are hashed: the sort and merge that follow, where a roll's memory peaks, hold
-        neither (bench/roll_memory.py)."""
+        (key, document). The documents go once their ids are read and the table once its entries are: the
+        sort and merge that follow, where a roll's memory peaks, hold neither (bench/roll_memory.py)."""
         ids = [doc.id for doc in self.docs]
         self.docs = []
-        n = len(self.first) + sum(map(len, self.more.values()))
-        keys = chain(self.first, chain.from_iterable(repeat(k, len(more)) for k, more in self.more.items()))
-        hashes = np.empty(n, dtype=np.uint64)
-        for start in range(0, n, _HASH_CHUNK):
-            hashes[start:start + _HASH_CHUNK] = key_hashes(list(islice(keys, _HASH_CHUNK)))
-        positions = np.fromiter(chain(self.first.values(), chain.from_iterable(self.more.values())),
-                                dtype=np.uint32, count=n)
-        self.first, self.more = {}, {}
+        hashes, positions = self._table.entries()
+        self._table = _key_table()
         return ids, hashes, positions
+
+
+_NONE: frozenset[int] = frozenset()
 
 
 #: Keys hashed at a time (bounds the temporary arrays when a window of millions of keys is frozen).
@@ -112,6 +178,9 @@ def key_hashes(keys: Sequence[str]) -> np.ndarray:
     >>> hex(int(key_hashes(["0:1f2e", "661681052612"])[0]))
     '0x40ad0678c6525e95'
     """
+    hashed = native.key_hashes(keys)
+    if hashed is not None:
+        return hashed
     parts = [_hash_chunk(keys[i:i + _HASH_CHUNK]) for i in range(0, len(keys), _HASH_CHUNK)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
@@ -205,12 +274,11 @@ class FrozenKeys:
         self._hashes[at] = hashes
         self._ords[at] = ords
 
-    def lookup(self, key_lists: Sequence[Sequence[str]], *, per_key: int = MAX_PER_KEY,
-               per_record: int = 100) -> list[list[str]]:
-        """For each list of keys (one record's), the ids of the documents holding any of them: of each key its
-        first ``per_key`` documents, of those the first ``per_record``, in the order they were written."""
-        hashes = key_hashes(list(chain.from_iterable(key_lists)))
-        record_of = np.repeat(np.arange(len(key_lists)), [len(k) for k in key_lists])
+    def lookup(self, key_lists: KeyLists, *, per_key: int = MAX_PER_KEY, per_record: int = 100) -> list[list[str]]:
+        """For each record's keys, the ids of the documents holding any of them: of each key its first
+        ``per_key`` documents, of those the first ``per_record``, in the order they were written."""
+        hashes = key_lists.hashes
+        record_of = np.repeat(np.arange(len(key_lists.counts)), key_lists.counts)
         by_hash = np.argsort(hashes)  # sorted queries: each binary search starts where the last one ended
         queries = hashes[by_hash]
         first = np.searchsorted(self._hashes, queries, side="left")
@@ -229,7 +297,7 @@ class FrozenKeys:
         records, ords = (pairs >> np.uint64(32)).astype(np.int64), pairs & np.uint64(0xFFFFFFFF)
         keep = _rank_in_runs(records) < per_record
         records, ords = records[keep], ords[keep]
-        out: list[list[str]] = [[] for _ in key_lists]
+        out: list[list[str]] = [[] for _ in key_lists.counts]
         starts, ends = self._offsets[ords].tolist(), self._offsets[ords + np.uint64(1)].tolist()
         for r, start, end in zip(records.tolist(), starts, ends, strict=True):
             out[r].append(self._blob[start:end].decode("utf-8", "surrogatepass"))

@@ -10,9 +10,9 @@ looks every batch up in the store too.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from esdedup.ingest.runindex import ClusterRoots, EarlierWrites, FrozenKeys, RunIndex
+from esdedup.ingest.runindex import ClusterRoots, EarlierWrites, FrozenKeys, KeyLists, RunIndex
 from esdedup.store.base import Root
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,8 @@ class MemoryWindow:
         self.run_index.complete = False
         self.frozen = None
 
-    def frozen_ids(self, key_lists: Sequence[Sequence[str]], per_record: int) -> list[list[str]] | None:
-        """The ids of earlier windows' documents sharing a band key with each list of keys; None when no
+    def frozen_ids(self, key_lists: KeyLists, per_record: int) -> list[list[str]] | None:
+        """The ids of earlier windows' documents sharing a band key with each record's keys; None when no
         keys are frozen."""
         if self.frozen is None or not self.frozen.docs:
             return None

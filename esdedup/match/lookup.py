@@ -6,7 +6,7 @@ once, for both stores. All-pairs search lives in `esdedup.match.pairs`, clusters
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.match.rule import (
     EXACT_COPY,
+    Measures,
     Sketch,
     decided_by,
     decided_by_many,
@@ -113,60 +114,81 @@ def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]]
     (`esdedup.match.rule.measure_pairs`, the numbers `measure` gives each text) and judged by one call of the
     rule (`esdedup.match.rule.decide`)."""
     out: list[list[Match]] = [[] for _ in fps]
-    pending: list[tuple[int, Sketch, list[StoredDoc]]] = []
-    size = 0
-    for i, (fp, cands, skip, sha1) in enumerate(zip(fps, candidates, exclude, sha1s, strict=True)):
+    for i, fp, sha1, cands in zip(range(len(fps)), fps, sha1s, candidates, strict=True):
         if fp.empty:
-            copies = sorted((cands[j] for j in exact_copies(True, sha1, cands, exclude=skip)), key=lambda d: d.id)
+            copies = sorted((cands[j] for j in exact_copies(True, sha1, cands, exclude=exclude[i])),
+                            key=lambda d: d.id)
             out[i] = [Match(d.id, 0, None, exact=True, decided_by=EXACT_COPY) for d in copies]
+    for m, keep, owner, other in _decided_pairs(fps, candidates, config, t, exclude):
+        if not keep:
             continue
-        docs = [d for d in cands if not d.empty and d.id != skip]
-        if not docs:
-            continue
-        pending.append((i, fp, docs))
-        size += len(docs)
-        if size >= VERIFY_BATCH:
-            _verify_batch(pending, out, config, t, sha1s)
-            pending, size = [], 0
-    _verify_batch(pending, out, config, t, sha1s)
+        cosines = m.cosine[keep].tolist() if config.stores_vector else [None] * len(keep)
+        jaccards = [measured(x) for x in m.jaccard[keep]]
+        containments = [measured(x) for x in m.containment[keep]]
+        names = decided_by_many(t, hamming=m.hamming[keep].astype(np.float64),
+                                cosine=m.cosine[keep] if config.stores_vector else np.nan,
+                                jaccard=m.jaccard[keep], legacy_short=m.legacy_short[keep])
+        for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep].tolist(), cosines,
+                                                                    jaccards, containments, names, strict=True):
+            doc, sha1 = other[x], sha1s[owner[x]]
+            out[owner[x]].append(Match(doc.id, int(hamming), cosine, jaccard=jaccard, containment=containment,
+                                       exact=sha1 is not None and doc.content_sha1 == sha1, decided_by=name))
     for matches in out:
         matches.sort(key=Match.rank)
     return out
 
 
-def _verify_batch(pending: list[tuple[int, Sketch, list[StoredDoc]]], out: list[list[Match]],
-                  config: FingerprintConfig, t: Thresholds, sha1s: Sequence[str | None]) -> None:
-    """The matches of each pending (text number, text, candidates) appended to ``out`` of that text."""
-    if not pending:
-        return
+def near_positions(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]], config: FingerprintConfig,
+                   t: Thresholds, *, exclude: Sequence[str | None], sha1s: Sequence[str | None]) -> list[list[int]]:
+    """Which of each text's candidates are its near-duplicates by the rule: their positions in its candidate
+    list, in order. The decisions of `verify_many`, without the measures and ranks it shows (labelling
+    joins every near-duplicate)."""
+    out: list[list[int]] = [exact_copies(True, sha1, cands, exclude=skip) if fp.empty else []
+                            for fp, cands, skip, sha1 in zip(fps, candidates, exclude, sha1s, strict=True)]
+    for _, keep, owner, position in _decided_pairs(fps, candidates, config, t, exclude, positions=True):
+        for x in keep:
+            out[owner[x]].append(position[x])
+    for found in out:
+        found.sort()
+    return out
+
+
+def _decided_pairs(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]], config: FingerprintConfig,
+                   t: Thresholds, exclude: Sequence[str | None], *, positions: bool = False,
+                   ) -> Iterator[tuple[Measures, list[int], list[int], list[Any]]]:
+    """The (text, candidate) pairs to measure (a text with words against each candidate with words but the
+    one ``exclude`` names), measured and judged `VERIFY_BATCH` pairs at a time: for each chunk its measures,
+    the pairs kept, and per pair its text's number and its candidate (``positions``: its position in the
+    text's candidate list)."""
     rows: list[Sketch] = []
     left: list[int] = []
     right: list[int] = []
     owner: list[int] = []
-    other: list[StoredDoc] = []
-    for i, fp, docs in pending:
+    other: list[Any] = []
+    for i, (fp, cands, skip) in enumerate(zip(fps, candidates, exclude, strict=True)):
+        if fp.empty:
+            continue
+        picked = [(j, d) for j, d in enumerate(cands) if not d.empty and d.id != skip]
+        if not picked:
+            continue
         at = len(rows)
         rows.append(fp)
-        rows.extend(docs)
-        left += [at] * len(docs)
-        right += range(at + 1, at + 1 + len(docs))
-        owner += [i] * len(docs)
-        other += docs
+        rows.extend(d for _, d in picked)
+        left += [at] * len(picked)
+        right += range(at + 1, at + 1 + len(picked))
+        owner += [i] * len(picked)
+        other += [j for j, _ in picked] if positions else [d for _, d in picked]
+        if len(left) >= VERIFY_BATCH:
+            yield _judged(rows, left, right, config, t, owner, other)
+            rows, left, right, owner, other = [], [], [], [], []
+    if left:
+        yield _judged(rows, left, right, config, t, owner, other)
+
+
+def _judged(rows: list[Sketch], left: list[int], right: list[int], config: FingerprintConfig, t: Thresholds,
+            owner: list[int], other: list[Any]) -> tuple[Measures, list[int], list[int], list[Any]]:
     m = measure_pairs(rows, np.array(left, dtype=np.int64), np.array(right, dtype=np.int64), config)
-    keep = np.flatnonzero(m.decide(t)).tolist()
-    if not keep:
-        return
-    cosines = m.cosine[keep].tolist() if config.stores_vector else [None] * len(keep)
-    jaccards = [measured(x) for x in m.jaccard[keep]]
-    containments = [measured(x) for x in m.containment[keep]]
-    names = decided_by_many(t, hamming=m.hamming[keep].astype(np.float64),
-                            cosine=m.cosine[keep] if config.stores_vector else np.nan,
-                            jaccard=m.jaccard[keep], legacy_short=m.legacy_short[keep])
-    for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep].tolist(), cosines, jaccards,
-                                                                containments, names, strict=True):
-        doc, sha1 = other[x], sha1s[owner[x]]
-        out[owner[x]].append(Match(doc.id, int(hamming), cosine, jaccard=jaccard, containment=containment,
-                                   exact=sha1 is not None and doc.content_sha1 == sha1, decided_by=name))
+    return m, np.flatnonzero(m.decide(t)).tolist(), owner, other
 
 
 def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,

@@ -22,6 +22,7 @@ mod fold;
 mod hmm;
 mod kernels;
 mod pairs;
+mod runkeys;
 mod segment;
 mod shingles;
 mod terms;
@@ -38,7 +39,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 4;
+const API_VERSION: u32 = 5;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -334,6 +335,8 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<clean::CleanCore>()?;
     m.add_class::<segment::JiebaCore>()?;
     m.add_class::<fold::FoldCore>()?;
+    m.add_class::<runkeys::RunKeys>()?;
+    m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;

@@ -106,9 +106,10 @@ class _Measured(RunIndex):
 
     most = 0
 
-    def add(self, doc, keys) -> None:
-        super().add(doc, keys)
+    def add(self, doc, keys, hashes=None):
+        out = super().add(doc, keys, hashes)
         _Measured.most = max(_Measured.most, len(self.docs))
+        return out
 
 
 def _labels(store: Store) -> dict[str, tuple[str | None, str | None]]:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from esdedup.ingest import runindex as runindex
-from esdedup.ingest.runindex import MAX_PER_KEY, FrozenKeys, RunIndex, key_hashes
+from esdedup.ingest.runindex import MAX_PER_KEY, FrozenKeys, KeyLists, RunIndex, key_hashes
 from esdedup.store.base import StoredDoc
 
 KEYS = [f"{t}:{v:04x}" for t in range(3) for v in range(6)] + [str(10**11 + v) for v in range(6)]
@@ -57,7 +57,7 @@ def _reference(windows: list[list[list[str]]], queries: list[list[str]], per_key
 @settings(max_examples=200, deadline=None)
 @given(windows_st, queries_st, st.integers(1, 4), st.integers(1, 6))
 def test_lookups_equal_a_dict_of_the_same_keys(windows, queries, per_key, per_record) -> None:
-    found = _frozen(windows).lookup(queries, per_key=per_key, per_record=per_record)
+    found = _frozen(windows).lookup(KeyLists(queries), per_key=per_key, per_record=per_record)
     assert found == _reference(windows, queries, per_key, per_record)
 
 
@@ -75,7 +75,7 @@ def test_many_windows_merged_into_one_table_keep_write_order(windows, queries, p
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runindex, "_MERGE_CHUNK", 3)
         frozen = _frozen(windows)
-    found = frozen.lookup(queries, per_key=per_key, per_record=per_record)
+    found = frozen.lookup(KeyLists(queries), per_key=per_key, per_record=per_record)
     assert found == _reference(windows, queries, per_key, per_record)
 
 
@@ -85,7 +85,8 @@ def test_a_key_of_every_window_finds_its_earliest_documents() -> None:
     windows = [[["shared", f"w{w}"], ["shared"], ["shared", "x"]] for w in range(7)]
     ids = [i for w in _ids(windows) for i in w]
     frozen = _frozen(windows)
-    (shared, everything) = frozen.lookup([["shared"], ["x", "w6", "w5", "shared"]], per_key=4, per_record=6)
+    (shared, everything) = frozen.lookup(KeyLists([["shared"], ["x", "w6", "w5", "shared"]]), per_key=4,
+                                         per_record=6)
     assert shared == ids[:4]
     # "x": the third document of each window (its first four); "w5", "w6": the first of those windows.
     assert everything == [ids[0], ids[1], ids[2], ids[3], ids[5], ids[8]]
@@ -99,7 +100,7 @@ def test_the_caps_hold_on_a_crowded_key() -> None:
     frozen = _frozen([docs[:40], docs[40:]])
     ids = _ids([docs[:40], docs[40:]])
     every = [i for w in ids for i in w]
-    (crowded, many) = frozen.lookup([["a"], ["a", *(f"own-{i}" for i in range(100))]], per_key=MAX_PER_KEY,
+    (crowded, many) = frozen.lookup(KeyLists([["a"], ["a", *(f"own-{i}" for i in range(100))]]), per_key=MAX_PER_KEY,
                                     per_record=50)
     assert crowded == every[:MAX_PER_KEY]
     assert many == every[:50]
@@ -121,7 +122,7 @@ def test_frozen_windows_find_what_one_run_index_finds(docs, window, queries) -> 
             assert not live.docs and not live.lookup(keys)  # emptied: the merge held none of it
             live = RunIndex()
         live.add(doc, keys)
-    earlier = frozen.lookup(queries, per_record=10**6)
+    earlier = frozen.lookup(KeyLists(queries), per_record=10**6)
     for keys, ids in zip(queries, earlier, strict=True):
         expected = [d.id for d in whole.lookup(keys)]
         assert ids + [d.id for d in live.lookup(keys) if d.id not in ids] == expected

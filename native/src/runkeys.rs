@@ -1,0 +1,128 @@
+//! The run index's key table (`esdedup.ingest.runindex.RunIndex`): the 64-bit hash of a run key
+//! (`key_hashes`) -> the positions of the run's documents holding it, at most `per_key` of them, the first
+//! ones added. `esdedup/ingest/runindex.py` keeps the same table in dicts when the extension is not in use
+//! (`_KeyTable`); `tests/unit/test_native_runkeys.py` checks the two agree.
+//!
+//! A key's hash is `key_hashes`'s: `h = mix64(len ^ 0x9E3779B97F4A7C15)` over the key's UTF-8 length in
+//! bytes (less trailing NUL bytes), then `h = mix64(h ^ w)` for each little-endian 64-bit word of those
+//! bytes, the last one zero-padded.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rustc_hash::FxHashMap;
+
+use crate::kernels::mix64;
+
+const LENGTH_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// `esdedup.ingest.runindex.key_hashes` of one key's UTF-8 bytes (whose trailing NUL bytes it does not see,
+/// as numpy's bytes strings do not).
+pub fn key_hash(bytes: &[u8]) -> u64 {
+    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let bytes = &bytes[..end];
+    let mut h = mix64(bytes.len() as u64 ^ LENGTH_SEED);
+    for word in bytes.chunks(8) {
+        let mut padded = [0u8; 8];
+        padded[..word.len()].copy_from_slice(word);
+        h = mix64(h ^ u64::from_le_bytes(padded));
+    }
+    h
+}
+
+/// `key_hashes` of `keys` (str, UTF-8; a lone surrogate is refused by the conversion and the caller hashes
+/// such keys in Python): the hashes as little-endian uint64 bytes.
+#[pyfunction]
+pub fn key_hashes<'py>(py: Python<'py>, keys: Vec<String>) -> Bound<'py, PyBytes> {
+    let out: Vec<u8> = keys.iter().flat_map(|k| key_hash(k.as_bytes()).to_le_bytes()).collect();
+    PyBytes::new(py, &out)
+}
+
+/// Key hash -> positions of the documents holding it: the first in `first`, the next `per_key - 1` (rare)
+/// in `more`.
+#[pyclass(module = "esdedup_native")]
+pub struct RunKeys {
+    first: FxHashMap<u64, u32>,
+    more: FxHashMap<u64, Vec<u32>>,
+    per_key: usize,
+}
+
+#[pymethods]
+impl RunKeys {
+    #[new]
+    fn new(per_key: usize) -> Self {
+        RunKeys {
+            first: FxHashMap::default(),
+            more: FxHashMap::default(),
+            per_key,
+        }
+    }
+
+    /// Hold `position` under each of `hashes` that has fewer than `per_key` positions; returns the indices
+    /// (into `hashes`) of those it is not held under.
+    fn add(&mut self, position: u32, hashes: Vec<u64>) -> Vec<usize> {
+        let mut crowded = Vec::new();
+        for (x, &h) in hashes.iter().enumerate() {
+            let first = *self.first.entry(h).or_insert(position);
+            if first == position {
+                continue;
+            }
+            let more = self.more.entry(h).or_default();
+            if more.len() + 1 < self.per_key {
+                more.push(position);
+            } else {
+                crowded.push(x);
+            }
+        }
+        crowded
+    }
+
+    /// For each record, the positions (ascending, each once) holding any of its hashes: record r's hashes
+    /// are the next `counts[r]` of `hashes`.
+    fn lookup_many(&self, hashes: Vec<u64>, counts: Vec<usize>) -> Vec<Vec<u32>> {
+        let mut out = Vec::with_capacity(counts.len());
+        let mut at = 0;
+        for n in counts {
+            let mut found = Vec::new();
+            for h in &hashes[at..at + n] {
+                if let Some(&p) = self.first.get(h) {
+                    found.push(p);
+                    if let Some(more) = self.more.get(h) {
+                        found.extend_from_slice(more);
+                    }
+                }
+            }
+            found.sort_unstable();
+            found.dedup();
+            out.push(found);
+            at += n;
+        }
+        out
+    }
+
+    /// Every (hash, position) held, as little-endian uint64 and uint32 bytes (in no particular order).
+    fn entries<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+        let mut hashes = Vec::with_capacity(self.len() * 8);
+        let mut positions = Vec::with_capacity(self.len() * 4);
+        let held = self.first.iter().map(|(&h, &p)| (h, p));
+        let further = self
+            .more
+            .iter()
+            .flat_map(|(&h, ps)| ps.iter().map(move |&p| (h, p)));
+        for (h, p) in held.chain(further) {
+            hashes.extend_from_slice(&h.to_le_bytes());
+            positions.extend_from_slice(&p.to_le_bytes());
+        }
+        (PyBytes::new(py, &hashes), PyBytes::new(py, &positions))
+    }
+
+    /// The number of (hash, position) entries held.
+    fn __len__(&self) -> usize {
+        self.len()
+    }
+}
+
+impl RunKeys {
+    fn len(&self) -> usize {
+        self.first.len() + self.more.values().map(Vec::len).sum::<usize>()
+    }
+}

@@ -1,0 +1,129 @@
+"""The run index's keys: their hashes and the key table, in the extension (`esdedup_native.key_hashes`,
+`RunKeys`) and in Python (`esdedup.ingest.runindex.key_hashes`, `_KeyTable`), which agree; and a batch's
+candidates found before it is labelled (`esdedup.ingest.labels.BatchCandidates`), which are what a lookup
+of the run index gives each record as the batch is labelled record by record.
+
+The native tests skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (the `extension` fixture,
+tests/unit/conftest.py).
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from esdedup import FingerprintConfig
+from esdedup.fingerprint import native
+from esdedup.ingest.documents import FingerprintedRecord
+from esdedup.ingest.labels import BatchCandidates, run_keys
+from esdedup.ingest.runindex import MAX_PER_KEY, KeyLists, RunIndex, _hash_chunk, _KeyTable, key_hashes
+from esdedup.store.base import StoredDoc
+
+KEYS = [f"{band}:{value}" for band in range(3) for value in range(4)]
+
+
+def test_native_key_hashes_are_python_s(extension, switch_on) -> None:
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.text(max_size=30) | st.sampled_from(["", "a\x00", "\x00", "abcdefgh", "abcdefgh\x00", "键"]),
+                    max_size=20))
+    def check(keys: list[str]) -> None:
+        encodable = [k for k in keys if not any("\ud800" <= c <= "\udfff" for c in k)]
+        hashed = native.key_hashes(encodable)
+        assert hashed is not None and hashed.tolist() == _hash_chunk(encodable).tolist()
+
+    check()
+
+
+def test_a_key_the_extension_cannot_encode_is_hashed_in_python(extension, switch_on) -> None:
+    keys = ["0:1f2e", "lone \ud800 surrogate"]
+    assert native.key_hashes(keys) is None
+    assert key_hashes(keys).tolist() == _hash_chunk(keys).tolist()
+    assert key_hashes(keys)[0] == np.uint64(0x40AD0678C6525E95)  # the docstring's value, on either path
+
+
+ops_st = st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 12), max_size=6)), max_size=150)
+
+
+def test_the_native_key_table_is_the_python_one(extension, switch_on) -> None:
+    settings(max_examples=150, deadline=None)(given(ops_st, st.integers(1, 5))(_same_tables))()
+
+
+def _same_tables(ops: list[tuple[bool, list[int]]], per_key: int) -> None:
+    table, reference = native.run_keys(per_key), _KeyTable(per_key)
+    assert table is not None
+    position = 0
+    for is_add, values in ops:
+        hashes = [v * 0x9E3779B97F4A7C15 % 2**64 for v in values]
+        if is_add:
+            assert table.add(position, hashes) == reference.add(position, hashes)
+            position += 1
+        else:
+            assert table.lookup_many(hashes, [len(hashes) // 2, len(hashes) - len(hashes) // 2]) == \
+                reference.lookup_many(hashes, [len(hashes) // 2, len(hashes) - len(hashes) // 2])
+    assert len(table) == len(reference)
+    got, want = table.entries(), reference.entries()
+    assert sorted(zip(*(a.tolist() for a in got))) == sorted(zip(*(a.tolist() for a in want)))
+    assert got[0].dtype == np.uint64 and got[1].dtype == np.uint32
+
+
+def test_a_crowded_key_holds_the_first_documents_on_both_paths(monkeypatch) -> None:
+    for switch in ("0", "1"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        index = RunIndex()
+        docs = [_doc(n) for n in range(MAX_PER_KEY + 3)]
+        out = [index.add(d, ["shared", f"own-{n}"]) for n, d in enumerate(docs)]
+        shared = int(key_hashes(["shared"])[0])
+        assert out[:MAX_PER_KEY] == [frozenset()] * MAX_PER_KEY and out[MAX_PER_KEY:] == [{shared}] * 3
+        assert index.lookup(["shared"]) == docs[:MAX_PER_KEY]
+        assert index.lookup([f"own-{MAX_PER_KEY + 1}", "x"]) == [docs[MAX_PER_KEY + 1]]
+        assert index.crowded == {"shared": MAX_PER_KEY + 3}
+
+
+def _doc(n: int) -> StoredDoc:
+    return StoredDoc(f"d{n}", n, np.zeros(1, dtype=np.float32), False, 1, 1, f"d{n}", None, seq=n)
+
+
+def _record(n: int, keys: list[str]) -> FingerprintedRecord:
+    fp = SimpleNamespace(empty=False, bands=[], lsh=keys, simhash=n, vector=np.zeros(1, dtype=np.float32),
+                         length=1, chars=1, minhash=None, shingles=0)
+    return FingerprintedRecord(SimpleNamespace(), fp, f"sha-{n}", f"r{n}")  # type: ignore[arg-type]
+
+
+class _NoVerdicts:
+    """A rule that pairs nothing (the candidates are what these tests are about)."""
+
+    def many(self, sketches, cands, own_ids, sha1s):
+        return [[] for _ in sketches]
+
+
+@pytest.mark.parametrize("switch", ["0", "1"])
+@settings(max_examples=120, deadline=None)
+@given(before=st.lists(st.lists(st.sampled_from(KEYS[:4]), min_size=1, max_size=3, unique=True), min_size=10,
+                      max_size=40),
+       batch=st.lists(st.tuples(st.lists(st.sampled_from(KEYS[:4]), max_size=3, unique=True), st.booleans()),
+                      max_size=60))
+def test_a_batch_s_candidates_are_the_run_index_lookups_as_it_is_labelled(before, batch, switch) -> None:
+    """Records added before the batch and in it (``True``: the record is added, as a record labelled and
+    written is; else it is not, as a skipped one), with few keys, so that some are crowded past MAX_PER_KEY."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(native.ENV_SWITCH, switch)
+        _check_batch(before, batch)
+
+
+def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]]) -> None:
+    config = FingerprintConfig()
+    index = RunIndex()
+    for n, keys in enumerate(before * (MAX_PER_KEY // len(before) + 1)):  # some key held by MAX_PER_KEY
+        index.add(_doc(n), keys)
+    items = [_record(n, keys) for n, (keys, _) in enumerate(batch)]
+    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=_NoVerdicts())
+    probes = KeyLists([run_keys(d, config, probing=True) for d in items])
+    found: list[list[StoredDoc]] = [[] for _ in items]
+    cands = BatchCandidates(labeller, items, found, probes)  # type: ignore[arg-type]
+    for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
+        assert [c.id for c in cands.candidates(i, [], set())] == [c.id for c in index.lookup(probes.keys[i])]
+        if added:
+            cands.add(i, StoredDoc(d.id, 0, np.zeros(1), False, 1, 1, d.id, None), index)
