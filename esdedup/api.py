@@ -41,16 +41,19 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     Raises:
         ConfigError: more than one of ``client``, ``connection`` and ``es_url``; an invalid URL or name.
     """
-    from esdedup.store.elastic.store import ElasticStore
-    from esdedup.store.local import LocalStore
-
     if sum(x is not None for x in (client, connection, es_url)) > 1:
         raise ConfigError("give one of client, connection and es_url")
+    settings = None if client is not None else connection or resolve_settings(es_url)
+    if client is None and settings is None:
+        from esdedup.store.local import LocalStore
+
+        return LocalStore(index, data_dir)
+    # Imported only here: the Elasticsearch client takes longer to import than the embedded store to open.
+    from esdedup.store.elastic.store import ElasticStore
+
     if client is not None:
         return ElasticStore(client, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer)
-    settings = connection or resolve_settings(es_url)
-    if settings is None:
-        return LocalStore(index, data_dir)
+    assert settings is not None
     return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
                         display_url=settings.display_url, secrets=settings.secrets)
 

@@ -424,3 +424,12 @@ def key_hashes(keys: Sequence[str]) -> np.ndarray | None:
     except UnicodeEncodeError:
         return None
     return np.frombuffer(hashed, dtype="<u8").astype(np.uint64)
+
+
+def spaced_texts(texts: list[str], ranges: Sequence[tuple[int, int]]) -> list[str | None] | None:
+    """`esdedup.store.local.browse.spaced` of each text (``ranges``: the code points it sets apart) in the
+    extension, the GIL released: None for a text it leaves to Python (a lone surrogate); None when the
+    extension is not in use."""
+    if not enabled():
+        return None
+    return _EXTENSION.spaced_texts(texts, list(ranges))  # type: ignore[no-any-return, union-attr]

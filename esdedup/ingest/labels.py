@@ -57,7 +57,16 @@ def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool
     exact copies are its only duplicates (rule 0 of `esdedup.match.rule`)."""
     if d.fp.empty:
         return [f"content_sha1:{d.sha1}"]
-    return lookup_keys(d.fp, config) if probing else d.fp.bands + d.fp.lsh
+    return lookup_keys(d.fp, config) if probing and config.band_layout().radius else d.fp.bands + d.fp.lsh
+
+
+def run_key_lists(items: list[FingerprintedRecord], config: FingerprintConfig) -> tuple[KeyLists, KeyLists]:
+    """The `run_keys` each record of a batch probes and holds: one list for both where the band layout probes
+    no neighbouring keys (a record then looks up the keys it holds)."""
+    holds = KeyLists([run_keys(d, config, probing=False) for d in items])
+    if not config.band_layout().radius:
+        return holds, holds
+    return KeyLists([run_keys(d, config, probing=True) for d in items]), holds
 
 
 def connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredDoc]]) -> list[list[StoredDoc]]:
@@ -84,10 +93,10 @@ class BatchCandidates:
     hash."""
 
     def __init__(self, labeller: Labeller, items: list[FingerprintedRecord], found: list[list[StoredDoc]],
-                 probes: KeyLists) -> None:
-        self.holds = KeyLists([run_keys(d, labeller.config, probing=False) for d in items])
+                 probes: KeyLists, holds: KeyLists) -> None:
+        self.holds = holds
         self._hold_hashes = self.holds.per_record()
-        self._probe_hashes = probes.per_record()
+        self._probe_hashes = self._hold_hashes if probes is holds else probes.per_record()
         self._earlier = labeller.window.run_index.lookup_many(probes)
         self._peers = batch_peers(probes, self.holds)
         #: Position in the batch -> the document the run index holds for it, and the hashes of the run keys it
@@ -226,9 +235,9 @@ class Labeller:
         near-duplicate to skip, or a document to write with its labels."""
         if self.on_duplicate == "index":  # the run's memory serves labelling only
             return self._label(items, self.lookup(items, None), None)
-        probes = KeyLists([run_keys(d, self.config, probing=True) for d in items])
+        probes, holds = run_key_lists(items, self.config)
         found = self.lookup(items, probes)
-        return self._label(items, found, BatchCandidates(self, items, found, probes))
+        return self._label(items, found, BatchCandidates(self, items, found, probes, holds))
 
     def _label(self, items: list[FingerprintedRecord], stored: list[list[StoredDoc]],
                batch: BatchCandidates | None) -> list[tuple[FingerprintedRecord, Labels]]:

@@ -24,6 +24,7 @@ mod kernels;
 mod pairs;
 mod runkeys;
 mod segment;
+mod spaced;
 mod shingles;
 mod terms;
 
@@ -337,6 +338,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fold::FoldCore>()?;
     m.add_class::<runkeys::RunKeys>()?;
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;

@@ -122,7 +122,8 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]]) -
     labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=_NoVerdicts())
     probes = KeyLists([run_keys(d, config, probing=True) for d in items])
     found: list[list[StoredDoc]] = [[] for _ in items]
-    cands = BatchCandidates(labeller, items, found, probes)  # type: ignore[arg-type]
+    holds = KeyLists([run_keys(d, config, probing=False) for d in items])
+    cands = BatchCandidates(labeller, items, found, probes, holds)  # type: ignore[arg-type]
     for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
         assert [c.id for c in cands.candidates(i, [], set())] == [c.id for c in index.lookup(probes.keys[i])]
         if added:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from esdedup.fingerprint import native
 from esdedup.store.base import ClusterSize, ClusterSummary, FoundDoc, SearchPage, StoredDoc, id_variants
 from esdedup.store.local.rows import stored_docs
 from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_only, marks
@@ -38,7 +39,9 @@ SCAN_LIMIT = 20_000
 SNAPSHOT_SECONDS = 30.0
 #: Documents indexed per statement when the text index catches up.
 TEXT_CHUNK = 20_000
-_CJK = re.compile(r"([\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ffff])")
+#: The characters `spaced` sets apart (inclusive code point ranges): the CJK blocks.
+CJK_RANGES = ((0x2E80, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0x20000, 0x3FFFF))
+_CJK = re.compile("([" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES) + "])")
 
 
 def spaced(text: str) -> str:
@@ -46,6 +49,15 @@ def spaced(text: str) -> str:
     one a token (it would take a run of them for one word)."""
     # The split keeps each captured character as its own piece: joined with spaces, each stands alone.
     return " ".join(_CJK.split(text))
+
+
+def spaced_many(texts: list[str]) -> list[str]:
+    """`spaced` of each text: in the native core when it is in use (`esdedup.fingerprint.native.spaced_texts`),
+    but for the texts it hands back."""
+    done = native.spaced_texts(texts, CJK_RANGES)
+    if done is None:
+        return [spaced(t) for t in texts]
+    return [spaced(t) if s is None else s for t, s in zip(texts, done, strict=True)]
 
 
 def fts_phrase(query: str) -> str | None:
@@ -133,12 +145,15 @@ class TextIndex:
         written (not read back and decoded). A document whose title or text is neither a string nor absent is
         left out: `merge` reads its row, and indexes what the stored JSON gives back."""
         title, text = self._fields()
-        out: dict[int, tuple[str, str]] = {}
+        seqs: list[int] = []
+        parts: list[str] = []
         for seq, src in written:
             a, b = src.get(title), src.get(text)
             if (a is None or type(a) is str) and (b is None or type(b) is str):
-                out[seq] = (_spaced(a or ""), _spaced(b or ""))
-        return out
+                seqs.append(seq)
+                parts += (a or "", b or "")
+        done = spaced_many(parts)
+        return {seq: (done[2 * x], done[2 * x + 1]) for x, seq in enumerate(seqs)}
 
     def merge(self, known: Mapping[int, tuple[str, str]] | None = None) -> None:
         """Index the title and text of documents written since the last merge; ``known``: those of some of
