@@ -28,6 +28,10 @@ from the tables `_clean_nfkc` itself reads (made by this interpreter's unicodeda
 and whitespace of `esdedup.fingerprint.normalize._after_clean`, from this interpreter's ``str.casefold`` and
 ``str.isspace`` (`esdedup.fingerprint.normalize.fold_tables`).
 
+For ingest and the embedded store: the run index's key table (`run_keys`, what
+`esdedup.ingest.runindex._KeyTable` keeps in dicts), the run keys' hashes (`key_hashes`) and the text
+index's spacing of CJK characters (`spaced_texts`).
+
 Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
 variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
 says why) everything runs in Python, with the same results.

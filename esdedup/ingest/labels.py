@@ -4,6 +4,9 @@ A cluster is a set of documents connected by near-duplicate pairs; its represent
 by write order (``seq``, then id), and every member carries the representative's id (``cluster_id``;
 ``duplicate_of`` on all but the representative). A document that joins two clusters joins them (the later
 representative's members move to the earlier one).
+
+A batch is looked up and its candidate pairs measured at once (`BatchCandidates`); its records are then
+labelled one after the other, each against the documents before it, from those verdicts.
 """
 from __future__ import annotations
 
