@@ -135,7 +135,7 @@ class BatchCandidates:
             probes = set(self._probe_hashes[i])
             for j in self._peers[i]:
                 doc = self._added.get(j)
-                if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, _NO_KEYS):
+                if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
         seen = {c.id for c in found}
         return [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
@@ -144,9 +144,6 @@ class BatchCandidates:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
         near, peers, position_of = self._near[i], self._near_peers[i], self._position_of
         return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
-
-
-_NO_KEYS: frozenset[int] = frozenset()
 
 
 def batch_peers(probes: KeyLists, holds: KeyLists) -> list[list[int]]:
@@ -165,7 +162,7 @@ def batch_peers(probes: KeyLists, holds: KeyLists) -> list[list[int]]:
     earlier = holder < prober
     pairs = np.unique(prober[earlier].astype(np.int64) * n + holder[earlier])
     out: list[list[int]] = [[] for _ in range(n)]
-    for i, j in zip((pairs // max(n, 1)).tolist(), (pairs % max(n, 1)).tolist(), strict=True):
+    for i, j in zip((pairs // max(n, 1)).tolist(), (pairs % max(n, 1)).tolist(), strict=True):  # n = 0: none
         out[i].append(j)
     return out
 

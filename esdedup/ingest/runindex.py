@@ -94,6 +94,9 @@ class _KeyTable:
         return len(self.first) + sum(map(len, self.more.values()))
 
 
+_NONE: frozenset[int] = frozenset()
+
+
 def _key_table() -> _KeyTable | native.RunKeysTable:
     table = native.run_keys(MAX_PER_KEY)
     return _KeyTable(MAX_PER_KEY) if table is None else table
@@ -158,9 +161,6 @@ class RunIndex:
         hashes, positions = self._table.entries()
         self._table = _key_table()
         return ids, hashes, positions
-
-
-_NONE: frozenset[int] = frozenset()
 
 
 #: Keys hashed at a time (bounds the temporary arrays when a window of millions of keys is frozen).

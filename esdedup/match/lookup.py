@@ -114,12 +114,12 @@ def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]]
     (`esdedup.match.rule.measure_pairs`, the numbers `measure` gives each text) and judged by one call of the
     rule (`esdedup.match.rule.decide`)."""
     out: list[list[Match]] = [[] for _ in fps]
-    for i, fp, sha1, cands in zip(range(len(fps)), fps, sha1s, candidates, strict=True):
+    for i, (fp, sha1, cands) in enumerate(zip(fps, sha1s, candidates, strict=True)):
         if fp.empty:
             copies = sorted((cands[j] for j in exact_copies(True, sha1, cands, exclude=exclude[i])),
                             key=lambda d: d.id)
             out[i] = [Match(d.id, 0, None, exact=True, decided_by=EXACT_COPY) for d in copies]
-    for m, keep, owner, other in _decided_pairs(fps, candidates, config, t, exclude):
+    for m, keep, owner, position in _decided_pairs(fps, candidates, config, t, exclude):
         if not keep:
             continue
         cosines = m.cosine[keep].tolist() if config.stores_vector else [None] * len(keep)
@@ -130,7 +130,7 @@ def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]]
                                 jaccard=m.jaccard[keep], legacy_short=m.legacy_short[keep])
         for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep].tolist(), cosines,
                                                                     jaccards, containments, names, strict=True):
-            doc, sha1 = other[x], sha1s[owner[x]]
+            doc, sha1 = candidates[owner[x]][position[x]], sha1s[owner[x]]
             out[owner[x]].append(Match(doc.id, int(hamming), cosine, jaccard=jaccard, containment=containment,
                                        exact=sha1 is not None and doc.content_sha1 == sha1, decided_by=name))
     for matches in out:
@@ -145,7 +145,7 @@ def near_positions(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDo
     joins every near-duplicate)."""
     out: list[list[int]] = [exact_copies(True, sha1, cands, exclude=skip) if fp.empty else []
                             for fp, cands, skip, sha1 in zip(fps, candidates, exclude, sha1s, strict=True)]
-    for _, keep, owner, position in _decided_pairs(fps, candidates, config, t, exclude, positions=True):
+    for _, keep, owner, position in _decided_pairs(fps, candidates, config, t, exclude):
         for x in keep:
             out[owner[x]].append(position[x])
     for found in out:
@@ -153,18 +153,20 @@ def near_positions(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDo
     return out
 
 
+#: One chunk of `_decided_pairs`: the measures, the pairs kept, each pair's text number and candidate position.
+_Decided = tuple[Measures, list[int], list[int], list[int]]
+
+
 def _decided_pairs(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]], config: FingerprintConfig,
-                   t: Thresholds, exclude: Sequence[str | None], *, positions: bool = False,
-                   ) -> Iterator[tuple[Measures, list[int], list[int], list[Any]]]:
+                   t: Thresholds, exclude: Sequence[str | None]) -> Iterator[_Decided]:
     """The (text, candidate) pairs to measure (a text with words against each candidate with words but the
     one ``exclude`` names), measured and judged `VERIFY_BATCH` pairs at a time: for each chunk its measures,
-    the pairs kept, and per pair its text's number and its candidate (``positions``: its position in the
-    text's candidate list)."""
+    the pairs kept, and per pair its text's number and the candidate's position in the text's list."""
     rows: list[Sketch] = []
     left: list[int] = []
     right: list[int] = []
     owner: list[int] = []
-    other: list[Any] = []
+    position: list[int] = []
     for i, (fp, cands, skip) in enumerate(zip(fps, candidates, exclude, strict=True)):
         if fp.empty:
             continue
@@ -177,18 +179,19 @@ def _decided_pairs(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDo
         left += [at] * len(picked)
         right += range(at + 1, at + 1 + len(picked))
         owner += [i] * len(picked)
-        other += [j for j, _ in picked] if positions else [d for _, d in picked]
+        position += [j for j, _ in picked]
         if len(left) >= VERIFY_BATCH:
-            yield _judged(rows, left, right, config, t, owner, other)
-            rows, left, right, owner, other = [], [], [], [], []
+            yield (*_judged(rows, left, right, config, t), owner, position)
+            rows, left, right, owner, position = [], [], [], [], []
     if left:
-        yield _judged(rows, left, right, config, t, owner, other)
+        yield (*_judged(rows, left, right, config, t), owner, position)
 
 
-def _judged(rows: list[Sketch], left: list[int], right: list[int], config: FingerprintConfig, t: Thresholds,
-            owner: list[int], other: list[Any]) -> tuple[Measures, list[int], list[int], list[Any]]:
+def _judged(rows: list[Sketch], left: list[int], right: list[int], config: FingerprintConfig,
+            t: Thresholds) -> tuple[Measures, list[int]]:
+    """The measures of the pairs (``rows[left[x]]``, ``rows[right[x]]``), and the pairs the rule keeps."""
     m = measure_pairs(rows, np.array(left, dtype=np.int64), np.array(right, dtype=np.int64), config)
-    return m, np.flatnonzero(m.decide(t)).tolist(), owner, other
+    return m, np.flatnonzero(m.decide(t)).tolist()
 
 
 def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
