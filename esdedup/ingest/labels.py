@@ -60,7 +60,7 @@ def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool
     exact copies are its only duplicates (rule 0 of `esdedup.match.rule`)."""
     if d.fp.empty:
         return [f"content_sha1:{d.sha1}"]
-    return lookup_keys(d.fp, config) if probing and config.band_layout().radius else d.fp.bands + d.fp.lsh
+    return lookup_keys(d.fp, config) if probing else d.fp.bands + d.fp.lsh
 
 
 def run_key_lists(items: list[FingerprintedRecord], config: FingerprintConfig) -> tuple[KeyLists, KeyLists]:
@@ -295,21 +295,14 @@ class Labeller:
         when it has any; ``index``: is its own cluster). A new text under a stored id is labelled as a new
         document, apart from the cluster the old text was in (`_labels_of_new_text`)."""
         self_doc = next((s for s in found if s.id == d.id), None) if found else None
-        new_text = self_doc is not None and not same_text(self_doc, d)
+        cands = found if batch is None else batch.candidates(i, found, self.window.deleted)
+        if self_doc is not None and not same_text(self_doc, d):
+            return self._labels_of_new_text(d, cands, [] if batch is None else batch.near(i, cands), self_doc)
         if batch is None:
-            if new_text:
-                assert self_doc is not None
-                self.window.roots.forget({d.id})
-                seq = WRITE_CLOCK.next(after=max((c.seq for c in found), default=0))
-                return Labels(seq, (seq, d.id), replaces=self_doc.root)
             if self_doc is None:
                 seq = WRITE_CLOCK.next()
                 return Labels(seq, (seq, d.id))
             return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root, stored=self_doc)
-        cands = batch.candidates(i, found, self.window.deleted)
-        if new_text:
-            assert self_doc is not None
-            return self._labels_of_new_text(d, cands, batch.near(i, cands), self_doc)
         roots = {self.find(c.root) for c in batch.near(i, cands)}
         if self_doc is not None:
             me = self.find(self_doc.root)
@@ -334,6 +327,8 @@ class Labeller:
         self.window.roots.forget({d.id})
         seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
         me = (seq, d.id)
+        if self.on_duplicate == "index":
+            return Labels(seq, me, replaces=old.root)
         roots = {r for r in (self.find(c.root) for c in near) if r[1] != d.id}
         if roots and self.on_duplicate == "skip":
             return Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")

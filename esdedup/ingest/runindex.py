@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from itertools import chain, islice, repeat
 
 import numpy as np
@@ -39,9 +40,14 @@ class KeyLists:
         self.counts = [len(k) for k in keys]
         self.hashes = key_hashes([k for ks in keys for k in ks])
 
+    @cached_property
+    def flat(self) -> list[int]:
+        """`hashes` as ints."""
+        return self.hashes.tolist()
+
     def per_record(self) -> list[list[int]]:
         """Each record's key hashes, as ints."""
-        flat = iter(self.hashes.tolist())
+        flat = iter(self.flat)
         return [list(islice(flat, n)) for n in self.counts]
 
 
@@ -149,7 +155,7 @@ class RunIndex:
     def lookup_many(self, keys: KeyLists) -> list[list[StoredDoc]]:
         """`lookup` of each record's keys."""
         docs = self.docs
-        return [[docs[p] for p in found] for found in self._table.lookup_many(keys.hashes.tolist(), keys.counts)]
+        return [[docs[p] for p in found] for found in self._table.lookup_many(keys.flat, keys.counts)]
 
     def release(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for

@@ -128,3 +128,21 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]]) -
         assert [c.id for c in cands.candidates(i, [], set())] == [c.id for c in index.lookup(probes.keys[i])]
         if added:
             cands.add(i, StoredDoc(d.id, 0, np.zeros(1), False, 1, 1, d.id, None), index)
+
+
+def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
+    """What `run_key_lists` relies on to use one key list for both: under a band layout of probe radius 0
+    (the default's), the keys a record probes are the keys it holds, texts with and without words alike."""
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
+    from esdedup.ingest.labels import run_key_lists
+    from esdedup.schema import content_sha1
+
+    texts = ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "。", "a" * 300 + " 白日依山尽，黄河入海流。" * 20]
+    for config in (FingerprintConfig(), FingerprintConfig(strategy="simhash")):
+        assert config.band_layout().radius == 0
+        items = [FingerprintedRecord(SimpleNamespace(), fp, content_sha1(t), f"r{n}")  # type: ignore[arg-type]
+                 for n, (t, fp) in enumerate(zip(texts, Fingerprinter(config).fingerprint_many(texts), strict=True))]
+        assert [run_keys(d, config, probing=True) for d in items] == [run_keys(d, config, probing=False)
+                                                                      for d in items]
+        probes, holds = run_key_lists(items, config)
+        assert probes is holds and holds.keys == [run_keys(d, config, probing=False) for d in items]
