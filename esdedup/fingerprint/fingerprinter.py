@@ -205,12 +205,7 @@ class _TermTable:
             return
         new, self._pending = self._pending, []
         start, need = len(self.terms) - len(new), len(self.terms)
-        if need > len(self.bucket):
-            size = max(need, 2 * len(self.bucket))
-            self.digest = np.resize(self.digest, (size, self.bits // 8))
-            self.bucket = np.resize(self.bucket, size)
-            self.sign = np.resize(self.sign, size)
-            self.factor = np.resize(self.factor, size)
+        self._grow(need)
         digests = [token_digest(t, self.bits) for t, _ in new]
         nbytes = self.bits // 8
         self.digest[start:need] = np.frombuffer(b"".join(d[:nbytes] for d in digests),
@@ -219,6 +214,35 @@ class _TermTable:
         self.bucket[start:need] = (tail % np.uint64(self.dims)).astype(np.int64)
         self.sign[start:need] = np.where(tail >> np.uint64(63), -1.0, 1.0).astype(np.float32)
         self.factor[start:need] = [f for _, f in new]
+
+    def _grow(self, need: int) -> None:
+        if need > len(self.bucket):
+            size = max(need, 2 * len(self.bucket))
+            self.digest = np.resize(self.digest, (size, self.bits // 8))
+            self.bucket = np.resize(self.bucket, size)
+            self.sign = np.resize(self.sign, size)
+            self.factor = np.resize(self.factor, size)
+
+    def row_data(self, start: int) -> tuple[bytes, bytes, bytes, bytes]:
+        """The hash data of rows ``start..`` as the native core takes it: digest bytes, buckets as int64,
+        signs as float32 and factors as float64, little-endian."""
+        self.flush()
+        end = len(self.terms)
+        return (self.digest[start:end].tobytes(), self.bucket[start:end].astype("<i8").tobytes(),
+                self.sign[start:end].astype("<f4").tobytes(), self.factor[start:end].astype("<f8").tobytes())
+
+    def extend(self, terms: list[str], digest: bytes, bucket: bytes, sign: bytes, factor: bytes) -> None:
+        """Rows for distinct new terms whose hash data was computed elsewhere (the native core), given in
+        `row_data`'s form."""
+        self.flush()
+        start, end = len(self.terms), len(self.terms) + len(terms)
+        self.index.update(zip(terms, range(start, end), strict=True))
+        self.terms.extend(terms)
+        self._grow(end)
+        self.digest[start:end] = np.frombuffer(digest, dtype=np.uint8).reshape(len(terms), self.bits // 8)
+        self.bucket[start:end] = np.frombuffer(bucket, dtype="<i8")
+        self.sign[start:end] = np.frombuffer(sign, dtype="<f4")
+        self.factor[start:end] = np.frombuffer(factor, dtype="<f8")
 
     def rows(self, term_list: Sequence[str]) -> np.ndarray:
         """Rows of some terms, adding the new ones."""
@@ -254,7 +278,7 @@ class Fingerprinter:
         # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
-        self._native_terms = native.terms_step(self.config)
+        self._native_terms = native.terms_step(self.config, self.resources.stopwords, self.resources.synonyms)
         # The rjieba or jieba tokenizer inside the term step (tokens go from the cut to their codes without
         # becoming Python str; a piece the core leaves is cut by self.tokenizer), else None.
         self._native_cut = native.cut_step(self.config, self.resources.user_words) if self._native_terms else None
@@ -354,12 +378,15 @@ class Fingerprinter:
             self._codes.clear()
             if self._native_terms is not None:
                 self._native_terms.clear()
+        if self._native_terms is not None:
+            # Rows that `terms` added since the last batch reach the core first: it may decide new terms itself.
+            self._native_terms.add_rows(table.terms, table.row_data)
         if self._native_cut is not None:
             assert self._native_terms is not None
             parts = self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register,
-                                               self.tokenizer.cut_many)
+                                               self._native_learn, self.tokenizer.cut_many)
         elif self._native_terms is not None:
-            parts = self._native_terms.run(self._tokens_many(norms), self._native_register)
+            parts = self._native_terms.run(self._tokens_many(norms), self._native_register, self._native_learn)
         else:
             parts = self._term_parts(norms)
         simhashes, rows, weights, kept, lengths, vectors = parts
@@ -393,15 +420,17 @@ class Fingerprinter:
         lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
         return pack_bits(sums > 0), rows, weights, kept, lengths, vectors
 
-    def _native_register(self, tokens: list[str], have: int) -> tuple[list[int], bytes, bytes, bytes, bytes]:
+    def _native_register(self, tokens: list[str], have: int) -> tuple[list[int], bytes, bytes, bytes, bytes, list[str]]:
         """What the native term step asks for tokens it has no code for: their codes (registering the new
-        ones here, as the Python path does), and the hash data of the table's rows from ``have`` on."""
+        ones here, as the Python path does), and the hash data and terms of the table's rows from ``have`` on."""
         codes = self._token_codes(tokens)
-        table = self._table
-        table.flush()
-        end = len(table)
-        return (codes, table.digest[have:end].tobytes(), table.bucket[have:end].astype("<i8").tobytes(),
-                table.sign[have:end].astype("<f4").tobytes(), table.factor[have:end].astype("<f8").tobytes())
+        return (codes, *self._table.row_data(have), self._table.terms[have:])
+
+    def _native_learn(self, tokens: list[str], codes: list[int], terms: list[str], *data: bytes) -> None:
+        """What the native term step decided itself (`native.NativeTerms.decides`): the codes of new tokens,
+        and the new rows (their terms and hash data, as `_TermTable.row_data` gives them)."""
+        self._codes.update(zip(tokens, codes, strict=True))
+        self._table.extend(terms, *data)
 
     # -- the fast path: raw token counts -> term-table rows --------------------------------------------
     def _register(self, tokens: list[str]) -> list[int]:

@@ -13,8 +13,10 @@ Unicode version.
 
 The term step (`NativeTerms`) takes each text's raw tokens and gives its term rows and weights, SimHash and
 unnormalised TF vector: what `Fingerprinter._terms_of` and `_vote_sums` compute. It keeps a copy of the
-Fingerprinter's token codes and term hash data, and asks the Fingerprinter for the codes of tokens it has not
-seen, so which token is which term, and each term's hash and weight factor, are still decided in Python.
+Fingerprinter's token codes and term hash data. Which term a new token is, and a new term's hash data and
+weight factor, it decides itself under the weightings of `DECIDED_WEIGHTINGS`, by `term_of`'s rules handed
+over as data (this interpreter's ``str.isspace`` and ``str.isalnum``, the stopwords and synonyms), and tells
+the Fingerprinter; otherwise (tfidf, or a token with a lone surrogate) it asks the Fingerprinter.
 
 For the ``rjieba`` and ``jieba`` tokenizers the term step segments the texts itself (`cut_step`,
 `NativeTerms.run_cut`), with the jieba-rs version rjieba is built with (for ``jieba``, the core's copy of
@@ -41,7 +43,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, partial
 from types import ModuleType
 from typing import Any, Literal
@@ -58,7 +60,7 @@ from esdedup.fingerprint.tokenize import jieba_fast_applies
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
 #: The version of the extension's interface and results this module was written for.
-API_VERSION = 5
+API_VERSION = 6
 #: How to build the extension (named in `unavailable_reason`).
 BUILD_HINT = "native/README.md of the esdedup source gives the maturin command"
 
@@ -264,7 +266,9 @@ TermParts = tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[int], np.n
 
 class NativeTerms:
     """The term step of one Fingerprinter, in the extension. Holds that Fingerprinter's token codes and
-    term hash data (a copy, grown through ``register``), so it is not shared."""
+    term hash data (a copy, grown as new tokens come), so it is not shared. New tokens are decided by the
+    Fingerprinter (``register``) or, once `decide_terms` was given its rules, by the core itself, which then
+    tells the Fingerprinter what it decided (``learn``)."""
 
     def __init__(self, bits: int, dims: int, weighted: bool) -> None:
         if _EXTENSION is None:
@@ -274,6 +278,8 @@ class NativeTerms:
         # The core changes its table during a batch and lets go of the GIL meanwhile: a second thread calling
         # it then would be refused (PyO3's borrow check), so threads that share a Fingerprinter take turns.
         self._lock = threading.Lock()
+        #: Whether the core decides new tokens itself (`decide_terms`).
+        self.decides = False
 
     @property
     def rows(self) -> int:
@@ -285,15 +291,40 @@ class NativeTerms:
         with self._lock:
             self._core.clear()
 
-    def run(self, token_lists: list[list[str]], register: Any) -> TermParts:
+    def decide_terms(self, stopwords: frozenset[str], synonyms: Mapping[str, str], *, raw: bool,
+                     by_length: bool) -> bool:
+        """Have the core decide new tokens itself, as `esdedup.fingerprint.features.term_of` and
+        `Fingerprinter._factors` would (``raw``: tokens are terms as they are; ``by_length``: one occurrence
+        weighs the term's length, else 1), from this interpreter's ``str.isspace`` and ``str.isalnum``.
+        False, and the Fingerprinter keeps deciding, when a stopword or synonym is no UTF-8 (a lone
+        surrogate)."""
+        try:
+            self._core.decide_terms(_fold_tables()[1], word_table(), list(stopwords), list(synonyms.items()),
+                                    raw, by_length)
+        except UnicodeEncodeError:
+            return False
+        self.decides = True
+        return True
+
+    def add_rows(self, terms: list[str], row_data: Callable[[int], tuple[bytes, ...]]) -> None:
+        """Hand the core the rows of the Fingerprinter's table it does not hold yet (``terms``: the table's
+        terms; ``row_data(start)``: the hash data of rows ``start..``, `_TermTable.row_data`)."""
+        with self._lock:
+            have = int(self._core.rows)
+            if len(terms) > have:
+                self._core.add_rows(terms[have:], *row_data(have))
+
+    def run(self, token_lists: list[list[str]], register: Any, learn: Any) -> TermParts:
         """The term parts of texts given as their raw tokens. ``register(tokens, rows)`` gets the tokens the
         core has no code for and the number of rows it holds, and returns the tokens' codes and the hash
-        data of the rows from there on (`esdedup.fingerprint.fingerprinter.Fingerprinter._native_register`)."""
+        data and terms of the rows from there on
+        (`esdedup.fingerprint.fingerprinter.Fingerprinter._native_register`); when the core decides itself,
+        ``learn(tokens, codes, terms, *hash_data)`` is told what it decided (`Fingerprinter._native_learn`)."""
         with self._lock:
-            simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
+            simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register, learn)
         return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(token_lists))
 
-    def run_cut(self, jieba: Any, texts: list[str], pieces: list[int] | None, register: Any,
+    def run_cut(self, jieba: Any, texts: list[str], pieces: list[int] | None, register: Any, learn: Any,
                 cut_left: Callable[[list[str]], list[list[str]]] | None = None) -> TermParts:
         """`run` of texts segmented by the core with ``jieba`` (`cut_step`): ``texts`` are the pieces of
         all texts one after the other (`esdedup.fingerprint.tokenize.iter_pieces`), ``pieces`` how many each
@@ -301,7 +332,7 @@ class NativeTerms:
         (for ``jieba``, those only jieba itself cuts), called once with all of them."""
         with self._lock:
             simhashes, rows, weights, kept, lengths, vectors = self._core.run_cut(jieba, texts, pieces, register,
-                                                                                  cut_left)
+                                                                                  cut_left, learn)
         return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(kept))
 
     def _parts(self, simhashes: list[int], rows: bytes, weights: bytes, kept: list[int], lengths: list[int],
@@ -318,12 +349,23 @@ def reproduces_terms(config: FingerprintConfig) -> bool:
     return config.bits in (64, 128) and config.weighting in TERM_WEIGHTINGS
 
 
-def terms_step(config: FingerprintConfig) -> NativeTerms | None:
-    """A native term step for a new Fingerprinter of ``config``, or None when the Python path is to run it
-    (the extension is not in use, or the config is not reproduced)."""
+#: The weightings whose weight of one occurrence the core computes itself (1, the term's length), so that
+#: it decides new tokens without asking Python; a tfidf factor (from an idf table) stays Python's.
+DECIDED_WEIGHTINGS = ("tf", "tf_length")
+
+
+def terms_step(config: FingerprintConfig, stopwords: frozenset[str] = frozenset(),
+               synonyms: Mapping[str, str] | None = None) -> NativeTerms | None:
+    """A native term step for a new Fingerprinter of ``config`` (with its loaded stopwords and synonyms),
+    or None when the Python path is to run it (the extension is not in use, or the config is not
+    reproduced). It decides new tokens itself where the config's weighting is one of `DECIDED_WEIGHTINGS`."""
     if not enabled() or not reproduces_terms(config):
         return None
-    return NativeTerms(config.bits, config.dims, config.weighting != "tf")
+    step = NativeTerms(config.bits, config.dims, config.weighting != "tf")
+    if config.weighting in DECIDED_WEIGHTINGS:
+        step.decide_terms(stopwords, synonyms or {}, raw=config.tokenizer == "char",
+                          by_length=config.weighting == "tf_length")
+    return step
 
 
 def cut_step(config: FingerprintConfig, user_words: Sequence[tuple[str, int | None]]) -> Any:
@@ -366,7 +408,14 @@ def fold_step() -> Any:
 @lru_cache(maxsize=1)
 def _fold_core() -> Any:
     assert _EXTENSION is not None
-    return _EXTENSION.FoldCore(*nz.fold_tables())
+    return _EXTENSION.FoldCore(*_fold_tables())
+
+
+@lru_cache(maxsize=1)
+def _fold_tables() -> tuple[list[tuple[int, str]], list[int]]:
+    """`esdedup.fingerprint.normalize.fold_tables`, made once per process (the folding step and the term
+    rules' whitespace)."""
+    return nz.fold_tables()
 
 
 def clean_step() -> Any:

@@ -6,9 +6,10 @@
 //! `_vote_sums`, `_fingerprint_chunk`); `tests/unit/test_native.py` checks the two agree bit for bit:
 //!
 //! * which term a raw token counts as (stopwords, synonyms, stripping), and each term's hash data (digest
-//!   bytes, vector bucket and sign, weight of one occurrence), are decided by Python and handed over: the
-//!   core asks Python (`register`) for the code of every token it has not seen, so the filtering rules,
-//!   BLAKE2b and the idf table exist only once;
+//!   bytes, vector bucket and sign, weight of one occurrence), are decided by the core from the rules
+//!   Python hands over (`decide_terms`, `termrules`), which it then tells Python (`learn`); or, without
+//!   rules (tfidf: the idf table stays Python's) and for a batch with a token that is no UTF-8, by Python
+//!   (`register`), for every token the core has not seen;
 //! * a text's terms are in the order of the first raw token that stands for each, with the counts of all
 //!   the tokens that stand for it added up (`Counter`, then `_merge_mapped`);
 //! * a weight is `count as f64`, times the term's factor unless the weighting is `tf`; SimHash votes use
@@ -22,9 +23,11 @@ use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyList, PyString};
 use rayon::prelude::*;
+use rayon::ThreadPool;
 use rustc_hash::FxHashMap;
 
 use crate::segment::JiebaCore;
+use crate::termrules::TermRules;
 use crate::{code_units, pool};
 
 const QUANT: f64 = 1024.0;
@@ -78,6 +81,22 @@ pub struct TermCore {
     /// Raw token -> code, one map per PEP 393 width (looked up by the borrowed code units) and one for
     /// the tokens the core cuts itself (by their UTF-8 bytes).
     codes: [FxHashMap<Box<[u8]>, i64>; 4],
+    digest: Vec<u8>,
+    bucket: Vec<usize>,
+    sign: Vec<f64>,
+    factor: Vec<f64>,
+    /// Term -> row, for the core's own decisions (`rules`); a term that is no UTF-8 is never one of those
+    /// and is not kept.
+    term_rows: FxHashMap<Box<str>, i64>,
+    /// The config's rules when the core decides new tokens itself (`decide_terms`), else None: Python's
+    /// `register` decides them.
+    rules: Option<TermRules>,
+}
+
+/// The hash data of new rows and the codes of new tokens, as `register` answers and `learn` is told.
+struct NewRows {
+    codes: Vec<i64>,
+    terms: Vec<String>,
     digest: Vec<u8>,
     bucket: Vec<usize>,
     sign: Vec<f64>,
@@ -222,28 +241,29 @@ impl TermCore {
         (simhash, vector)
     }
 
-    /// Take the hash data of rows `self.rows()..` and the codes of some new tokens from what `register`
-    /// returned.
-    #[allow(clippy::type_complexity)]
-    fn absorb(
-        &mut self,
-        new_keys: &[Key<'_>],
-        answer: (Vec<i64>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>),
-    ) -> PyResult<()> {
-        let (codes, digest, bucket, sign, factor) = answer;
+    /// Check hash data given as `register` answers it (digest bytes, buckets as int64, signs as float32,
+    /// factors as float64, each little-endian bytes, and the rows' terms) and the codes of `tokens` new
+    /// tokens; nothing is kept here.
+    fn checked_rows(
+        &self,
+        tokens: usize,
+        codes: Vec<i64>,
+        (digest, bucket, sign, factor): (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>),
+        terms: Vec<Bound<'_, PyString>>,
+    ) -> PyResult<NewRows> {
         let nbytes = self.nbytes();
         let added = digest.len() / nbytes;
-        if codes.len() != new_keys.len()
+        if codes.len() != tokens
             || digest.len() != added * nbytes
             || bucket.len() != added * 8
             || sign.len() != added * 4
             || factor.len() != added * 8
+            || terms.len() != added
         {
             return Err(PyValueError::new_err(
-                "register must return one code per token and the hash data of every new row",
+                "register must return one code per token and the hash data and term of every new row",
             ));
         }
-        // Everything is checked before anything is kept: a refused answer leaves the table as it was.
         let mut buckets = Vec::with_capacity(added);
         for b in bucket.chunks_exact(8) {
             let value = i64::from_le_bytes(b.try_into().expect("8 bytes"));
@@ -261,21 +281,119 @@ impl TermCore {
                 "code {code} names no row (the table has {rows})"
             )));
         }
-        self.digest.extend_from_slice(&digest);
-        self.bucket.extend(buckets);
-        self.sign.extend(
-            sign.chunks_exact(4)
-                .map(|b| f64::from(f32::from_le_bytes(b.try_into().expect("4 bytes")))),
-        );
-        self.factor.extend(
-            factor
+        Ok(NewRows {
+            codes,
+            // A term with a lone surrogate is never one the core decides: it is not kept by name.
+            terms: terms
+                .iter()
+                .map(|t| t.to_str().map_or_else(|_| String::new(), str::to_owned))
+                .collect(),
+            digest,
+            bucket: buckets,
+            sign: sign
+                .chunks_exact(4)
+                .map(|b| f64::from(f32::from_le_bytes(b.try_into().expect("4 bytes"))))
+                .collect(),
+            factor: factor
                 .chunks_exact(8)
-                .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes"))),
-        );
-        for (key, &code) in new_keys.iter().zip(&codes) {
+                .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect(),
+        })
+    }
+
+    /// Keep new rows (from `self.rows()` on) and the codes of the new tokens `keys`.
+    fn keep(&mut self, keys: &[Key<'_>], new: &NewRows) {
+        let first = self.rows() as i64;
+        for (i, term) in new.terms.iter().enumerate() {
+            if !term.is_empty() {
+                self.term_rows.insert(Box::from(term.as_str()), first + i as i64);
+            }
+        }
+        self.digest.extend_from_slice(&new.digest);
+        self.bucket.extend_from_slice(&new.bucket);
+        self.sign.extend_from_slice(&new.sign);
+        self.factor.extend_from_slice(&new.factor);
+        for (key, &code) in keys.iter().zip(&new.codes) {
             self.codes[usize::from(key.0)].insert(Box::from(key.1), code);
         }
-        Ok(())
+    }
+
+    /// The codes of new tokens and the rows of their new terms, decided by `rules` as Python's `_register`
+    /// would: terms get rows in the order of their first token. None when a token is no UTF-8 (a lone
+    /// surrogate): Python decides the whole batch then, in the same order.
+    fn decide(
+        &self,
+        py: Python<'_>,
+        threads: &ThreadPool,
+        rules: &TermRules,
+        keys: &[Key<'_>],
+    ) -> Option<NewRows> {
+        let tokens: Vec<String> = keys.iter().map(key_text).collect::<Option<_>>()?;
+        let first = self.rows() as i64;
+        let mut codes = Vec::with_capacity(tokens.len());
+        let mut terms: Vec<String> = Vec::new();
+        let mut made: FxHashMap<&str, i64> = FxHashMap::default();
+        for token in &tokens {
+            let code = match rules.term_of(token) {
+                None => -1,
+                Some(term) => {
+                    let row = match self.term_rows.get(term).or_else(|| made.get(term)) {
+                        Some(&row) => row,
+                        None => {
+                            let row = first + terms.len() as i64;
+                            made.insert(term, row);
+                            terms.push(term.to_owned());
+                            row
+                        }
+                    };
+                    2 * row + i64::from(term != token)
+                }
+            };
+            codes.push(code);
+        }
+        let (bits, dims) = (self.bits, self.dims);
+        // The process's own pool (`pool`): rayon's global one has no threads in a forked child.
+        let data: Vec<_> = py.detach(|| {
+            threads.install(|| {
+                terms
+                    .par_iter()
+                    .map(|t| rules.hash_data(t, bits, dims))
+                    .collect()
+            })
+        });
+        let mut new = NewRows {
+            codes,
+            terms: Vec::new(),
+            digest: Vec::with_capacity(data.len() * bits / 8),
+            bucket: Vec::with_capacity(data.len()),
+            sign: Vec::with_capacity(data.len()),
+            factor: Vec::with_capacity(data.len()),
+        };
+        for d in data {
+            new.digest.extend_from_slice(&d.digest);
+            new.bucket.push(d.bucket);
+            new.sign.push(d.sign);
+            new.factor.push(d.factor);
+        }
+        new.terms = terms;
+        Some(new)
+    }
+}
+
+/// The text of a token's key, or None for a lone surrogate (no UTF-8).
+fn key_text(key: &Key<'_>) -> Option<String> {
+    let units = key.1;
+    match key.0 {
+        UTF8 => std::str::from_utf8(units).ok().map(str::to_owned),
+        0 => Some(units.iter().map(|&b| char::from(b)).collect()),
+        1 => units
+            .chunks_exact(2)
+            .map(|u| char::from_u32(u32::from(u16::from_ne_bytes([u[0], u[1]]))))
+            .collect(),
+        _ => units
+            .chunks_exact(4)
+            .map(|u| char::from_u32(u32::from_ne_bytes([u[0], u[1], u[2], u[3]])))
+            .collect(),
     }
 }
 
@@ -316,7 +434,48 @@ impl TermCore {
             bucket: Vec::new(),
             sign: Vec::new(),
             factor: Vec::new(),
+            term_rows: FxHashMap::default(),
+            rules: None,
         })
+    }
+
+    /// From now on the core decides the tokens it has no code for itself, by these rules (see
+    /// `termrules`), and tells `learn` what it decided: `spaces`, the code points `str.isspace` is true
+    /// for; `words`, one byte per code point, non-zero where `str.isalnum` is true; the stopwords and the
+    /// synonyms (token, canonical term); `raw`: tokens are terms as they are; `by_length`: one occurrence
+    /// weighs the term's length (else 1).
+    fn decide_terms(
+        &mut self,
+        spaces: Vec<u32>,
+        words: &[u8],
+        stopwords: Vec<String>,
+        synonyms: Vec<(String, String)>,
+        raw: bool,
+        by_length: bool,
+    ) -> PyResult<()> {
+        if words.len() != 0x11_0000 {
+            return Err(PyValueError::new_err(format!(
+                "words needs one byte per code point (1114112), got {}",
+                words.len()
+            )));
+        }
+        self.rules = Some(TermRules::new(spaces, words, stopwords, synonyms, raw, by_length));
+        Ok(())
+    }
+
+    /// Take rows `[rows, rows + len(terms))` of Python's table that it made outside a batch: the terms and
+    /// their hash data as `register` gives them.
+    fn add_rows(
+        &mut self,
+        terms: Vec<Bound<'_, PyString>>,
+        digest: Vec<u8>,
+        bucket: Vec<u8>,
+        sign: Vec<u8>,
+        factor: Vec<u8>,
+    ) -> PyResult<()> {
+        let new = self.checked_rows(0, Vec::new(), (digest, bucket, sign, factor), terms)?;
+        self.keep(&[], &new);
+        Ok(())
     }
 
     /// Rows of hash data held (Python's table rows `[0, rows)`).
@@ -328,6 +487,7 @@ impl TermCore {
     /// Forget every token and row (Python cleared its table).
     fn clear(&mut self) {
         self.codes = Default::default();
+        self.term_rows = FxHashMap::default();
         self.digest = Vec::new();
         self.bucket.clear();
         self.sign.clear();
@@ -341,13 +501,20 @@ impl TermCore {
     /// `register(tokens, rows)` is called (at most once, with the GIL) with the distinct tokens the core
     /// has no code for, first occurrences in batch order, and the rows it holds; it returns (the code of
     /// each token, then the digest bytes, buckets as int64, signs as float32 and factors as float64 of
-    /// rows `[rows, len(table))`, each as bytes).
+    /// rows `[rows, len(table))`, each as bytes, and their terms).
+    ///
+    /// Once the core decides new tokens itself (`decide_terms`), `register` is asked only for a batch with
+    /// a token that is no UTF-8; otherwise `learn(tokens, codes, terms, digest, buckets, signs, factors)` is
+    /// told what the core decided: the new tokens and their codes, then the new rows' terms and hash data
+    /// in the form `register` answers them.
     #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (token_lists, register, learn = None))]
     fn run<'py>(
         &mut self,
         py: Python<'py>,
         token_lists: Vec<Bound<'py, PyList>>,
         register: Bound<'py, PyAny>,
+        learn: Option<Bound<'py, PyAny>>,
     ) -> PyResult<TermResults<'py>> {
         let mut tokens: Vec<Bound<'py, PyString>> = Vec::new();
         let mut starts = vec![0usize];
@@ -370,7 +537,7 @@ impl TermCore {
                 })
             })
         };
-        self.finish(py, docs, |_, first| Ok(tokens[first].clone()), register)
+        self.finish(py, docs, |_, first| Ok(tokens[first].clone()), (register, learn))
     }
 
     /// `run` of texts that the core segments itself with `jieba` (a `JiebaCore`: what
@@ -381,7 +548,8 @@ impl TermCore {
     /// The pieces the core does not cut itself (those only jieba itself cuts, and any str with a lone
     /// surrogate, which is no UTF-8) are handed back: `cut_left(pieces)` is called once, with the GIL, with those pieces in
     /// order, and returns the tokens of each (a list of str per piece).
-    #[pyo3(signature = (jieba, texts, pieces, register, cut_left = None))]
+    #[pyo3(signature = (jieba, texts, pieces, register, cut_left = None, learn = None))]
+    #[allow(clippy::too_many_arguments)]
     fn run_cut<'py>(
         &mut self,
         py: Python<'py>,
@@ -390,6 +558,7 @@ impl TermCore {
         pieces: Option<Vec<usize>>,
         register: Bound<'py, PyAny>,
         cut_left: Option<Bound<'py, PyAny>>,
+        learn: Option<Bound<'py, PyAny>>,
     ) -> PyResult<TermResults<'py>> {
         // None: a str with a lone surrogate, which only Python's tokenizer takes.
         let utf8: Vec<Option<&str>> = texts.iter().map(|t| t.to_str().ok()).collect();
@@ -493,10 +662,13 @@ impl TermCore {
                 // SAFETY: UTF8 keys are the bytes of a &str.
                 None => Ok(PyString::new(py, unsafe { std::str::from_utf8_unchecked(key.1) })),
             },
-            register,
+            (register, learn),
         )
     }
 }
+
+/// Who decides new tokens: `register`, or the core itself with `learn` told (see `TermCore.run`).
+type Asked<'py> = (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
 
 /// What `TermCore.run` gives (see there).
 type TermResults<'py> = (
@@ -509,14 +681,54 @@ type TermResults<'py> = (
 );
 
 impl TermCore {
-    /// The rest of `run` once each text's distinct tokens are known: codes for the new tokens from
-    /// `register` (`token(key, first)` gives the Python str of one), then the terms of every text.
+    /// The codes of the new tokens `keys` (`tokens`, their Python str): decided by the core's rules, and
+    /// `learn` told, or else by `register`.
+    fn learn_new_tokens<'py>(
+        &mut self,
+        py: Python<'py>,
+        keys: &[Key<'_>],
+        tokens: Vec<Bound<'py, PyString>>,
+        (register, learn): &Asked<'py>,
+    ) -> PyResult<()> {
+        let decided = match &self.rules {
+            Some(rules) => self.decide(py, &*pool()?, rules, keys),
+            None => None,
+        };
+        if let Some(new) = decided {
+            let learn = learn.as_ref().ok_or_else(|| {
+                PyValueError::new_err("the core decides new tokens itself: learn must be given")
+            })?;
+            let nbytes = self.nbytes();
+            let added = new.terms.len();
+            learn.call1((
+                PyList::new(py, tokens)?,
+                new.codes.clone(),
+                PyList::new(py, &new.terms)?,
+                PyBytes::new(py, &new.digest),
+                le_bytes(py, new.bucket.iter().map(|&b| b as i64), added, i64::to_le_bytes)?,
+                le_bytes(py, new.sign.iter().map(|&v| v as f32), added, f32::to_le_bytes)?,
+                le_bytes(py, new.factor.iter().copied(), added, f64::to_le_bytes)?,
+            ))?;
+            debug_assert_eq!(new.digest.len(), added * nbytes);
+            self.keep(keys, &new);
+            return Ok(());
+        }
+        let (codes, digest, bucket, sign, factor, terms) = register
+            .call1((PyList::new(py, tokens)?, self.rows()))?
+            .extract()?;
+        let new = self.checked_rows(keys.len(), codes, (digest, bucket, sign, factor), terms)?;
+        self.keep(keys, &new);
+        Ok(())
+    }
+
+    /// The rest of `run` once each text's distinct tokens are known: codes for the new tokens
+    /// (`learn_new_tokens`; `token(key, first)` gives the Python str of one), then the terms of every text.
     fn finish<'py, 'a>(
         &mut self,
         py: Python<'py>,
         docs: Vec<Distinct<'a>>,
         token: impl Fn(&Key<'a>, usize) -> PyResult<Bound<'py, PyString>>,
-        register: Bound<'py, PyAny>,
+        asked: Asked<'py>,
     ) -> PyResult<TermResults<'py>> {
         let threads = pool()?;
         // The tokens new to the core, once each, in batch order (Python registers them in that order).
@@ -533,10 +745,7 @@ impl TermCore {
         }
         let mut docs = docs;
         if !new_keys.is_empty() {
-            let answer = register
-                .call1((PyList::new(py, new_tokens)?, self.rows()))?
-                .extract()?;
-            self.absorb(&new_keys, answer)?;
+            self.learn_new_tokens(py, &new_keys, new_tokens, &asked)?;
             for doc in &mut docs {
                 for (key, code) in doc.keys.iter().zip(doc.codes.iter_mut()) {
                     if *code == UNKNOWN {

@@ -143,6 +143,8 @@ def test_votes_with_rounding_ties_and_large_weights(extension: None, switch_on: 
     cfg = FingerprintConfig(tokenizer="char", shingle=1, weighting="tf_length", bits=bits, strategy="simhash")
     by_char = dict(zip("甲乙丙丁戊己庚辛壬癸子丑", factors, strict=True))
     fast = Fingerprinter(cfg)
+    # A core that asks the Fingerprinter for new terms, so that the factors below are the ones it uses.
+    fast._native_terms = native.NativeTerms(bits, cfg.dims, True)
     with monkeypatch.context() as m:
         m.setenv(native.ENV_SWITCH, "0")
         slow = Fingerprinter(cfg)
@@ -170,6 +172,77 @@ def test_rows_made_by_terms_and_a_cleared_table(extension: None, switch_on: None
     assert fast._native_terms.rows == len(fast._table) < 600
 
 
+#: Pieces of tokens of every kind `term_of` tells apart: whitespace of several kinds (what ``str.strip`` takes),
+#: characters that only look like it (zero-width space, a file separator), letters, digits of two scripts,
+#: ideographs, punctuation, emoji, a combining mark, the resources' synonyms and stopwords (see `resources`).
+TOKEN_PIECES = [" ", "\u3000", "\xa0", "\t", "\u2028", "\u200b", "\x1c", "a", "Z", "5", "\u0663", "北", "京", "，",
+                "😀", "\u0301", "台胞", "台湾居民", "明起", "明日", "中华", "的", "北京", "x", "ABC", "abc"]
+TOKEN_LISTS = st.lists(st.lists(st.lists(st.sampled_from(TOKEN_PIECES), max_size=3).map("".join), max_size=12),
+                       min_size=1, max_size=5)
+
+
+@pytest.mark.parametrize("fields", [
+    {"tokenizer": "rjieba", "stopwords": "file", "synonyms": True},
+    {"tokenizer": "rjieba", "weighting": "tf_length", "bits": 128},
+    {"tokenizer": "char", "shingle": 2, "weighting": "tf_length"},
+], ids=["stopwords-synonyms", "tf_length-128", "char"])
+@SETTINGS
+@given(token_lists=TOKEN_LISTS)
+def test_the_core_decides_new_tokens_as_python_does(extension: None, switch_on: None, resources: dict[str, str],
+                                                    fields: dict[str, object], token_lists: list[list[str]]) -> None:
+    """A core that decides new tokens itself gives every token the code Python's `_register` gives it (no
+    term, a term, a term it stands for), every new term its row in the same order, with the same hash data
+    and factor, and tells the Fingerprinter, whose codes and table end up as Python's own."""
+    cfg = _config(fields, resources)
+    decided = Fingerprinter(cfg)
+    asked = Fingerprinter(cfg)
+    asked._native_terms = native.NativeTerms(cfg.bits, cfg.dims, cfg.weighting != "tf")  # asks Python
+    assert decided._native_terms is not None and decided._native_terms.decides
+    for f in (decided, asked):  # rows made outside a batch, which the core is handed first
+        f.terms("北京欢迎你，台胞明起")
+        f._native_terms.add_rows(f._table.terms, f._table.row_data)  # type: ignore[union-attr]
+
+    def must_not_register(tokens: list[str], have: int) -> None:
+        raise AssertionError(f"the core asked about {tokens!r}")
+
+    got = decided._native_terms.run(token_lists, must_not_register, decided._native_learn)
+    want = asked._native_terms.run(token_lists, asked._native_register, asked._native_learn)
+    assert got[0] == want[0] and got[4] == want[4]
+    assert all(np.array_equal(a, b) for a, b in zip(got[1:4] + got[5:], want[1:4] + want[5:], strict=True))
+    assert decided._codes == asked._codes
+    assert decided._table.terms == asked._table.terms and decided._table.index == asked._table.index
+    assert decided._table.row_data(0) == asked._table.row_data(0)
+
+
+def test_python_decides_a_batch_with_a_token_that_is_no_utf8(extension: None, switch_on: None) -> None:
+    """A lone surrogate has no UTF-8: the Fingerprinter decides all of that batch's new tokens, in batch order
+    (the rows stay those of the Python path), and the core takes its terms for the batches after."""
+    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    asked: list[list[str]] = []
+
+    def register(tokens: list[str], have: int) -> tuple:
+        asked.append(tokens)
+        return fper._native_register(tokens, have)
+
+    assert fper._native_terms is not None
+    fper._native_terms.run([["北京", "a\ud800"], ["欢迎", "北京"]], register, fper._native_learn)
+    assert asked == [["北京", "a\ud800", "欢迎"]]
+    fper._native_terms.run([["欢迎", "长城"]], register, fper._native_learn)
+    assert len(asked) == 1 and fper._table.terms == ["北京", "a\ud800", "欢迎", "长城"]
+    assert fper._codes["长城"] == 2 * 3 and fper._native_terms.rows == 4
+
+
+def test_the_core_decides_only_from_rules_it_can_hold(extension: None) -> None:
+    """A stopword with a lone surrogate (no UTF-8) leaves the deciding to Python; a words table of the wrong
+    size is refused."""
+    step = native.NativeTerms(64, 256, False)
+    assert not step.decide_terms(frozenset({"\ud800"}), {}, raw=False, by_length=False) and not step.decides
+    import esdedup_native
+
+    with pytest.raises(ValueError, match="one byte per code point"):
+        esdedup_native.TermCore(64, 256, False).decide_terms([32], b"\0" * 10, [], [], False, False)
+
+
 def test_a_long_text_segmented_in_pieces(extension: None, switch_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     words = ["北京", "欢迎", "你", "。", "中国", "abc", " ", "123", "😀", "台湾居民"]
@@ -193,15 +266,17 @@ def test_the_switch_and_the_configs_decide_the_term_step(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("answer, message", [
-    (([], b"", b"", b"", b""), "one code per token"),
-    (([0], b"\0" * 8, b"\0" * 8, b"", b"\0" * 8), "the hash data of every new row"),
-    (([0], b"\0" * 8, (300).to_bytes(8, "little"), b"\0" * 4, b"\0" * 8), "outside the vector's 256 dimensions"),
-    (([4], b"\0" * 8, b"\0" * 8, b"\0" * 4, b"\0" * 8), "code 4 names no row"),
+    (([], b"", b"", b"", b"", []), "one code per token"),
+    (([0], b"\0" * 8, b"\0" * 8, b"", b"\0" * 8, ["北京"]), "the hash data and term of every new row"),
+    (([0], b"\0" * 8, b"\0" * 8, b"\0" * 4, b"\0" * 8, []), "the hash data and term of every new row"),
+    (([0], b"\0" * 8, (300).to_bytes(8, "little"), b"\0" * 4, b"\0" * 8, ["北京"]),
+     "outside the vector's 256 dimensions"),
+    (([4], b"\0" * 8, b"\0" * 8, b"\0" * 4, b"\0" * 8, ["北京"]), "code 4 names no row"),
 ])
 def test_the_core_refuses_a_register_answer_that_does_not_fit(extension: None, answer: tuple, message: str) -> None:
     core = native.NativeTerms(64, 256, False)
     with pytest.raises(ValueError, match=message):
-        core.run([["北京"]], lambda tokens, rows: answer)
+        core.run([["北京"]], lambda tokens, rows: answer, None)
     assert core.rows == 0  # nothing of a refused answer is kept
 
 
@@ -338,7 +413,8 @@ def test_run_cut_refuses_pieces_that_do_not_add_up(extension: None, switch_on: N
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
     assert fper._native_terms is not None
     with pytest.raises(ValueError, match="pieces add up to 3"):
-        fper._native_terms.run_cut(fper._native_cut, ["北京", "欢迎"], [1, 2], fper._native_register)
+        fper._native_terms.run_cut(fper._native_cut, ["北京", "欢迎"], [1, 2], fper._native_register,
+                                   fper._native_learn)
 
 
 def test_the_switch_and_the_tokenizer_decide_the_core_cut(monkeypatch: pytest.MonkeyPatch) -> None:
