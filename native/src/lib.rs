@@ -18,14 +18,15 @@
 mod bands;
 mod clean;
 mod diversify;
+mod documents;
 mod fold;
 mod hmm;
 mod kernels;
 mod pairs;
 mod runkeys;
 mod segment;
-mod spaced;
 mod shingles;
+mod spaced;
 mod terms;
 
 use pyo3::exceptions::PyValueError;
@@ -40,7 +41,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 5;
+const API_VERSION: u32 = 6;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -339,6 +340,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runkeys::RunKeys>()?;
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(documents::dedup_members, m)?)?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
