@@ -38,6 +38,7 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from importlib import resources as importlib_resources
 from typing import Any
 
@@ -45,8 +46,9 @@ import numpy as np
 
 from esdedup._version import __version__
 from esdedup.errors import ConfigError
+from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.fingerprinter import Fingerprint
+from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.simhash import to_hex
 
@@ -287,3 +289,20 @@ def dedup_members(fp: Fingerprint, config: FingerprintConfig, normalized_sha1: s
     """`dedup_source` as JSON object members without the braces (`esdedup.store.base.NewDoc.dedup_json`):
     encoded where the fingerprint is made, spliced into the document's JSON by a store that sends JSON."""
     return json_bytes(dedup_source(fp, config, normalized_sha1))[1:-1]
+
+
+def dedup_members_many(batches: Sequence[FingerprintColumns], config: FingerprintConfig,
+                       normalized_sha1s: Sequence[str | None]) -> list[bytes]:
+    """`dedup_members` of every fingerprint of some batches of columns (`Fingerprinter.fingerprint_columns`),
+    in order, each with its content SHA-1: a batch at a time from its columns by the native core where it
+    writes the same bytes (`esdedup.fingerprint.native.dedup_members`), else fingerprint by fingerprint."""
+    out: list[bytes] = []
+    fields = band_fields(config)
+    for columns in batches:
+        sha1s = normalized_sha1s[len(out):len(out) + len(columns)]
+        encoded = native.dedup_members(columns, sha1s, config, fields)
+        if encoded is None:
+            fps = columns.fingerprints()
+            encoded = [dedup_members(fp, config, sha1) for fp, sha1 in zip(fps, sha1s, strict=True)]
+        out.extend(encoded)
+    return out

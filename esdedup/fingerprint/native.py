@@ -32,7 +32,9 @@ and whitespace of `esdedup.fingerprint.normalize._after_clean`, from this interp
 
 For ingest and the embedded store: the run index's key table (`run_keys`, what
 `esdedup.ingest.runindex._KeyTable` keeps in dicts), the run keys' hashes (`key_hashes`) and the text
-index's spacing of CJK characters (`spaced_texts`).
+index's spacing of CJK characters (`spaced_texts`). For the Elasticsearch store, each document's ``dedup``
+members as JSON, made from a batch's columns (`dedup_members`: the bytes of `esdedup.schema.dedup_members`;
+a config that stores the vector is encoded in Python).
 
 Used when the extension is importable, reports the `API_VERSION` this module expects, and the environment
 variable ``ESDEDUP_NATIVE`` is not ``0`` when a `Fingerprinter` is made; otherwise (`unavailable_reason`
@@ -46,7 +48,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, partial
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -56,6 +58,9 @@ from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.normalize import is_word_char
 from esdedup.fingerprint.tokenize import jieba_fast_applies
+
+if TYPE_CHECKING:
+    from esdedup.fingerprint.fingerprinter import FingerprintColumns
 
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
@@ -486,3 +491,25 @@ def spaced_texts(texts: list[str], ranges: Sequence[tuple[int, int]]) -> list[st
     if not enabled():
         return None
     return _EXTENSION.spaced_texts(texts, list(ranges))  # type: ignore[no-any-return, union-attr]
+
+
+def dedup_members(columns: FingerprintColumns, sha1s: Sequence[str | None], config: FingerprintConfig,
+                  band_fields: Sequence[str]) -> list[bytes] | None:
+    """`esdedup.schema.dedup_members` of each fingerprint of ``columns`` with its content SHA-1, in the
+    extension, the GIL released: the same bytes (``band_fields``: `esdedup.schema.band_fields` of
+    ``config``). None when the extension is not in use, or for the whole batch when the core would not write
+    what orjson writes: the config stores the vector (orjson formats the floats), a string would need JSON
+    escaping, an LSH key is not a canonical decimal, or a value is out of the core's range."""
+    if not enabled() or config.stores_vector:
+        return None
+    signed = [sig is not None for sig in columns.minhash]
+    sigs = [sig for sig in columns.minhash if sig is not None]
+    # The cast of `esdedup.schema.encode_minhash`, for all signatures at once.
+    stacked = np.asarray(np.stack(sigs) if sigs else np.zeros((0, 0)), dtype=mh.SIGNATURE_DTYPE)
+    try:
+        return _EXTENSION.dedup_members(  # type: ignore[no-any-return, union-attr]
+            columns.simhashes, columns.bits, columns.lengths, columns.chars, columns.shingles, columns.empties,
+            stacked.tobytes(), signed, stacked.shape[1], columns.bands, columns.lsh, list(sha1s),
+            list(band_fields))
+    except (OverflowError, UnicodeEncodeError):  # a value beyond 128 or 64 bits, a lone surrogate
+        return None

@@ -26,7 +26,7 @@ import numpy as np
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns, Fingerprinter
 from esdedup.readers import Record, Rejected
-from esdedup.schema import content_sha1, dedup_members
+from esdedup.schema import content_sha1, dedup_members_many
 
 #: Records as the run reads them, the rejected ones in their places: one task for a worker.
 Batch = list[Record | Rejected]
@@ -61,41 +61,35 @@ def _die_with(parent: int) -> None:
 
 def _fingerprint_batch(texts: list[str], encode: bool) -> Fingerprinted:
     assert _WORKER is not None
-    if encode:
-        return fingerprint_with(_WORKER, texts, encode=encode)
-    # Nothing here reads the fingerprints: they go straight from the Fingerprinter's columns to the pickled
-    # ones, with no object made for each.
-    norms = _WORKER.normalize_many(texts)
-    return Fingerprinted.packed(_pack_columns(_WORKER.fingerprint_columns(norms)), [content_sha1(n) for n in norms])
+    return fingerprint_with(_WORKER, texts, encode=encode)
 
 
 def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> Fingerprinted:
     """What a worker does with one task, also done in the calling thread (`esdedup.ingest.service.Ingester`): each
-    text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too."""
+    text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too, made
+    from the Fingerprinter's columns (`esdedup.schema.dedup_members_many`) with no fingerprint object."""
     norms = fper.normalize_many(texts)
-    return Fingerprinted(fper.fingerprint_normalized(norms), [content_sha1(norm) for norm in norms],
-                         fper.config if encode else None)
+    columns = fper.fingerprint_columns(norms)
+    sha1s = [content_sha1(norm) for norm in norms]
+    return Fingerprinted(columns, sha1s, dedup_members_many(columns, fper.config, sha1s) if encode else None)
 
 
 class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
     """A batch of fingerprints with the content SHA-1 of each text, as a worker process sends it back: the
     fingerprints travel as a few columns (one array of vectors, one of signatures, flat key lists) instead
     of one pickled object with arrays and lists per document, and without the exact TF tables (not stored,
-    and dearer to pickle than to compute). With ``config``, each document's ``dedup`` fields are encoded as
-    JSON here too (`NewDoc.dedup_json`), in the worker processes rather than in the process that writes."""
+    and dearer to pickle than to compute). ``dedup_json``: each document's ``dedup`` fields encoded as JSON
+    (`NewDoc.dedup_json`), made in the worker processes rather than in the process that writes. The
+    fingerprint objects are made when the run first reads them."""
 
-    def __init__(self, fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig | None = None) -> None:
+    def __init__(self, columns: list[FingerprintColumns], sha1s: list[str],
+                 dedup_json: list[bytes] | None = None) -> None:
         self.sha1s = sha1s
-        self._fps: list[Fingerprint] | None = fps
-        self._columns: tuple[Any, ...] = ()
-        self.dedup_json = _encode_dedup(fps, sha1s, config) if config is not None else None
-
-    @classmethod
-    def packed(cls, columns: tuple[Any, ...], sha1s: list[str]) -> Fingerprinted:
-        """A batch given as the columns it travels as (`_pack_fingerprints`), without ``dedup`` JSON."""
-        out = cls([], sha1s)
-        out._fps, out._columns = None, columns
-        return out
+        self.dedup_json = dedup_json
+        #: The Fingerprinter's columns in the process that made them; after pickling, what they were packed to.
+        self._columns: list[FingerprintColumns] | None = columns
+        self._packed: tuple[Any, ...] = ()
+        self._fps: list[Fingerprint] | None = None
 
     def __len__(self) -> int:
         return len(self.sha1s)
@@ -105,49 +99,32 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
 
     def fingerprints(self) -> list[Fingerprint]:
         if self._fps is None:
-            self._fps, self._columns = _unpack_fingerprints(self._columns), ()
+            if self._columns is not None:
+                self._fps = list(chain.from_iterable(c.fingerprints() for c in self._columns))
+            else:
+                self._fps = _unpack_fingerprints(self._packed)
         return self._fps
 
     def __getstate__(self) -> dict[str, Any]:
-        columns = self._columns if self._fps is None else _pack_fingerprints(self._fps)
-        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_fps": None, "_columns": columns}
-
-
-def _encode_dedup(fps: list[Fingerprint], sha1s: list[str], config: FingerprintConfig) -> list[bytes]:
-    """Each fingerprint's ``dedup`` object (`esdedup.schema.dedup_source`) as JSON object members, braces
-    stripped, so that the writer can add the labels and splice it into the document's JSON."""
-    return [dedup_members(fp, config, sha1) for fp, sha1 in zip(fps, sha1s, strict=True)]
-
-
-def _pack_fingerprints(fps: list[Fingerprint]) -> tuple[Any, ...]:
-    """`_packed` of some fingerprints."""
-    return _packed([fp.simhash for fp in fps], [fp.length for fp in fps], [fp.chars for fp in fps],
-                   [fp.shingles for fp in fps], [fp.empty for fp in fps], fps[0].bits if fps else 64,
-                   np.stack([fp.vector for fp in fps]) if fps else None, [fp.minhash for fp in fps],
-                   [fp.bands for fp in fps], [fp.lsh for fp in fps])
+        packed = self._packed if self._columns is None else _pack_columns(self._columns)
+        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_columns": None, "_packed": packed,
+                "_fps": None}
 
 
 def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
-    """`_packed` of the fingerprints of some batches of columns, read from the columns."""
+    """The fingerprints of some batches of columns as the columns a batch travels as (`_unpack_fingerprints`
+    reads them): per-document scalars in lists, the vectors ((n, dims), None for no document) and the
+    signatures stacked in arrays, band and LSH keys in flat lists with a count per document."""
     def flat(name: str) -> list[Any]:
         return list(chain.from_iterable(getattr(b, name) for b in batches))
 
     n = sum(map(len, batches))
-    return _packed(flat("simhashes"), flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
-                   batches[0].bits if n else 64, np.concatenate([b.vectors for b in batches]) if n else None,
-                   flat("minhash"), flat("bands"), flat("lsh"))
-
-
-def _packed(simhashes: list[int], lengths: list[int], chars: list[int], shingles: list[int], empties: list[bool],
-            bits: int, vectors: np.ndarray | None, minhashes: list[np.ndarray | None], bands: list[list[str]],
-            lsh: list[list[str]]) -> tuple[Any, ...]:
-    """Fingerprints as the columns a batch travels as (`_unpack_fingerprints` reads them), from each one's
-    fields: per-document scalars in lists, the vectors ((n, dims), None for no document) and the signatures
-    stacked in arrays, band and LSH keys in flat lists with a count per document."""
+    minhashes, bands, lsh = flat("minhash"), flat("bands"), flat("lsh")
     sigs = [s for s in minhashes if s is not None]
-    return (simhashes, lengths, chars, shingles, empties, bits, vectors, np.stack(sigs) if sigs else None,
-            [s is not None for s in minhashes], list(map(len, bands)), list(chain.from_iterable(bands)),
-            list(map(len, lsh)), list(chain.from_iterable(lsh)))
+    return (flat("simhashes"), flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
+            batches[0].bits if n else 64, np.concatenate([b.vectors for b in batches]) if n else None,
+            np.stack(sigs) if sigs else None, [s is not None for s in minhashes], list(map(len, bands)),
+            list(chain.from_iterable(bands)), list(map(len, lsh)), list(chain.from_iterable(lsh)))
 
 
 def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:

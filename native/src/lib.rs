@@ -18,14 +18,15 @@
 mod bands;
 mod clean;
 mod diversify;
+mod documents;
 mod fold;
 mod hmm;
 mod kernels;
 mod pairs;
 mod runkeys;
 mod segment;
-mod spaced;
 mod shingles;
+mod spaced;
 mod termrules;
 mod terms;
 
@@ -340,6 +341,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runkeys::RunKeys>()?;
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(documents::dedup_members, m)?)?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
