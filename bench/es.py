@@ -12,7 +12,7 @@ per batch, labels) into an index with the dedup fields.
 The node is warmed up first (one untimed plain and one untimed esdedup bulk: a cold JVM indexes at about half
 its warm rate, so whichever run came first would look slow). The plain and server's-share bulks run --rounds
 times (median reported, range in brackets); each row also gives the CPU seconds of the node (`_nodes/stats`)
-and of the client (this process with its threads, and any fingerprint worker processes), which share the machine's cores here.
+and of the client (this process and its fingerprint workers), which share the machine's cores here.
 For the node's cost of each group of dedup fields, see bench/es_fields.py.
 """
 from __future__ import annotations
@@ -85,8 +85,7 @@ def client_cpu_seconds() -> float:
 
 
 def main_cpu_seconds() -> float:
-    """CPU seconds of this process (its threads: the run, the writer, a fingerprinting thread and the native
-    core's)."""
+    """CPU seconds of this process (its threads: the run, the writer)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
@@ -132,9 +131,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--es", help="a running cluster (default: start a local node)")
-    ap.add_argument("--workers", type=int, default=0,
-                    help="ingest's --workers (default 0, as ingest: a thread where the native core fingerprints the "
-                         "config whole, else one process per CPU)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--tokenizer", default="jieba")
     ap.add_argument("--strategy", default="auto", help="FingerprintConfig.strategy (auto, simhash, minhash)")
     ap.add_argument("--lookups", type=int, default=1000)
@@ -274,7 +271,7 @@ def main() -> None:
     section = (f"\n## Elasticsearch (bench/es.py)\n\n`{cmd.strip()}` — {when}, this machine"
                f" (2 cores, 24 GiB), Elasticsearch 8.19.21 single node (heap 1 GiB, 1 shard, 0 replicas), "
                f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, tokenizer "
-               f"{args.tokenizer}, strategy {args.strategy}, ingest --workers {args.workers}, bulk chunks of {args.chunk}"
+               f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}"
                f"{'; node pinned to CPU 0, client and workers to CPU 1' if args.pin else ''}; "
                f"node warmed up first, plain and server's share: median of {args.rounds} rounds (range).\n\n"
                + "\n".join(table) + "\n")

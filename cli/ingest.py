@@ -81,9 +81,7 @@ def ingest(
     )] = "label",
     dead_letter: Annotated[Path | None, typer.Option(
         help="JSONL file for failed and skipped records (default: <index>.dead-letter.jsonl).")] = None,
-    workers: Annotated[int, typer.Option(min=0, help=(
-        "Fingerprinting workers: 0 = a thread beside the run where the native core fingerprints the config whole "
-        "(it uses every CPU), else one process per CPU; 1 = in the run's own thread; N = N processes."))] = 0,
+    workers: Annotated[int, typer.Option(min=0, help="Fingerprinting processes (0 = one per CPU).")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run from its checkpoint.")] = False,
     checkpoint: Annotated[Path | None, typer.Option(
         help="Checkpoint file (default: in the data folder, per server, index and input paths).")] = None,

@@ -78,7 +78,7 @@ def eval_command(
         help="Hamming distances to sweep (default 0..the index's hamming_k).")] = None,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
     workers: Annotated[int, typer.Option(
-        min=0, help="Fingerprinting workers while indexing (as `ingest --workers`; 0 = automatic).")] = 0,
+        min=0, help="Fingerprinting processes while indexing (0 = one per CPU).")] = 0,
     id_field: Annotated[str, typer.Option(help="Document id field of --docs.")] = "id",
     text_field: Annotated[str, typer.Option(help="Text field of --docs.")] = "text",
     top: Annotated[int, typer.Option(min=1, help="Settings listed (best F1 first).")] = 5,

@@ -289,17 +289,6 @@ class Fingerprinter:
         # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
         self._native_bands = native.band_keys_step(self.layout)
 
-    @property
-    def in_core(self) -> bool:
-        """Whether the native core computes this config's fingerprints whole, a batch at a time with the GIL
-        released and spread over the CPUs: normalisation (without t2s, which OpenCC does text by text),
-        segmentation, the terms of new tokens and, where the config has them, MinHash signatures. Ingest then
-        fingerprints in a thread beside the run rather than in worker processes."""
-        cfg = self.config
-        return (self._native_clean is not None and not cfg.t2s and self._native_cut is not None
-                and self._native_terms is not None and self._native_terms.decides
-                and (self._native_minhash is not None or not cfg.gets_signatures))
-
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
         if not isinstance(text, str):

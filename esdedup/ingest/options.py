@@ -97,7 +97,6 @@ class IngestOptions:
         if self.on_duplicate not in ON_DUPLICATE:
             raise ConfigError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE)}, got {self.on_duplicate!r}")
         if self.workers < 0:
-            raise ConfigError(f"workers must be >= 0 (0 = automatic, 1 = in the calling thread, N = N processes), "
-                              f"got {self.workers}")
+            raise ConfigError(f"workers must be >= 0 (0 = one per CPU), got {self.workers}")
         if self.resume and not self.checkpoint:
             raise ConfigError("resume needs a checkpoint file")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -95,7 +96,7 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
     input ends, the store fails or SIGTERM asks the run to stop."""
     started = time.monotonic()
     store, opts, summary = run.store, run.opts, run.summary
-    workers = Workers(run.config, opts.workers, encode=run.sharing.takes_json)
+    workers = Workers(run.config, opts.workers or (os.cpu_count() or 1), encode=run.sharing.takes_json)
     retried_before = store.retried
     stop = Stop()
     try:
@@ -114,8 +115,8 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
                 store.refresh()
                 raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
                                  f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
-                                 "records read were not written (a resumed run reads them again); fingerprinting "
-                                 "was stopped", summary=summary, signal_name=stop.asked)
+                                 "records read were not written (a resumed run reads them again); the worker "
+                                 "processes were stopped", summary=summary, signal_name=stop.asked)
             run.finish()
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)

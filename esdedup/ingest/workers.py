@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, TimeoutError
+from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
 from itertools import chain
 from typing import Any
 
@@ -143,38 +143,24 @@ def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
 
 
 class Workers:
-    """Fingerprinting beside the run, batches kept in input order with at most ``workers + 1`` of them in
-    flight: in ``workers`` processes (2 or more); in the calling thread (1); or, by default (0), in one thread
-    of this process when the native core computes the config's fingerprints whole (`Fingerprinter.in_core`:
-    it spreads a batch over the CPUs itself, and nothing is pickled), else in one process per CPU."""
+    """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
+    order with at most ``workers + 1`` of them in flight."""
 
     def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False) -> None:
-        self._encode = encode
-        self._pool: Executor | None = None
-        self._local: Fingerprinter | None = None
-        if workers == 0:
-            local = Fingerprinter(config)
-            if local.in_core:
-                workers, self._local = 1, local
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="esdedup-fingerprint")
-            else:
-                workers = os.cpu_count() or 1
         self.workers = workers
+        self._encode = encode
+        self._pool: ProcessPoolExecutor | None = None
         if workers > 1:
             self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid()))
-        elif self._local is None:
-            self._local = Fingerprinter(config)
+        self._local = None if self._pool else Fingerprinter(config)
         #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
         self._in_flight: deque[tuple[Batch, Future | Fingerprinted]] = deque()
 
     def _submit(self, batch: Batch) -> Future | Fingerprinted:
         texts = [r.text for r in batch if isinstance(r, Record)]
-        if isinstance(self._pool, ProcessPoolExecutor):
-            return self._pool.submit(_fingerprint_batch, texts, self._encode)
-        assert self._local is not None
         if self._pool is not None:
-            return self._pool.submit(fingerprint_with, self._local, texts, encode=self._encode)
-        return fingerprint_with(self._local, texts, encode=self._encode)
+            return self._pool.submit(_fingerprint_batch, texts, self._encode)
+        return fingerprint_with(self._local, texts, encode=self._encode)  # type: ignore[arg-type]
 
     def in_order(self, batches: Iterator[Batch], stop: Stop) -> Iterator[tuple[Batch, Fingerprinted]]:
         """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""
@@ -215,8 +201,7 @@ class Workers:
         return sum(len(batch) for batch, _ in self._in_flight)
 
     def close(self, *, terminate: bool = False) -> None:
-        """Shut the workers down; ``terminate``: at once, with the tasks they are working on (a thread
-        finishes the batch it is fingerprinting, and nothing reads it)."""
+        """Shut the workers down; ``terminate``: at once, with the tasks they are working on."""
         if self._pool is None:
             return
         processes = list((getattr(self._pool, "_processes", None) or {}).values())

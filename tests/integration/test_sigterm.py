@@ -1,4 +1,4 @@
-"""SIGTERM to a running `esdedup ingest`: its worker processes (or its fingerprinting thread) go with it, the run says what it
+"""SIGTERM to a running `esdedup ingest`: the worker processes go with it, the run says what it
 wrote and what it read but did not write, and a resumed run finishes the job. The CLI runs as a real
 subprocess; no mocks.
 """
@@ -9,7 +9,6 @@ import signal
 import time
 from pathlib import Path
 
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter
 from esdedup.store.local import LocalStore
 from tests.reliability import last_json, run_cli, start_cli, wait_for, write_corpus
 
@@ -69,43 +68,6 @@ def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_pa
     store.close()
 
 
-def test_sigterm_with_fingerprinting_in_a_thread_loses_no_record(tmp_path):
-    """By default, where the native core fingerprints the config whole, ingest fingerprints in a thread of its
-    own process (no worker process); SIGTERM then ends the run the same way: after the batch it is writing, the
-    counts and what a resumed run reads again, and the resumed run writes the rest."""
-    import os
-
-    in_core = Fingerprinter(FingerprintConfig()).in_core
-    assert in_core or os.environ.get("ESDEDUP_REQUIRE_NATIVE") != "1"  # CI builds the core: the thread is tested
-    data, ck = tmp_path / "data", tmp_path / "ck.json"
-    docs = write_corpus(tmp_path / "in.jsonl", 30_000, seed=63)
-    args = ("ingest", tmp_path / "in.jsonl", "--index", "thr", "--data-dir", data, "--checkpoint", ck,
-            "--dead-letter", tmp_path / "dl.jsonl", "--json")
-    proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err")
-    try:
-        wait_for(ck.exists, timeout=300, interval=0.2, what="the first batch written")
-        assert (_children(proc.pid) == []) == in_core
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    err = (tmp_path / "err").read_text()
-    assert code == 143, err[-3000:]
-    assert "Traceback" not in err and err.startswith("Error: stopped by SIGTERM: read "), err[-3000:]
-    counts = re.search(r"read (\d+) = indexed (\d+) \+ skipped (\d+) \+ failed (\d+); \d+ more", err)
-    assert counts is not None, err[-3000:]
-    read, indexed, skipped, failed = map(int, counts.groups())
-    assert read == indexed + skipped + failed and 0 < read < len(docs)
-    r = run_cli(*args, "--resume", timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert last_json(r.stdout)["read"] == len(docs) - read
-    store = LocalStore("thr", data)
-    store.open(None, create=False)
-    assert store.count() == len(docs)
-    store.close()
-
-
 def test_ctrl_c_reports_like_sigterm(tmp_path):
     """Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends it) ends the run the way SIGTERM
     does: after the batch it is writing, one line with the counts and what a resumed run reads again, exit 130."""
@@ -129,8 +91,8 @@ def test_ctrl_c_reports_like_sigterm(tmp_path):
     assert code == 130, err[-3000:]
     [line] = err.splitlines()
     assert re.fullmatch(r"Error: stopped by SIGINT: read (\d+) = indexed \d+ \+ skipped \d+ \+ failed \d+; \d+ more "
-                        r"records read were not written \(a resumed run reads them again\); fingerprinting was "
-                        r"stopped", line), line
+                        r"records read were not written \(a resumed run reads them again\); the worker processes "
+                        r"were stopped", line), line
     first_read = int(line.split("read ", 1)[1].split()[0])
     deadline = time.monotonic() + 20
     while any(map(_running, workers)) and time.monotonic() < deadline:

@@ -1,7 +1,6 @@
 """The fingerprint worker pool (esdedup/ingest/workers.py): what crosses from a worker process to the run."""
 from __future__ import annotations
 
-import os
 import pickle
 
 import numpy as np
@@ -57,43 +56,3 @@ def test_in_process_fingerprints_keep_their_term_weights() -> None:
     got = fingerprint_with(fper, texts, encode=True)
     assert [dict(fp.tf) for fp, _ in got] == [dict(fp.tf) for fp in fper.fingerprint_many(texts)]
     assert dict(got[0][0].tf)
-
-
-def test_by_default_the_core_fingerprints_in_a_thread_and_other_configs_in_processes(
-        extension: None, switch_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers(..., 0): one thread beside the run where the native core computes the config's fingerprints
-    whole (the batches come back in input order, as the calling thread would make them); one process per CPU
-    where it does not (t2s: OpenCC converts text by text in Python), and without the core."""
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-
-    from esdedup.ingest.workers import Stop
-    from esdedup.readers import Record
-
-    texts = [d["text"] for d in make_corpus(60, 10)[0]]
-    batches = [[Record(id=str(i), text=t, title=None, fields={}, source="t", location=str(i), offset=0,
-                       encoding="utf-8") for i, t in enumerate(texts[k:k + 7], start=k)]
-               for k in range(0, len(texts), 7)]
-    config = FingerprintConfig()
-    assert Fingerprinter(config).in_core
-    pool = workers.Workers(config, 0, encode=True)
-    try:
-        assert isinstance(pool._pool, ThreadPoolExecutor) and pool.workers == 1
-        got = list(pool.in_order(iter(batches), Stop()))
-    finally:
-        pool.close()
-    assert [b for b, _ in got] == batches
-    inline = Fingerprinter(config)
-    for batch, results in got:
-        want = fingerprint_with(inline, [r.text for r in batch], encode=True)
-        assert results.sha1s == want.sha1s and results.dedup_json == want.dedup_json
-        assert [fp.simhash for fp in results.fingerprints()] == [fp.simhash for fp in want.fingerprints()]
-    for other in (FingerprintConfig(t2s=True), FingerprintConfig(tokenizer="char", shingle=2)):
-        assert not Fingerprinter(other).in_core
-    processes = workers.Workers(FingerprintConfig(t2s=True), 0)
-    try:
-        assert processes.workers == (os.cpu_count() or 1)
-        assert isinstance(processes._pool, ProcessPoolExecutor) == (processes.workers > 1)
-    finally:
-        processes.close()
-    monkeypatch.setenv("ESDEDUP_NATIVE", "0")
-    assert not Fingerprinter(config).in_core
