@@ -363,7 +363,7 @@ impl TermCore {
         });
         let mut new = NewRows {
             codes,
-            terms: Vec::new(),
+            terms,
             digest: Vec::with_capacity(data.len() * bits / 8),
             bucket: Vec::with_capacity(data.len()),
             sign: Vec::with_capacity(data.len()),
@@ -375,7 +375,6 @@ impl TermCore {
             new.sign.push(d.sign);
             new.factor.push(d.factor);
         }
-        new.terms = terms;
         Some(new)
     }
 }
@@ -698,18 +697,16 @@ impl TermCore {
             let learn = learn.as_ref().ok_or_else(|| {
                 PyValueError::new_err("the core decides new tokens itself: learn must be given")
             })?;
-            let nbytes = self.nbytes();
             let added = new.terms.len();
             learn.call1((
                 PyList::new(py, tokens)?,
-                new.codes.clone(),
+                PyList::new(py, &new.codes)?,
                 PyList::new(py, &new.terms)?,
                 PyBytes::new(py, &new.digest),
                 le_bytes(py, new.bucket.iter().map(|&b| b as i64), added, i64::to_le_bytes)?,
                 le_bytes(py, new.sign.iter().map(|&v| v as f32), added, f32::to_le_bytes)?,
                 le_bytes(py, new.factor.iter().copied(), added, f64::to_le_bytes)?,
             ))?;
-            debug_assert_eq!(new.digest.len(), added * nbytes);
             self.keep(keys, &new);
             return Ok(());
         }
