@@ -485,7 +485,7 @@ def key_hashes(keys: Sequence[str]) -> np.ndarray | None:
 
 
 def spaced_texts(texts: list[str], ranges: Sequence[tuple[int, int]]) -> list[str | None] | None:
-    """`esdedup.store.local.browse.spaced` of each text (``ranges``: the code points it sets apart) in the
+    """`esdedup.store.local.texts.spaced` of each text (``ranges``: the code points it sets apart) in the
     extension, the GIL released: None for a text it leaves to Python (a lone surrogate); None when the
     extension is not in use."""
     if not enabled():

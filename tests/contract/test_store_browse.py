@@ -144,14 +144,14 @@ def test_sample_is_random_bounded_and_repeatable(store):
 def test_without_a_text_index_the_local_store_reads_a_bounded_number_and_says_so(tmp_path, monkeypatch):
     """A file that has no text index and cannot get one (read-only, written before it) is searched by
     reading at most `SCAN_LIMIT` documents in write order, and the answer says how many were read."""
-    from esdedup.store.local import browse
+    from esdedup.store.local import texts
 
     s = LocalStore("ro", tmp_path)
     s.open(CONFIG)
     fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
     assert all(r.ok for r in s.write(NewDoc(f"d{k}", fp, {"text": TEXTS[k]}, content_sha1(TEXTS[k]))
                                      for k, fp in enumerate(fps)))
-    monkeypatch.setattr(browse, "SCAN_LIMIT", 3)
+    monkeypatch.setattr(texts, "SCAN_LIMIT", 3)
     s._texts.unavailable = True
     page = s.search_text("黄河", size=10)
     assert ([h.id for h in page.hits], page.searched) == (["d1"], 3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.readers.records import STRICT_JSON, strict_json
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc
-from esdedup.store.local import LocalStore
+from esdedup.store.local import LocalStore, texts
 from esdedup.store.local.rows import (
     INSERT_DOC,
     doc_rows,
@@ -23,6 +24,7 @@ from esdedup.store.local.rows import (
     stored_vector,
     stored_vectors,
 )
+from esdedup.store.local.texts import texts_path
 
 TEXTS = ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。", "",
          "The quick brown fox jumps over the lazy dog.", "千山鸟飞绝，万径人踪灭。𠀀𠀁 e\u0301"]
@@ -90,7 +92,8 @@ def test_stored_vectors_and_signatures_of_mixed_lengths_one_by_one():
 
 
 def _index(path) -> list[tuple]:
-    db = sqlite3.connect(path)
+    """Every entry of the collection ``path``'s text index: term, document, column, offset."""
+    db = sqlite3.connect(texts_path(path))
     try:
         db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, texts, instance)")
         return db.execute("SELECT * FROM temp.v ORDER BY term, doc, col, offset").fetchall()
@@ -99,9 +102,10 @@ def _index(path) -> list[tuple]:
 
 
 def test_the_text_index_of_documents_written_is_the_one_read_back_from_their_rows(tmp_path):
-    """A write indexes its documents' titles and texts from the sources in memory (a title that is not a
-    string, here a number, from its row); the index is the one a merge reading every row builds, and
-    replaced documents and documents written by another connection are indexed too."""
+    """A write keeps its documents' titles and texts from the sources in memory (a title that is not a
+    string, here a number, from its row) and indexes them at the next refresh; the index is the one a merge
+    reading every row builds, and replaced documents and documents written by another connection are
+    indexed too."""
     config = FingerprintConfig(tokenizer="rjieba")
     docs = _docs(config)
     docs[3].source["title"] = 12345
@@ -112,23 +116,26 @@ def test_the_text_index_of_documents_written_is_the_one_read_back_from_their_row
         stores.append(s)
     memory, rows = stores
     assert all(r.ok for r in memory.write(docs))
+    assert _indexed_seqs(memory.path) == set()  # held until the refresh
+    memory.refresh()
     # The same rows, with the text index caught up by reading them back (as for another writer's rows).
     db = rows._database.connect()
     with db:
         db.executemany(INSERT_DOC, doc_rows(docs, config.bits, config.stores_vector))
-    rows._texts.merge()
+    rows._texts.caught_up()
     assert _index(memory.path) == _index(rows.path) and _index(memory.path)
     # A new text under an id, written by each way again; another connection's write is caught up.
     again = [NewDoc("d0", docs[1].fingerprint, {"text": "黄河远上白云间"}, content_sha1("x"), "d0", None, seq=9)]
     assert all(r.ok for r in memory.write(again))
+    memory.refresh()
     with db:
         db.executemany(INSERT_DOC, doc_rows(again, config.bits, config.stores_vector))
-    rows._texts.merge()
+    rows._texts.caught_up()
     other = LocalStore("memory", tmp_path)
     other.open()
     assert all(r.ok for r in other.write([NewDoc("z", docs[0].fingerprint, {"text": "孤帆远影碧空尽"},
                                                  content_sha1("z"), "z", None, seq=10)]))
-    other.close()
+    other.close()  # without a refresh: what it held is read from the row
     assert [h.id for h in memory.search_text("远影碧空", size=5).hits] == ["z"]
     assert [h.id for h in memory.search_text("12345", size=5).hits] == ["d3"]
     assert [h.id for h in memory.search_text("白云", size=5).hits] == ["d0"]
@@ -137,7 +144,132 @@ def test_the_text_index_of_documents_written_is_the_one_read_back_from_their_row
         db.executemany(INSERT_DOC, doc_rows([NewDoc("z", docs[0].fingerprint, {"text": "孤帆远影碧空尽"},
                                                     content_sha1("z"), "z", None, seq=10)], config.bits,
                                             config.stores_vector))
-    rows._texts.merge()
+    rows._texts.caught_up()
     assert _index(memory.path) == _index(rows.path)
     for s in stores:
         s.drop()
+
+
+def _indexed_seqs(path) -> set[int]:
+    """The ``seq`` of every document the collection ``path``'s text index holds (none before it has one)."""
+    db = sqlite3.connect(texts_path(path))
+    try:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'texts'").fetchone() is None:
+            return set()
+        db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, texts, instance)")
+        return {r[0] for r in db.execute("SELECT DISTINCT doc FROM temp.v")}
+    finally:
+        db.close()
+
+
+def test_held_texts_are_indexed_by_a_thread_in_few_large_transactions_and_found_before_that(tmp_path,
+                                                                                              monkeypatch):
+    """Writes keep their texts until `HELD_DOCS` documents (or `HELD_CHARS` characters) are held, then a
+    thread of the store indexes them in one transaction; a search before that finds them all the same."""
+    monkeypatch.setattr(texts, "HELD_DOCS", 3)
+    threads = []
+    catch_up = texts.catch_up
+
+    def recorded(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return catch_up(*args, **kwargs)
+
+    monkeypatch.setattr(texts, "catch_up", recorded)
+    config = FingerprintConfig(tokenizer="rjieba")
+    docs = _docs(config)
+    s = LocalStore("held", tmp_path)
+    s.open(config)
+    for d in docs[:2]:
+        assert all(r.ok for r in s.write([d]))
+    s._texts.wait()
+    assert _indexed_seqs(s.path) == set() and threads == []
+    assert all(r.ok for r in s.write([docs[2]]))
+    s._texts.wait()
+    assert _indexed_seqs(s.path) == {1, 2}  # d2 has neither title nor text: nothing to index
+    assert threads == ["esdedup-texts"]
+    assert all(r.ok for r in s.write([docs[3]]))
+    s._texts.wait()
+    assert _indexed_seqs(s.path) == {1, 2}
+    assert [h.id for h in s.search_text("quick brown", size=5).hits] == ["d3"]
+    assert _indexed_seqs(s.path) == {1, 2, 4}
+    assert threads == ["esdedup-texts", "esdedup-texts", threading.current_thread().name]
+    monkeypatch.setattr(texts, "HELD_CHARS", 1)
+    assert all(r.ok for r in s.write([docs[4]]))
+    s._texts.wait()
+    assert _indexed_seqs(s.path) == {1, 2, 4, 5}
+    s.drop()
+    assert not texts_path(s.path).exists()
+
+
+def test_a_text_index_left_by_a_deleted_collection_is_built_again(tmp_path):
+    """The text index names its collection: a collection deleted by hand and made again under the same name
+    does not find the old collection's texts."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    docs = _docs(config)
+    s = LocalStore("again", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write(docs[:2]))
+    assert [h.id for h in s.search_text("明月", size=5).hits] == ["d0"]
+    s.close()
+    s.path.unlink()
+    s = LocalStore("again", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write([docs[3]]))
+    assert s.search_text("明月", size=5).hits == []
+    assert _indexed_seqs(s.path) == {1}
+    s.drop()
+
+
+def test_a_text_index_an_older_esdedup_kept_in_the_collection(tmp_path):
+    """A collection whose text index an older esdedup kept in the collection's own file: searched there
+    while the file cannot be written, replaced by an index of its own once it can."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    docs = _docs(config)
+    s = LocalStore("older", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write(docs))
+    s.close()
+    texts_path(s.path).unlink(missing_ok=True)
+    db = sqlite3.connect(s.path)
+    with db:
+        db.execute("DELETE FROM meta WHERE key = 'text_index'")
+        db.execute("CREATE VIRTUAL TABLE texts USING fts5(title, body, content='', "
+                   "tokenize='unicode61 remove_diacritics 2')")
+        db.execute("INSERT INTO texts (rowid, title, body) VALUES (5, '', '千 山 鸟 飞 绝')")
+        db.execute("INSERT INTO meta VALUES ('indexed:texts', '5')")
+    db.close()
+    s = LocalStore("older", tmp_path)
+    s.open()
+    s._database.read_only = True  # as a file this process may not write is found
+    assert [h.id for h in s.search_text("飞绝", size=5).hits] == ["d4"]
+    assert s.search_text("明月", size=5).hits == []  # the older index held d4 alone
+    assert not texts_path(s.path).exists()
+    s.close()
+    s = LocalStore("older", tmp_path)
+    s.open()
+    assert [h.id for h in s.search_text("明月", size=5).hits] == ["d0"]
+    db = sqlite3.connect(s.path)
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'texts'").fetchone() is None
+    assert db.execute("SELECT value FROM meta WHERE key = 'indexed:texts'").fetchone() is None
+    db.close()
+    s.drop()
+
+
+def test_texts_indexed_in_one_statement_are_indexed_as_a_row_at_a_time(tmp_path):
+    """`texts._insert` hands SQLite the rows as one JSON array: the index is the one a statement a row
+    makes, for quotes, backslashes, controls, separators, emoji and text beyond the BMP; a text JSON cannot
+    carry (a lone surrogate) is refused as a row at a time refuses it."""
+    hard = ['引号"与\\反斜杠', "控制\x01字符\n换行\t", "分隔\u2028符\u2029", "表情😀与𠀀", "naïve Ω", "", "  "]
+    rows = [(k + 1, texts.spaced(t), texts.spaced(hard[-1 - k])) for k, t in enumerate(hard)]
+    entries = []
+    for name, insert in (("json", texts._insert), ("rows", lambda db, r: db.executemany(
+            "INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", r))):
+        db = sqlite3.connect(tmp_path / name, isolation_level=None)
+        db.executescript(texts._SCHEMA)
+        insert(db, rows)
+        db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, texts, instance)")
+        entries.append(db.execute("SELECT * FROM temp.v ORDER BY term, doc, col, offset").fetchall())
+        with pytest.raises(UnicodeEncodeError):
+            insert(db, [(99, "a\ud800", "b")])
+        db.close()
+    assert entries[0] == entries[1] and len(entries[0]) > 20

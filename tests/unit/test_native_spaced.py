@@ -1,5 +1,5 @@
-"""The text index's spacing of CJK characters (`esdedup.store.local.browse.spaced`), done for a batch in the
-native core (`esdedup_native.spaced_texts`, `browse.spaced_many`), gives what the Python function gives.
+"""The text index's spacing of CJK characters (`esdedup.store.local.texts.spaced`), done for a batch in the
+native core (`esdedup_native.spaced_texts`, `texts.spaced_many`), gives what the Python function gives.
 Skips without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (the `extension` fixture, tests/unit/conftest.py)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from esdedup.fingerprint import native
-from esdedup.store.local.browse import CJK_RANGES, spaced, spaced_many
+from esdedup.store.local.texts import CJK_RANGES, spaced, spaced_many
 
 EDGES = "".join(chr(c) for lo, hi in CJK_RANGES for c in (lo - 1, lo, hi, hi + 1))
 texts_st = st.lists(st.text(alphabet=st.characters(codec=None) | st.sampled_from(EDGES + "中文 é\ud800"),

@@ -35,7 +35,7 @@ from esdedup.store.base import (
     validate_name,
 )
 from esdedup.store.local import labels as cluster_labels
-from esdedup.store.local.browse import ClusterSizes, TextIndex, sample
+from esdedup.store.local.browse import ClusterSizes, sample
 from esdedup.store.local.keys import KeyTables
 from esdedup.store.local.rows import INSERT_DOC, doc_rows, stored_docs
 from esdedup.store.local.sqlite import (
@@ -47,6 +47,7 @@ from esdedup.store.local.sqlite import (
     default_data_dir,
     marks,
 )
+from esdedup.store.local.texts import TextIndex
 from esdedup.util.filelock import FileLock
 
 #: Rows per transaction when writing.
@@ -132,13 +133,18 @@ class LocalStore:
         return self._config
 
     def close(self) -> None:
+        self._texts.close()
         self._database.close()
 
     def drop(self) -> None:
+        self._texts.drop()
         self._database.drop()
 
+    @_sql_errors
     def refresh(self) -> None:
-        """Nothing to do: every write is visible at once (reads index newer documents when they need to)."""
+        """Every write is visible at once; the text index takes in the texts this connection holds (a search
+        would read them from their rows otherwise)."""
+        self._texts.flush()
 
     def alone(self) -> bool:
         """Writers never settle here (`write_lock` serialises them), so this does not matter: True."""
@@ -178,8 +184,7 @@ class LocalStore:
                 batch = []
         if batch:
             yield from self._write_batch(db, config, batch, texts)
-        # The text index catches up once a call, in bulk (cheaper than an FTS insert per transaction).
-        self._texts.merge(texts)
+        self._texts.hold(texts)
 
     def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc],
                      texts: dict[int, tuple[str, str]]) -> list[WriteResult]:
@@ -336,7 +341,7 @@ class LocalStore:
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         yield from self._keys.key_batches(max_bucket=max_bucket, lsh=lsh)
 
-    # -- browsing (see esdedup.store.local.browse) --------------------------------------------------
+    # -- browsing (see esdedup.store.local.browse and texts) ---------------------------------------------
     @_sql_errors
     def cluster_summary(self) -> ClusterSummary:
         return self._clusters.summary()

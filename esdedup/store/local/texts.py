@@ -1,0 +1,394 @@
+"""The embedded store's text index: what `esdedup.store.base.Store.search_text` reads.
+
+An FTS5 table ``texts`` (contentless: it keeps the index, not a second copy of the text), its rowid the
+document's ``seq``, in a file of its own beside the collection's (``<name>.sqlite.texts``, `texts_path`). A
+file of its own because the writing process indexes in a thread of its own (`_Indexer`) while the run labels
+its next batch: commits to another file neither wait for the collection's write lock nor look to the
+collection like another writer's (``PRAGMA data_version``, which `LocalStore.write_lock` reads).
+
+The index is caught up lazily, up to a ``seq`` remembered in its own ``meta``: `TextIndex.hold` keeps the
+texts `LocalStore.write` wrote, from their sources in memory, and hands them to the thread once they reach
+`HELD_DOCS` documents or `HELD_CHARS` characters (few large transactions: FTS5 writes a segment per
+transaction and merges its segments as they pile up); `TextIndex.flush` (at `LocalStore.refresh`: an
+ingest's end) hands over the rest and waits; a search first catches up with every document written since,
+reading from its row what no one held (another process's, or this one's before it stopped). A document
+replaced under its id gets a new ``seq``, so the old entry joins no row and drops out of the answers
+without a delete. The file names the collection it indexes (a random id in both ``meta`` tables): one whose
+collection was deleted and made again is emptied and built again.
+
+Chinese, Japanese and Korean characters are indexed one token each (`spaced`), so a query of any length
+matches characters in sequence as a phrase; other scripts are indexed by word. A collection whose text index
+cannot be written or read (a read-only file or folder without one) is searched by reading at most
+`SCAN_LIMIT` documents, and the answer says how many were read; a read-only collection written by an
+esdedup that kept the table inside the collection's file is searched there.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import re
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from esdedup.fingerprint import native
+from esdedup.store.base import FoundDoc, SearchPage, id_variants
+from esdedup.store.local.sqlite import BUSY_SECONDS, MAX_PARAMS, Database, chunks, is_read_only, marks
+
+log = logging.getLogger(__name__)
+
+#: Matches counted for a search's total, at most (a common character matches most of a collection).
+TOTAL_CAP = 1000
+#: Documents a search reads at most where there is no text index (a read-only file written before it).
+SCAN_LIMIT = 20_000
+#: Documents indexed per statement when the text index catches up.
+TEXT_CHUNK = 20_000
+#: Documents, and their characters, whose texts `TextIndex.hold` keeps before it hands them to the thread.
+HELD_DOCS = TEXT_CHUNK
+HELD_CHARS = 8 * 2**20
+#: Held batches waiting for the thread, at most (a writer faster than the index waits for it).
+QUEUED = 2
+#: The characters `spaced` sets apart (inclusive code point ranges): the CJK blocks.
+CJK_RANGES = ((0x2E80, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0x20000, 0x3FFFF))
+_CJK = re.compile("([" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES) + "])")
+#: The ``meta`` key of the collection's id, in both files, and of the last ``seq`` indexed.
+_ID_KEY = "text_index"
+_MARK_KEY = "indexed"
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+           "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(title, body, content='', "
+           "tokenize='unicode61 remove_diacritics 2');")
+
+#: The index searched as it is: the table an older esdedup kept in the collection's own file.
+IN_COLLECTION = "in the collection's file"
+#: The texts of documents by ``seq``: (title, body), each `spaced`.
+Texts = Mapping[int, tuple[str, str]]
+
+
+def texts_path(collection: Path) -> Path:
+    """The text index's file of the collection in ``collection``."""
+    return Path(str(collection) + ".texts")
+
+
+def spaced(text: str) -> str:
+    """``text`` with a space around each CJK character, so that FTS5's ``unicode61`` tokenizer makes each
+    one a token (it would take a run of them for one word)."""
+    # The split keeps each captured character as its own piece: joined with spaces, each stands alone.
+    return " ".join(_CJK.split(text))
+
+
+def spaced_many(texts: list[str]) -> list[str]:
+    """`spaced` of each text: in the native core when it is in use (`esdedup.fingerprint.native.spaced_texts`),
+    but for the texts it hands back."""
+    done = native.spaced_texts(texts, CJK_RANGES)
+    if done is None:
+        return [spaced(t) for t in texts]
+    return [spaced(t) if s is None else s for t, s in zip(texts, done, strict=True)]
+
+
+def fts_phrase(query: str) -> str | None:
+    """``query`` as one FTS5 phrase (its tokens in sequence), or None when it has no token at all."""
+    tokens = re.findall(r"\w+", spaced(query))
+    if not tokens:
+        return None
+    return '"' + " ".join(tokens).replace('"', '""') + '"'
+
+
+def catch_up(index: sqlite3.Connection, docs: sqlite3.Connection, fields: tuple[str, str], known: Texts,
+             upto: int | None = None) -> None:
+    """Index the documents of the collection (``docs``) written since the index's mark, up to ``seq``
+    ``upto`` (None: all of them), in one transaction of ``index``; ``known``: the texts of some of them,
+    the others are read from their rows."""
+    index.execute("BEGIN IMMEDIATE")  # the mark is read and moved in one transaction
+    try:
+        row = index.execute("SELECT value FROM meta WHERE key = ?", (_MARK_KEY,)).fetchone()
+        mark = int(row[0]) if row else 0
+        top = docs.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
+        top = top if upto is None else min(top, upto)
+        while mark < top and (seqs := [r[0] for r in docs.execute(
+                "SELECT seq FROM docs WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", (mark, top, TEXT_CHUNK))]):
+            read = {s: known[s] for s in seqs if s in known}
+            for chunk in chunks([s for s in seqs if s not in known], MAX_PARAMS):
+                read.update((s, _fields_of(src, *fields)) for s, src in docs.execute(
+                    f"SELECT seq, source FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
+            # A row read by its seq alone and gone by the time its source was read has no text to index.
+            _insert(index, [(s, *read[s]) for s in seqs if s in read])
+            mark = seqs[-1]
+        index.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_MARK_KEY, str(max(mark, top))))
+        index.execute("COMMIT")
+    except BaseException:
+        index.execute("ROLLBACK")
+        raise
+
+
+def _insert(index: sqlite3.Connection, rows: list[tuple[int, str, str]]) -> None:
+    """Index ``rows`` (``seq``, title, body) in one statement that reads them from a JSON array: SQLite then
+    indexes them all with the GIL released once, where a statement a row would take the GIL back for each
+    (a thread indexing beside a busy one waits for it every time). Text that JSON cannot carry (a lone
+    surrogate) goes a row at a time."""
+    try:
+        payload = orjson.dumps(rows).decode()
+    except orjson.JSONEncodeError:
+        index.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", rows)
+        return
+    index.execute("INSERT INTO texts (rowid, title, body) SELECT json_extract(value, '$[0]'), "
+                  "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)", (payload,))
+
+
+def open_index(path: Path, collection_id: str) -> sqlite3.Connection:
+    """The text index file ``path`` of the collection ``collection_id``, made when missing; emptied when
+    it indexed another collection under the same name."""
+    db = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(_SCHEMA)
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
+        if row is None or row[0] != collection_id:
+            db.execute("INSERT INTO texts (texts) VALUES ('delete-all')")
+            db.execute("DELETE FROM meta")
+            db.execute("INSERT INTO meta VALUES (?, ?)", (_ID_KEY, collection_id))
+        db.execute("COMMIT")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+class _Indexer:
+    """A thread that indexes the texts handed to it (`put`), over connections of its own to the index and
+    to the collection. A failure is logged and ends its work: the documents are in the collection, and the
+    next search catches up from their rows."""
+
+    def __init__(self, index_path: Path, collection_path: Path, collection_id: str,
+                 fields: tuple[str, str]) -> None:
+        self._paths = (index_path, collection_path)
+        self._collection_id = collection_id
+        self._fields = fields
+        self._queue: queue.Queue[tuple[Texts, int] | None] = queue.Queue(QUEUED)
+        self.failed = False
+        self._thread = threading.Thread(target=self._run, name="esdedup-texts", daemon=True)
+        self._thread.start()
+
+    def put(self, texts: Texts) -> None:
+        if texts and not self.failed:
+            self._queue.put((texts, max(texts)))
+
+    def wait(self) -> None:
+        """Until everything handed over is indexed (or the thread failed)."""
+        self._queue.join()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        index = docs = None
+        try:
+            while (item := self._queue.get()) is not None:
+                try:
+                    if not self.failed:
+                        if index is None or docs is None:
+                            index = open_index(self._paths[0], self._collection_id)
+                            docs = sqlite3.connect(self._paths[1], timeout=BUSY_SECONDS, check_same_thread=False)
+                        catch_up(index, docs, self._fields, *item)
+                except Exception as exc:  # noqa: BLE001 - whatever it was, the rows still hold the texts
+                    self.failed = True
+                    log.warning("the text index of %s stopped taking in new documents (%s); a search will catch "
+                                "up from the stored documents", self._paths[1], exc)
+                finally:
+                    self._queue.task_done()
+            self._queue.task_done()
+        finally:
+            for db in (index, docs):
+                if db is not None:
+                    db.close()
+
+
+class TextIndex:
+    """The text index of one collection (see the module docstring)."""
+
+    def __init__(self, database: Database, fields: Callable[[], tuple[str, str]] = lambda: ("title", "text")) -> None:
+        self._database = database
+        self._path = texts_path(database.path)
+        self._fields = fields
+        #: The file has no text index and cannot get one: searches read a bounded number of documents.
+        self.unavailable = False
+        self._held: dict[int, tuple[str, str]] = {}
+        self._held_chars = 0
+        self._indexer: _Indexer | None = None
+        #: The index this connection catches up and searches; the one it searches as it is where it cannot.
+        self._index: sqlite3.Connection | None = None
+        self._as_is: sqlite3.Connection | str | None = None
+
+    def texts_of(self, written: Iterable[tuple[int, Mapping[str, Any]]]) -> dict[int, tuple[str, str]]:
+        """The title and body the index takes of documents just written, by ``seq``, from their sources as
+        written (not read back and decoded). A document whose title or text is neither a string nor absent is
+        left out: it is read from its row, and indexed as the stored JSON gives it back."""
+        title, text = self._fields()
+        seqs: list[int] = []
+        parts: list[str] = []
+        for seq, src in written:
+            a, b = src.get(title), src.get(text)
+            if (a is None or type(a) is str) and (b is None or type(b) is str):
+                seqs.append(seq)
+                parts += (a or "", b or "")
+        done = spaced_many(parts)
+        return {seq: (done[2 * x], done[2 * x + 1]) for x, seq in enumerate(seqs)}
+
+    def hold(self, texts: Texts) -> None:
+        """Keep the texts of documents just written (`texts_of`) until `HELD_DOCS` documents or `HELD_CHARS`
+        characters are held, then hand them to the indexing thread."""
+        self._held.update(texts)
+        self._held_chars += sum(len(a) + len(b) for a, b in texts.values())
+        if len(self._held) >= HELD_DOCS or self._held_chars >= HELD_CHARS:
+            self._hand_over()
+
+    def flush(self) -> None:
+        """Index what is held and wait for the thread (a connection that wrote nothing has nothing to do)."""
+        if self._held:
+            self._hand_over()
+        self.wait()
+
+    def wait(self) -> None:
+        """Until the thread has indexed what it was handed (what is held stays held)."""
+        if self._indexer is not None:
+            self._indexer.wait()
+
+    def close(self) -> None:
+        """Stop the thread once it has indexed what it was handed; what is still held is left to the rows."""
+        self._held, self._held_chars = {}, 0
+        indexer, self._indexer = self._indexer, None
+        if indexer is not None:
+            indexer.close()
+        for db in (self._index, self._as_is):
+            if isinstance(db, sqlite3.Connection):
+                db.close()
+        self._index = self._as_is = None
+
+    def drop(self) -> None:
+        """Close, and delete the index's file with its write-ahead log."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(self._path) + suffix).unlink(missing_ok=True)
+
+    def _hand_over(self) -> None:
+        held, self._held, self._held_chars = self._held, {}, 0
+        if self._indexer is None:
+            self._indexer = _Indexer(self._path, self._database.path, self._collection_id(), self._fields())
+        self._indexer.put(held)
+
+    def _collection_id(self) -> str:
+        """The collection's id that its text index names, made on first use (a write to the collection). A
+        collection an older esdedup indexed in its own file loses that table then (an index of its own
+        replaces it)."""
+        db = self._database.connect()
+        with db:
+            if db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_ID_KEY, secrets.token_hex(16))).rowcount:
+                db.execute("DROP TABLE IF EXISTS texts")
+                db.execute("DELETE FROM meta WHERE key = 'indexed:texts'")
+        return str(db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()[0])
+
+    def caught_up(self) -> sqlite3.Connection | None:
+        """A connection to the index to search, caught up with every document written where it can be
+        written; None when there is none (`unavailable`)."""
+        self.flush()
+        db = self._database.connect()
+        if self._index is None and not self.unavailable and not self._database.read_only:
+            try:
+                self._index = open_index(self._path, self._collection_id())
+            except sqlite3.OperationalError as exc:
+                if not is_read_only(exc):
+                    raise
+        if self._index is not None:
+            catch_up(self._index, db, self._fields(), {})
+            return self._index
+        if self._as_is is None and not self.unavailable:
+            self._as_is = self._as_it_is(db)
+        if self._as_is == IN_COLLECTION:
+            return db
+        return self._as_is if isinstance(self._as_is, sqlite3.Connection) else None
+
+    def _as_it_is(self, db: sqlite3.Connection) -> sqlite3.Connection | str | None:
+        """The index of a collection whose index cannot be written, searched as it is: its own file where
+        that names this collection, else the table an older esdedup kept in the collection's file; None
+        (`unavailable`) when neither is there."""
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
+        if row is not None and self._path.exists():
+            index = sqlite3.connect(f"{self._path.resolve().as_uri()}?immutable=1", uri=True,
+                                    check_same_thread=False)
+            try:
+                named = index.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
+                if named is not None and named[0] == row[0]:
+                    return index
+            except sqlite3.DatabaseError:
+                pass
+            index.close()
+        elif row is None and db.execute("SELECT 1 FROM sqlite_master WHERE name = 'texts'").fetchone():
+            return IN_COLLECTION
+        self.unavailable = True
+        return None
+
+    def search(self, query: str, offset: int, size: int) -> SearchPage:
+        query = query.strip()
+        if not query:
+            return SearchPage([], 0)
+        index = self.caught_up()
+        db = self._database.connect()
+        ids = id_variants(query)
+        exact = {i: (src, c) for i, src, c in db.execute(
+            f"SELECT id, source, cluster_id FROM docs WHERE id IN ({marks(len(ids))})", ids)}
+        if index is None:
+            return self._scan(db, query, offset, size)
+        phrase = fts_phrase(query)
+        found = [FoundDoc(i, _source(src), None, c) for i, (src, c) in sorted(exact.items())][offset:offset + size]
+        total = len(exact)
+        if phrase is not None and len(found) < size:
+            match = "SELECT rowid FROM texts WHERE texts MATCH ?"
+            total += index.execute(f"SELECT COUNT(*) FROM ({match} LIMIT {TOTAL_CAP + 1})", (phrase,)).fetchone()[0]
+            # Write order, not a relevance rank: a rank would score every match of a common character.
+            seqs = [r[0] for r in index.execute(f"{match} ORDER BY rowid LIMIT ? OFFSET ?",
+                                                (phrase, size - len(found), max(0, offset - len(exact))))]
+            by_seq: dict[int, tuple[str, str | None, str | None]] = {}
+            for chunk in chunks(seqs, MAX_PARAMS):
+                by_seq.update((s, (i, src, c)) for s, i, src, c in db.execute(
+                    f"SELECT seq, id, source, cluster_id FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
+            found += [FoundDoc(i, _source(src), None, c) for s in seqs if s in by_seq
+                      for i, src, c in [by_seq[s]] if i not in exact]
+        elif phrase is not None:
+            total += index.execute(f"SELECT COUNT(*) FROM (SELECT rowid FROM texts WHERE texts MATCH ? LIMIT "
+                                   f"{TOTAL_CAP + 1})", (phrase,)).fetchone()[0]
+        return SearchPage(found[:size], min(total, TOTAL_CAP), total > TOTAL_CAP)
+
+    def _scan(self, db: sqlite3.Connection, query: str, offset: int, size: int) -> SearchPage:
+        """No text index: the first `SCAN_LIMIT` documents in write order, read for ``query`` as a substring."""
+        needle = query.casefold()
+        title, text = self._fields()
+        hits = []
+        read = 0
+        for doc_id, src, cluster_id in db.execute("SELECT id, source, cluster_id FROM docs ORDER BY seq LIMIT ?",
+                                                  (SCAN_LIMIT,)):
+            read += 1
+            fields = _fields_of(src, title, text, spaced=False)
+            if needle in doc_id.casefold() or any(needle in f.casefold() for f in fields):
+                hits.append(FoundDoc(doc_id, _source(src), None, cluster_id))
+        return SearchPage(hits[offset:offset + size], len(hits), False, read)
+
+
+def _source(raw: str | None) -> dict[str, Any]:
+    return json.loads(raw) if raw else {}
+
+
+def _fields_of(raw: str | None, title: str, text: str, *, spaced: bool = True) -> tuple[str, str]:
+    src = _source(raw)
+    a, b = str(src.get(title) or ""), str(src.get(text) or "")
+    return (_spaced(a), _spaced(b)) if spaced else (a, b)
+
+
+_spaced = spaced
