@@ -273,3 +273,32 @@ def test_texts_indexed_in_one_statement_are_indexed_as_a_row_at_a_time(tmp_path)
             insert(db, [(99, "a\ud800", "b")])
         db.close()
     assert entries[0] == entries[1] and len(entries[0]) > 20
+
+
+def test_a_failing_text_index_thread_loses_nothing(tmp_path, monkeypatch, caplog):
+    """When the thread cannot index (a full disk, say) it says so once and stops; writes go on, nothing
+    waits for it, and the next search indexes every document from its row."""
+    monkeypatch.setattr(texts, "HELD_DOCS", 1)
+    catch_up = texts.catch_up
+
+    def failing_in_the_thread(*args, **kwargs):
+        if threading.current_thread().name == "esdedup-texts":
+            raise sqlite3.OperationalError("database or disk is full")
+        return catch_up(*args, **kwargs)
+
+    monkeypatch.setattr(texts, "catch_up", failing_in_the_thread)
+    config = FingerprintConfig(tokenizer="rjieba")
+    docs = _docs(config)
+    s = LocalStore("failing", tmp_path)
+    s.open(config)
+    with caplog.at_level("WARNING", logger="esdedup.store.local.texts"):
+        for d in docs:
+            assert all(r.ok for r in s.write([d]))
+        s.refresh()
+    assert [r.getMessage() for r in caplog.records if "database or disk is full" in r.getMessage()] == [
+        f"the text index of {s.path} stopped taking in new documents (database or disk is full); a search will "
+        "catch up from the stored documents"]
+    assert _indexed_seqs(s.path) == set()
+    assert [h.id for h in s.search_text("千山", size=5).hits] == ["d4"]
+    assert _indexed_seqs(s.path) == {1, 2, 4, 5}
+    s.close()
