@@ -122,7 +122,8 @@ def catch_up(index: sqlite3.Connection, docs: sqlite3.Connection, fields: tuple[
         index.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_MARK_KEY, str(max(mark, top))))
         index.execute("COMMIT")
     except BaseException:
-        index.execute("ROLLBACK")
+        if index.in_transaction:
+            index.execute("ROLLBACK")
         raise
 
 
@@ -289,11 +290,14 @@ class TextIndex:
         collection an older esdedup indexed in its own file loses that table then (an index of its own
         replaces it)."""
         db = self._database.connect()
-        with db:
-            if db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_ID_KEY, secrets.token_hex(16))).rowcount:
-                db.execute("DROP TABLE IF EXISTS texts")
-                db.execute("DELETE FROM meta WHERE key = 'indexed:texts'")
-        return str(db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()[0])
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
+        if row is None:
+            with db:
+                if db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_ID_KEY, secrets.token_hex(16))).rowcount:
+                    db.execute("DROP TABLE IF EXISTS texts")
+                    db.execute("DELETE FROM meta WHERE key = 'indexed:texts'")
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
+        return str(row[0])
 
     def caught_up(self) -> sqlite3.Connection | None:
         """A connection to the index to search, caught up with every document written where it can be
