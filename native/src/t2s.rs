@@ -162,6 +162,7 @@ impl Stage {
     }
 
     /// What the stage does where a text begins with `ch`, when some key begins with it.
+    #[inline]
     fn start(&self, ch: char) -> Option<&Start> {
         let index = if (ch as usize) < BMP {
             self.bmp[ch as usize]
@@ -262,8 +263,8 @@ pub struct OpenccCore {
 }
 
 impl OpenccCore {
-    fn convert_one(&self, units: impl Iterator<Item = u32>) -> Rewritten {
-        let mut text = Vec::new();
+    fn convert_one(&self, units: impl ExactSizeIterator<Item = u32>) -> Rewritten {
+        let mut text = Vec::with_capacity(units.len());
         for c in units {
             let Some(ch) = char::from_u32(c) else {
                 return Rewritten::Python; // a lone surrogate: no UTF-8, OpenCC never gets it
@@ -282,7 +283,9 @@ impl OpenccCore {
             std::mem::swap(&mut text, &mut out);
         }
         if changed {
-            Rewritten::Changed(text.into_iter().collect())
+            let mut converted = String::with_capacity(text.iter().map(|ch| ch.len_utf8()).sum());
+            converted.extend(text);
+            Rewritten::Changed(converted)
         } else {
             Rewritten::Same
         }
