@@ -1,8 +1,9 @@
 """The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step, the
 term step, the band keys and the steps of normalisation (cleaning, t2s, folding) of
-`Fingerprinter.fingerprint_many` for a whole batch, the steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`, and `diversify_page`: a
-whole page of plain hits read and grouped), and the two per-candidate steps of all-pairs search (`lsh_pairs`,
-`pair_equal_positions`), in Rust, with the GIL released (but while `diversify_page` reads the hit dicts).
+`Fingerprinter.fingerprint_many` for a whole batch, the steps of `esdedup.search.diversify`
+(`decode_base64`, `equal_positions`, and `diversify_page`: a whole page of plain hits read and grouped),
+and the two per-candidate steps of all-pairs search (`lsh_pairs`, `pair_equal_positions`), in Rust, with
+the GIL released (but while `diversify_page` reads the hit dicts).
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
