@@ -282,9 +282,10 @@ class Fingerprinter:
         # The rjieba or jieba tokenizer inside the term step (tokens go from the cut to their codes without
         # becoming Python str; a piece the core leaves is cut by self.tokenizer), else None.
         self._native_cut = native.cut_step(self.config, self.resources.user_words) if self._native_terms else None
-        # The batch forms of normalisation's first step and of its case folding and whitespace in the
-        # extension, else None.
+        # The batch forms of normalisation's first step, its t2s conversion and its case folding and
+        # whitespace in the extension, else None.
         self._native_clean = native.clean_step()
+        self._native_t2s = native.t2s_step() if self.config.t2s else None
         self._native_fold = native.fold_step()
         # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
         self._native_bands = native.band_keys_step(self.layout)
@@ -297,12 +298,13 @@ class Fingerprinter:
         return normalize(text, t2s=self.config.t2s)
 
     def normalize_many(self, texts: Sequence[str]) -> list[str]:
-        """`normalize` of each text, the first step for all of them at once in the native core when it is
-        in use."""
+        """`normalize` of each text, its steps for all of them at once in the native core when it is in
+        use."""
         for text in texts:
             if not isinstance(text, str):
                 self.normalize(text)  # raises the InputError
-        return normalize_many(texts, t2s=self.config.t2s, clean_many=self._native_clean, fold_many=self._native_fold)
+        return normalize_many(texts, t2s=self.config.t2s, clean_many=self._native_clean, fold_many=self._native_fold,
+                              t2s_many=self._native_t2s)
 
     def terms(self, text: str) -> list[str]:
         """The filtered term sequence of a text (what the weights count; used for containment)."""

@@ -1,8 +1,9 @@
 """The native core (the optional ``esdedup_native`` extension, built from native/): the MinHash step, the
-term step, the band keys and the first normalisation step of `Fingerprinter.fingerprint_many` for a whole
-batch, the steps of `esdedup.search.diversify` (`decode_base64`, `equal_positions`, and `diversify_page`: a
-whole page of plain hits read and grouped), and the two per-candidate steps of all-pairs search (`lsh_pairs`,
-`pair_equal_positions`), in Rust, with the GIL released (but while `diversify_page` reads the hit dicts).
+term step, the band keys and the steps of normalisation (cleaning, t2s, folding) of
+`Fingerprinter.fingerprint_many` for a whole batch, the steps of `esdedup.search.diversify`
+(`decode_base64`, `equal_positions`, and `diversify_page`: a whole page of plain hits read and grouped),
+and the two per-candidate steps of all-pairs search (`lsh_pairs`, `pair_equal_positions`), in Rust, with
+the GIL released (but while `diversify_page` reads the hit dicts).
 
 It computes what the Python path computes, bit for bit (tests/unit/test_native.py): normalised texts ->
 word characters -> distinct character n-gram hashes -> b-bit MinHash signatures -> LSH band keys, and the
@@ -29,6 +30,10 @@ from the tables `_clean_nfkc` itself reads (made by this interpreter's unicodeda
 (any character whose NFKC needs unicodedata) back to it. The folding step (`fold_step`) is the case folding
 and whitespace of `esdedup.fingerprint.normalize._after_clean`, from this interpreter's ``str.casefold`` and
 ``str.isspace`` (`esdedup.fingerprint.normalize.fold_tables`).
+
+The t2s step (`t2s_step`) is OpenCC's ``t2s`` conversion, with the dictionaries of the installed OpenCC
+read by `esdedup.fingerprint.opencc_tables` and checked on samples against OpenCC when it is made; an OpenCC,
+config or dictionary it does not recognise leaves the conversion to OpenCC.
 
 For ingest and the embedded store: the run index's key table (`run_keys`, what
 `esdedup.ingest.runindex._KeyTable` keeps in dicts), the run keys' hashes (`key_hashes`) and the text
@@ -65,7 +70,7 @@ if TYPE_CHECKING:
 #: The environment variable that turns the native core off (``0``) without uninstalling it.
 ENV_SWITCH = "ESDEDUP_NATIVE"
 #: The version of the extension's interface and results this module was written for.
-API_VERSION = 6
+API_VERSION = 7
 #: How to build the extension (named in `unavailable_reason`).
 BUILD_HINT = "native/README.md of the esdedup source gives the maturin command"
 
@@ -436,6 +441,58 @@ def _clean_core() -> Any:
     classes, replace = nz._tables()
     assert _EXTENSION is not None
     return _EXTENSION.CleanCore(classes.astype(np.uint8).tobytes(), replace.astype("<u4").tobytes())
+
+
+def _ids_tree(depth: int) -> str:
+    """An ideographic description sequence of ``depth`` levels of ⿰ over 臺 (2^(depth+1) - 1 code points)."""
+    return "臺" if depth == 0 else "⿰" + _ids_tree(depth - 1) * 2
+
+
+#: Texts the t2s step converts with both the core and OpenCC when it is made; they must agree. Traditional
+#: text with phrases of TSPhrases, compatibility ideographs (the normalization dictionary; one that only it
+#: changes, before a phrase that maps to itself), ideographic description sequences (kept whole when
+#: complete; 臺 inside the ones just past OpenCC's bounds of 64 code points and 16 levels is converted), a
+#: NUL, text the tables do not touch.
+T2S_SAMPLES = ("臺灣居民明起來北京，乾斷食、乾紅、黃樑美夢。沈澱出來的頭髮", "\uf900\uf9a8\U0002f800豈", "\ufa0c於其一",
+               "⿰氵義義⿰義⿱⿰", "⿲臺" + _ids_tree(4) + "⿾" + _ids_tree(4), "⿰臺" + "⿾" * 15 + "臺",
+               "a\x00臺灣b Ｆｕｌｌ 😀 𠀀", "")
+
+
+def t2s_step() -> Callable[[list[str]], list[str | None]] | None:
+    """OpenCC's ``t2s`` conversion of a batch in the extension (`esdedup.fingerprint.normalize.normalize_many`'s
+    ``t2s_many``; None for a text with a lone surrogate), from the dictionaries of the installed OpenCC
+    (`esdedup.fingerprint.opencc_tables`). None when the extension is not in use, or the OpenCC, its config
+    or its dictionaries are not what the core reproduces (`t2s_unavailable` says why): OpenCC converts."""
+    if not enabled():
+        return None
+    core, _ = _t2s_core()
+    return None if core is None else core.convert
+
+
+def t2s_unavailable() -> str:
+    """Why the t2s step is not in the extension ("" when it is)."""
+    return unavailable_reason() or _t2s_core()[1]
+
+
+@lru_cache(maxsize=1)
+def _t2s_core() -> tuple[Any, str]:
+    """(the extension's converter of this process's ``opencc.OpenCC("t2s")``, "") or (None, why not)."""
+    from esdedup.fingerprint import opencc_tables
+
+    assert _EXTENSION is not None
+    opencc = nz._t2s()
+    try:
+        stages = opencc_tables.t2s_stages(opencc)
+        core = _EXTENSION.OpenccCore(stages)
+    except (opencc_tables.Unrecognised, ValueError) as exc:  # ValueError: tables the core refuses
+        return None, f"the t2s tables are not read: {exc}"
+    # Every 16th key of each table, apart and run together (where keys of one table meet keys of another).
+    keys = [key for stage in stages for table in stage for key, _ in table[::16]]
+    samples = [*T2S_SAMPLES, "".join(T2S_SAMPLES), "|".join(keys), "".join(keys)]
+    got = [text if out is None else out for text, out in zip(samples, core.convert(samples), strict=True)]
+    if got != [opencc.convert(text) for text in samples]:
+        return None, "the core's t2s of the samples is not OpenCC's"
+    return core, ""
 
 
 def band_keys_step(layout: BandLayout) -> Callable[[list[int]], list[list[str]]] | None:

@@ -60,35 +60,42 @@ def _after_clean(text: str, t2s: bool) -> str:
     """The steps of `normalize` after `_clean_nfkc`: t2s, case folding, whitespace."""
     if t2s:
         text = _t2s().convert(text)
-    # str.split() splits on exactly the characters that ``\s`` matches in a str pattern (str.isspace), so
-    # this is ``_WS.sub(" ", text).strip()`` without running a regular expression over the text.
-    return " ".join(text.casefold().split())
+    return _fold(text)
 
 
 def normalize_many(texts: Sequence[str], *, t2s: bool = False,
                    clean_many: Callable[[list[str]], list[str | None]] | None = None,
-                   fold_many: Callable[[list[str]], list[str | None]] | None = None) -> list[str]:
+                   fold_many: Callable[[list[str]], list[str | None]] | None = None,
+                   t2s_many: Callable[[list[str]], list[str | None]] | None = None) -> list[str]:
     """`normalize` of each text. ``clean_many``, when given, does `_clean_nfkc` for a batch of texts, giving
-    None for a text it leaves to `_clean_nfkc`; ``fold_many`` likewise does the case folding and whitespace
-    of `_after_clean` (``" ".join(text.casefold().split())``), None for a text it leaves to Python (the
-    native core, `esdedup.fingerprint.native.clean_step` and `fold_step`)."""
+    None for a text it leaves to `_clean_nfkc`; ``t2s_many`` likewise does OpenCC's t2s conversion, and
+    ``fold_many`` the case folding and whitespace of `_after_clean` (``" ".join(text.casefold().split())``),
+    None for a text it leaves to Python (the native core, `esdedup.fingerprint.native.clean_step`,
+    `t2s_step` and `fold_step`). Texts longer than `_BLOCK_CHARS` go through `normalize` itself."""
     if clean_many is None:
         return [normalize(t, t2s=t2s) for t in texts]
-    cleaned = iter(clean_many([t for t in texts if len(t) <= _BLOCK_CHARS]))
-    out = []
-    for text in texts:
-        if len(text) > _BLOCK_CHARS:
-            out.append(normalize(text, t2s=t2s))
-            continue
-        done = next(cleaned)
-        text = _clean_nfkc(text) if done is None else done
-        out.append(_after_clean(text, t2s) if fold_many is None else (_t2s().convert(text) if t2s else text))
-    if fold_many is None:
-        return out
-    short = [i for i, text in enumerate(texts) if len(text) <= _BLOCK_CHARS]
-    for i, folded in zip(short, fold_many([out[i] for i in short]), strict=True):
-        out[i] = _after_clean(out[i], False) if folded is None else folded
-    return out
+    short = [t for t in texts if len(t) <= _BLOCK_CHARS]
+    done = _each(clean_many, short, _clean_nfkc)
+    if t2s:
+        done = _each(t2s_many, done, _t2s().convert)
+    folded = iter(_each(fold_many, done, _fold))
+    return [normalize(t, t2s=t2s) if len(t) > _BLOCK_CHARS else next(folded) for t in texts]
+
+
+def _each(step: Callable[[list[str]], list[str | None]] | None, texts: list[str],
+          one: Callable[[str], str]) -> list[str]:
+    """``step`` of a batch of texts, ``one`` of each text it leaves to Python (gives None for); ``one`` of
+    every text when there is no ``step``."""
+    if step is None:
+        return [one(t) for t in texts]
+    return [one(t) if r is None else r for t, r in zip(texts, step(texts), strict=True)]
+
+
+def _fold(text: str) -> str:
+    """The case folding and whitespace of `_after_clean`."""
+    # str.split() splits on exactly the characters that ``\s`` matches in a str pattern (str.isspace), so
+    # this is ``_WS.sub(" ", text).strip()`` without running a regular expression over the text.
+    return " ".join(text.casefold().split())
 
 
 @lru_cache(maxsize=1)

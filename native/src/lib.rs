@@ -27,6 +27,7 @@ mod runkeys;
 mod segment;
 mod shingles;
 mod spaced;
+mod t2s;
 mod termrules;
 mod terms;
 
@@ -42,7 +43,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 6;
+const API_VERSION: u32 = 7;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -175,7 +176,7 @@ fn code_units<'a>(text: &'a Bound<'_, PyString>) -> PyResult<PyStringData<'a>> {
     unsafe { text.data() }
 }
 
-/// What a table-driven step of normalisation (`clean.rs`, `fold.rs`) makes of one text.
+/// What a table-driven step of normalisation (`clean.rs`, `t2s.rs`, `fold.rs`) makes of one text.
 pub(crate) enum Rewritten {
     /// Nothing changes: the text itself.
     Same,
@@ -338,6 +339,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<clean::CleanCore>()?;
     m.add_class::<segment::JiebaCore>()?;
     m.add_class::<fold::FoldCore>()?;
+    m.add_class::<t2s::OpenccCore>()?;
     m.add_class::<runkeys::RunKeys>()?;
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;

@@ -213,9 +213,9 @@ def test_ingest_normalises_each_text_once(monkeypatch):
         calls.append(text)
         return normalize(text, t2s=t2s)
 
-    def counted_many(batch, t2s=False, clean_many=None, fold_many=None):  # the batch form (the native core's steps)
+    def counted_many(batch, t2s=False, clean_many=None, fold_many=None, t2s_many=None):  # the native core's steps
         calls.extend(batch)
-        return normalize_many(batch, t2s=t2s, clean_many=clean_many, fold_many=fold_many)
+        return normalize_many(batch, t2s=t2s, clean_many=clean_many, fold_many=fold_many, t2s_many=t2s_many)
 
     # Every name normalize is called by on this path; the worker module has none of its own (raising=False),
     # and a call it made through one would be counted too.
