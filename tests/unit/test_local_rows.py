@@ -162,23 +162,28 @@ def _indexed_seqs(path) -> set[int]:
         db.close()
 
 
+def _store_catching_up_through(around, name, tmp_path, monkeypatch) -> tuple[LocalStore, list[NewDoc]]:
+    """A new store whose text index catches up through ``around(catch_up, *args)``, and the test documents."""
+    catch_up = texts.catch_up
+    monkeypatch.setattr(texts, "catch_up", lambda *args, **kwargs: around(catch_up, *args, **kwargs))
+    config = FingerprintConfig(tokenizer="rjieba")
+    s = LocalStore(name, tmp_path)
+    s.open(config)
+    return s, _docs(config)
+
+
 def test_held_texts_are_indexed_by_a_thread_in_few_large_transactions_and_found_before_that(tmp_path,
                                                                                               monkeypatch):
     """Writes keep their texts until `HELD_DOCS` documents (or `HELD_CHARS` characters) are held, then a
     thread of the store indexes them in one transaction; a search before that finds them all the same."""
     monkeypatch.setattr(texts, "HELD_DOCS", 3)
     threads = []
-    catch_up = texts.catch_up
 
-    def recorded(*args, **kwargs):
+    def recorded(catch_up, *args, **kwargs):
         threads.append(threading.current_thread().name)
         return catch_up(*args, **kwargs)
 
-    monkeypatch.setattr(texts, "catch_up", recorded)
-    config = FingerprintConfig(tokenizer="rjieba")
-    docs = _docs(config)
-    s = LocalStore("held", tmp_path)
-    s.open(config)
+    s, docs = _store_catching_up_through(recorded, "held", tmp_path, monkeypatch)
     for d in docs[:2]:
         assert all(r.ok for r in s.write([d]))
     s._texts.wait()
@@ -279,18 +284,12 @@ def test_a_failing_text_index_thread_loses_nothing(tmp_path, monkeypatch, caplog
     """When the thread cannot index (a full disk, say) it says so once and stops; writes go on, nothing
     waits for it, and the next search indexes every document from its row."""
     monkeypatch.setattr(texts, "HELD_DOCS", 1)
-    catch_up = texts.catch_up
-
-    def failing_in_the_thread(*args, **kwargs):
+    def failing_in_the_thread(catch_up, *args, **kwargs):
         if threading.current_thread().name == "esdedup-texts":
             raise sqlite3.OperationalError("database or disk is full")
         return catch_up(*args, **kwargs)
 
-    monkeypatch.setattr(texts, "catch_up", failing_in_the_thread)
-    config = FingerprintConfig(tokenizer="rjieba")
-    docs = _docs(config)
-    s = LocalStore("failing", tmp_path)
-    s.open(config)
+    s, docs = _store_catching_up_through(failing_in_the_thread, "failing", tmp_path, monkeypatch)
     with caplog.at_level("WARNING", logger="esdedup.store.local.texts"):
         for d in docs:
             assert all(r.ok for r in s.write([d]))
