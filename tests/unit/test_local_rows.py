@@ -260,10 +260,14 @@ def test_a_text_index_an_older_esdedup_kept_in_the_collection(tmp_path):
     s.drop()
 
 
-def test_texts_indexed_in_one_statement_are_indexed_as_a_row_at_a_time(tmp_path):
+@pytest.mark.parametrize("json_functions", [True, False], ids=["json", "sqlite-without-json"])
+def test_texts_indexed_in_one_statement_are_indexed_as_a_row_at_a_time(tmp_path, monkeypatch, json_functions):
     """`texts._insert` hands SQLite the rows as one JSON array: the index is the one a statement a row
     makes, for quotes, backslashes, controls, separators, emoji and text beyond the BMP; a text JSON cannot
-    carry (a lone surrogate) is refused as a row at a time refuses it."""
+    carry (a lone surrogate) is refused as a row at a time refuses it. An SQLite without its JSON functions
+    (here: a statement naming one it lacks) gets the rows one at a time."""
+    if not json_functions:
+        monkeypatch.setattr(texts, "_INSERT_FROM_JSON", texts._INSERT_FROM_JSON.replace("json_each", "json_none"))
     hard = ['引号"与\\反斜杠', "控制\x01字符\n换行\t", "分隔\u2028符\u2029", "表情😀与𠀀", "naïve Ω", "", "  "]
     rows = [(k + 1, texts.spaced(t), texts.spaced(hard[-1 - k])) for k, t in enumerate(hard)]
     entries = []

@@ -127,18 +127,25 @@ def catch_up(index: sqlite3.Connection, docs: sqlite3.Connection, fields: tuple[
         raise
 
 
+#: Inserts the rows of a JSON array of [seq, title, body] (`_insert`).
+_INSERT_FROM_JSON = ("INSERT INTO texts (rowid, title, body) SELECT json_extract(value, '$[0]'), "
+                     "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)")
+
+
 def _insert(index: sqlite3.Connection, rows: list[tuple[int, str, str]]) -> None:
     """Index ``rows`` (``seq``, title, body) in one statement that reads them from a JSON array: SQLite then
     indexes them all with the GIL released once, where a statement a row would take the GIL back for each
     (a thread indexing beside a busy one waits for it every time). Text that JSON cannot carry (a lone
-    surrogate) goes a row at a time."""
+    surrogate), or an SQLite built without its JSON functions, goes a row at a time."""
     try:
-        payload = orjson.dumps(rows).decode()
-    except orjson.JSONEncodeError:
-        index.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", rows)
+        index.execute(_INSERT_FROM_JSON, (orjson.dumps(rows).decode(),))
         return
-    index.execute("INSERT INTO texts (rowid, title, body) SELECT json_extract(value, '$[0]'), "
-                  "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)", (payload,))
+    except orjson.JSONEncodeError:
+        pass
+    except sqlite3.OperationalError as exc:
+        if "json" not in str(exc).lower():
+            raise
+    index.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", rows)
 
 
 def open_index(path: Path, collection_id: str) -> sqlite3.Connection:
