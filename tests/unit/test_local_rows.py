@@ -198,6 +198,9 @@ def test_held_texts_are_indexed_by_a_thread_in_few_large_transactions_and_found_
     assert [h.id for h in s.search_text("quick brown", size=5).hits] == ["d3"]
     assert _indexed_seqs(s.path) == {1, 2, 4}
     assert threads == ["esdedup-texts", "esdedup-texts", threading.current_thread().name]
+    changes = s._texts._index.total_changes
+    assert [h.id for h in s.search_text("quick brown", size=5).hits] == ["d3"]
+    assert s._texts._index.total_changes == changes  # nothing new: the search wrote nothing
     monkeypatch.setattr(texts, "HELD_CHARS", 1)
     assert all(r.ok for r in s.write([docs[4]]))
     s._texts.wait()

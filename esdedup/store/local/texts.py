@@ -39,7 +39,14 @@ import orjson
 
 from esdedup.fingerprint import native
 from esdedup.store.base import FoundDoc, SearchPage, id_variants
-from esdedup.store.local.sqlite import BUSY_SECONDS, MAX_PARAMS, Database, chunks, is_read_only, marks
+from esdedup.store.local.sqlite import (
+    BUSY_SECONDS,
+    MAX_PARAMS,
+    Database,
+    chunks,
+    is_read_only,
+    marks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +110,15 @@ def catch_up(index: sqlite3.Connection, docs: sqlite3.Connection, fields: tuple[
              upto: int | None = None) -> None:
     """Index the documents of the collection (``docs``) written since the index's mark, up to ``seq``
     ``upto`` (None: all of them), in one transaction of ``index``; ``known``: the texts of some of them,
-    the others are read from their rows."""
-    index.execute("BEGIN IMMEDIATE")  # the mark is read and moved in one transaction
+    the others are read from their rows. Nothing new: no transaction (a search then waits for no lock the
+    indexing thread holds)."""
+    top = docs.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
+    top = top if upto is None else min(top, upto)
+    if _mark(index) >= top:
+        return
+    index.execute("BEGIN IMMEDIATE")
     try:
-        row = index.execute("SELECT value FROM meta WHERE key = ?", (_MARK_KEY,)).fetchone()
-        mark = int(row[0]) if row else 0
-        top = docs.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
-        top = top if upto is None else min(top, upto)
+        mark = _mark(index)  # again, inside the transaction that moves it: another connection may have
         while mark < top and (seqs := [r[0] for r in docs.execute(
                 "SELECT seq FROM docs WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", (mark, top, TEXT_CHUNK))]):
             read = {s: known[s] for s in seqs if s in known}
@@ -125,6 +134,12 @@ def catch_up(index: sqlite3.Connection, docs: sqlite3.Connection, fields: tuple[
         if index.in_transaction:
             index.execute("ROLLBACK")
         raise
+
+
+def _mark(index: sqlite3.Connection) -> int:
+    """The last ``seq`` the index holds every document up to."""
+    row = index.execute("SELECT value FROM meta WHERE key = ?", (_MARK_KEY,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 #: Inserts the rows of a JSON array of [seq, title, body] (`_insert`).
