@@ -52,6 +52,12 @@ def is_read_only(exc: sqlite3.Error) -> bool:
     return "readonly" in str(exc).lower() or getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY")
 
 
+def read_as_it_is(path: Path) -> sqlite3.Connection:
+    """A connection that reads the file ``path`` as it is, without its write-ahead log's shared memory (which
+    a read-only folder cannot hold): for a file no one writes meanwhile."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)
+
+
 def chunks(items: list, size: int) -> Iterator[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -122,7 +128,7 @@ class Database:
             if not (is_read_only(exc) and self.path.exists()):
                 raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
             # A read-only folder: WAL needs to create its shared-memory file, so read the file as it is.
-            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True)
+            db = read_as_it_is(self.path)
             self.read_only = True
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open local store {self.path}: {exc}") from exc

@@ -46,6 +46,7 @@ from esdedup.store.local.sqlite import (
     chunks,
     is_read_only,
     marks,
+    read_as_it_is,
 )
 
 log = logging.getLogger(__name__)
@@ -347,8 +348,7 @@ class TextIndex:
         (`unavailable`) when neither is there."""
         row = db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
         if row is not None and self._path.exists():
-            index = sqlite3.connect(f"{self._path.resolve().as_uri()}?immutable=1", uri=True,
-                                    check_same_thread=False)
+            index = read_as_it_is(self._path)
             try:
                 named = index.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
                 if named is not None and named[0] == row[0]:
