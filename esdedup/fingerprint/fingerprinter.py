@@ -38,7 +38,7 @@ _SHINGLE_CHUNK = 1 << 16
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)  # not frozen: see esdedup.store.base.StoredDoc
 class Fingerprint:
     """What esdedup stores and compares for one text.
 

@@ -21,7 +21,7 @@ from esdedup.store.base import NewDoc, Root, StoredDoc
 FILLED_FIELDS = ("id", "title", "text", DEDUP)
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: see esdedup.store.base.StoredDoc
 class FingerprintedRecord:
     """A record with its fingerprint, as it comes back from a worker (compact: no exact TF table)."""
 
@@ -33,7 +33,7 @@ class FingerprintedRecord:
     dedup_json: bytes | None = None
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: see esdedup.store.base.StoredDoc
 class Labels:
     """What labelling decided for one record: its write order and cluster, or that it is skipped."""
 

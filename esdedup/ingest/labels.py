@@ -137,6 +137,8 @@ class BatchCandidates:
                 doc = self._added.get(j)
                 if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
+        if not found and not deleted:  # an index this run created, and nothing deleted again by settling
+            return run
         seen = {c.id for c in found}
         return [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
 

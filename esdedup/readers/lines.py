@@ -24,7 +24,7 @@ _CHUNK_BYTES = 1 << 20
 HEAD_BYTES = 4 * EXCERPT_CHARS
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: see esdedup.store.base.StoredDoc
 class Line:
     offset: int  # file offset of the line's first byte
     length: int  # bytes, without the newline

@@ -28,7 +28,7 @@ MAX_ID_BYTES = 512
 EXCERPT_CHARS = 200
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: see esdedup.store.base.StoredDoc
 class Record:
     """One input document."""
 
@@ -73,7 +73,7 @@ class FieldNames:
     title: str = "title"
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: see esdedup.store.base.StoredDoc
 class Where:
     """Where a record came from: file, location, offset, codec, and the raw excerpt for a rejection."""
 
