@@ -19,6 +19,7 @@ from esdedup.store.local import LocalStore, texts
 from esdedup.store.local.rows import (
     INSERT_DOC,
     doc_rows,
+    source_json,
     stored_signature,
     stored_signatures,
     stored_vector,
@@ -75,8 +76,21 @@ def test_doc_rows_encode_each_document_as_on_its_own(strategy):
         for d, row in zip(docs, rows, strict=True):
             fp = d.fingerprint
             assert row[2] == (stored_vector(fp.vector) if stores_vector and not fp.empty else None)
-            assert row[9] == json.dumps(d.source, ensure_ascii=False, default=str)
+            assert row[9] == source_json(d.source)
             assert row[10] == (None if fp.minhash is None else stored_signature(fp.minhash))
+
+
+@pytest.mark.parametrize("source", [
+    {"id": "a", "title": "静夜思", "text": TEXTS[0], "n": 3, "x": 0.1, "ok": True, "none": None, "list": [1, "二"]},
+    {"text": TEXTS[4], "big": 2**70},  # beyond 64 bits: orjson refuses it
+    {"text": "x", 7: "a key that is not a string"},
+    {"text": "x", "when": np.float32(1.5).item(), "odd": complex(1, 2)},  # written as its str
+])
+def test_a_source_is_stored_as_the_standard_library_reads_it(source):
+    """orjson writes the ``source`` column, the standard library what orjson refuses: either way the
+    column reads back as the standard library's own encoding would."""
+    stdlib = json.dumps(source, ensure_ascii=False, default=str)
+    assert json.loads(source_json(source)) == json.loads(stdlib)
 
 
 def test_stored_vectors_and_signatures_of_mixed_lengths_one_by_one():
