@@ -30,10 +30,14 @@ def for_people(value: Any) -> str:
     return _ACTIVE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
 
 
+#: `json.dumps(obj, ensure_ascii=False)`, without making an encoder at every call (`dups` prints a line a pair).
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def json_text(obj: Any, *, indent: int | None = None) -> str:
     """JSON for programs: exact (it parses to the same values), non-ASCII text kept readable, and the
     characters a terminal acts on written as ``\\u`` escapes (json.dumps escapes only C0 controls)."""
-    text = json.dumps(obj, ensure_ascii=False, indent=indent)
+    text = _JSON.encode(obj) if indent is None else json.dumps(obj, ensure_ascii=False, indent=indent)
     return _ACTIVE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
