@@ -3,6 +3,7 @@ with what they replace: the per-document encodings, the text index read back fro
 library's strict JSON."""
 from __future__ import annotations
 
+import datetime
 import json
 import sqlite3
 import threading
@@ -13,7 +14,7 @@ import pytest
 from esdedup import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.readers.records import STRICT_JSON, strict_json
-from esdedup.schema import content_sha1
+from esdedup.schema import content_sha1, json_bytes
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore, texts
 from esdedup.store.local.rows import (
@@ -85,12 +86,17 @@ def test_doc_rows_encode_each_document_as_on_its_own(strategy):
     {"text": TEXTS[4], "big": 2**70},  # beyond 64 bits: orjson refuses it
     {"text": "x", 7: "a key that is not a string"},
     {"text": "x", "when": np.float32(1.5).item(), "odd": complex(1, 2)},  # written as its str
+    {"text": "x", "at": datetime.datetime(2026, 12, 2, 9, 30, tzinfo=datetime.timezone.utc)},
+    {"text": "lone \ud800 surrogate"},
 ])
-def test_a_source_is_stored_as_the_standard_library_reads_it(source):
-    """orjson writes the ``source`` column, the standard library what orjson refuses: either way the
-    column reads back as the standard library's own encoding would."""
-    stdlib = json.dumps(source, ensure_ascii=False, default=str)
-    assert json.loads(source_json(source)) == json.loads(stdlib)
+def test_a_source_is_stored_as_the_elasticsearch_store_sends_it(source):
+    """orjson writes the ``source`` column, the standard library what orjson refuses: either way the column
+    reads back as the values the Elasticsearch store sends (`json_bytes`), and as the standard library's own
+    encoding gives them but for a datetime (ISO 8601 there, ``str`` here)."""
+    stored = json.loads(source_json(source))
+    assert stored == json.loads(json_bytes(source))
+    stdlib = json.loads(json.dumps(source, ensure_ascii=False, default=str))
+    assert stored == stdlib or stored["at"] == source["at"].isoformat()
 
 
 def test_stored_vectors_and_signatures_of_mixed_lengths_one_by_one():

@@ -25,9 +25,10 @@ _SOURCE_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def source_json(source: dict) -> str:
-    """A document's article fields as the ``source`` column holds them: JSON by orjson (5-10 times the
-    standard library's speed), or by the standard library for what orjson refuses (an integer beyond 64
-    bits, a key that is not a string, a lone surrogate, another type, written as its ``str``)."""
+    """A document's article fields as the ``source`` column holds them: the values the Elasticsearch store
+    sends (`esdedup.schema.json_bytes`; a datetime in ISO 8601). JSON by orjson (5-10 times the standard
+    library's speed), by the standard library for what orjson refuses (an integer beyond 64 bits, a key that
+    is not a string, a lone surrogate, another type, written as its ``str``)."""
     try:
         return orjson.dumps(source).decode()
     except TypeError:  # orjson.JSONEncodeError
