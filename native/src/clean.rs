@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyList, PyString};
 
-use crate::{rewrite_texts, Rewritten};
+use crate::{each_width, rewrite_texts, CodePointStep, Rewritten};
 
 const SAFE: u8 = 0;
 const MAP1: u8 = 1;
@@ -30,10 +30,10 @@ pub struct CleanCore {
     replace: Vec<char>,
 }
 
-impl CleanCore {
+impl CodePointStep for CleanCore {
     /// One text cleaned: the same when every character is SAFE; a character that needs unicodedata leaves
     /// the text to Python's `_clean_nfkc`.
-    fn clean_one(&self, units: impl Iterator<Item = u32> + Clone) -> Rewritten {
+    fn rewrite(&self, units: impl ExactSizeIterator<Item = u32> + Clone) -> Rewritten {
         let mut all_safe = true;
         for c in units.clone() {
             let c = c as usize;
@@ -60,15 +60,6 @@ impl CleanCore {
             }
         }
         Rewritten::Changed(out)
-    }
-
-    fn clean_units(&self, text: &PyStringData<'_>) -> Rewritten {
-        match text {
-            PyStringData::Ucs1(u) => self.clean_one(u.iter().map(|&c| u32::from(c))),
-            PyStringData::Ucs2(u) => self.clean_one(u.iter().map(|&c| u32::from(c))),
-            // A str stored four bytes a code point has one past the BMP.
-            PyStringData::Ucs4(_) => Rewritten::Python,
-        }
     }
 }
 
@@ -107,6 +98,10 @@ impl CleanCore {
     /// For a list of texts: each text cleaned (the same object when nothing changes), or None for a text
     /// the table cannot clean alone (Python's `_clean_nfkc` does it).
     fn clean<'py>(&self, py: Python<'py>, texts: Vec<Bound<'py, PyString>>) -> PyResult<Bound<'py, PyList>> {
-        rewrite_texts(py, texts, |t| self.clean_units(t))
+        rewrite_texts(py, texts, |t| match t {
+            // A str stored four bytes a code point has one past the BMP.
+            PyStringData::Ucs4(_) => Rewritten::Python,
+            _ => each_width(self, t),
+        })
     }
 }

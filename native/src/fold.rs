@@ -9,11 +9,10 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::string::PyStringData;
 use pyo3::types::{PyList, PyString};
 use rustc_hash::FxHashMap;
 
-use crate::{rewrite_texts, Rewritten};
+use crate::{each_width, rewrite_texts, CodePointStep, Rewritten};
 
 const CODE_POINTS: usize = 0x11_0000;
 
@@ -29,9 +28,9 @@ const KEEP: u8 = 0;
 const SPACE: u8 = 1;
 const FOLD: u8 = 2;
 
-impl FoldCore {
+impl CodePointStep for FoldCore {
     /// One text's folding and whitespace; a lone surrogate (not a char) leaves the text to Python.
-    fn fold_one(&self, units: impl Iterator<Item = u32> + Clone) -> Rewritten {
+    fn rewrite(&self, units: impl ExactSizeIterator<Item = u32> + Clone) -> Rewritten {
         // Unchanged when nothing folds and the only whitespace is single spaces between words.
         let mut same = true;
         let mut prev_space = true; // at the start, a space would be stripped
@@ -79,14 +78,6 @@ impl FoldCore {
         }
         Rewritten::Changed(out)
     }
-
-    fn fold_units(&self, text: &PyStringData<'_>) -> Rewritten {
-        match text {
-            PyStringData::Ucs1(u) => self.fold_one(u.iter().map(|&c| u32::from(c))),
-            PyStringData::Ucs2(u) => self.fold_one(u.iter().map(|&c| u32::from(c))),
-            PyStringData::Ucs4(u) => self.fold_one(u.iter().copied()),
-        }
-    }
 }
 
 #[pymethods]
@@ -124,6 +115,6 @@ impl FoldCore {
     /// For a list of texts: `" ".join(text.casefold().split())` of each (the same object when nothing
     /// changes), or None for a text with a lone surrogate (Python does it).
     fn fold<'py>(&self, py: Python<'py>, texts: Vec<Bound<'py, PyString>>) -> PyResult<Bound<'py, PyList>> {
-        rewrite_texts(py, texts, |t| self.fold_units(t))
+        rewrite_texts(py, texts, |t| each_width(self, t))
     }
 }

@@ -185,6 +185,21 @@ pub(crate) enum Rewritten {
     Changed(String),
 }
 
+/// A table-driven step over one text's code points (`each_width` reads them from any of CPython's storage
+/// widths).
+pub(crate) trait CodePointStep {
+    fn rewrite(&self, units: impl ExactSizeIterator<Item = u32> + Clone) -> Rewritten;
+}
+
+/// `step` of one text, its code units read as code points whatever their width.
+pub(crate) fn each_width(step: &impl CodePointStep, text: &PyStringData<'_>) -> Rewritten {
+    match text {
+        PyStringData::Ucs1(u) => step.rewrite(u.iter().map(|&c| u32::from(c))),
+        PyStringData::Ucs2(u) => step.rewrite(u.iter().map(|&c| u32::from(c))),
+        PyStringData::Ucs4(u) => step.rewrite(u.iter().copied()),
+    }
+}
+
 /// `step` of each of `texts` on the core's threads, the GIL released: a list of the same str object where
 /// nothing changes, None where Python is to do the text, else the new text.
 pub(crate) fn rewrite_texts<'py>(

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyList, PyString};
 
-use crate::{rewrite_texts, Rewritten};
+use crate::{each_width, rewrite_texts, CodePointStep, Rewritten};
 
 /// `spaced` of each of `texts` (`ranges`: inclusive code point ranges): the same str where nothing
 /// changes, None where Python is to do the text (a lone surrogate), else the new text.
@@ -19,10 +19,17 @@ pub fn spaced_texts<'py>(
     let below = ranges.iter().map(|&(lo, _)| lo).min().unwrap_or(u32::MAX);
     rewrite_texts(py, texts, |units| match units {
         PyStringData::Ucs1(_) if below > 0xFF => Rewritten::Same,
-        PyStringData::Ucs1(u) => spaced_one(u.iter().map(|&c| u32::from(c)), &ranges),
-        PyStringData::Ucs2(u) => spaced_one(u.iter().map(|&c| u32::from(c)), &ranges),
-        PyStringData::Ucs4(u) => spaced_one(u.iter().copied(), &ranges),
+        _ => each_width(&Spaced(&ranges), units),
     })
+}
+
+/// Spaces around the characters of the ranges (inclusive code point ranges).
+struct Spaced<'a>(&'a [(u32, u32)]);
+
+impl CodePointStep for Spaced<'_> {
+    fn rewrite(&self, units: impl ExactSizeIterator<Item = u32> + Clone) -> Rewritten {
+        spaced_one(units, self.0)
+    }
 }
 
 fn spaced_one(units: impl Iterator<Item = u32>, ranges: &[(u32, u32)]) -> Rewritten {

@@ -18,11 +18,10 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::string::PyStringData;
 use pyo3::types::{PyList, PyString};
 use rustc_hash::FxHashMap;
 
-use crate::{rewrite_texts, Rewritten};
+use crate::{each_width, rewrite_texts, CodePointStep, Rewritten};
 
 const BMP: usize = 0x1_0000;
 /// The ideographic description operators OpenCC recognises.
@@ -262,8 +261,8 @@ pub struct OpenccCore {
     stages: Vec<Stage>,
 }
 
-impl OpenccCore {
-    fn convert_one(&self, units: impl ExactSizeIterator<Item = u32>) -> Rewritten {
+impl CodePointStep for OpenccCore {
+    fn rewrite(&self, units: impl ExactSizeIterator<Item = u32> + Clone) -> Rewritten {
         let mut text = Vec::with_capacity(units.len());
         for c in units {
             let Some(ch) = char::from_u32(c) else {
@@ -288,14 +287,6 @@ impl OpenccCore {
             Rewritten::Changed(converted)
         } else {
             Rewritten::Same
-        }
-    }
-
-    fn convert_units(&self, text: &PyStringData<'_>) -> Rewritten {
-        match text {
-            PyStringData::Ucs1(u) => self.convert_one(u.iter().map(|&c| u32::from(c))),
-            PyStringData::Ucs2(u) => self.convert_one(u.iter().map(|&c| u32::from(c))),
-            PyStringData::Ucs4(u) => self.convert_one(u.iter().copied()),
         }
     }
 }
@@ -324,6 +315,6 @@ impl OpenccCore {
         py: Python<'py>,
         texts: Vec<Bound<'py, PyString>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        rewrite_texts(py, texts, |t| self.convert_units(t))
+        rewrite_texts(py, texts, |t| each_width(self, t))
     }
 }
