@@ -1,14 +1,13 @@
 """A document as a row of the ``docs`` table, and back."""
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
-import orjson
 
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.simhash import from_hex, to_hex
+from esdedup.schema import json_bytes
 from esdedup.store.base import NewDoc, StoredDoc
 
 #: The columns a `StoredDoc` is read from, in the order `stored_docs` takes them.
@@ -20,19 +19,10 @@ KEY_COLUMNS = "seq, id, simhash, minhash, banded"
 INSERT_DOC = ("INSERT OR REPLACE INTO docs (id, simhash, vector, tokens, chars, empty, content_sha1, cluster_id, "
               "duplicate_of, source, minhash, shingles, banded, wseq, cluster_seq) "
               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-#: A document's article fields as the ``source`` column holds them, where orjson refuses them (`source_json`).
-_SOURCE_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
 def source_json(source: dict) -> str:
-    """A document's article fields as the ``source`` column holds them: the values the Elasticsearch store
-    sends (`esdedup.schema.json_bytes`; a datetime in ISO 8601). JSON by orjson (5-10 times the standard
-    library's speed), by the standard library for what orjson refuses (an integer beyond 64 bits, a key that
-    is not a string, a lone surrogate, another type, written as its ``str``)."""
-    try:
-        return orjson.dumps(source).decode()
-    except TypeError:  # orjson.JSONEncodeError
-        return _SOURCE_JSON.encode(source)
+    """A document's article fields as the ``source`` column holds them: the JSON the Elasticsearch store
+    sends (`esdedup.schema.json_bytes`: orjson, the standard library for what orjson refuses), as text."""
+    return json_bytes(source).decode("utf-8", "surrogatepass")
 
 
 def doc_rows(docs: Sequence[NewDoc], bits: int, stores_vector: bool) -> list[tuple]:
