@@ -6,6 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.normalize import normalize
@@ -31,6 +33,9 @@ class FingerprintedRecord:
     id: str
     #: The ``dedup`` fields encoded by the worker (`NewDoc.dedup_json`), when the store takes them.
     dedup_json: bytes | None = None
+    #: The `esdedup.ingest.runindex.key_hashes` of its `esdedup.ingest.runindex.held_keys` (uint64), when the
+    #: worker made them.
+    held_hashes: np.ndarray | None = None
 
 
 @dataclass  # not frozen: see esdedup.store.base.StoredDoc

@@ -136,19 +136,20 @@ class IngestRun:
         """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
         items: list[FingerprintedRecord] = []
         summary = self.summary
-        it = zip(results.fingerprints(), results.sha1s, results.dedup_json or repeat(None), strict=False)
+        it = zip(results.fingerprints(), results.sha1s, results.dedup_json or repeat(None), results.held_hashes(),
+                 strict=False)
         for rec in batch:
             summary.read += 1
             if isinstance(rec, Rejected):
                 self.ledger.fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
                 continue
-            fp, sha1, dedup_json = next(it)
+            fp, sha1, dedup_json, held = next(it)
             clash = field_clash(rec)
             if clash is not None:
                 self.ledger.fail(rec, "rejected", clash, doc_id=rec.id)
                 continue
             summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
-            items.append(FingerprintedRecord(rec, fp, sha1, doc_id(rec, sha1), dedup_json))
+            items.append(FingerprintedRecord(rec, fp, sha1, doc_id(rec, sha1), dedup_json, held))
         return items
 
     def _roll_window_if_full(self, batch: Batch, results: Fingerprinted) -> None:

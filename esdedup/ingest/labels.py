@@ -21,7 +21,7 @@ from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
-from esdedup.ingest.runindex import KeyLists, RunIndex
+from esdedup.ingest.runindex import KeyLists, RunIndex, held_keys
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
@@ -55,18 +55,23 @@ class NearDuplicates:
 
 
 def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool) -> list[str]:
-    """The keys this run's memory (run index, frozen keys) finds a record by: its band keys (``probing``: the
-    keys it looks up, else those it holds); a text without words, which has none, its content SHA-1, since its
-    exact copies are its only duplicates (rule 0 of `esdedup.match.rule`)."""
-    if d.fp.empty:
-        return [f"content_sha1:{d.sha1}"]
-    return lookup_keys(d.fp, config) if probing else d.fp.bands + d.fp.lsh
+    """The keys this run's memory (run index, frozen keys) finds a record by: those it holds (`held_keys`), or
+    with ``probing`` those it looks up (its band keys' neighbours too, where the band layout probes them)."""
+    if probing and not d.fp.empty:
+        return lookup_keys(d.fp, config)
+    return held_keys(d.fp.bands, d.fp.lsh, d.fp.empty, d.sha1)
 
 
 def run_key_lists(items: list[FingerprintedRecord], config: FingerprintConfig) -> tuple[KeyLists, KeyLists]:
     """The `run_keys` each record of a batch probes and holds: one list for both where the band layout probes
-    no neighbouring keys (a record then looks up the keys it holds)."""
-    holds = KeyLists([run_keys(d, config, probing=False) for d in items])
+    no neighbouring keys (a record then looks up the keys it holds). The hashes of the keys held come from the
+    workers when they made them (`FingerprintedRecord.held_hashes`)."""
+    held = [d.held_hashes for d in items]
+    if items and all(h is not None for h in held):
+        holds = KeyLists.hashed(np.concatenate(held), [len(h) for h in held],  # type: ignore[arg-type]
+                                lambda r: run_keys(items[r], config, probing=False))
+    else:
+        holds = KeyLists([run_keys(d, config, probing=False) for d in items])
     if not config.band_layout().radius:
         return holds, holds
     return KeyLists([run_keys(d, config, probing=True) for d in items]), holds
@@ -122,7 +127,7 @@ class BatchCandidates:
         """Record ``i`` goes into the run index as ``doc``."""
         self._added[i] = doc
         self._position_of[id(doc)] = i
-        crowded_out = run_index.add(doc, self.holds.keys[i], self._hold_hashes[i])
+        crowded_out = run_index.add(doc, lambda: self.holds.keys_of(i), self._hold_hashes[i])
         if crowded_out:
             self._crowded_out[i] = crowded_out
 
@@ -184,6 +189,12 @@ class Labeller:
         self.window = window
         self.ledger = ledger
 
+    @property
+    def holds_run_keys(self) -> bool:
+        """Whether labelling looks records up by their run keys (`run_key_lists`): not in ``index`` mode, whose
+        labels need no run memory."""
+        return self.on_duplicate != "index"
+
     def find(self, root: Root) -> Root:
         return self.window.roots.find(root)
 
@@ -235,7 +246,7 @@ class Labeller:
     def label(self, items: list[FingerprintedRecord]) -> list[tuple[FingerprintedRecord, Labels]]:
         """Look a batch up and decide each record's fate: a repeat within this run (skipped or failed), a
         near-duplicate to skip, or a document to write with its labels."""
-        if self.on_duplicate == "index":  # the run's memory serves labelling only
+        if not self.holds_run_keys:
             return self._label(items, self.lookup(items, None), None)
         probes, holds = run_key_lists(items, self.config)
         found = self.lookup(items, probes)

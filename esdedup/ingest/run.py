@@ -96,7 +96,8 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
     input ends, the store fails or SIGTERM asks the run to stop."""
     started = time.monotonic()
     store, opts, summary = run.store, run.opts, run.summary
-    workers = Workers(run.config, opts.workers or (os.cpu_count() or 1), encode=run.sharing.takes_json)
+    workers = Workers(run.config, opts.workers or (os.cpu_count() or 1), encode=run.sharing.takes_json,
+                      held=run.labeller.holds_run_keys)
     retried_before = store.retried
     stop = Stop()
     try:

@@ -14,7 +14,7 @@ any length knows every id it wrote).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import chain, islice, repeat
 
@@ -31,14 +31,34 @@ from esdedup.store.base import Root, StoredDoc
 MAX_PER_KEY = 32
 
 
+def held_keys(bands: list[str], lsh: list[str], empty: bool, sha1: str) -> list[str]:
+    """The keys this run's memory (run index, frozen keys) holds a record under: its band and LSH keys; a
+    text without words, which has none, its content SHA-1, since its exact copies are its only duplicates
+    (rule 0 of `esdedup.match.rule`)."""
+    return [f"content_sha1:{sha1}"] if empty else bands + lsh
+
+
 class KeyLists:
     """Each record's run keys (strings) and their hashes (`key_hashes`, flat, ``counts[r]`` of record r's):
-    what the run index and the frozen keys look a batch up by."""
+    what the run index and the frozen keys look a batch up by. Made from the keys, or from their hashes
+    (`hashed`), when the strings are made only where a key is named (a crowded one)."""
 
     def __init__(self, keys: list[list[str]]) -> None:
-        self.keys = keys
+        self._keys: list[list[str]] | Callable[[int], list[str]] = keys
         self.counts = [len(k) for k in keys]
         self.hashes = key_hashes([k for ks in keys for k in ks])
+
+    @classmethod
+    def hashed(cls, hashes: np.ndarray, counts: list[int], keys_of: Callable[[int], list[str]]) -> KeyLists:
+        """The key lists whose `key_hashes` are ``hashes`` (``counts[r]`` of record r's, flat);
+        ``keys_of(r)``: record r's keys."""
+        lists = cls.__new__(cls)
+        lists._keys, lists.counts, lists.hashes = keys_of, counts, hashes
+        return lists
+
+    def keys_of(self, r: int) -> list[str]:
+        """Record r's keys."""
+        return self._keys(r) if callable(self._keys) else self._keys[r]
 
     @cached_property
     def flat(self) -> list[int]:
@@ -127,19 +147,29 @@ class RunIndex:
         #: run indexes; a key crowded there counts every document of this one that holds it).
         self.crowded: dict[str, int] = crowded if crowded is not None else {}
         self._carried = bool(self.crowded)
+        #: The hashes of the keys of `crowded` (a key's string is made only when it is counted).
+        self._crowded_hashes: set[int] = set(key_hashes(list(self.crowded)).tolist()) if self.crowded else set()
 
-    def add(self, doc: StoredDoc, keys: Sequence[str], hashes: Sequence[int] | None = None) -> frozenset[int]:
-        """Hold ``doc`` under ``keys`` (``hashes``: their `key_hashes`, computed here when not given); returns
-        the hashes of those it is not held under (each held by `MAX_PER_KEY` documents already)."""
+    def add(self, doc: StoredDoc, keys: Sequence[str] | Callable[[], Sequence[str]],
+            hashes: Sequence[int] | None = None) -> frozenset[int]:
+        """Hold ``doc`` under ``keys`` (or a function giving them, called only when a crowded key is counted;
+        ``hashes``: their `key_hashes`, computed here when not given); returns the hashes of those it is not
+        held under (each held by `MAX_PER_KEY` documents already)."""
         if hashes is None:
+            keys = keys() if callable(keys) else keys
             hashes = key_hashes(keys).tolist()
         crowded_out = self._table.add(len(self.docs), hashes)
         self.docs.append(doc)
+        carried = self._carried and not self._crowded_hashes.isdisjoint(hashes)
+        if not crowded_out and not carried:
+            return _NONE
+        names = keys() if callable(keys) else keys
         for x in crowded_out:
-            self.crowded[keys[x]] = self.crowded.get(keys[x], MAX_PER_KEY) + 1
-        if self._carried:
+            self.crowded[names[x]] = self.crowded.get(names[x], MAX_PER_KEY) + 1
+            self._crowded_hashes.add(hashes[x])
+        if carried:
             out = set(crowded_out)
-            for x, k in enumerate(keys):
+            for x, k in enumerate(names):
                 if x not in out and k in self.crowded:
                     self.crowded[k] += 1
         return frozenset(hashes[x] for x in crowded_out) if crowded_out else _NONE

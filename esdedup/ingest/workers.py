@@ -18,13 +18,14 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
-from itertools import chain
+from itertools import chain, pairwise, repeat
 from typing import Any
 
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns, Fingerprinter
+from esdedup.ingest.runindex import held_keys, key_hashes
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members_many
 
@@ -59,19 +60,33 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _fingerprint_batch(texts: list[str], encode: bool) -> Fingerprinted:
+def _fingerprint_batch(texts: list[str], encode: bool, held: bool) -> Fingerprinted:
     assert _WORKER is not None
-    return fingerprint_with(_WORKER, texts, encode=encode)
+    return fingerprint_with(_WORKER, texts, encode=encode, held=held)
 
 
-def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False) -> Fingerprinted:
+def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False,
+                     held: bool = False) -> Fingerprinted:
     """What a worker does with one task, also done in the calling thread (`esdedup.ingest.service.Ingester`): each
     text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too, made
-    from the Fingerprinter's columns (`esdedup.schema.dedup_members_many`) with no fingerprint object."""
+    from the Fingerprinter's columns (`esdedup.schema.dedup_members_many`) with no fingerprint object;
+    ``held``: the hashes of the keys the run's memory holds each text under (`held_key_hashes`)."""
     norms = fper.normalize_many(texts)
     columns = fper.fingerprint_columns(norms)
     sha1s = [content_sha1(norm) for norm in norms]
-    return Fingerprinted(columns, sha1s, dedup_members_many(columns, fper.config, sha1s) if encode else None)
+    return Fingerprinted(columns, sha1s, dedup_members_many(columns, fper.config, sha1s) if encode else None,
+                         held_key_hashes(columns, sha1s) if held else None)
+
+
+def held_key_hashes(columns: list[FingerprintColumns], sha1s: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The `esdedup.ingest.runindex.key_hashes` of each text's `esdedup.ingest.runindex.held_keys`, flat, and
+    where each text's start (one more offset: the end), as the run would hash them in its own process."""
+    keys = [held_keys(bands, lsh, empty, sha1) for bands, lsh, empty, sha1 in zip(
+        chain.from_iterable(c.bands for c in columns), chain.from_iterable(c.lsh for c in columns),
+        chain.from_iterable(c.empties for c in columns), sha1s, strict=True)]
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in keys], out=offsets[1:])
+    return key_hashes([k for ks in keys for k in ks]), offsets
 
 
 class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
@@ -82,10 +97,12 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
     (`NewDoc.dedup_json`), made in the worker processes rather than in the process that writes. The
     fingerprint objects are made when the run first reads them."""
 
-    def __init__(self, columns: list[FingerprintColumns], sha1s: list[str],
-                 dedup_json: list[bytes] | None = None) -> None:
+    def __init__(self, columns: list[FingerprintColumns], sha1s: list[str], dedup_json: list[bytes] | None = None,
+                 held: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.sha1s = sha1s
         self.dedup_json = dedup_json
+        #: `held_key_hashes`, when asked for.
+        self.held = held
         #: The Fingerprinter's columns in the process that made them; after pickling, what they were packed to.
         self._columns: list[FingerprintColumns] | None = columns
         self._packed: tuple[Any, ...] = ()
@@ -105,10 +122,17 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
                 self._fps = _unpack_fingerprints(self._packed)
         return self._fps
 
+    def held_hashes(self) -> Iterator[np.ndarray | None]:
+        """Each text's part of `held` (views), or None for each when the hashes were not made."""
+        if self.held is None:
+            return repeat(None)
+        hashes, offsets = self.held
+        return (hashes[a:b] for a, b in pairwise(offsets.tolist()))
+
     def __getstate__(self) -> dict[str, Any]:
         packed = self._packed if self._columns is None else _pack_columns(self._columns)
-        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "_columns": None, "_packed": packed,
-                "_fps": None}
+        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "held": self.held, "_columns": None,
+                "_packed": packed, "_fps": None}
 
 
 def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
@@ -146,9 +170,10 @@ class Workers:
     """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
     order with at most ``workers + 1`` of them in flight."""
 
-    def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False) -> None:
+    def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False, held: bool = False) -> None:
         self.workers = workers
         self._encode = encode
+        self._held = held
         self._pool: ProcessPoolExecutor | None = None
         if workers > 1:
             self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid()))
@@ -159,8 +184,8 @@ class Workers:
     def _submit(self, batch: Batch) -> Future | Fingerprinted:
         texts = [r.text for r in batch if isinstance(r, Record)]
         if self._pool is not None:
-            return self._pool.submit(_fingerprint_batch, texts, self._encode)
-        return fingerprint_with(self._local, texts, encode=self._encode)  # type: ignore[arg-type]
+            return self._pool.submit(_fingerprint_batch, texts, self._encode, self._held)
+        return fingerprint_with(self._local, texts, encode=self._encode, held=self._held)  # type: ignore[arg-type]
 
     def in_order(self, batches: Iterator[Batch], stop: Stop) -> Iterator[tuple[Batch, Fingerprinted]]:
         """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""

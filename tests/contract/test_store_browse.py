@@ -133,6 +133,21 @@ def test_search_by_text_in_sequence_by_word_and_by_id(store):
     assert store.search_text('"<script>', size=10).hits == []
 
 
+def test_a_text_search_finds_each_id_s_last_written_text(store):
+    """An id written twice in one batch keeps its second text, a stored id written again its new one: the
+    text search finds those and not the texts they replaced."""
+    texts = ["大漠孤烟直，长河落日圆。" * 3, "会当凌绝顶，一览众山小。" * 3, "两个黄鹂鸣翠柳，一行白鹭上青天。" * 3]
+    fps = Fingerprinter(CONFIG).fingerprint_many(texts)
+    docs = [NewDoc(i, fps[k], {"id": i, "title": "t", "text": texts[k]}, content_sha1(texts[k]), i, None, seq=100 + n,
+                   cluster_seq=100 + n) for n, (i, k) in enumerate([("x", 0), ("x", 1), ("a0", 2)])]
+    assert all(r.ok for r in store.write(docs))
+    store.refresh()
+    assert [h.id for h in store.search_text("孤烟", size=10).hits] == []
+    assert [h.id for h in store.search_text("凌绝顶", size=10).hits] == ["x"]
+    assert [h.id for h in store.search_text("黄鹂", size=10).hits] == ["a0"]
+    assert sorted(h.id for h in store.search_text("明月", size=10).hits) == ["a1", "a2", "a3"]
+
+
 def test_sample_is_random_bounded_and_repeatable(store):
     got = store.sample(5, seed=3)
     assert 1 <= len(got) <= 5 and len({d.id for d in got}) == len(got)

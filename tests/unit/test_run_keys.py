@@ -99,21 +99,30 @@ class _NoVerdicts:
         return [[] for _ in sketches]
 
 
+@pytest.mark.parametrize("hashed", [False, True], ids=["keys", "hashes"])
 @pytest.mark.parametrize("switch", ["0", "1"])
 @settings(max_examples=120, deadline=None)
 @given(before=st.lists(st.lists(st.sampled_from(KEYS[:4]), min_size=1, max_size=3, unique=True), min_size=10,
                       max_size=40),
        batch=st.lists(st.tuples(st.lists(st.sampled_from(KEYS[:4]), max_size=3, unique=True), st.booleans()),
                       max_size=60))
-def test_a_batch_s_candidates_are_the_run_index_lookups_as_it_is_labelled(before, batch, switch) -> None:
+def test_a_batch_s_candidates_are_the_run_index_lookups_as_it_is_labelled(before, batch, switch, hashed) -> None:
     """Records added before the batch and in it (``True``: the record is added, as a record labelled and
-    written is; else it is not, as a skipped one), with few keys, so that some are crowded past MAX_PER_KEY."""
+    written is; else it is not, as a skipped one), with few keys, so that some are crowded past MAX_PER_KEY.
+    ``hashed``: the keys held come as hashes (as the workers make them), their strings made only when a
+    crowded key is counted; the crowded counts are the same."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(native.ENV_SWITCH, switch)
-        _check_batch(before, batch)
+        _check_batch(before, batch, hashed=False)
+        counted = dict(_CROWDED)
+        _check_batch(before, batch, hashed=hashed)
+        assert _CROWDED == counted
 
 
-def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]]) -> None:
+_CROWDED: dict[str, int] = {}
+
+
+def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool) -> None:
     config = FingerprintConfig()
     index = RunIndex()
     for n, keys in enumerate(before * (MAX_PER_KEY // len(before) + 1)):  # some key held by MAX_PER_KEY
@@ -123,11 +132,19 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]]) -
     probes = KeyLists([run_keys(d, config, probing=True) for d in items])
     found: list[list[StoredDoc]] = [[] for _ in items]
     holds = KeyLists([run_keys(d, config, probing=False) for d in items])
+    if hashed:
+        named: list[int] = []
+        holds = KeyLists.hashed(holds.hashes, holds.counts, lambda r: named.append(r) or holds_keys[r])
+        holds_keys = [run_keys(d, config, probing=False) for d in items]
     cands = BatchCandidates(labeller, items, found, probes, holds)  # type: ignore[arg-type]
     for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
-        assert [c.id for c in cands.candidates(i, [], set())] == [c.id for c in index.lookup(probes.keys[i])]
+        assert [c.id for c in cands.candidates(i, [], set())] == [c.id for c in index.lookup(probes.keys_of(i))]
         if added:
             cands.add(i, StoredDoc(d.id, 0, np.zeros(1), False, 1, 1, d.id, None), index)
+    if hashed:  # a record's keys were named only where one of them was crowded
+        assert all(set(holds_keys[r]) & set(index.crowded) for r in named)
+    _CROWDED.clear()
+    _CROWDED.update(index.crowded)
 
 
 def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
@@ -145,4 +162,11 @@ def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
         assert [run_keys(d, config, probing=True) for d in items] == [run_keys(d, config, probing=False)
                                                                       for d in items]
         probes, holds = run_key_lists(items, config)
-        assert probes is holds and holds.keys == [run_keys(d, config, probing=False) for d in items]
+        want = [run_keys(d, config, probing=False) for d in items]
+        assert probes is holds and [holds.keys_of(r) for r in range(len(items))] == want
+        # Where the workers made the hashes of the keys held, the lists are the same.
+        for d, keys in zip(items, want, strict=True):
+            d.held_hashes = key_hashes(keys)
+        probes, holds = run_key_lists(items, config)
+        assert probes is holds and [holds.keys_of(r) for r in range(len(items))] == want
+        assert holds.hashes.tolist() == key_hashes([k for ks in want for k in ks]).tolist()

@@ -10,6 +10,7 @@ from esdedup.fingerprint import fingerprinter
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import workers
+from esdedup.ingest.runindex import held_keys, key_hashes
 from esdedup.ingest.workers import fingerprint_with
 from esdedup.schema import content_sha1, dedup_members
 from tests.corpus import make_corpus
@@ -26,17 +27,23 @@ def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal(
         config: FingerprintConfig, encode: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker's batch is pickled as a few columns, not one object per document (fewer objects to pickle):
     nothing of the fingerprint module travels. What the writing process unpickles is every fingerprint field
-    it reads, bit for bit (across the Fingerprinter's internal chunks, empty texts among them), and each
-    document's encoded dedup fields are the bytes the store would have encoded."""
+    it reads, bit for bit (across the Fingerprinter's internal chunks, empty texts among them), each
+    document's encoded dedup fields are the bytes the store would have encoded, and the hashes of the keys the
+    run's memory holds it under are those the run would make of them (asked for with the encoded ones here)."""
     texts = [d["text"] for d in make_corpus(40, 10)[0]] * 2 + ["", "。。", "短", "臺灣居民明日起" * 60]
     monkeypatch.setattr(workers, "_WORKER", Fingerprinter(config))
     monkeypatch.setattr(fingerprinter, "_DOCS_PER_PASS", 16)
-    pickled = pickle.dumps(workers._fingerprint_batch(texts, encode), pickle.HIGHEST_PROTOCOL)
+    pickled = pickle.dumps(workers._fingerprint_batch(texts, encode, encode), pickle.HIGHEST_PROTOCOL)
     assert b"esdedup.fingerprint.fingerprinter" not in pickled
     got, reference = pickle.loads(pickled), Fingerprinter(config)
     assert len(got) == len(texts) and got.sha1s == [content_sha1(reference.normalize(t)) for t in texts]
     assert (got.dedup_json is not None) == encode
+    held = list(got.held_hashes()) if encode else None
+    assert len(held) == len(texts) if held is not None else got.held is None
     for i, ((a, sha), b) in enumerate(zip(got, reference.fingerprint_many(texts), strict=True)):
+        if encode:
+            want = key_hashes(held_keys(b.bands, b.lsh, b.empty, sha))
+            assert held[i].dtype == np.uint64 and held[i].tolist() == want.tolist() and len(want)
         assert (a.simhash, a.bands, a.lsh, a.length, a.chars, a.empty, a.shingles, a.bits) == \
             (b.simhash, b.bands, b.lsh, b.length, b.chars, b.empty, b.shingles, b.bits)
         assert a.vector.dtype == b.vector.dtype and np.array_equal(a.vector, b.vector)
@@ -44,8 +51,9 @@ def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal(
         assert a.minhash is None or np.array_equal(a.minhash, b.minhash)
         if encode:
             assert got.dedup_json[i] == dedup_members(b, config, sha)
-    empty = pickle.loads(pickle.dumps(workers._fingerprint_batch([], encode)))
+    empty = pickle.loads(pickle.dumps(workers._fingerprint_batch([], encode, encode)))
     assert len(empty) == 0 and empty.fingerprints() == [] and empty.dedup_json == ([] if encode else None)
+    assert (list(empty.held_hashes()) == []) if encode else empty.held is None
 
 
 def test_in_process_fingerprints_keep_their_term_weights() -> None:

@@ -196,14 +196,16 @@ class LocalStore:
             existing.update(r[0] for r in db.execute(f"SELECT id FROM docs WHERE id IN ({marks(len(chunk))})", chunk))
         old = [i for i in ids if i in existing]
         old_keys = self._keys.indexed_keys(old) if old else []
+        before = db.execute("SELECT COALESCE(MAX(seq), 0) FROM docs").fetchone()[0]
         with db:
             self._keys.delete(db, old_keys)
             db.executemany(INSERT_DOC, doc_rows(batch, config.bits, config.stores_vector))
-            # Read inside the write transaction, the rows of these ids are the ones just written (the last
-            # document of an id is the one stored), whatever another writer did before or does after.
+            # Read inside the write transaction, the rows of these ids above the largest seq before it are the
+            # ones just written (a new row's seq is above every seq before; the last document of an id is the
+            # one stored), whatever another writer did before or does after.
             by_id = {d.id: d for d in batch}
-            written = [row for chunk in chunks(list(by_id), MAX_PARAMS) for row in db.execute(
-                f"SELECT seq, id FROM docs WHERE id IN ({marks(len(chunk))})", chunk)]
+            written = [(seq, i) for seq, i in db.execute("SELECT seq, id FROM docs WHERE seq > ?", (before,))
+                       if i in by_id]
             texts.update(self._texts.texts_of((seq, by_id[i].source) for seq, i in written))
         return [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
 
