@@ -6,12 +6,17 @@ computes the same cuts, bit for bit, for a whole batch of runs in one numpy pass
 the same float64 sums in the same order (previous score + transition, then + emission; an emission jieba
 lacks is its ``MIN_FLOAT``), and the same tie-breaking (among equal scores jieba's ``max`` over
 ``(score, state)`` keeps the state whose name sorts last). Pure: the probability tables are jieba's own,
-read once; no I/O beyond that import.
+read once from its files; no other I/O.
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
+import sys
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -27,10 +32,7 @@ MAX_RUN = 500
 def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start scores (4,), transition scores (4, 4) as [from, to], emission scores (chars, 4)), states in
     the order B, M, E, S: what the HMM decodes with here and in the native core (`esdedup.fingerprint.native`)."""
-    from jieba.finalseg.prob_emit import P as emit
-    from jieba.finalseg.prob_start import P as start
-    from jieba.finalseg.prob_trans import P as trans
-
+    emit, start, trans = (_jieba_table(name) for name in ("prob_emit", "prob_start", "prob_trans"))
     names = "BMES"
     start_ = np.array([start[s] for s in names], dtype=np.float64)
     trans_ = np.array([[trans[a].get(b, _MIN_FLOAT) for b in names] for a in names], dtype=np.float64)
@@ -40,6 +42,24 @@ def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             if FIRST <= ord(ch) <= LAST:
                 emit_[ord(ch) - FIRST, k] = p
     return start_, trans_, emit_
+
+
+def _jieba_table(name: str) -> dict[str, Any]:
+    """``jieba.finalseg.<name>.P``: from the module when jieba is imported, else read from jieba's file
+    without importing the package, whose import loads ``pkg_resources`` (about 70 ms a process, in every
+    ingest worker) for nothing these tables need."""
+    module_name = f"jieba.finalseg.{name}"
+    if "jieba" in sys.modules:
+        return importlib.import_module(module_name).P  # type: ignore[no-any-return]
+    package = importlib.util.find_spec("jieba")
+    if package is None or not package.submodule_search_locations:
+        raise ModuleNotFoundError("jieba is not installed", name="jieba")
+    spec = importlib.util.spec_from_file_location(
+        module_name, os.path.join(package.submodule_search_locations[0], "finalseg", f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.P  # type: ignore[no-any-return]
 
 
 def _best(a: np.ndarray, a_state: int, b: np.ndarray, b_state: int) -> tuple[np.ndarray, np.ndarray]:

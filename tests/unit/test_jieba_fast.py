@@ -1,6 +1,9 @@
 """The fast jieba engine gives jieba's own tokens: HMM runs bit for bit, whole texts token for token."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import jieba
 import jieba.finalseg
 import pytest
@@ -92,6 +95,18 @@ def test_jieba_itself_is_loaded_only_for_a_block_only_it_can_cut() -> None:
     fast._is_word = lambda w: w == "iphone" or route_has_word(w)  # type: ignore[method-assign]
     assert fast.cut("用iphone拍照") == jieba.Tokenizer().lcut("用iphone拍照", HMM=True)
     assert fast._reference is not None
+
+
+def test_the_hmm_tables_are_jieba_s_whether_or_not_jieba_is_imported() -> None:
+    """A fingerprint worker reads jieba's HMM tables from its files without importing jieba (whose import
+    loads pkg_resources); they are the tables of jieba's own modules."""
+    code = ("import sys\nfrom esdedup.fingerprint.jieba_hmm import tables\n"
+            "read = tables()\nassert not [m for m in sys.modules if m.startswith('jieba')], sys.modules\n"
+            "import jieba.finalseg\ntables.cache_clear()\n"
+            "assert all((a == b).all() for a, b in zip(read, tables(), strict=True))\n"
+            "assert read[2][ord('\u4e00') - 0x4E00, 0] == jieba.finalseg.emit_P['B']['\u4e00']\nprint('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 def test_runs_up_to_the_bound_are_jieba_finalseg() -> None:
