@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -150,6 +151,8 @@ class BatchCandidates:
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
         near, peers, position_of = self._near[i], self._near_peers[i], self._position_of
+        if not near and not peers:
+            return []
         return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
 
 
@@ -172,6 +175,9 @@ def batch_peers(probes: KeyLists, holds: KeyLists) -> list[list[int]]:
     for i, j in zip((pairs // max(n, 1)).tolist(), (pairs % max(n, 1)).tolist(), strict=True):  # n = 0: none
         out[i].append(j)
     return out
+
+
+_seq = attrgetter("seq")
 
 
 def _dup_of(doc_id: str, root: Root) -> str | None:
@@ -323,10 +329,12 @@ class Labeller:
             if self.on_duplicate == "skip":  # stored already: settling decides whether it stays
                 return Labels(seq, me, stored=self_doc)
         else:
-            seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
+            seq = WRITE_CLOCK.next(after=max(map(_seq, cands), default=0))
             me = (seq, d.id)
             if roots and self.on_duplicate == "skip":
                 return Labels(seq, me, skip_for=min(roots)[1])
+        if not roots:  # a cluster of its own, or its stored one: nothing to join
+            return Labels(seq, me, stored=self_doc)
         if len(roots - {me}) > (0 if self_doc is not None else 1):  # clusters already stored that this joins
             self.ledger.cur.joins.append(roots | {me})
         return Labels(seq, self.join(roots | {me}), stored=self_doc)
@@ -338,7 +346,7 @@ class Labeller:
         the old text; `relabel_replaced` labels that one again after the write). ``skip``: a new text that
         duplicates another document is skipped, the old one stays."""
         self.window.roots.forget({d.id})
-        seq = WRITE_CLOCK.next(after=max((c.seq for c in cands), default=0))
+        seq = WRITE_CLOCK.next(after=max(map(_seq, cands), default=0))
         me = (seq, d.id)
         if self.on_duplicate == "index":
             return Labels(seq, me, replaces=old.root)
