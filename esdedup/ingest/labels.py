@@ -67,9 +67,9 @@ def run_key_lists(items: list[FingerprintedRecord], config: FingerprintConfig) -
     """The `run_keys` each record of a batch probes and holds: one list for both where the band layout probes
     no neighbouring keys (a record then looks up the keys it holds). The hashes of the keys held come from the
     workers when they made them (`FingerprintedRecord.held_hashes`)."""
-    held = [d.held_hashes for d in items]
-    if items and all(h is not None for h in held):
-        holds = KeyLists.hashed(np.concatenate(held), [len(h) for h in held],  # type: ignore[arg-type]
+    held = [d.held_hashes for d in items if d.held_hashes is not None]
+    if items and len(held) == len(items):
+        holds = KeyLists.hashed(np.concatenate(held), [len(h) for h in held],
                                 lambda r: run_keys(items[r], config, probing=False))
     else:
         holds = KeyLists([run_keys(d, config, probing=False) for d in items])

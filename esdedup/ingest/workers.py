@@ -80,7 +80,7 @@ def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = Fa
 
 def held_key_hashes(columns: list[FingerprintColumns], sha1s: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """The `esdedup.ingest.runindex.key_hashes` of each text's `esdedup.ingest.runindex.held_keys`, flat, and
-    where each text's start (one more offset: the end), as the run would hash them in its own process."""
+    the offset where each text's hashes start (one more: the end), as the run would hash them itself."""
     keys = [held_keys(bands, lsh, empty, sha1) for bands, lsh, empty, sha1 in zip(
         chain.from_iterable(c.bands for c in columns), chain.from_iterable(c.lsh for c in columns),
         chain.from_iterable(c.empties for c in columns), sha1s, strict=True)]
