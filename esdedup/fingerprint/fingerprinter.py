@@ -7,8 +7,9 @@ a batch (`fingerprint_many`) does the vote sums for all documents in one numpy p
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from operator import itemgetter
@@ -134,7 +135,8 @@ class FingerprintColumns:
     """The fingerprints of a batch of texts as columns: entry i of each list (row i of ``vectors``) is text
     i's `Fingerprint` field of that name (``empties`` its ``empty``), ``bits`` theirs all; each text's exact
     term weights are its stretch of ``rows`` (rows of ``terms``) and ``weights``, up to ``ends[i]``.
-    `fingerprints` makes the objects."""
+    `fingerprints` makes the objects (``complete_terms``: what completes ``terms`` first, when the native term
+    step has decided terms the Fingerprinter has not taken in yet)."""
 
     simhashes: list[int]
     bands: list[list[str]]
@@ -150,11 +152,14 @@ class FingerprintColumns:
     rows: np.ndarray = field(repr=False)
     weights: np.ndarray = field(repr=False)
     ends: list[int] = field(repr=False)
+    complete_terms: Callable[[], None] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.simhashes)
 
     def fingerprints(self) -> list[Fingerprint]:
+        if self.complete_terms is not None:
+            self.complete_terms()
         out: list[Fingerprint] = []
         bits, vectors, terms, rows, weights = self.bits, self.vectors, self.terms, self.rows, self.weights
         start = 0
@@ -275,6 +280,12 @@ class Fingerprinter:
         # stands for another term (a synonym, or spaces stripped), -1 when it is no term (punctuation, a
         # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
         self._codes: dict[str, int] = {}
+        # What the native term step decided itself and `_codes` and `_table` do not hold yet (`_native_learn`):
+        # taken in only when they are read (`_take_learned`), which a worker that sends columns never does
+        # (inserting a worker's new tokens in two dicts cost 10 µs a poem). Taken under a lock, in order.
+        self._learned: list[tuple[list[str], list[int], list[str], tuple[bytes, ...]]] = []
+        self._learned_rows = 0
+        self._learned_lock = threading.Lock()
         # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
@@ -308,6 +319,7 @@ class Fingerprinter:
 
     def terms(self, text: str) -> list[str]:
         """The filtered term sequence of a text (what the weights count; used for containment)."""
+        self._take_learned()
         table, out = self._table, list[str]()
         for tokens in self._token_lists(self.normalize(text)):
             out.extend(table.terms[code >> 1] for code in self._token_codes(tokens) if code >= 0)
@@ -375,7 +387,8 @@ class Fingerprinter:
 
     def _fingerprint_chunk(self, norms: list[str]) -> FingerprintColumns:
         cfg, table = self.config, self._table
-        if len(table) > MAX_CACHED_TERMS:  # between chunks only: the rows of a chunk stay valid
+        if len(table) + self._learned_rows > MAX_CACHED_TERMS:  # between chunks only: a chunk's rows stay valid
+            self._take_learned()  # into the old table, whose terms the chunks before read
             table.clear()
             self._codes.clear()
             if self._native_terms is not None:
@@ -405,7 +418,8 @@ class Fingerprinter:
             lengths=[0 if empty else n for n, empty in zip(lengths, empties, strict=True)], empties=empties,
             lsh=[part[0] for part in minhash_parts], minhash=[part[1] for part in minhash_parts],
             chars=list(map(len, norms)), shingles=[part[2] for part in minhash_parts], bits=cfg.bits,
-            terms=table.terms, rows=rows, weights=weights, ends=ends)
+            terms=table.terms, rows=rows, weights=weights, ends=ends,
+            complete_terms=self._take_learned if self._native_terms is not None else None)
 
     def _term_parts(self, norms: list[str]) -> native.TermParts:
         """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of
@@ -425,14 +439,27 @@ class Fingerprinter:
     def _native_register(self, tokens: list[str], have: int) -> tuple[list[int], bytes, bytes, bytes, bytes, list[str]]:
         """What the native term step asks for tokens it has no code for: their codes (registering the new
         ones here, as the Python path does), and the hash data and terms of the table's rows from ``have`` on."""
+        self._take_learned()
         codes = self._token_codes(tokens)
         return (codes, *self._table.row_data(have), self._table.terms[have:])
 
     def _native_learn(self, tokens: list[str], codes: list[int], terms: list[str], *data: bytes) -> None:
         """What the native term step decided itself (`native.NativeTerms.decides`): the codes of new tokens,
-        and the new rows (their terms and hash data, as `_TermTable.row_data` gives them)."""
-        self._codes.update(zip(tokens, codes, strict=True))
-        self._table.extend(terms, *data)
+        and the new rows (their terms and hash data, as `_TermTable.row_data` gives them): kept until they are
+        read (`_take_learned`)."""
+        with self._learned_lock:
+            self._learned.append((tokens, codes, terms, data))
+            self._learned_rows += len(terms)
+
+    def _take_learned(self) -> None:
+        """Take what the native term step decided (`_native_learn`) into `_codes` and the table, in the order
+        it decided it."""
+        with self._learned_lock:
+            for tokens, codes, terms, data in self._learned:
+                self._codes.update(zip(tokens, codes, strict=True))
+                self._table.extend(terms, *data)
+            self._learned.clear()
+            self._learned_rows = 0
 
     # -- the fast path: raw token counts -> term-table rows --------------------------------------------
     def _register(self, tokens: list[str]) -> list[int]:

@@ -172,6 +172,24 @@ def test_rows_made_by_terms_and_a_cleared_table(extension: None, switch_on: None
     assert fast._native_terms.rows == len(fast._table) < 600
 
 
+def test_terms_the_core_decided_are_taken_in_when_read(extension: None, switch_on: None) -> None:
+    """What the core decided itself waits until it is read: columns sent on (a worker's) leave it waiting;
+    their fingerprints, `terms` and the core's next question take it in first, in order, and give what a
+    Fingerprinter that took it in at once gives."""
+    cfg = FingerprintConfig()
+    texts = [f"北京欢迎你，第{i}次来中国。台湾居民明起来北京看长城{i % 7}" for i in range(40)]
+    fper, reference = Fingerprinter(cfg), Fingerprinter(cfg)
+    columns = fper.fingerprint_columns(fper.normalize_many(texts))
+    assert fper._learned and fper._native_terms is not None and len(fper._table) < fper._native_terms.rows
+    got, want = [fp for c in columns for fp in c.fingerprints()], reference.fingerprint_many(texts)
+    assert not fper._learned and len(fper._table) == fper._native_terms.rows
+    assert_same_bits(got, want)
+    assert [dict(fp.tf) for fp in got] == [dict(fp.tf) for fp in want]
+    fper.fingerprint_columns(fper.normalize_many(["上海欢迎你，第一次来浦东"]))
+    assert fper._learned
+    assert fper.terms("上海欢迎你，第一次来浦东") == reference.terms("上海欢迎你，第一次来浦东") and not fper._learned
+
+
 #: Pieces of tokens of every kind `term_of` tells apart: whitespace of several kinds (what ``str.strip`` takes),
 #: characters that only look like it (zero-width space, a file separator), letters, digits of two scripts,
 #: ideographs, punctuation, emoji, a combining mark, the resources' synonyms and stopwords (see `resources`).
@@ -207,6 +225,7 @@ def test_the_core_decides_new_tokens_as_python_does(extension: None, switch_on: 
 
     got = decided._native_terms.run(token_lists, must_not_register, decided._native_learn)
     want = asked._native_terms.run(token_lists, asked._native_register, asked._native_learn)
+    decided._take_learned()
     assert got[0] == want[0] and got[4] == want[4]
     assert all(np.array_equal(a, b) for a, b in zip(got[1:4] + got[5:], want[1:4] + want[5:], strict=True))
     assert decided._codes == asked._codes
@@ -228,6 +247,7 @@ def test_python_decides_a_batch_with_a_token_that_is_no_utf8(extension: None, sw
     fper._native_terms.run([["北京", "a\ud800"], ["欢迎", "北京"]], register, fper._native_learn)
     assert asked == [["北京", "a\ud800", "欢迎"]]
     fper._native_terms.run([["欢迎", "长城"]], register, fper._native_learn)
+    fper._take_learned()
     assert len(asked) == 1 and fper._table.terms == ["北京", "a\ud800", "欢迎", "长城"]
     assert fper._codes["长城"] == 2 * 3 and fper._native_terms.rows == 4
 
