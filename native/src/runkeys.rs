@@ -33,7 +33,10 @@ pub fn key_hash(bytes: &[u8]) -> u64 {
 /// such keys in Python): the hashes as little-endian uint64 bytes.
 #[pyfunction]
 pub fn key_hashes<'py>(py: Python<'py>, keys: Vec<String>) -> Bound<'py, PyBytes> {
-    let out: Vec<u8> = keys.iter().flat_map(|k| key_hash(k.as_bytes()).to_le_bytes()).collect();
+    let out: Vec<u8> = keys
+        .iter()
+        .flat_map(|k| key_hash(k.as_bytes()).to_le_bytes())
+        .collect();
     PyBytes::new(py, &out)
 }
 

@@ -354,12 +354,7 @@ impl TermCore {
         let (bits, dims) = (self.bits, self.dims);
         // The process's own pool (`pool`): rayon's global one has no threads in a forked child.
         let data: Vec<_> = py.detach(|| {
-            threads.install(|| {
-                terms
-                    .par_iter()
-                    .map(|t| rules.hash_data(t, bits, dims))
-                    .collect()
-            })
+            threads.install(|| terms.par_iter().map(|t| rules.hash_data(t, bits, dims)).collect())
         });
         let mut new = NewRows {
             codes,
