@@ -281,8 +281,8 @@ class Fingerprinter:
         # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
         self._codes: dict[str, int] = {}
         # What the native term step decided itself and `_codes` and `_table` do not hold yet (`_native_learn`):
-        # taken in only when they are read (`_take_learned`), which a worker that sends columns never does
-        # (inserting a worker's new tokens in two dicts cost 10 µs a poem). Taken under a lock, in order.
+        # taken in only when they are read (`_take_learned`), which a worker that sends columns never does.
+        # Taken under a lock, in the order decided: a row's number is its place in the table.
         self._learned: list[tuple[list[str], list[int], list[str], tuple[bytes, ...]]] = []
         self._learned_rows = 0
         self._learned_lock = threading.Lock()
