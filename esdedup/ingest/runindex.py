@@ -44,7 +44,8 @@ class KeyLists:
     (`hashed`), when the strings are made only where a key is named (a crowded one)."""
 
     def __init__(self, keys: list[list[str]]) -> None:
-        self._keys: list[list[str]] | Callable[[int], list[str]] = keys
+        #: Record r's keys.
+        self.keys_of: Callable[[int], list[str]] = keys.__getitem__
         self.counts = [len(k) for k in keys]
         self.hashes = key_hashes([k for ks in keys for k in ks])
 
@@ -53,12 +54,8 @@ class KeyLists:
         """The key lists whose `key_hashes` are ``hashes`` (``counts[r]`` of record r's, flat);
         ``keys_of(r)``: record r's keys."""
         lists = cls.__new__(cls)
-        lists._keys, lists.counts, lists.hashes = keys_of, counts, hashes
+        lists.keys_of, lists.counts, lists.hashes = keys_of, counts, hashes
         return lists
-
-    def keys_of(self, r: int) -> list[str]:
-        """Record r's keys."""
-        return self._keys(r) if callable(self._keys) else self._keys[r]
 
     @cached_property
     def flat(self) -> list[int]:
