@@ -46,8 +46,8 @@ def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _jieba_table(name: str) -> dict[str, Any]:
     """``jieba.finalseg.<name>.P``: from the module when jieba is imported, else read from jieba's file
-    without importing the package, whose import loads ``pkg_resources`` (about 70 ms a process, in every
-    ingest worker) for nothing these tables need."""
+    without importing the package, whose import loads ``pkg_resources`` (in every ingest worker) for nothing
+    these tables need."""
     module_name = f"jieba.finalseg.{name}"
     if "jieba" in sys.modules:
         return importlib.import_module(module_name).P  # type: ignore[no-any-return]

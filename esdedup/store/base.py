@@ -31,8 +31,8 @@ Root = tuple[int, str]
 
 # Not frozen, like the other values ingest makes once a record (`NewDoc`, `WriteResult`, `Record` with its
 # `Line` and `Where`, `Fingerprint`, `FingerprintedRecord`, `Labels`): a frozen dataclass's __init__ sets each
-# field through object.__setattr__, 3-5 times the cost of a plain one's (12.4 against 3.5 µs a record for
-# seven of them, measured with timeit). They are read-only all the same: nothing assigns to their fields.
+# field through object.__setattr__, a cost paid for every record of every run. They are read-only all the
+# same: nothing assigns to their fields.
 @dataclass
 class StoredDoc:
     """The parts of a stored document that lookups and verification need (never the full text).
