@@ -101,6 +101,7 @@ class Review:
         t0 = time.monotonic()
         self.config = self.store.open(None, create=False).config
         self.store.refresh()
+        self.store.prepare_text_search()  # while the survey below runs: a first search then finds it ready
         self.thresholds = Thresholds.from_config(self.config)
         if self.store.count() <= self.full_survey_max:
             self.survey = survey(self.store, self.thresholds, max_bucket=self.max_bucket, max_pairs=self.max_pairs)

@@ -333,6 +333,12 @@ class Store(Protocol):
         ``size`` of them from ``offset`` on (`SearchPage`)."""
         ...
 
+    def prepare_text_search(self) -> None:
+        """Get `search_text` ready ahead of a first search, without waiting for it: the embedded store starts
+        bringing its text index up to date in the background (it is caught up when searched, not when
+        written); Elasticsearch indexes text as it is written and has nothing to do."""
+        ...
+
     def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
         """About ``n`` documents chosen at random (the same ones for the same ``seed`` and contents)."""
         ...

@@ -148,6 +148,22 @@ def test_a_text_search_finds_each_id_s_last_written_text(store):
     assert sorted(h.id for h in store.search_text("明月", size=10).hits) == ["a1", "a2", "a3"]
 
 
+def test_a_text_search_prepared_ahead_finds_what_was_written_before_and_after(store):
+    """`prepare_text_search` returns without waiting; a search after it finds the documents written before
+    it and those written while it prepared, not a text replaced since."""
+    store.prepare_text_search()
+    texts = ["大漠孤烟直，长河落日圆。" * 3, "会当凌绝顶，一览众山小。" * 3]
+    fps = Fingerprinter(CONFIG).fingerprint_many(texts)
+    assert all(r.ok for r in store.write([
+        NewDoc(i, fps[k], {"id": i, "title": "t", "text": texts[k]}, content_sha1(texts[k]), i, None, seq=100 + k,
+               cluster_seq=100 + k) for k, i in enumerate(["y", "b0"])]))
+    store.refresh()
+    assert sorted(h.id for h in store.search_text("明月", size=10).hits) == ["a0", "a1", "a2", "a3"]
+    assert [h.id for h in store.search_text("孤烟", size=10).hits] == ["y"]
+    assert [h.id for h in store.search_text("凌绝顶", size=10).hits] == ["b0"]
+    assert sorted(h.id for h in store.search_text("黄河入海", size=10).hits) == ["b1", "b2"]
+
+
 def test_sample_is_random_bounded_and_repeatable(store):
     got = store.sample(5, seed=3)
     assert 1 <= len(got) <= 5 and len({d.id for d in got}) == len(got)

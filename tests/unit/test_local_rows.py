@@ -18,7 +18,6 @@ from esdedup.schema import content_sha1, json_bytes
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore, texts
 from esdedup.store.local.rows import (
-    INSERT_DOC,
     doc_rows,
     source_json,
     stored_signature,
@@ -121,53 +120,54 @@ def _index(path) -> list[tuple]:
         db.close()
 
 
-def test_the_text_index_of_documents_written_is_the_one_read_back_from_their_rows(tmp_path):
-    """A write keeps its documents' titles and texts from the sources in memory (a title that is not a
-    string, here a number, from its row) and indexes them at the next refresh; the index is the one a merge
-    reading every row builds, and replaced documents and documents written by another connection are
-    indexed too."""
+def test_writes_leave_the_text_index_to_the_first_search_which_indexes_every_row(tmp_path):
+    """Writing indexes no text; the first search indexes every document from its row (a title that is not a
+    string as the stored JSON gives it back, a source only the standard library could write), and the index
+    is the one a statement a row of `texts.spaced` fields builds. A replaced text and another connection's
+    write are caught up by the next search."""
     config = FingerprintConfig(tokenizer="rjieba")
     docs = _docs(config)
     docs[3].source["title"] = 12345
-    stores = []
-    for name in ("memory", "rows"):
-        s = LocalStore(name, tmp_path)
-        s.open(config)
-        stores.append(s)
-    memory, rows = stores
-    assert all(r.ok for r in memory.write(docs))
-    assert _indexed_seqs(memory.path) == set()  # held until the refresh
-    memory.refresh()
-    # The same rows, with the text index caught up by reading them back (as for another writer's rows).
-    db = rows._database.connect()
-    with db:
-        db.executemany(INSERT_DOC, doc_rows(docs, config.bits, config.stores_vector))
-    rows._texts.caught_up()
-    assert _index(memory.path) == _index(rows.path) and _index(memory.path)
-    # A new text under an id, written by each way again; another connection's write is caught up.
+    docs[1].source["note"] = float("nan")  # orjson refuses it: the row holds the standard library's JSON
+    s = LocalStore("lazy", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write(docs))
+    s.refresh()
+    assert _indexed_seqs(s.path) == set()
+    assert [h.id for h in s.search_text("12345", size=5).hits] == ["d3"]
+    assert _index(s.path) == _index_row_by_row(tmp_path / "reference", s)
     again = [NewDoc("d0", docs[1].fingerprint, {"text": "黄河远上白云间"}, content_sha1("x"), "d0", None, seq=9)]
-    assert all(r.ok for r in memory.write(again))
-    memory.refresh()
-    with db:
-        db.executemany(INSERT_DOC, doc_rows(again, config.bits, config.stores_vector))
-    rows._texts.caught_up()
-    other = LocalStore("memory", tmp_path)
+    assert all(r.ok for r in s.write(again))
+    other = LocalStore("lazy", tmp_path)
     other.open()
     assert all(r.ok for r in other.write([NewDoc("z", docs[0].fingerprint, {"text": "孤帆远影碧空尽"},
                                                  content_sha1("z"), "z", None, seq=10)]))
-    other.close()  # without a refresh: what it held is read from the row
-    assert [h.id for h in memory.search_text("远影碧空", size=5).hits] == ["z"]
-    assert [h.id for h in memory.search_text("12345", size=5).hits] == ["d3"]
-    assert [h.id for h in memory.search_text("白云", size=5).hits] == ["d0"]
-    assert memory.search_text("床前", size=5).hits == []  # d0's old text is gone
-    with db:
-        db.executemany(INSERT_DOC, doc_rows([NewDoc("z", docs[0].fingerprint, {"text": "孤帆远影碧空尽"},
-                                                    content_sha1("z"), "z", None, seq=10)], config.bits,
-                                            config.stores_vector))
-    rows._texts.caught_up()
-    assert _index(memory.path) == _index(rows.path)
-    for s in stores:
-        s.drop()
+    other.close()
+    assert [h.id for h in s.search_text("远影碧空", size=5).hits] == ["z"]
+    assert [h.id for h in s.search_text("白云", size=5).hits] == ["d0"]
+    assert s.search_text("床前", size=5).hits == []  # d0's old text is gone
+    assert [h.id for h in s.search_text("标题1", size=5).hits] == ["d1"]
+    # The replaced text's entries stay under its old seq, which no row has any more.
+    live = {seq for (seq,) in s._database.connect().execute("SELECT seq FROM docs")}
+    assert [e for e in _index(s.path) if e[1] in live] == _index_row_by_row(tmp_path / "reference", s)
+    s.drop()
+
+
+def _index_row_by_row(path, store: LocalStore) -> list[tuple]:
+    """The index a statement a row builds from ``store``'s rows (title and text as `json.loads` reads them,
+    each `texts.spaced`), in a new file ``path``, read as `_index` reads one."""
+    rows = [(seq, texts.spaced(str(src.get("title") or "")), texts.spaced(str(src.get("text") or "")))
+            for seq, src in ((seq, json.loads(raw)) for seq, raw in
+                             store._database.connect().execute("SELECT seq, source FROM docs ORDER BY seq"))]
+    path.unlink(missing_ok=True)
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.executescript(texts._SCHEMA)
+        db.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", [r for r in rows if r[1] or r[2]])
+        db.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, texts, instance)")
+        return db.execute("SELECT * FROM temp.v ORDER BY term, doc, col, offset").fetchall()
+    finally:
+        db.close()
 
 
 def _indexed_seqs(path) -> set[int]:
@@ -192,41 +192,60 @@ def _store_catching_up_through(around, name, tmp_path, monkeypatch) -> tuple[Loc
     return s, _docs(config)
 
 
-def test_held_texts_are_indexed_by_a_thread_in_few_large_transactions_and_found_before_that(tmp_path,
-                                                                                              monkeypatch):
-    """Writes keep their texts until `HELD_DOCS` documents (or `HELD_CHARS` characters) are held, then a
-    thread of the store indexes them in one transaction; a search before that finds them all the same."""
-    monkeypatch.setattr(texts, "HELD_DOCS", 3)
+def test_a_text_index_caught_up_in_the_background_is_searched_once_that_is_done(tmp_path, monkeypatch):
+    """`prepare_text_search` catches the index up in a thread of the store's own, `TEXT_CHUNK` documents a
+    transaction; a search waits for it and indexes only what was written after (here nothing: it writes
+    nothing)."""
+    monkeypatch.setattr(texts, "TEXT_CHUNK", 2)
     threads = []
+    marks = []
 
-    def recorded(catch_up, *args, **kwargs):
+    def recorded(catch_up, index, *args, **kwargs):
         threads.append(threading.current_thread().name)
-        return catch_up(*args, **kwargs)
+        catch_up(index, *args, **kwargs)
+        marks.append(texts._mark(index))
 
-    s, docs = _store_catching_up_through(recorded, "held", tmp_path, monkeypatch)
-    for d in docs[:2]:
-        assert all(r.ok for r in s.write([d]))
-    s._texts.wait()
-    assert _indexed_seqs(s.path) == set() and threads == []
-    assert all(r.ok for r in s.write([docs[2]]))
-    s._texts.wait()
-    assert _indexed_seqs(s.path) == {1, 2}  # d2 has neither title nor text: nothing to index
-    assert threads == ["esdedup-texts"]
-    assert all(r.ok for r in s.write([docs[3]]))
-    s._texts.wait()
-    assert _indexed_seqs(s.path) == {1, 2}
+    s, docs = _store_catching_up_through(recorded, "ahead", tmp_path, monkeypatch)
+    assert all(r.ok for r in s.write(docs))
+    s.prepare_text_search()
     assert [h.id for h in s.search_text("quick brown", size=5).hits] == ["d3"]
-    assert _indexed_seqs(s.path) == {1, 2, 4}
-    assert threads == ["esdedup-texts", "esdedup-texts", threading.current_thread().name]
+    assert threads == ["esdedup-texts", threading.current_thread().name] and marks == [5, 5]
+    assert _indexed_seqs(s.path) == {1, 2, 4, 5}  # d2 has neither title nor text: nothing to index
     changes = s._texts._index.total_changes
-    assert [h.id for h in s.search_text("quick brown", size=5).hits] == ["d3"]
+    assert [h.id for h in s.search_text("千山", size=5).hits] == ["d4"]
     assert s._texts._index.total_changes == changes  # nothing new: the search wrote nothing
-    monkeypatch.setattr(texts, "HELD_CHARS", 1)
-    assert all(r.ok for r in s.write([docs[4]]))
-    s._texts.wait()
-    assert _indexed_seqs(s.path) == {1, 2, 4, 5}
     s.drop()
     assert not texts_path(s.path).exists()
+
+
+def test_closing_stops_catching_up_after_a_chunk_and_the_next_search_goes_on_from_there(tmp_path, monkeypatch):
+    """Closing the store while the thread catches up stops it after the chunk it is indexing, which is kept;
+    a search of the next connection indexes the rest."""
+    monkeypatch.setattr(texts, "TEXT_CHUNK", 2)
+    started, release = threading.Event(), threading.Event()
+    insert = texts._insert
+
+    def held_up(index, rows):
+        started.set()
+        release.wait(10)
+        insert(index, rows)
+
+    config = FingerprintConfig(tokenizer="rjieba")
+    s = LocalStore("closing", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write(_docs(config)))
+    monkeypatch.setattr(texts, "_insert", held_up)
+    s.prepare_text_search()
+    assert started.wait(10)
+    threading.Timer(0.5, release.set).start()  # the chunk ends after close has asked the thread to stop
+    s.close()
+    assert release.is_set() and _indexed_seqs(s.path) == {1, 2}
+    monkeypatch.setattr(texts, "_insert", insert)
+    s = LocalStore("closing", tmp_path)
+    s.open()
+    assert [h.id for h in s.search_text("千山", size=5).hits] == ["d4"]
+    assert _indexed_seqs(s.path) == {1, 2, 4, 5}
+    s.drop()
 
 
 def test_a_text_index_left_by_a_deleted_collection_is_built_again(tmp_path):
@@ -307,23 +326,22 @@ def test_texts_indexed_in_one_statement_are_indexed_as_a_row_at_a_time(tmp_path,
     assert entries[0] == entries[1] and len(entries[0]) > 20
 
 
-def test_a_failing_text_index_thread_loses_nothing(tmp_path, monkeypatch, caplog):
-    """When the thread cannot index (a full disk, say) it says so once and stops; writes go on, nothing
-    waits for it, and the next search indexes every document from its row."""
-    monkeypatch.setattr(texts, "HELD_DOCS", 1)
+def test_a_failing_catch_up_in_the_background_loses_nothing(tmp_path, monkeypatch, caplog):
+    """When the thread cannot index (a full disk, say) it says so once and stops; the next search indexes
+    every document from its row."""
     def failing_in_the_thread(catch_up, *args, **kwargs):
         if threading.current_thread().name == "esdedup-texts":
             raise sqlite3.OperationalError("database or disk is full")
         return catch_up(*args, **kwargs)
 
     s, docs = _store_catching_up_through(failing_in_the_thread, "failing", tmp_path, monkeypatch)
+    assert all(r.ok for r in s.write(docs))
     with caplog.at_level("WARNING", logger="esdedup.store.local.texts"):
-        for d in docs:
-            assert all(r.ok for r in s.write([d]))
-        s.refresh()
+        s.prepare_text_search()
+        s._texts._catching_up.wait()
     assert [r.getMessage() for r in caplog.records if "database or disk is full" in r.getMessage()] == [
-        f"the text index of {s.path} stopped taking in new documents (database or disk is full); a search will "
-        "catch up from the stored documents"]
+        f"the text index of {s.path} could not be brought up to date ahead of a search (database or disk is "
+        "full); the search will catch up from the stored documents"]
     assert _indexed_seqs(s.path) == set()
     assert [h.id for h in s.search_text("千山", size=5).hits] == ["d4"]
     assert _indexed_seqs(s.path) == {1, 2, 4, 5}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from esdedup.quality.evaluate import read_labels
 from esdedup.review import Review, create_app
 from esdedup.review.labels import LabelsFile
 from esdedup.review.serve import check_listen, is_loopback
+from esdedup.store.local.texts import texts_path
 from tests.review_fixtures import ingest_sample
 
 TOKEN = "t0ken-for-the-review-tests"
@@ -181,6 +184,40 @@ def test_search_shows_raw_hits_beside_the_diversified_ones(client: TestClient) -
     assert "Raw hits (2)" in text and "diversify(hits): 1 kept" in text and "Dropped (1)" in text
     assert re.search(r"rail-2 duplicates rail-1 ?: decided by (jaccard|containment) \d\.\d{4}", text)
     assert "Raw hits (0)" in _text(client.get("/search", params={"q": "不存在的词"}).text)
+
+
+def test_the_review_brings_the_text_index_up_to_date_as_it_starts(tmp_path: Path) -> None:
+    """Ingest writes no text index; the review's start brings it up to date in the background, before any
+    search asks for it."""
+    store = open_store("news", data_dir=tmp_path)
+    ingest_sample(store, tmp_path)
+    index_file = texts_path(tmp_path / "news.sqlite")
+    assert not index_file.exists()
+    db = sqlite3.connect(tmp_path / "news.sqlite")
+    written = db.execute("SELECT MAX(seq) FROM docs").fetchone()[0]
+    db.close()
+    review = _review(tmp_path, tmp_path / "labels.jsonl")
+    try:
+        deadline = time.monotonic() + 60
+        while _indexed_up_to(index_file) < written and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _indexed_up_to(index_file) == written
+    finally:
+        review.close()
+
+
+def _indexed_up_to(index_file: Path) -> int:
+    """The last ``seq`` the text index file holds every document up to (0: none yet)."""
+    if not index_file.exists():
+        return 0
+    db = sqlite3.connect(index_file)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'indexed'").fetchone()
+    except sqlite3.OperationalError:  # made, its tables not yet
+        return 0
+    finally:
+        db.close()
+    return int(row[0]) if row else 0
 
 
 def test_the_listening_rule() -> None:

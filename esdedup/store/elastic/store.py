@@ -232,5 +232,8 @@ class ElasticStore:
     def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
         return browse.search_text(self.index, query, offset, size)
 
+    def prepare_text_search(self) -> None:
+        """Nothing to do: the node indexes text as it is written (see `Store.prepare_text_search`)."""
+
     def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:
         return browse.sample(self.index, n, seed)

@@ -142,9 +142,7 @@ class LocalStore:
 
     @_sql_errors
     def refresh(self) -> None:
-        """Every write is visible at once; the text index takes in the texts this connection holds (a search
-        would read them from their rows otherwise)."""
-        self._texts.flush()
+        """Every write is visible at once (the text index catches up when it is searched)."""
 
     def alone(self) -> bool:
         """Writers never settle here (`write_lock` serialises them), so this does not matter: True."""
@@ -176,37 +174,25 @@ class LocalStore:
         db = self._database.connect()
         config = self.config
         batch: list[NewDoc] = []
-        texts: dict[int, tuple[str, str]] = {}
         for doc in docs:
             batch.append(doc)
             if len(batch) >= WRITE_BATCH:
-                yield from self._write_batch(db, config, batch, texts)
+                yield from self._write_batch(db, config, batch)
                 batch = []
         if batch:
-            yield from self._write_batch(db, config, batch, texts)
-        self._texts.hold(texts)
+            yield from self._write_batch(db, config, batch)
 
-    def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc],
-                     texts: dict[int, tuple[str, str]]) -> list[WriteResult]:
-        """Write one transaction's documents, the key rows of the stored ones they replace deleted first;
-        ``texts`` gets what the text index takes of each document written, by its ``seq``."""
+    def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc]) -> list[WriteResult]:
+        """Write one transaction's documents, the key rows of the stored ones they replace deleted first."""
         ids = [d.id for d in batch]
         existing: set[str] = set()
         for chunk in chunks(ids, MAX_PARAMS):
             existing.update(r[0] for r in db.execute(f"SELECT id FROM docs WHERE id IN ({marks(len(chunk))})", chunk))
         old = [i for i in ids if i in existing]
         old_keys = self._keys.indexed_keys(old) if old else []
-        before = db.execute("SELECT COALESCE(MAX(seq), 0) FROM docs").fetchone()[0]
         with db:
             self._keys.delete(db, old_keys)
             db.executemany(INSERT_DOC, doc_rows(batch, config.bits, config.stores_vector))
-            # Read inside the write transaction, the rows of these ids above the largest seq before it are the
-            # ones just written (a new row's seq is above every seq before; the last document of an id is the
-            # one stored), whatever another writer did before or does after.
-            by_id = {d.id: d for d in batch}
-            written = [(seq, i) for seq, i in db.execute("SELECT seq, id FROM docs WHERE seq > ?", (before,))
-                       if i in by_id]
-            texts.update(self._texts.texts_of((seq, by_id[i].source) for seq, i in written))
         return [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
 
     @_sql_errors
@@ -363,6 +349,10 @@ class LocalStore:
     @_sql_errors
     def search_text(self, query: str, *, offset: int = 0, size: int = 20) -> SearchPage:
         return self._texts.search(query, offset, size)
+
+    @_sql_errors
+    def prepare_text_search(self) -> None:
+        self._texts.catch_up_in_background()
 
     @_sql_errors
     def sample(self, n: int, *, seed: int = 0) -> list[StoredDoc]:

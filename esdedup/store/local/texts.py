@@ -6,15 +6,13 @@ file of its own because the writing process indexes in a thread of its own (`_In
 its next batch: commits to another file neither wait for the collection's write lock nor look to the
 collection like another writer's (``PRAGMA data_version``, which `LocalStore.write_lock` reads).
 
-The index is caught up lazily, up to a ``seq`` remembered in its own ``meta``: `TextIndex.hold` keeps the
-texts `LocalStore.write` wrote, from their sources in memory, and hands them to the thread once they reach
-`HELD_DOCS` documents or `HELD_CHARS` characters (few large transactions: FTS5 writes a segment per
-transaction and merges its segments as they pile up); `TextIndex.flush` (at `LocalStore.refresh`: an
-ingest's end) hands over the rest and waits; a search first catches up with every document written since,
-reading from its row what no one held (another process's, or this one's before it stopped). A document
-replaced under its id gets a new ``seq``, so the old entry joins no row and drops out of the answers
-without a delete. The file names the collection it indexes (a random id in both ``meta`` tables): one whose
-collection was deleted and made again is emptied and built again.
+The index is caught up lazily, up to a ``seq`` remembered in its own ``meta``: a search first indexes every
+document written since, reading its title and text from its row, so ingest spends nothing on an index that
+only a person searching needs. `TextIndex.catch_up_in_background` does that work ahead of a first search, in
+a thread of its own (the review app starts it as it opens); a search waits for that thread, then catches up
+whatever was written after it. A document replaced under its id gets a new ``seq``, so the old entry joins no
+row and drops out of the answers without a delete. The file names the collection it indexes (a random id in
+both ``meta`` tables): one whose collection was deleted and made again is emptied and built again.
 
 Chinese, Japanese and Korean characters are indexed one token each (`spaced`), so a query of any length
 matches characters in sequence as a phrase; other scripts are indexed by word. A collection whose text index
@@ -26,12 +24,11 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import re
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +52,9 @@ log = logging.getLogger(__name__)
 TOTAL_CAP = 1000
 #: Documents a search reads at most where there is no text index (a read-only file written before it).
 SCAN_LIMIT = 20_000
-#: Documents indexed per statement when the text index catches up.
+#: Documents indexed per statement when the text index catches up (FTS5 writes a segment per statement and
+#: merges segments as they pile up: few large statements).
 TEXT_CHUNK = 20_000
-#: Documents, and their characters, whose texts `TextIndex.hold` keeps before it hands them to the thread.
-HELD_DOCS = TEXT_CHUNK
-HELD_CHARS = 8 * 2**20
-#: Held batches waiting for the thread, at most (a writer faster than the index waits for it).
-QUEUED = 2
 #: The characters `spaced` sets apart (inclusive code point ranges): the CJK blocks.
 CJK_RANGES = ((0x2E80, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0x20000, 0x3FFFF))
 _CJK = re.compile("([" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES) + "])")
@@ -74,8 +67,6 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NO
 
 #: The index searched as it is: the table an older esdedup kept in the collection's own file.
 IN_COLLECTION = "in the collection's file"
-#: The texts of documents by ``seq``: (title, body), each `spaced`.
-Texts = Mapping[int, tuple[str, str]]
 
 
 def texts_path(collection: Path) -> Path:
@@ -107,34 +98,42 @@ def fts_phrase(query: str) -> str | None:
     return '"' + " ".join(tokens).replace('"', '""') + '"'
 
 
-def catch_up(index: sqlite3.Connection, docs: sqlite3.Connection, fields: tuple[str, str], known: Texts,
-             upto: int | None = None) -> None:
-    """Index the documents of the collection (``docs``) written since the index's mark, up to ``seq``
-    ``upto`` (None: all of them), in one transaction of ``index``; ``known``: the texts of some of them,
-    the others are read from their rows. Nothing new: no transaction (a search then waits for no lock the
-    indexing thread holds)."""
+def catch_up(index: sqlite3.Connection, docs: sqlite3.Connection, fields: tuple[str, str],
+             stop: threading.Event | None = None) -> None:
+    """Index the documents of the collection (``docs``) written since the index's mark, `TEXT_CHUNK` documents
+    a transaction of ``index`` (a search waiting for another connection's catching up waits for one chunk);
+    ``stop``: when set, return after the chunk being indexed. Nothing new: no transaction."""
     top = docs.execute("SELECT MAX(seq) FROM docs").fetchone()[0] or 0
-    top = top if upto is None else min(top, upto)
-    if _mark(index) >= top:
-        return
-    index.execute("BEGIN IMMEDIATE")
-    try:
-        mark = _mark(index)  # again, inside the transaction that moves it: another connection may have
-        while mark < top and (seqs := [r[0] for r in docs.execute(
-                "SELECT seq FROM docs WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", (mark, top, TEXT_CHUNK))]):
-            read = {s: known[s] for s in seqs if s in known}
-            for chunk in chunks([s for s in seqs if s not in known], MAX_PARAMS):
-                read.update((s, _fields_of(src, *fields)) for s, src in docs.execute(
-                    f"SELECT seq, source FROM docs WHERE seq IN ({marks(len(chunk))})", chunk))
-            # A row read by its seq alone and gone by the time its source was read has no text to index.
-            _insert(index, [(s, *read[s]) for s in seqs if s in read])
-            mark = seqs[-1]
-        index.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_MARK_KEY, str(max(mark, top))))
-        index.execute("COMMIT")
-    except BaseException:
-        if index.in_transaction:
-            index.execute("ROLLBACK")
-        raise
+    while _mark(index) < top and not (stop is not None and stop.is_set()):
+        index.execute("BEGIN IMMEDIATE")
+        try:
+            mark = _mark(index)  # again, inside the transaction that moves it: another connection may have
+            if mark < top:
+                rows = docs.execute("SELECT seq, source FROM docs WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                                    (mark, top, TEXT_CHUNK)).fetchall()
+                _insert(index, _spaced_rows(rows, *fields))
+                # A short chunk read every row up to top (the seqs in between are gone: replaced or deleted).
+                mark = rows[-1][0] if len(rows) == TEXT_CHUNK else top
+                index.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_MARK_KEY, str(mark)))
+            index.execute("COMMIT")
+        except BaseException:
+            if index.in_transaction:
+                index.execute("ROLLBACK")
+            raise
+
+
+def _spaced_rows(rows: list[tuple[int, str | None]], title: str, text: str) -> list[tuple[int, str, str]]:
+    """(``seq``, title, body) of each row of (``seq``, source), `spaced`; a row without either has nothing
+    to index."""
+    seqs: list[int] = []
+    parts: list[str] = []
+    for seq, src in rows:
+        a, b = _fields_of(src, title, text)
+        if a or b:
+            seqs.append(seq)
+            parts += (a, b)
+    done = spaced_many(parts)
+    return [(seq, done[2 * x], done[2 * x + 1]) for x, seq in enumerate(seqs)]
 
 
 def _mark(index: sqlite3.Connection) -> int:
@@ -185,50 +184,37 @@ def open_index(path: Path, collection_id: str) -> sqlite3.Connection:
     return db
 
 
-class _Indexer:
-    """A thread that indexes the texts handed to it (`put`), over connections of its own to the index and
-    to the collection. A failure is logged and ends its work: the documents are in the collection, and the
-    next search catches up from their rows."""
+class _CatchingUp:
+    """A thread that catches the index up (`catch_up`) over connections of its own to the index and to the
+    collection. A failure is logged and ends its work: the documents are in the collection, and the next search
+    catches up from their rows."""
 
     def __init__(self, index_path: Path, collection_path: Path, collection_id: str,
                  fields: tuple[str, str]) -> None:
         self._paths = (index_path, collection_path)
         self._collection_id = collection_id
         self._fields = fields
-        self._queue: queue.Queue[tuple[Texts, int] | None] = queue.Queue(QUEUED)
-        self.failed = False
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="esdedup-texts", daemon=True)
         self._thread.start()
 
-    def put(self, texts: Texts) -> None:
-        if texts and not self.failed:
-            self._queue.put((texts, max(texts)))
-
     def wait(self) -> None:
-        """Until everything handed over is indexed (or the thread failed)."""
-        self._queue.join()
+        self._thread.join()
 
-    def close(self) -> None:
-        self._queue.put(None)
+    def stop(self) -> None:
+        """Stop after the chunk being indexed, and wait for that."""
+        self._stop.set()
         self._thread.join()
 
     def _run(self) -> None:
         index = docs = None
         try:
-            while (item := self._queue.get()) is not None:
-                try:
-                    if not self.failed:
-                        if index is None or docs is None:
-                            index = open_index(self._paths[0], self._collection_id)
-                            docs = sqlite3.connect(self._paths[1], timeout=BUSY_SECONDS, check_same_thread=False)
-                        catch_up(index, docs, self._fields, *item)
-                except Exception as exc:  # noqa: BLE001 - whatever it was, the rows still hold the texts
-                    self.failed = True
-                    log.warning("the text index of %s stopped taking in new documents (%s); a search will catch "
-                                "up from the stored documents", self._paths[1], exc)
-                finally:
-                    self._queue.task_done()
-            self._queue.task_done()
+            index = open_index(self._paths[0], self._collection_id)
+            docs = sqlite3.connect(self._paths[1], timeout=BUSY_SECONDS, check_same_thread=False)
+            catch_up(index, docs, self._fields, self._stop)
+        except Exception as exc:  # noqa: BLE001 - whatever it was, the rows still hold the texts
+            log.warning("the text index of %s could not be brought up to date ahead of a search (%s); the search "
+                        "will catch up from the stored documents", self._paths[1], exc)
         finally:
             for db in (index, docs):
                 if db is not None:
@@ -244,53 +230,30 @@ class TextIndex:
         self._fields = fields
         #: The file has no text index and cannot get one: searches read a bounded number of documents.
         self.unavailable = False
-        self._held: dict[int, tuple[str, str]] = {}
-        self._held_chars = 0
-        self._indexer: _Indexer | None = None
+        self._catching_up: _CatchingUp | None = None
         #: The index this connection catches up and searches; the one it searches as it is where it cannot.
         self._index: sqlite3.Connection | None = None
         self._as_is: sqlite3.Connection | str | None = None
 
-    def texts_of(self, written: Iterable[tuple[int, Mapping[str, Any]]]) -> dict[int, tuple[str, str]]:
-        """The title and body the index takes of documents just written, by ``seq``, from their sources as
-        written (not read back and decoded). A document whose title or text is neither a string nor absent is
-        left out: it is read from its row, and indexed as the stored JSON gives it back."""
-        title, text = self._fields()
-        seqs: list[int] = []
-        parts: list[str] = []
-        for seq, src in written:
-            a, b = src.get(title), src.get(text)
-            if (a is None or type(a) is str) and (b is None or type(b) is str):
-                seqs.append(seq)
-                parts += (a or "", b or "")
-        done = spaced_many(parts)
-        return {seq: (done[2 * x], done[2 * x + 1]) for x, seq in enumerate(seqs)}
-
-    def hold(self, texts: Texts) -> None:
-        """Keep the texts of documents just written (`texts_of`) until `HELD_DOCS` documents or `HELD_CHARS`
-        characters are held, then hand them to the indexing thread."""
-        self._held.update(texts)
-        self._held_chars += sum(len(a) + len(b) for a, b in texts.values())
-        if len(self._held) >= HELD_DOCS or self._held_chars >= HELD_CHARS:
-            self._hand_over()
-
-    def flush(self) -> None:
-        """Index what is held and wait for the thread (a connection that wrote nothing has nothing to do)."""
-        if self._held:
-            self._hand_over()
-        self.wait()
-
-    def wait(self) -> None:
-        """Until the thread has indexed what it was handed (what is held stays held)."""
-        if self._indexer is not None:
-            self._indexer.wait()
+    def catch_up_in_background(self) -> None:
+        """Start catching the index up with the documents written since it was last searched, in a thread of its
+        own, so that a first search finds it ready (a search waits for the thread). Nothing where the index
+        cannot be written."""
+        if self._catching_up is not None or self.unavailable or self._database.read_only:
+            return
+        try:
+            collection_id = self._collection_id()
+        except sqlite3.OperationalError as exc:
+            if not is_read_only(exc):
+                raise
+            return
+        self._catching_up = _CatchingUp(self._path, self._database.path, collection_id, self._fields())
 
     def close(self) -> None:
-        """Stop the thread once it has indexed what it was handed; what is still held is left to the rows."""
-        self._held, self._held_chars = {}, 0
-        indexer, self._indexer = self._indexer, None
-        if indexer is not None:
-            indexer.close()
+        """Stop catching up in the background (after the chunk being indexed) and close the index."""
+        catching_up, self._catching_up = self._catching_up, None
+        if catching_up is not None:
+            catching_up.stop()
         for db in (self._index, self._as_is):
             if isinstance(db, sqlite3.Connection):
                 db.close()
@@ -301,12 +264,6 @@ class TextIndex:
         self.close()
         for suffix in ("", "-wal", "-shm"):
             Path(str(self._path) + suffix).unlink(missing_ok=True)
-
-    def _hand_over(self) -> None:
-        held, self._held, self._held_chars = self._held, {}, 0
-        if self._indexer is None:
-            self._indexer = _Indexer(self._path, self._database.path, self._collection_id(), self._fields())
-        self._indexer.put(held)
 
     def _collection_id(self) -> str:
         """The collection's id that its text index names, made on first use (a write to the collection). A
@@ -324,8 +281,11 @@ class TextIndex:
 
     def caught_up(self) -> sqlite3.Connection | None:
         """A connection to the index to search, caught up with every document written where it can be
-        written; None when there is none (`unavailable`)."""
-        self.flush()
+        written; None when there is none (`unavailable`). Waits for the thread catching up in the background,
+        if any (what it could not do, this does)."""
+        catching_up, self._catching_up = self._catching_up, None
+        if catching_up is not None:
+            catching_up.wait()
         db = self._database.connect()
         if self._index is None and not self.unavailable and not self._database.read_only:
             try:
@@ -334,7 +294,7 @@ class TextIndex:
                 if not is_read_only(exc):
                     raise
         if self._index is not None:
-            catch_up(self._index, db, self._fields(), {})
+            catch_up(self._index, db, self._fields())
             return self._index
         if self._as_is is None and not self.unavailable:
             self._as_is = self._as_it_is(db)
@@ -401,20 +361,22 @@ class TextIndex:
         for doc_id, src, cluster_id in db.execute("SELECT id, source, cluster_id FROM docs ORDER BY seq LIMIT ?",
                                                   (SCAN_LIMIT,)):
             read += 1
-            fields = _fields_of(src, title, text, spaced=False)
+            fields = _fields_of(src, title, text)
             if needle in doc_id.casefold() or any(needle in f.casefold() for f in fields):
                 hits.append(FoundDoc(doc_id, _source(src), None, cluster_id))
         return SearchPage(hits[offset:offset + size], len(hits), False, read)
 
 
 def _source(raw: str | None) -> dict[str, Any]:
-    return json.loads(raw) if raw else {}
+    if not raw:
+        return {}
+    try:
+        return orjson.loads(raw)  # type: ignore[no-any-return]
+    except orjson.JSONDecodeError:  # what orjson refuses (a lone surrogate) was stored by the standard library
+        return json.loads(raw)  # type: ignore[no-any-return]
 
 
-def _fields_of(raw: str | None, title: str, text: str, *, spaced: bool = True) -> tuple[str, str]:
+def _fields_of(raw: str | None, title: str, text: str) -> tuple[str, str]:
+    """The title and text of a stored source, as strings (absent: empty)."""
     src = _source(raw)
-    a, b = str(src.get(title) or ""), str(src.get(text) or "")
-    return (_spaced(a), _spaced(b)) if spaced else (a, b)
-
-
-_spaced = spaced
+    return str(src.get(title) or ""), str(src.get(text) or "")
