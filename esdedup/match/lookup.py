@@ -161,8 +161,10 @@ def _decided_pairs(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDo
                    t: Thresholds, exclude: Sequence[str | None]) -> Iterator[_Decided]:
     """The (text, candidate) pairs to measure (a text with words against each candidate with words but the
     one ``exclude`` names), measured and judged `VERIFY_BATCH` pairs at a time: for each chunk its measures,
-    the pairs kept, and per pair its text's number and the candidate's position in the text's list."""
+    the pairs kept, and per pair its text's number and the candidate's position in the text's list. A
+    candidate several texts share (a batch's near-duplicates share theirs) is one row of the chunk."""
     rows: list[Sketch] = []
+    row_of: dict[int, int] = {}  # id() of a candidate -> its row (every one is alive while the chunk is)
     left: list[int] = []
     right: list[int] = []
     owner: list[int] = []
@@ -175,14 +177,17 @@ def _decided_pairs(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDo
             continue
         at = len(rows)
         rows.append(fp)
-        rows.extend(d for _, d in picked)
-        left += [at] * len(picked)
-        right += range(at + 1, at + 1 + len(picked))
-        owner += [i] * len(picked)
-        position += [j for j, _ in picked]
+        for j, d in picked:
+            row = row_of.setdefault(id(d), len(rows))
+            if row == len(rows):
+                rows.append(d)
+            left.append(at)
+            right.append(row)
+            owner.append(i)
+            position.append(j)
         if len(left) >= VERIFY_BATCH:
             yield (*_judged(rows, left, right, config, t), owner, position)
-            rows, left, right, owner, position = [], [], [], [], []
+            rows, row_of, left, right, owner, position = [], {}, [], [], [], []
     if left:
         yield (*_judged(rows, left, right, config, t), owner, position)
 

@@ -8,6 +8,7 @@ The native tests skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (the
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import random
@@ -206,6 +207,24 @@ def _verified_one_text_at_a_time(fp, cands, config, t, sha1) -> list[Match]:
                          decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
                                                containment=containment, legacy_short=bool(m.legacy_short[i]))))
     return sorted(out, key=Match.rank)
+
+
+@pytest.mark.parametrize("batch", [5, VERIFY_BATCH])
+def test_a_candidate_texts_share_is_judged_as_copies_of_it_are(corpus_store, batch, monkeypatch):
+    """A candidate object several texts' lists share (a batch's near-duplicates share theirs) is measured
+    once a chunk, with the verdicts of a copy in each list."""
+    monkeypatch.setattr(lookup, "VERIFY_BATCH", batch)
+    config = corpus_store.config
+    t = P.lookup_thresholds(None, config)
+    docs = corpus_store.sample(30)
+    texts = [corpus_store.get_source(d.id)["text"] for d in docs[:12]]  # type: ignore[index]
+    fps = Fingerprinter(config).fingerprint_many(texts)
+    sha1s = [d.content_sha1 for d in docs[:12]]
+    shared = lookup.near_positions(fps, [docs] * len(fps), config, t, exclude=[None] * len(fps), sha1s=sha1s)
+    copies = lookup.near_positions(fps, [[dataclasses.replace(d) for d in docs] for _ in fps], config, t,
+                                   exclude=[None] * len(fps), sha1s=sha1s)
+    assert shared == copies
+    assert all(k in found for k, found in enumerate(shared))  # each text's own stored copy, at least
 
 
 @pytest.mark.parametrize("batch", [7, VERIFY_BATCH])
