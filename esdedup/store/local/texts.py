@@ -2,9 +2,10 @@
 
 An FTS5 table ``texts`` (contentless: it keeps the index, not a second copy of the text), its rowid the
 document's ``seq``, in a file of its own beside the collection's (``<name>.sqlite.texts``, `texts_path`). A
-file of its own because the writing process indexes in a thread of its own (`_Indexer`) while the run labels
-its next batch: commits to another file neither wait for the collection's write lock nor look to the
-collection like another writer's (``PRAGMA data_version``, which `LocalStore.write_lock` reads).
+file of its own because it is written by readers (a search, the thread of `TextIndex.catch_up_in_background`)
+while an ingest may be writing the collection: commits to another file neither wait for the collection's write
+lock nor look to the collection like another writer's (``PRAGMA data_version``, which `LocalStore.write_lock`
+reads).
 
 The index is caught up lazily, up to a ``seq`` remembered in its own ``meta``: a search first indexes every
 document written since, reading its title and text from its row, so ingest spends nothing on an index that
@@ -266,7 +267,7 @@ class TextIndex:
             Path(str(self._path) + suffix).unlink(missing_ok=True)
 
     def _collection_id(self) -> str:
-        """The collection's id that its text index names, made on first use (a write to the collection). A
+        """The collection's id that its text index names, written into the collection's ``meta`` on first use. A
         collection an older esdedup indexed in its own file loses that table then (an index of its own
         replaces it)."""
         db = self._database.connect()
