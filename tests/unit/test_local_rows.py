@@ -248,6 +248,26 @@ def test_closing_stops_catching_up_after_a_chunk_and_the_next_search_goes_on_fro
     s.drop()
 
 
+def test_a_first_search_writes_nothing_to_a_new_collection(tmp_path):
+    """The collection's id that the text index names is written when the collection is made: a first search,
+    or catching up ahead of one, writes nothing to the collection, which an ingest writing it at the same time
+    would take for another writer's write."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    s = LocalStore("quiet", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write(_docs(config)))
+    watcher = sqlite3.connect(s.path)
+    before = watcher.execute("PRAGMA data_version").fetchone()[0]
+    searcher = LocalStore("quiet", tmp_path)
+    searcher.open()
+    searcher.prepare_text_search()
+    assert [h.id for h in searcher.search_text("千山", size=5).hits] == ["d4"]
+    assert watcher.execute("PRAGMA data_version").fetchone()[0] == before
+    watcher.close()
+    searcher.close()
+    s.drop()
+
+
 def test_a_text_index_left_by_a_deleted_collection_is_built_again(tmp_path):
     """The text index names its collection: a collection deleted by hand and made again under the same name
     does not find the old collection's texts."""

@@ -47,7 +47,7 @@ from esdedup.store.local.sqlite import (
     default_data_dir,
     marks,
 )
-from esdedup.store.local.texts import TextIndex
+from esdedup.store.local.texts import TextIndex, name_collection
 from esdedup.util.filelock import FileLock
 
 #: Rows per transaction when writing.
@@ -114,6 +114,8 @@ class LocalStore:
                 # this one is checked against it, as against any stored config.
                 created = db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
                                      (META_KEY, json.dumps(meta_for(config)[META_KEY]))).rowcount == 1
+                if created:
+                    name_collection(db)
             if created:
                 self._config = config
                 return OpenResult(config, True)

@@ -164,6 +164,13 @@ def _insert(index: sqlite3.Connection, rows: list[tuple[int, str, str]]) -> None
     index.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", rows)
 
 
+def name_collection(db: sqlite3.Connection) -> None:
+    """Give a new collection the id its text index will name, in the transaction that creates it: a first
+    search then writes nothing to the collection (an ingest running beside it would take such a write for
+    another writer's, `LocalStore.write_lock`)."""
+    db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_ID_KEY, secrets.token_hex(16)))
+
+
 def open_index(path: Path, collection_id: str) -> sqlite3.Connection:
     """The text index file ``path`` of the collection ``collection_id``, made when missing; emptied when
     it indexed another collection under the same name."""
