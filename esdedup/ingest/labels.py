@@ -113,9 +113,9 @@ class BatchCandidates:
         self._added: dict[int, StoredDoc] = {}
         self._crowded_out: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
-        peer_docs: dict[int, StoredDoc] = {}  # one document a record, however many later records it is a peer of
-        superset = [[*f, *e, *(peer_docs.get(j) or peer_docs.setdefault(j, as_stored(items[j], 0, (0, items[j].id)))
-                               for j in peers)]
+        # One document a record, however many later records it is a peer of.
+        peer_docs = {j: as_stored(items[j], 0, (0, items[j].id)) for peers in self._peers for j in peers}
+        superset = [[*f, *e, *(peer_docs[j] for j in peers)]
                     for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
         near = labeller.rule.many([d.fp for d in items], superset, [d.id for d in items], [d.sha1 for d in items])
         # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
