@@ -63,7 +63,7 @@ def _fill(index: RunIndex, values: np.ndarray, first: int) -> None:
             doc_id = f"{n:08x}-0000-4000-8000-{n * 7919:012x}"
             doc = StoredDoc(doc_id, n, vectors[i], False, 40, 60, doc_id, None, minhash=sigs[i], shingles=50,
                             seq=n + 1, cluster_seq=n + 1)
-            index.add(doc, list(map(str, keys)))
+            index.add_keys(doc, list(map(str, keys)))
 
 
 def _roll(frozen: FrozenKeys, ended: RunIndex) -> RunIndex:

@@ -130,7 +130,7 @@ class BatchCandidates:
         """Record ``i`` goes into the run index as ``doc``."""
         self._added[i] = doc
         self._position_of[id(doc)] = i
-        crowded_out = run_index.add(doc, lambda: self.holds.keys_of(i), self._hold_hashes[i])
+        crowded_out = run_index.add(doc, self._hold_hashes[i], lambda: self.holds.keys_of(i))
         if crowded_out:
             self._crowded_out[i] = crowded_out
 

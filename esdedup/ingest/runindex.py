@@ -147,29 +147,29 @@ class RunIndex:
         #: The hashes of the keys of `crowded` (a key's string is made only when it is counted).
         self._crowded_hashes: set[int] = set(key_hashes(list(self.crowded)).tolist()) if self.crowded else set()
 
-    def add(self, doc: StoredDoc, keys: Sequence[str] | Callable[[], Sequence[str]],
-            hashes: Sequence[int] | None = None) -> frozenset[int]:
-        """Hold ``doc`` under ``keys`` (or a function giving them, called only when a crowded key is counted;
-        ``hashes``: their `key_hashes`, computed here when not given); returns the hashes of those it is not
-        held under (each held by `MAX_PER_KEY` documents already)."""
-        if hashes is None:
-            keys = keys() if callable(keys) else keys
-            hashes = key_hashes(keys).tolist()
+    def add(self, doc: StoredDoc, hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
+        """Hold ``doc`` under the keys whose `key_hashes` are ``hashes`` (``names()``: those keys, in the same
+        order, asked for only when a crowded key is counted); returns the hashes of those it is not held under
+        (each held by `MAX_PER_KEY` documents already)."""
         crowded_out = self._table.add(len(self.docs), hashes)
         self.docs.append(doc)
         carried = self._carried and not self._crowded_hashes.isdisjoint(hashes)
         if not crowded_out and not carried:
             return _NONE
-        names = keys() if callable(keys) else keys
+        keys = names()
         for x in crowded_out:
-            self.crowded[names[x]] = self.crowded.get(names[x], MAX_PER_KEY) + 1
+            self.crowded[keys[x]] = self.crowded.get(keys[x], MAX_PER_KEY) + 1
             self._crowded_hashes.add(hashes[x])
         if carried:
             out = set(crowded_out)
-            for x, k in enumerate(names):
+            for x, k in enumerate(keys):
                 if x not in out and k in self.crowded:
                     self.crowded[k] += 1
         return frozenset(hashes[x] for x in crowded_out) if crowded_out else _NONE
+
+    def add_keys(self, doc: StoredDoc, keys: Sequence[str]) -> frozenset[int]:
+        """`add` of ``doc`` under ``keys``, hashed here."""
+        return self.add(doc, key_hashes(keys).tolist(), lambda: keys)
 
     def most_crowded(self, limit: int = 10) -> list[tuple[str, int]]:
         """The most crowded keys and how many documents of the run hold each, most first."""

@@ -106,8 +106,8 @@ class _Measured(RunIndex):
 
     most = 0
 
-    def add(self, doc, keys, hashes=None):
-        out = super().add(doc, keys, hashes)
+    def add(self, doc, hashes, names):
+        out = super().add(doc, hashes, names)
         _Measured.most = max(_Measured.most, len(self.docs))
         return out
 

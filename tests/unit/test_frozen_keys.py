@@ -116,12 +116,12 @@ def test_frozen_windows_find_what_one_run_index_finds(docs, window, queries) -> 
     whole, live, frozen = RunIndex(), RunIndex(), FrozenKeys()
     for n, keys in enumerate(docs):
         doc = StoredDoc(f"d{n}", 0, np.zeros(1), False, 1, 1, f"d{n}", None, seq=n)
-        whole.add(doc, keys)
+        whole.add_keys(doc, keys)
         if len(live.docs) == window:
             frozen.add_index(live)
             assert not live.docs and not live.lookup(keys)  # emptied: the merge held none of it
             live = RunIndex()
-        live.add(doc, keys)
+        live.add_keys(doc, keys)
     earlier = frozen.lookup(KeyLists(queries), per_record=10**6)
     for keys, ids in zip(queries, earlier, strict=True):
         expected = [d.id for d in whole.lookup(keys)]

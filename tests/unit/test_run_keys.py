@@ -74,7 +74,7 @@ def test_a_crowded_key_holds_the_first_documents_on_both_paths(monkeypatch) -> N
         monkeypatch.setenv(native.ENV_SWITCH, switch)
         index = RunIndex()
         docs = [_doc(n) for n in range(MAX_PER_KEY + 3)]
-        out = [index.add(d, ["shared", f"own-{n}"]) for n, d in enumerate(docs)]
+        out = [index.add_keys(d, ["shared", f"own-{n}"]) for n, d in enumerate(docs)]
         shared = int(key_hashes(["shared"])[0])
         assert out[:MAX_PER_KEY] == [frozenset()] * MAX_PER_KEY and out[MAX_PER_KEY:] == [{shared}] * 3
         assert index.lookup(["shared"]) == docs[:MAX_PER_KEY]
@@ -126,7 +126,7 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
     config = FingerprintConfig()
     index = RunIndex()
     for n, keys in enumerate(before * (MAX_PER_KEY // len(before) + 1)):  # some key held by MAX_PER_KEY
-        index.add(_doc(n), keys)
+        index.add_keys(_doc(n), keys)
     items = [_record(n, keys) for n, (keys, _) in enumerate(batch)]
     labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=_NoVerdicts())
     probes = KeyLists([run_keys(d, config, probing=True) for d in items])
