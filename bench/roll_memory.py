@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from esdedup.ingest.runindex import FrozenKeys, RunIndex  # noqa: E402
+from esdedup.ingest.runindex import FrozenKeys, KeyLists, RunIndex  # noqa: E402
 from esdedup.store.base import StoredDoc  # noqa: E402
 
 #: Documents a batch (a worker's task): the vectors and signatures of a batch travel as one array each.
@@ -110,7 +110,7 @@ def main() -> None:
     cpu = time.process_time() - cpu
     status = _status()
     peak = max(peak, status["VmHWM"])
-    digest = hashlib.sha1("\n".join(",".join(ids) for ids in frozen.lookup(queries)).encode()).hexdigest()[:12]
+    digest = hashlib.sha1("\n".join(",".join(ids) for ids in frozen.lookup(KeyLists(queries))).encode()).hexdigest()[:12]
 
     print(f"`python bench/roll_memory.py {' '.join(sys.argv[1:])}`: {args.windows} windows of {args.docs:,} "
           f"documents x {args.keys} keys")
