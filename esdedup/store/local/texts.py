@@ -164,11 +164,11 @@ def _insert(index: sqlite3.Connection, rows: list[tuple[int, str, str]]) -> None
     index.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", rows)
 
 
-def name_collection(db: sqlite3.Connection) -> None:
-    """Give a new collection the id its text index will name, in the transaction that creates it: a first
-    search then writes nothing to the collection (an ingest running beside it would take such a write for
-    another writer's, `LocalStore.write_lock`)."""
-    db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_ID_KEY, secrets.token_hex(16)))
+def name_collection(db: sqlite3.Connection) -> bool:
+    """Give the collection the id its text index will name, unless it has one; True when this gave it. A new
+    collection gets it in the transaction that creates it: a first search then writes nothing to the collection
+    (an ingest running beside it would take such a write for another writer's, `LocalStore.write_lock`)."""
+    return bool(db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_ID_KEY, secrets.token_hex(16))).rowcount)
 
 
 def open_index(path: Path, collection_id: str) -> sqlite3.Connection:
@@ -281,7 +281,7 @@ class TextIndex:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
         if row is None:
             with db:
-                if db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_ID_KEY, secrets.token_hex(16))).rowcount:
+                if name_collection(db):
                     db.execute("DROP TABLE IF EXISTS texts")
                     db.execute("DELETE FROM meta WHERE key = 'indexed:texts'")
             row = db.execute("SELECT value FROM meta WHERE key = ?", (_ID_KEY,)).fetchone()
