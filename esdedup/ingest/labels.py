@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from itertools import chain
 from operator import attrgetter
 
 import numpy as np
@@ -114,7 +115,7 @@ class BatchCandidates:
         self._crowded_out: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
         # One document a record, however many later records it is a peer of.
-        peer_docs = {j: as_stored(items[j], 0, (0, items[j].id)) for peers in self._peers for j in peers}
+        peer_docs = {j: as_stored(items[j], 0, (0, items[j].id)) for j in set(chain.from_iterable(self._peers))}
         superset = [[*f, *e, *(peer_docs[j] for j in peers)]
                     for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
         near = labeller.rule.many([d.fp for d in items], superset, [d.id for d in items], [d.sha1 for d in items])
