@@ -11,7 +11,7 @@ labelled one after the other, each against the documents before it, from those v
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from itertools import chain
 from operator import attrgetter
 
@@ -32,6 +32,9 @@ from esdedup.store.base import NewDoc, Root, Store, StoredDoc
 from esdedup.util.unionfind import UnionFind
 
 log = logging.getLogger(__name__)
+
+#: A record's verdicts when the rule pairs it with no candidate.
+_NO_VERDICTS: frozenset[int] = frozenset()
 
 #: Documents `Labeller.relabel_replaced` labels again at most (it compares every pair of them).
 MAX_RELABEL = 2000
@@ -120,9 +123,13 @@ class BatchCandidates:
                     for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
         near = labeller.rule.many([d.fp for d in items], superset, [d.id for d in items], [d.sha1 for d in items])
         # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
-        self._near: list[set[int]] = []
-        self._near_peers: list[set[int]] = []
+        self._near: list[Set[int]] = []
+        self._near_peers: list[Set[int]] = []
         for f, e, peers, cands, positions in zip(found, self._earlier, self._peers, superset, near, strict=True):
+            if not positions:  # most records: no near-duplicate at all
+                self._near.append(_NO_VERDICTS)
+                self._near_peers.append(_NO_VERDICTS)
+                continue
             known = len(f) + len(e)
             self._near.append({id(cands[p]) for p in positions if p < known})
             self._near_peers.append({peers[p - known] for p in positions if p >= known})
@@ -134,6 +141,11 @@ class BatchCandidates:
         crowded_out = run_index.add(doc, self._hold_hashes[i], lambda: self.holds.keys_of(i))
         if crowded_out:
             self._crowded_out[i] = crowded_out
+
+    def none_in_run(self, i: int) -> bool:
+        """Record ``i`` shares no run key with the run's documents nor with the batch's records before it
+        (most records of a run: they are labelled without a candidate list)."""
+        return not self._earlier[i] and not self._peers[i]
 
     def candidates(self, i: int, found: list[StoredDoc], deleted: set[str]) -> list[StoredDoc]:
         """Record ``i``'s candidates: the stored ones, then the run's documents sharing a run key with it (the
@@ -163,11 +175,21 @@ def batch_peers(probes: KeyLists, holds: KeyLists) -> list[list[int]]:
     """For each record of a batch, the earlier records (positions, ascending) that hold a key of the same hash
     as one it probes: a superset of those sharing a key."""
     n = len(probes.counts)
-    probe_of = np.repeat(np.arange(n), probes.counts)
-    order = np.argsort(holds.hashes, kind="stable")
+    order = np.argsort(holds.hashes)
     hold_hash, hold_of = holds.hashes[order], np.repeat(np.arange(n), holds.counts)[order]
-    lo = np.searchsorted(hold_hash, probes.hashes, side="left")
-    count = np.searchsorted(hold_hash, probes.hashes, side="right") - lo
+    if probes is holds:
+        # A record probes the keys it holds: a hash held once is probed by its holder alone and pairs no
+        # two records, so only the hashes held twice or more are looked at (a few of a batch's).
+        repeated = hold_hash[1:] == hold_hash[:-1]
+        shared = np.zeros(len(hold_hash), dtype=bool)
+        shared[1:] = repeated
+        shared[:-1] |= repeated
+        hold_hash, hold_of = hold_hash[shared], hold_of[shared]
+        probe_hash, probe_of = hold_hash, hold_of
+    else:
+        probe_hash, probe_of = probes.hashes, np.repeat(np.arange(n), probes.counts)
+    lo = np.searchsorted(hold_hash, probe_hash, side="left")
+    count = np.searchsorted(hold_hash, probe_hash, side="right") - lo
     prober = np.repeat(probe_of, count)
     # The holders of each probe are hold_hash[lo:lo + count]: position x of the flat result is entry
     # x - (where its probe's run starts) + lo of that probe.
@@ -316,6 +338,9 @@ class Labeller:
         compared with, and joins the clusters of all its verified near-duplicates (``skip``: is skipped
         when it has any; ``index``: is its own cluster). A new text under a stored id is labelled as a new
         document, apart from the cluster the old text was in (`_labels_of_new_text`)."""
+        if not found and batch is not None and batch.none_in_run(i):  # no candidate: a cluster of its own
+            seq = WRITE_CLOCK.next()
+            return Labels(seq, (seq, d.id))
         self_doc = next((s for s in found if s.id == d.id), None) if found else None
         cands = found if batch is None else batch.candidates(i, found, self.window.deleted)
         if self_doc is not None and not same_text(self_doc, d):

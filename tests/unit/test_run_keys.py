@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from esdedup import FingerprintConfig
 from esdedup.fingerprint import native
 from esdedup.ingest.documents import FingerprintedRecord
-from esdedup.ingest.labels import BatchCandidates, run_keys
+from esdedup.ingest.labels import BatchCandidates, batch_peers, run_keys
 from esdedup.ingest.runindex import MAX_PER_KEY, KeyLists, RunIndex, _hash_chunk, _KeyTable, key_hashes
 from esdedup.store.base import StoredDoc
 
@@ -145,6 +145,26 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
         assert all(set(holds_keys[r]) & set(index.crowded) for r in named)
     _CROWDED.clear()
     _CROWDED.update(index.crowded)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40),
+       st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40))
+def test_a_record_s_batch_peers_are_the_earlier_records_holding_a_hash_it_probes(held, probed) -> None:
+    """`batch_peers` against the definition, pair by pair: for one key list serving as both (the default band
+    layout, where only hashes held twice are looked at) and for separate probe lists."""
+    def lists(values: list[list[int]]) -> KeyLists:
+        return KeyLists.hashed(np.array([v * 0x9E3779B97F4A7C15 % 2**64 for vs in values for v in vs],
+                                        dtype=np.uint64), [len(vs) for vs in values], lambda r: [])
+
+    def wanted(probes: list[list[int]]) -> list[list[int]]:
+        return [[j for j in range(i) if set(probes[i]) & set(held[j])] for i in range(len(held))]
+
+    holds = lists(held)
+    assert batch_peers(holds, holds) == wanted(held)
+    probed = (probed + [[]] * len(held))[:len(held)]
+    assert batch_peers(lists(probed), holds) == wanted(probed)
+    assert batch_peers(lists(held), holds) == wanted(held)  # the same lists, as two objects
 
 
 def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
