@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from esdedup.ingest.runindex import MAX_PER_KEY, FrozenKeys  # noqa: E402
+from esdedup.ingest.runindex import MAX_PER_KEY, FrozenKeys, KeyLists  # noqa: E402
 
 #: Band keys of each query record that no document holds (a record's other band fields).
 UNHELD_KEYS = 20
@@ -60,14 +60,15 @@ def windows(rng: np.random.Generator, n_windows: int, docs: int, keys: int) -> t
     return out, values
 
 
-def queries(rng: np.random.Generator, values: np.ndarray, batches: int, batch: int) -> list[list[list[str]]]:
+def queries(rng: np.random.Generator, values: np.ndarray, batches: int, batch: int) -> list[KeyLists]:
+    """The lookup batches, each record's keys hashed as ingest hands them to `FrozenKeys.lookup`."""
     out = []
     for _ in range(batches):
         records = []
         for r in range(batch):
             held = values[int(rng.integers(0, len(values)))] if r % 2 else rng.integers(0, 2**48, size=values.shape[1])
             records.append(_keys(held) + _keys(rng.integers(0, 2**48, size=UNHELD_KEYS), "x"))
-        out.append(records)
+        out.append(KeyLists(records))
     return out
 
 

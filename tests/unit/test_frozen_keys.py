@@ -6,11 +6,6 @@ must find what one run index that kept every document finds.
 """
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -142,11 +137,3 @@ def test_key_hashes_do_not_depend_on_the_keys_hashed_with() -> None:
     assert len(set(key_hashes(["ab", "ab\x01", "ac"]).tolist())) == 3
     assert int(alone[0]) == 0x40AD0678C6525E95
     assert key_hashes([]).dtype == np.uint64 and len(key_hashes([])) == 0
-
-
-def test_the_roll_memory_benchmark_runs_on_this_checkout() -> None:
-    """bench/roll_memory.py drives `RunIndex` and `FrozenKeys` directly: it still runs, and answers its lookups."""
-    out = subprocess.run([sys.executable, "bench/roll_memory.py", "--windows", "2", "--docs", "2000"],
-                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert re.search(r"lookups digest [0-9a-f]{12}", out.stdout), out.stdout

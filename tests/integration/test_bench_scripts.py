@@ -1,0 +1,99 @@
+"""The benchmark scripts run on this checkout and answer, on small inputs: a script drives the library directly
+(`FrozenKeys`, `RunIndex`, the CLI, the store, a node), and a change of the library that a script does not
+follow would otherwise show only on the day someone measures. Each run prints its section (nothing appended to
+BENCHMARKS.md) and the test reads an answer out of it, not just the exit status.
+
+The scripts that need Elasticsearch run against the session's node (the ``es_url`` fixture). The scripts that
+read the Tang collections' data (`bench/quality.py`'s natural benchmark, `bench/review.py` on an ingested
+million) are not run whole: their steps are, on a few texts.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import quality
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: (script and arguments, what its output must show), embedded store or no store at all.
+LOCAL = [
+    (["diversify.py", "--hits", "20", "--reps", "3", "--no-append"],
+     r"\| the config's \(jaccard 0\.5 or containment 0\.8\) \| drop \| 20 \| \d+ \|"),
+    (["frozen_keys.py", "--windows", "2", "--docs", "2000", "--batches", "2"], r"ids found [1-9][\d,]*;"),
+    (["roll_memory.py", "--windows", "2", "--docs", "2000"], r"lookups digest [0-9a-f]{12}"),
+    (["local.py", "short", "--docs", "1000", "--no-append"],
+     r"\| ingest 1,000 poems .*, failed 0 \|(.|\n)*\| dups \(all pairs\) .* [1-9]\d* pairs \|"),
+    (["tokenizers.py", "--docs", "50"], r"\| rjieba \| [\d.]+ \| [\d.]+ \|"),
+    (["fingerprint.py", "--max-mb", "0.2", "--repeat", "1", "--skip-jieba"],
+     r"full fingerprint \(rjieba\) / rjieba tokenizer alone, CPU time: warm \d+%"),
+    (["scale.py", "--docs", "1000", "--local", "--no-append"],
+     r"`esdedup dups` .*\| [1-9][\d,]* pairs \([1-9][\d,]* of the [\d,]+ planted family pairs, 0 across"),
+]
+
+#: The same, against a running node (``{es}``: its URL).
+ON_A_NODE = [
+    (["es.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--lookups", "5", "--no-append"],
+     r"\| `diversify` of \d+ real hits \(the index's rule\) \| median \d+ µs"),
+    (["writers.py", "--es", "{es}", "--docs", "300", "--writers", "2"],
+     r"Same clusters with 1 and 2 writers, each represented by its earliest member: True"),
+    (["lookup_batch.py", "--es", "{es}", "--docs", "300", "--probes", "20"],
+     r"ingest into a held index: .* [1-9]\d* near-duplicates labelled"),
+    (["search.py", "--es", "{es}", "--docs", "300", "--queries", "5", "--no-append"],
+     r"\| search_diversified request \+ `diversify` \| [\d,]+ \|"),
+    (["es_fields.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--no-append"],
+     r"\| SimHash bands, no vector, no MinHash, no LSH \| [\d,]+ "),
+    (["es_source.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--no-append"],
+     r"\| \d+\.\d+\.\d+ \| the server's default \| [\d,]+ \|"),
+]
+
+
+def _run(args: list[str], shows: str) -> None:
+    before = _tracked_changes()
+    out = subprocess.run([sys.executable, f"bench/{args[0]}", *args[1:]], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert re.search(shows, out.stdout), out.stdout[-3000:]
+    assert _tracked_changes() == before  # BENCHMARKS.md and the rest as they were
+
+
+def _tracked_changes() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout
+
+
+@pytest.mark.parametrize(("args", "shows"), LOCAL, ids=[a[0] for a, _ in LOCAL])
+def test_a_benchmark_script_runs_and_answers(args: list[str], shows: str) -> None:
+    _run(args, shows)
+
+
+@pytest.mark.parametrize(("args", "shows"), ON_A_NODE, ids=[a[0] for a, _ in ON_A_NODE])
+def test_a_benchmark_script_runs_and_answers_on_a_node(args: list[str], shows: str, es_url: str) -> None:
+    _run([a.format(es=es_url) for a in args], shows)
+
+
+POEMS = ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "床前明月光，疑是地上霜。举头望山月，低头思故乡。",
+         "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。", "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。",
+         "千山鸟飞绝，万径人踪灭。孤舟蓑笠翁，独钓寒江雪。"]
+
+
+def test_the_quality_benchmark_s_cli_and_rensa_steps_find_the_pair_and_their_ratio_is_reported(tmp_path: Path) -> None:
+    """bench/quality.py's speed comparison: its CLI step (`esdedup ingest` then `esdedup dups` with every
+    default, each a process of its own) and its rensa step find the same obvious pair of five poems, and the
+    line it reports reads their ratio round by round."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"p{n}", "text": t}, ensure_ascii=False) + "\n"
+                            for n, t in enumerate(POEMS)), "utf-8")
+    cli = quality.run_cli_defaults(docs, tmp_path)
+    rensa = quality.run_rensa(docs)
+    assert cli[0] == rensa[0] == {("p0", "p1")}
+    assert cli[1]["wall_s"] > 0 and rensa[1]["wall_s"] > 0
+    ratios = quality.speed_ratios([cli, cli], [rensa, ({("p0", "p1")}, {"wall_s": rensa[1]["wall_s"] * 2})])
+    assert ratios[0] == cli[1]["wall_s"] / rensa[1]["wall_s"] == 2 * ratios[1]
+    assert "2.00x, 1.50x, 1.75x (median 1.75x)" in quality.speed_line([2.0, 1.5, 1.75])
+    assert "median" not in quality.speed_line([1.9])
