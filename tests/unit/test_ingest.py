@@ -56,6 +56,30 @@ def test_retried_counts_the_resends_of_this_run_only(tmp_path):
     assert first.balanced and second.balanced and (second.updated, second.unchanged) == (0, 30)
 
 
+def test_a_run_collects_young_objects_less_often_while_it_feeds_and_restores_the_threshold(tmp_path):
+    """The young generation's threshold is `YOUNG_COLLECTION_ALLOCATIONS` while batches are fed (seen from the
+    progress callback) and the program's own before and after, a program's higher one kept."""
+    import gc
+
+    from esdedup.ingest.run import YOUNG_COLLECTION_ALLOCATIONS
+
+    docs, _ = make_corpus(30, 0, seed=3)
+    path = _jsonl(tmp_path / "a.jsonl", docs)
+    before = gc.get_threshold()
+    try:
+        for own in (700, YOUNG_COLLECTION_ALLOCATIONS * 2):
+            gc.set_threshold(own, *before[1:])
+            seen: list[int] = []
+            store = LocalStore(f"gc{own}", tmp_path / "data")
+            ingest([path], store, CONFIG, IngestOptions(workers=1, batch=10),
+                   progress=lambda _, seen=seen: seen.append(gc.get_threshold()[0]))
+            store.close()
+            assert seen and set(seen) == {max(own, YOUNG_COLLECTION_ALLOCATIONS)}
+            assert gc.get_threshold() == (own, *before[1:])
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_the_examples_in_the_docstrings_run():
     import doctest
 
