@@ -515,6 +515,7 @@ def speed_ratios(cli: list[tuple[set, dict]], rensa: list[tuple[set, dict]]) -> 
 
 
 def speed_line(ratios: list[float]) -> str:
+    """The report's line of `speed_ratios`, with their median when there are several rounds."""
     return ("`esdedup ingest` + `esdedup dups` (every default) against rensa, wall time, each round's two run one "
             "right after the other: " + ", ".join(f"{x:.2f}x" for x in ratios)
             + (f" (median {statistics.median(ratios):.2f}x)" if len(ratios) > 1 else "") + ".")
