@@ -28,12 +28,9 @@ on SIGTERM.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from esdedup.errors import OutputError, StoreError, Terminated
@@ -47,14 +44,7 @@ from esdedup.ingest.window import RUN_INDEX_MAX_DOCS
 from esdedup.ingest.workers import Stop, Workers
 from esdedup.readers import Record, Rejected, check_inputs, read_records
 from esdedup.store.base import Store
-
-#: Allocations between two collections of the cyclic garbage collector's youngest generation while a run
-#: feeds batches (Python's default is 700; see `_fewer_collections`). At 100,000 the ingest of 127,958 poems
-#: spent 0.16-0.18 s collecting and made no full collection; at 20,000, 0.5 s with one (`gc.callbacks`).
-YOUNG_COLLECTION_ALLOCATIONS = 100_000
-_collections_lock = threading.Lock()
-_runs_feeding = 0
-_threshold_before: tuple[int, ...] = ()
+from esdedup.util.collector import fewer_collections
 
 
 def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,
@@ -102,7 +92,7 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
     retried_before = store.retried
     stop = Stop()
     try:
-        with stop.on_stop_signals(), _fewer_collections():
+        with stop.on_stop_signals(), fewer_collections():
             for batch, results in workers.in_order(batches(records, opts.batch), stop):
                 run.feed(batch, results)
                 if progress:
@@ -130,26 +120,3 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
         summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started
     return summary
-
-
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """While runs feed batches, the cyclic garbage collector's youngest generation is collected every
-    `YOUNG_COLLECTION_ALLOCATIONS` allocations instead of Python's 700: a batch allocates a dozen containers
-    a record (records, fingerprints, labels, rows), freed by reference counting once it is written, which
-    the collector would otherwise traverse again and again while they are alive, for no garbage. The first
-    run to start sets the threshold and the last to end restores it (runs in several threads share it)."""
-    global _runs_feeding, _threshold_before
-    with _collections_lock:
-        if _runs_feeding == 0:
-            _threshold_before = gc.get_threshold()
-            if _threshold_before[0]:  # 0: the program turned collection off
-                gc.set_threshold(max(_threshold_before[0], YOUNG_COLLECTION_ALLOCATIONS), *_threshold_before[1:])
-        _runs_feeding += 1
-    try:
-        yield
-    finally:
-        with _collections_lock:
-            _runs_feeding -= 1
-            if _runs_feeding == 0:
-                gc.set_threshold(*_threshold_before)

@@ -38,6 +38,7 @@ from esdedup.match.rule import (
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import SignatureColumns, SignatureColumnsStore, Store, StoredDoc
+from esdedup.util.collector import fewer_collections
 
 log = logging.getLogger(__name__)
 
@@ -372,10 +373,12 @@ class _Columns:
     @classmethod
     def of(cls, store: Store) -> _Columns:
         config = store.config
-        if isinstance(store, SignatureColumnsStore):
-            read = store.signature_columns(config.minhash_perm)
-        else:
-            read = SignatureColumns.of((d for batch in store.scan() for d in batch), config.minhash_perm, config.dims)
+        with fewer_collections():  # every stored document is read and held before the join
+            if isinstance(store, SignatureColumnsStore):
+                read = store.signature_columns(config.minhash_perm)
+            else:
+                read = SignatureColumns.of((d for batch in store.scan() for d in batch), config.minhash_perm,
+                                           config.dims)
         every = np.ones(len(read.ids), dtype=bool)
         sketches = SketchColumns.from_parts(config, simhash=read.simhash, sigs=read.sigs, signed=every, full=every,
                                             shingles=read.shingles, chars=read.chars, has_vector=every,

@@ -61,7 +61,7 @@ def test_a_run_collects_young_objects_less_often_while_it_feeds_and_restores_the
     progress callback) and the program's own before and after, a program's higher one kept."""
     import gc
 
-    from esdedup.ingest.run import YOUNG_COLLECTION_ALLOCATIONS
+    from esdedup.util.collector import YOUNG_COLLECTION_ALLOCATIONS
 
     docs, _ = make_corpus(30, 0, seed=3)
     path = _jsonl(tmp_path / "a.jsonl", docs)

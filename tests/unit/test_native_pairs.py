@@ -248,3 +248,24 @@ def test_texts_verified_together_get_the_matches_of_one_at_a_time(corpus_store, 
         got = lookup.verify_many(fps, found, config, t, exclude=[None] * len(fps), sha1s=sha1s)
         assert got == want
         assert [m.decided_by for ms in got for m in ms] == [m.decided_by for ms in want for m in ms]
+
+
+def test_the_all_pairs_join_reads_the_store_with_fewer_collections(corpus_store, monkeypatch):
+    """Every stored document is read and held before the join: the young generation is collected less often
+    while they are read (`fewer_collections`), and the program's own threshold is back afterwards."""
+    import gc
+
+    from esdedup.util.collector import YOUNG_COLLECTION_ALLOCATIONS
+
+    seen: list[int] = []
+    read = corpus_store.signature_columns
+
+    def recording(perm: int) -> SignatureColumns:
+        seen.append(gc.get_threshold()[0])
+        return read(perm)
+
+    monkeypatch.setattr(corpus_store, "signature_columns", recording)
+    before = gc.get_threshold()
+    assert list(find_pairs(corpus_store, in_memory=True))
+    assert seen == [max(before[0], YOUNG_COLLECTION_ALLOCATIONS)]
+    assert gc.get_threshold() == before
