@@ -3,10 +3,8 @@
 An ingest run holds a batch's records, fingerprints, labels and rows until the batch is written; `dups` reads
 every stored document before it joins their signatures. Python collects its youngest generation every 700
 allocations, and makes a full collection, which traverses every tracked object, whenever the objects that
-survived have grown by a quarter. Over such work that is most of the collector's time, and it finds no garbage:
-reference counting frees these objects. Measured with `gc.callbacks` on the 127,958 poems of bench/quality.py:
-ingest spent 0.5 s collecting at 20,000 allocations and 0.17-0.19 s at 100,000; `dups` from Elasticsearch
-spent 2.8 s (24 full collections, of 6.5 CPU s) at Python's default and 0.24-0.28 s at 100,000.
+survived have grown by a quarter. Over such work those collections traverse the same live objects again and
+again and find no garbage: reference counting frees these objects. BENCHMARKS.md (All pairs) has what they cost.
 """
 from __future__ import annotations
 
