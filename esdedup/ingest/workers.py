@@ -11,6 +11,7 @@ and stops it through `Stop` (SIGTERM).
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
 import sys
@@ -176,7 +177,13 @@ class Workers:
         self._held = held
         self._pool: ProcessPoolExecutor | None = None
         if workers > 1:
-            self._pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config.to_json(), os.getpid()))
+            context = multiprocessing.get_context()
+            if context.get_start_method() == "fork":
+                # A forked worker inherits the tables a Fingerprinter is built from (dictionaries, character
+                # tables: cached per process), made here once instead of once in each worker.
+                Fingerprinter(config)
+            self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                             initargs=(config.to_json(), os.getpid()))
         self._local = None if self._pool else Fingerprinter(config)
         #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
         self._in_flight: deque[tuple[Batch, Future | Fingerprinted]] = deque()

@@ -1,7 +1,10 @@
 """The fingerprint worker pool (esdedup/ingest/workers.py): what crosses from a worker process to the run."""
 from __future__ import annotations
 
+import multiprocessing
 import pickle
+import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -64,3 +67,36 @@ def test_in_process_fingerprints_keep_their_term_weights() -> None:
     got = fingerprint_with(fper, texts, encode=True)
     assert [dict(fp.tf) for fp, _ in got] == [dict(fp.tf) for fp in fper.fingerprint_many(texts)]
     assert dict(got[0][0].tf)
+
+
+def _caches() -> dict[str, Any]:
+    """Every per-process cache of esdedup's modules (`functools.lru_cache`), by name."""
+    return {f"{name}.{attr}": fn for name, module in list(sys.modules.items()) if name.startswith("esdedup")
+            for attr, fn in vars(module).items() if hasattr(fn, "cache_info")}
+
+
+def _cache_misses() -> dict[str, int]:
+    return {name: fn.cache_info().misses for name, fn in _caches().items()}
+
+
+def _misses_in_worker() -> dict[str, int]:
+    return _cache_misses()
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="workers are forked on Linux only")
+def test_forked_workers_build_no_table_their_parent_built() -> None:
+    """The pool is made after a Fingerprinter of the run's config: a forked worker's own Fingerprinter
+    finds every dictionary and character table it needs in the caches it inherited, and builds none."""
+    config = FingerprintConfig(tokenizer="jieba", strategy="auto", t2s=True)
+    for cache in _caches().values():  # as in a new process, whatever the tests before built
+        cache.cache_clear()
+    pool = workers.Workers(config, 2)
+    try:
+        parent = _cache_misses()
+        assert pool._pool is not None
+        in_worker = pool._pool.submit(_misses_in_worker).result(timeout=60)
+    finally:
+        pool.close()
+    built = {name: n for name, n in parent.items() if n}
+    assert "esdedup.fingerprint.normalize._t2s" in built  # the config's tables were built in this process
+    assert {name: in_worker.get(name) for name in built} == built
