@@ -100,7 +100,8 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="esdedup-limits-"))
     rev = subprocess.run(["git", "-C", str(args.esdedup), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
-    print(f"`python bench/ingest_limits.py --esdedup <checkout at {rev}>` — "
+    sizes = f" --mb {args.mb} --near {args.near}"  # the defaults too: the numbers below depend on them
+    print(f"`python bench/ingest_limits.py --esdedup <checkout at {rev}>{sizes}` — "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
     print("| input | wall | peak RSS | |\n| --- | ---: | ---: | --- |")
     for name, path in big_files(folder, args.mb).items():

@@ -44,7 +44,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
-from es import Timed, pct, timed_bulk  # noqa: E402
+from es import Timed, node_description, pct, timed_bulk  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
@@ -183,6 +183,7 @@ def main() -> None:
 
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=300)
+    described = node_description(es)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-plugin-"))
     rows = []
     latency: list[tuple[str, ...]] = []
@@ -237,7 +238,7 @@ def main() -> None:
     table = ["| load | docs/s | of plain | wall s | CPU s | notes |", "| --- | ---: | ---: | ---: | --- | --- |"]
     table += ["| " + " | ".join(r) + " |" for r in rows]
     print(f"\n## The ingest processor (bench/plugin.py)\n\n`{cmd.strip()}` — {when}, this machine (2 cores), "
-          f"Elasticsearch 8.19.21 single node with the esdedup plugin (heap 1 GiB, 1 shard, 0 replicas), "
+          f"{described} with the esdedup plugin, 1 shard, 0 replicas), "
           f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, default config "
           f"(tokenizer jieba), {args.workers} ingest workers, bulk chunks of {args.chunk}; node warmed up first, "
           f"bulk rows: median of {args.rounds} rounds (range).\n\n" + "\n".join(table) + "\n")

@@ -46,13 +46,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--poems", type=int, default=100_000)
     ap.add_argument("--random", type=int, default=20_000)
+    ap.add_argument("--paragraphs", type=int, help="People's Daily paragraphs, the first N (default: all, 19,484)")
     args = ap.parse_args()
     fast, reference = JiebaFast(), jieba.Tokenizer()
     reference.initialize()
     rng = random.Random(1)
+    paragraphs = corpora.peoples_daily_paragraphs()[:args.paragraphs]
     sets = {
         f"{args.poems:,} poems": [normalize(d["text"], t2s=True) for d in corpora.poems(args.poems)],
-        "People's Daily paragraphs": [normalize(p) for p in corpora.peoples_daily_paragraphs()],
+        f"{len(paragraphs):,} People's Daily paragraphs": [normalize(p) for p in paragraphs],
         f"{args.random:,} random mixed-script strings": ["".join(rng.choice(PALETTE) for _ in range(rng.randint(0, 60)))
                                                        for _ in range(args.random)],
     }

@@ -33,6 +33,10 @@ LOCAL = [
     (["tokenizers.py", "--docs", "50"], r"\| rjieba \| [\d.]+ \| [\d.]+ \|"),
     (["fingerprint.py", "--max-mb", "0.2", "--repeat", "1", "--skip-jieba"],
      r"full fingerprint \(rjieba\) / rjieba tokenizer alone, CPU time: warm \d+%"),
+    (["segment.py", "--poems", "50", "--random", "50", "--paragraphs", "50"],
+     r"\| 50 poems \| 50 / 50 \|(.|\n)*\| 50 People's Daily paragraphs \| 50 / 50 \|(.|\n)*\| 50 random mixed-script strings \| 50 / 50 \|"),
+    (["ingest_limits.py", "--mb", "1", "--near", "20,40", "--timeout", "300"],
+     r"--mb 1 --near 20,40` (.|\n)*\| one 1 MB Chinese document \| [\d:.]+ \| [\d.]+ GB \| exit 0 \|(.|\n)*\| 40 \| [\d.]+ \| [\d.]+ \|"),
     (["scale.py", "--docs", "1000", "--local", "--no-append"],
      r"`esdedup dups` .*\| [1-9][\d,]* pairs \([1-9][\d,]* of the [\d,]+ planted family pairs, 0 across"),
 ]
@@ -40,6 +44,7 @@ LOCAL = [
 #: The same, against a running node (``{es}``: its URL).
 ON_A_NODE = [
     (["es.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--lookups", "5", "--no-append"],
+     r"Elasticsearch \d+\.\d+\.\d+ single node \(heap [\d.]+ GiB, 1 shard(.|\n)*"
      r"\| `diversify` of \d+ real hits \(the index's rule\) \| median \d+ µs"),
     (["writers.py", "--es", "{es}", "--docs", "300", "--writers", "2"],
      r"Same clusters with 1 and 2 writers, each represented by its earliest member: True"),

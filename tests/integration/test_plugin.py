@@ -446,3 +446,16 @@ def test_the_plugin_walkthrough_runs_as_written(plugin_url, tmp_path):
     assert labelled and labelled.groups() == ("13", "13", "4"), label
     urllib.request.urlopen(urllib.request.Request(f"{plugin_url}/wire", method="DELETE"), timeout=60).read()
 
+
+
+@pytest.mark.es
+def test_the_plugin_benchmark_runs_and_both_lookup_paths_answer_alike(plugin_url):
+    """`bench/plugin.py` on a few poems, on the node with the plugin: every row of its table, and the client's
+    and the node's `similar` give the same answers (the script asserts it for every lookup)."""
+    from tests.integration.test_bench_scripts import _run
+
+    _run(["plugin.py", "--es", plugin_url, "--docs", "300", "--rounds", "1", "--lookups", "5"],
+         r"Elasticsearch \d+\.\d+\.\d+ single node \(heap [\d.]+ GiB with the esdedup plugin(.|\n)*"
+         r"\| plain `_bulk` through the pipeline, then `esdedup label` \| [\d,]+ \|(.|\n)*"
+         r"\| esdedup ingest `--on-duplicate label` \| [\d,]+ \|(.|\n)*"
+         r"lookups found near-duplicates, same answers on both paths")
