@@ -222,8 +222,14 @@ def lsh_key_values(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def lsh_keys_many(sigs: np.ndarray, bands: int, rows: int) -> list[list[str]]:
     """`lsh_keys` of each signature (rows of ``sigs``)."""
-    values = (lsh_key_values(sigs, bands, rows) >> _KEY_SHIFT).tolist()
-    return [list(map(str, row)) for row in values]
+    flat = lsh_keys_flat(sigs, bands, rows)
+    return [flat[i:i + bands] for i in range(0, len(flat), bands)]
+
+
+def lsh_keys_flat(sigs: np.ndarray, bands: int, rows: int) -> list[str]:
+    """`lsh_keys_many` in one list: the keys of signature i are items ``[i * bands, (i + 1) * bands)`` (no list
+    a signature, for millions of keys at once)."""
+    return list(map(str, (lsh_key_values(sigs, bands, rows) >> _KEY_SHIFT).ravel().tolist()))
 
 
 def lsh_keys(sig: np.ndarray, bands: int, rows: int) -> list[str]:

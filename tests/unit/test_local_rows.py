@@ -18,6 +18,7 @@ from esdedup.schema import content_sha1, json_bytes
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore, texts
 from esdedup.store.local.rows import (
+    KEY_COLUMNS,
     doc_rows,
     source_json,
     stored_signature,
@@ -366,3 +367,19 @@ def test_a_failing_catch_up_in_the_background_loses_nothing(tmp_path, monkeypatc
     assert [h.id for h in s.search_text("千山", size=5).hits] == ["d4"]
     assert _indexed_seqs(s.path) == {1, 2, 4, 5}
     s.close()
+
+
+def test_the_lsh_key_table_holds_each_document_under_the_keys_of_its_fingerprint(tmp_path):
+    """The keys a first lookup indexes, made for every document of a chunk at once from the stored signatures,
+    are each document's own LSH keys (`Fingerprint.lsh`), under its id, in document order; a text without a
+    signature holds none."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    docs = _docs(config)
+    s = LocalStore("keys", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write(docs))
+    rows = s._database.connect().execute(f"SELECT {KEY_COLUMNS} FROM docs ORDER BY seq").fetchall()
+    want = [(k, d.id) for d in docs for k in d.fingerprint.lsh]
+    assert want and len({d.id for d in docs if d.fingerprint.lsh}) >= 3
+    assert s._keys.keys_of(rows, "lsh") == want
+    assert s._keys.keys_of(rows[:1], "lsh") == [(k, docs[0].id) for k in docs[0].fingerprint.lsh]

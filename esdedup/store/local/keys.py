@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.minhash import SIGNATURE_DTYPE, lsh_keys_many
+from esdedup.fingerprint.minhash import SIGNATURE_DTYPE, lsh_keys_flat
 from esdedup.fingerprint.simhash import from_hex
 from esdedup.schema import LSH_KEYS, key_field
 from esdedup.store.base import KeyBatch, Probe, TopKeys
@@ -129,9 +129,12 @@ class KeyTables:
         signed = [(doc_id, sig) for _, doc_id, _, sig, _ in rows if sig is not None]
         if not signed:
             return []
-        sigs = np.stack([np.frombuffer(sig, dtype=SIGNATURE_DTYPE) for _, sig in signed])
-        keys_of = lsh_keys_many(sigs, config.minhash_bands, config.minhash_rows)
-        return [(k, doc_id) for (doc_id, _), keys in zip(signed, keys_of, strict=True) for k in keys]
+        # One config's signatures, all of one length: read as one array, their keys as one list.
+        sigs = np.frombuffer(b"".join([sig for _, sig in signed]), dtype=SIGNATURE_DTYPE).reshape(len(signed), -1)
+        bands = config.minhash_bands
+        keys = lsh_keys_flat(sigs, bands, config.minhash_rows)
+        return list(zip(keys, itertools.chain.from_iterable(itertools.repeat(doc_id, bands) for doc_id, _ in signed),
+                        strict=True))
 
     def indexed_keys(self, ids: list[str]) -> list[tuple[str, str]]:
         """(key, id) of every key row the stored documents ``ids`` have in either table, once the tables are
