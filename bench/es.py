@@ -79,14 +79,15 @@ def node_cpu_seconds(es: Elasticsearch) -> float:
     return sum(n["process"]["cpu"]["total_in_millis"] for n in nodes) / 1000
 
 
-def node_description(es: Elasticsearch) -> str:
-    """The cluster's version, node count and heap, as the node reports them (not as this script expects)."""
+def node_description(es: Elasticsearch) -> tuple[str, str]:
+    """The cluster as the node reports it (not as this script expects): its version and node count
+    ("Elasticsearch 8.19.21 single node"), and its heap ("heap 1 GiB")."""
     nodes = list(es.nodes.info(metric="jvm")["nodes"].values())
     heaps = sorted({n["jvm"]["mem"]["heap_max_in_bytes"] / 2**30 for n in nodes})
     heap = "/".join(f"{h:.1f}".rstrip("0").rstrip(".") for h in heaps)
     count = "single node" if len(nodes) == 1 else f"{len(nodes)} nodes"
     versions = "/".join(sorted({n["version"] for n in nodes}))
-    return f"Elasticsearch {versions} {count} (heap {heap} GiB"
+    return f"Elasticsearch {versions} {count}", f"heap {heap} GiB"
 
 
 def client_cpu_seconds() -> float:
@@ -158,7 +159,7 @@ def main() -> None:
     es = Elasticsearch(url, request_timeout=120)
     if args.pin:
         pin(es)
-    described = node_description(es)
+    server, heap = node_description(es)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-"))
     try:
         docs = list(corpora.poems(args.docs))
@@ -280,7 +281,7 @@ def main() -> None:
     table += ["", "| lookup | p50 | p95 | notes |", "| --- | --- | --- | --- |"]
     table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in lookups]
     section = (f"\n## Elasticsearch (bench/es.py)\n\n`{cmd.strip()}` — {when}, this machine"
-               f" (2 cores, 24 GiB), {described}, 1 shard, 0 replicas), "
+               f" (2 cores, 24 GiB), {server} ({heap}, 1 shard, 0 replicas), "
                f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, tokenizer "
                f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}"
                f"{'; node pinned to CPU 0, client and workers to CPU 1' if args.pin else ''}; "

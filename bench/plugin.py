@@ -183,7 +183,7 @@ def main() -> None:
 
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=300)
-    described = node_description(es)
+    server, heap = node_description(es)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-plugin-"))
     rows = []
     latency: list[tuple[str, ...]] = []
@@ -238,7 +238,7 @@ def main() -> None:
     table = ["| load | docs/s | of plain | wall s | CPU s | notes |", "| --- | ---: | ---: | ---: | --- | --- |"]
     table += ["| " + " | ".join(r) + " |" for r in rows]
     print(f"\n## The ingest processor (bench/plugin.py)\n\n`{cmd.strip()}` — {when}, this machine (2 cores), "
-          f"{described} with the esdedup plugin, 1 shard, 0 replicas), "
+          f"{server} with the esdedup plugin ({heap}, 1 shard, 0 replicas), "
           f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, default config "
           f"(tokenizer jieba), {args.workers} ingest workers, bulk chunks of {args.chunk}; node warmed up first, "
           f"bulk rows: median of {args.rounds} rounds (range).\n\n" + "\n".join(table) + "\n")

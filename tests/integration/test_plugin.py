@@ -447,7 +447,6 @@ def test_the_plugin_walkthrough_runs_as_written(plugin_url, tmp_path):
     urllib.request.urlopen(urllib.request.Request(f"{plugin_url}/wire", method="DELETE"), timeout=60).read()
 
 
-
 @pytest.mark.es
 def test_the_plugin_benchmark_runs_and_both_lookup_paths_answer_alike(plugin_url):
     """`bench/plugin.py` on a few poems, on the node with the plugin: every row of its table, and the client's
@@ -455,7 +454,7 @@ def test_the_plugin_benchmark_runs_and_both_lookup_paths_answer_alike(plugin_url
     from tests.integration.test_bench_scripts import _run
 
     _run(["plugin.py", "--es", plugin_url, "--docs", "300", "--rounds", "1", "--lookups", "5"],
-         r"Elasticsearch \d+\.\d+\.\d+ single node \(heap [\d.]+ GiB with the esdedup plugin(.|\n)*"
+         r"Elasticsearch \d+\.\d+\.\d+ single node with the esdedup plugin \(heap [\d.]+ GiB, 1 shard(.|\n)*"
          r"\| plain `_bulk` through the pipeline, then `esdedup label` \| [\d,]+ \|(.|\n)*"
          r"\| esdedup ingest `--on-duplicate label` \| [\d,]+ \|(.|\n)*"
          r"lookups found near-duplicates, same answers on both paths")
