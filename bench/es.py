@@ -10,8 +10,9 @@ esdedup sends the same records through `esdedup.ingest.run` (fingerprinting in w
 per batch, labels) into an index with the dedup fields.
 
 The node is warmed up first (one untimed plain and one untimed esdedup bulk: a cold JVM indexes at about half
-its warm rate, so whichever run came first would look slow). The plain and server's-share bulks run --rounds
-times (median reported, range in brackets); each row also gives the CPU seconds of the node (`_nodes/stats`)
+its warm rate, so whichever run came first would look slow). The plain and server's-share bulks, and `label`
+mode's bound (its fingerprint workers with the documents precomputed: the rate if the run's main thread did
+nothing a record), run --rounds times (median reported, range in brackets); each row also gives the CPU seconds of the node (`_nodes/stats`)
 and of the client (this process and its fingerprint workers), which share the machine's cores here.
 For the node's cost of each group of dedup fields, see bench/es_fields.py.
 """
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +41,10 @@ from elasticsearch import Elasticsearch, helpers  # noqa: E402
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
+from esdedup.ingest.options import BATCH  # noqa: E402
+from esdedup.ingest.workers import Stop, Workers  # noqa: E402
 from esdedup.match.lookup import similar, similar_knn  # noqa: E402
+from esdedup.readers import Record  # noqa: E402
 from esdedup.schema import content_sha1  # noqa: E402
 from esdedup.search.diversify import diversify  # noqa: E402
 from esdedup.store.base import NewDoc  # noqa: E402
@@ -129,12 +134,17 @@ class Timed:
         return f"node {self.node:.1f} + client {self.client:.1f}{split}"
 
 
-def timed_bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> Timed:
-    """Send ``actions`` through helpers.streaming_bulk and refresh ``index``; every one must land."""
-    with Timed(es) as timed:
-        ok = sum(1 for good, _ in helpers.streaming_bulk(es, actions, chunk_size=chunk, raise_on_error=False) if good)
-        es.indices.refresh(index=index)
+def bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> None:
+    """Send ``actions`` through helpers.streaming_bulk; every one must land."""
+    ok = sum(1 for good, _ in helpers.streaming_bulk(es, actions, chunk_size=chunk, raise_on_error=False) if good)
     assert ok == expected, f"bulk into {index} indexed {ok} of {expected}"
+
+
+def timed_bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> Timed:
+    """`bulk`, then a refresh of ``index``, timed."""
+    with Timed(es) as timed:
+        bulk(es, index, actions, expected, chunk)
+        es.indices.refresh(index=index)
     return timed
 
 
@@ -146,11 +156,14 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="jieba")
     ap.add_argument("--strategy", default="auto", help="FingerprintConfig.strategy (auto, simhash, minhash)")
     ap.add_argument("--lookups", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=3, help="plain and server's-share bulks (median reported)")
+    ap.add_argument("--rounds", type=int, default=3, help="plain and server's-share bulks, and `label` mode's bound (median reported)")
     ap.add_argument("--pin", action="store_true",
                     help="node on CPU 0, this process and its workers on CPU 1 (a local node): the client as if on "
                          "a host of its own, the node the same single core in every run")
     ap.add_argument("--chunk", type=int, default=500)
+    ap.add_argument("--fingerprint-share", type=float, default=1.0,
+                    help="of each batch's texts, the part the workers fingerprint in the row that bounds `label` "
+                         "mode (1: all; less: as if fingerprinting cost that much less)")
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
@@ -196,15 +209,44 @@ def main() -> None:
             floor_store.drop()
             return timed
 
+        def fingerprint_bound() -> Timed:
+            """What `label` mode would reach if its main thread did nothing a record: the workers fingerprint
+            each batch as in `label` mode (each document's ``dedup`` JSON and run-key hashes too), and the main
+            thread sends that batch's documents, precomputed, one write in flight as the run keeps it."""
+            floor_store.drop()
+            floor_store.open(config)
+            actions = [index_action(floor_store.name, config, d) for d in floor_docs]
+            records = [Record(d["id"], d["text"], d.get("title"), {}, "poems.jsonl", f"line {i + 1}", 0, "utf-8")
+                       for i, d in enumerate(docs)]
+            cut = max(1, round(BATCH * args.fingerprint_share))
+            batches = (records[at:at + BATCH][:cut] for at in range(0, len(records), BATCH))
+            with ThreadPoolExecutor(1) as writer, Timed(es) as timed:
+                workers = Workers(config, args.workers, encode=True, held=True)
+                try:
+                    sending = None
+                    for at, _ in zip(range(0, len(actions), BATCH), workers.in_order(batches, Stop()), strict=True):
+                        if sending is not None:
+                            sending.result()
+                        batch = actions[at:at + BATCH]
+                        sending = writer.submit(bulk, es, floor_store.name, batch, len(batch), args.chunk)
+                    if sending is not None:
+                        sending.result()
+                finally:
+                    workers.close()
+                es.indices.refresh(index=floor_store.name)
+            floor_store.drop()
+            return timed
+
         # 1. plain _bulk and the server's share, --rounds times each. A warm-up first, not counted: a cold
         # node indexes at half its warm rate until the JIT has compiled the bulk path, and whichever run
         # came first would pay for it.
         plain_bulk()
         floor_bulk()
-        plains, floors = [], []
+        plains, floors, bounds = [], [], []
         for _ in range(args.rounds):
             plains.append(plain_bulk())
             floors.append(floor_bulk())
+            bounds.append(fingerprint_bound())
         floor_docs.clear()
         plain = sorted(plains, key=lambda t: t.wall)[len(plains) // 2]
         plain_rate = len(docs) / plain.wall
@@ -235,6 +277,9 @@ def main() -> None:
                 store.drop()
             row(f"esdedup ingest `--on-duplicate {mode}`", timed, [timed.wall],
                 f"{summary.duplicates} near-duplicates labelled" if mode == "label" else "no lookups")
+        share = f"{args.fingerprint_share:.0%} of each batch fingerprinted" if args.fingerprint_share < 1 else "every text fingerprinted"
+        row("`label` mode's bound: its fingerprint workers, the documents precomputed (nothing a record in the "
+            "main thread)", sorted(bounds, key=lambda t: t.wall)[len(bounds) // 2], [t.wall for t in bounds], share)
 
         # 3. lookups: band path and kNN path, one query at a time, on documents of the index.
         store = results["label"][0]
@@ -285,7 +330,7 @@ def main() -> None:
                f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, tokenizer "
                f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}"
                f"{'; node pinned to CPU 0, client and workers to CPU 1' if args.pin else ''}; "
-               f"node warmed up first, plain and server's share: median of {args.rounds} rounds (range).\n\n"
+               f"node warmed up first, plain, server's share and `label` mode's bound: median of {args.rounds} rounds (range).\n\n"
                + "\n".join(table) + "\n")
     print(section)
     if not args.no_append:

@@ -45,6 +45,7 @@ LOCAL = [
 ON_A_NODE = [
     (["es.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--lookups", "5", "--no-append"],
      r"Elasticsearch \d+\.\d+\.\d+ single node \(heap [\d.]+ GiB, 1 shard(.|\n)*"
+     r"\| `label` mode's bound: [^|]+ \| [\d,]+ \| \d+% \| [\d.]+ \| node [\d.]+ \+ client(.|\n)*"
      r"\| `diversify` of \d+ real hits \(the index's rule\) \| median \d+ µs"),
     (["writers.py", "--es", "{es}", "--docs", "300", "--writers", "2"],
      r"Same clusters with 1 and 2 writers, each represented by its earliest member: True"),
