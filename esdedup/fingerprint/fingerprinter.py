@@ -7,7 +7,6 @@ a batch (`fingerprint_many`) does the vote sums for all documents in one numpy p
 from __future__ import annotations
 
 import re
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -280,12 +279,6 @@ class Fingerprinter:
         # stands for another term (a synonym, or spaces stripped), -1 when it is no term (punctuation, a
         # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
         self._codes: dict[str, int] = {}
-        # What the native term step decided itself and `_codes` and `_table` do not hold yet (`_native_learn`):
-        # taken in only when they are read (`_take_learned`), which a worker that sends columns never does.
-        # Taken under a lock, in the order decided: a row's number is its place in the table.
-        self._learned: list[tuple[list[str], list[int], list[str], tuple[bytes, ...]]] = []
-        self._learned_rows = 0
-        self._learned_lock = threading.Lock()
         # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
         self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
@@ -387,7 +380,8 @@ class Fingerprinter:
 
     def _fingerprint_chunk(self, norms: list[str]) -> FingerprintColumns:
         cfg, table = self.config, self._table
-        if len(table) + self._learned_rows > MAX_CACHED_TERMS:  # between chunks only: a chunk's rows stay valid
+        learned = self._native_terms.learned_rows if self._native_terms is not None else 0
+        if len(table) + learned > MAX_CACHED_TERMS:  # between chunks only: a chunk's rows stay valid
             self._take_learned()  # into the old table, whose terms the chunks before read
             table.clear()
             self._codes.clear()
@@ -399,9 +393,9 @@ class Fingerprinter:
         if self._native_cut is not None:
             assert self._native_terms is not None
             parts = self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register,
-                                               self._native_learn, self.tokenizer.cut_many)
+                                               self.tokenizer.cut_many)
         elif self._native_terms is not None:
-            parts = self._native_terms.run(self._tokens_many(norms), self._native_register, self._native_learn)
+            parts = self._native_terms.run(self._tokens_many(norms), self._native_register)
         else:
             parts = self._term_parts(norms)
         simhashes, rows, weights, kept, lengths, vectors = parts
@@ -436,30 +430,28 @@ class Fingerprinter:
         lengths = np.bincount(owner, weights=counts, minlength=n).astype(np.int64).tolist()
         return pack_bits(sums > 0), rows, weights, kept, lengths, vectors
 
-    def _native_register(self, tokens: list[str], have: int) -> tuple[list[int], bytes, bytes, bytes, bytes, list[str]]:
+    def _native_register(self, tokens: list[str], have: int,
+                         learned: native.Learned | None) -> tuple[list[int], bytes, bytes, bytes, bytes, list[str]]:
         """What the native term step asks for tokens it has no code for: their codes (registering the new
-        ones here, as the Python path does), and the hash data and terms of the table's rows from ``have`` on."""
-        self._take_learned()
+        ones here, as the Python path does), and the hash data and terms of the table's rows from ``have`` on;
+        ``learned``: what the core decided itself and the table has not taken yet (`_learn`), taken first."""
+        if learned is not None:
+            self._learn(*learned)
         codes = self._token_codes(tokens)
         return (codes, *self._table.row_data(have), self._table.terms[have:])
 
-    def _native_learn(self, tokens: list[str], codes: list[int], terms: list[str], *data: bytes) -> None:
-        """What the native term step decided itself (`native.NativeTerms.decides`): the codes of new tokens,
-        and the new rows (their terms and hash data, as `_TermTable.row_data` gives them): kept until they are
-        read (`_take_learned`)."""
-        with self._learned_lock:
-            self._learned.append((tokens, codes, terms, data))
-            self._learned_rows += len(terms)
+    def _learn(self, tokens: list[str], codes: list[int], terms: list[str], *data: bytes) -> None:
+        """Take what the native term step decided itself (`native.NativeTerms.decides`) into `_codes` and the
+        table: the codes of new tokens, and the new rows (their terms and hash data, as `_TermTable.row_data`
+        gives them)."""
+        self._codes.update(zip(tokens, codes, strict=True))
+        self._table.extend(terms, *data)
 
     def _take_learned(self) -> None:
-        """Take what the native term step decided (`_native_learn`) into `_codes` and the table, in the order
-        it decided it."""
-        with self._learned_lock:
-            for tokens, codes, terms, data in self._learned:
-                self._codes.update(zip(tokens, codes, strict=True))
-                self._table.extend(terms, *data)
-            self._learned.clear()
-            self._learned_rows = 0
+        """Take in what the native term step decided itself and the table does not hold yet, before the table
+        is read: only then (a worker that sends columns never reads it)."""
+        if self._native_terms is not None:
+            self._native_terms.take_learned(self._learn)
 
     # -- the fast path: raw token counts -> term-table rows --------------------------------------------
     def _register(self, tokens: list[str]) -> list[int]:

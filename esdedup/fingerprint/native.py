@@ -272,13 +272,17 @@ TERM_WEIGHTINGS = ("tf", "tf_length", "tfidf")
 #: (SimHash values; term rows and weights of all texts, one after the other; terms per text; each text's
 #: total count; unnormalised vectors, len(texts) x dims float64), as `NativeTerms.run` gives them.
 TermParts = tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]
+#: What the term step decided itself, as `NativeTerms.take_learned` hands it on: (new tokens; their codes; the
+#: new rows' terms; their digest bytes, buckets as int64, signs as float32, factors as float64, little-endian).
+Learned = tuple[list[str], list[int], list[str], bytes, bytes, bytes, bytes]
 
 
 class NativeTerms:
     """The term step of one Fingerprinter, in the extension. Holds that Fingerprinter's token codes and
     term hash data (a copy, grown as new tokens come), so it is not shared. New tokens are decided by the
-    Fingerprinter (``register``) or, once `decide_terms` was given its rules, by the core itself, which then
-    tells the Fingerprinter what it decided (``learn``)."""
+    Fingerprinter (``register``) or, once `decide_terms` was given its rules, by the core itself, which keeps
+    what it decided until the Fingerprinter takes it (`take_learned`): a worker that only sends columns
+    never reads it, and makes no Python object for it."""
 
     def __init__(self, bits: int, dims: int, weighted: bool) -> None:
         if _EXTENSION is None:
@@ -295,6 +299,21 @@ class NativeTerms:
     def rows(self) -> int:
         """How many rows of the term table the core holds."""
         return int(self._core.rows)
+
+    @property
+    def learned_rows(self) -> int:
+        """Rows the core decided itself (its last ones) that `take_learned` has not given yet."""
+        with self._lock:
+            return int(self._core.learned_rows)
+
+    def take_learned(self, take: Callable[..., None]) -> None:
+        """Hand what the core decided itself since it was last asked to ``take(tokens, codes, terms,
+        *hash_data)`` (`esdedup.fingerprint.fingerprinter.Fingerprinter._learn`), in the order decided; the
+        core then forgets it. Nothing when it decided nothing."""
+        with self._lock:  # taken and handed on as one step: two threads never take them out of order
+            learned = self._core.take_learned()
+            if learned is not None:
+                take(*learned)
 
     def clear(self) -> None:
         """Forget every token and term (the Fingerprinter cleared its table)."""
@@ -324,17 +343,18 @@ class NativeTerms:
             if len(terms) > have:
                 self._core.add_rows(terms[have:], *row_data(have))
 
-    def run(self, token_lists: list[list[str]], register: Any, learn: Any) -> TermParts:
-        """The term parts of texts given as their raw tokens. ``register(tokens, rows)`` gets the tokens the
-        core has no code for and the number of rows it holds, and returns the tokens' codes and the hash
+    def run(self, token_lists: list[list[str]], register: Any) -> TermParts:
+        """The term parts of texts given as their raw tokens. ``register(tokens, rows, learned)`` gets the
+        tokens the core has no code for, the number of rows it holds, and what `take_learned` would hand on
+        (None when nothing; the Fingerprinter takes it first), and returns the tokens' codes and the hash
         data and terms of the rows from there on
         (`esdedup.fingerprint.fingerprinter.Fingerprinter._native_register`); when the core decides itself,
-        ``learn(tokens, codes, terms, *hash_data)`` is told what it decided (`Fingerprinter._native_learn`)."""
+        it keeps what it decided for `take_learned`."""
         with self._lock:
-            simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register, learn)
+            simhashes, rows, weights, kept, lengths, vectors = self._core.run(token_lists, register)
         return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(token_lists))
 
-    def run_cut(self, jieba: Any, texts: list[str], pieces: list[int] | None, register: Any, learn: Any,
+    def run_cut(self, jieba: Any, texts: list[str], pieces: list[int] | None, register: Any,
                 cut_left: Callable[[list[str]], list[list[str]]] | None = None) -> TermParts:
         """`run` of texts segmented by the core with ``jieba`` (`cut_step`): ``texts`` are the pieces of
         all texts one after the other (`esdedup.fingerprint.tokenize.iter_pieces`), ``pieces`` how many each
@@ -342,7 +362,7 @@ class NativeTerms:
         (for ``jieba``, those only jieba itself cuts), called once with all of them."""
         with self._lock:
             simhashes, rows, weights, kept, lengths, vectors = self._core.run_cut(jieba, texts, pieces, register,
-                                                                                  cut_left, learn)
+                                                                                  cut_left)
         return self._parts(simhashes, rows, weights, kept, lengths, vectors, len(kept))
 
     def _parts(self, simhashes: list[int], rows: bytes, weights: bytes, kept: list[int], lengths: list[int],

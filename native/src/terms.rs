@@ -7,9 +7,9 @@
 //!
 //! * which term a raw token counts as (stopwords, synonyms, stripping), and each term's hash data (digest
 //!   bytes, vector bucket and sign, weight of one occurrence), are decided by the core from the rules
-//!   Python hands over (`decide_terms`, `termrules`), which it then tells Python (`learn`); or, without
-//!   rules (tfidf: the idf table stays Python's) and for a batch with a token that is no UTF-8, by Python
-//!   (`register`), for every token the core has not seen;
+//!   Python hands over (`decide_terms`, `termrules`), which Python takes when it reads them
+//!   (`take_learned`); or, without rules (tfidf: the idf table stays Python's) and for a batch with a token
+//!   that is no UTF-8, by Python (`register`), for every token the core has not seen;
 //! * a text's terms are in the order of the first raw token that stands for each, with the counts of all
 //!   the tokens that stand for it added up (`Counter`, then `_merge_mapped`);
 //! * a weight is `count as f64`, times the term's factor unless the weighting is `tf`; SimHash votes use
@@ -17,6 +17,8 @@
 //!   when the terms with bit i set outweigh those without;
 //! * the vector adds `sign * weight` into the term's bucket term by term, in the text's term order (what
 //!   `np.bincount` does); Python divides by the norm (numpy's own summation, not reproduced here).
+
+use std::borrow::Cow;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -70,6 +72,38 @@ struct Terms {
     vector: Vec<f64>,
 }
 
+/// What the core decided itself and Python has not taken yet (`take_learned`), in the order decided: the
+/// new tokens with their codes, and the terms of the rows from `from` on (their hash data is the core's
+/// own). Texts are kept one after the other in one buffer: a worker process, which never reads them, pays
+/// no allocation and no Python str a token for them.
+#[derive(Default)]
+struct Learned {
+    from: usize,
+    tokens: String,
+    token_ends: Vec<usize>,
+    codes: Vec<i64>,
+    terms: String,
+    term_ends: Vec<usize>,
+}
+
+impl Learned {
+    fn rows(&self) -> usize {
+        self.term_ends.len()
+    }
+}
+
+/// `take_learned`'s answer: the new tokens, their codes, the new rows' terms, then their hash data as
+/// `register` answers it.
+type LearnedLists<'py> = (
+    Bound<'py, PyList>,
+    Bound<'py, PyList>,
+    Bound<'py, PyList>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+);
+
 /// A term table mirrored from Python's `_TermTable` (row -> hash data) and `Fingerprinter._codes` (raw
 /// token -> code), grown as Python registers new tokens.
 #[pyclass(module = "esdedup_native")]
@@ -91,9 +125,12 @@ pub struct TermCore {
     /// The config's rules when the core decides new tokens itself (`decide_terms`), else None: Python's
     /// `register` decides them.
     rules: Option<TermRules>,
+    /// The core's own decisions not yet taken by Python.
+    learned: Learned,
 }
 
-/// The hash data of new rows and the codes of new tokens, as `register` answers and `learn` is told.
+/// The hash data of new rows and the codes of new tokens, as `register` answers them or the core decides
+/// them.
 struct NewRows {
     codes: Vec<i64>,
     terms: Vec<String>,
@@ -109,12 +146,14 @@ impl TermCore {
     }
 
     /// A text's distinct tokens; `base`: the index of its first token in the batch's flat token list.
-    fn distinct<'a>(&self, tokens: impl Iterator<Item = Key<'a>>, base: usize) -> Distinct<'a> {
-        let mut index: FxHashMap<Key<'a>, usize> = FxHashMap::default();
+    fn distinct<'a>(&self, tokens: impl ExactSizeIterator<Item = Key<'a>>, base: usize) -> Distinct<'a> {
+        // Sized for every token distinct: a text's map never grows as it is counted.
+        let n = tokens.len();
+        let mut index: FxHashMap<Key<'a>, usize> = FxHashMap::with_capacity_and_hasher(n, Default::default());
         let mut out = Distinct {
-            keys: Vec::new(),
-            first: Vec::new(),
-            counts: Vec::new(),
+            keys: Vec::with_capacity(n),
+            first: Vec::with_capacity(n),
+            counts: Vec::with_capacity(n),
             codes: Vec::new(),
         };
         for (i, key) in tokens.enumerate() {
@@ -302,38 +341,101 @@ impl TermCore {
     }
 
     /// Keep new rows (from `self.rows()` on) and the codes of the new tokens `keys`.
-    fn keep(&mut self, keys: &[Key<'_>], new: &NewRows) {
+    fn keep(&mut self, keys: &[Key<'_>], new: NewRows) {
         let first = self.rows() as i64;
-        for (i, term) in new.terms.iter().enumerate() {
+        self.term_rows.reserve(new.terms.len());
+        for (i, term) in new.terms.into_iter().enumerate() {
             if !term.is_empty() {
-                self.term_rows.insert(Box::from(term.as_str()), first + i as i64);
+                self.term_rows.insert(term.into_boxed_str(), first + i as i64);
             }
         }
         self.digest.extend_from_slice(&new.digest);
         self.bucket.extend_from_slice(&new.bucket);
         self.sign.extend_from_slice(&new.sign);
         self.factor.extend_from_slice(&new.factor);
+        if let Some(key) = keys.first() {
+            // The map of the first key's width: the one every key of a batch the core cut is in.
+            self.codes[usize::from(key.0)].reserve(keys.len());
+        }
         for (key, &code) in keys.iter().zip(&new.codes) {
             self.codes[usize::from(key.0)].insert(Box::from(key.1), code);
         }
     }
 
+    /// Add what the core decided itself (`decide`: the texts of the new tokens and their new rows) to what
+    /// Python has not taken yet; before the rows are kept.
+    fn log_learned(&mut self, tokens: &[Cow<'_, str>], new: &NewRows) {
+        let log = &mut self.learned;
+        if log.codes.is_empty() && log.term_ends.is_empty() {
+            log.from = self.bucket.len();
+        }
+        for token in tokens {
+            log.tokens.push_str(token);
+            log.token_ends.push(log.tokens.len());
+        }
+        log.codes.extend_from_slice(&new.codes);
+        for term in &new.terms {
+            log.terms.push_str(term);
+            log.term_ends.push(log.terms.len());
+        }
+    }
+
+    /// What `take_learned` gives, and the core forgets.
+    fn take_log<'py>(&mut self, py: Python<'py>) -> PyResult<Option<LearnedLists<'py>>> {
+        let log = std::mem::take(&mut self.learned);
+        if log.codes.is_empty() && log.term_ends.is_empty() {
+            return Ok(None);
+        }
+        let texts = |all: &str, ends: &[usize]| -> PyResult<Bound<'py, PyList>> {
+            let mut start = 0;
+            PyList::new(
+                py,
+                ends.iter().map(|&end| {
+                    let text = &all[start..end];
+                    start = end;
+                    text
+                }),
+            )
+        };
+        let (from, added, nbytes) = (log.from, log.rows(), self.nbytes());
+        Ok(Some((
+            texts(&log.tokens, &log.token_ends)?,
+            PyList::new(py, &log.codes)?,
+            texts(&log.terms, &log.term_ends)?,
+            PyBytes::new(py, &self.digest[from * nbytes..]),
+            le_bytes(
+                py,
+                self.bucket[from..].iter().map(|&b| b as i64),
+                added,
+                i64::to_le_bytes,
+            )?,
+            le_bytes(
+                py,
+                self.sign[from..].iter().map(|&v| v as f32),
+                added,
+                f32::to_le_bytes,
+            )?,
+            le_bytes(py, self.factor[from..].iter().copied(), added, f64::to_le_bytes)?,
+        )))
+    }
+
     /// The codes of new tokens and the rows of their new terms, decided by `rules` as Python's `_register`
     /// would: terms get rows in the order of their first token. None when a token is no UTF-8 (a lone
     /// surrogate): Python decides the whole batch then, in the same order.
-    fn decide(
+    fn decide<'a>(
         &self,
         py: Python<'_>,
         threads: &ThreadPool,
         rules: &TermRules,
-        keys: &[Key<'_>],
-    ) -> Option<NewRows> {
-        let tokens: Vec<String> = keys.iter().map(key_text).collect::<Option<_>>()?;
+        keys: &[Key<'a>],
+    ) -> Option<(NewRows, Vec<Cow<'a, str>>)> {
+        let tokens: Vec<Cow<'a, str>> = keys.iter().map(key_text).collect::<Option<_>>()?;
         let first = self.rows() as i64;
         let mut codes = Vec::with_capacity(tokens.len());
         let mut terms: Vec<String> = Vec::new();
         let mut made: FxHashMap<&str, i64> = FxHashMap::default();
         for token in &tokens {
+            let token: &str = token;
             let code = match rules.term_of(token) {
                 None => -1,
                 Some(term) => {
@@ -370,24 +472,26 @@ impl TermCore {
             new.sign.push(d.sign);
             new.factor.push(d.factor);
         }
-        Some(new)
+        Some((new, tokens))
     }
 }
 
 /// The text of a token's key, or None for a lone surrogate (no UTF-8).
-fn key_text(key: &Key<'_>) -> Option<String> {
+fn key_text<'a>(key: &Key<'a>) -> Option<Cow<'a, str>> {
     let units = key.1;
     match key.0 {
-        UTF8 => std::str::from_utf8(units).ok().map(str::to_owned),
-        0 => Some(units.iter().map(|&b| char::from(b)).collect()),
+        UTF8 => std::str::from_utf8(units).ok().map(Cow::Borrowed),
+        0 => Some(Cow::Owned(units.iter().map(|&b| char::from(b)).collect())),
         1 => units
             .chunks_exact(2)
             .map(|u| char::from_u32(u32::from(u16::from_ne_bytes([u[0], u[1]]))))
-            .collect(),
+            .collect::<Option<String>>()
+            .map(Cow::Owned),
         _ => units
             .chunks_exact(4)
             .map(|u| char::from_u32(u32::from_ne_bytes([u[0], u[1], u[2], u[3]])))
-            .collect(),
+            .collect::<Option<String>>()
+            .map(Cow::Owned),
     }
 }
 
@@ -430,11 +534,12 @@ impl TermCore {
             factor: Vec::new(),
             term_rows: FxHashMap::default(),
             rules: None,
+            learned: Learned::default(),
         })
     }
 
     /// From now on the core decides the tokens it has no code for itself, by these rules (see
-    /// `termrules`), and tells `learn` what it decided: `spaces`, the code points `str.isspace` is true
+    /// `termrules`), and keeps what it decided until `take_learned`: `spaces`, the code points `str.isspace` is true
     /// for; `words`, one byte per code point, non-zero where `str.isalnum` is true; the stopwords and the
     /// synonyms (token, canonical term); `raw`: tokens are terms as they are; `by_length`: one occurrence
     /// weighs the term's length (else 1).
@@ -468,8 +573,22 @@ impl TermCore {
         factor: Vec<u8>,
     ) -> PyResult<()> {
         let new = self.checked_rows(0, Vec::new(), (digest, bucket, sign, factor), terms)?;
-        self.keep(&[], &new);
+        self.keep(&[], new);
         Ok(())
+    }
+
+    /// What the core decided itself (`decide_terms`) since this was last asked, or None: (the new tokens,
+    /// their codes, the terms of the new rows, then the rows' digest bytes, buckets as int64, signs as
+    /// float32 and factors as float64, each as little-endian bytes: what `register` answers). Python's table
+    /// holds the rows before them; the core forgets them here.
+    fn take_learned<'py>(&mut self, py: Python<'py>) -> PyResult<Option<LearnedLists<'py>>> {
+        self.take_log(py)
+    }
+
+    /// Rows the core decided itself that `take_learned` has not given yet.
+    #[getter]
+    fn learned_rows(&self) -> usize {
+        self.learned.rows()
     }
 
     /// Rows of hash data held (Python's table rows `[0, rows)`).
@@ -480,6 +599,7 @@ impl TermCore {
 
     /// Forget every token and row (Python cleared its table).
     fn clear(&mut self) {
+        self.learned = Learned::default();
         self.codes = Default::default();
         self.term_rows = FxHashMap::default();
         self.digest = Vec::new();
@@ -492,23 +612,19 @@ impl TermCore {
     /// texts, one after the other, int64 little-endian; their weights, float64; each text's number of
     /// terms; each text's total count; the unnormalised vectors, len(texts) x dims float64).
     ///
-    /// `register(tokens, rows)` is called (at most once, with the GIL) with the distinct tokens the core
-    /// has no code for, first occurrences in batch order, and the rows it holds; it returns (the code of
-    /// each token, then the digest bytes, buckets as int64, signs as float32 and factors as float64 of
-    /// rows `[rows, len(table))`, each as bytes, and their terms).
+    /// `register(tokens, rows, learned)` is called (at most once, with the GIL) with the distinct tokens the
+    /// core has no code for, first occurrences in batch order, the rows it holds, and what `take_learned`
+    /// would give (None when nothing), which Python's table takes first; it returns (the code of each token,
+    /// then the digest bytes, buckets as int64, signs as float32 and factors as float64 of rows
+    /// `[rows, len(table))`, each as bytes, and their terms).
     ///
     /// Once the core decides new tokens itself (`decide_terms`), `register` is asked only for a batch with
-    /// a token that is no UTF-8; otherwise `learn(tokens, codes, terms, digest, buckets, signs, factors)` is
-    /// told what the core decided: the new tokens and their codes, then the new rows' terms and hash data
-    /// in the form `register` answers them.
-    #[allow(clippy::type_complexity)]
-    #[pyo3(signature = (token_lists, register, learn = None))]
+    /// a token that is no UTF-8; what the core decides is kept until `take_learned`.
     fn run<'py>(
         &mut self,
         py: Python<'py>,
         token_lists: Vec<Bound<'py, PyList>>,
         register: Bound<'py, PyAny>,
-        learn: Option<Bound<'py, PyAny>>,
     ) -> PyResult<TermResults<'py>> {
         let mut tokens: Vec<Bound<'py, PyString>> = Vec::new();
         let mut starts = vec![0usize];
@@ -531,19 +647,18 @@ impl TermCore {
                 })
             })
         };
-        self.finish(py, docs, |_, first| Ok(tokens[first].clone()), (register, learn))
+        self.finish(py, docs, |_, first| Ok(tokens[first].clone()), &register)
     }
 
     /// `run` of texts that the core segments itself with `jieba` (a `JiebaCore`: what
     /// `rjieba.Jieba.cut(text, True)` or `JiebaFast.cut(text)` gives each): `texts` are the pieces of all
     /// texts one after the other, `pieces` how many pieces each text has (one each when None). A token
-    /// becomes a Python str only when the core has no code for it.
+    /// becomes a Python str only when Python asks for it (`take_learned`, `register`).
     ///
     /// The pieces the core does not cut itself (those only jieba itself cuts, and any str with a lone
     /// surrogate, which is no UTF-8) are handed back: `cut_left(pieces)` is called once, with the GIL, with those pieces in
     /// order, and returns the tokens of each (a list of str per piece).
-    #[pyo3(signature = (jieba, texts, pieces, register, cut_left = None, learn = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (jieba, texts, pieces, register, cut_left = None))]
     fn run_cut<'py>(
         &mut self,
         py: Python<'py>,
@@ -552,7 +667,6 @@ impl TermCore {
         pieces: Option<Vec<usize>>,
         register: Bound<'py, PyAny>,
         cut_left: Option<Bound<'py, PyAny>>,
-        learn: Option<Bound<'py, PyAny>>,
     ) -> PyResult<TermResults<'py>> {
         // None: a str with a lone surrogate, which only Python's tokenizer takes.
         let utf8: Vec<Option<&str>> = texts.iter().map(|t| t.to_str().ok()).collect();
@@ -656,13 +770,10 @@ impl TermCore {
                 // SAFETY: UTF8 keys are the bytes of a &str.
                 None => Ok(PyString::new(py, unsafe { std::str::from_utf8_unchecked(key.1) })),
             },
-            (register, learn),
+            &register,
         )
     }
 }
-
-/// Who decides new tokens: `register`, or the core itself with `learn` told (see `TermCore.run`).
-type Asked<'py> = (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
 
 /// What `TermCore.run` gives (see there).
 type TermResults<'py> = (
@@ -675,41 +786,38 @@ type TermResults<'py> = (
 );
 
 impl TermCore {
-    /// The codes of the new tokens `keys` (`tokens`, their Python str): decided by the core's rules, and
-    /// `learn` told, or else by `register`.
-    fn learn_new_tokens<'py>(
+    /// The codes of the new tokens `keys` (the first occurrence of each at `firsts`; `token(key, first)`
+    /// gives its Python str): decided by the core's rules and kept for `take_learned`, or else by
+    /// `register`.
+    fn learn_new_tokens<'py, 'a>(
         &mut self,
         py: Python<'py>,
-        keys: &[Key<'_>],
-        tokens: Vec<Bound<'py, PyString>>,
-        (register, learn): &Asked<'py>,
+        keys: &[Key<'a>],
+        firsts: &[usize],
+        token: impl Fn(&Key<'a>, usize) -> PyResult<Bound<'py, PyString>>,
+        register: &Bound<'py, PyAny>,
     ) -> PyResult<()> {
         let decided = match &self.rules {
             Some(rules) => self.decide(py, &*pool()?, rules, keys),
             None => None,
         };
-        if let Some(new) = decided {
-            let learn = learn.as_ref().ok_or_else(|| {
-                PyValueError::new_err("the core decides new tokens itself: learn must be given")
-            })?;
-            let added = new.terms.len();
-            learn.call1((
-                PyList::new(py, tokens)?,
-                PyList::new(py, &new.codes)?,
-                PyList::new(py, &new.terms)?,
-                PyBytes::new(py, &new.digest),
-                le_bytes(py, new.bucket.iter().map(|&b| b as i64), added, i64::to_le_bytes)?,
-                le_bytes(py, new.sign.iter().map(|&v| v as f32), added, f32::to_le_bytes)?,
-                le_bytes(py, new.factor.iter().copied(), added, f64::to_le_bytes)?,
-            ))?;
-            self.keep(keys, &new);
+        if let Some((new, tokens)) = decided {
+            self.log_learned(&tokens, &new);
+            self.keep(keys, new);
             return Ok(());
         }
+        let tokens = keys
+            .iter()
+            .zip(firsts)
+            .map(|(key, &first)| token(key, first))
+            .collect::<PyResult<Vec<_>>>()?;
+        let rows = self.rows();
+        let learned = self.take_log(py)?;
         let (codes, digest, bucket, sign, factor, terms) = register
-            .call1((PyList::new(py, tokens)?, self.rows()))?
+            .call1((PyList::new(py, tokens)?, rows, learned))?
             .extract()?;
         let new = self.checked_rows(keys.len(), codes, (digest, bucket, sign, factor), terms)?;
-        self.keep(keys, &new);
+        self.keep(keys, new);
         Ok(())
     }
 
@@ -720,24 +828,24 @@ impl TermCore {
         py: Python<'py>,
         docs: Vec<Distinct<'a>>,
         token: impl Fn(&Key<'a>, usize) -> PyResult<Bound<'py, PyString>>,
-        asked: Asked<'py>,
+        register: &Bound<'py, PyAny>,
     ) -> PyResult<TermResults<'py>> {
         let threads = pool()?;
         // The tokens new to the core, once each, in batch order (Python registers them in that order).
         let mut new_keys: Vec<Key<'_>> = Vec::new();
-        let mut new_tokens: Vec<Bound<'py, PyString>> = Vec::new();
+        let mut firsts: Vec<usize> = Vec::new();
         let mut seen: FxHashMap<Key<'_>, ()> = FxHashMap::default();
         for doc in &docs {
             for ((key, &code), &first) in doc.keys.iter().zip(&doc.codes).zip(&doc.first) {
                 if code == UNKNOWN && seen.insert(*key, ()).is_none() {
                     new_keys.push(*key);
-                    new_tokens.push(token(key, first)?);
+                    firsts.push(first);
                 }
             }
         }
         let mut docs = docs;
         if !new_keys.is_empty() {
-            self.learn_new_tokens(py, &new_keys, new_tokens, &asked)?;
+            self.learn_new_tokens(py, &new_keys, &firsts, token, register)?;
             for doc in &mut docs {
                 for (key, code) in doc.keys.iter().zip(doc.codes.iter_mut()) {
                     if *code == UNKNOWN {

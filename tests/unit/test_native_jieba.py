@@ -143,19 +143,19 @@ def test_pieces_left_are_cut_by_cut_left_in_batch_order(core: Any, monkeypatch: 
         return [list(p) for p in pieces]
 
     texts = ["北京欢迎你", "a\ud800b", "中文\udfff", "我们"]
-    parts = fper._native_terms.run_cut(core, texts, None, fper._native_register, fper._native_learn, cut_left)
+    parts = fper._native_terms.run_cut(core, texts, None, fper._native_register, cut_left)
     assert asked == [["a\ud800b", "中文\udfff"]]
     other = Fingerprinter(FingerprintConfig())
     assert other._native_terms is not None
     tokens = [core.cut("北京欢迎你"), list("a\ud800b"), list("中文\udfff"), core.cut("我们")]
-    want = other._native_terms.run(tokens, other._native_register, other._native_learn)
+    want = other._native_terms.run(tokens, other._native_register)
     assert parts[0] == want[0] and parts[4] == want[4]
     assert all(np.array_equal(a, b) for a, b in zip(parts[1:4], want[1:4], strict=True))
     assert np.array_equal(parts[5], want[5]) and fper._table.terms == other._table.terms
     with pytest.raises(ValueError, match="no cut_left"):
-        fper._native_terms.run_cut(core, texts, None, fper._native_register, fper._native_learn)
+        fper._native_terms.run_cut(core, texts, None, fper._native_register)
     with pytest.raises(ValueError, match="each of the 2 pieces"):
-        fper._native_terms.run_cut(core, texts, None, fper._native_register, fper._native_learn, lambda pieces: [])
+        fper._native_terms.run_cut(core, texts, None, fper._native_register, lambda pieces: [])
 
 
 def _both_paths(texts: list[str], monkeypatch: pytest.MonkeyPatch, **config: Any) -> None:

@@ -180,14 +180,16 @@ def test_terms_the_core_decided_are_taken_in_when_read(extension: None, switch_o
     texts = [f"北京欢迎你，第{i}次来中国。台湾居民明起来北京看长城{i % 7}" for i in range(40)]
     fper, reference = Fingerprinter(cfg), Fingerprinter(cfg)
     columns = fper.fingerprint_columns(fper.normalize_many(texts))
-    assert fper._learned and fper._native_terms is not None and len(fper._table) < fper._native_terms.rows
+    step = fper._native_terms
+    assert step is not None and step.learned_rows > 0 and len(fper._table) + step.learned_rows == step.rows
     got, want = [fp for c in columns for fp in c.fingerprints()], reference.fingerprint_many(texts)
-    assert not fper._learned and len(fper._table) == fper._native_terms.rows
+    assert step.learned_rows == 0 and len(fper._table) == step.rows
     assert_same_bits(got, want)
     assert [dict(fp.tf) for fp in got] == [dict(fp.tf) for fp in want]
     fper.fingerprint_columns(fper.normalize_many(["上海欢迎你，第一次来浦东"]))
-    assert fper._learned
-    assert fper.terms("上海欢迎你，第一次来浦东") == reference.terms("上海欢迎你，第一次来浦东") and not fper._learned
+    assert step.learned_rows > 0
+    assert fper.terms("上海欢迎你，第一次来浦东") == reference.terms("上海欢迎你，第一次来浦东")
+    assert step.learned_rows == 0 and fper._codes == reference._codes
 
 
 #: Pieces of tokens of every kind `term_of` tells apart: whitespace of several kinds (what ``str.strip`` takes),
@@ -220,11 +222,11 @@ def test_the_core_decides_new_tokens_as_python_does(extension: None, switch_on: 
         f.terms("北京欢迎你，台胞明起")
         f._native_terms.add_rows(f._table.terms, f._table.row_data)  # type: ignore[union-attr]
 
-    def must_not_register(tokens: list[str], have: int) -> None:
+    def must_not_register(tokens: list[str], have: int, learned: object) -> None:
         raise AssertionError(f"the core asked about {tokens!r}")
 
-    got = decided._native_terms.run(token_lists, must_not_register, decided._native_learn)
-    want = asked._native_terms.run(token_lists, asked._native_register, asked._native_learn)
+    got = decided._native_terms.run(token_lists, must_not_register)
+    want = asked._native_terms.run(token_lists, asked._native_register)
     decided._take_learned()
     assert got[0] == want[0] and got[4] == want[4]
     assert all(np.array_equal(a, b) for a, b in zip(got[1:4] + got[5:], want[1:4] + want[5:], strict=True))
@@ -235,21 +237,27 @@ def test_the_core_decides_new_tokens_as_python_does(extension: None, switch_on: 
 
 def test_python_decides_a_batch_with_a_token_that_is_no_utf8(extension: None, switch_on: None) -> None:
     """A lone surrogate has no UTF-8: the Fingerprinter decides all of that batch's new tokens, in batch order
-    (the rows stay those of the Python path), and the core takes its terms for the batches after."""
+    (the rows stay those of the Python path), and the core takes its terms for the batches after; what the
+    core decided before such a batch reaches the table first, so every row keeps its number."""
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
     asked: list[list[str]] = []
+    handed: list[object] = []
 
-    def register(tokens: list[str], have: int) -> tuple:
+    def register(tokens: list[str], have: int, learned: tuple | None) -> tuple:
         asked.append(tokens)
-        return fper._native_register(tokens, have)
+        handed.append(learned and learned[0])
+        return fper._native_register(tokens, have, learned)
 
     assert fper._native_terms is not None
-    fper._native_terms.run([["北京", "a\ud800"], ["欢迎", "北京"]], register, fper._native_learn)
-    assert asked == [["北京", "a\ud800", "欢迎"]]
-    fper._native_terms.run([["欢迎", "长城"]], register, fper._native_learn)
+    fper._native_terms.run([["北京", "a\ud800"], ["欢迎", "北京"]], register)
+    assert asked == [["北京", "a\ud800", "欢迎"]] and handed == [None]
+    fper._native_terms.run([["欢迎", "长城"]], register)
+    assert fper._native_terms.learned_rows == 1 and len(fper._table) == 3
+    fper._native_terms.run([["长城", "b\ud800", "故宫"]], register)
+    assert asked[1:] == [["b\ud800", "故宫"]] and handed[1:] == [["长城"]]
     fper._take_learned()
-    assert len(asked) == 1 and fper._table.terms == ["北京", "a\ud800", "欢迎", "长城"]
-    assert fper._codes["长城"] == 2 * 3 and fper._native_terms.rows == 4
+    assert fper._table.terms == ["北京", "a\ud800", "欢迎", "长城", "b\ud800", "故宫"]
+    assert fper._codes["长城"] == 2 * 3 and fper._codes["故宫"] == 2 * 5 and fper._native_terms.rows == 6
 
 
 def test_the_core_decides_only_from_rules_it_can_hold(extension: None) -> None:
@@ -296,7 +304,7 @@ def test_the_switch_and_the_configs_decide_the_term_step(monkeypatch: pytest.Mon
 def test_the_core_refuses_a_register_answer_that_does_not_fit(extension: None, answer: tuple, message: str) -> None:
     core = native.NativeTerms(64, 256, False)
     with pytest.raises(ValueError, match=message):
-        core.run([["北京"]], lambda tokens, rows: answer, None)
+        core.run([["北京"]], lambda tokens, rows, learned: answer)
     assert core.rows == 0  # nothing of a refused answer is kept
 
 
@@ -433,8 +441,7 @@ def test_run_cut_refuses_pieces_that_do_not_add_up(extension: None, switch_on: N
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
     assert fper._native_terms is not None
     with pytest.raises(ValueError, match="pieces add up to 3"):
-        fper._native_terms.run_cut(fper._native_cut, ["北京", "欢迎"], [1, 2], fper._native_register,
-                                   fper._native_learn)
+        fper._native_terms.run_cut(fper._native_cut, ["北京", "欢迎"], [1, 2], fper._native_register)
 
 
 def test_the_switch_and_the_tokenizer_decide_the_core_cut(monkeypatch: pytest.MonkeyPatch) -> None:
