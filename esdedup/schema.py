@@ -37,6 +37,7 @@ import base64
 import copy
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from importlib import resources as importlib_resources
@@ -50,7 +51,10 @@ from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
+from esdedup.fingerprint.normalize import t2s_version
 from esdedup.fingerprint.simhash import to_hex
+
+log = logging.getLogger(__name__)
 
 DEDUP = "dedup"
 #: Where a record's own fields that esdedup fills (id, title, text, and any key that would land under ``dedup``)
@@ -74,6 +78,8 @@ LSH_FIELDS_PATTERN = "dedup.lsh_*"
 #: The `_meta` key under which an index carries its FingerprintConfig.
 META_KEY = "esdedup"
 META_SCHEMA = 1
+#: The member of the `_meta` block naming the OpenCC version of a ``t2s`` index (`meta_for`).
+OPENCC_VERSION = "opencc_version"
 #: Article fields with a fixed type; any other field of a record is passed through (dynamic mapping).
 ARTICLE_FIELDS: dict[str, dict[str, Any]] = {
     "id": {"type": "keyword"},
@@ -120,8 +126,12 @@ def content_sha1(normalized_text: str) -> str:
 
 
 def meta_for(config: FingerprintConfig) -> dict[str, Any]:
-    """The `_meta` block that travels with an index."""
-    return {META_KEY: {"schema": META_SCHEMA, "esdedup_version": __version__, "config": config.to_dict()}}
+    """The `_meta` block that travels with an index: with ``t2s``, the OpenCC version whose dictionaries
+    converted its texts too (`config_from_meta` tells when another one is installed)."""
+    block: dict[str, Any] = {"schema": META_SCHEMA, "esdedup_version": __version__, "config": config.to_dict()}
+    if config.t2s:
+        block[OPENCC_VERSION] = t2s_version()
+    return {META_KEY: block}
 
 
 def config_from_meta(meta: Any, where: str = "the index") -> FingerprintConfig | None:
@@ -138,12 +148,19 @@ def config_from_meta(meta: Any, where: str = "the index") -> FingerprintConfig |
         raise ConfigError(f"{where} has an esdedup metadata block (_meta.{META_KEY}) that holds no fingerprint "
                           f"config object: {shown}; rebuild the index, or restore its _meta.{META_KEY}")
     try:
-        return FingerprintConfig.from_dict(dict(config))
+        stored = FingerprintConfig.from_dict(dict(config))
     except ConfigError as exc:
         if type(exc) is not ConfigError:  # a more specific error (a resource file changed) says it better
             raise
         raise ConfigError(f"{where} has a stored fingerprint config that is not valid ({exc}); rebuild the "
                           f"index, or restore its _meta.{META_KEY}") from None
+    built_with, installed = block.get(OPENCC_VERSION), t2s_version()
+    if stored.t2s and isinstance(built_with, str) and built_with != installed:
+        log.warning("%s was fingerprinted with OpenCC %s converting traditional to simplified Chinese, and OpenCC "
+                    "%s is installed: texts it converts differently get other fingerprints than the same texts "
+                    "already indexed; install OpenCC %s (pip install 'OpenCC==%s'), or rebuild the index", where,
+                    built_with, installed or "(none)", built_with, built_with)
+    return stored
 
 
 #: What an analyzer name may look like (a cluster's own: ``smartcn``, ``ik_max_word``, ``cjk``).

@@ -40,6 +40,17 @@ def _t2s():
     return opencc.OpenCC("t2s")
 
 
+def t2s_version() -> str | None:
+    """The installed OpenCC's version, whose dictionaries decide what ``t2s`` converts; None when OpenCC is not
+    installed."""
+    try:
+        import opencc
+    except ImportError:
+        return None
+    version = getattr(opencc, "__version__", None)
+    return version if isinstance(version, str) else None
+
+
 def normalize(text: str, *, t2s: bool = False) -> str:
     """Return the canonical form of ``text`` that tokenising starts from.
 

@@ -23,7 +23,7 @@ from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
-from esdedup.ingest.runindex import KeyLists, RunIndex, held_keys
+from esdedup.ingest.runindex import EMPTY, KeyLists, RunIndex, held_keys
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
@@ -33,8 +33,6 @@ from esdedup.util.unionfind import UnionFind
 
 log = logging.getLogger(__name__)
 
-#: A record's verdicts when the rule pairs it with no candidate.
-_NO_VERDICTS: frozenset[int] = frozenset()
 
 #: Documents `Labeller.relabel_replaced` labels again at most (it compares every pair of them).
 MAX_RELABEL = 2000
@@ -127,8 +125,8 @@ class BatchCandidates:
         self._near_peers: list[Set[int]] = []
         for f, e, peers, cands, positions in zip(found, self._earlier, self._peers, superset, near, strict=True):
             if not positions:  # most records: no near-duplicate at all
-                self._near.append(_NO_VERDICTS)
-                self._near_peers.append(_NO_VERDICTS)
+                self._near.append(EMPTY)  # the rule pairs it with no candidate
+                self._near_peers.append(EMPTY)
                 continue
             known = len(f) + len(e)
             self._near.append({id(cands[p]) for p in positions if p < known})

@@ -117,7 +117,8 @@ class _KeyTable:
         return len(self.first) + sum(map(len, self.more.values()))
 
 
-_NONE: frozenset[int] = frozenset()
+#: No hashes, no positions: the one empty set the run's memory and labelling hand out (none made a record).
+EMPTY: frozenset[int] = frozenset()
 
 
 def _key_table() -> _KeyTable | native.RunKeysTable:
@@ -155,7 +156,7 @@ class RunIndex:
         self.docs.append(doc)
         carried = self._carried and not self._crowded_hashes.isdisjoint(hashes)
         if not crowded_out and not carried:
-            return _NONE
+            return EMPTY
         keys = names()
         for x in crowded_out:
             self.crowded[keys[x]] = self.crowded.get(keys[x], MAX_PER_KEY) + 1
@@ -165,7 +166,7 @@ class RunIndex:
             for x, k in enumerate(keys):
                 if x not in out and k in self.crowded:
                     self.crowded[k] += 1
-        return frozenset(hashes[x] for x in crowded_out) if crowded_out else _NONE
+        return frozenset(hashes[x] for x in crowded_out) if crowded_out else EMPTY
 
     def add_keys(self, doc: StoredDoc, keys: Sequence[str]) -> frozenset[int]:
         """`add` of ``doc`` under ``keys``, hashed here."""

@@ -10,7 +10,6 @@ data, which the tests do not download: its CLI and rensa steps run on a few text
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from bench import quality
+from tests.bench_runs import ROOT, run_bench_script
 from tests.corpus import make_corpus
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: (script and arguments, what its output must show), embedded store or no store at all.
 LOCAL = [
@@ -60,28 +58,14 @@ ON_A_NODE = [
 ]
 
 
-def _run(args: list[str], shows: str) -> None:
-    before = _tracked_changes()
-    out = subprocess.run([sys.executable, f"bench/{args[0]}", *args[1:]], cwd=ROOT, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert re.search(shows, out.stdout), out.stdout[-3000:]
-    assert _tracked_changes() == before  # BENCHMARKS.md and the rest as they were
-
-
-def _tracked_changes() -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                          text=True, check=True).stdout
-
-
 @pytest.mark.parametrize(("args", "shows"), LOCAL, ids=[a[0] for a, _ in LOCAL])
 def test_a_benchmark_script_runs_and_answers(args: list[str], shows: str) -> None:
-    _run(args, shows)
+    run_bench_script(args, shows)
 
 
 @pytest.mark.parametrize(("args", "shows"), ON_A_NODE, ids=[a[0] for a, _ in ON_A_NODE])
 def test_a_benchmark_script_runs_and_answers_on_a_node(args: list[str], shows: str, es_url: str) -> None:
-    _run([a.format(es=es_url) for a in args], shows)
+    run_bench_script([a.format(es=es_url) for a in args], shows)
 
 
 def test_the_review_benchmark_runs_and_answers_on_a_small_collection(tmp_path: Path) -> None:
@@ -91,7 +75,7 @@ def test_the_review_benchmark_runs_and_answers_on_a_small_collection(tmp_path: P
     data = tmp_path / "data"
     subprocess.run([sys.executable, "-m", "esdedup", "ingest", str(path), "--index", "small", "--data-dir",
                     str(data), "-q"], cwd=ROOT, check=True, capture_output=True, timeout=300)
-    _run(["review.py", "--data-dir", str(data), "--index", "small", "--repeat", "2", "--query", "国家"],
+    run_bench_script(["review.py", "--data-dir", str(data), "--index", "small", "--repeat", "2", "--query", "国家"],
          r"360 documents, [1-9]\d* clusters of two or more(.|\n)*\| clusters, page 1 \| \d+ \| \d+ \|"
          r"(.|\n)*\| search “国家” \| \d+ \|")
 

@@ -26,6 +26,7 @@ from esdedup.match.lookup import verify
 from esdedup.match.thresholds import Thresholds
 from esdedup.schema import dedup_source
 from esdedup.store.elastic.store import ElasticStore
+from tests.bench_runs import run_bench_script
 from tests.es_node import EARLY_STARTS, LocalCluster
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin]
@@ -451,9 +452,7 @@ def test_the_plugin_walkthrough_runs_as_written(plugin_url, tmp_path):
 def test_the_plugin_benchmark_runs_and_both_lookup_paths_answer_alike(plugin_url):
     """`bench/plugin.py` on a few poems, on the node with the plugin: every row of its table, and the client's
     and the node's `similar` give the same answers (the script asserts it for every lookup)."""
-    from tests.integration.test_bench_scripts import _run
-
-    _run(["plugin.py", "--es", plugin_url, "--docs", "300", "--rounds", "1", "--lookups", "5"],
+    run_bench_script(["plugin.py", "--es", plugin_url, "--docs", "300", "--rounds", "1", "--lookups", "5"],
          r"Elasticsearch \d+\.\d+\.\d+ single node with the esdedup plugin \(heap [\d.]+ GiB, 1 shard(.|\n)*"
          r"\| plain `_bulk` through the pipeline, then `esdedup label` \| [\d,]+ \|(.|\n)*"
          r"\| esdedup ingest `--on-duplicate label` \| [\d,]+ \|(.|\n)*"

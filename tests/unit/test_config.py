@@ -368,6 +368,28 @@ def test_metadata_without_an_esdedup_block_is_no_config():
     assert config_from_meta(meta_for(FingerprintConfig())) == FingerprintConfig()
 
 
+def test_a_t2s_index_carries_the_opencc_version_and_another_installed_one_is_told(caplog):
+    """t2s output depends on OpenCC's dictionaries: the version that converted an index's texts travels in its
+    `_meta`, and opening it where another version is installed warns, naming both and the fix."""
+    from esdedup.fingerprint.normalize import t2s_version
+    from esdedup.schema import OPENCC_VERSION, config_from_meta, meta_for
+
+    installed = t2s_version()
+    assert installed is not None  # OpenCC is a dependency of esdedup
+    meta = meta_for(FingerprintConfig(t2s=True))
+    assert meta["esdedup"][OPENCC_VERSION] == installed
+    assert OPENCC_VERSION not in meta_for(FingerprintConfig())["esdedup"]  # no t2s: OpenCC plays no part
+    with caplog.at_level("WARNING", logger="esdedup.schema"):
+        assert config_from_meta(meta, "index 'news'") == FingerprintConfig(t2s=True)
+        assert not caplog.records
+        meta["esdedup"][OPENCC_VERSION] = "0.9.1"
+        assert config_from_meta(meta, "index 'news'") == FingerprintConfig(t2s=True)
+    [warning] = caplog.records
+    assert warning.getMessage().startswith("index 'news' was fingerprinted with OpenCC 0.9.1 converting")
+    assert f"OpenCC {installed} is installed" in warning.getMessage()
+    assert "pip install 'OpenCC==0.9.1'" in warning.getMessage()
+
+
 @pytest.mark.parametrize("value", ["not json {", '"hello"', "[]", '{"config": 5}', "null"])
 def test_a_local_store_whose_meta_is_not_a_config_is_a_config_error(tmp_path, value):
     import sqlite3
