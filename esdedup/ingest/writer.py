@@ -6,6 +6,7 @@ be skipped for a document that settling the earlier one deletes): `esdedup.inges
 """
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -16,6 +17,11 @@ from esdedup.store.base import NewDoc, Store, WriteResult
 
 #: What a write gives back: the results the store gave, and the error that stopped it (the rest unconfirmed).
 Outcome = tuple[list[WriteResult], StoreError | None]
+
+#: How long the thread that labels lets go of the GIL once it has started a write: the write thread encodes its
+#: first request now, while the store has nothing to do, instead of waiting for the GIL behind the next batch's
+#: labelling, a switch interval at a time (the labelling has a whole write's time to itself).
+WRITE_HEAD_START_S = 0.002
 
 
 def write_all(store: Store, docs: list[NewDoc]) -> Outcome:
@@ -49,6 +55,7 @@ class OverlappedWriter:
         """Start writing ``sent`` (the batch before was taken with `take`)."""
         assert self._sending is None
         self._sending = Sending(state, sent, self._pool.submit(write_all, self.store, [new for new, _ in sent]))
+        time.sleep(WRITE_HEAD_START_S)
 
     def take(self) -> tuple[Sending, Outcome] | None:
         """Wait for the batch being written, if any: it, and what its write gave back."""

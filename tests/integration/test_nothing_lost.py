@@ -197,18 +197,21 @@ def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client
     assert a in str(err.value) and b in str(err.value)
     from tests.reliability import run_cli
 
-    # Every command that opens the store, over the alias, a comma-separated list and a wildcard: exit 2, one
-    # line saying why and what to give instead, before any other request.
-    for name, says in ((alias, "names 2 indices"), (f"{a},{b}", "a comma-separated list names several indices"),
-                       ("esdedup-nl-*", "a wildcard pattern names several indices")):
-        records = tmp_path / "more.jsonl"
-        records.write_text('{"id": "x", "text": "今天天气很好"}\n', "utf-8")
-        for command in (["dups"], ["info"], ["similar", "--id", "d000000"], ["similar", "--text", "今天天气很好"],
-                        ["ingest", records, "--dead-letter", tmp_path / "dl.jsonl", "--workers", "1"]):
-            r = run_cli(*command, "--index", name, "--es", es_url, timeout=120, cwd=tmp_path)
-            lines = r.stderr.strip().splitlines()
-            assert r.returncode == 2 and len(lines) == 1 and says in lines[0], (command, name, r.stderr[-2000:])
-            assert "give the name of one" in lines[0]
+    # Every command that opens the store, over the alias, and one of them over a comma-separated list and a
+    # wildcard (the store decides for every command in one place): exit 2, one line saying why and what to
+    # give instead, before any other request.
+    records = tmp_path / "more.jsonl"
+    records.write_text('{"id": "x", "text": "今天天气很好"}\n', "utf-8")
+    commands = (["dups"], ["info"], ["similar", "--id", "d000000"], ["similar", "--text", "今天天气很好"],
+                ["ingest", records, "--dead-letter", tmp_path / "dl.jsonl", "--workers", "1"])
+    runs = [(command, alias, "names 2 indices") for command in commands]
+    runs += [(commands[-1], f"{a},{b}", "a comma-separated list names several indices"),
+             (commands[0], "esdedup-nl-*", "a wildcard pattern names several indices")]
+    for command, name, says in runs:
+        r = run_cli(*command, "--index", name, "--es", es_url, timeout=120, cwd=tmp_path)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and says in lines[0], (command, name, r.stderr[-2000:])
+        assert "give the name of one" in lines[0]
     assert es_client.count(index=alias)["count"] == 6  # nothing was written
     assert len(search_diversified(es_client, alias, BY_RANK, size=10)["hits"]["hits"]) == 6  # searches stay open
     es_client.indices.delete_alias(index=b, name=alias)
