@@ -117,7 +117,7 @@ class _KeyTable:
         return len(self.first) + sum(map(len, self.more.values()))
 
 
-#: No hashes, no positions: the one empty set the run's memory and labelling hand out (none made a record).
+#: The empty set the run's memory and labelling give for no hashes and no verdicts: one object, not one a record.
 EMPTY: frozenset[int] = frozenset()
 
 
