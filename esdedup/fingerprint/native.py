@@ -16,13 +16,14 @@ The term step (`NativeTerms`) takes each text's raw tokens and gives its term ro
 unnormalised TF vector: what `Fingerprinter._terms_of` and `_vote_sums` compute. It keeps a copy of the
 Fingerprinter's token codes and term hash data. Which term a new token is, and a new term's hash data and
 weight factor, it decides itself under the weightings of `DECIDED_WEIGHTINGS`, by `term_of`'s rules handed
-over as data (this interpreter's ``str.isspace`` and ``str.isalnum``, the stopwords and synonyms), and tells
-the Fingerprinter; otherwise (tfidf, or a token with a lone surrogate) it asks the Fingerprinter.
+over as data (this interpreter's ``str.isspace`` and ``str.isalnum``, the stopwords and synonyms), and keeps
+what it decided until the Fingerprinter reads its table (`NativeTerms.take_learned`); otherwise (tfidf, or a
+token with a lone surrogate) it asks the Fingerprinter.
 
 For the ``rjieba`` and ``jieba`` tokenizers the term step segments the texts itself (`cut_step`,
 `NativeTerms.run_cut`), with the jieba-rs version rjieba is built with (for ``jieba``, the core's copy of
 `esdedup.fingerprint.jieba_fast` with jieba's own HMM tables), so a token becomes a Python str only when the
-core meets it for the first time. A text the core does not cut as jieba would (a block only jieba itself
+Fingerprinter reads its table or decides the token itself. A text the core does not cut as jieba would (a block only jieba itself
 cuts) is handed back and cut by the Fingerprinter's Python tokenizer.
 
 The cleaning step (`clean_step`) is `esdedup.fingerprint.normalize._clean_nfkc` for the texts it can do

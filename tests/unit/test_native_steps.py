@@ -212,7 +212,7 @@ def test_the_core_decides_new_tokens_as_python_does(extension: None, switch_on: 
                                                     fields: dict[str, object], token_lists: list[list[str]]) -> None:
     """A core that decides new tokens itself gives every token the code Python's `_register` gives it (no
     term, a term, a term it stands for), every new term its row in the same order, with the same hash data
-    and factor, and tells the Fingerprinter, whose codes and table end up as Python's own."""
+    and factor, and hands them to the Fingerprinter, whose codes and table end up as Python's own."""
     cfg = _config(fields, resources)
     decided = Fingerprinter(cfg)
     asked = Fingerprinter(cfg)
