@@ -12,8 +12,9 @@ per batch, labels) into an index with the dedup fields.
 The node is warmed up first (one untimed plain and one untimed esdedup bulk: a cold JVM indexes at about half
 its warm rate, so whichever run came first would look slow). The plain and server's-share bulks, and `label`
 mode's bound (its fingerprint workers with the documents precomputed: the rate if the run's main thread did
-nothing a record), run --rounds times (median reported, range in brackets); each row also gives the CPU seconds of the node (`_nodes/stats`)
-and of the client (this process and its fingerprint workers), which share the machine's cores here.
+nothing a record), run --rounds times (median reported, range in brackets); each row also gives the CPU
+seconds of the node (`_nodes/stats`) and of the client (this process and its fingerprint workers), which share
+the machine's cores here.
 For the node's cost of each group of dedup fields, see bench/es_fields.py.
 """
 from __future__ import annotations
@@ -134,6 +135,11 @@ class Timed:
         return f"node {self.node:.1f} + client {self.client:.1f}{split}"
 
 
+def median(runs: list[Timed]) -> tuple[Timed, list[float]]:
+    """The run of median wall time, and the wall times of all (a table row's figure and its range)."""
+    return sorted(runs, key=lambda t: t.wall)[len(runs) // 2], [t.wall for t in runs]
+
+
 def bulk(es: Elasticsearch, index: str, actions, expected: int, chunk: int) -> None:
     """Send ``actions`` through helpers.streaming_bulk; every one must land."""
     ok = sum(1 for good, _ in helpers.streaming_bulk(es, actions, chunk_size=chunk, raise_on_error=False) if good)
@@ -156,7 +162,8 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="jieba")
     ap.add_argument("--strategy", default="auto", help="FingerprintConfig.strategy (auto, simhash, minhash)")
     ap.add_argument("--lookups", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=3, help="plain and server's-share bulks, and `label` mode's bound (median reported)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="plain and server's-share bulks, and `label` mode's bound (median reported)")
     ap.add_argument("--pin", action="store_true",
                     help="node on CPU 0, this process and its workers on CPU 1 (a local node): the client as if on "
                          "a host of its own, the node the same single core in every run")
@@ -225,7 +232,8 @@ def main() -> None:
                 workers = Workers(config, args.workers, encode=True, held=True)
                 try:
                     sending = None
-                    for at, _ in zip(range(0, len(floor_actions), BATCH), workers.in_order(batches, Stop()), strict=True):
+                    starts = range(0, len(floor_actions), BATCH)
+                    for at, _ in zip(starts, workers.in_order(batches, Stop()), strict=True):
                         if sending is not None:
                             sending.result()
                         batch = floor_actions[at:at + BATCH]
@@ -238,9 +246,9 @@ def main() -> None:
             floor_store.drop()
             return timed
 
-        # 1. plain _bulk, the server's share and `label` mode's bound, --rounds times each. A warm-up first, not counted: a cold
-        # node indexes at half its warm rate until the JIT has compiled the bulk path, and whichever run
-        # came first would pay for it.
+        # 1. plain _bulk, the server's share and `label` mode's bound, --rounds times each. A warm-up first, not
+        # counted: a cold node indexes at half its warm rate until the JIT has compiled the bulk path, and
+        # whichever run came first would pay for it.
         plain_bulk()
         floor_bulk()
         plains, floors, bounds = [], [], []
@@ -250,7 +258,7 @@ def main() -> None:
             bounds.append(fingerprint_bound())
         floor_actions.clear()
         records.clear()
-        plain = sorted(plains, key=lambda t: t.wall)[len(plains) // 2]
+        plain, plain_walls = median(plains)
         plain_rate = len(docs) / plain.wall
         rows = []
 
@@ -259,9 +267,8 @@ def main() -> None:
             rows.append((what, f"{len(docs) / timed.wall:,.0f}", f"{len(docs) / timed.wall / plain_rate:.0%}",
                          f"{timed.wall:.1f}{spread}", timed.cpu(), note))
 
-        row("plain `_bulk` (no dedup fields)", plain, [t.wall for t in plains])
-        row("`_bulk` of esdedup's documents, fields precomputed (the server's share)",
-            sorted(floors, key=lambda t: t.wall)[len(floors) // 2], [t.wall for t in floors])
+        row("plain `_bulk` (no dedup fields)", plain, plain_walls)
+        row("`_bulk` of esdedup's documents, fields precomputed (the server's share)", *median(floors))
 
         # 2. esdedup ingest without lookups, then labelling near-duplicates (the default; its index is kept
         # for the lookups below).
@@ -279,9 +286,10 @@ def main() -> None:
                 store.drop()
             row(f"esdedup ingest `--on-duplicate {mode}`", timed, [timed.wall],
                 f"{summary.duplicates} near-duplicates labelled" if mode == "label" else "no lookups")
-        share = f"{args.fingerprint_share:.0%} of each batch fingerprinted" if args.fingerprint_share < 1 else "every text fingerprinted"
+        share = (f"{args.fingerprint_share:.0%} of each batch fingerprinted" if args.fingerprint_share < 1
+                 else "every text fingerprinted")
         row("`label` mode's bound: its fingerprint workers, the documents precomputed (nothing a record in the "
-            "main thread)", sorted(bounds, key=lambda t: t.wall)[len(bounds) // 2], [t.wall for t in bounds], share)
+            "main thread)", *median(bounds), share)
 
         # 3. lookups: band path and kNN path, one query at a time, on documents of the index.
         store = results["label"][0]
@@ -332,7 +340,8 @@ def main() -> None:
                f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, tokenizer "
                f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}"
                f"{'; node pinned to CPU 0, client and workers to CPU 1' if args.pin else ''}; "
-               f"node warmed up first, plain, server's share and `label` mode's bound: median of {args.rounds} rounds (range).\n\n"
+               f"node warmed up first, plain, server's share and `label` mode's bound: median of {args.rounds} "
+               f"rounds (range).\n\n"
                + "\n".join(table) + "\n")
     print(section)
     if not args.no_append:

@@ -44,7 +44,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
-from es import Timed, node_description, pct, timed_bulk  # noqa: E402
+from es import Timed, median, node_description, pct, timed_bulk  # noqa: E402
 
 from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
@@ -165,10 +165,6 @@ def lookup_latency(es: Elasticsearch, store: ElasticStore, docs: list[dict], con
              f"{pct(v, 50):.1f}", f"{pct(v, 95):.1f}", f"{sum(v) / len(v):.1f}", f"{cpu[k]:.1f}",
              f"{found} of {len(sample)} lookups found near-duplicates, same answers on both paths")
             for k, v in ms.items()]
-
-
-def median(runs: list[Timed]) -> tuple[Timed, list[float]]:
-    return sorted(runs, key=lambda t: t.wall)[len(runs) // 2], [t.wall for t in runs]
 
 
 def main() -> None:

@@ -154,8 +154,8 @@ def config_from_meta(meta: Any, where: str = "the index") -> FingerprintConfig |
             raise
         raise ConfigError(f"{where} has a stored fingerprint config that is not valid ({exc}); rebuild the "
                           f"index, or restore its _meta.{META_KEY}") from None
-    built_with, installed = block.get(OPENCC_VERSION), t2s_version()
-    if stored.t2s and isinstance(built_with, str) and built_with != installed:
+    built_with = block.get(OPENCC_VERSION)
+    if stored.t2s and isinstance(built_with, str) and built_with != (installed := t2s_version()):
         log.warning("%s was fingerprinted with OpenCC %s converting traditional to simplified Chinese, and OpenCC "
                     "%s is installed: texts it converts differently get other fingerprints than the same texts "
                     "already indexed; install OpenCC %s (pip install 'OpenCC==%s'), or rebuild the index", where,
