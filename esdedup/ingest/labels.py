@@ -23,7 +23,7 @@ from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
-from esdedup.ingest.runindex import EMPTY, KeyLists, RunIndex, held_keys
+from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
@@ -100,8 +100,11 @@ class BatchCandidates:
     A record's candidates are its stored ones (``found``), the documents of the run index as the batch began
     that share a run key with it, and the records of the batch before it that the run index then holds under
     such a key: `candidates` gives exactly what a lookup of the run index would at that point. The verdicts
-    are measured beforehand over a superset: every earlier record of the batch holding a key of the same
-    hash."""
+    are measured beforehand over a superset: the earlier records of the batch among the first `MAX_PER_KEY` to
+    hold a key of the same hash (the run index holds no more under a key, so a batch of copies of one text
+    costs a few pairs a record, not one per earlier copy). A record past those that the run index still
+    takes under such a key (some before it were not added: repeats, skipped) is a late peer: its pairs are
+    measured when a later record meets it."""
 
     def __init__(self, labeller: Labeller, items: list[FingerprintedRecord], found: list[list[StoredDoc]],
                  probes: KeyLists, holds: KeyLists) -> None:
@@ -109,12 +112,15 @@ class BatchCandidates:
         self._hold_hashes = self.holds.per_record()
         self._probe_hashes = self._hold_hashes if probes is holds else probes.per_record()
         self._earlier = labeller.window.run_index.lookup_many(probes)
-        self._peers = batch_peers(probes, self.holds)
+        self._peers, self._past_first = batch_peers(probes, self.holds)
         #: Position in the batch -> the document the run index holds for it, and the hashes of the run keys it
         #: is not held under (crowded).
         self._added: dict[int, StoredDoc] = {}
         self._crowded_out: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
+        #: Hash -> the late peers held under it (see the class docstring), and what measuring them needs.
+        self._late: dict[int, list[int]] = {}
+        self._items, self._rule = items, labeller.rule
         # One document a record, however many later records it is a peer of.
         peer_docs = {j: as_stored(items[j], 0, (0, items[j].id)) for j in set(chain.from_iterable(self._peers))}
         superset = [[*f, *e, *(peer_docs[j] for j in peers)]
@@ -139,20 +145,25 @@ class BatchCandidates:
         crowded_out = run_index.add(doc, self._hold_hashes[i], lambda: self.holds.keys_of(i))
         if crowded_out:
             self._crowded_out[i] = crowded_out
+        past_first = self._past_first.get(i)
+        if past_first:
+            for h in past_first - crowded_out:
+                self._late.setdefault(h, []).append(i)
 
     def none_in_run(self, i: int) -> bool:
         """Record ``i`` shares no run key with the run's documents nor with the batch's records before it
         (most records of a run: they are labelled without a candidate list)."""
-        return not self._earlier[i] and not self._peers[i]
+        return not self._earlier[i] and not self._peers[i] and not (self._late and self._late_peers(i))
 
     def candidates(self, i: int, found: list[StoredDoc], deleted: set[str]) -> list[StoredDoc]:
         """Record ``i``'s candidates: the stored ones, then the run's documents sharing a run key with it (the
         store's copy of a document wins: its labels may have moved since this run wrote it)."""
         run = self._earlier[i]
-        if self._peers[i]:
+        late = self._late_peers(i) if self._late else []
+        if self._peers[i] or late:
             run = list(run)
             probes = set(self._probe_hashes[i])
-            for j in self._peers[i]:
+            for j in sorted({*self._peers[i], *late}):
                 doc = self._added.get(j)
                 if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
@@ -164,28 +175,56 @@ class BatchCandidates:
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
         near, peers, position_of = self._near[i], self._near_peers[i], self._position_of
+        late = self._late_peers(i) if self._late else []
+        if late:
+            peers = {*peers, *self._paired_late(i, late)}
         if not near and not peers:
             return []
         return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
 
+    def _late_peers(self, i: int) -> list[int]:
+        """The late peers of record ``i`` held under a hash it probes that its measured peers leave out."""
+        late = {j for h in self._probe_hashes[i] for j in self._late.get(h, ())}
+        return sorted(late.difference(self._peers[i])) if late else []
 
-def batch_peers(probes: KeyLists, holds: KeyLists) -> list[list[int]]:
-    """For each record of a batch, the earlier records (positions, ascending) that hold a key of the same hash
-    as one it probes: a superset of those sharing a key."""
+    def _paired_late(self, i: int, late: list[int]) -> list[int]:
+        """Those of ``late`` that the rule pairs with record ``i``, measured now."""
+        d, items = self._items[i], self._items
+        docs = [as_stored(items[j], 0, (0, items[j].id)) for j in late]
+        return [late[p] for p in self._rule.many([d.fp], [docs], [d.id], [d.sha1])[0]]
+
+
+def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
+    """For each record of a batch, the earlier records (positions, ascending) among the first `MAX_PER_KEY` of
+    the batch to hold a key of the same hash as one it probes: a superset of those the run index can hold under
+    a key it shares, as long as it takes every record (see `BatchCandidates`). And for each record past the
+    first `MAX_PER_KEY` of some hash, those hashes."""
     n = len(probes.counts)
-    order = np.argsort(holds.hashes)
+    # A stable sort: the holders of a hash in batch order, one entry a record.
+    order = np.argsort(holds.hashes, kind="stable")
     hold_hash, hold_of = holds.hashes[order], np.repeat(np.arange(n), holds.counts)[order]
+    new_hash = np.ones(len(hold_hash), dtype=bool)
+    new_hash[1:] = hold_hash[1:] != hold_hash[:-1]
+    distinct = new_hash.copy()
+    distinct[1:] |= hold_of[1:] != hold_of[:-1]
+    hold_hash, hold_of, new_hash = hold_hash[distinct], hold_of[distinct], new_hash[distinct]
+    starts = np.flatnonzero(new_hash)
+    rank = np.arange(len(hold_hash)) - np.repeat(starts, np.diff(np.append(starts, len(hold_hash))))
+    past = rank >= MAX_PER_KEY
+    past_first: dict[int, set[int]] = {}
+    for r, h in zip(hold_of[past].tolist(), hold_hash[past].tolist(), strict=True):
+        past_first.setdefault(r, set()).add(h)
     if probes is holds:
         # A record probes the keys it holds: a hash held once is probed by its holder alone and pairs no
         # two records, so only the hashes held twice or more are looked at (a few of a batch's).
-        repeated = hold_hash[1:] == hold_hash[:-1]
-        shared = np.zeros(len(hold_hash), dtype=bool)
-        shared[1:] = repeated
-        shared[:-1] |= repeated
-        hold_hash, hold_of = hold_hash[shared], hold_of[shared]
-        probe_hash, probe_of = hold_hash, hold_of
+        shared = ~new_hash
+        shared[:-1] |= ~new_hash[1:]
+        probe_hash, probe_of = hold_hash[shared], hold_of[shared]
+        held = shared & ~past
     else:
         probe_hash, probe_of = probes.hashes, np.repeat(np.arange(n), probes.counts)
+        held = ~past
+    hold_hash, hold_of = hold_hash[held], hold_of[held]
     lo = np.searchsorted(hold_hash, probe_hash, side="left")
     count = np.searchsorted(hold_hash, probe_hash, side="right") - lo
     prober = np.repeat(probe_of, count)
@@ -197,7 +236,7 @@ def batch_peers(probes: KeyLists, holds: KeyLists) -> list[list[int]]:
     out: list[list[int]] = [[] for _ in range(n)]
     for i, j in zip((pairs // max(n, 1)).tolist(), (pairs % max(n, 1)).tolist(), strict=True):  # n = 0: none
         out[i].append(j)
-    return out
+    return out, {r: frozenset(hs) for r, hs in past_first.items()}
 
 
 _seq = attrgetter("seq")

@@ -92,23 +92,31 @@ def _record(n: int, keys: list[str]) -> FingerprintedRecord:
     return FingerprintedRecord(SimpleNamespace(), fp, f"sha-{n}", f"r{n}")  # type: ignore[arg-type]
 
 
-class _NoVerdicts:
-    """A rule that pairs nothing (the candidates are what these tests are about)."""
+class _EveryThird:
+    """A rule that pairs a record with the candidates whose number and its own add up to a multiple of 3 (any
+    rule that decides a pair by the pair alone would do)."""
+
+    @staticmethod
+    def pairs(n: int, candidate_id: str) -> bool:
+        return (n + int(candidate_id[1:])) % 3 == 0
 
     def many(self, sketches, cands, own_ids, sha1s):
-        return [[] for _ in sketches]
+        return [[p for p, c in enumerate(cs) if self.pairs(fp.simhash, c.id)] for fp, cs in zip(sketches, cands)]
 
 
 @pytest.mark.parametrize("hashed", [False, True], ids=["keys", "hashes"])
 @pytest.mark.parametrize("switch", ["0", "1"])
 @settings(max_examples=120, deadline=None)
 @given(before=st.lists(st.lists(st.sampled_from(KEYS[:4]), min_size=1, max_size=3, unique=True), min_size=10,
-                      max_size=40),
+                      max_size=40) | st.lists(st.lists(st.sampled_from(KEYS[:4]), max_size=3), max_size=3),
        batch=st.lists(st.tuples(st.lists(st.sampled_from(KEYS[:4]), max_size=3, unique=True), st.booleans()),
-                      max_size=60))
+                      max_size=90))
 def test_a_batch_s_candidates_are_the_run_index_lookups_as_it_is_labelled(before, batch, switch, hashed) -> None:
     """Records added before the batch and in it (``True``: the record is added, as a record labelled and
-    written is; else it is not, as a skipped one), with few keys, so that some are crowded past MAX_PER_KEY.
+    written is; else it is not, as a skipped one), with few keys, so that some are crowded past MAX_PER_KEY, in
+    the run index and in the batch (a record past the batch's first MAX_PER_KEY of a key that the run index
+    takes because some before it were not added is a late peer); the rule's verdicts on each record's
+    candidates are those of the pairs, measured beforehand or late.
     ``hashed``: the keys held come as hashes (as the workers make them), their strings made only when a
     crowded key is counted; the crowded counts are the same."""
     with pytest.MonkeyPatch.context() as mp:
@@ -122,13 +130,15 @@ def test_a_batch_s_candidates_are_the_run_index_lookups_as_it_is_labelled(before
 _CROWDED: dict[str, int] = {}
 
 
-def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool) -> None:
+def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool) -> list[list[str]]:
+    """Each record's candidates (ids), checked against the run index's lookups."""
     config = FingerprintConfig()
     index = RunIndex()
-    for n, keys in enumerate(before * (MAX_PER_KEY // len(before) + 1)):  # some key held by MAX_PER_KEY
+    # Ten or more: some key held by MAX_PER_KEY before the batch; else a few documents, and a batch that fills it.
+    for n, keys in enumerate(before * (MAX_PER_KEY // len(before) + 1) if len(before) >= 10 else before):
         index.add_keys(_doc(n), keys)
     items = [_record(n, keys) for n, (keys, _) in enumerate(batch)]
-    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=_NoVerdicts())
+    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=_EveryThird())
     probes = KeyLists([run_keys(d, config, probing=True) for d in items])
     found: list[list[StoredDoc]] = [[] for _ in items]
     holds = KeyLists([run_keys(d, config, probing=False) for d in items])
@@ -137,28 +147,56 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
         holds = KeyLists.hashed(holds.hashes, holds.counts, lambda r: named.append(r) or holds_keys[r])
         holds_keys = [run_keys(d, config, probing=False) for d in items]
     cands = BatchCandidates(labeller, items, found, probes, holds)  # type: ignore[arg-type]
+    seen: list[list[str]] = []
     for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
-        assert [c.id for c in cands.candidates(i, [], set())] == [c.id for c in index.lookup(probes.keys_of(i))]
+        expected = index.lookup(probes.keys_of(i))
+        got = cands.candidates(i, [], set())
+        seen.append([c.id for c in got])
+        assert [c.id for c in got] == [c.id for c in expected]
+        assert [c.id for c in cands.near(i, got)] == [c.id for c in expected if _EveryThird.pairs(i, c.id)]
         if added:
             cands.add(i, StoredDoc(d.id, 0, np.zeros(1), False, 1, 1, d.id, None), index)
     if hashed:  # a record's keys were named only where one of them was crowded
         assert all(set(holds_keys[r]) & set(index.crowded) for r in named)
     _CROWDED.clear()
     _CROWDED.update(index.crowded)
+    return seen
+
+
+def test_a_record_past_the_batch_s_first_holders_of_a_key_is_found_when_those_before_it_were_not_added() -> None:
+    """Forty records of one key, the first ten not added (skipped): the run index takes the other thirty, eight of
+    them past the batch's first MAX_PER_KEY holders of the key (late peers), and the last record finds them all."""
+    batch = [([KEYS[0]], n >= 10) for n in range(MAX_PER_KEY + 8)]
+    found = _check_batch([], batch, hashed=False)
+    assert found[-1] == [f"r{n}" for n in range(10, MAX_PER_KEY + 7)]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40),
+@given(st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40) |
+       st.lists(st.lists(st.integers(0, 4), max_size=3, unique=True), min_size=40, max_size=120),
        st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40))
 def test_a_record_s_batch_peers_are_the_earlier_records_holding_a_hash_it_probes(held, probed) -> None:
     """`batch_peers` against the definition, pair by pair: for one key list serving as both (the default band
-    layout, where only hashes held twice are looked at) and for separate probe lists."""
+    layout, where only hashes held twice are looked at) and for separate probe lists. A record's peers are the
+    earlier records among the first MAX_PER_KEY to hold a hash it probes; those past them are named with the
+    hashes they are past the first of."""
     def lists(values: list[list[int]]) -> KeyLists:
         return KeyLists.hashed(np.array([v * 0x9E3779B97F4A7C15 % 2**64 for vs in values for v in vs],
                                         dtype=np.uint64), [len(vs) for vs in values], lambda r: [])
 
-    def wanted(probes: list[list[int]]) -> list[list[int]]:
-        return [[j for j in range(i) if set(probes[i]) & set(held[j])] for i in range(len(held))]
+    holders: dict[int, list[int]] = {}
+    for j, values in enumerate(held):
+        for v in values:
+            holders.setdefault(v, []).append(j)
+    first = {v: set(js[:MAX_PER_KEY]) for v, js in holders.items()}
+    past = {}
+    for v, js in holders.items():
+        for j in js[MAX_PER_KEY:]:
+            past.setdefault(j, set()).add(v * 0x9E3779B97F4A7C15 % 2**64)
+
+    def wanted(probes: list[list[int]]) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
+        return ([[j for j in range(i) if any(j in first.get(v, ()) for v in probes[i])] for i in range(len(held))],
+                {j: frozenset(hs) for j, hs in past.items()})
 
     holds = lists(held)
     assert batch_peers(holds, holds) == wanted(held)
