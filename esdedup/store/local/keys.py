@@ -7,7 +7,6 @@ import logging
 import operator
 import random
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -165,15 +164,24 @@ class KeyTables:
         db = self._database.connect()
         keys = sorted({(key_table(band), k) for band, band_keys in probe.items() for k in band_keys})
         scan = max(limit, SCAN_PER_KEY)
-        shared: Counter[str] = Counter()
+        shared: dict[str, int] = {}
         for chunk in chunks(keys, COMPOUND):
             # One subquery per key, each stopping after `scan` ids (the smallest: the index is in (key, id)
             # order), so a key that thousands of documents share costs no more than a rarer one and a run
-            # of near-identical documents stays linear. UNION ALL keeps one row per shared key.
+            # of near-identical documents stays linear. UNION ALL keeps one row per shared key, which SQLite
+            # counts: one row per document comes back, not one per key it shares.
             q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {table} WHERE key = ? LIMIT ?)"
                                    for table, _ in chunk)
-            shared.update(r[0] for r in db.execute(q, [x for _, k in chunk for x in (k, scan)]))
-        return sorted(sorted(shared, key=lambda i: (-shared[i], i))[:limit])
+            counted = db.execute(f"SELECT id, COUNT(*) FROM ({q}) GROUP BY id", [x for _, k in chunk for x in (k, scan)])
+            if shared:  # a probe of more keys than one statement takes
+                for doc_id, n in counted:
+                    shared[doc_id] = shared.get(doc_id, 0) + n
+            else:
+                shared = dict(counted)
+        if len(shared) <= limit:
+            return sorted(shared)
+        # Most shared keys first, ties by id: sorted by id, then (stable) by count.
+        return sorted(sorted(sorted(shared), key=shared.__getitem__, reverse=True)[:limit])
 
     def key_batches(self, *, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
         """See `esdedup.store.base.Store.key_batches`."""
