@@ -164,7 +164,7 @@ def test_stop_keeps_the_data_and_start_runs_on_it_until_purge(tmp_path: Path) ->
         with urllib.request.urlopen(req, timeout=60) as resp:
             return json.loads(resp.read())
 
-    cluster = LocalCluster(state_dir=tmp_path / "state")
+    cluster = LocalCluster(state_dir=tmp_path / "state", short_lived=True)
     cluster.start()
     try:
         call(f"{cluster.url}/kept/_doc/1?refresh=true", "PUT", {"text": "一篇文章"})

@@ -58,7 +58,7 @@ EARLY_STARTS.register("single_node", lambda: _started(LocalCluster(nodes=1, name
 # tiny_queue_node: one write thread and a write queue of one: a bulk request touching three shards of the node
 # gets at least one shard-level request rejected with 429 (es_rejected_execution_exception).
 EARLY_STARTS.register("tiny_queue_node", lambda: _started(LocalCluster(
-    nodes=1, name=f"esdedup-bp-{os.getpid()}",
+    nodes=1, name=f"esdedup-bp-{os.getpid()}", short_lived=True,
     settings={"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1})))
 
 
