@@ -36,7 +36,7 @@ const QUANT: f64 = 1024.0;
 /// A token the core has no code for yet (Python's codes are >= -1: -1 is "no term").
 const UNKNOWN: i64 = -2;
 /// Tokens a text's distinct-token map is sized for at most before it is counted (`TermCore::distinct`). Sized for
-/// every token, one 62 MB text (15 million tokens) took 1.7 GB.
+/// every token, one 62 MB text (some 20 million tokens) took 1.7 GB.
 const DISTINCT_PRESIZE: usize = 4096;
 
 /// A token's identity: its PEP 393 width and code units. CPython stores every str in the narrowest width
