@@ -301,10 +301,10 @@ def test_a_lookup_on_a_crowded_key_reads_no_more_than_its_limit(tmp_path, monkey
     import time
 
     from esdedup.fingerprint.fingerprinter import Fingerprinter
-    from esdedup.store.local import keys
     from esdedup.match.lookup import probe_for
     from esdedup.schema import content_sha1
     from esdedup.store.base import NewDoc
+    from esdedup.store.local import keys
 
     fper = Fingerprinter(CONFIG)
     seconds, answers = [], []
