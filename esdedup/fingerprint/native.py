@@ -23,8 +23,8 @@ token with a lone surrogate) it asks the Fingerprinter.
 For the ``rjieba`` and ``jieba`` tokenizers the term step segments the texts itself (`cut_step`,
 `NativeTerms.run_cut`), with the jieba-rs version rjieba is built with (for ``jieba``, the core's copy of
 `esdedup.fingerprint.jieba_fast` with jieba's own HMM tables), so a token becomes a Python str only when the
-Fingerprinter reads its table or decides the token itself. A text the core does not cut as jieba would (a block only jieba itself
-cuts) is handed back and cut by the Fingerprinter's Python tokenizer.
+Fingerprinter reads its table or decides the token itself. A text the core does not cut as jieba would (a
+block only jieba itself cuts) is handed back and cut by the Fingerprinter's Python tokenizer.
 
 The cleaning step (`clean_step`) is `esdedup.fingerprint.normalize._clean_nfkc` for the texts it can do
 from the tables `_clean_nfkc` itself reads (made by this interpreter's unicodedata), and hands the others

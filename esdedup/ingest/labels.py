@@ -122,7 +122,7 @@ class BatchCandidates:
         self._late: dict[int, list[int]] = {}
         self._items, self._rule = items, labeller.rule
         # One document a record, however many later records it is a peer of.
-        peer_docs = {j: as_stored(items[j], 0, (0, items[j].id)) for j in set(chain.from_iterable(self._peers))}
+        peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
         superset = [[*f, *e, *(peer_docs[j] for j in peers)]
                     for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
         near = labeller.rule.many([d.fp for d in items], superset, [d.id for d in items], [d.sha1 for d in items])
@@ -189,9 +189,12 @@ class BatchCandidates:
 
     def _paired_late(self, i: int, late: list[int]) -> list[int]:
         """Those of ``late`` that the rule pairs with record ``i``, measured now."""
-        d, items = self._items[i], self._items
-        docs = [as_stored(items[j], 0, (0, items[j].id)) for j in late]
-        return [late[p] for p in self._rule.many([d.fp], [docs], [d.id], [d.sha1])[0]]
+        d = self._items[i]
+        return [late[p] for p in self._rule.many([d.fp], [[self._as_peer(j) for j in late]], [d.id], [d.sha1])[0]]
+
+    def _as_peer(self, j: int) -> StoredDoc:
+        """Record ``j`` as a candidate the rule measures (its fingerprint; its labels are not decided yet)."""
+        return as_stored(self._items[j], 0, (0, self._items[j].id))
 
 
 def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:

@@ -172,7 +172,8 @@ class KeyTables:
             # counts: one row per document comes back, not one per key it shares.
             q = " UNION ALL ".join(f"SELECT * FROM (SELECT id FROM {table} WHERE key = ? LIMIT ?)"
                                    for table, _ in chunk)
-            counted = db.execute(f"SELECT id, COUNT(*) FROM ({q}) GROUP BY id", [x for _, k in chunk for x in (k, scan)])
+            counted = db.execute(f"SELECT id, COUNT(*) FROM ({q}) GROUP BY id",
+                                 [x for _, k in chunk for x in (k, scan)])
             if shared:  # a probe of more keys than one statement takes
                 for doc_id, n in counted:
                     shared[doc_id] = shared.get(doc_id, 0) + n
