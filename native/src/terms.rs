@@ -35,7 +35,7 @@ use crate::{code_units, pool};
 const QUANT: f64 = 1024.0;
 /// A token the core has no code for yet (Python's codes are >= -1: -1 is "no term").
 const UNKNOWN: i64 = -2;
-/// Tokens a text's distinct-token map is sized for at most before it is counted (`TermCore::distinct`). Sized for
+/// Tokens a text's distinct-token map is sized for at most before it is counted (`Counting::add`). Sized for
 /// every token, one 62 MB text (some 20 million tokens) took 1.7 GB.
 const DISTINCT_PRESIZE: usize = 4096;
 
@@ -64,6 +64,64 @@ struct Distinct<'a> {
     first: Vec<usize>,
     counts: Vec<u64>,
     codes: Vec<i64>,
+}
+
+/// A text's distinct tokens counted as its tokens come, a piece at a time, so that a long text's tokens are
+/// never held all at once (a flat list of them takes 24 bytes a token).
+struct Counting<'a> {
+    index: FxHashMap<Key<'a>, usize>,
+    out: Distinct<'a>,
+    /// The index (into the batch's flat token list) of the next token.
+    next: usize,
+}
+
+impl<'a> Counting<'a> {
+    fn new(base: usize) -> Self {
+        Counting {
+            index: FxHashMap::default(),
+            out: Distinct {
+                keys: Vec::new(),
+                first: Vec::new(),
+                counts: Vec::new(),
+                codes: Vec::new(),
+            },
+            next: base,
+        }
+    }
+
+    /// Count the next tokens of the text.
+    fn add(&mut self, tokens: impl ExactSizeIterator<Item = Key<'a>>) {
+        if self.out.keys.is_empty() {
+            // Sized for every token distinct up to `DISTINCT_PRESIZE`: a short text's map never grows as it
+            // is counted, and a long one, whose distinct tokens are far fewer than its tokens, grows as it
+            // needs.
+            let n = tokens.len().min(DISTINCT_PRESIZE);
+            self.index.reserve(n);
+            self.out.keys.reserve(n);
+            self.out.first.reserve(n);
+            self.out.counts.reserve(n);
+        }
+        let out = &mut self.out;
+        for key in tokens {
+            let next = out.keys.len();
+            let at = *self.index.entry(key).or_insert(next);
+            if at == next {
+                out.keys.push(key);
+                out.first.push(self.next);
+                out.counts.push(1);
+            } else {
+                out.counts[at] += 1;
+            }
+            self.next += 1;
+        }
+    }
+
+    /// The distinct tokens with the code `core` has for each (`UNKNOWN` where it has none).
+    fn into_distinct(self, core: &TermCore) -> Distinct<'a> {
+        let mut out = self.out;
+        out.codes = out.keys.iter().map(|k| core.code(k)).collect();
+        out
+    }
 }
 
 /// What the batch computes for one text.
@@ -150,29 +208,9 @@ impl TermCore {
 
     /// A text's distinct tokens; `base`: the index of its first token in the batch's flat token list.
     fn distinct<'a>(&self, tokens: impl ExactSizeIterator<Item = Key<'a>>, base: usize) -> Distinct<'a> {
-        // Sized for every token distinct up to `DISTINCT_PRESIZE`: a short text's map never grows as it is
-        // counted, and a long one, whose distinct tokens are far fewer than its tokens, grows as it needs.
-        let n = tokens.len().min(DISTINCT_PRESIZE);
-        let mut index: FxHashMap<Key<'a>, usize> = FxHashMap::with_capacity_and_hasher(n, Default::default());
-        let mut out = Distinct {
-            keys: Vec::with_capacity(n),
-            first: Vec::with_capacity(n),
-            counts: Vec::with_capacity(n),
-            codes: Vec::new(),
-        };
-        for (i, key) in tokens.enumerate() {
-            let next = out.keys.len();
-            let at = *index.entry(key).or_insert(next);
-            if at == next {
-                out.keys.push(key);
-                out.first.push(base + i);
-                out.counts.push(1);
-            } else {
-                out.counts[at] += 1;
-            }
-        }
-        out.codes = out.keys.iter().map(|k| self.code(k)).collect();
-        out
+        let mut counting = Counting::new(base);
+        counting.add(tokens);
+        counting.into_distinct(self)
     }
 
     fn code(&self, key: &Key<'_>) -> i64 {
@@ -700,12 +738,12 @@ impl TermCore {
                     starts
                         .par_windows(2)
                         .map(|w| {
-                            let mut keys: Vec<Key<'_>> = Vec::new();
+                            let mut counting = Counting::new(0);
                             for piece in &utf8[w[0]..w[1]] {
                                 let tokens = piece.and_then(|p| segmenter.tokens(p))?;
-                                keys.extend(tokens.into_iter().map(|t| (UTF8, t.as_bytes())));
+                                counting.add(tokens.into_iter().map(|t| (UTF8, t.as_bytes())));
                             }
-                            Some(this.distinct(keys.into_iter(), 0))
+                            Some(counting.into_distinct(this))
                         })
                         .collect()
                 })
@@ -756,14 +794,14 @@ impl TermCore {
         let mut given_keys = given_keys.into_iter();
         let mut pieces_cut = cut.into_iter();
         for &i in &left_texts {
-            let mut keys: Vec<Key<'_>> = Vec::new();
+            let mut counting = Counting::new(0);
             for _ in starts[i]..starts[i + 1] {
                 match pieces_cut.next().expect("one entry a piece").1 {
-                    Some(tokens) => keys.extend(tokens.into_iter().map(|t| (UTF8, t.as_bytes()))),
-                    None => keys.extend(given_keys.next().expect("one list a piece left")),
+                    Some(tokens) => counting.add(tokens.into_iter().map(|t| (UTF8, t.as_bytes()))),
+                    None => counting.add(given_keys.next().expect("one list a piece left").into_iter()),
                 }
             }
-            docs[i] = Some(self.distinct(keys.into_iter(), 0));
+            docs[i] = Some(counting.into_distinct(self));
         }
         let docs: Vec<Distinct<'_>> = docs.into_iter().map(|d| d.expect("every text counted")).collect();
         self.finish(

@@ -158,6 +158,26 @@ def test_pieces_left_are_cut_by_cut_left_in_batch_order(core: Any, monkeypatch: 
         fper._native_terms.run_cut(core, texts, None, fper._native_register, lambda pieces: [])
 
 
+def test_a_text_in_pieces_is_counted_across_them_cut_by_the_core_and_by_cut_left(core: Any) -> None:
+    """A text's tokens are counted a piece at a time: a token repeated in a later piece adds to its first
+    count, whether the core cut the piece or cut_left did, and its term keeps its first piece's place."""
+    fper = Fingerprinter(FingerprintConfig())
+    assert fper._native_terms is not None
+    pieces = ["北京欢迎你", "北京\ud800你", "欢迎你们北京", "我们", "中文"]
+    left_cut = ["北京", "\ud800", "你"]
+    parts = fper._native_terms.run_cut(core, pieces, [3, 2], fper._native_register,
+                                       lambda left: [left_cut for _ in left])
+    other = Fingerprinter(FingerprintConfig())
+    assert other._native_terms is not None
+    tokens = [core.cut("北京欢迎你") + left_cut + core.cut("欢迎你们北京"), core.cut("我们") + core.cut("中文")]
+    want = other._native_terms.run(tokens, other._native_register)
+    assert parts[0] == want[0] and parts[4] == want[4]
+    assert all(np.array_equal(a, b) for a, b in zip(parts[1:4], want[1:4], strict=True))
+    assert np.array_equal(parts[5], want[5]) and fper._table.terms == other._table.terms
+    # "北京", once in each of the first text's three pieces, is its first term, with all three counted.
+    rows, weights = parts[1][:parts[3][0]], parts[2][:parts[3][0]]
+    assert fper._table.terms[rows[0]] == "北京" and weights[0] == 3
+
 def _both_paths(texts: list[str], monkeypatch: pytest.MonkeyPatch, **config: Any) -> None:
     cfg = FingerprintConfig(**config)
     with monkeypatch.context() as m:
