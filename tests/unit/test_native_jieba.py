@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import jieba
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,7 +23,7 @@ from esdedup.fingerprint.normalize import normalize
 from esdedup.fingerprint.tokenize import PIECE_CHARS
 from tests.corpus import peoples_daily
 from tests.unit.test_jieba_fast import CHINESE, PALETTE
-from tests.unit.test_native_steps import SETTINGS, TEXTS, assert_same_bits
+from tests.unit.test_native_steps import SETTINGS, TEXTS, assert_same_bits, assert_same_term_parts
 
 #: Mixed scripts in pieces: jieba_fast's palette (Chinese, HMM corner cases, CJK extensions, the ASCII jieba
 #: keeps inside blocks, punctuation, whitespace of several kinds incl. \r\n, other scripts), letter and digit
@@ -149,9 +148,8 @@ def test_pieces_left_are_cut_by_cut_left_in_batch_order(core: Any, monkeypatch: 
     assert other._native_terms is not None
     tokens = [core.cut("北京欢迎你"), list("a\ud800b"), list("中文\udfff"), core.cut("我们")]
     want = other._native_terms.run(tokens, other._native_register)
-    assert parts[0] == want[0] and parts[4] == want[4]
-    assert all(np.array_equal(a, b) for a, b in zip(parts[1:4], want[1:4], strict=True))
-    assert np.array_equal(parts[5], want[5]) and fper._table.terms == other._table.terms
+    assert_same_term_parts(parts, want)
+    assert fper._table.terms == other._table.terms
     with pytest.raises(ValueError, match="no cut_left"):
         fper._native_terms.run_cut(core, texts, None, fper._native_register)
     with pytest.raises(ValueError, match="each of the 2 pieces"):
@@ -171,9 +169,8 @@ def test_a_text_in_pieces_is_counted_across_them_cut_by_the_core_and_by_cut_left
     assert other._native_terms is not None
     tokens = [core.cut("北京欢迎你") + left_cut + core.cut("欢迎你们北京"), core.cut("我们") + core.cut("中文")]
     want = other._native_terms.run(tokens, other._native_register)
-    assert parts[0] == want[0] and parts[4] == want[4]
-    assert all(np.array_equal(a, b) for a, b in zip(parts[1:4], want[1:4], strict=True))
-    assert np.array_equal(parts[5], want[5]) and fper._table.terms == other._table.terms
+    assert_same_term_parts(parts, want)
+    assert fper._table.terms == other._table.terms
     # "北京", once in each of the first text's three pieces, is its first term, with all three counted.
     rows, weights = parts[1][:parts[3][0]], parts[2][:parts[3][0]]
     assert fper._table.terms[rows[0]] == "北京" and weights[0] == 3

@@ -96,6 +96,13 @@ def _pair(name: str, cfg: FingerprintConfig, monkeypatch: pytest.MonkeyPatch) ->
     return _PAIRS[name]
 
 
+def assert_same_term_parts(got: tuple, want: tuple) -> None:
+    """What two runs of the native term step gave (`native.TermParts`): the SimHash values and total counts,
+    and the rows, weights, kept counts and vectors as arrays."""
+    assert got[0] == want[0] and got[4] == want[4]
+    assert all(np.array_equal(a, b) for a, b in zip(got[1:4] + got[5:], want[1:4] + want[5:], strict=True))
+
+
 def assert_same_bits(got: list[fingerprinter.Fingerprint], want: list[fingerprinter.Fingerprint]) -> None:
     """Every field of each fingerprint, the term weights in order and by their float bits, the vector by its
     bytes."""
@@ -228,8 +235,7 @@ def test_the_core_decides_new_tokens_as_python_does(extension: None, switch_on: 
     got = decided._native_terms.run(token_lists, must_not_register)
     want = asked._native_terms.run(token_lists, asked._native_register)
     decided._take_learned()
-    assert got[0] == want[0] and got[4] == want[4]
-    assert all(np.array_equal(a, b) for a, b in zip(got[1:4] + got[5:], want[1:4] + want[5:], strict=True))
+    assert_same_term_parts(got, want)
     assert decided._codes == asked._codes
     assert decided._table.terms == asked._table.terms and decided._table.index == asked._table.index
     assert decided._table.row_data(0) == asked._table.row_data(0)
