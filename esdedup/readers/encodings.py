@@ -460,6 +460,11 @@ class LineCodec:
     def unit(self) -> int:
         return len(self.newline)
 
+    def read_utf8(self, line: bytes) -> None:
+        """``line`` was read as UTF-8 in this codec: a non-ASCII line settles a choice made from pure ASCII."""
+        if self.provisional and not line.isascii():
+            self.provisional = False
+
 
 def line_codec(name: str, sample: bytes) -> LineCodec:
     """The :class:`LineCodec` for an encoding ``name`` found by :func:`detect_line_encoding`."""

@@ -54,6 +54,9 @@ from esdedup.readers.records import (
     id_size_reason,
     json_error,
     json_type,
+    other_fields,
+    plain_object,
+    record_fields,
     strict_json,
 )
 
@@ -170,7 +173,17 @@ def _read_jsonl(found: Found, opts: _Options) -> Iterator[Record | Rejected]:
 def _jsonl_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Options
                 ) -> Record | Rejected | None:
     """One JSONL line as a record or a rejection; None for a blank line or one a resumed run skips
-    (asked before the JSON is parsed)."""
+    (asked before the JSON is parsed, but for a line `_plain_line` reads)."""
+    if line.data is not None and enc.codec == "utf-8":
+        record = _plain_line(line.data, line.offset, lineno, enc, found.source, opts.names)
+        if record is not None:
+            return None if opts.skipped(found.source, line.offset) else record
+    return _decoded_line(line, lineno, enc, found, opts)
+
+
+def _decoded_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Options
+                  ) -> Record | Rejected | None:
+    """`_jsonl_line` the long way: any line of any encoding, decoded, then read by `_json_record`."""
     source, location, limit = found.source, f"line {lineno}", opts.max_record_bytes
     rejected = None
     if line.data is None:
@@ -191,6 +204,23 @@ def _jsonl_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Op
         return rejected
     where = Where(source, location, line.offset, encoding, text[:EXCERPT_CHARS])
     return _json_record(text, where, opts.names)
+
+
+def _plain_line(data: bytes, offset: int, lineno: int, enc: LineCodec, source: str,
+                names: FieldNames) -> Record | None:
+    """The record of most lines of a UTF-8 file: an object that orjson reads from the bytes as they are
+    (`plain_object`) and that makes a record, read without decoding the line nor keeping an excerpt of it.
+    None for any other line, which `_jsonl_line` reads the long way, for its record or the reason it makes
+    none."""
+    obj = plain_object(data)
+    if obj is None:
+        return None
+    reason, record_id, title = record_fields(obj, names)
+    if reason is not None:
+        return None
+    enc.read_utf8(data)
+    return Record(id=record_id, text=obj[names.text], title=title, fields=other_fields(obj, names),
+                  source=source, location=f"line {lineno}", offset=offset, encoding=enc.name)
 
 
 # -- json (one object, or an array of objects) -----------------------------------------------------

@@ -122,6 +122,21 @@ def strict_json(text: str) -> Any:
     return STRICT_JSON.decode(text)
 
 
+def plain_object(data: bytes) -> dict[str, Any] | None:
+    """The JSON object that the UTF-8 bytes ``data`` hold when orjson reads it as `strict_json` would read
+    their text, else None: the caller then decodes the text and reads it with `strict_json`, for its value
+    or its error (a blank line, a byte-order mark, bytes that are not UTF-8, anything orjson refuses, a
+    value holding a float, one that is not an object). orjson refuses lone surrogates, escaped or not, and
+    raw control characters, so an object it reads has neither."""
+    if orjson is None:
+        return None
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if type(value) is dict and not _holds_float(value) else None
+
+
 def _holds_float(value: Any) -> bool:
     """Whether a JSON value is or holds a float, at any depth (without recursion: any depth is fine)."""
     if type(value) is not dict and type(value) is not list:
@@ -243,9 +258,10 @@ def _title(raw: Any, name: str) -> tuple[str | None, str | None]:
     return None, f"title field {name!r} is not a string (got {_type_name(raw)})"
 
 
-def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
-                 escapes: bool = False) -> Record | Rejected:
-    """Apply the field rules shared by JSON objects and CSV rows.
+def record_fields(mapping: dict[str, Any], names: FieldNames, *,
+                  escapes: bool = False) -> tuple[str | None, str | None, str | None]:
+    """The field rules shared by JSON objects and CSV rows: ``(reason, id, title)``, where a reason says
+    why ``mapping`` makes no record (then id and title are None).
 
     ``escapes`` says the JSON text had a \\uD800-\\uDFFF escape, which may have produced an unpaired
     surrogate: such a string cannot be encoded (hashed, stored, sent to Elasticsearch) later, in whichever
@@ -260,9 +276,23 @@ def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
     if reason is None:
         title, reason = _title(mapping.get(names.title), names.title)
     if reason is not None:
-        return where.reject(reason)
+        return reason, None, None
+    return None, record_id, title
+
+
+def other_fields(mapping: dict[str, Any], names: FieldNames) -> dict[str, Any]:
+    """``Record.fields``: every field of ``mapping`` but the id, the text and the title."""
     fields = dict(mapping)
     for key in (names.text, names.id, names.title):
         fields.pop(key, None)
-    return Record(id=record_id, text=mapping[names.text], title=title, fields=fields, source=where.source,
-                  location=where.location, offset=where.offset, encoding=where.encoding)
+    return fields
+
+
+def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
+                 escapes: bool = False) -> Record | Rejected:
+    """The record ``mapping`` makes by `record_fields`, or its rejection."""
+    reason, record_id, title = record_fields(mapping, names, escapes=escapes)
+    if reason is not None:
+        return where.reject(reason)
+    return Record(id=record_id, text=mapping[names.text], title=title, fields=other_fields(mapping, names),
+                  source=where.source, location=where.location, offset=where.offset, encoding=where.encoding)

@@ -8,6 +8,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from esdedup import readers
 from esdedup.errors import ConfigError, DecodeError, InputError
@@ -22,6 +24,7 @@ from esdedup.readers import (
 )
 from esdedup.readers import files as files
 from esdedup.readers import formats as formats
+from esdedup.readers import lines as lines
 
 # Original test sentences (about 40 characters each), plus longer paragraphs.
 SIMPLIFIED_SHORT = "今天上午，市政府召开新闻发布会，介绍了今年城市建设的主要进展和下一步工作安排。"
@@ -848,3 +851,93 @@ def test_csv_malformed_quoting_is_rejected_not_merged(tmp_path):
     assert items[1].reason == "invalid CSV: ',' expected after '\"'"
     assert items[3].reason == "invalid CSV: unexpected end of data"
     assert items[3].excerpt == '1,"unclosed\n2,b\n3,c\n'
+
+
+# Lines that a UTF-8 JSONL file may hold: records that orjson reads as they are, and every kind of line it
+# leaves to the long way (a float, a BOM, surrogates, blanks, bad fields, raw NUL, GBK bytes, broken JSON).
+JSONL_LINES = [
+    '{"id": "a", "text": "今天上午，市政府召开新闻发布会"}'.encode(),
+    b'{"id": 7, "text": "hello", "title": 3, "url": "u"}',
+    b'{"id": "q", "text": "plain ascii", "title": ""}',
+    b'{"text": "x", "title": 1.5}',
+    b'{"text": "x", "n": 1e400}',
+    b'{"text": "x", "big": 123456789012345678901234567890}',
+    b'{"text": "\\ud800"}',
+    b'{"text": "\\ud83d\\ude00", "id": ""}',
+    '\ufeff{"text": "bom"}'.encode(),
+    b"",
+    b"   ",
+    b"[1, 2]",
+    b'{"text": ""}',
+    b'{"text": "  "}',
+    b'{"id": true, "text": "x"}',
+    b'{"id": "' + b"x" * 600 + b'", "text": "long id"}',
+    b'{"text": "x", "title": [1]}',
+    b'{"text": "a\x00b"}',
+    '{"text": "测试"}'.encode("gbk"),
+    b'{"text": "x"',
+    b'{"text": "x", "text": "y"}',
+    b'{"text": "cr"}\r',
+    b'{"text": "x", "v": NaN}',
+    b'{"text": "x", "extra": {"deep": [1, {"a": "b"}]}}',
+    b'{"txt": "no text field"}',
+]
+
+
+#: Pure ASCII lines beyond the encoding's sample: the file's UTF-8 is provisional until a later line settles it.
+ASCII_START = [b'{"id": "f%d", "text": "%s"}' % (i, b"x" * 1000) for i in range(70)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(JSONL_LINES), max_size=12), st.booleans(), st.booleans(),
+       st.sampled_from([60, 2000, 1 << 20]), st.integers(0, 3))
+# A UTF-8 line read the short way settles the file's UTF-8: the GBK line after it is rejected, not re-detected.
+@example(chosen=[JSONL_LINES[0], JSONL_LINES[18]], ascii_start=True, newline_at_end=True, limit=1 << 20, skip_mod=0)
+def test_a_jsonl_file_reads_the_same_with_and_without_reading_plain_lines_from_their_bytes(
+        tmp_path_factory, chosen, ascii_start, newline_at_end, limit, skip_mod):
+    """Every record, rejection and resume question is the same when no line is read the short way."""
+    path = tmp_path_factory.mktemp("plain") / "a.jsonl"
+    path.write_bytes(b"\n".join((ASCII_START if ascii_start else []) + chosen) + (b"\n" if newline_at_end else b""))
+
+    def read() -> tuple[list[tuple[object, int | None]], list[int]]:
+        asked: list[int] = []
+
+        def skip(source: str, offset: int) -> bool:
+            asked.append(offset)
+            return bool(skip_mod) and offset % skip_mod == 1
+
+        items = [(i, i.offset) for i in read_records([path], format="jsonl", max_record_bytes=limit, skip=skip)]
+        return items, asked
+
+    short = read()
+    plain_line = formats._plain_line
+    formats._plain_line = lambda *args: None
+    try:
+        long = read()
+    finally:
+        formats._plain_line = plain_line
+    assert short == long
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"a", b"\xe4\xbd\xa0", b'"', b"x" * 9]), max_size=40),
+       st.integers(1, 12), st.integers(1, 7))
+def test_single_byte_lines_are_split_as_the_aligned_search_splits_them(data, limit, chunk):
+    """The short search of single-byte lines finds each line, its offset, its end and its head as the search
+    that any code unit takes does, across reads of any size and lines over the limit."""
+    import io
+
+    def split() -> list[tuple[int, int, bytes | None, bytes, bool, int]]:
+        return [(x.offset, x.length, x.data, x.head, x.terminated, x.quotes)
+                for x in lines.split_lines(io.BytesIO(b"".join(data)), 0, b"\n", limit)]
+
+    chunk_bytes, byte_lines = lines._CHUNK_BYTES, lines._Splitter._byte_lines
+    lines._CHUNK_BYTES = chunk
+    try:
+        short = split()
+        lines._Splitter._byte_lines = lines._Splitter._aligned_lines
+        aligned = split()
+    finally:
+        lines._CHUNK_BYTES, lines._Splitter._byte_lines = chunk_bytes, byte_lines
+    assert short == aligned
+    assert sum(x[1] for x in short) + sum(x[4] for x in short) == len(b"".join(data))
