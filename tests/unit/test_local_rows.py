@@ -7,6 +7,7 @@ import datetime
 import json
 import sqlite3
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.readers.records import STRICT_JSON, strict_json
 from esdedup.schema import content_sha1, json_bytes
 from esdedup.store.base import NewDoc
-from esdedup.store.local import LocalStore, texts
+from esdedup.store.local import LocalStore, sqlite, texts
 from esdedup.store.local.rows import (
     KEY_COLUMNS,
     doc_rows,
@@ -383,3 +384,41 @@ def test_the_lsh_key_table_holds_each_document_under_the_keys_of_its_fingerprint
     assert want and len({d.id for d in docs if d.fingerprint.lsh}) >= 3
     assert s._keys.keys_of(rows, "lsh") == want
     assert s._keys.keys_of(rows[:1], "lsh") == [(k, docs[0].id) for k in docs[0].fingerprint.lsh]
+
+
+def _file_pages(path) -> int:
+    """Pages of the database file itself, without its write-ahead log (read from the file's header)."""
+    with open(path, "rb") as f:
+        header = f.read(32)
+    return int.from_bytes(header[28:32], "big")
+
+
+def test_a_thread_copies_each_write_from_the_log_into_the_file_and_stops_with_the_store(tmp_path):
+    """The connection that writes copies its log into the file only past `WAL_PAGES`: the file grows while the
+    store is open only because the checkpoint thread copied the write there. Closing the store stops it."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    fp = Fingerprinter(config).fingerprint_many([TEXTS[0]])[0]
+    s = LocalStore("logged", tmp_path)
+    s.open(config)
+    before = _file_pages(s.path)
+    others = set(threading.enumerate())
+    docs = [NewDoc(f"d{k}", fp, {"text": TEXTS[0] * 20}, content_sha1(f"{k}"), f"d{k}", None, seq=k + 1)
+            for k in range(3000)]
+    assert all(r.ok for r in s.write(docs))
+    assert sqlite.WAL_PAGES > 1000  # the 3,000 documents' pages stay in the log unless the thread copies them
+    deadline = time.monotonic() + 30
+    while _file_pages(s.path) <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _file_pages(s.path) > before + 100
+    ours = [t for t in set(threading.enumerate()) - others if t.name == "esdedup-checkpoint"]
+    assert len(ours) == 1
+    s.close()
+    assert not ours[0].is_alive()
+
+
+def test_a_checkpoint_thread_that_cannot_open_the_file_says_so_and_ends(tmp_path, caplog):
+    thread = sqlite._Checkpointer(tmp_path)  # a folder: SQLite cannot open it
+    with caplog.at_level("WARNING", logger="esdedup.store.local.sqlite"):
+        thread.ask()
+        thread.stop()
+    assert "is copied into the file by the commits from now on" in caplog.text

@@ -23,6 +23,11 @@ labelling and write happen as one step for every writer (and labels need no sett
 store that cannot be written (a read-only file or folder) is still read: keys of documents not yet
 indexed are then indexed in temporary tables of the connection only.
 
+The file runs in SQLite's write-ahead-log mode. A batch's commit only appends its pages to the log; a thread
+of the store's own copies them into the file after each batch (a checkpoint, which waits for no reader nor
+writer), so the thread that labels the next batch does not wait for that copy. The committing connection copies
+the log itself only when it reaches `sqlite.WAL_PAGES` pages.
+
 The modules: `sqlite` (the schema, the connection, SQLite's errors), `rows` (a document as a ``docs`` row),
 `keys` (the key tables: lazy indexing, lookups, shared and crowded keys), `labels` (cluster labels) and
 `store` (`LocalStore`, the `esdedup.store.base.Store` protocol over them).

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +29,12 @@ ADDED_COLUMNS = {"wseq": "INTEGER NOT NULL DEFAULT 0", "cluster_seq": "INTEGER N
 BUSY_SECONDS = 120.0
 #: Host parameters per statement (SQLite's default limit is 32766).
 MAX_PARAMS = 30000
+#: Pages the write-ahead log holds before the connection that commits copies them into the file itself
+#: (SQLite's default is 1,000): `Database.checkpoint_soon` has a thread copy them long before, so a commit
+#: seldom waits for it; this bounds the log when that thread lags (64 MiB of 4 KiB pages).
+WAL_PAGES = 16384
+
+log = logging.getLogger(__name__)
 
 
 def default_data_dir() -> Path:
@@ -81,6 +89,7 @@ class Database:
         self.read_only = False
         self.doc_columns = DOC_COLUMNS
         self._db: sqlite3.Connection | None = None
+        self._checkpointer: _Checkpointer | None = None
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -105,7 +114,17 @@ class Database:
                 self._db = self._open()
         return self._db
 
+    def checkpoint_soon(self) -> None:
+        """Have what was just committed copied from the write-ahead log into the file by a thread of its own
+        (`_Checkpointer`), not by the next commits."""
+        if self._checkpointer is None:
+            self._checkpointer = _Checkpointer(self.path)
+        self._checkpointer.ask()
+
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -133,6 +152,7 @@ class Database:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
         db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
         # Band keys are random, so every insert walks the band index from its root: a page cache large enough
         # for the index's upper levels keeps them in memory instead of reading them again (SQLite's default
         # is 2 MB; negative = KiB).
@@ -164,3 +184,44 @@ class Database:
             self.read_only = True
             for col in missing:
                 self.doc_columns = self.doc_columns.replace(col, f"0 AS {col}")
+
+
+class _Checkpointer:
+    """A thread that copies the write-ahead log into the file (``PRAGMA wal_checkpoint(PASSIVE)``, which waits
+    for no reader nor writer) over a connection of its own each time it is asked: the connection that writes
+    then only appends its commits to the log, and this copies them meanwhile (SQLite lets go of the GIL as it
+    does). A failure is logged and ends its work: the committing connection copies the log itself at
+    `WAL_PAGES`, and when it closes."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._asked = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="esdedup-checkpoint", daemon=True)
+        self._thread.start()
+
+    def ask(self) -> None:
+        self._asked.set()
+
+    def stop(self) -> None:
+        """Stop after the copy under way, and wait for it."""
+        self._stopping = True
+        self._asked.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        db = None
+        try:
+            db = sqlite3.connect(self._path, timeout=BUSY_SECONDS, check_same_thread=False)
+            while True:
+                self._asked.wait()
+                self._asked.clear()
+                if self._stopping:
+                    return
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            log.warning("the write-ahead log of %s is copied into the file by the commits from now on (%s)",
+                        self._path, exc)
+        finally:
+            if db is not None:
+                db.close()

@@ -195,6 +195,7 @@ class LocalStore:
         with db:
             self._keys.delete(db, old_keys)
             db.executemany(INSERT_DOC, doc_rows(batch, config.bits, config.stores_vector))
+        self._database.checkpoint_soon()
         return [WriteResult(d.id, True, created=d.id not in existing) for d in batch]
 
     @_sql_errors
