@@ -212,7 +212,7 @@ class _Checkpointer:
     def _run(self) -> None:
         db = None
         try:
-            db = sqlite3.connect(self._path, timeout=BUSY_SECONDS, check_same_thread=False)
+            db = sqlite3.connect(self._path, timeout=BUSY_SECONDS)
             while True:
                 self._asked.wait()
                 self._asked.clear()
