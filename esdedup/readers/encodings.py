@@ -460,8 +460,9 @@ class LineCodec:
     def unit(self) -> int:
         return len(self.newline)
 
-    def read_utf8(self, line: bytes) -> None:
-        """``line`` was read as UTF-8 in this codec: a non-ASCII line settles a choice made from pure ASCII."""
+    def read_line(self, line: bytes) -> None:
+        """``line`` was read in this codec (decoded, or read as UTF-8 by orjson): a non-ASCII line settles a
+        choice made from pure ASCII."""
         if self.provisional and not line.isascii():
             self.provisional = False
 

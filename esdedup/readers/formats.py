@@ -54,9 +54,7 @@ from esdedup.readers.records import (
     id_size_reason,
     json_error,
     json_type,
-    other_fields,
     plain_object,
-    record_fields,
     strict_json,
 )
 
@@ -209,18 +207,18 @@ def _decoded_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _
 def _plain_line(data: bytes, offset: int, lineno: int, enc: LineCodec, source: str,
                 names: FieldNames) -> Record | None:
     """The record of most lines of a UTF-8 file: an object that orjson reads from the bytes as they are
-    (`plain_object`) and that makes a record, read without decoding the line nor keeping an excerpt of it.
+    (`plain_object`) and that makes a record (`build_record`), read without decoding the line.
     None for any other line, which `_jsonl_line` reads the long way, for its record or the reason it makes
     none."""
     obj = plain_object(data)
     if obj is None:
         return None
-    reason, record_id, title = record_fields(obj, names)
-    if reason is not None:
+    # No excerpt: a line that makes no record is read again the long way, which keeps one for its rejection.
+    record = build_record(obj, names, Where(source, f"line {lineno}", offset, enc.name, ""))
+    if isinstance(record, Rejected):
         return None
-    enc.read_utf8(data)
-    return Record(id=record_id, text=obj[names.text], title=title, fields=other_fields(obj, names),
-                  source=source, location=f"line {lineno}", offset=offset, encoding=enc.name)
+    enc.read_line(data)
+    return record
 
 
 # -- json (one object, or an array of objects) -----------------------------------------------------

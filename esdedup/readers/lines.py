@@ -197,7 +197,7 @@ def decode_line(data: bytes, enc: LineCodec, path: Path, offset: int) -> tuple[s
         logger.debug("%s: pure ASCII up to byte %d, continuing as %s", path, offset, name)
         enc.name = enc.codec = name
         return decode_line(data, enc, path, offset)
-    enc.read_utf8(data)
+    enc.read_line(data)
     return _strip_bom(text), enc.name
 
 

@@ -111,15 +111,8 @@ def strict_json(text: str) -> Any:
     alike; what it refuses (NaN and Infinity, numbers that overflow, lone surrogate escapes, control
     characters, deep nesting, any syntax error) is read again by `STRICT_JSON`, for its value or its error,
     and so is a value holding a float (orjson reads an integer beyond 64 bits as one)."""
-    if orjson is not None:
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if not _holds_float(value):
-                return value
-    return STRICT_JSON.decode(text)
+    value = _orjson_value(text)
+    return STRICT_JSON.decode(text) if value is _NOT_READ else value
 
 
 def plain_object(data: bytes) -> dict[str, Any] | None:
@@ -128,13 +121,23 @@ def plain_object(data: bytes) -> dict[str, Any] | None:
     or its error (a blank line, a byte-order mark, bytes that are not UTF-8, anything orjson refuses, a
     value holding a float, one that is not an object). orjson refuses lone surrogates, escaped or not, and
     raw control characters, so an object it reads has neither."""
+    value = _orjson_value(data)
+    return value if type(value) is dict else None
+
+
+#: What `_orjson_value` gives for a text it leaves to `STRICT_JSON`.
+_NOT_READ = object()
+
+
+def _orjson_value(text: str | bytes) -> Any:
+    """orjson's value of ``text`` where it is `STRICT_JSON`'s too (see `strict_json`), else `_NOT_READ`."""
     if orjson is None:
-        return None
+        return _NOT_READ
     try:
-        value = orjson.loads(data)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return None
-    return value if type(value) is dict and not _holds_float(value) else None
+        return _NOT_READ
+    return _NOT_READ if _holds_float(value) else value
 
 
 def _holds_float(value: Any) -> bool:
@@ -258,10 +261,9 @@ def _title(raw: Any, name: str) -> tuple[str | None, str | None]:
     return None, f"title field {name!r} is not a string (got {_type_name(raw)})"
 
 
-def record_fields(mapping: dict[str, Any], names: FieldNames, *,
-                  escapes: bool = False) -> tuple[str | None, str | None, str | None]:
-    """The field rules shared by JSON objects and CSV rows: ``(reason, id, title)``, where a reason says
-    why ``mapping`` makes no record (then id and title are None).
+def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
+                 escapes: bool = False) -> Record | Rejected:
+    """Apply the field rules shared by JSON objects and CSV rows.
 
     ``escapes`` says the JSON text had a \\uD800-\\uDFFF escape, which may have produced an unpaired
     surrogate: such a string cannot be encoded (hashed, stored, sent to Elasticsearch) later, in whichever
@@ -276,23 +278,9 @@ def record_fields(mapping: dict[str, Any], names: FieldNames, *,
     if reason is None:
         title, reason = _title(mapping.get(names.title), names.title)
     if reason is not None:
-        return reason, None, None
-    return None, record_id, title
-
-
-def other_fields(mapping: dict[str, Any], names: FieldNames) -> dict[str, Any]:
-    """``Record.fields``: every field of ``mapping`` but the id, the text and the title."""
+        return where.reject(reason)
     fields = dict(mapping)
     for key in (names.text, names.id, names.title):
         fields.pop(key, None)
-    return fields
-
-
-def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
-                 escapes: bool = False) -> Record | Rejected:
-    """The record ``mapping`` makes by `record_fields`, or its rejection."""
-    reason, record_id, title = record_fields(mapping, names, escapes=escapes)
-    if reason is not None:
-        return where.reject(reason)
-    return Record(id=record_id, text=mapping[names.text], title=title, fields=other_fields(mapping, names),
-                  source=where.source, location=where.location, offset=where.offset, encoding=where.encoding)
+    return Record(id=record_id, text=mapping[names.text], title=title, fields=fields, source=where.source,
+                  location=where.location, offset=where.offset, encoding=where.encoding)

@@ -175,6 +175,7 @@ def test_a_text_in_pieces_is_counted_across_them_cut_by_the_core_and_by_cut_left
     rows, weights = parts[1][:parts[3][0]], parts[2][:parts[3][0]]
     assert fper._table.terms[rows[0]] == "北京" and weights[0] == 3
 
+
 def _both_paths(texts: list[str], monkeypatch: pytest.MonkeyPatch, **config: Any) -> None:
     cfg = FingerprintConfig(**config)
     with monkeypatch.context() as m:

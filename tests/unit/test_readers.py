@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import tracemalloc
@@ -925,8 +926,6 @@ def test_a_jsonl_file_reads_the_same_with_and_without_reading_plain_lines_from_t
 def test_single_byte_lines_are_split_as_the_aligned_search_splits_them(data, limit, chunk):
     """The short search of single-byte lines finds each line, its offset, its end and its head as the search
     that any code unit takes does, across reads of any size and lines over the limit."""
-    import io
-
     def split() -> list[tuple[int, int, bytes | None, bytes, bool, int]]:
         return [(x.offset, x.length, x.data, x.head, x.terminated, x.quotes)
                 for x in lines.split_lines(io.BytesIO(b"".join(data)), 0, b"\n", limit)]
