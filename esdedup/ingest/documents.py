@@ -28,7 +28,11 @@ class FingerprintedRecord:
     """A record with its fingerprint, as it comes back from a worker (compact: no exact TF table)."""
 
     record: Record
-    fp: Fingerprint
+    #: None when the run reads none (`esdedup.ingest.driver.IngestRun.reads_fingerprints`): its workers
+    #: sent back the SimHash and the encoded ``dedup`` fields only.
+    fingerprint: Fingerprint | None
+    #: The text's SimHash (`same_text` reads it where a stored document has no content SHA-1).
+    simhash: int
     sha1: str
     id: str
     #: The ``dedup`` fields encoded by the worker (`NewDoc.dedup_json`), when the store takes them.
@@ -36,6 +40,14 @@ class FingerprintedRecord:
     #: The `esdedup.ingest.runindex.key_hashes` of its `esdedup.ingest.runindex.held_keys` (uint64), when the
     #: worker made them.
     held_hashes: np.ndarray | None = None
+
+    @property
+    def fp(self) -> Fingerprint:
+        """The fingerprint, for the steps that read it (labelling in every mode but ``index``, settling)."""
+        if self.fingerprint is None:
+            raise ValueError(f"record {self.id!r} came from the workers without its fingerprint: the run said it "
+                             "would read none")
+        return self.fingerprint
 
 
 @dataclass  # not frozen: see esdedup.store.base.StoredDoc
@@ -96,7 +108,7 @@ def source_fields(rec: Record) -> dict[str, Any]:
 
 def new_doc(d: FingerprintedRecord, seq: int, root: Root, *, duplicate_of: str | None) -> NewDoc:
     """The document to write for ``d``, in cluster ``root``."""
-    return NewDoc(d.id, d.fp, source_fields(d.record), d.sha1, root[1], duplicate_of, seq=seq,
+    return NewDoc(d.id, d.fingerprint, source_fields(d.record), d.sha1, root[1], duplicate_of, seq=seq,
                   cluster_seq=root[0], dedup_json=d.dedup_json)
 
 
@@ -118,7 +130,7 @@ def same_text(stored: StoredDoc, d: FingerprintedRecord) -> bool:
     """The stored document under ``d``'s id has ``d``'s text (its SimHash, where the store kept no SHA-1)."""
     if stored.content_sha1 is not None:
         return stored.content_sha1 == d.sha1
-    return stored.simhash == d.fp.simhash
+    return stored.simhash == d.simhash
 
 
 def batches(items: Iterable[Record | Rejected], size: int,

@@ -55,6 +55,13 @@ class IngestRun:
     def summary(self) -> IngestSummary:
         return self.ledger.summary
 
+    @property
+    def reads_fingerprints(self) -> bool:
+        """Whether the run reads its records' fingerprints: to label them (every mode but ``index``), or to
+        write them to a store that encodes the ``dedup`` fields itself. Otherwise each record's SimHash and
+        encoded fields are all it reads (`FingerprintedRecord.fingerprint` is None)."""
+        return self.labeller.holds_run_keys or not self.sharing.takes_json
+
     # -- the driver ---------------------------------------------------------------------------------
     def process(self, batch: Batch, results: Fingerprinted) -> list[FingerprintedRecord]:
         """Take one batch through every step; returns the records written (and still stored)."""
@@ -136,20 +143,21 @@ class IngestRun:
         """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
         items: list[FingerprintedRecord] = []
         summary = self.summary
-        it = zip(results.fingerprints(), results.sha1s, results.dedup_json or repeat(None), results.held_hashes(),
+        fps = results.fingerprints() if results.has_fingerprints else repeat(None)
+        it = zip(fps, results.simhashes, results.sha1s, results.dedup_json or repeat(None), results.held_hashes(),
                  strict=False)
         for rec in batch:
             summary.read += 1
             if isinstance(rec, Rejected):
                 self.ledger.fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
                 continue
-            fp, sha1, dedup_json, held = next(it)
+            fp, simhash, sha1, dedup_json, held = next(it)
             clash = field_clash(rec)
             if clash is not None:
                 self.ledger.fail(rec, "rejected", clash, doc_id=rec.id)
                 continue
             summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
-            items.append(FingerprintedRecord(rec, fp, sha1, doc_id(rec, sha1), dedup_json, held))
+            items.append(FingerprintedRecord(rec, fp, simhash, sha1, doc_id(rec, sha1), dedup_json, held))
         return items
 
     def _roll_window_if_full(self, batch: Batch, results: Fingerprinted) -> None:

@@ -88,7 +88,7 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
     started = time.monotonic()
     store, opts, summary = run.store, run.opts, run.summary
     workers = Workers(run.config, opts.workers or (os.cpu_count() or 1), encode=run.sharing.takes_json,
-                      held=run.labeller.holds_run_keys)
+                      held=run.labeller.holds_run_keys, fingerprints=run.reads_fingerprints)
     retried_before = store.retried
     stop = Stop()
     try:

@@ -61,22 +61,23 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _fingerprint_batch(texts: list[str], encode: bool, held: bool) -> Fingerprinted:
+def _fingerprint_batch(texts: list[str], encode: bool, held: bool, fingerprints: bool) -> Fingerprinted:
     assert _WORKER is not None
-    return fingerprint_with(_WORKER, texts, encode=encode, held=held)
+    return fingerprint_with(_WORKER, texts, encode=encode, held=held, fingerprints=fingerprints)
 
 
-def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False,
-                     held: bool = False) -> Fingerprinted:
+def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = False, held: bool = False,
+                     fingerprints: bool = True) -> Fingerprinted:
     """What a worker does with one task, also done in the calling thread (`esdedup.ingest.service.Ingester`): each
     text normalised once, for its fingerprint and its content SHA-1; ``encode``: the ``dedup`` JSON too, made
     from the Fingerprinter's columns (`esdedup.schema.dedup_members_many`) with no fingerprint object;
-    ``held``: the hashes of the keys the run's memory holds each text under (`held_key_hashes`)."""
+    ``held``: the hashes of the keys the run's memory holds each text under (`held_key_hashes`);
+    ``fingerprints`` false: the fingerprints are not kept (nor sent), only each text's SimHash."""
     norms = fper.normalize_many(texts)
     columns = fper.fingerprint_columns(norms)
     sha1s = [content_sha1(norm) for norm in norms]
     return Fingerprinted(columns, sha1s, dedup_members_many(columns, fper.config, sha1s) if encode else None,
-                         held_key_hashes(columns, sha1s) if held else None)
+                         held_key_hashes(columns, sha1s) if held else None, fingerprints=fingerprints)
 
 
 def held_key_hashes(columns: list[FingerprintColumns], sha1s: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -91,21 +92,25 @@ def held_key_hashes(columns: list[FingerprintColumns], sha1s: list[str]) -> tupl
 
 
 class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
-    """A batch of fingerprints with the content SHA-1 of each text, as a worker process sends it back: the
-    fingerprints travel as a few columns (one array of vectors, one of signatures, flat key lists) instead
-    of one pickled object with arrays and lists per document, and without the exact TF tables (not stored,
-    and dearer to pickle than to compute). ``dedup_json``: each document's ``dedup`` fields encoded as JSON
-    (`NewDoc.dedup_json`), made in the worker processes rather than in the process that writes. The
-    fingerprint objects are made when the run first reads them."""
+    """A batch of fingerprints with the content SHA-1 and the SimHash of each text, as a worker process sends
+    it back: the fingerprints travel as a few columns (one array of vectors, one of signatures, flat key
+    lists) instead of one pickled object with arrays and lists per document, and without the exact TF tables
+    (not stored, and dearer to pickle than to compute). ``dedup_json``: each document's ``dedup`` fields
+    encoded as JSON (`NewDoc.dedup_json`), made in the worker processes rather than in the process that
+    writes. The fingerprint objects are made when the run first reads them; ``fingerprints`` false: there
+    are none, for a run that writes the encoded fields and reads no more of a fingerprint than its SimHash
+    (``index`` mode on Elasticsearch), which spares both processes most of what a batch pickles."""
 
     def __init__(self, columns: list[FingerprintColumns], sha1s: list[str], dedup_json: list[bytes] | None = None,
-                 held: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                 held: tuple[np.ndarray, np.ndarray] | None = None, *, fingerprints: bool = True) -> None:
         self.sha1s = sha1s
+        self.simhashes: list[int] = list(chain.from_iterable(c.simhashes for c in columns))
         self.dedup_json = dedup_json
         #: `held_key_hashes`, when asked for.
         self.held = held
+        self.has_fingerprints = fingerprints
         #: The Fingerprinter's columns in the process that made them; after pickling, what they were packed to.
-        self._columns: list[FingerprintColumns] | None = columns
+        self._columns: list[FingerprintColumns] | None = columns if fingerprints else None
         self._packed: tuple[Any, ...] = ()
         self._fps: list[Fingerprint] | None = None
 
@@ -116,11 +121,18 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
         return self.fingerprints()[i], self.sha1s[i]
 
     def fingerprints(self) -> list[Fingerprint]:
+        """The fingerprints, in text order.
+
+        Raises:
+            ValueError: the batch was made without them (``fingerprints`` false).
+        """
+        if not self.has_fingerprints:
+            raise ValueError("this batch was fingerprinted for a run that reads no fingerprints: it has none")
         if self._fps is None:
             if self._columns is not None:
                 self._fps = list(chain.from_iterable(c.fingerprints() for c in self._columns))
             else:
-                self._fps = _unpack_fingerprints(self._packed)
+                self._fps = _unpack_fingerprints(self.simhashes, self._packed)
         return self._fps
 
     def held_hashes(self) -> Iterator[np.ndarray | None]:
@@ -132,28 +144,29 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
 
     def __getstate__(self) -> dict[str, Any]:
         packed = self._packed if self._columns is None else _pack_columns(self._columns)
-        return {"sha1s": self.sha1s, "dedup_json": self.dedup_json, "held": self.held, "_columns": None,
-                "_packed": packed, "_fps": None}
+        return {"sha1s": self.sha1s, "simhashes": self.simhashes, "dedup_json": self.dedup_json, "held": self.held,
+                "has_fingerprints": self.has_fingerprints, "_columns": None, "_packed": packed, "_fps": None}
 
 
 def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
     """The fingerprints of some batches of columns as the columns a batch travels as (`_unpack_fingerprints`
     reads them): per-document scalars in lists, the vectors ((n, dims), None for no document) and the
-    signatures stacked in arrays, band and LSH keys in flat lists with a count per document."""
+    signatures stacked in arrays, band and LSH keys in flat lists with a count per document. The SimHash
+    values travel beside them (`Fingerprinted.simhashes`)."""
     def flat(name: str) -> list[Any]:
         return list(chain.from_iterable(getattr(b, name) for b in batches))
 
     n = sum(map(len, batches))
     minhashes, bands, lsh = flat("minhash"), flat("bands"), flat("lsh")
     sigs = [s for s in minhashes if s is not None]
-    return (flat("simhashes"), flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
+    return (flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
             batches[0].bits if n else 64, np.concatenate([b.vectors for b in batches]) if n else None,
             np.stack(sigs) if sigs else None, [s is not None for s in minhashes], list(map(len, bands)),
             list(chain.from_iterable(bands)), list(map(len, lsh)), list(chain.from_iterable(lsh)))
 
 
-def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
-    simhashes, lengths, chars, shingles, empties, bits, vectors, sigs, signed, n_bands, bands, n_lsh, lsh = columns
+def _unpack_fingerprints(simhashes: list[int], columns: tuple[Any, ...]) -> list[Fingerprint]:
+    lengths, chars, shingles, empties, bits, vectors, sigs, signed, n_bands, bands, n_lsh, lsh = columns
     out: list[Fingerprint] = []
     sig_rows = iter(sigs if sigs is not None else ())
     vector_rows = iter(vectors if vectors is not None else ())
@@ -169,12 +182,15 @@ def _unpack_fingerprints(columns: tuple[Any, ...]) -> list[Fingerprint]:
 
 class Workers:
     """Fingerprinting in worker processes (or in this process with one worker), batches kept in input
-    order with at most ``workers + 1`` of them in flight."""
+    order with at most ``workers + 1`` of them in flight. ``encode``, ``held`` and ``fingerprints``: what
+    each batch comes back with, as `fingerprint_with` takes them."""
 
-    def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False, held: bool = False) -> None:
+    def __init__(self, config: FingerprintConfig, workers: int, *, encode: bool = False, held: bool = False,
+                 fingerprints: bool = True) -> None:
         self.workers = workers
         self._encode = encode
         self._held = held
+        self._fingerprints = fingerprints
         self._pool: ProcessPoolExecutor | None = None
         if workers > 1:
             context = multiprocessing.get_context()
@@ -191,8 +207,9 @@ class Workers:
     def _submit(self, batch: Batch) -> Future | Fingerprinted:
         texts = [r.text for r in batch if isinstance(r, Record)]
         if self._pool is not None:
-            return self._pool.submit(_fingerprint_batch, texts, self._encode, self._held)
-        return fingerprint_with(self._local, texts, encode=self._encode, held=self._held)  # type: ignore[arg-type]
+            return self._pool.submit(_fingerprint_batch, texts, self._encode, self._held, self._fingerprints)
+        return fingerprint_with(self._local, texts, encode=self._encode, held=self._held,  # type: ignore[arg-type]
+                                fingerprints=self._fingerprints)
 
     def in_order(self, batches: Iterator[Batch], stop: Stop) -> Iterator[tuple[Batch, Fingerprinted]]:
         """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""

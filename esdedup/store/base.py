@@ -73,7 +73,9 @@ class NewDoc:
     """A document to write: its id, fingerprint, article fields, dedup labels and write order."""
 
     id: str
-    fingerprint: Fingerprint
+    #: None when ``dedup_json`` holds its fields: a store that takes them (`Store.takes_dedup_json`) needs
+    #: nothing else of the fingerprint, and ingest's workers then send none (`esdedup.ingest.workers`).
+    fingerprint: Fingerprint | None
     source: dict[str, Any]
     content_sha1: str
     cluster_id: str | None = None
@@ -84,6 +86,22 @@ class NewDoc:
     #: braces, when they were encoded in advance (ingest does it in its worker processes): a store that
     #: sends JSON uses them instead of encoding ``fingerprint`` again.
     dedup_json: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if self.fingerprint is None and self.dedup_json is None:
+            raise ValueError(f"document {self.id!r} has neither a fingerprint nor its dedup fields encoded")
+
+    @property
+    def fp(self) -> Fingerprint:
+        """The fingerprint, for a store that encodes the ``dedup`` fields itself.
+
+        Raises:
+            ValueError: the document carries its fields encoded only, which such a store cannot read.
+        """
+        if self.fingerprint is None:
+            raise ValueError(f"document {self.id!r} carries its dedup fields encoded only, without the fingerprint "
+                             "this store encodes them from")
+        return self.fingerprint
 
 
 @dataclass  # not frozen: see StoredDoc

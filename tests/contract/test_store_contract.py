@@ -18,13 +18,14 @@ from esdedup.errors import ConfigError, ConfigMismatchError, EsdedupError, Index
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.ingest import IngestOptions, ingest
+from esdedup.ingest import run as ingest_module
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import probe_for, similar, similar_knn
 from esdedup.match.pairs import find_pairs
 from esdedup.match.rule import is_duplicate
 from esdedup.match.rule import minhash_estimates as short_scores
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
-from esdedup.schema import META_KEY, content_sha1, meta_for
+from esdedup.schema import META_KEY, content_sha1, dedup_members, meta_for
 from esdedup.store.base import NewDoc, Store, shared_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
@@ -307,6 +308,68 @@ def test_ingest_labels_and_is_idempotent(new_store, tmp_path, corpus):
     assert second.duplicates == first.duplicates
     store.refresh()
     assert store.count() == 200
+
+
+def test_a_document_with_its_dedup_fields_encoded_only_is_written_where_the_store_takes_them(new_store, corpus):
+    """A store that takes encoded ``dedup`` fields (`Store.takes_dedup_json`) writes a document that has no
+    fingerprint beside them; one that encodes the fields itself refuses it, naming why, and writes nothing."""
+    docs, _, fps = corpus
+    store = new_store()
+    store.open(CONFIG)
+    sha1 = content_sha1(docs[0]["text"])
+    bare = NewDoc(docs[0]["id"], None, {"text": docs[0]["text"]}, sha1, dedup_json=dedup_members(fps[0], CONFIG, sha1))
+    with pytest.raises(ValueError, match="neither a fingerprint nor"):
+        NewDoc("x", None, {"text": "x"}, sha1)
+    if not store.takes_dedup_json:
+        with pytest.raises(ValueError, match="encoded only"):
+            list(store.write([bare]))
+        assert store.count() == 0
+        return
+    assert [r.ok for r in store.write([bare])] == [True]
+    store.refresh()
+    got = store.get([docs[0]["id"]])[docs[0]["id"]]
+    assert (got.simhash, got.shingles, got.content_sha1) == (fps[0].simhash, fps[0].shingles, sha1)
+    assert np.array_equal(got.minhash, fps[0].minhash)
+
+
+def test_an_index_mode_ingest_reads_fingerprints_only_where_the_store_encodes_them(
+        new_store, tmp_path, corpus, monkeypatch):
+    """``index`` mode labels nothing: on a store that takes encoded ``dedup`` fields the workers send back
+    each record's SimHash and encoded fields, no fingerprint. The documents are those a Fingerprinter gives,
+    and a later run still tells an unchanged record from a new text under a stored id."""
+    asked: list[bool] = []
+
+    class Workers(ingest_module.Workers):
+        def __init__(self, *args, **kwargs) -> None:
+            asked.append(kwargs["fingerprints"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "Workers", Workers)
+    docs, _, fps = corpus
+    docs, fps = docs[:120], fps[:120]
+
+    def jsonl(name, rows):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+        return path
+
+    store = new_store()
+    opts = IngestOptions(workers=2, on_duplicate="index", dead_letter=tmp_path / "dl.jsonl")
+    first = ingest([jsonl("one.jsonl", docs)], store, CONFIG, opts)
+    assert first.ok and first.balanced and first.indexed == 120
+    assert asked == [not store.takes_dedup_json]
+    store.refresh()
+    got = store.get([d["id"] for d in docs])
+    fper = Fingerprinter(CONFIG)
+    for d, fp in zip(docs, fps, strict=True):
+        g = got[d["id"]]
+        assert (g.simhash, g.shingles, g.empty, g.cluster_id) == (fp.simhash, fp.shingles, fp.empty, d["id"])
+        assert g.content_sha1 == content_sha1(fper.normalize(d["text"])) and np.array_equal(g.minhash, fp.minhash)
+    found = store.lookup([probe_for(fp, CONFIG) for fp in fps[:10]])  # the band keys were written too
+    assert all(d["id"] in {c.id for c in cands} for d, cands in zip(docs, found, strict=False))
+    changed = {"id": docs[3]["id"], "text": docs[3]["text"] + "（转载）"}
+    second = ingest([jsonl("two.jsonl", [*docs[:3], changed])], store, CONFIG, opts)
+    assert second.ok and (second.unchanged, second.replaced, second.replaced_ids) == (3, 1, [docs[3]["id"]])
 
 
 def test_clusters_are_merged_relabelled_and_documents_deleted_only_as_read(new_store, corpus):

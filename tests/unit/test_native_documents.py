@@ -155,7 +155,7 @@ def test_a_worker_encodes_without_a_fingerprint_object(extension, switch_on, mon
 
     with monkeypatch.context() as m:
         m.setattr(FingerprintColumns, "fingerprints", refused)
-        sent = pickle.dumps(workers._fingerprint_batch(texts, True, True), pickle.HIGHEST_PROTOCOL)
+        sent = pickle.dumps(workers._fingerprint_batch(texts, True, True, True), pickle.HIGHEST_PROTOCOL)
     got = pickle.loads(sent)
     assert got.dedup_json == want
     want_fps = Fingerprinter(config).fingerprint_many(texts)

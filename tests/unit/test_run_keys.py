@@ -89,7 +89,7 @@ def _doc(n: int) -> StoredDoc:
 def _record(n: int, keys: list[str]) -> FingerprintedRecord:
     fp = SimpleNamespace(empty=False, bands=[], lsh=keys, simhash=n, vector=np.zeros(1, dtype=np.float32),
                          length=1, chars=1, minhash=None, shingles=0)
-    return FingerprintedRecord(SimpleNamespace(), fp, f"sha-{n}", f"r{n}")  # type: ignore[arg-type]
+    return FingerprintedRecord(SimpleNamespace(), fp, n, f"sha-{n}", f"r{n}")  # type: ignore[arg-type]
 
 
 class _EveryThird:
@@ -215,7 +215,7 @@ def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
     texts = ["床前明月光，疑是地上霜。举头望明月，低头思故乡。", "。", "a" * 300 + " 白日依山尽，黄河入海流。" * 20]
     for config in (FingerprintConfig(), FingerprintConfig(strategy="simhash")):
         assert config.band_layout().radius == 0
-        items = [FingerprintedRecord(SimpleNamespace(), fp, content_sha1(t), f"r{n}")  # type: ignore[arg-type]
+        items = [FingerprintedRecord(SimpleNamespace(), fp, fp.simhash, content_sha1(t), f"r{n}")  # type: ignore[arg-type]
                  for n, (t, fp) in enumerate(zip(texts, Fingerprinter(config).fingerprint_many(texts), strict=True))]
         assert [run_keys(d, config, probing=True) for d in items] == [run_keys(d, config, probing=False)
                                                                       for d in items]

@@ -36,10 +36,11 @@ def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal(
     texts = [d["text"] for d in make_corpus(40, 10)[0]] * 2 + ["", "。。", "短", "臺灣居民明日起" * 60]
     monkeypatch.setattr(workers, "_WORKER", Fingerprinter(config))
     monkeypatch.setattr(fingerprinter, "_DOCS_PER_PASS", 16)
-    pickled = pickle.dumps(workers._fingerprint_batch(texts, encode, encode), pickle.HIGHEST_PROTOCOL)
+    pickled = pickle.dumps(workers._fingerprint_batch(texts, encode, encode, True), pickle.HIGHEST_PROTOCOL)
     assert b"esdedup.fingerprint.fingerprinter" not in pickled
     got, reference = pickle.loads(pickled), Fingerprinter(config)
     assert len(got) == len(texts) and got.sha1s == [content_sha1(reference.normalize(t)) for t in texts]
+    assert got.simhashes == [fp.simhash for fp in got.fingerprints()]
     assert (got.dedup_json is not None) == encode
     held = list(got.held_hashes()) if encode else None
     assert len(held) == len(texts) if held is not None else got.held is None
@@ -54,9 +55,30 @@ def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal(
         assert a.minhash is None or np.array_equal(a.minhash, b.minhash)
         if encode:
             assert got.dedup_json[i] == dedup_members(b, config, sha)
-    empty = pickle.loads(pickle.dumps(workers._fingerprint_batch([], encode, encode)))
+    empty = pickle.loads(pickle.dumps(workers._fingerprint_batch([], encode, encode, True)))
     assert len(empty) == 0 and empty.fingerprints() == [] and empty.dedup_json == ([] if encode else None)
     assert (list(empty.held_hashes()) == []) if encode else empty.held is None
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+def test_a_batch_for_a_run_that_reads_no_fingerprints_carries_only_their_simhashes_and_encoded_fields(
+        config: FingerprintConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that writes the encoded dedup fields and reads nothing else of a fingerprint but its SimHash
+    (``index`` mode on Elasticsearch) gets batches without the fingerprint columns, pickled or not: their
+    SHA-1s, SimHashes and encoded fields are those of a whole batch, and the vectors alone are more bytes
+    than the whole batch has over it."""
+    texts = [d["text"] for d in make_corpus(40, 10)[0]] + ["", "。。", "臺灣居民明日起" * 60]
+    monkeypatch.setattr(workers, "_WORKER", Fingerprinter(config))
+    whole_bytes = pickle.dumps(workers._fingerprint_batch(texts, True, False, True), pickle.HIGHEST_PROTOCOL)
+    bare_bytes = pickle.dumps(workers._fingerprint_batch(texts, True, False, False), pickle.HIGHEST_PROTOCOL)
+    whole, bare = pickle.loads(whole_bytes), pickle.loads(bare_bytes)
+    assert (bare.sha1s, bare.dedup_json) == (whole.sha1s, whole.dedup_json) and not bare.has_fingerprints
+    assert bare.simhashes == [fp.simhash for fp in whole.fingerprints()]
+    assert len(bare_bytes) + len(texts) * config.dims * 4 <= len(whole_bytes)
+    in_process = fingerprint_with(Fingerprinter(config), texts, encode=True, fingerprints=False)
+    for batch in (bare, in_process):
+        with pytest.raises(ValueError, match="reads no fingerprints"):
+            batch.fingerprints()
 
 
 def test_in_process_fingerprints_keep_their_term_weights() -> None:

@@ -38,7 +38,7 @@ def document_json(config: FingerprintConfig, d: NewDoc) -> bytes:
     """The JSON of one document as it is written whole: its article fields and its ``dedup`` fields."""
     if d.dedup_json is not None:
         return _spliced(d)
-    dedup = {**dedup_source(d.fingerprint, config, d.content_sha1), **_labels(d)}
+    dedup = {**dedup_source(d.fp, config, d.content_sha1), **_labels(d)}
     # Encoded by esdedup, not by the client: JSON encoding (the vector's floats above all) is the client's
     # largest cost in a bulk load, and orjson does it at a fraction of the standard library's cost.
     return json_bytes({**d.source, DEDUP: dedup})

@@ -27,7 +27,7 @@ def source_json(source: dict) -> str:
 
 def doc_rows(docs: Sequence[NewDoc], bits: int, stores_vector: bool) -> list[tuple]:
     """The parameters of `INSERT_DOC` for each document (its vector only when the config stores it)."""
-    fps = [d.fingerprint for d in docs]
+    fps = [d.fp for d in docs]
     vectors = iter(stored_vectors([fp.vector for fp in fps if not fp.empty]) if stores_vector else ())
     signatures = iter(stored_signatures([fp.minhash for fp in fps if fp.minhash is not None]))
     return [(d.id, to_hex(fp.simhash, bits), next(vectors) if stores_vector and not fp.empty else None,
