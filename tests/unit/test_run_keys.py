@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from esdedup import FingerprintConfig
 from esdedup.fingerprint import native
 from esdedup.ingest.documents import FingerprintedRecord
-from esdedup.ingest.labels import BatchCandidates, batch_peers, run_keys
+from esdedup.ingest.labels import BatchCandidates, _stable_order, batch_peers, run_keys
 from esdedup.ingest.runindex import MAX_PER_KEY, KeyLists, RunIndex, _hash_chunk, _KeyTable, key_hashes
 from esdedup.store.base import StoredDoc
 
@@ -203,6 +203,15 @@ def test_a_record_s_batch_peers_are_the_earlier_records_holding_a_hash_it_probes
     probed = (probed + [[]] * len(held))[:len(held)]
     assert batch_peers(lists(probed), holds) == wanted(probed)
     assert batch_peers(lists(held), holds) == wanted(held)  # the same lists, as two objects
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300) | st.lists(st.integers(0, 5), max_size=300))
+def test_the_holders_of_a_hash_are_ordered_as_a_stable_sort_orders_them(values: list[int]) -> None:
+    """`batch_peers`'s quicksort with its ties put back in order gives what a stable sort gives, for hashes
+    mostly distinct and for a few values held many times."""
+    hashes = np.array(values, dtype=np.uint64)
+    assert _stable_order(hashes).tolist() == np.argsort(hashes, kind="stable").tolist()
 
 
 def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
