@@ -4,6 +4,7 @@ library's strict JSON."""
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import sqlite3
 import threading
@@ -413,6 +414,23 @@ def test_a_thread_copies_each_write_from_the_log_into_the_file_and_stops_with_th
     ours = [t for t in set(threading.enumerate()) - others if t.name == "esdedup-checkpoint"]
     assert len(ours) == 1
     s.close()
+    assert not ours[0].is_alive()
+
+
+def test_a_store_dropped_without_closing_ends_its_checkpoint_thread(tmp_path):
+    """The thread holds a connection to the file of its own: a store that is never closed and then forgotten
+    must not keep it for the rest of the process."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    fp = Fingerprinter(config).fingerprint_many([TEXTS[0]])[0]
+    others = set(threading.enumerate())
+    s = LocalStore("forgotten", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write([NewDoc("d1", fp, {"text": TEXTS[0]}, content_sha1("1"), "d1", None, seq=1)]))
+    ours = [t for t in set(threading.enumerate()) - others if t.name == "esdedup-checkpoint"]
+    assert len(ours) == 1 and ours[0].is_alive()
+    del s
+    gc.collect()
+    ours[0].join(timeout=30)
     assert not ours[0].is_alive()
 
 

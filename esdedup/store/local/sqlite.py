@@ -6,6 +6,7 @@ import logging
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,6 +120,9 @@ class Database:
         (`_Checkpointer`), not by the next commits."""
         if self._checkpointer is None:
             self._checkpointer = _Checkpointer(self.path)
+            # A store dropped without `close` must not keep the thread and its connection to the file for the
+            # rest of the process (a service that opens a store per request, say).
+            weakref.finalize(self, self._checkpointer.stop_soon)
         self._checkpointer.ask()
 
     def close(self) -> None:
@@ -205,9 +209,13 @@ class _Checkpointer:
 
     def stop(self) -> None:
         """Stop after the copy under way, and wait for it."""
+        self.stop_soon()
+        self._thread.join()
+
+    def stop_soon(self) -> None:
+        """Stop after the copy under way, without waiting (what a finalizer may do, in any thread)."""
         self._stopping = True
         self._asked.set()
-        self._thread.join()
 
     def _run(self) -> None:
         db = None
