@@ -413,8 +413,11 @@ def test_a_thread_copies_each_write_from_the_log_into_the_file_and_stops_with_th
     assert _file_pages(s.path) > before + 100
     ours = [t for t in set(threading.enumerate()) - others if t.name == "esdedup-checkpoint"]
     assert len(ours) == 1
+    checkpointer = s._database._checkpointer
+    assert checkpointer is not None and checkpointer._with_owner is not None and checkpointer._with_owner.alive
     s.close()
     assert not ours[0].is_alive()
+    assert not checkpointer._with_owner.alive  # closed: nothing is left for the store's collection to stop
 
 
 def test_a_store_dropped_without_closing_ends_its_checkpoint_thread(tmp_path):

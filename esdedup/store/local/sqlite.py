@@ -119,10 +119,7 @@ class Database:
         """Have what was just committed copied from the write-ahead log into the file by a thread of its own
         (`_Checkpointer`), not by the next commits."""
         if self._checkpointer is None:
-            self._checkpointer = _Checkpointer(self.path)
-            # A store dropped without `close` must not keep the thread and its connection to the file for the
-            # rest of the process (a service that opens a store per request, say).
-            weakref.finalize(self, self._checkpointer.stop_soon)
+            self._checkpointer = _Checkpointer(self.path, owner=self)
         self._checkpointer.ask()
 
     def close(self) -> None:
@@ -197,18 +194,24 @@ class _Checkpointer:
     does). A failure is logged and ends its work: the committing connection copies the log itself at
     `WAL_PAGES`, and when it closes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, owner: object | None = None) -> None:
+        """``owner``: the object whose collection stops the thread too, when nobody called `stop` (a store
+        dropped without `close` must not keep the thread and its connection to the file for the rest of the
+        process: a service that opens a store per request, say)."""
         self._path = path
         self._asked = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="esdedup-checkpoint", daemon=True)
         self._thread.start()
+        self._with_owner = weakref.finalize(owner, self.stop_soon) if owner is not None else None
 
     def ask(self) -> None:
         self._asked.set()
 
     def stop(self) -> None:
         """Stop after the copy under way, and wait for it."""
+        if self._with_owner is not None:
+            self._with_owner.detach()  # stopped: the owner's collection has nothing left to stop
         self.stop_soon()
         self._thread.join()
 
