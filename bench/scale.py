@@ -76,6 +76,10 @@ from tests.es_node import LocalCluster  # noqa: E402
 
 #: Sources per call of make_benchmark (its cost grows with the square of this).
 SLICE_SOURCES = 2500
+#: Poems a slice holds at most, for each source it gives: a small run takes a sample of the shuffled collection
+#: rather than all of it (1,000 documents read 311,817 poems for 250 sources). The runs BENCHMARKS.md records,
+#: 100,000 documents and more, cut narrower slices than this, so their documents stay the same.
+SLICE_POEMS_PER_SOURCE = 16
 #: Poems longer than this are left out (make_benchmark keeps one length class: every source a "short" one).
 MAX_CHARS = 2000
 #: Seconds between progress lines of a phase.
@@ -142,8 +146,8 @@ def make_docs(n: int, variants: int, workers: int, seed: int, path: Path) -> Doc
     random.Random(seed).shuffle(poems)
     sources = math.ceil(n / (variants + 1))
     slices = math.ceil(sources / SLICE_SOURCES)
-    width = len(poems) // slices
     per_slice = math.ceil(sources / slices)
+    width = min(len(poems) // slices, SLICE_POEMS_PER_SOURCE * per_slice)
     if width < per_slice * 1.1:
         raise SystemExit(f"{len(poems):,} poems cannot give {sources:,} distinct sources: raise --variants")
     jobs = [(k, poems[k * width:(k + 1) * width], per_slice, variants, seed + k) for k in range(slices)]
