@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -207,8 +208,10 @@ def test_an_alias_over_several_indexes_is_refused_by_the_store(es_url, es_client
     runs = [(command, alias, "names 2 indices") for command in commands]
     runs += [(commands[-1], f"{a},{b}", "a comma-separated list names several indices"),
              (commands[0], "esdedup-nl-*", "a wildcard pattern names several indices")]
-    for command, name, says in runs:
-        r = run_cli(*command, "--index", name, "--es", es_url, timeout=120, cwd=tmp_path)
+    with ThreadPoolExecutor(4) as pool:  # independent commands that write nothing: run side by side
+        results = list(pool.map(lambda run: run_cli(*run[0], "--index", run[1], "--es", es_url, timeout=120,
+                                                    cwd=tmp_path), runs))
+    for (command, name, says), r in zip(runs, results, strict=True):
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and says in lines[0], (command, name, r.stderr[-2000:])
         assert "give the name of one" in lines[0]
