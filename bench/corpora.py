@@ -52,7 +52,8 @@ def peoples_daily_articles(min_chars: int = 1000) -> list[str]:
     return docs
 
 
-def _poetry_tgz() -> Path:
+def poetry_archive() -> Path:
+    """The npm package's archive in bench/data (``npm pack`` on the first call)."""
     tgz = DATA / f"chinese-poetry-{POETRY_VERSION}.tgz"
     if not tgz.exists():
         DATA.mkdir(parents=True, exist_ok=True)
@@ -62,6 +63,18 @@ def _poetry_tgz() -> Path:
                            stdout=subprocess.DEVNULL, env={**os.environ, "npm_config_loglevel": "error"})
             os.replace(Path(tmp) / tgz.name, tgz)
     return tgz
+
+
+def poetry_dist() -> Path:
+    """The package's ``dist`` folder (its collections as JSON files), unpacked from `poetry_archive` into
+    bench/data/chinese-poetry-VERSION on the first call."""
+    target = DATA / f"chinese-poetry-{POETRY_VERSION}"
+    if not (target / "dist").is_dir():
+        # Unpacked in a folder of its own, then moved into place whole, as the archive is fetched.
+        with tempfile.TemporaryDirectory(dir=DATA) as tmp, tarfile.open(poetry_archive()) as tar:
+            tar.extractall(tmp, filter="data")
+            os.replace(Path(tmp) / "package", target)
+    return target / "dist"
 
 
 def poems(limit: int | None = None) -> Iterator[dict[str, str]]:
@@ -88,7 +101,7 @@ def poems(limit: int | None = None) -> Iterator[dict[str, str]]:
 def _archive_poems() -> Iterator[dict[str, str]]:
     """The poems of the chinese-poetry archive, in archive order (`poems`)."""
     n = 0
-    with tarfile.open(_poetry_tgz(), "r:gz") as tar:
+    with tarfile.open(poetry_archive(), "r:gz") as tar:
         members = sorted((m for m in tar.getmembers()
                           if re.match(r"package/dist/quantangshi/poet\.(tang|song)\.\d+\.json$", m.name)),
                          key=lambda m: (m.name.split(".")[1], int(m.name.split(".")[2])))

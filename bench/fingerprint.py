@@ -93,7 +93,7 @@ def classical_paragraphs() -> tuple[list[str], str]:
     names = ["mengxue/guwenguanzhi.json", "lunyu/lunyu.json", "sishuwujing/mengzi.json", "sishuwujing/daxue.json",
              "sishuwujing/zhongyong.json"]
     out: list[str] = []
-    with tarfile.open(corpora._poetry_tgz(), "r:gz") as tar:
+    with tarfile.open(corpora.poetry_archive(), "r:gz") as tar:
         for name in names:
             fh = tar.extractfile(f"package/dist/{name}")
             assert fh is not None
