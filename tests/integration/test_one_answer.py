@@ -37,13 +37,17 @@ def labelled(es_client, tmp_path_factory):
     store.drop()
 
 
+#: Searches a `_msearch` request of `_searches` holds at most (the module's pairs number in the thousands).
+MSEARCH_BATCH = 500
+
+
 def _searches(es_client, index, pairs, **body):
     """The search response for each pair's two ids (``body``: more of the search body), sent in `_msearch`
-    requests of a few hundred searches (the module's pairs number in the thousands)."""
+    requests of `MSEARCH_BATCH` searches."""
     out = []
-    for start in range(0, len(pairs), 500):
+    for start in range(0, len(pairs), MSEARCH_BATCH):
         searches = []
-        for pair in pairs[start:start + 500]:
+        for pair in pairs[start:start + MSEARCH_BATCH]:
             searches += [{"index": index}, {"query": {"ids": {"values": [pair.a, pair.b]}}, "sort": ["_doc"], **body}]
         responses = es_client.msearch(searches=searches)["responses"]
         assert all("error" not in r for r in responses), [r["error"] for r in responses if "error" in r][:3]
