@@ -10,11 +10,12 @@ esdedup sends the same records through `esdedup.ingest.run` (fingerprinting in w
 per batch, labels) into an index with the dedup fields.
 
 The node is warmed up first (one untimed plain and one untimed esdedup bulk: a cold JVM indexes at about half
-its warm rate, so whichever run came first would look slow). The plain and server's-share bulks, and `label`
-mode's bound (its fingerprint workers with the documents precomputed: the rate if the run's main thread did
-nothing a record), run --rounds times (median reported, range in brackets); each row also gives the CPU
-seconds of the node (`_nodes/stats`) and of the client (this process and its fingerprint workers), which share
-the machine's cores here.
+its warm rate, so whichever run came first would look slow). Each round runs every ingest row in turn: the
+plain and server's-share bulks, esdedup's `index` and `label` modes, and `label` mode's bound (its fingerprint
+workers with the documents precomputed: the rate if the run's main thread did nothing a record); a row gives
+the run of median wall (range in brackets), its share of plain `_bulk` as the median of each round's own ratio
+(the machine's speed drifts between rounds), and the CPU seconds of the node (`_nodes/stats`) and of the client
+(this process and its fingerprint workers), which share the machine's cores here.
 For the node's cost of each group of dedup fields, see bench/es_fields.py.
 """
 from __future__ import annotations
@@ -163,7 +164,7 @@ def main() -> None:
     ap.add_argument("--strategy", default="auto", help="FingerprintConfig.strategy (auto, simhash, minhash)")
     ap.add_argument("--lookups", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3,
-                    help="plain and server's-share bulks, and `label` mode's bound (median reported)")
+                    help="rounds of every ingest row, in turn (medians reported)")
     ap.add_argument("--pin", action="store_true",
                     help="node on CPU 0, this process and its workers on CPU 1 (a local node): the client as if on "
                          "a host of its own, the node the same single core in every run")
@@ -246,34 +247,8 @@ def main() -> None:
             floor_store.drop()
             return timed
 
-        # 1. plain _bulk, the server's share and `label` mode's bound, --rounds times each. A warm-up first, not
-        # counted: a cold node indexes at half its warm rate until the JIT has compiled the bulk path, and
-        # whichever run came first would pay for it.
-        plain_bulk()
-        floor_bulk()
-        plains, floors, bounds = [], [], []
-        for _ in range(args.rounds):
-            plains.append(plain_bulk())
-            floors.append(floor_bulk())
-            bounds.append(fingerprint_bound())
-        floor_actions.clear()
-        records.clear()
-        plain, plain_walls = median(plains)
-        plain_rate = len(docs) / plain.wall
-        rows = []
-
-        def row(what: str, timed: Timed, walls: list[float], note: str = "") -> None:
-            spread = f" ({min(walls):.1f}-{max(walls):.1f})" if len(walls) > 1 else ""
-            rows.append((what, f"{len(docs) / timed.wall:,.0f}", f"{len(docs) / timed.wall / plain_rate:.0%}",
-                         f"{timed.wall:.1f}{spread}", timed.cpu(), note))
-
-        row("plain `_bulk` (no dedup fields)", plain, plain_walls)
-        row("`_bulk` of esdedup's documents, fields precomputed (the server's share)", *median(floors))
-
-        # 2. esdedup ingest without lookups, then labelling near-duplicates (the default; its index is kept
-        # for the lookups below).
-        results = {}
-        for mode in ("index", "label"):
+        def esdedup_ingest(mode: str) -> tuple[Timed, ElasticStore, int]:
+            """`ingest` in ``mode`` into a fresh index, timed; (timing, its store, near-duplicates labelled)."""
             store = ElasticStore(es, f"bench-esdedup-{mode}", replicas=0, chunk_size=args.chunk)
             store.drop()
             with Timed(es) as timed:
@@ -281,18 +256,57 @@ def main() -> None:
                                                                      dead_letter=tmp / "dl.jsonl"))
                 store.refresh()
             assert summary.ok and summary.indexed == len(docs), summary.to_dict()
-            results[mode] = (store, summary)
-            if mode == "index":
-                store.drop()
-            row(f"esdedup ingest `--on-duplicate {mode}`", timed, [timed.wall],
-                f"{summary.duplicates} near-duplicates labelled" if mode == "label" else "no lookups")
+            return timed, store, summary.duplicates
+
+        # 1. Every row --rounds times, one after the other in each round, so that each is compared with the
+        # plain `_bulk` of its own round: the machine's speed drifts by a third from one minute to the next.
+        # A warm-up first, not counted: a cold node indexes at half its warm rate until the JIT has compiled
+        # the bulk path, and whichever run came first would pay for it.
+        plain_bulk()
+        floor_bulk()
+        runs: dict[str, list[Timed]] = {"plain": [], "floor": [], "index": [], "label": [], "bound": []}
+        duplicates = 0
+        store = None
+        for _ in range(args.rounds):
+            runs["plain"].append(plain_bulk())
+            runs["floor"].append(floor_bulk())
+            for mode in ("index", "label"):
+                if store is not None:
+                    store.drop()  # the last round's `label` index is kept, for the lookups below
+                timed, store, duplicates = esdedup_ingest(mode)
+                runs[mode].append(timed)
+            runs["bound"].append(fingerprint_bound())
+        floor_actions.clear()
+        records.clear()
+        rows = []
+
+        def row(what: str, key: str, note: str = "") -> None:
+            """A row: the run of median wall; its rate's share of plain `_bulk` is the median of each round's
+            own ratio (range in brackets), and for esdedup's runs the client's CPU a poem (median)."""
+            timed, walls = median(runs[key])
+            ratios = sorted(p.wall / t.wall for p, t in zip(runs["plain"], runs[key], strict=True))
+            share = f"{statistics.median(ratios):.0%}"
+            if len(ratios) > 1 and key != "plain":
+                share += f" ({ratios[0]:.0%}-{ratios[-1]:.0%})"
+            spread = f" ({min(walls):.1f}-{max(walls):.1f})" if len(walls) > 1 else ""
+            if key in ("index", "label"):
+                per_poem = statistics.median(t.client for t in runs[key]) / len(docs) * 1e6
+                note = "; ".join(filter(None, (note, f"client CPU {per_poem:.0f} µs a poem (median)")))
+            rows.append((what, f"{len(docs) / timed.wall:,.0f}", share, f"{timed.wall:.1f}{spread}", timed.cpu(), note))
+
+        row("plain `_bulk` (no dedup fields)", "plain")
+        row("`_bulk` of esdedup's documents, fields precomputed (the server's share)", "floor")
+        # 2. esdedup ingest without lookups, then labelling near-duplicates (the default; its index is kept
+        # for the lookups below).
+        row("esdedup ingest `--on-duplicate index`", "index", "no lookups")
+        row("esdedup ingest `--on-duplicate label`", "label", f"{duplicates} near-duplicates labelled")
         share = (f"{args.fingerprint_share:.0%} of each batch fingerprinted" if args.fingerprint_share < 1
                  else "every text fingerprinted")
         row("`label` mode's bound: its fingerprint workers, the documents precomputed (nothing a record in the "
-            "main thread)", *median(bounds), share)
+            "main thread)", "bound", share)
 
         # 3. lookups: band path and kNN path, one query at a time, on documents of the index.
-        store = results["label"][0]
+        assert store is not None
         rng = random.Random(1)
         sample = rng.sample(docs, min(args.lookups, len(docs)))
         fps = fper.fingerprint_many([d["text"] for d in sample])
@@ -340,8 +354,8 @@ def main() -> None:
                f"{len(docs):,} poems ({mb:.1f} MB JSONL) from chinese-poetry {corpora.POETRY_VERSION}, tokenizer "
                f"{args.tokenizer}, strategy {args.strategy}, {args.workers} fingerprint workers, bulk chunks of {args.chunk}"
                f"{'; node pinned to CPU 0, client and workers to CPU 1' if args.pin else ''}; "
-               f"node warmed up first, plain, server's share and `label` mode's bound: median of {args.rounds} "
-               f"rounds (range).\n\n"
+               f"node warmed up first; every ingest row in each of {args.rounds} rounds, in turn: the run of "
+               f"median wall (range), its share of plain the median of each round's own ratio (range).\n\n"
                + "\n".join(table) + "\n")
     print(section)
     if not args.no_append:

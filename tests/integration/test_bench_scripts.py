@@ -43,6 +43,8 @@ LOCAL = [
 ON_A_NODE = [
     (["es.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--lookups", "5", "--no-append"],
      r"Elasticsearch \d+\.\d+\.\d+ single node \(heap [\d.]+ GiB, 1 shard(.|\n)*"
+     r"\| esdedup ingest `--on-duplicate label` \| [\d,]+ \| \d+% \| [\d.]+ \| node [\d.]+ \+ client [^|]+ \| "
+     r"\d+ near-duplicates labelled; client CPU \d+ µs a poem \(median\) \|(.|\n)*"
      r"\| `label` mode's bound: [^|]+ \| [\d,]+ \| \d+% \| [\d.]+ \| node [\d.]+ \+ client(.|\n)*"
      r"\| `diversify` of \d+ real hits \(the index's rule\) \| median \d+ µs"),
     (["writers.py", "--es", "{es}", "--docs", "300", "--writers", "2"],
