@@ -70,10 +70,16 @@ def poetry_dist() -> Path:
     bench/data/chinese-poetry-VERSION on the first call."""
     target = DATA / f"chinese-poetry-{POETRY_VERSION}"
     if not (target / "dist").is_dir():
-        # Unpacked in a folder of its own, then moved into place whole, as the archive is fetched.
-        with tempfile.TemporaryDirectory(dir=DATA) as tmp, tarfile.open(poetry_archive()) as tar:
+        archive = poetry_archive()
+        # Unpacked in a folder of its own, then moved into place whole, as the archive is fetched; a process
+        # that unpacked it at the same time may have moved its copy first.
+        with tempfile.TemporaryDirectory(dir=DATA) as tmp, tarfile.open(archive) as tar:
             tar.extractall(tmp, filter="data")
-            os.replace(Path(tmp) / "package", target)
+            try:
+                os.replace(Path(tmp) / "package", target)
+            except OSError:
+                if not (target / "dist").is_dir():
+                    raise
     return target / "dist"
 
 
