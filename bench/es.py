@@ -11,8 +11,8 @@ per batch, labels) into an index with the dedup fields.
 
 The node is warmed up first (one untimed plain and one untimed esdedup bulk: a cold JVM indexes at about half
 its warm rate, so whichever run came first would look slow). Each round runs every ingest row in turn: the
-plain and server's-share bulks, esdedup's `index` and `label` modes, and `label` mode's bound (its fingerprint
-workers with the documents precomputed: the rate if the run's main thread did nothing a record); a row gives
+plain and server's-share bulks, `label` mode's bound (its fingerprint workers with the documents precomputed:
+the rate if the run's main thread did nothing a record), esdedup's `index` and `label` modes; a row gives
 the run of median wall (range in brackets), its share of plain `_bulk` as the median of each round's own ratio
 (the machine's speed drifts between rounds), and the CPU seconds of the node (`_nodes/stats`) and of the client
 (this process and its fingerprint workers), which share the machine's cores here.
@@ -268,14 +268,18 @@ def main() -> None:
         duplicates = 0
         store = None
         for _ in range(args.rounds):
+            # Each index is deleted before the next run, as it would otherwise merge in the background beside
+            # it; `label` runs last, and the last round's index is kept for the lookups below.
+            if store is not None:
+                store.drop()
             runs["plain"].append(plain_bulk())
             runs["floor"].append(floor_bulk())
-            for mode in ("index", "label"):
-                if store is not None:
-                    store.drop()  # the last round's `label` index is kept, for the lookups below
-                timed, store, duplicates = esdedup_ingest(mode)
-                runs[mode].append(timed)
             runs["bound"].append(fingerprint_bound())
+            timed, store, _ = esdedup_ingest("index")
+            runs["index"].append(timed)
+            store.drop()
+            timed, store, duplicates = esdedup_ingest("label")
+            runs["label"].append(timed)
         floor_actions.clear()
         records.clear()
         rows = []
