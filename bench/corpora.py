@@ -22,6 +22,8 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 POETRY_VERSION = "2.0.1"
+#: The npm package the poems come from, as ``npm pack`` names it.
+POETRY_PACKAGE = f"chinese-poetry@{POETRY_VERSION}"
 _TAG = re.compile(r"/[a-zA-Z]+\b")
 
 
@@ -59,7 +61,7 @@ def poetry_archive() -> Path:
         DATA.mkdir(parents=True, exist_ok=True)
         # Packed in a folder of its own, then moved into place whole: two processes may fetch it at once.
         with tempfile.TemporaryDirectory(dir=DATA) as tmp:
-            subprocess.run(["npm", "pack", f"chinese-poetry@{POETRY_VERSION}", "--silent"], cwd=tmp, check=True,
+            subprocess.run(["npm", "pack", POETRY_PACKAGE, "--silent"], cwd=tmp, check=True,
                            stdout=subprocess.DEVNULL, env={**os.environ, "npm_config_loglevel": "error"})
             os.replace(Path(tmp) / tgz.name, tgz)
     return tgz

