@@ -300,8 +300,7 @@ def main() -> None:
 
         row("plain `_bulk` (no dedup fields)", "plain")
         row("`_bulk` of esdedup's documents, fields precomputed (the server's share)", "floor")
-        # 2. esdedup ingest without lookups, then labelling near-duplicates (the default; its index is kept
-        # for the lookups below).
+        # 2. esdedup ingest without lookups, then labelling near-duplicates (the default).
         row("esdedup ingest `--on-duplicate index`", "index", "no lookups")
         row("esdedup ingest `--on-duplicate label`", "label", f"{duplicates} near-duplicates labelled")
         share = (f"{args.fingerprint_share:.0%} of each batch fingerprinted" if args.fingerprint_share < 1

@@ -54,7 +54,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import corpora  # noqa: E402
 
-DATA = ROOT / "bench" / "data"
+DATA = corpora.DATA
 RESULTS = ROOT / "bench" / "results"
 SHORT_MAX = 100
 LONG_MIN = 2000
