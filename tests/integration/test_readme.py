@@ -79,24 +79,36 @@ def test_readme_main_job_runs_on_the_embedded_store(tmp_path):
 
 
 # -- every block, run as written -------------------------------------------------------------------------------
-def readme_blocks(language: str) -> list[str]:
-    """The README's code blocks in ``language`` (bash or python), in order."""
-    text = (ROOT / "README.md").read_text("utf-8")
+#: The README and the pages it sends details to (tests/unit/test_documents.py holds them to the caps).
+PAGES = ("README.md", "docs/cli.md", "docs/elasticsearch.md", "docs/plugin.md", "docs/review.md", "docs/tuning.md",
+         "docs/architecture.md")
+#: (bash, python) blocks of each page, every one run by a test: below, and the plugin's in test_plugin.py beside
+#: the node with the plugin. A new block gets a test, or the count check fails.
+BLOCKS = {"README.md": (2, 2),  # the first commands (above), the Elasticsearch walkthrough; the search backend, Python
+          "docs/plugin.md": (1, 0)}
+
+
+def readme_blocks(language: str, document: str = "README.md") -> list[str]:
+    """The code blocks of ``document`` in ``language`` (bash or python), in order."""
+    text = (ROOT / document).read_text("utf-8")
     return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
-def section_block(title: str, language: str = "bash") -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    start = text.index(f"\n### {title}\n") if f"\n### {title}\n" in text else text.index(f"\n## {title}\n")
-    return re.search(rf"```{language}\n(.*?)```", text[start:], re.S).group(1)  # type: ignore[union-attr]
+def section_block(title: str, language: str = "bash", document: str = "README.md") -> str:
+    """The first ``language`` block after the heading ``title`` (of any level) of ``document``."""
+    text = "\n" + (ROOT / document).read_text("utf-8")
+    start = re.search(rf"\n#+ {re.escape(title)}\n", text)
+    assert start, f"{document} has no heading {title!r}"
+    return re.search(rf"```{language}\n(.*?)```", text[start.start():], re.S).group(1)  # type: ignore[union-attr]
 
 
-def test_every_readme_block_is_run_by_a_test() -> None:
-    """The README has exactly the blocks the tests run (below; the plugin's block in test_plugin.py, beside the
-    node with the plugin): a new block gets a test, or this fails."""
-    assert len(readme_blocks("bash")) == 3  # the first commands (above), the Elasticsearch walkthrough, the plugin
-    assert len(readme_blocks("python")) == 2  # the search backend, the Python API
-    assert not re.findall(r"```(?!bash|python|\n)(\w+)", (ROOT / "README.md").read_text("utf-8"))
+@pytest.mark.parametrize("document", PAGES)
+def test_every_block_is_run_by_a_test(document: str) -> None:
+    bash, python = BLOCKS.get(document, (0, 0))
+    assert len(readme_blocks("bash", document)) == bash
+    assert len(readme_blocks("python", document)) == python
+    other = re.findall(r"```(?!bash|python|\n)(\w+)", (ROOT / document).read_text("utf-8"))
+    assert not other, "a block in another language: give it a test and a count here"
 
 
 def run_lines(block: str, url: str, env: dict[str, str], *, skip: tuple[str, ...]) -> list[str]:
