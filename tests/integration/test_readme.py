@@ -33,6 +33,9 @@ def test_readme_starts_with_two_commands_and_ci_runs_the_second():
     assert len(suite) == 1, suite
     assert shlex.split(suite[0].split("|")[0].replace("2>&1", "")) == shlex.split(tests)
     assert run.index('source "$VENVS/es8/bin/activate"') < run.index(suite[0])
+    # The Python path, the oracle the native core is held to, passes the unit and contract tests too.
+    oracle = [ln for ln in run.splitlines() if "ESDEDUP_NATIVE=0" in ln and "pytest" in ln]
+    assert len(oracle) == 1 and "tests/unit tests/contract" in oracle[0], oracle
 
 
 def test_ci_sets_up_through_the_readmes_first_command_only():
