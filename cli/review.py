@@ -74,14 +74,17 @@ def review(
     from esdedup.api import open_store
 
     store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir)
-    typer.echo(f"reading {for_people(index)}: its clusters, key values and candidate pairs ...", err=True)
+    # The labels file is checked (readable, writable, UTF-8, owned by no other process) before the index is read.
     state = Review(store, labels_path, apply_command=apply_commands(index, conn, labels_path),
-                   max_bucket=max_bucket, max_pairs=max_pairs).prepare()
-    server = Server(create_app(state, token=token), host=host, port=port, token=token)
-    url = server.url + (f"?token={token}" if token else "")
-    typer.echo(f"esdedup review of {for_people(index)}: {url}")
-    typer.echo(f"labels are saved to {for_people(labels_path)}; Ctrl-C stops", err=True)
+                   max_bucket=max_bucket, max_pairs=max_pairs)
     try:
+        typer.echo(f"reading {for_people(index)}: its clusters, key values and candidate pairs ...", err=True)
+        state.prepare()
+        server = Server(create_app(state, token=token), host=host, port=port, token=token)
+        server.bind()  # the URL is printed once the port is ours: a browser opened at it finds the page
+        url = server.url + (f"?token={token}" if token else "")
+        typer.echo(f"esdedup review of {for_people(index)}: {url}")
+        typer.echo(f"labels are saved to {for_people(labels_path)}; Ctrl-C stops", err=True)
         server.run()
     finally:
         state.close()
