@@ -169,16 +169,22 @@ class TokenGate:
         return given is not None and hmac.compare_digest(given.encode(), self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         request = Request(scope)
         auth = request.headers.get("authorization", "")
         bearer = auth[7:] if auth.lower().startswith("bearer ") else None
-        if self._ok(bearer) or self._ok(request.cookies.get(TOKEN_COOKIE)):
+        # A token in the query string is moved to the cookie first, even for a browser that has the cookie
+        # already: the token leaves the address bar (and the history) every time.
+        login = scope["type"] == "http" and request.method == "GET" and self._ok(request.query_params.get("token"))
+        if not login and (self._ok(bearer) or self._ok(request.cookies.get(TOKEN_COOKIE))):
             await self.app(scope, receive, send)
             return
-        if self._ok(request.query_params.get("token")) and request.method == "GET":
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if login:
             rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
             # The path as the browser sent it (still percent-encoded: ``/%2F%2Fhost`` decodes to ``//host``).
             path = scope.get("raw_path", b"").decode("latin-1") or request.url.path
