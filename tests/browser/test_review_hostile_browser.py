@@ -71,6 +71,7 @@ def test_a_label_the_file_did_not_take_is_shown_as_not_saved(tmp_path: Path) -> 
     from playwright.sync_api import expect
 
     labels = tmp_path / "labels" / "labels.jsonl"
+    labels.parent.mkdir()
     review = _review(tmp_path, labels)
     folder, moved = labels.parent, tmp_path / "moved"
     try:
