@@ -40,13 +40,15 @@ def review(
     index: Index,
     labels: Annotated[Path | None, typer.Option(
         "--labels", help="Labels file (JSONL, as eval --pairs reads it); created on the first label "
-                         "(default: <index>.labels.jsonl here).")] = None,
+                         "(default: <index>.labels.jsonl here). One review (or synth) writes a labels file at a "
+                         "time (a lock file <labels>.lock beside it); a symlink is written through.")] = None,
     host: Annotated[str, typer.Option(
-        "--host", help="Address to listen on; any other than 127.0.0.1 / localhost needs --token.")] = "127.0.0.1",
+        "--host", help="Address to listen on; any other than 127.0.0.1 / localhost needs --token. Without a "
+                       "token, only requests addressed to this address (or localhost) are answered.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: a free one).")] = 8765,
     token: Annotated[str | None, typer.Option(
         "--token", envvar="ESDEDUP_REVIEW_TOKEN", show_envvar=True,
-        help="Access token every request must carry (at least 16 characters).")] = None,
+        help="Access token every request must carry (at least 16 characters: ASCII letters, digits, - . _ ~).")] = None,
     new_token: Annotated[bool, typer.Option(
         "--new-token", help="Make a random access token (printed once, in the URL below).")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
