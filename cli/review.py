@@ -41,7 +41,7 @@ def review(
     labels: Annotated[Path | None, typer.Option(
         "--labels", help="Labels file (JSONL, as eval --pairs reads it); created on the first label "
                          "(default: <index>.labels.jsonl here). One review (or synth) writes a labels file at a "
-                         "time (a lock file <labels>.lock beside it); a symlink is written through.")] = None,
+                         "time (it holds <labels>.lock beside it while it runs); a symlink is written through.")] = None,
     host: Annotated[str, typer.Option(
         "--host", help="Address to listen on; any other than 127.0.0.1 / localhost needs --token. Without a "
                        "token, only requests addressed to this address (or localhost) are answered.")] = "127.0.0.1",

@@ -2,8 +2,8 @@
 time, and each write whole or not at all.
 
 A labels file has one owner at a time. Whoever writes it (the review page for as long as it runs, `synth`
-while it writes one) holds an exclusive lock on ``<file>.lock`` beside it (`FileLock`: released when the
-holder ends, a kill included) and writes its process id there, so a second writer is refused with the file
+while it writes one) holds an exclusive ``flock`` on ``<file>.lock`` beside it (released when the holder
+ends, a kill included; the file removed when the holder lets it go) and writes its process id there, so a second writer is refused with the file
 and the process that holds it: two writers that each rewrite the file from their own copy would lose each
 other's labels. Readers (``eval``) take no lock: they read the old file or the new one.
 
@@ -25,8 +25,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from esdedup.errors import ConfigError, OutputError, StoreError
-from esdedup.util.filelock import FileLock
+from esdedup.errors import ConfigError, OutputError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["LabelsOwner", "labels_target", "own_labels", "write_labels"]
 
@@ -63,41 +67,66 @@ def labels_target(path: str | Path) -> Path:
 class LabelsOwner:
     """The lock a labels file's one writer holds; `release` (or the holder's end) frees it."""
 
-    def __init__(self, lock: FileLock) -> None:
-        self._lock = lock
+    def __init__(self, fd: int | None, lock_path: Path) -> None:
+        self._fd, self.lock_path = fd, lock_path
 
     def release(self) -> None:
-        self._lock.release()
+        """Remove the lock file, then let it go. It is removed while still held: a process that opened it
+        meanwhile finds, once it holds it, that the name no longer leads to it, and takes a new one."""
+        if self._fd is None:
+            return
+        try:
+            if _same_file(self.lock_path, self._fd):
+                self.lock_path.unlink()
+        except OSError:
+            pass
+        os.close(self._fd)
+        self._fd = None
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        st, held = os.stat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
 
 
 def own_labels(path: str | Path, who: str) -> LabelsOwner:
     """Become the one writer of the labels file at ``path`` (a `labels_target`), as ``who`` (a few words
-    that tell a person which program holds it, e.g. "a review page of index news").
+    that tell a person which program holds it, e.g. "a review page of index news"). The lock is
+    ``<file>.lock``, removed when its owner lets it go (one a killed owner leaves is taken over).
 
     Raises:
-        ConfigError: another process holds it (the message names the file and that process).
+        ConfigError: another process holds it (the message names the file and that process), or the lock
+            file cannot be made.
     """
     target = Path(path)
     lock_path = target.with_name(target.name + ".lock")
-    lock = FileLock(lock_path, busy=ConfigError(f"labels file {target} is in use"))
-    try:
-        lock.acquire()
-    except ConfigError:
-        raise ConfigError(f"labels file {target} is in use by {_holder(lock_path)}: one process writes a labels "
-                          "file at a time; stop it, or give this one another labels file") from None
-    except StoreError as exc:  # the lock file cannot be made: the folder is not writable
-        raise ConfigError(f"labels file {target}: {exc}") from None
-    try:
-        note = f"process {os.getpid()}, {who}, since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n"
-        fd = os.open(lock_path, os.O_WRONLY)
+    if fcntl is None:  # pragma: no cover - Windows: no flock; one writer is the user's to keep
+        return LabelsOwner(None, lock_path)
+    while True:
         try:
-            os.ftruncate(fd, 0)
-            os.write(fd, note.encode("utf-8", "replace"))
-        finally:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise ConfigError(f"labels file {target}: cannot make its lock file {lock_path}: "
+                              f"{exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
             os.close(fd)
+            raise ConfigError(f"labels file {target} is in use by {_holder(lock_path)}: one process writes a "
+                              "labels file at a time; stop it, or give this one another labels file") from None
+        if _same_file(lock_path, fd):
+            break
+        os.close(fd)  # its owner removed it between our open and our lock: take the new one
+    note = f"process {os.getpid()}, {who}, since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n"
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, note.encode("utf-8", "replace"), 0)
     except OSError:
         pass  # the lock holds without its note; a second writer is told "another process"
-    return LabelsOwner(lock)
+    return LabelsOwner(fd, lock_path)
 
 
 def _holder(lock_path: Path) -> str:

@@ -74,6 +74,7 @@ class Server:
     token: str | None = field(default=None, repr=False)  # kept out of any log line that shows the server
 
     def __post_init__(self) -> None:
+        self.host = self.host.strip().strip("[]")  # "[::1]" as a URL writes it: the address is ::1
         check_listen(self.host, self.token)
         import uvicorn
 
@@ -100,7 +101,7 @@ class Server:
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.host.strip("[]"), self.port))
+            sock.bind((self.host, self.port))
             sock.listen(128)
         except OSError as exc:
             sock.close()

@@ -235,6 +235,7 @@ def test_a_second_writer_of_a_labels_file_is_refused_naming_the_file_and_the_own
         first.set("a", "c", 0)
     finally:
         first.close()
+    assert not path.with_name("labels.jsonl.lock").exists()  # removed with its owner's end
     again = LabelsFile(path)  # released: the next owner reads every label
     assert again.get("a", "b") == 1 and again.get("c", "a") == 0
     again.close()
@@ -386,7 +387,7 @@ def test_a_labels_path_that_is_a_symlink_is_written_through(data_dir: Path, tmp_
     assert [json.loads(x) for x in target.read_text("utf-8").splitlines()] == [
         {"a": "ev-1", "b": "ev-2", "label": 1}, {"a": "rail-1", "b": "rail-2", "label": 0}]
     assert target.stat().st_mode & 0o777 == 0o640
-    assert sorted(p.name for p in target.parent.iterdir()) == ["labels.jsonl", "labels.jsonl.lock"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["labels.jsonl"]  # no lock, no temporary file left
 
 
 # -- a label the file did not take ----------------------------------------------------------------------------
