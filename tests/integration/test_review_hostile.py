@@ -335,8 +335,12 @@ def test_a_labels_path_that_cannot_be_written_is_refused_at_the_start(data_dir: 
     read_only = tmp_path / "read-only"
     read_only.mkdir()
     read_only.chmod(0o555)
+    unreadable = tmp_path / "unreadable.jsonl"
+    unreadable.write_text('{"a": "rail-1", "b": "rail-2", "label": 1}\n', "utf-8")
+    unreadable.chmod(0o200)
     cases = {a_file / "labels.jsonl": "cannot make its folder", folder: "is not a regular file",
-             fifo: "is not a regular file", read_only / "labels.jsonl": "cannot be written: Permission denied"}
+             fifo: "is not a regular file", read_only / "labels.jsonl": "cannot be written: Permission denied",
+             unreadable: "not readable"}  # said by the option's own check, before ours ("cannot be read")
     try:
         for path, reason in cases.items():
             cmd = cli_cmd("review", "--index", "news", "--data-dir", data_dir, "--port", "0", "--labels", path)
