@@ -12,12 +12,13 @@ from .common import (
     PairsFormat,
     ThresholdOptions,
     connection_options,
+    error_line,
     handles_errors,
     opened_store,
     refuse_inert_thresholds,
     threshold_options,
 )
-from .output import Printer, for_people
+from .output import Printer, for_people, json_text
 
 app = typer.Typer()
 
@@ -93,6 +94,15 @@ def dups(
         help="Where documents sharing a MinHash LSH key are grouped: memory (one scan, about 512 bytes a "
              "document), store (the index's key groups: terms aggregations of the shared keys, one partition of "
              "the keys at a time), auto (memory up to 2,000,000 documents). Same pairs either way.")] = LshJoin.auto,
+    partition: Annotated[str | None, typer.Option(
+        "--partition", metavar="I/P",
+        help="Only partition I of P (0 <= I < P): its share of the index's shared keys, read from the index "
+             "(the store's key groups, LSH keys too). Run I = 0 .. P-1 as P processes, on any machines: their "
+             "pairs together are exactly those of one run, each pair in one partition only. Progress and a "
+             "summary go to stderr.")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="With --partition: progress and the summary as JSON lines on stderr, for schedulers.")
+                        ] = False,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
 
@@ -105,8 +115,63 @@ def dups(
     from esdedup.api import all_pairs
 
     printer = Printer()
+    if partition is not None:
+        if write_clusters:
+            raise typer.BadParameter("--write-clusters cannot be combined with --partition: run dups "
+                                     "--write-clusters without it")
+        if lsh_join is LshJoin.memory:
+            raise typer.BadParameter("--partition reads the index's key groups: give --lsh-join store or auto")
+        _partition(conn, thresholds, index, partition, format.value, max_bucket, json_out, printer)
+        return
+    if json_out:
+        raise typer.BadParameter("--json describes the run of a partition: give --partition too (0/1 for all)")
     with opened_store(index, conn) as store:
         refuse_inert_thresholds(store, thresholds.overrides())
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
                            thresholds=thresholds.overrides(), lsh_join=lsh_join.value)
     printer.pairs(report, format.value)
+
+
+#: Seconds between two progress lines of a partition.
+PROGRESS_EVERY = 5.0
+
+
+def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec: str, fmt: str, max_bucket: int,
+               json_out: bool, printer: Printer) -> None:
+    """``dups --partition``: the partition's pairs on stdout; progress, its summary or its error on stderr."""
+    import time
+
+    from esdedup.api import pairs_of_partition
+    from esdedup.errors import EsdedupError
+    from esdedup.match.pairs import PartitionStats
+    from esdedup.store.partition import Partition
+
+    part = Partition.parse(spec)  # a bad I/P is refused before anything is read
+    shown = [time.monotonic()]
+
+    def line(event: str, d: dict[str, object]) -> None:
+        if json_out:
+            typer.echo(json_text({"event": event, **d}), err=True)
+        else:
+            typer.echo(f"partition {d['partition']}: " + ", ".join(f"{k} {v}" for k, v in d.items()
+                                                                  if k != "partition"), err=True)
+
+    def progress(stats: PartitionStats) -> None:
+        if time.monotonic() - shown[0] >= PROGRESS_EVERY:
+            shown[0] = time.monotonic()
+            line("progress", stats.to_dict())
+
+    try:
+        with opened_store(index, conn) as store:
+            refuse_inert_thresholds(store, thresholds.overrides())
+            report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
+                                        progress=progress)
+    except EsdedupError as exc:
+        rerun = f"rerun the same command with --partition {part} to redo this partition alone"
+        if json_out:
+            typer.echo(json_text({"event": "error", "partition": str(part), "error": for_people(exc),
+                                  "rerun": rerun}), err=True)
+        typer.echo(f"{error_line(exc)} (partition {part}: {rerun})", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    printer.pairs(report, fmt)
+    line("summary", report.stats.to_dict())

@@ -5,6 +5,7 @@ Each returns plain data (dataclasses, dicts); none prints.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,21 @@ from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
-from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
+from esdedup.match.pairs import (
+    Pair,
+    PartitionStats,
+    crowded_values,
+    find_pairs,
+    lsh_in_memory,
+    partition_pairs,
+)
 from esdedup.match.rule import measures_row
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
 from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
 from esdedup.store.base import Store
+from esdedup.store.partition import Partition
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
@@ -239,6 +248,43 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
         if report.mended:
             store.refresh()
     return report
+
+
+@dataclass
+class PartitionReport:
+    """One partition of all-pairs search (`pairs_of_partition`): its pairs (sorted), what it did, and the
+    store's most crowded band values."""
+
+    pairs: list[Pair]
+    stats: PartitionStats
+    crowded: list[tuple[str, int]] = field(default_factory=list)
+    #: The clusters the partition's own pairs form (those of the index join the P partitions' pairs).
+    clusters: dict[str, str] = field(default_factory=dict)
+    labels_written: int = 0
+    mended: int = 0
+
+
+def pairs_of_partition(store: Store, partition: Partition | str, *,
+                       thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
+                       progress: Callable[[PartitionStats], None] | None = None) -> PartitionReport:
+    """The near-duplicate pairs of partition ``I/P`` of a store (`esdedup.match.pairs.partition_pairs`): run
+    the P partitions as P processes, anywhere, and their pairs together are exactly `all_pairs`'s, each in
+    one partition only. ``progress`` is handed the partition's counts as it goes.
+
+    Raises:
+        ConfigError: a partition that is not ``I/P`` with 0 <= I < P, ``max_bucket`` below 2, or a store or
+            band layout that cannot be partitioned (`partition_pairs`).
+    """
+    part = Partition.parse(partition) if isinstance(partition, str) else partition
+    if max_bucket < 2:
+        raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
+    store.open(None, create=False)
+    store.refresh()
+    stats = PartitionStats(str(part))
+    pairs = sorted(partition_pairs(store, part, thresholds=thresholds, max_bucket=max_bucket, stats=stats,
+                                   progress=progress), key=lambda p: (p.a, p.b))
+    return PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False),
+                           clusters(pairs))
 
 
 def describe(store: Store) -> dict[str, Any]:

@@ -9,12 +9,14 @@ are cut to that many and logged as a warning (see `Store.crowded_keys`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
 
+from esdedup.errors import ConfigError
 from esdedup.fingerprint import native
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
@@ -37,7 +39,8 @@ from esdedup.match.rule import (
     row_cosines,
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
-from esdedup.store.base import SignatureColumns, SignatureColumnsStore, Store, StoredDoc
+from esdedup.store.base import KeyBatch, SignatureColumns, SignatureColumnsStore, Store, StoredDoc
+from esdedup.store.partition import Partition, PartitionedKeys, pair_share, sha1_share
 from esdedup.util.collector import fewer_collections
 
 log = logging.getLogger(__name__)
@@ -131,15 +134,89 @@ def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | No
     yield from empty_copy_pairs(store, max_bucket=max_bucket)
 
 
-def empty_copy_pairs(store: Store, *, max_bucket: int = 1000) -> Iterator[Pair]:
+@dataclass
+class PartitionStats:
+    """What one partition of all-pairs search did (`partition_pairs`): the shared keys it read (``keys``;
+    ``members``: their documents, counted once a key), the candidate pairs it measured, the pairs the rule
+    kept, and the seconds it took."""
+
+    partition: str
+    keys: int = 0
+    members: int = 0
+    candidates: int = 0
+    pairs: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"partition": self.partition, "keys": self.keys, "members": self.members,
+                "candidates": self.candidates, "pairs": self.pairs, "seconds": round(self.seconds, 3)}
+
+
+def partition_pairs(store: Store, partition: Partition, *, thresholds: Thresholds | ThresholdOverrides | None = None,
+                    max_bucket: int = 1000, stats: PartitionStats | None = None,
+                    progress: Callable[[PartitionStats], None] | None = None) -> Iterator[Pair]:
+    """The near-duplicate pairs of one partition of a store (`esdedup.store.partition`): those whose smallest
+    shared key is in its share, those sharing crowded keys only that `pair_share` gives it, and the exact
+    copies among texts without words that `sha1_share` gives it. The partitions of one count together give
+    exactly the pairs of `find_pairs`, each once. The store's key groups are read (`PartitionedKeys`), the
+    LSH keys among them, never the whole store's signatures: a partition holds one batch of key groups at a
+    time. ``stats`` is kept up to date as the pairs come, and handed to ``progress`` after each batch.
+
+    Raises:
+        ConfigError: the store cannot read a share of its keys, or the band layout probes neighbouring keys
+            (those pairs share no stored key, so no key says whose they are).
+    """
+    if not isinstance(store, PartitionedKeys):
+        raise ConfigError(f"store {store.name!r} cannot read a share of its keys")
+    if store.config.band_layout().radius > 0:
+        raise ConfigError("an index whose band layout probes neighbouring keys (probe_radius above 0) cannot be "
+                          "searched in partitions: its probed pairs share no stored key")
+    t = lookup_thresholds(thresholds, store.config)
+    stats = stats if stats is not None else PartitionStats(str(partition))
+    start = time.monotonic()
+    scorer = _PairScorer(store, t.hamming_k)
+
+    def counted() -> Iterator[KeyBatch]:
+        for b in store.partition_key_batches(partition, max_bucket=max_bucket, lsh=True):
+            stats.keys += len(b.groups)
+            stats.members += sum(len(ids) for _, _, ids in b.groups)
+            yield b
+            stats.seconds = time.monotonic() - start
+            if progress is not None:
+                progress(stats)
+
+    share = None if partition.whole else partition
+    batch: list[ScoredPair] = []
+
+    def judged(scored: list[ScoredPair]) -> Iterator[Pair]:
+        stats.candidates += len(scored)
+        for p in _duplicates(scored, t, store.config.stores_vector):
+            stats.pairs += 1
+            yield p
+
+    for p in scorer.key_groups(max_bucket, lsh=True, batches=counted(), share=share):
+        batch.append(p)
+        if len(batch) >= VERDICT_BATCH:
+            yield from judged(batch)
+            batch = []
+    yield from judged(batch)
+    for p in empty_copy_pairs(store, max_bucket=max_bucket, share=share):
+        stats.candidates += 1
+        stats.pairs += 1
+        yield p
+    stats.seconds = time.monotonic() - start
+
+
+def empty_copy_pairs(store: Store, *, max_bucket: int = 1000, share: Partition | None = None) -> Iterator[Pair]:
     """The pairs among the stored texts without words that rule 0 of `esdedup.match.rule` makes duplicates
     (`exact_copies`: the same content SHA-1), decided by `EXACT_COPY`: they have no keys to share, so one scan
     of those texts (`Store.scan_empty`) groups them by SHA-1. A SHA-1 held by more than ``max_bucket`` texts
-    pairs its first ``max_bucket`` ids only (logged), as a crowded band key does."""
+    pairs its first ``max_bucket`` ids only (logged), as a crowded band key does. ``share``: only the SHA-1s
+    of that partition (`esdedup.store.partition.sha1_share`)."""
     groups: dict[str, list[StoredDoc]] = {}
     for batch in store.scan_empty():
         for d in batch:
-            if d.content_sha1 is not None:
+            if d.content_sha1 is not None and (share is None or sha1_share(d.content_sha1, share.count) == share.index):
                 groups.setdefault(d.content_sha1, []).append(d)
     for sha1 in sorted(groups):
         docs = sorted(groups[sha1], key=lambda d: d.id)
@@ -235,20 +312,28 @@ class _PairScorer:
             # Probing layouts: pairs whose keys differ in a few bits share no stored key; join in memory.
             yield from self.probed(max_bucket)
 
-    def key_groups(self, max_bucket: int, *, lsh: bool) -> Iterator[ScoredPair]:
-        """Pairs within each group of documents sharing a stored key (`Store.key_batches`; ``lsh``: the LSH
-        keys too, unless they were joined in memory), measured in bulk.
+    def key_groups(self, max_bucket: int, *, lsh: bool, batches: Iterable[KeyBatch] | None = None,
+                   share: Partition | None = None) -> Iterator[ScoredPair]:
+        """Pairs within each group of documents sharing a stored key (`Store.key_batches`, or ``batches``;
+        ``lsh``: the LSH keys too, unless they were joined in memory), measured in bulk.
 
         A pair is taken under the smallest key its two documents share (`KeyBatch.keys`), so it is measured
-        once with nothing remembered across groups; only pairs that share crowded keys alone are remembered."""
+        once with nothing remembered across groups; only pairs that share crowded keys alone are remembered,
+        and with ``share`` (the batches of a partition, which all hold the crowded keys) kept only when they
+        are that partition's (`esdedup.store.partition.pair_share`)."""
         crowded_seen: set[tuple[str, str]] = set()
         pending: list[tuple[str, str]] = []
-        for batch in self.store.key_batches(max_bucket=max_bucket, lsh=lsh):
+        if batches is None:
+            batches = self.store.key_batches(max_bucket=max_bucket, lsh=lsh)
+        for batch in batches:
             for key, count, ids in batch.groups:
                 if len(ids) >= max_bucket:
                     log.warning("band value %s is shared by %d or more documents; only %d were compared "
                                 "(boilerplate? see the index's crowded band values)", key, max_bucket, max_bucket)
-                pending += self._owned(key, ids, batch.keys, crowded_seen if count > max_bucket else None)
+                owned = self._owned(key, ids, batch.keys, crowded_seen if count > max_bucket else None)
+                if share is not None and count > max_bucket:
+                    owned = (p for p in owned if pair_share(*p, share.count) == share.index)
+                pending += owned
             if len(pending) >= PAIR_BATCH:
                 yield from self._score_pairs(pending)
                 pending = []

@@ -10,7 +10,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from esdedup.errors import StoreError
 from esdedup.es import query as q
 from esdedup.store.base import KeyBatch
+from esdedup.store.elastic import scans
 from esdedup.store.elastic.index import PAGE, ElasticIndex
+from esdedup.store.partition import Partition
 from esdedup.util.prefetch import ahead
 
 log = logging.getLogger(__name__)
@@ -48,20 +50,24 @@ def key_counts(index: ElasticIndex, keys: Sequence[str] | Mapping[str, Sequence[
     return out
 
 
-def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[list[tuple[str, int]]]:
+def shared_values(index: ElasticIndex, field: str, min_count: int,
+                  share: Partition | None = None) -> Iterator[list[tuple[str, int]]]:
     """Every value of a key field held by ``min_count`` or more documents, with its count, one partition of
     the field's values at a time: the node reads the field once a partition and sends only those values, not
     the singletons. The partitions are as many as make each answer about `PARTITION_BUCKETS` values (the
     field's value count less its distinct values bounds the values held twice or more); a partition whose
     answer may be cut is asked again as two (values fall in partition ``hash % n``, so partition p of n is
-    partitions p and p + n of 2n)."""
+    partitions p and p + n of 2n). ``share``: only the values of that share of the field (its partitions are
+    then a multiple of its count, and read are those congruent to its index: ``hash % kP % P == hash % P``)."""
     distinct, values = key_stats(index, field)
     parts = max(1, math.ceil(min(distinct, values - distinct) / PARTITION_BUCKETS))
+    every = share.count if share is not None else 1
+    parts = math.ceil(parts / every) * every
     log.debug("%s: %d distinct values, %d in all: %d partitions", field, distinct, values, parts)
     size = 2 * PARTITION_BUCKETS
     # With several shards each must send all of its values in the partition for the counts to add up.
     shard_size = max(size, math.ceil(1.5 * distinct / parts))
-    todo = [(p, parts) for p in reversed(range(parts))]
+    todo = [(p, parts) for p in reversed(range(parts)) if share is None or p % every == share.index]
     while todo:
         part = todo.pop()
         found, whole = key_counts(index, [field], "band aggregation", min_count=min_count, size=size,
@@ -77,9 +83,15 @@ def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[l
 
 
 def _crowded_set(index: ElasticIndex, fields: Sequence[str], max_bucket: int) -> frozenset[str]:
-    """The values of ``fields`` held by more than ``max_bucket`` documents (few: one request a field, unless
-    there are more than a page of them or several shards leave the answer uncertain)."""
-    out: set[str] = set()
+    """The values of ``fields`` held by more than ``max_bucket`` documents (`_crowded_values`)."""
+    return frozenset(v for found in _crowded_values(index, fields, max_bucket).values() for v, _ in found)
+
+
+def _crowded_values(index: ElasticIndex, fields: Sequence[str], max_bucket: int
+                    ) -> dict[str, list[tuple[str, int]]]:
+    """Per field, its values held by more than ``max_bucket`` documents with their counts (few: one request
+    a field, unless there are more than a page of them or several shards leave the answer uncertain)."""
+    out: dict[str, list[tuple[str, int]]] = {}
     for field in fields:
         # One field a request: a page of values from each of many fields could pass the node's
         # search.max_buckets (65,536 by default).
@@ -87,23 +99,35 @@ def _crowded_set(index: ElasticIndex, fields: Sequence[str], max_bucket: int) ->
                                   shard_size=PAGE)[field]
         if not whole:
             found = [v for part in shared_values(index, field, max_bucket + 1) for v in part]
-        out.update(v for v, _ in found)
-    return frozenset(out)
+        out[field] = found
+    return out
 
 
-def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
+def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True,
+                partition: Partition | None = None) -> Iterator[KeyBatch]:
     """See `Store.key_batches`: shared keys field by field, partition by partition (`shared_values`); their
     members fetched for a page of members at a time, with every member's keys (doc values). The next batch is
     fetched while the caller works on this one (`ahead`): the node's aggregations and searches overlap the
-    caller's pair work instead of taking turns with it."""
-    return ahead(_key_batches(index, max_bucket, lsh))
+    caller's pair work instead of taking turns with it. ``partition``: its share
+    (`esdedup.store.partition.PartitionedKeys`): the crowded values first, then the share's others."""
+    return ahead(_key_batches(index, max_bucket, lsh, partition))
 
 
-def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
+def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool,
+                 partition: Partition | None = None) -> Iterator[KeyBatch]:
     fields = index.key_fields(lsh=lsh)
-    crowded = _crowded_set(index, fields, max_bucket)
+    by_field = _crowded_values(index, fields, max_bucket)
+    crowded = frozenset(v for found in by_field.values() for v, _ in found)
+    share = partition if partition is not None and not partition.whole else None
+    if share is not None:
+        # Every partition reads the crowded values (few); the share's partitions are read without them.
+        for field, held in by_field.items():
+            for v, n in held:
+                yield _members(index, field, [(v, n)], fields, crowded, max_bucket)
     for field in fields:
-        for found in shared_values(index, field, 2):
+        for found in shared_values(index, field, 2, share):
+            if share is not None:
+                found = [(v, n) for v, n in found if v not in crowded]
             batch: list[tuple[str, int]] = []
             total = 0
             for value, n in found:
@@ -123,7 +147,10 @@ def _members(index: ElasticIndex, field: str, values: list[tuple[str, int]], fie
     groups: dict[str, list[str]] = {v: [] for v, _ in values}
     keys: dict[str, frozenset[str]] = {}
     normal = [(v, n) for v, n in values if n <= max_bucket]
-    searches = [([v], max_bucket) for v, n in values if n > max_bucket]
+    for v, n in values:
+        if n > max_bucket:
+            groups[v] = _first_members(index, field, v, fields, crowded, max_bucket, keys)
+    searches = []
     if normal:
         searches.append(([v for v, _ in normal], sum(n for _, n in normal)))
     for vals, size in searches:
@@ -144,6 +171,27 @@ def _members(index: ElasticIndex, field: str, values: list[tuple[str, int]], fie
             if doc_id not in keys:
                 keys[doc_id] = held - crowded if crowded else held
     return KeyBatch([(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1], keys)
+
+
+def _first_members(index: ElasticIndex, field: str, value: str, fields: Sequence[str], crowded: frozenset[str],
+                   max_bucket: int, keys: dict[str, frozenset[str]]) -> list[str]:
+    """The ``max_bucket`` smallest ids among the documents holding a crowded value (their keys added to
+    ``keys``): the members the in-memory LSH join and the embedded store take, so that every join, and every
+    partition, compares the same documents of a crowd. Every holder's id is read (a point in time) to find
+    them: the index cannot sort on ``_id``."""
+    held_by: dict[str, frozenset[str]] = {}
+    for hits in scans.hit_pages(index, "fetching band members", query={"term": {field: value}},
+                                docvalue_fields=fields):
+        for h in hits:
+            got = h.get("fields", {})
+            held_by[h["_id"]] = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in fields)))
+            if len(held_by) > 4 * max_bucket:  # only the smallest are kept
+                held_by = dict(sorted(held_by.items())[:max_bucket])
+    first = sorted(held_by)[:max_bucket]
+    for doc_id in first:
+        if doc_id not in keys:
+            keys[doc_id] = held_by[doc_id] - crowded
+    return first
 
 
 def crowded_keys(index: ElasticIndex, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:

@@ -33,6 +33,7 @@ from esdedup.store.elastic import browse, keys, lookup, scans
 from esdedup.store.elastic import labels as labelling
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.writes import Bulk
+from esdedup.store.partition import Partition
 
 
 class ElasticStore:
@@ -193,6 +194,11 @@ class ElasticStore:
 
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         return keys.key_batches(self.index, max_bucket=max_bucket, lsh=lsh)
+
+    def partition_key_batches(self, partition: Partition, *, max_bucket: int = 1000,
+                              lsh: bool = True) -> Iterator[KeyBatch]:
+        """See `esdedup.store.partition.PartitionedKeys`."""
+        return keys.key_batches(self.index, max_bucket=max_bucket, lsh=lsh, partition=partition)
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         return keys.crowded_keys(self.index, min_count=min_count, limit=limit, lsh=lsh)

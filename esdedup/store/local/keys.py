@@ -18,6 +18,7 @@ from esdedup.schema import LSH_KEYS, key_field
 from esdedup.store.base import KeyBatch, Probe, TopKeys
 from esdedup.store.local.rows import KEY_COLUMNS
 from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_only, marks
+from esdedup.store.partition import Partition, key_share
 
 log = logging.getLogger(__name__)
 
@@ -184,16 +185,24 @@ class KeyTables:
         # Most shared keys first, ties by id: sorted by id, then (stable) by count.
         return sorted(sorted(sorted(shared), key=shared.__getitem__, reverse=True)[:limit])
 
-    def key_batches(self, *, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
-        """See `esdedup.store.base.Store.key_batches`."""
+    def key_batches(self, *, max_bucket: int, lsh: bool, partition: Partition | None = None) -> Iterator[KeyBatch]:
+        """See `esdedup.store.base.Store.key_batches`; with ``partition``, its share
+        (`esdedup.store.partition.PartitionedKeys`: the keys whose `key_share` is its index, and the crowded)."""
         tables = tables_read(lsh)
         self.merge(tables)
         db = self._database.connect()
         crowded = frozenset(k for t in tables for (k,) in
                             db.execute(f"SELECT key FROM {t} GROUP BY key HAVING COUNT(*) > ?", (max_bucket,)))
+        share, params = "", ()
+        if partition is not None and not partition.whole:
+            # Asked once a shared key (in HAVING), not once a key row.
+            db.create_function("esdedup_key_share", 2, key_share, deterministic=True)
+            share = " AND (COUNT(*) > ? OR esdedup_key_share(key, ?) = ?)"
+            params = (max_bucket, partition.count, partition.index)
         for table in tables:
             cur = db.execute(f"SELECT key, id FROM {table} WHERE key IN "
-                             f"(SELECT key FROM {table} GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, id")
+                             f"(SELECT key FROM {table} GROUP BY key HAVING COUNT(*) > 1{share}) ORDER BY key, id",
+                             params)
             groups: list[tuple[str, int, list[str]]] = []
             members = 0
             for key, rows in itertools.groupby(cur, key=operator.itemgetter(0)):

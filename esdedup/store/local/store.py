@@ -48,6 +48,7 @@ from esdedup.store.local.sqlite import (
     marks,
 )
 from esdedup.store.local.texts import TextIndex, name_collection
+from esdedup.store.partition import Partition
 from esdedup.util.filelock import FileLock
 
 #: Rows per transaction when writing.
@@ -331,6 +332,11 @@ class LocalStore:
     @_sql_errors
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         yield from self._keys.key_batches(max_bucket=max_bucket, lsh=lsh)
+
+    def partition_key_batches(self, partition: Partition, *, max_bucket: int = 1000,
+                              lsh: bool = True) -> Iterator[KeyBatch]:
+        """See `esdedup.store.partition.PartitionedKeys`."""
+        yield from self._keys.key_batches(max_bucket=max_bucket, lsh=lsh, partition=partition)
 
     # -- browsing (see esdedup.store.local.browse and texts) ---------------------------------------------
     @_sql_errors

@@ -1,0 +1,80 @@
+"""A share of the band and LSH key space, so that all-pairs search can run as P processes, each reading only
+its share of the store's shared keys (`PartitionedKeys`).
+
+Where a pair belongs, decided here once: a pair of documents that share a key (not crowded) belongs to the
+partition of the smallest such key, so each key being read by exactly one partition makes each pair come out of
+exactly one. Keys are spread by the store's own hash (Elasticsearch: the ``terms`` aggregation's partitions;
+the embedded store: `key_share`); pairs that share crowded keys only, and exact copies among texts without
+words, have no such key, and are spread by `pair_share` and `sha1_share`.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from esdedup.errors import ConfigError
+from esdedup.store.base import KeyBatch
+
+_SPEC = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Partition ``index`` of ``count`` (0 <= index < count)."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ConfigError(f"a partition is I/P with 0 <= I < P, got {self.index}/{self.count}")
+
+    @classmethod
+    def parse(cls, text: str) -> Partition:
+        """``"I/P"``, e.g. ``"0/4"``.
+
+        Raises:
+            ConfigError: not two integers I/P with 0 <= I < P.
+        """
+        m = _SPEC.fullmatch(text)
+        if not m:
+            raise ConfigError(f"a partition is I/P with 0 <= I < P (for example 0/4), got {text!r}")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    @property
+    def whole(self) -> bool:
+        return self.count == 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def key_share(key: object, count: int) -> int:
+    """The partition of a key on the embedded store: a CRC-32 of its text (stable across processes and
+    machines, unlike Python's ``hash``)."""
+    return zlib.crc32(str(key).encode()) % count
+
+
+def pair_share(a: str, b: str, count: int) -> int:
+    """The partition of a pair that shares crowded keys only (every partition reads the crowded keys)."""
+    return zlib.crc32(f"{a}\0{b}".encode()) % count
+
+
+def sha1_share(sha1: str, count: int) -> int:
+    """The partition of the exact copies of one content SHA-1 among the texts without words."""
+    return int(sha1[:8], 16) % count
+
+
+@runtime_checkable
+class PartitionedKeys(Protocol):
+    """A store that reads a share of its shared keys."""
+
+    def partition_key_batches(self, partition: Partition, *, max_bucket: int = 1000,
+                              lsh: bool = True) -> Iterator[KeyBatch]:
+        """`Store.key_batches` for the share of ``partition``: the shared keys (not crowded) in its share, and
+        every crowded key (held by more than ``max_bucket`` documents: few, and read by every partition, whose
+        pairs `pair_share` spreads). Each member's keys are all its keys, in any share, less the crowded."""
+        ...

@@ -1,0 +1,116 @@
+"""All-pairs search in partitions (`esdedup.api.pairs_of_partition`), on the embedded store and a real node:
+for P = 1, 2, 3 the partitions' pairs together are exactly one run's, and no pair comes out twice."""
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+
+import pytest
+from esdedup_cli.main import app
+
+from esdedup import FingerprintConfig
+from esdedup.api import all_pairs, pairs_of_partition
+from esdedup.errors import ConfigError
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.schema import content_sha1
+from esdedup.store.base import NewDoc, Store
+from esdedup.store.elastic.store import ElasticStore
+from esdedup.store.local import LocalStore
+from esdedup.store.partition import Partition
+from tests.cli_runner import cli_runner
+from tests.corpus import make_corpus, make_variant
+
+CONFIG = FingerprintConfig(tokenizer="rjieba")
+#: Few enough that the planted crowd (and the copies of the boilerplate) make crowded keys.
+MAX_BUCKET = 8
+
+
+@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+def store(request, tmp_path):
+    """A store of both backends holding near-duplicates sharing several keys, a crowd of exact and near copies
+    (crowded keys), short texts, and texts without words (exact copies by content SHA-1 among them)."""
+    import random
+
+    docs, _ = make_corpus(150, 40, seed=5)
+    rng = random.Random(3)
+    base = docs[0]["text"]
+    # A crowd: more than MAX_BUCKET exact copies and near copies of one text (crowded keys).
+    docs += [{"id": f"copy{i:02d}", "text": base} for i in range(12)]
+    docs += [{"id": f"near{i:02d}", "text": make_variant(rng, base)} for i in range(6)]
+    # Texts without words: exact copies of one another by content, and one alone.
+    docs += [{"id": f"blank{i}", "text": t} for i, t in enumerate(["。。。", "。。。", "。。。", "!!", "!!", "   "])]
+    # Short texts (the SimHash path), two pairs of copies.
+    docs += [{"id": f"short{i}", "text": t} for i, t in enumerate(["今天下雨", "今天下雨", "明天晴天", "明天晴天"])]
+    if request.param == "local":
+        s: Store = LocalStore(f"p-{uuid.uuid4().hex[:8]}", tmp_path / "data")
+    else:
+        s = ElasticStore(request.getfixturevalue("es_client"), f"esdedup-part-{uuid.uuid4().hex[:10]}", shards=2,
+                         replicas=0)
+    s.open(CONFIG)
+    fps = Fingerprinter(CONFIG).fingerprint_many([d["text"] for d in docs])
+    results = list(s.write(NewDoc(d["id"], fp, {"id": d["id"], "text": d["text"]}, content_sha1(d["text"]))
+                           for d, fp in zip(docs, fps, strict=True)))
+    assert all(r.ok for r in results)
+    s.refresh()
+    yield s
+    s.drop()
+
+
+def _rows(pairs) -> list[str]:
+    return [json.dumps(p.to_dict(), sort_keys=True) for p in pairs]
+
+
+@pytest.mark.parametrize("lsh_join", ["auto", "store"])
+def test_partitions_together_are_one_run(store, lsh_join):
+    whole = _rows(all_pairs(store, max_bucket=MAX_BUCKET, lsh_join=lsh_join).pairs)
+    kinds = Counter(json.loads(r)["decided_by"] for r in whole)
+    assert len(whole) > 60 and kinds["content_sha1"] >= 4, kinds  # the crowd, the blanks and the planted pairs
+    for count in (1, 2, 3):
+        got: list[str] = []
+        for i in range(count):
+            report = pairs_of_partition(store, f"{i}/{count}", max_bucket=MAX_BUCKET)
+            assert report.stats.pairs == len(report.pairs)
+            got += _rows(report.pairs)
+        repeated = [r for r, n in Counter(got).items() if n > 1]
+        assert not repeated, (count, repeated[:3])
+        assert sorted(got) == sorted(whole), count
+
+
+def test_each_partition_reads_a_share(store):
+    one = pairs_of_partition(store, Partition(0, 1), max_bucket=MAX_BUCKET).stats
+    parts = [pairs_of_partition(store, Partition(i, 3), max_bucket=MAX_BUCKET).stats for i in range(3)]
+    # Every partition reads the few crowded keys; the rest of the keys are split.
+    assert all(0 < p.keys < one.keys for p in parts)
+    assert sum(p.candidates for p in parts) == one.candidates
+
+
+@pytest.mark.parametrize("bad", ["3/3", "-1/2", "1/0", "x", "1/2/3", "2"])
+def test_a_bad_partition_is_refused(bad):
+    with pytest.raises(ConfigError, match="I/P"):
+        Partition.parse(bad)
+
+
+def test_cli_partitions_with_json_summary(tmp_path):
+    docs, _ = make_corpus(60, 20, seed=9)
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert run_cli("ingest", str(src), "--index", "news", *data).exit_code == 0
+    whole = run_cli("dups", "--index", "news", *data)
+    assert whole.exit_code == 0
+    lines: list[str] = []
+    for i in range(2):
+        r = run_cli("dups", "--index", "news", *data, "--partition", f"{i}/2", "--json")
+        assert r.exit_code == 0, r.output
+        lines += r.stdout.splitlines()
+        summary = json.loads(r.stderr.splitlines()[-1])
+        assert summary["event"] == "summary" and summary["partition"] == f"{i}/2"
+        assert summary["pairs"] == len(r.stdout.splitlines())
+    assert sorted(lines) == sorted(whole.stdout.splitlines()) and len(lines) > 10
+    bad = run_cli("dups", "--index", "news", *data, "--partition", "2/2")
+    assert bad.exit_code != 0 and "Error:" in bad.stderr and "2/2" in bad.stderr
+
+
+def run_cli(*args: str):
+    return cli_runner().invoke(app, list(args))
