@@ -194,16 +194,16 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
             stats.pairs += 1
             yield p
 
-    for p in scorer.key_groups(max_bucket, lsh=True, batches=counted(), share=share):
-        batch.append(p)
+    for scored in scorer.key_groups(max_bucket, lsh=True, batches=counted(), share=share):
+        batch.append(scored)
         if len(batch) >= VERDICT_BATCH:
             yield from judged(batch)
             batch = []
     yield from judged(batch)
-    for p in empty_copy_pairs(store, max_bucket=max_bucket, share=share):
+    for copy in empty_copy_pairs(store, max_bucket=max_bucket, share=share):
         stats.candidates += 1
         stats.pairs += 1
-        yield p
+        yield copy
     stats.seconds = time.monotonic() - start
 
 

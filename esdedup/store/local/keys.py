@@ -193,7 +193,8 @@ class KeyTables:
         db = self._database.connect()
         crowded = frozenset(k for t in tables for (k,) in
                             db.execute(f"SELECT key FROM {t} GROUP BY key HAVING COUNT(*) > ?", (max_bucket,)))
-        share, params = "", ()
+        share: str = ""
+        params: tuple[int, ...] = ()
         if partition is not None and not partition.whole:
             # Asked once a shared key (in HAVING), not once a key row.
             db.create_function("esdedup_key_share", 2, key_share, deterministic=True)

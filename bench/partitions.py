@@ -1,0 +1,135 @@
+"""`esdedup dups --partition I/P` at scale: one index of N documents, then for each P the P partitions run
+as P processes at once; wall (all of them), each process's peak RSS and wall, and whether the partitions'
+pairs together are exactly those of one `dups` run (and no pair twice).
+
+    python bench/partitions.py --docs 200000 --local               # the embedded store (a temporary --data-dir)
+    python bench/partitions.py --docs 200000 --es http://127.0.0.1:9400
+    python bench/partitions.py --docs 2000 --local --parts 1,2     # a quick check (tests run it)
+
+The documents: sources of 150 to 600 characters drawn at random from esdedup's list of common characters
+(so that unrelated documents share no n-gram by chance), and for one source in four a planted near-duplicate
+(tests/corpus.py's `make_variant`: a few characters replaced, a short prefix or suffix), ingested with ``python -m esdedup ingest`` as a user runs it; the index is dropped after the run unless
+``--keep``. Prints a Markdown table and the JSON of the figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from scale import PeakRss, log  # noqa: E402
+
+from esdedup.api import open_store  # noqa: E402
+from tests.corpus import make_variant  # noqa: E402
+
+
+def make_docs(n: int, seed: int = 1) -> list[dict[str, str]]:
+    """``n`` documents: sources, and a planted near-duplicate after every fourth."""
+    rng = random.Random(seed)
+    text = (ROOT / "esdedup/data/common_simplified.txt").read_text("utf-8")
+    chars = [c for line in text.splitlines() if not line.startswith("#") for c in line if not c.isspace()]
+    docs: list[dict[str, str]] = []
+    while len(docs) < n:
+        body = "".join(rng.choices(chars, k=rng.randint(150, 600)))
+        docs.append({"id": f"d{len(docs):08d}", "text": body})
+        if len(docs) % 4 == 0 and len(docs) < n:
+            docs.append({"id": f"d{len(docs):08d}", "text": make_variant(rng, body)})
+    return docs
+
+
+def run_partitions(where: list[str], parts: int, out: Path) -> dict[str, object]:
+    """The ``parts`` partitions of `dups` at once; their figures and their pairs' lines."""
+    procs = []
+    t = time.perf_counter()
+    for i in range(parts):
+        argv = [sys.executable, "-m", "esdedup", "dups", *where, "--partition", f"{i}/{parts}", "--json"]
+        fh = open(out / f"p{i}of{parts}.jsonl", "wb")  # noqa: SIM115 (closed once the process is reaped)
+        err = open(out / f"p{i}of{parts}.err", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(argv, stdout=fh, stderr=err, cwd=ROOT)
+        procs.append((proc, PeakRss(proc.pid), fh, err, time.perf_counter()))
+    runs = []
+    for i, (proc, peak, fh, err, start) in enumerate(procs):
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        fh.close()
+        err.close()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"partition {i}/{parts} failed: {(out / f'p{i}of{parts}.err').read_text()[-2000:]}")
+        summary = json.loads((out / f"p{i}of{parts}.err").read_text().splitlines()[-1])
+        runs.append({"partition": f"{i}/{parts}", "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                     "peak_rss_mb": round(peak.stop()), **{k: summary[k] for k in ("keys", "candidates", "pairs")}})
+    lines = [ln for i in range(parts) for ln in (out / f"p{i}of{parts}.jsonl").read_text("utf-8").splitlines()]
+    return {"parts": parts, "wall_s": round(time.perf_counter() - t, 1), "runs": runs, "lines": lines}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=200_000)
+    ap.add_argument("--es", help="a running node or cluster (else --local)")
+    ap.add_argument("--local", action="store_true", help="the embedded store, in a temporary --data-dir")
+    ap.add_argument("--parts", default="1,2,4", help="the partition counts to run, e.g. 1,2,4")
+    ap.add_argument("--index", default="bench-partitions")
+    ap.add_argument("--keep", action="store_true", help="keep the index")
+    args = ap.parse_args()
+    if bool(args.es) == args.local:
+        raise SystemExit("give --es URL or --local")
+    tmp = Path(tempfile.mkdtemp(prefix="esdedup-partitions-"))
+    where = ["--index", args.index, *(["--es", args.es] if args.es else ["--data-dir", str(tmp / "data")])]
+    docs = make_docs(args.docs)
+    src = tmp / "docs.jsonl"
+    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    log(f"ingest: {len(docs):,} documents")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "esdedup", "ingest", str(src), *where], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+    result: dict[str, object] = {"docs": len(docs), "store": "elasticsearch" if args.es else "embedded",
+                                 "ingest_s": round(time.perf_counter() - t, 1)}
+    try:
+        log("dups (one process, as it chooses)")
+        t = time.perf_counter()
+        with open(tmp / "whole.jsonl", "wb") as fh:
+            proc = subprocess.Popen([sys.executable, "-m", "esdedup", "dups", *where], stdout=fh, cwd=ROOT)
+            peak = PeakRss(proc.pid)
+            proc.wait()
+        whole = sorted((tmp / "whole.jsonl").read_text("utf-8").splitlines())
+        result["whole"] = {"wall_s": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak.stop()),
+                           "pairs": len(whole)}
+        rows = []
+        for parts in (int(p) for p in args.parts.split(",")):
+            log(f"dups in {parts} partitions at once")
+            r = run_partitions(where, parts, tmp)
+            lines = r.pop("lines")
+            r["same_pairs"] = sorted(lines) == whole
+            r["repeated"] = sum(n - 1 for n in Counter(lines).values() if n > 1)
+            rows.append(r)
+        result["partitions"] = rows
+    finally:
+        if not args.keep:
+            if args.es:
+                open_store(args.index, es_url=args.es).drop()
+            shutil.rmtree(tmp, ignore_errors=True)
+    w = result["whole"]
+    print(f"| {result['store']}, {result['docs']:,} documents | wall s | peak RSS MB per process | pairs | same |")
+    print("|---|---|---|---|---|")
+    print(f"| dups (one process) | {w['wall_s']} | {w['peak_rss_mb']} | {w['pairs']:,} | - |")
+    for r in rows:
+        rss = ", ".join(str(x["peak_rss_mb"]) for x in r["runs"])
+        pairs = sum(x["pairs"] for x in r["runs"])
+        print(f"| --partition I/{r['parts']} ({r['parts']} at once) | {r['wall_s']} | {rss} | {pairs:,} | "
+              f"{'yes' if r['same_pairs'] and not r['repeated'] else 'NO'} |")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
