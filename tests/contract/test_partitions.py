@@ -114,3 +114,11 @@ def test_cli_partitions_with_json_summary(tmp_path):
 
 def run_cli(*args: str):
     return cli_runner().invoke(app, list(args))
+
+
+def test_a_failed_partition_names_itself_and_how_to_rerun(tmp_path):
+    r = run_cli("dups", "--index", "nosuch", "--data-dir", str(tmp_path / "data"), "--partition", "1/3", "--json")
+    assert r.exit_code == 2
+    error = json.loads(next(ln for ln in r.stderr.splitlines() if ln.startswith("{")))
+    assert error["event"] == "error" and error["partition"] == "1/3" and "--partition 1/3" in error["rerun"]
+    assert "Error:" in r.stderr and "partition 1/3" in r.stderr.splitlines()[-1]
