@@ -1,0 +1,291 @@
+"""One rule for the types of every config object the API takes, read from the dataclass's own annotations.
+
+A value the annotation does not describe is refused with a `ConfigError` naming the field, the type of the
+value given and what to give instead, when the object is made: a config that was accepted is one that can be
+written, read back (JSON in an index's metadata) and opened again. The rule:
+
+* ``bool`` is ``True`` or ``False`` only (1 and "yes" are refused: they do not read back as a bool);
+* ``int`` is a whole number that is not a bool (128.0 is refused: it reads back as a float), normalised to
+  ``int`` (a numpy integer becomes a Python one, which JSON can write);
+* ``float`` is any real number that is not a bool, normalised to ``float``;
+* ``str`` is a string; a field whose metadata names ``choices`` takes one of them;
+* ``tuple[X, ...]`` and ``list[X]`` take a list or a tuple of X (normalised to the annotated container), never
+  a string; ``dict[K, V]`` a mapping of K to V;
+* a union takes what any of its arms takes; ``Any`` and callables are not checked; any other class by
+  ``isinstance``.
+
+The words of the messages follow the caller: ``json=True`` (a config read from a file or an index's metadata)
+says ``true``, ``null`` and ``an object``; otherwise ``True``, ``None`` and ``a dict``.
+"""
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import functools
+import inspect
+import numbers
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from esdedup.errors import ConfigError
+
+__all__ = ["check_fields", "check_value", "checked_args", "choices", "field_types"]
+
+
+def choices(default: str, options: tuple[str, ...]) -> Any:
+    """A dataclass field holding one of ``options`` (a string), checked by `check_fields`."""
+    return dataclasses.field(default=default, metadata={"choices": options})
+
+
+class _Refused(Exception):
+    """A value an annotation does not describe (turned into the ConfigError by `check_value`)."""
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """The annotations of ``cls``'s fields, resolved (kept: they never change)."""
+    return typing.get_type_hints(cls)
+
+
+def check_fields(obj: Any, *, owner: str = "config field", json: bool = False) -> None:
+    """Check every field of the dataclass instance ``obj`` against its annotation, storing the normalised
+    value (frozen dataclasses too); ConfigError on the first field that does not fit."""
+    hints = field_types(type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        checked = check_value(f.name, hints[f.name], value, owner=owner, json=json,
+                              options=f.metadata.get("choices"))
+        if checked is not value:
+            object.__setattr__(obj, f.name, checked)
+
+
+def check_value(name: str, annotation: Any, value: Any, *, owner: str = "config field", json: bool = False,
+                options: tuple[str, ...] | None = None) -> Any:
+    """``value`` as a field ``name`` annotated ``annotation`` holds it (see the module's rule), or ConfigError."""
+    try:
+        value = _conform(annotation, value, json)
+    except _Refused:
+        words = _describe(annotation, json)
+        raise ConfigError(f"{owner} {name} must be {words}, got {type(value).__name__} {_shown(value)}; "
+                          f"{_fix(annotation, value, json, words)}") from None
+    if options is not None and value is not None and value not in options:
+        raise ConfigError(f"{owner} {name} must be one of {', '.join(options)}, got {_shown(value)}")
+    return value
+
+
+def _conform(annotation: Any, value: Any, json: bool) -> Any:
+    if annotation is Any or annotation is typing.Any:
+        return value
+    if annotation is None or annotation is type(None):
+        if value is None:
+            return None
+        raise _Refused
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        for arm in args:
+            try:
+                return _conform(arm, value, json)
+            except _Refused:
+                pass
+        raise _Refused
+    if origin is typing.Literal:
+        if any(type(value) is type(a) and value == a for a in args):
+            return value
+        raise _Refused
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Refused
+    if annotation is int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return value if type(value) is int else int(value)
+        raise _Refused
+    if annotation is float:
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return value if type(value) is float else float(value)
+        raise _Refused
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise _Refused
+    if origin in (tuple, list, collections.abc.Sequence):
+        kind = collections.abc.Sequence if origin is collections.abc.Sequence else (list, tuple)
+        if isinstance(value, (str, bytes)) or not isinstance(value, kind):
+            raise _Refused
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(args) != len(value):
+                raise _Refused
+            items = [_conform(a, v, json) for a, v in zip(args, value, strict=True)]
+        else:
+            item = args[0] if args else Any
+            items = [_conform(item, v, json) for v in value]
+        same = all(a is b for a, b in zip(items, value, strict=True))
+        if origin is tuple:
+            return value if same and isinstance(value, tuple) else tuple(items)
+        if origin is list:
+            return value if same and isinstance(value, list) else items
+        return value if same else items
+    if origin in (collections.abc.Iterable, collections.abc.Collection):
+        # Only the container: its items are the caller's to check as it reads them (a generator is read once).
+        if isinstance(value, (str, bytes, collections.abc.Mapping)) or not isinstance(value, origin):
+            raise _Refused
+        return value
+    if origin in (dict, collections.abc.Mapping):
+        if not isinstance(value, dict if origin is dict else collections.abc.Mapping):
+            raise _Refused
+        key, item = args if args else (Any, Any)
+        for k, v in value.items():
+            _conform(key, k, json)
+            _conform(item, v, json)
+        return value
+    if origin is collections.abc.Callable or annotation is collections.abc.Callable:
+        if callable(value):
+            return value
+        raise _Refused
+    if isinstance(annotation, type) and getattr(annotation, "_is_protocol", False):
+        # A protocol (a store): its methods must be there. `isinstance` would read its properties too, and a
+        # store's properties raise until it is opened.
+        if all(hasattr(value, name) for name in _protocol_methods(annotation)):
+            return value
+        raise _Refused
+    if isinstance(annotation, type):
+        if isinstance(value, annotation):
+            return value
+        raise _Refused
+    return value  # a form this rule does not describe (a TypeVar, a Protocol): left to the code using it
+
+
+@functools.cache
+def _protocol_methods(protocol: type) -> tuple[str, ...]:
+    return tuple(sorted({name for klass in protocol.__mro__ if getattr(klass, "_is_protocol", False)
+                         for name, member in vars(klass).items()
+                         if callable(member) and not name.startswith("_")}))
+
+
+def _describe(annotation: Any, json: bool) -> str:
+    """What ``annotation`` takes, in words ("a whole number or None")."""
+    if annotation is None or annotation is type(None):
+        return "null" if json else "None"
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        arms = [_describe(a, json) for a in args if a is not type(None)]
+        words = " or ".join(dict.fromkeys(arms))
+        return words + (" or " + ("null" if json else "None") if type(None) in args else "")
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if annotation is bool:
+        return "true or false" if json else "True or False"
+    if annotation is int:
+        return "a whole number"
+    if annotation is float:
+        return "a number"
+    if annotation is str:
+        return "a string"
+    if origin in (tuple, list, collections.abc.Sequence, collections.abc.Iterable, collections.abc.Collection):
+        item = args[0] if args and not (origin is tuple and len(args) != 2) else Any
+        of = "" if item is Any else f" of {_plural(_describe(item, json))}"
+        if origin in (collections.abc.Iterable, collections.abc.Collection):
+            return "a list (any iterable but a string or a dict)" + of
+        return ("a list" if json else "a list or tuple") + of
+    if origin in (dict, collections.abc.Mapping):
+        if json:
+            return "an object"
+        return "a dict" + (" with string keys" if args and args[0] is str else "")
+    if annotation in (collections.abc.Mapping, dict):
+        return "an object" if json else "a dict"
+    if isinstance(annotation, type):
+        return f"{'an' if annotation.__name__[0] in 'AEIOU' else 'a'} {annotation.__name__}"
+    return str(annotation)
+
+
+def _plural(words: str) -> str:
+    """"a whole number or a Path" -> "whole numbers or Paths"."""
+    parts = []
+    for part in words.split(" or "):
+        article, _, rest = part.partition(" ")
+        if article in ("a", "an") and rest:
+            head, with_, tail = rest.partition(" with ")
+            part = head + "s" + (with_ + tail if with_ else "")
+        parts.append(part)
+    return " or ".join(parts)
+
+
+def _fix(annotation: Any, value: Any, json: bool, words: str) -> str:
+    """How to write ``value`` so that ``annotation`` takes it, when the intent is plain; else the type wanted."""
+    wanted = {typing.get_origin(annotation) or annotation, *typing.get_args(annotation)}
+    if int in wanted and isinstance(value, float) and value.is_integer():
+        return f"write {int(value)} (a whole number, without the decimal point)"
+    if bool in wanted and not isinstance(value, bool) and value in (0, 1):
+        return f"write {str(bool(value)).lower() if json else bool(value)} instead"
+    if isinstance(value, str) and (int in wanted or float in wanted):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+        else:
+            shown = int(number) if int in wanted and number.is_integer() else number
+            return f"write {shown} as a number, without quotes"
+    if isinstance(value, str) and bool in wanted and value.strip().lower() in ("true", "false", "yes", "no"):
+        return ("write true or false without quotes" if json else "pass True or False, not a string")
+    return f"give {words}"
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+#: Every function `checked_args` wraps (tests resolve each one's annotations, which happens on first call).
+CHECKED: list[Callable[..., Any]] = []
+
+
+def checked_args(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` with its arguments checked against its annotations by the rule above when it is called: a
+    caller passing None for a list, a string for a number or a dict for a config gets a `ConfigError` naming
+    the function, the argument, the type given and what to give, not a TypeError or an AttributeError from
+    deep inside. Arguments are normalised as fields are (a numpy integer becomes an ``int``); an argument
+    the signature does not have is a ConfigError too. Arguments annotated ``Any`` are the function's to
+    check."""
+    CHECKED.append(fn)
+    signature = inspect.signature(fn)
+    where = fn.__qualname__
+    hints: dict[str, Any] = {}
+
+    def bind(args: Any, kwargs: Any) -> inspect.BoundArguments:
+        if not hints:
+            hints.update(typing.get_type_hints(fn))
+            hints.pop("return", None)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        for name, value in bound.arguments.items():
+            annotation = hints.get(name)
+            kind = signature.parameters[name].kind
+            if annotation is None or kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                continue
+            checked = check_value(name, annotation, value, owner=f"{where}: argument")
+            if checked is not value:
+                bound.arguments[name] = checked
+        return bound
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            bound = bind(args, kwargs)
+            return await fn(*bound.args, **bound.kwargs)  # type: ignore[misc]
+
+        return checked_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        bound = bind(args, kwargs)
+        return fn(*bound.args, **bound.kwargs)
+
+    return checked
