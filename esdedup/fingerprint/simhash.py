@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from esdedup.fingerprint.hashing import token_digest
+from esdedup.util.fieldtypes import checked_args
 
 
 def vote_rows(digests: Sequence[bytes], bits: int = 64) -> np.ndarray:
@@ -50,6 +51,7 @@ def simhash(weights: Mapping[str, float], bits: int = 64) -> int:
     return simhash_from_votes(votes, np.array([weights[t] for t in terms], dtype=np.float64))
 
 
+@checked_args
 def hamming(a: int, b: int) -> int:
     """Number of differing bits between two fingerprints.
 

@@ -43,10 +43,15 @@ class _Refused(Exception):
     """A value an annotation does not describe (turned into the ConfigError by `check_value`)."""
 
 
-@functools.cache
+_FIELD_TYPES: dict[type, dict[str, Any]] = {}
+
+
 def field_types(cls: type) -> dict[str, Any]:
     """The annotations of ``cls``'s fields, resolved (kept: they never change)."""
-    return typing.get_type_hints(cls)
+    hints = _FIELD_TYPES.get(cls)
+    if hints is None:
+        hints = _FIELD_TYPES[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 def check_fields(obj: Any, *, owner: str = "config field", json: bool = False) -> None:
@@ -250,42 +255,100 @@ def checked_args(fn: Callable[P, R]) -> Callable[P, R]:
     caller passing None for a list, a string for a number or a dict for a config gets a `ConfigError` naming
     the function, the argument, the type given and what to give, not a TypeError or an AttributeError from
     deep inside. Arguments are normalised as fields are (a numpy integer becomes an ``int``); an argument
-    the signature does not have is a ConfigError too. Arguments annotated ``Any`` are the function's to
-    check."""
+    the signature does not have, or a missing one, is a ConfigError too. Arguments annotated ``Any`` are the
+    function's to check.
+
+    A call whose arguments are already of their exact types costs a few type tests (`_fast`); only the
+    others go through `check_value`."""
     CHECKED.append(fn)
     signature = inspect.signature(fn)
     where = fn.__qualname__
-    hints: dict[str, Any] = {}
+    params = list(signature.parameters.values())
+    plain = all(p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY) for p in params)
+    positional = [p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    required = [(p.name, positional.index(p.name) if p.name in positional else len(params))
+                for p in params if p.default is inspect.Parameter.empty]
+    checks: dict[str, tuple[Any, Callable[[Any], bool]]] = {}  # name -> (annotation, fast test), on first call
 
-    def bind(args: Any, kwargs: Any) -> inspect.BoundArguments:
-        if not hints:
-            hints.update(typing.get_type_hints(fn))
-            hints.pop("return", None)
-        try:
+    def prepare() -> None:
+        hints = typing.get_type_hints(fn)
+        for p in params:
+            if p.name in hints and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                checks[p.name] = (hints[p.name], _fast(hints[p.name]))
+        checks.setdefault("", (None, bool))  # prepared, even for a function without annotated arguments
+
+    names = frozenset(signature.parameters)
+    least = max((at + 1 for _, at in required if at < len(params)), default=0)
+    keyword_required = [name for name, at in required if at >= len(params)]
+
+    def check(name: str, value: Any) -> Any:
+        entry = checks.get(name)
+        if entry is None or entry[1](value):
+            return value
+        return check_value(name, entry[0], value, owner=f"{where}: argument")
+
+    def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if not checks:
+            prepare()
+        n = len(args)
+        # The common call: positional arguments, then keywords the signature has, each given once.
+        if (plain and least <= n <= len(positional) and names.issuperset(kwargs)
+                and (not kwargs or not any(name in kwargs for name in positional[:n]))
+                and (not keyword_required or all(name in kwargs for name in keyword_required))):
+            checked = list(args)
+            for i in range(n):
+                checked[i] = check(positional[i], checked[i])
+            for name in kwargs:
+                kwargs[name] = check(name, kwargs[name])
+            return tuple(checked), kwargs
+        try:  # the slow path names what does not fit the signature
             bound = signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         for name, value in bound.arguments.items():
-            annotation = hints.get(name)
-            kind = signature.parameters[name].kind
-            if annotation is None or kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-                continue
-            checked = check_value(name, annotation, value, owner=f"{where}: argument")
-            if checked is not value:
-                bound.arguments[name] = checked
-        return bound
+            bound.arguments[name] = check(name, value)
+        return bound.args, bound.kwargs
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def checked_async(*args: Any, **kwargs: Any) -> Any:
-            bound = bind(args, kwargs)
-            return await fn(*bound.args, **bound.kwargs)  # type: ignore[misc]
+            args, kwargs = arguments(args, kwargs)
+            return await fn(*args, **kwargs)  # type: ignore[misc]
 
         return checked_async  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        bound = bind(args, kwargs)
-        return fn(*bound.args, **bound.kwargs)
+        a, k = arguments(args, kwargs)
+        return fn(*a, **k)
 
     return checked
+
+
+def _fast(annotation: Any) -> Callable[[Any], bool]:
+    """A test that is True only for values ``annotation`` takes exactly as they are (no normalisation), made
+    of plain type tests; a False sends the value through `check_value`, which decides."""
+    if annotation is Any:
+        return lambda v: True
+    if annotation is None or annotation is type(None):
+        return lambda v: v is None
+    if annotation in (bool, int, float, str):
+        return lambda v: type(v) is annotation
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        arms = [_fast(a) for a in args]
+        return lambda v: any(arm(v) for arm in arms)
+    if origin in (list, tuple, collections.abc.Sequence) and not (origin is tuple and args
+                                                                  and not (len(args) == 2 and args[1] is Ellipsis)):
+        kinds = {list: (list,), tuple: (tuple,)}.get(origin, (list, tuple))
+        item = _fast(args[0]) if args else (lambda v: True)
+        return lambda v: type(v) in kinds and all(item(x) for x in v)
+    if origin in (dict, collections.abc.Mapping):
+        key, value = (_fast(args[0]), _fast(args[1])) if args else (lambda v: True, lambda v: True)
+        return lambda v: type(v) is dict and all(key(k) and value(x) for k, x in v.items())
+    if annotation in (dict, collections.abc.Mapping):
+        return lambda v: type(v) is dict
+    if isinstance(annotation, type) and not getattr(annotation, "_is_protocol", False):
+        return lambda v: isinstance(v, annotation)
+    return lambda v: False  # everything else (protocols, iterables, literals) through `check_value`
