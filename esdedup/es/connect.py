@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from esdedup.errors import ConfigError, ConnectionFailed
+from esdedup.util.fieldtypes import check_fields, checked_args
 from esdedup.util.redact import redact, redact_url
 from esdedup.util.regular import open_binary, read_limited
 
@@ -45,6 +46,9 @@ class ConnectionSettings:
     client_cert: str | None = None
     client_key: str | None = None
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+    def __post_init__(self) -> None:
+        check_fields(self, owner="ConnectionSettings field")  # api_key and password: their types only
 
     @property
     def secrets(self) -> list[str | None]:
@@ -93,6 +97,7 @@ def check_client(client: Any, what: str) -> None:
                                                                if isinstance(client, str) else ""))
 
 
+@checked_args
 def resolve_settings(url: str | None = None, *, api_key: str | None = None, username: str | None = None,
                      password: str | None = None, ca_certs: str | None = None, verify_certs: bool = True,
                      client_cert: str | None = None, client_key: str | None = None,

@@ -40,7 +40,9 @@ def parse_stopwords(text: str, *, t2s: bool = False) -> frozenset[str]:
 
 
 def parse_synonyms(text: str, *, t2s: bool = False, source: str = "synonyms") -> dict[str, str]:
-    """Each line: the canonical term, then its variants (separated by spaces, tabs or commas).
+    """Each line: the canonical term, then its variants (separated by spaces, tabs or commas). A term that
+    normalises to nothing (only invisible or space characters) is refused with its line, canonical or not:
+    the line's meaning is its author's to say, not a guess's.
 
     >>> parse_synonyms("台胞 台湾居民, 台湾同胞")
     {'台湾居民': '台胞', '台湾同胞': '台胞'}

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import inspect
 import numbers
+import os
 import types
 import typing
 from collections.abc import Callable
@@ -37,6 +38,10 @@ __all__ = ["check_fields", "check_value", "checked_args", "choices", "field_type
 def choices(default: str, options: tuple[str, ...]) -> Any:
     """A dataclass field holding one of ``options`` (a string), checked by `check_fields`."""
     return dataclasses.field(default=default, metadata={"choices": options})
+
+
+#: Argument names whose values are never shown in an error (credentials).
+SECRET_NAMES = frozenset({"api_key", "password", "token", "secret"})
 
 
 class _Refused(Exception):
@@ -61,18 +66,23 @@ def check_fields(obj: Any, *, owner: str = "config field", json: bool = False) -
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         checked = check_value(f.name, hints[f.name], value, owner=owner, json=json,
-                              options=f.metadata.get("choices"))
+                              options=f.metadata.get("choices"), secret=not f.repr)
         if checked is not value:
             object.__setattr__(obj, f.name, checked)
 
 
 def check_value(name: str, annotation: Any, value: Any, *, owner: str = "config field", json: bool = False,
-                options: tuple[str, ...] | None = None) -> Any:
-    """``value`` as a field ``name`` annotated ``annotation`` holds it (see the module's rule), or ConfigError."""
+                options: tuple[str, ...] | None = None, secret: bool = False) -> Any:
+    """``value`` as a field ``name`` annotated ``annotation`` holds it (see the module's rule), or ConfigError.
+    The error of a ``secret`` (a field hidden from its object's repr, an argument named like a credential)
+    names the value's type only."""
     try:
         value = _conform(annotation, value, json)
     except _Refused:
         words = _describe(annotation, json)
+        if secret or name in SECRET_NAMES:
+            raise ConfigError(f"{owner} {name} must be {words}, got {type(value).__name__} (value not shown); "
+                              f"give {words}") from None
         raise ConfigError(f"{owner} {name} must be {words}, got {type(value).__name__} {_shown(value)}; "
                           f"{_fix(annotation, value, json, words)}") from None
     if options is not None and value is not None and value not in options:
@@ -234,6 +244,8 @@ def _fix(annotation: Any, value: Any, json: bool, words: str) -> str:
         else:
             shown = int(number) if int in wanted and number.is_integer() else number
             return f"write {shown} as a number, without quotes"
+    if isinstance(value, os.PathLike) and str in wanted:
+        return "pass the path as a string, str(path)"
     if isinstance(value, str) and bool in wanted and value.strip().lower() in ("true", "false", "yes", "no"):
         return ("write true or false without quotes" if json else "pass True or False, not a string")
     return f"give {words}"

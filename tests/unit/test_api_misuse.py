@@ -13,6 +13,7 @@ import pytest
 from esdedup import FingerprintConfig, Fingerprinter, diversify, hamming, open_store, search_diversified
 from esdedup.api import SimilarFinder, all_pairs, compare_files, create_index, describe, similar_to
 from esdedup.errors import ConfigError, EsdedupError
+from esdedup.es.connect import ConnectionSettings, resolve_settings
 from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import similar
@@ -153,3 +154,28 @@ def test_every_checked_function_has_annotations_that_resolve():
     for fn in fieldtypes.CHECKED:
         hints = typing.get_type_hints(fn)
         assert hints, fn.__qualname__
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"url": 5}, "resolve_settings: argument url must be a string or None, got int 5"),
+    ({"url": ["http://a:1"]}, "resolve_settings: argument url must be a string or None, got list"),
+    ({"url": "http://a:1", "ca_certs": 5}, "resolve_settings: argument ca_certs must be a string or None, got int 5"),
+    ({"url": "http://a:1", "verify_certs": "no"}, "argument verify_certs must be True or False, got str 'no'"),
+])
+def test_connection_arguments_of_the_wrong_type_are_named(monkeypatch, kwargs, words):
+    monkeypatch.delenv("ESDEDUP_ES_URL", raising=False)
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        resolve_settings(**kwargs)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: resolve_settings("http://a:1", api_key=123456789),
+    lambda: resolve_settings("http://a:1", password=b"123456789"),
+    lambda: ConnectionSettings("http://a:1", api_key=b"123456789"),
+    lambda: ConnectionSettings("http://a:1", password=123456789),
+])
+def test_a_credential_of_the_wrong_type_is_refused_without_showing_it(monkeypatch, make):
+    monkeypatch.delenv("ESDEDUP_ES_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match=re.escape("(value not shown)")) as caught:
+        make()
+    assert "123456789" not in str(caught.value)
