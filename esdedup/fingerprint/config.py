@@ -100,6 +100,11 @@ def _with_legacy_rows(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "minhash_rows": max(perm // bands, 1)}
 
 
+def _strings_of(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` that hold strings (or, ``extra``, JSON with strings in it)."""
+    return tuple(f.name for f in dataclasses.fields(cls) if "str" in str(f.type) or "dict" in str(f.type))
+
+
 def _shown(value: Any) -> str:
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
@@ -289,15 +294,16 @@ class FingerprintConfig:
     def _check_storable(self) -> None:
         """The config travels as JSON text in UTF-8 (an index's metadata) and must read back as itself: ``extra``
         holds JSON values only, and no string holds a lone surrogate (which UTF-8 cannot encode)."""
-        try:
-            same = json.loads(json.dumps(self.extra, allow_nan=False)) == self.extra
-        except (TypeError, ValueError):
-            same = False
-        if not same:
-            raise ConfigError(f"config field extra must hold JSON values only (strings, finite numbers, true, "
-                              f"false, null, lists and objects with string keys), got {_shown(self.extra)}")
-        for name, value in self.to_dict().items():
-            for text in _strings(value):
+        if self.extra:
+            try:
+                same = json.loads(json.dumps(self.extra, allow_nan=False)) == self.extra
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                raise ConfigError(f"config field extra must hold JSON values only (strings, finite numbers, "
+                                  f"true, false, null, lists and objects with string keys), got {_shown(self.extra)}")
+        for name in _STRING_FIELDS:
+            for text in _strings(getattr(self, name)):
                 if not _utf8(text):
                     raise ConfigError(f"config field {name} holds a lone surrogate ({_shown(text)}), which "
                                       "cannot be stored as UTF-8; give the text it stands for")
@@ -418,3 +424,7 @@ class FingerprintConfig:
         """Field name -> (self's value, other's value) for each field that breaks compatibility."""
         a, b = self.identity(), other.identity()
         return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+#: The fields `FingerprintConfig._check_storable` reads for lone surrogates.
+_STRING_FIELDS = _strings_of(FingerprintConfig)

@@ -10,9 +10,14 @@ written, read back (JSON in an index's metadata) and opened again. The rule:
 * ``float`` is any real number that is not a bool, normalised to ``float``;
 * ``str`` is a string; a field whose metadata names ``choices`` takes one of them;
 * ``tuple[X, ...]`` and ``list[X]`` take a list or a tuple of X (normalised to the annotated container), never
-  a string; ``dict[K, V]`` a mapping of K to V;
-* a union takes what any of its arms takes; ``Any`` and callables are not checked; any other class by
-  ``isinstance``.
+  a string; ``Sequence[X]`` any sequence of X but a string; ``Iterable[X]`` any iterable but a string or a
+  mapping (its items are left to the code that reads them: a generator is read once); ``dict[K, V]`` a
+  mapping of K to V;
+* a union takes what any of its arms takes; ``Any`` takes anything, a callable type any callable, a
+  protocol (a store) anything with its methods, any other class its instances.
+
+`check_fields` applies the rule to a dataclass's fields when it is made, `checked_args` to a public
+function's arguments when it is called.
 
 The words of the messages follow the caller: ``json=True`` (a config read from a file or an index's metadata)
 says ``true``, ``null`` and ``an object``; otherwise ``True``, ``None`` and ``a dict``.
@@ -59,16 +64,25 @@ def field_types(cls: type) -> dict[str, Any]:
     return hints
 
 
+_FIELD_CHECKS: dict[type, list[tuple[str, Any, Callable[[Any], bool], Any, bool]]] = {}
+
+
 def check_fields(obj: Any, *, owner: str = "config field", json: bool = False) -> None:
     """Check every field of the dataclass instance ``obj`` against its annotation, storing the normalised
     value (frozen dataclasses too); ConfigError on the first field that does not fit."""
-    hints = field_types(type(obj))
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        checked = check_value(f.name, hints[f.name], value, owner=owner, json=json,
-                              options=f.metadata.get("choices"), secret=not f.repr)
+    checks = _FIELD_CHECKS.get(type(obj))
+    if checks is None:
+        hints = field_types(type(obj))
+        checks = _FIELD_CHECKS[type(obj)] = [
+            (f.name, hints[f.name], _fast(hints[f.name]), f.metadata.get("choices"), not f.repr)
+            for f in dataclasses.fields(obj)]
+    for name, annotation, fast, options, secret in checks:
+        value = getattr(obj, name)
+        if fast(value) and (options is None or value in options):
+            continue
+        checked = check_value(name, annotation, value, owner=owner, json=json, options=options, secret=secret)
         if checked is not value:
-            object.__setattr__(obj, f.name, checked)
+            object.__setattr__(obj, name, checked)
 
 
 def check_value(name: str, annotation: Any, value: Any, *, owner: str = "config field", json: bool = False,
