@@ -30,6 +30,7 @@ from math import comb
 import numpy as np
 
 from esdedup.errors import ConfigError
+from esdedup.util.fieldtypes import check_fields
 
 #: SimHash widths esdedup supports.
 WIDTHS = (64, 128)
@@ -90,6 +91,7 @@ class BandLayout:
     radius: int = 0
 
     def __post_init__(self) -> None:
+        check_fields(self, owner="BandLayout field")
         check_bits(self.bits)
         if self.k < 0:
             raise ConfigError(f"k must be >= 0, got {self.k}")

@@ -15,9 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from esdedup.errors import ConfigError
+from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.options import IngestOptions
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
+from esdedup.quality.synth import SynthOptions
 from esdedup.store.local import LocalStore
 from esdedup.util.fieldtypes import check_value
 
@@ -213,3 +215,17 @@ def test_the_rule_of_containers_and_unions():
     assert check_value("x", int | str | None, None) is None
     with pytest.raises(ConfigError, match=re.escape("must be a whole number or a string or None, got float")):
         check_value("x", int | str | None, 1.5)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: BandLayout(64.0, 3, 4, 1), "BandLayout field bits must be a whole number, got float 64.0; write 64"),
+    (lambda: BandLayout(64, True, 4, 1), "BandLayout field k must be a whole number, got bool True"),
+    (lambda: SynthOptions(sources="10"), "SynthOptions field sources must be a whole number, got str '10'"),
+    (lambda: SynthOptions(recipes="char"), "SynthOptions field recipes must be a list or tuple of strings, got str"),
+    (lambda: SynthOptions(affix_rate=(0.1,)), "SynthOptions field affix_rate must be a list or tuple of numbers"),
+    (lambda: SynthOptions(char_rate=None), "SynthOptions field char_rate must be a number, got NoneType None"),
+])
+def test_the_other_option_objects_follow_the_same_rule(make, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        make()
+    assert SynthOptions(affix_rate=[0.1, 0.4]).affix_rate == (0.1, 0.4)  # a list where a pair goes: a pair
