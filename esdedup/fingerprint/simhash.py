@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from esdedup.errors import ConfigError
 from esdedup.fingerprint.hashing import token_digest
 from esdedup.util.fieldtypes import checked_args
 
@@ -83,7 +84,11 @@ def hamming_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def hamming_many(a: int, others: np.ndarray | Sequence[int], bits: int = 64) -> np.ndarray:
     """Hamming distance from ``a`` to each fingerprint in ``others`` (vectorised popcount)."""
-    return hamming_rows(simhash_words(others, bits), simhash_words([a], bits))
+    try:
+        return hamming_rows(simhash_words(others, bits), simhash_words([a], bits))
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError("hamming_many: a must be a whole number and others whole numbers of at most "
+                          f"{bits} bits, got {type(a).__name__} {a!r:.40} and {type(others).__name__}") from None
 
 
 def to_hex(simhash_value: int, bits: int = 64) -> str:

@@ -4,15 +4,17 @@ A value the annotation does not describe is refused with a `ConfigError` naming 
 value given and what to give instead, when the object is made: a config that was accepted is one that can be
 written, read back (JSON in an index's metadata) and opened again. The rule:
 
-* ``bool`` is ``True`` or ``False`` only (1 and "yes" are refused: they do not read back as a bool);
+* ``bool`` is ``True`` or ``False`` only (1 and "yes" are refused: they do not read back as a bool; a numpy
+  bool is taken as the bool it is);
 * ``int`` is a whole number that is not a bool (128.0 is refused: it reads back as a float), normalised to
   ``int`` (a numpy integer becomes a Python one, which JSON can write);
 * ``float`` is any real number that is not a bool, normalised to ``float``;
-* ``str`` is a string; a field whose metadata names ``choices`` takes one of them;
+* ``str`` is a string (a subclass, such as a str enum, normalised to the plain string); a field whose
+  metadata names ``choices`` takes one of them;
 * ``tuple[X, ...]`` and ``list[X]`` take a list or a tuple of X (normalised to the annotated container), never
   a string; ``Sequence[X]`` any sequence of X but a string; ``Iterable[X]`` any iterable but a string or a
   mapping (its items are left to the code that reads them: a generator is read once); ``dict[K, V]`` a
-  mapping of K to V;
+  dict of K to V; ``Mapping[K, V]`` any mapping (its items left to the code, as an iterable's);
 * a union takes what any of its arms takes; ``Any`` takes anything, a callable type any callable, a
   protocol (a store) anything with its methods, any other class its instances.
 
@@ -34,6 +36,8 @@ import types
 import typing
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
 
 from esdedup.errors import ConfigError
 
@@ -127,6 +131,8 @@ def _conform(annotation: Any, value: Any, json: bool) -> Any:
     if annotation is bool:
         if isinstance(value, bool):
             return value
+        if isinstance(value, np.bool_):  # a comparison of numpy values
+            return bool(value)
         raise _Refused
     if annotation is int:
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -137,8 +143,8 @@ def _conform(annotation: Any, value: Any, json: bool) -> Any:
             return value if type(value) is float else float(value)
         raise _Refused
     if annotation is str:
-        if isinstance(value, str):
-            return value
+        if isinstance(value, str):  # a subclass (numpy's str_, a str enum) as the plain string it holds
+            return value if type(value) is str else str.__str__(value)
         raise _Refused
     if origin in (tuple, list, collections.abc.Sequence):
         kind = collections.abc.Sequence if origin is collections.abc.Sequence else (list, tuple)
@@ -162,8 +168,13 @@ def _conform(annotation: Any, value: Any, json: bool) -> Any:
         if isinstance(value, (str, bytes, collections.abc.Mapping)) or not isinstance(value, origin):
             raise _Refused
         return value
-    if origin in (dict, collections.abc.Mapping):
-        if not isinstance(value, dict if origin is dict else collections.abc.Mapping):
+    if origin is collections.abc.Mapping:
+        # Any mapping; its items are the code's to read (a term-weight mapping holds thousands).
+        if not isinstance(value, collections.abc.Mapping):
+            raise _Refused
+        return value
+    if origin is dict:
+        if not isinstance(value, dict):
             raise _Refused
         key, item = args if args else (Any, Any)
         for k, v in value.items():
@@ -172,6 +183,10 @@ def _conform(annotation: Any, value: Any, json: bool) -> Any:
         return value
     if origin is collections.abc.Callable or annotation is collections.abc.Callable:
         if callable(value):
+            return value
+        raise _Refused
+    if origin is not None and isinstance(origin, type) and origin is not type:
+        if isinstance(value, origin):  # a generic class (os.PathLike[str], np.ndarray[...]): the class itself
             return value
         raise _Refused
     if isinstance(annotation, type) and getattr(annotation, "_is_protocol", False):
@@ -223,11 +238,17 @@ def _describe(annotation: Any, json: bool) -> str:
     if origin in (dict, collections.abc.Mapping):
         if json:
             return "an object"
-        return "a dict" + (" with string keys" if args and args[0] is str else "")
+        return "a dict" + (" with string keys" if origin is dict and args and args[0] is str else "")
     if annotation in (collections.abc.Mapping, dict):
         return "an object" if json else "a dict"
+    if origin is os.PathLike or annotation is os.PathLike:
+        return "a path"
+    if origin is not None and isinstance(origin, type):
+        return _describe(origin, json)
+    if isinstance(annotation, type) and annotation.__name__ == "ndarray":
+        return "a numpy array"
     if isinstance(annotation, type):
-        return f"{'an' if annotation.__name__[0] in 'AEIOU' else 'a'} {annotation.__name__}"
+        return f"{'an' if annotation.__name__[0] in 'AEIOUaeiou' else 'a'} {annotation.__name__}"
     return str(annotation)
 
 
@@ -370,7 +391,9 @@ def _fast(annotation: Any) -> Callable[[Any], bool]:
         kinds = {list: (list,), tuple: (tuple,)}.get(origin, (list, tuple))
         item = _fast(args[0]) if args else (lambda v: True)
         return lambda v: type(v) in kinds and all(item(x) for x in v)
-    if origin in (dict, collections.abc.Mapping):
+    if origin is collections.abc.Mapping:
+        return lambda v: type(v) is dict
+    if origin is dict:
         key, value = (_fast(args[0]), _fast(args[1])) if args else (lambda v: True, lambda v: True)
         return lambda v: type(v) is dict and all(key(k) and value(x) for k, x in v.items())
     if annotation in (dict, collections.abc.Mapping):

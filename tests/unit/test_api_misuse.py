@@ -14,11 +14,26 @@ from esdedup import FingerprintConfig, Fingerprinter, diversify, hamming, open_s
 from esdedup.api import SimilarFinder, all_pairs, compare_files, create_index, describe, similar_to
 from esdedup.errors import ConfigError, EsdedupError
 from esdedup.es.connect import ConnectionSettings, resolve_settings
+from esdedup.es.kibana import saved_objects, to_ndjson
+from esdedup.fingerprint.bands import BandLayout
+from esdedup.fingerprint.simhash import hamming_many
 from esdedup.ingest import Ingester, IngestOptions, ingest
+from esdedup.ingest.label import label_new
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import similar
 from esdedup.match.pairs import find_pairs
+from esdedup.match.similarity import (
+    adjusted_cosine,
+    containment,
+    cosine,
+    jaccard,
+    novel_similarity,
+    size_ratio_ok,
+    vector_cosine,
+    weighted_jaccard,
+)
 from esdedup.match.thresholds import Thresholds
+from esdedup.readers import read_records, read_text_file
 from esdedup.schema import mapping_for, template_for
 from esdedup.search.paging import async_search_diversified, index_config
 from esdedup.util import fieldtypes
@@ -66,7 +81,7 @@ CASES = [
     (lambda s: search_diversified(None, "m", {}), "search_diversified: client must be an elasticsearch.Elasticsearch"),
     (lambda s: search_diversified("http://127.0.0.1:9200", "m", {}), "got str 'http://127.0.0.1:9200'; to name a server"),
     (lambda s: index_config(None, "m"), "index_config: client must be an elasticsearch.Elasticsearch client"),
-    (lambda s: search_diversified(None, "m", "q"), "search_diversified: argument body must be a dict with string keys"),
+    (lambda s: search_diversified(None, "m", "q"), "search_diversified: argument body must be a dict or None, got str"),
     (lambda s: search_diversified(None, 5, {}), "search_diversified: argument index must be a string, got int"),
     (lambda s: open_store(None), "open_store: argument index must be a string, got NoneType"),
     (lambda s: open_store("x", data_dir=5), "argument data_dir must be a string or a Path or None, got int"),
@@ -116,6 +131,28 @@ CASES = [
     (lambda s: clusters([1]), "clusters: each pair must be a Pair or a tuple of two ids, got int"),
     (lambda s: Thresholds.from_config(None), "Thresholds.from_config: argument config must be a FingerprintConfig"),
     (lambda s: IngestOptions(workers="2"), "IngestOptions field workers must be a whole number, got str"),
+    (lambda s: cosine(None, {}), "cosine: argument a must be a dict, got NoneType"),
+    (lambda s: cosine("ab", "cd"), "cosine: argument a must be a dict, got str"),
+    (lambda s: jaccard(None, set()), "jaccard: argument a must be a set or a frozenset, got NoneType"),
+    (lambda s: containment("ab", "abc"), "containment: argument short must be a list or tuple of strings, got str"),
+    (lambda s: weighted_jaccard(1, 2), "weighted_jaccard: argument a must be a dict, got int"),
+    (lambda s: vector_cosine(None, None), "vector_cosine: argument a must be a numpy array, got NoneType"),
+    (lambda s: size_ratio_ok("a", 1), "size_ratio_ok: argument len_a must be a whole number, got str"),
+    (lambda s: novel_similarity(None, {}), "novel_similarity: argument a must be a dict"),
+    (lambda s: adjusted_cosine({}, {}, shift="5"), "adjusted_cosine: argument shift must be a number, got str '5'"),
+    (lambda s: BandLayout.choose("64", 3, n_docs=10), "BandLayout.choose: argument bits must be a whole number"),
+    (lambda s: BandLayout.choose(64, 3, n_docs="x"), "BandLayout.choose: argument n_docs must be a whole number"),
+    (lambda s: BandLayout.multi_table(64, 3, "6"), "BandLayout.multi_table: argument blocks must be a whole number"),
+    (lambda s: BandLayout.pigeonhole(None, 3), "BandLayout field bits must be a whole number, got NoneType"),
+    (lambda s: BandLayout.pigeonhole(64, 3).keys("x"), "BandLayout.keys: simhash must be a whole number, got str"),
+    (lambda s: hamming_many("a", [1]), "hamming_many: a must be a whole number"),
+    (lambda s: saved_objects(None, FingerprintConfig()), "saved_objects: argument index must be a string"),
+    (lambda s: saved_objects("n", None), "saved_objects: argument config must be a FingerprintConfig"),
+    (lambda s: to_ndjson(None), "to_ndjson: argument objects must be a list"),
+    (lambda s: list(read_records(None)), "read_records: argument paths must be"),
+    (lambda s: list(read_records([5])), "each input path must be a string or a path, got int 5"),
+    (lambda s: read_text_file(None), "read_text_file: argument path must be a string or a path, got NoneType"),
+    (lambda s: label_new(None), "label_new: argument store must be a Store"),
 ]
 
 

@@ -229,3 +229,15 @@ def test_the_other_option_objects_follow_the_same_rule(make, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         make()
     assert SynthOptions(affix_rate=[0.1, 0.4]).affix_rate == (0.1, 0.4)  # a list where a pair goes: a pair
+
+
+def test_numpy_bools_and_string_subclasses_are_stored_as_plain_json_values():
+    import enum
+
+    class Strategy(str, enum.Enum):
+        MINHASH = "minhash"
+
+    config = FingerprintConfig(t2s=np.bool_(True), strategy=Strategy.MINHASH, tokenizer=np.str_("rjieba"))
+    assert config.t2s is True and type(config.strategy) is str and config.strategy == "minhash"
+    assert type(config.tokenizer) is str
+    assert FingerprintConfig.from_json(config.to_json()) == config
