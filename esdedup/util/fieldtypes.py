@@ -319,10 +319,11 @@ def checked_args(fn: Callable[P, R]) -> Callable[P, R]:
 
     def prepare() -> None:
         hints = typing.get_type_hints(fn)
+        ready: dict[str, tuple[Any, Callable[[Any], bool]]] = {"": (None, bool)}  # "": prepared
         for p in params:
             if p.name in hints and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-                checks[p.name] = (hints[p.name], _fast(hints[p.name]))
-        checks.setdefault("", (None, bool))  # prepared, even for a function without annotated arguments
+                ready[p.name] = (hints[p.name], _fast(hints[p.name]))
+        checks.update(ready)  # at once: a thread calling meanwhile sees all of them or prepares them itself
 
     names = frozenset(signature.parameters)
     least = max((at + 1 for _, at in required if at < len(params)), default=0)
