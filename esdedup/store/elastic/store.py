@@ -34,6 +34,7 @@ from esdedup.store.elastic import labels as labelling
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.writes import Bulk
 from esdedup.store.partition import Partition
+from esdedup.util.fieldtypes import checked_args
 
 
 class ElasticStore:
@@ -93,6 +94,7 @@ class ElasticStore:
         return self.bulk.retried
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @checked_args
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         return self.index.open(config, create=create)
 
