@@ -126,6 +126,12 @@ class Printer:
                        err=True)
 
     def pairs(self, report: Any, fmt: str) -> None:
+        if self.json_out:
+            typer.echo(json_text({"pairs": [p.to_dict() for p in report.pairs],
+                                  "clusters": len(set(report.clusters.values())),
+                                  "crowded": [{"key": key, "documents": n} for key, n in report.crowded],
+                                  "labels_written": report.labels_written, "mended": report.mended}))
+            return
         if fmt == "jsonl":
             _echo_lines(json_text(p.to_dict()) for p in report.pairs)
         elif fmt == "csv":
@@ -145,7 +151,7 @@ class Printer:
         if report.mended:
             typer.echo(f"documents whose own dotted dedup keys were moved under input_fields: {report.mended}",
                        err=True)
-        if report.labels_written:
+        if report.labels_written is not None:  # said when 0 too: the labels were checked, none had to change
             typer.echo(f"cluster labels written: {report.labels_written}", err=True)
 
     def info(self, d: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
+from esdedup.ingest.settle import join_stored
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
@@ -188,9 +189,12 @@ def _explain(store: Store, fper: Fingerprinter, fp: Fingerprint, m: Match) -> di
 @dataclass
 class PairsReport:
     pairs: list[Pair]
+    #: Each document in a pair -> the smallest id of its connected set of pairs (which names the set; the
+    #: representative that ``write_clusters`` keeps is the earliest-written member, `esdedup.store.base.Root`).
     clusters: dict[str, str]
     crowded: list[tuple[str, int]] = field(default_factory=list)
-    labels_written: int = 0
+    #: Documents whose cluster labels ``write_clusters`` changed (None when it was not asked).
+    labels_written: int | None = None
     #: Documents whose own keys under ``dedup.`` were moved under ``input_fields`` (`Store.move_dotted_keys_aside`).
     mended: int = 0
 
@@ -202,8 +206,10 @@ LSH_JOINS = ("auto", "memory", "store")
 def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
               write_clusters: bool = False, lsh_join: str = "auto") -> PairsReport:
     """Every near-duplicate pair and the clusters they form (``thresholds`` default to the index's);
-    optionally write ``cluster_id`` back (and ``duplicate_of`` = the cluster's representative) so searches
-    can ``collapse`` on it.
+    optionally (``write_clusters``) join the stored clusters of each connected set of pairs into one, so that
+    searches can ``collapse`` on ``cluster_id``: its representative is the earliest-written root among them,
+    only the labels that change are written (`PairsReport.labels_written`), and running ingests may write
+    meanwhile (`esdedup.ingest.settle.join_stored`).
 
     ``lsh_join``: ``memory`` joins the LSH bands in numpy after one scan of the signatures (about 512 bytes
     a document), ``store`` reads the store's key groups (`Store.key_batches`: on Elasticsearch a ``terms``
@@ -227,11 +233,16 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
                    key=lambda p: (p.a, p.b))
     groups = clusters(pairs)
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
-    if write_clusters and groups:
-        labels = {doc: (root, None if doc == root else root) for doc, root in groups.items()}
-        report.labels_written = store.set_labels(labels)
-        store.refresh()
     if write_clusters:
+        members: dict[str, list[str]] = {}
+        for doc, root in groups.items():
+            members.setdefault(root, []).append(doc)
+        # Joined as concurrent writers join clusters (the earliest-written root represents each, only labels
+        # that change are written, safe beside running ingests): not labels computed here and written over
+        # whatever the writers wrote since the pairs were read.
+        report.labels_written = join_stored(store, members.values())
+        if report.labels_written:
+            store.refresh()
         # Documents an older esdedup stored with a record's dotted dedup keys carry two cluster ids, in a pair
         # or not (the labels just written may have added the second): mended, so that every document carries
         # one (collapse needs that).
