@@ -136,13 +136,14 @@ class SimilarFinder:
             # No words, so no vector and no keys: the kNN and node paths have nothing to look up; its exact
             # copies (rule 0 of esdedup.match.rule) are found by content SHA-1 whichever path was asked for.
             knn = on_node = False
+        sha1 = content_sha1(norm)
+        # Every path puts the text's exact copies first, found by this SHA-1 whatever the bands or vectors hold.
         if knn:
-            matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
+            matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude, sha1=sha1)
         elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
-            matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
+            matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude, sha1=sha1)
         else:
-            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude],
-                            sha1s=[content_sha1(norm)])[0]
+            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude], sha1s=[sha1])[0]
             matches, truncated = found.matches, found.truncated
         rows = [_match_row(m) for m in matches]
         if explain:

@@ -10,7 +10,7 @@ The rule:
    (identical sketches pass every test in force). A text without words once normalised (``empty``: blank,
    only punctuation, emoji or stopwords) has nothing to measure and no band keys: it is a duplicate of its
    exact copies and of nothing else (`exact_copies`). Callers find those by content SHA-1
-   (`esdedup.store.base.Store.empty_copies`), not by keys, and report them decided by `EXACT_COPY`.
+   (`esdedup.store.base.Store.copies`), not by keys, and report them decided by `EXACT_COPY`.
 
 For two texts with words:
 

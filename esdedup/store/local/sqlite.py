@@ -177,8 +177,11 @@ class Database:
                 for col in missing:
                     db.execute(f"ALTER TABLE docs ADD COLUMN {col} {ADDED_COLUMNS[col]}")
                 db.execute("CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster_id)")
-                # Texts without words are found by their content SHA-1 (they have no band keys): few rows.
-                db.execute("CREATE INDEX IF NOT EXISTS docs_empty_sha1 ON docs (content_sha1) WHERE empty = 1")
+                # Exact copies are found by their content SHA-1: those of a text without words always (it has no
+                # band keys), those of any text where a crowded band lookup cut its candidates. It replaces
+                # an index of the texts without words alone.
+                db.execute("CREATE INDEX IF NOT EXISTS docs_sha1 ON docs (content_sha1)")
+                db.execute("DROP INDEX IF EXISTS docs_empty_sha1")
         except sqlite3.OperationalError as exc:
             if not is_read_only(exc):
                 raise
