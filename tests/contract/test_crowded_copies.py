@@ -1,5 +1,5 @@
-"""Exact copies in a crowd, on both stores: among 2,500 near-identical texts, which share their band keys with
-one another as exact copies do, a lookup whose candidates are cut (it keeps those sharing the most keys)
+"""Exact copies in a crowd, on both stores: among 2,500 near-identical texts (they differ in punctuation
+alone), which share their band keys with one another as exact copies do, a lookup whose candidates are cut (it keeps those sharing the most keys)
 still finds a text's exact copies, looked up by their content SHA-1, and ranks them first, whichever path is
 asked (bands, kNN, the CLI)."""
 from __future__ import annotations
@@ -26,16 +26,17 @@ COPIES = ("zz-copy-1", "zz-copy-2")
 
 @pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
 def crowd(request, tmp_path):
-    """A store holding 2,500 texts that differ from one text in one character each, and two exact copies of
+    """A store holding 2,500 texts that differ from one another in their punctuation, and two exact copies of
     one of them (``n01234``), each its own cluster (``index``); with the CLI's options naming it."""
     rng = random.Random(8)
     base = make_text(rng, clauses=(8, 10))
-    han = [chr(c) for c in range(0x4E00, 0x4E00 + 2500)]
-    docs = []
-    for i in range(2500):
-        chars = list(base)
-        chars[rng.randrange(len(chars))] = rng.choice(han)
-        docs.append({"id": f"n{i:05d}", "text": "".join(chars)})
+    # Texts that differ in their punctuation alone: other normalised texts (other SHA-1s), the same words, so
+    # the same band keys as the copies; a lookup cut among them keeps the first by id or index order.
+    punct = "，。！？；、"
+    texts: dict[str, None] = {}
+    while len(texts) < 2500:  # each text once: the copies of n01234 are the two planted
+        texts["".join(rng.choice(punct) if c in punct else c for c in base)] = None
+    docs = [{"id": f"n{i:05d}", "text": t} for i, t in enumerate(texts)]
     docs += [{"id": c, "text": docs[1234]["text"]} for c in COPIES]
     path = tmp_path / "crowd.jsonl"
     path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
