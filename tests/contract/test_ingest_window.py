@@ -78,7 +78,7 @@ def _bridge(rng: random.Random) -> tuple[str, str, str]:
 
     while True:
         chain = [make_document(rng, 6)]
-        for _ in range(12):
+        for _ in range(48):  # the n-grams of a variant of a variant drift slowly: ~40 steps below the rule
             chain.append(make_variant(rng, chain[-1]))
         far = next((k for k in range(2, len(chain)) if not dup(chain[0], chain[k])), None)
         mid = next((m for m in range(1, far or 0) if dup(chain[0], chain[m]) and dup(chain[m], chain[far])), None) \
