@@ -138,11 +138,12 @@ class Printer:
             _echo_lines(_csv_rows(report.pairs))
         else:
             typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
-            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {_number(p.cosine):>7} "
+            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {'-' if p.hamming is None else p.hamming:>7} {_number(p.cosine):>7} "
                         f"{_number(p.jaccard):>7} {_number(p.containment):>7}  {p.decided_by}" for p in report.pairs)
             n_clusters = len(set(report.clusters.values()))
             typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
-            typer.echo("vec_cos: cosine of the hashed TF vectors (- where the index stores none); jaccard, contain: "
+            typer.echo("hamming: SimHash bits apart (- where a text has none: a short text that is not segmented); "
+                       "vec_cos: cosine of the hashed TF vectors (- where the index stores none); jaccard, contain: "
                        "MinHash estimates of the character n-gram Jaccard and containment (- where a text has no "
                        "signature); decided: the measure that made the pair near-duplicates")
         for key, n in report.crowded:
@@ -235,7 +236,7 @@ def _number(value: float | None) -> str:
 
 def _measures(m: dict[str, Any], *, sep: str) -> str:
     """A match's measures, named: what the rule read to call it a near-duplicate."""
-    parts = [f"hamming {m['hamming']}", f"vector cosine {_number(m['cosine'])}"]
+    parts = [f"hamming {'-' if m['hamming'] is None else m['hamming']}", f"vector cosine {_number(m['cosine'])}"]
     if m.get("jaccard") is not None:
         parts += [f"jaccard {m['jaccard']:.4f}", f"containment {m['containment']:.4f}"]
     if m.get("decided_by"):

@@ -308,7 +308,9 @@ def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
                           f"shorter's), got {max_ratio}")
     limit = max_ratio if max_ratio is not None else MANY_FILES_MAX_RATIO if len(paths) >= 3 else float("inf")
     cfg = config or FingerprintConfig(weighting="tf_length", strategy="simhash")
-    fper = Fingerprinter(cfg)
+    # The measures read every text's terms and SimHash, which strategy simhash computes for any length (another
+    # strategy leaves a short text unsegmented: `FingerprintConfig.gets_terms`); no key is read here.
+    fper = Fingerprinter(cfg.replace(strategy="simhash"))
     prints = []
     for p in paths:
         fp = fper.fingerprint(read_text_file(p))

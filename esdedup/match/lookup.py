@@ -22,11 +22,12 @@ from esdedup.match.rule import (
     decided_by,
     decided_by_many,
     exact_copies,
+    hamming_of,
     measure_pairs,
     measured,
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
-from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
+from esdedup.schema import CHARS, SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
 from esdedup.util.fieldtypes import checked_args
 
@@ -42,7 +43,7 @@ class Match:
     (`esdedup.match.rule.decided_by`)."""
 
     id: str
-    hamming: int
+    hamming: int | None
     cosine: float | None
     shared_bands: tuple[str, ...] = ()
     jaccard: float | None = None
@@ -55,9 +56,10 @@ class Match:
         """Nearest first: exact copies, then by the measures that decide the pair (the n-gram estimates where
         both texts carry signatures, else Hamming and cosine), then by id."""
         cosine = self.cosine or 0.0
+        hamming = self.hamming if self.hamming is not None else 1 << 20  # no SimHash: after any distance
         if self.jaccard is not None:
-            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), self.hamming, -cosine, self.id)
-        return (not self.exact, 1, 0.0, 0.0, self.hamming, -cosine, self.id)
+            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), hamming, -cosine, self.id)
+        return (not self.exact, 1, 0.0, 0.0, hamming, -cosine, self.id)
 
 
 class Lookup(list[Match]):
@@ -129,10 +131,10 @@ def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]]
         names = decided_by_many(t, hamming=m.hamming[keep].astype(np.float64),
                                 cosine=m.cosine[keep] if config.stores_vector else np.nan,
                                 jaccard=m.jaccard[keep], legacy_short=m.legacy_short[keep])
-        for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep].tolist(), cosines,
+        for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep], cosines,
                                                                     jaccards, containments, names, strict=True):
             doc, sha1 = candidates[owner[x]][position[x]], sha1s[owner[x]]
-            out[owner[x]].append(Match(doc.id, int(hamming), cosine, jaccard=jaccard, containment=containment,
+            out[owner[x]].append(Match(doc.id, hamming_of(hamming), cosine, jaccard=jaccard, containment=containment,
                                        exact=sha1 is not None and doc.content_sha1 == sha1, decided_by=name))
     for matches in out:
         matches.sort(key=Match.rank)
@@ -305,8 +307,12 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         cosine = float(f["cosine"][0]) if config.stores_vector else None
         jaccard = float(f["jaccard"][0]) if both_signed else None
         containment = float(f["containment"][0]) if both_signed else None
-        out.append(Match(h["_id"], int(f["hamming"][0]), cosine, jaccard=jaccard, containment=containment,
-                         decided_by=decided_by(t, hamming=float(f["hamming"][0]), cosine=cosine, jaccard=jaccard,
+        # The node measures SimHash 0 of a text without terms as any other: no SimHash (`gets_terms`).
+        chars = (f.get(CHARS) or [None])[0]
+        simhashed = config.gets_terms(fp.chars) and (chars is None or config.gets_terms(int(chars)))
+        hamming = int(f["hamming"][0]) if simhashed else None
+        out.append(Match(h["_id"], hamming, cosine, jaccard=jaccard, containment=containment,
+                         decided_by=decided_by(t, hamming=hamming, cosine=cosine, jaccard=jaccard,
                                                containment=containment)))
     return out[:top]
 

@@ -27,6 +27,7 @@ from esdedup.match.rule import (
     decided_by,
     decided_by_many,
     exact_copies,
+    hamming_of,
     has_signature,
     is_duplicate,
     measure,
@@ -64,7 +65,7 @@ class Pair:
 
     a: str
     b: str
-    hamming: int
+    hamming: int | None
     cosine: float | None
     jaccard: float | None = None
     containment: float | None = None
@@ -83,7 +84,7 @@ class ScoredPair:
 
     a: str
     b: str
-    hamming: int
+    hamming: int | None
     cosine: float
     ngram: bool = False
     jaccard: float | None = None
@@ -294,8 +295,8 @@ class _PairScorer:
         for x, (a, b) in enumerate(kept):
             if track:
                 self.seen.add((a, b))
-            h = int(m.hamming[x])
-            if self.hamming_k is not None and not ngram[x] and h > self.hamming_k:
+            h = hamming_of(m.hamming[x])
+            if self.hamming_k is not None and not ngram[x] and h is not None and h > self.hamming_k:
                 continue
             yield ScoredPair(a, b, h, float(m.cosine[x]), bool(ngram[x]), measured(m.jaccard[x]),
                              measured(m.containment[x]), (live[left[x]].chars, live[right[x]].chars))
@@ -336,8 +337,8 @@ class _PairScorer:
         ngram = m.ngram
         for i, d in enumerate(rest):
             self.seen.add((a.id, d.id))
-            h = int(m.hamming[i])
-            if self.hamming_k is not None and not ngram[i] and h > self.hamming_k:
+            h = hamming_of(m.hamming[i])
+            if self.hamming_k is not None and not ngram[i] and h is not None and h > self.hamming_k:
                 continue
             yield ScoredPair(a.id, d.id, h, float(m.cosine[i]), bool(ngram[i]), measured(m.jaccard[i]),
                              measured(m.containment[i]), (a.chars, d.chars))
@@ -414,7 +415,7 @@ def _lsh_pairs(store: Store, seen: _SeenPairs, max_bucket: int,
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
         m = cols.sketches.measure(a, b)
         # Both sides carry signatures of the config's length: the n-gram rule decides, no Hamming cut applies.
-        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), m.hamming.tolist(), m.cosine.tolist(),
+        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), _hamming_list(m.hamming), m.cosine.tolist(),
                                       m.jaccard.tolist(), m.containment.tolist(), strict=True):
             yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
@@ -444,9 +445,16 @@ def _lsh_duplicates(store: Store, seen: _SeenPairs, t: Thresholds, max_bucket: i
         hamming, jaccard, containment = m.hamming[keep], m.jaccard[keep], m.containment[keep]
         by = decided_by_many(t, hamming=hamming, cosine=np.nan if cosine is None else cosine, jaccard=jaccard)
         cosines = [None] * len(keep) if cosine is None else [measured(c) for c in cosine]
-        for i, j, h, c, jj, ct, why in zip(a[keep].tolist(), b[keep].tolist(), hamming.tolist(), cosines,
+        for i, j, h, c, jj, ct, why in zip(a[keep].tolist(), b[keep].tolist(), _hamming_list(hamming), cosines,
                                            jaccard.tolist(), containment.tolist(), by, strict=True):
             yield Pair(ids[i], ids[j], h, c, jj, ct, why)
+
+
+def _hamming_list(hamming: np.ndarray) -> list[int | None]:
+    """Hamming distances of `Measures` as ints, None where a side carries no SimHash (`hamming_of`)."""
+    if hamming.dtype.kind in "iu":
+        return hamming.tolist()  # type: ignore[no-any-return]
+    return [hamming_of(h) for h in hamming]
 
 
 def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int = 1000,

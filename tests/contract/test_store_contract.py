@@ -67,6 +67,12 @@ def corpus():
     return docs, planted, fps
 
 
+@pytest.fixture(scope="module")
+def knn_fps(corpus):
+    """The corpus's fingerprints under `KNN_CONFIG`: with a stored vector every text is segmented."""
+    return Fingerprinter(KNN_CONFIG).fingerprint_many([d["text"] for d in corpus[0]])
+
+
 def _write(store: Store, docs, fps) -> None:
     results = list(store.write(NewDoc(d["id"], fp, {"id": d["id"], "text": d["text"]}, content_sha1(d["text"]))
                                for d, fp in zip(docs, fps)))
@@ -87,8 +93,8 @@ def test_open_creates_then_checks_config(new_store):
     assert "hamming_k" in str(err.value)
 
 
-def test_write_count_get_and_overwrite(new_store, corpus):
-    docs, _, fps = corpus
+def test_write_count_get_and_overwrite(new_store, corpus, knn_fps):
+    docs, fps = corpus[0], knn_fps
     store = new_store()
     store.open(KNN_CONFIG)  # with the vector, to check it round-trips
     _write(store, docs[:50], fps[:50])
@@ -230,8 +236,8 @@ def test_find_pairs_matches_brute_force(new_store, corpus):
     assert {tuple(sorted(p)) for p in planted} & got, "planted variants should be found"
 
 
-def test_similar_and_knn(new_store, corpus):
-    docs, planted, fps = corpus
+def test_similar_and_knn(new_store, corpus, knn_fps):
+    (docs, planted, _), fps = corpus, knn_fps
     store = new_store()
     store.open(KNN_CONFIG)
     _write(store, docs, fps)
@@ -501,6 +507,17 @@ def test_a_schema_3_index_is_refused_clearly(new_store):
     _store_config_dict(store, {**CONFIG.to_dict(), "schema": 3, "vector_index": "int8_flat"})
     for config in (None, CONFIG):
         with pytest.raises(EsdedupError, match=r"config schema 3 is not supported .*ingest the documents .*again"):
+            store.open(config, create=False)
+
+
+def test_a_schema_4_index_is_refused_clearly(new_store):
+    """An index written under schema 4 (every text segmented: a short text's SimHash, term count and empty flag
+    came from its terms) is not read or written as if its fields meant what schema 5's do."""
+    store = new_store()
+    store.open(CONFIG)
+    _store_config_dict(store, {**CONFIG.to_dict(), "schema": 4})
+    for config in (None, CONFIG):
+        with pytest.raises(EsdedupError, match=r"config schema 4 is not supported .*ingest the documents .*again"):
             store.open(config, create=False)
 
 
