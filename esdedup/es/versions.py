@@ -124,6 +124,9 @@ def _node_count(client: Any) -> int:
 def check_server(client: Any, where: str) -> None:
     """Raise `ClientVersionMismatch` unless the server's major is the installed client's (and
     `NotElasticsearch` or `NoAnswer` for a server that is not one, see `server_version`)."""
+    if getattr(client, "engine", None) == "opensearch":  # its own versions and product: esdedup.es.opensearch
+        client.check_server(where)
+        return
     version = server_version(client, where)
     if version is not None and _major(version) != _major(client_version()):
         raise mismatch_error(where, version)
