@@ -116,6 +116,8 @@ class _Indices(_Namespace):
         return self._c.request("GET", _path(index, "_mapping"))
 
     def put_mapping(self, *, index: str, **body: Any) -> Answer:
+        if "meta" in body:  # the Elasticsearch client's name of _meta
+            body["_meta"] = body.pop("meta")
         return self._c.request("PUT", _path(index, "_mapping"), body=opensearch_mapping(body))
 
     def delete(self, *, index: str, ignore_unavailable: bool | None = None) -> Answer:
