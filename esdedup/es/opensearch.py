@@ -307,8 +307,9 @@ def make_client(settings: Any) -> OpenSearchClient:
     require_client()
     import opensearchpy
 
+    kwargs = client_kwargs(settings)
     try:
-        client = opensearchpy.OpenSearch(settings.hosts, **client_kwargs(settings))
+        client = opensearchpy.OpenSearch(settings.hosts, **kwargs)
     except (ValueError, TypeError, opensearchpy.ImproperlyConfigured) as exc:
         raise ConnectionFailed(f"cannot configure a client for {settings.display_url}: "
                                f"{settings.redact(str(exc))}") from exc
