@@ -95,6 +95,7 @@ def test_the_same_corpus_gives_the_same_answers_on_both_engines(es_url: str, os_
         out["dups"] = sorted(map(json.dumps, _json_lines(cli("dups", "--index", index_name, "--es", url,
                                                              "--format", "jsonl").stdout)))
         out["label"] = json.loads(cli("label", "--index", index_name, "--es", url, "--json").stdout)
+        out["mapping"] = json.loads(cli("mapping", "--index", index_name, "--es", url).stdout)
         out["info"] = json.loads(cli("info", "--index", index_name, "--es", url, "--json").stdout)
         out["similar"] = json.loads(cli("similar", "--index", index_name, "--es", url, "--text", SHORT["s1"],
                                         "--json").stdout)
@@ -107,7 +108,7 @@ def test_the_same_corpus_gives_the_same_answers_on_both_engines(es_url: str, os_
             es[part].pop(volatile, None), os_[part].pop(volatile, None)
     assert es["ingest"]["indexed"] == os_["ingest"]["indexed"] > 300
     assert es["dups"] and es["dups"] == os_["dups"]
-    for key in ("ingest", "again", "label", "info", "similar", "similar_id"):
+    for key in ("ingest", "again", "label", "mapping", "info", "similar", "similar_id"):
         assert _without_index_details(es[key]) == _without_index_details(os_[key]), key
     # Every document, its article fields and every dedup field (bands, signature keys, cluster, order) alike.
     docs_es, docs_os = _documents(es_client, index_name), _documents(os_client, index_name)
@@ -183,5 +184,8 @@ def test_a_config_with_a_vector_keeps_it_in_source_and_refuses_knn(os_client: An
         store.open(FingerprintConfig(tokenizer="rjieba", vector_index="int8_flat"))
         mapping = os_client.indices.get_mapping(index=name)[name]["mappings"]["properties"]["dedup"]["properties"]
         assert mapping["vector"] == {"type": "float", "index": False, "doc_values": False}
+        printed = json.loads(cli("mapping", "--index", name, "--engine", "opensearch", "--tokenizer", "rjieba",
+                                 "--vector-index", "int8_flat").stdout)
+        assert printed["mappings"]["properties"]["dedup"]["properties"] == mapping
     finally:
         os_client.indices.delete(index=name, ignore_unavailable=True)
