@@ -58,8 +58,12 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
         return ElasticStore(opensearch.wrap(client), index, shards=shards, replicas=replicas,
                             text_analyzer=text_analyzer)
     assert settings is not None
-    engine = settings.engine or opensearch.detect_engine(settings)
-    made = opensearch.make_client(settings) if engine == "opensearch" else make_client(settings)
+    if settings.engine == "opensearch":
+        made: Any = opensearch.make_client(settings)
+    elif settings.engine == "elasticsearch":
+        made = make_client(settings)
+    else:  # the server says which, when the store is opened
+        made = opensearch.ChosenByTheServer(settings, f"opening index ({settings.display_url}, index {index!r})")
     return ElasticStore(made, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
                         display_url=settings.display_url, secrets=settings.secrets)
 

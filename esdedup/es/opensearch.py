@@ -19,7 +19,7 @@ servers do differently is decided here, each in one place:
 from __future__ import annotations
 
 import copy
-import json
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -329,31 +329,55 @@ def wrap(client: Any) -> Any:
     return wrapper
 
 
-def detect_engine(settings: Any) -> str:
+def detect_engine(es_client: Any, where: str) -> str:
     """``opensearch`` when the server answers ``GET /`` as OpenSearch does (``version.distribution``), else
-    ``elasticsearch``: a server that does not answer, refuses the request or answers otherwise is left to the
-    Elasticsearch client, which reports it as before. Credentials and TLS settings are those of the store."""
-    import urllib3
+    ``elasticsearch``, asked through the Elasticsearch client (its credentials and TLS settings; the same
+    bound on the first answer as `esdedup.es.versions.server_version`): a server that refuses the request or
+    answers otherwise is left to the Elasticsearch path, which reports it as it always has; one that does not
+    answer is `NoAnswer` here, as it would be there."""
+    import elasticsearch as es
 
-    headers = {"accept": "application/json"}
-    if settings.username is not None:
-        headers.update(urllib3.make_headers(basic_auth=f"{settings.username}:{settings.password or ''}"))
-    elif settings.api_key:
-        headers["authorization"] = f"ApiKey {settings.api_key}"
-    kw: dict[str, Any] = {"timeout": urllib3.Timeout(total=min(DETECT_TIMEOUT, settings.request_timeout)),
-                          "retries": False}
-    if settings.url.startswith("https"):
-        kw.update(cert_reqs="CERT_REQUIRED" if settings.verify_certs else "CERT_NONE",
-                  ca_certs=settings.ca_certs, cert_file=settings.client_cert, key_file=settings.client_key)
-        if not settings.verify_certs:
-            kw["assert_hostname"] = False
+    from esdedup.es import versions
+
+    timeout = versions.first_answer_timeout(es_client)
+    probe = es_client.options(request_timeout=timeout, max_retries=max(versions.node_count(es_client) - 1, 0))
     try:
-        with urllib3.PoolManager(**kw) as pool:
-            resp = pool.request("GET", settings.hosts[0].rstrip("/") + "/", headers=headers)
-        if resp.status != 200 or resp.headers.get("x-elastic-product"):
-            return "elasticsearch"
-        root = json.loads(resp.data)
-    except Exception:  # noqa: BLE001 - any failure: not OpenSearch as far as this probe can tell
-        return "elasticsearch"
-    version = root.get("version") if isinstance(root, dict) else None
-    return "opensearch" if isinstance(version, dict) and version.get("distribution") == "opensearch" else "elasticsearch"
+        probe.perform_request("GET", "/", headers={"accept": "*/*"})
+    except es.ConnectionTimeout:
+        raise versions.no_answer(where, timeout) from None
+    except es.UnsupportedProductError as exc:  # a 2xx answer without Elasticsearch's product header
+        version = exc.body.get("version") if isinstance(exc.body, Mapping) else None
+        if isinstance(version, Mapping) and version.get("distribution") == "opensearch":
+            return "opensearch"
+    except (es.ApiError, es.TransportError):
+        pass
+    return "elasticsearch"
+
+
+class ChosenByTheServer:
+    """The client of the engine the server turns out to be: the Elasticsearch client, or an `OpenSearchClient`
+    when `detect_engine` finds OpenSearch. Chosen on first use (the store's first request, when it is opened),
+    so that making a store sends nothing and a server's silence shows where it always did."""
+
+    def __init__(self, settings: Any, where: str) -> None:
+        self._settings, self._where = settings, where
+        self._chosen: Any = None
+        self._lock = threading.Lock()
+
+    def chosen(self) -> Any:
+        with self._lock:
+            if self._chosen is None:
+                from esdedup.es.connect import make_client as make_es_client
+
+                es_client = make_es_client(self._settings)
+                if detect_engine(es_client, self._where) == "opensearch":
+                    es_client.close()
+                    self._chosen = make_client(self._settings)
+                else:
+                    self._chosen = es_client
+            return self._chosen
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_settings", "_where", "_chosen", "_lock"):
+            raise AttributeError(name)  # copying or unpickling asks before __init__ ran: never a request
+        return getattr(self.chosen(), name)

@@ -74,8 +74,14 @@ def _json_lines(text: str) -> list[Any]:
 
 
 def test_the_server_says_which_engine_it_is(es_url: str, os_url: str) -> None:
-    assert opensearch.detect_engine(resolve_settings(os_url)) == "opensearch"
-    assert opensearch.detect_engine(resolve_settings(es_url)) == "elasticsearch"
+    """The same ``--es URL`` form for both: the client is chosen by the server's answer when the store opens."""
+    from elasticsearch import Elasticsearch
+
+    chosen = {url: open_store("nope", es_url=url).client for url in (es_url, os_url)}
+    assert isinstance(chosen[os_url].chosen(), opensearch.OpenSearchClient)
+    assert isinstance(chosen[es_url].chosen(), Elasticsearch)
+    assert opensearch.detect_engine(Elasticsearch(os_url), "here") == "opensearch"
+    assert opensearch.detect_engine(Elasticsearch(es_url), "here") == "elasticsearch"
 
 
 def test_the_same_corpus_gives_the_same_answers_on_both_engines(es_url: str, os_url: str, es_client: Any,
