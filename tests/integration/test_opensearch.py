@@ -27,6 +27,7 @@ from esdedup.review import Review, create_app
 from esdedup.search.paging import search_diversified
 from tests.cli_runner import cli_runner
 from tests.corpus import make_corpus
+from tests.integration import test_security as security
 
 pytestmark = [pytest.mark.es, pytest.mark.opensearch]
 
@@ -193,5 +194,48 @@ def test_a_config_with_a_vector_keeps_it_in_source_and_refuses_knn(os_client: An
         printed = json.loads(cli("mapping", "--index", name, "--engine", "opensearch", "--tokenizer", "rjieba",
                                  "--vector-index", "int8_flat").stdout)
         assert printed["mappings"]["properties"]["dedup"]["properties"] == mapping
+    finally:
+        os_client.indices.delete(index=name, ignore_unavailable=True)
+
+
+# -- TLS and basic auth: nginx in front of the OpenSearch node, as in test_security.py ---------------------------
+@pytest.fixture(scope="module")
+def os_proxy(os_url: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """test_security.py's nginx (TLS, basic auth, client certificates) in front of the OpenSearch node: its
+    fixture's own function, so that both engines sit behind the same proxy."""
+    yield from security.proxy.__wrapped__(os_url, tmp_path_factory)
+
+
+@pytest.mark.parametrize("engine", ["auto", "opensearch"])
+def test_tls_basic_auth_and_client_certificates_on_opensearch(os_proxy: Any, os_client: Any, tmp_path: Path,
+                                                             engine: str) -> None:
+    """Through TLS with a password (the engine found through the proxy, or named), then with a client
+    certificate too; a wrong password and an untrusted certificate are one clear line, no secret shown."""
+    docs = security.make_docs(20, seed=67)
+    path = tmp_path / "docs.jsonl"
+    security.write_jsonl(path, docs)
+    name = f"esdedup-tls-{uuid.uuid4().hex[:8]}"
+    env = {"ESDEDUP_ES_USER": security.USER, "ESDEDUP_ES_PASSWORD": security.PASSWORD, "ESDEDUP_ENGINE": engine}
+    try:
+        r = security._ingest(os_proxy.url, name, path, tmp_path, "--ca-certs", os_proxy.ca, env=env)
+        security._ok(r, len(docs))
+        r = security._ingest(os_proxy.mtls_url, name, path, tmp_path / "m", "--ca-certs", os_proxy.ca,
+                             "--client-cert", os_proxy.client_cert, "--client-key", os_proxy.client_key, env=env)
+        security._ok(r, len(docs))
+        r = security.run_cli("similar", "--index", name, "--text", docs[3]["text"], "--json", "--es", os_proxy.url,
+                             "--ca-certs", os_proxy.ca, env=env)
+        security._assert_clean(r)
+        assert r.returncode == 0 and json.loads(r.stdout)["matches"][0]["id"] == docs[3]["id"], r.stderr[-2000:]
+        assert os_client.count(index=name)["count"] == len(docs)  # written into OpenSearch, through the proxy
+
+        wrong = {**env, "ESDEDUP_ES_PASSWORD": security.WRONG_PASSWORD}
+        r = security._ingest(os_proxy.url, name, path, tmp_path / "w", "--ca-certs", os_proxy.ca, env=wrong)
+        security._assert_clean(r)
+        line = security._error_line(r)
+        assert r.returncode == 3 and "401" in line and "credentials" in line, line
+        r = security._ingest(os_proxy.url, name, path, tmp_path / "u", env=env)
+        security._assert_clean(r)
+        line = security._error_line(r)
+        assert r.returncode == 3 and "certificate verify failed" in line and "--ca-certs" in line, line
     finally:
         os_client.indices.delete(index=name, ignore_unavailable=True)
