@@ -20,6 +20,7 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.es import opensearch
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import SKETCH_DOCVALUE_FIELDS, SKETCH_SOURCE_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
@@ -261,6 +262,7 @@ def search_diversified(client: Any, index: str, body: Mapping[str, Any] | None =
         >>> resp = search_diversified(es, "news", {"query": {"match": {"text": "台胞证"}}}, size=10)  # doctest: +SKIP
     """
     _check(size, overfetch, mode, max_rounds)
+    client = opensearch.wrap(client)  # an opensearch-py client answers as an Elasticsearch one
     config = config or index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)
