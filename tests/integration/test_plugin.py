@@ -67,16 +67,17 @@ def plugin_zip(version: str) -> Path:
     return found[-1]
 
 
-def _build_plugin(version: str, profile: list[str]) -> None:
+def _build_plugin(version: str, profile: list[str], engine: str = "elasticsearch") -> None:
     """``mvn package`` in plugin/ (offline first: a machine that built it once has the dependencies); the 9.x
-    build on the JDK the node runs on (Java 21+), without its Java tests (the 8.x build runs them)."""
+    build (and the OpenSearch ones, ``engine``) on the JDK the node runs on, without its Java tests (the 8.x
+    build runs them; the OpenSearch ones run in CI's parity build)."""
     import subprocess
     import sys
 
     env = dict(os.environ)
     if profile:
-        java = subprocess.run([str(REPO / "scripts" / "es-local"), "java", "--version", version], capture_output=True,
-                              text=True)
+        java = subprocess.run([str(REPO / "scripts" / "es-local"), "java", "--engine", engine, "--version", version],
+                              capture_output=True, text=True)
         if java.returncode == 0 and java.stdout.strip():
             env["JAVA_HOME"] = java.stdout.strip().splitlines()[-1]  # the JDK es-local runs the node on
         profile = [*profile, "-DskipTests"]
