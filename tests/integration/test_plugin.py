@@ -144,6 +144,10 @@ def _edited(rng: random.Random, text: str) -> str:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
+    return plugin_corpus(tmp_path_factory.mktemp("plugin"))
+
+
+def plugin_corpus(folder: Path) -> tuple[Path, list[dict[str, str]]]:
     """Real text (People's Daily paragraphs and articles, also in Traditional script), edited copies of some
     (near-duplicates), and edge cases: invisible characters, full-width forms, only stopwords (an empty
     fingerprint)."""
@@ -160,7 +164,7 @@ def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
     texts += ["北\u200b京欢迎你\ufeff，ＨＥＬＬＯ　Ｗｏｒｌｄ！", "的了是", "C++ 与 C# 的 3.14% 差别",
               "東京タワーへ行きました 😀"]
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
-    path = tmp_path_factory.mktemp("plugin") / "docs.jsonl"
+    path = folder / "docs.jsonl"
     path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
     return path, docs
 

@@ -31,7 +31,7 @@ from esdedup.match.thresholds import Thresholds
 from esdedup.schema import content_sha1, dedup_source
 from esdedup.store.elastic.store import ElasticStore
 from tests.es_node import EARLY_STARTS, OS_VERSION, LocalCluster
-from tests.integration.test_plugin import LABELS, REPO, _build_plugin, _script, _write_jsonl, corpus  # noqa: F401
+from tests.integration.test_plugin import LABELS, REPO, _build_plugin, _script, _write_jsonl, plugin_corpus
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin, pytest.mark.opensearch]
 
@@ -84,6 +84,12 @@ def plugin_os(plugin_os_url) -> Iterator[Any]:
     client = OpenSearch(plugin_os_url, timeout=120)
     yield client
     client.close()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
+    """The Elasticsearch plugin tests' corpus (real texts, edited copies, edge cases)."""
+    return plugin_corpus(tmp_path_factory.mktemp("osplugin"))
 
 
 def _store(client: Any, index: str, **kw: Any) -> ElasticStore:
@@ -307,3 +313,40 @@ def test_the_plugin_offers_a_jieba_analyzer_that_segments_as_jieba(plugin_os, pl
         assert [h["_id"] for h in hits] == ["2"]
     finally:
         plugin_os.indices.delete(index="osworded", ignore_unavailable=True)
+
+
+def test_the_plugin_section_of_the_opensearch_page_runs_as_written(plugin_os, plugin_os_url, tmp_path, monkeypatch):
+    """docs/opensearch.md's plugin block on the node with the plugin (the fixture starts it, as the block's
+    `es-local start --plugin` does): the index, its pipeline, the example articles sent by a plain _bulk, and
+    `label` labels the reprints."""
+    import re
+    import shlex
+
+    text = (REPO / "docs" / "opensearch.md").read_text("utf-8")
+    section = text.split("## The plugin on OpenSearch", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, "the plugin section has a bash block"
+    lines = [ln.split("   #")[0] for ln in block.group(1).replace("\\\n", " ").splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert lines[0].startswith("scripts/es-local start --engine opensearch") and "--plugin" in lines[0]
+    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "data"))
+    index = "articles"
+    articles = [json.loads(ln) for ln in (REPO / "examples" / "news.jsonl").read_text("utf-8").splitlines()]
+    outputs = []
+    try:
+        for line in lines[1:]:
+            argv = shlex.split(line.replace("http://127.0.0.1:9290", plugin_os_url))
+            assert argv[0] == "esdedup", line
+            ran = _cli(*argv[1:])
+            assert ran.exit_code == 0, (line, ran.output)
+            outputs.append(ran.stdout)
+            if argv[1:3] == ["pipeline", "put"]:  # the block's "any client's plain _bulk"
+                assert _bulk(plugin_os, index, articles, refresh=True) == len(articles)
+        assert outputs[:2] == [f"created index '{index}'\n", f"esdedup-{index}\n"]
+        labelled = re.match(r"(\d+) unlabelled documents: (\d+) labelled \((\d+) near-duplicates\)", outputs[-1])
+        assert labelled and labelled.groups() == ("13", "13", "4"), outputs[-1]
+    finally:
+        plugin_os.indices.delete(index=index, ignore_unavailable=True)
+        plugin_os.ingest.delete_pipeline(id=f"esdedup-{index}", ignore=404)
