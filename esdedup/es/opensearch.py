@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -149,6 +150,7 @@ class OpenSearchClient:
     engine = "opensearch"
 
     def __init__(self, client: Any, *, request_timeout: float | None = None) -> None:
+        _quiet_the_id_sort()
         self.opensearch = client
         self._timeout = request_timeout
         self.indices = _Indices(self)
@@ -252,6 +254,19 @@ class OpenSearchClient:
             yield from helpers.streaming_bulk(self.opensearch, actions, **kw)
         except (ose.TransportError, ose.SerializationError) as exc:
             raise _es_error(exc) from None
+
+
+_quieted = False
+
+
+def _quiet_the_id_sort() -> None:
+    """OpenSearch answers a sort on ``_id`` (the point-in-time scans' order, see `OpenSearchClient.search`) with
+    a deprecation header, which opensearch-py turns into a Python warning on every scan: chosen knowingly, it is
+    not shown."""
+    global _quieted
+    if not _quieted:
+        warnings.filterwarnings("ignore", message="Loading the fielddata on the _id field is deprecated")
+        _quieted = True
 
 
 def _ndjson(objs: Iterable[Any]) -> bytes:

@@ -239,3 +239,39 @@ def test_tls_basic_auth_and_client_certificates_on_opensearch(os_proxy: Any, os_
         assert r.returncode == 3 and "certificate verify failed" in line and "--ca-certs" in line, line
     finally:
         os_client.indices.delete(index=name, ignore_unavailable=True)
+
+
+def test_a_write_block_on_opensearch_stops_the_run_and_resume_writes_what_it_refused(os_url: str, os_client: Any,
+                                                                                     tmp_path: Path) -> None:
+    """The store's refusal holds on OpenSearch as on Elasticsearch (test_faults.py's write-block test): the run
+    stops with exit 3 naming the block, nothing it did not confirm is checkpointed, and --resume once the block
+    is lifted writes every record."""
+    from tests.reliability import balanced, dead_letters, index_ids, last_json, write_corpus
+
+    name = f"esdedup-block-{uuid.uuid4().hex[:8]}"
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    write_corpus(first, 30, seed=70, prefix="a")
+    docs = write_corpus(second, 200, seed=71, prefix="b")
+    common = ("--index", name, "--es", os_url, "--tokenizer", "rjieba", "--workers", "1", "--json", "--replicas", "0")
+    ck, dl = tmp_path / "ck.json", tmp_path / "dl.jsonl"
+    try:
+        assert security.run_cli("ingest", first, *common).returncode == 0
+        os_client.indices.put_settings(index=name, body={"index.blocks.write": True})
+        try:
+            r = security.run_cli("ingest", second, *common, "--checkpoint", ck, "--dead-letter", dl, timeout=300)
+            assert "Traceback" not in r.stderr and r.returncode == 3, (r.returncode, r.stderr[-3000:])
+            assert "refused to write" in r.stderr and "cluster_block_exception" in r.stderr, r.stderr[-3000:]
+            s = last_json(r.stdout)
+            assert balanced(s) and s["indexed"] == 0 and s["error"], s
+            assert all(d["kind"] == "unconfirmed" for d in dead_letters(dl))
+        finally:
+            os_client.indices.put_settings(index=name, body={"index.blocks.write": None})
+        r = security.run_cli("ingest", second, *common, "--checkpoint", ck, "--dead-letter", dl, "--resume",
+                             timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        s = last_json(r.stdout)
+        assert s["read"] == len(docs) and s["indexed"] == len(docs) and s["failed"] == 0, s
+        stored = set(index_ids(opensearch.wrap(os_client), name))
+        assert stored == {d["id"] for d in docs} | {f"a{i:06d}" for i in range(30)}
+    finally:
+        os_client.indices.delete(index=name, ignore_unavailable=True)

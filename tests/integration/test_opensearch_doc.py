@@ -29,7 +29,8 @@ def doc_commands() -> list[str]:
 
 def test_the_documented_commands_run_as_written(tmp_path: Path) -> None:
     commands = doc_commands()
-    assert commands[0] == 'python -m pip install "esdedup[opensearch]"'  # installed for this session already
+    # the install step: the test environment has the extra already
+    assert commands[0] == 'python -m pip install "esdedup[opensearch]"'
     port, lease = pick_base_port(1)
     name = f"os-doc-{uuid.uuid4().hex[:6]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESDEDUP_ES_URL")}
