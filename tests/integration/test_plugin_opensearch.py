@@ -315,38 +315,25 @@ def test_the_plugin_offers_a_jieba_analyzer_that_segments_as_jieba(plugin_os, pl
         plugin_os.indices.delete(index="osworded", ignore_unavailable=True)
 
 
-def test_the_plugin_section_of_the_opensearch_page_runs_as_written(plugin_os, plugin_os_url, tmp_path, monkeypatch):
+def test_the_plugin_section_of_the_opensearch_page_runs_as_written(plugin_os, plugin_os_url, tmp_path):
     """docs/opensearch.md's plugin block on the node with the plugin (the fixture starts it, as the block's
     `es-local start --plugin` does): the index, its pipeline, the example articles sent by a plain _bulk, and
     `label` labels the reprints."""
     import re
-    import shlex
 
-    text = (REPO / "docs" / "opensearch.md").read_text("utf-8")
-    section = text.split("## The plugin on OpenSearch", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block, "the plugin section has a bash block"
-    lines = [ln.split("   #")[0] for ln in block.group(1).replace("\\\n", " ").splitlines()
-             if ln.strip() and not ln.startswith("#")]
-    assert lines[0].startswith("scripts/es-local start --engine opensearch") and "--plugin" in lines[0]
-    for var in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER", "ESDEDUP_ES_PASSWORD"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("ESDEDUP_DATA_DIR", str(tmp_path / "data"))
-    index = "articles"
-    articles = [json.loads(ln) for ln in (REPO / "examples" / "news.jsonl").read_text("utf-8").splitlines()]
-    outputs = []
+    from tests.integration.test_readme import run_lines, section_block
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER",
+                                                            "ESDEDUP_ES_PASSWORD")}
+    env.update(ESDEDUP_DATA_DIR=str(tmp_path / "data"), ESDEDUP_CONFIG=str(tmp_path / "none.json"))
+    block = section_block("The plugin on OpenSearch", document="docs/opensearch.md")
+    assert block.startswith("scripts/es-local start --engine opensearch") and "--plugin" in block.splitlines()[0]
     try:
-        for line in lines[1:]:
-            argv = shlex.split(line.replace("http://127.0.0.1:9290", plugin_os_url))
-            assert argv[0] == "esdedup", line
-            ran = _cli(*argv[1:])
-            assert ran.exit_code == 0, (line, ran.output)
-            outputs.append(ran.stdout)
-            if argv[1:3] == ["pipeline", "put"]:  # the block's "any client's plain _bulk"
-                assert _bulk(plugin_os, index, articles, refresh=True) == len(articles)
-        assert outputs[:2] == [f"created index '{index}'\n", f"esdedup-{index}\n"]
-        labelled = re.match(r"(\d+) unlabelled documents: (\d+) labelled \((\d+) near-duplicates\)", outputs[-1])
-        assert labelled and labelled.groups() == ("13", "13", "4"), outputs[-1]
+        made, put, bulk, label = run_lines(block, plugin_os_url, env, skip=("scripts/es-local",))
+        assert (made, put) == ("created index 'wire'\n", "esdedup-wire\n")
+        assert json.loads(bulk)["errors"] is False
+        labelled = re.match(r"(\d+) unlabelled documents: (\d+) labelled \((\d+) near-duplicates\)", label)
+        assert labelled and labelled.groups() == ("13", "13", "4"), label
     finally:
-        plugin_os.indices.delete(index=index, ignore_unavailable=True)
-        plugin_os.ingest.delete_pipeline(id=f"esdedup-{index}", ignore=404)
+        plugin_os.indices.delete(index="wire", ignore_unavailable=True)
+        plugin_os.ingest.delete_pipeline(id="esdedup-wire", ignore=404)
