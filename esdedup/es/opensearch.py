@@ -199,20 +199,9 @@ class OpenSearchClient:
 
     # -- documents ---------------------------------------------------------------------------------
     def search(self, *, index: str | None = None, **kw: Any) -> Answer:
-        params = {k: kw.pop(k) for k in list(kw) if k in _SEARCH_PARAMS}
-        for k in ("source_excludes", "source_includes"):
-            if k in params:
-                params["_" + k] = params.pop(k)
-        if "request_timeout" in params:
-            return self.options(request_timeout=params.pop("request_timeout")).search(index=index, **params, **kw)
-        body = {("from" if k == "from_" else k): v for k, v in kw.items()}
-        if "knn" in body:
-            raise ConfigError("kNN lookups are not available on OpenSearch: esdedup keeps the TF vector in _source "
-                              "there (OpenSearch's k-NN plugin is not supported)")
-        if "pit" in body and body.get("sort") == [{"_shard_doc": "asc"}]:
-            # OpenSearch has no _shard_doc: _id is as unique, across shards too, within a point in time.
-            body["sort"] = [{"_id": "asc"}]
-        return self.request("POST", _path(index, "_search") if index else "/_search", params=params, body=body)
+        path, params, body, timeout = _search_request(index, kw)
+        client = self if timeout is None else self.options(request_timeout=timeout)
+        return client.request("POST", path, params=params, body=body)
 
     def msearch(self, *, searches: Any, index: str | None = None, **params: Any) -> Answer:
         body = searches if isinstance(searches, (bytes, str)) else _ndjson(searches)
@@ -256,17 +245,68 @@ class OpenSearchClient:
             raise _es_error(exc) from None
 
 
-_quieted = False
-
-
 def _quiet_the_id_sort() -> None:
     """OpenSearch answers a sort on ``_id`` (the point-in-time scans' order, see `OpenSearchClient.search`) with
     a deprecation header, which opensearch-py turns into a Python warning on every scan: chosen knowingly, it is
-    not shown."""
-    global _quieted
-    if not _quieted:
-        warnings.filterwarnings("ignore", message="Loading the fielddata on the _id field is deprecated")
-        _quieted = True
+    not shown. (Added again for each client: the same filter replaces itself, and a harness that resets the
+    filters between runs gets it back.)"""
+    warnings.filterwarnings("ignore", message="Loading the fielddata on the _id field is deprecated")
+
+
+def _search_request(index: str | None, kw: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any], Any]:
+    """The path, URL parameters, body and request timeout of a search asked with the Elasticsearch client's
+    arguments."""
+    params = {k: kw.pop(k) for k in list(kw) if k in _SEARCH_PARAMS}
+    for k in ("source_excludes", "source_includes"):
+        if k in params:
+            params["_" + k] = params.pop(k)
+    timeout = params.pop("request_timeout", None)
+    body = {("from" if k == "from_" else k): v for k, v in kw.items()}
+    if "knn" in body:
+        raise ConfigError("kNN lookups are not available on OpenSearch: esdedup keeps the TF vector in _source "
+                          "there (OpenSearch's k-NN plugin is not supported)")
+    if "pit" in body and body.get("sort") == [{"_shard_doc": "asc"}]:
+        # OpenSearch has no _shard_doc: _id is as unique, across shards too, within a point in time.
+        body["sort"] = [{"_id": "asc"}]
+    return _path(index, "_search") if index else "/_search", params, body, timeout
+
+
+class _AsyncIndices:
+    def __init__(self, client: AsyncOpenSearchClient) -> None:
+        self._c = client
+
+    async def get_mapping(self, *, index: str) -> Answer:
+        return await self._c.request("GET", _path(index, "_mapping"))
+
+    async def get_settings(self, *, index: str, name: str | None = None, filter_path: Any = None) -> Answer:
+        return await self._c.request("GET", _path(index, "_settings", *([name] if name else [])),
+                                     params={"filter_path": filter_path})
+
+
+class AsyncOpenSearchClient:
+    """`OpenSearchClient` for ``opensearchpy.AsyncOpenSearch``: the calls `async_search_diversified` makes."""
+
+    engine = "opensearch"
+
+    def __init__(self, client: Any) -> None:
+        _quiet_the_id_sort()
+        self.opensearch = client
+        self.indices = _AsyncIndices(self)
+
+    async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                      body: Any = None, timeout: Any = None) -> Answer:
+        import opensearchpy.exceptions as ose
+
+        try:
+            resp = await self.opensearch.transport.perform_request(
+                method, path, params=_bool_params(params or {}) or None, body=body, timeout=timeout)
+        except (ose.TransportError, ose.SerializationError) as exc:
+            raise _es_error(exc) from None
+        return Answer(resp) if isinstance(resp, Mapping) else resp  # type: ignore[no-any-return]
+
+    async def search(self, *, index: str | None = None, **kw: Any) -> Answer:
+        path, params, body, timeout = _search_request(index, kw)
+        return await self.request("POST", path, params=params, body=body, timeout=timeout)
 
 
 def _ndjson(objs: Iterable[Any]) -> bytes:
@@ -339,7 +379,8 @@ def wrap(client: Any) -> Any:
     # One wrapper per client: what is cached per client (an index's config) then stays cached.
     wrapper = getattr(client, "_esdedup_client", None)
     if wrapper is None:
-        wrapper = OpenSearchClient(client)
+        wrapper = (AsyncOpenSearchClient(client) if type(client).__name__.startswith("Async")
+                   else OpenSearchClient(client))
         client._esdedup_client = wrapper
     return wrapper
 

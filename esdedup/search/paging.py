@@ -293,8 +293,9 @@ async def async_search_diversified(client: Any, index: str, body: Mapping[str, A
                                    overfetch: float = 3.0, max_rounds: int = 4,
                                    fingerprinter: Fingerprinter | None = None,
                                    text_field: str = "text") -> dict[str, Any]:
-    """`search_diversified` for ``AsyncElasticsearch``."""
+    """`search_diversified` for ``AsyncElasticsearch`` (or opensearch-py's ``AsyncOpenSearch``)."""
     _check(client, size, overfetch, mode, max_rounds)
+    client = opensearch.wrap(client)
     config = config or await async_index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)

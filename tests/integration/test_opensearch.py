@@ -7,6 +7,7 @@ review page must answer alike.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -24,7 +25,7 @@ from esdedup.es import opensearch
 from esdedup.es.connect import resolve_settings
 from esdedup.ingest import Ingester
 from esdedup.review import Review, create_app
-from esdedup.search.paging import search_diversified
+from esdedup.search.paging import async_search_diversified, search_diversified
 from tests.cli_runner import cli_runner
 from tests.corpus import make_corpus
 from tests.integration import test_security as security
@@ -135,6 +136,18 @@ def test_the_same_corpus_gives_the_same_answers_on_both_engines(es_url: str, os_
     hits = [[h["_id"] for h in search_diversified(c, index_name, body, size=5)["hits"]["hits"]]
             for c in (es_client, os_client)]
     assert hits[0] and sorted(hits[0]) == sorted(hits[1])
+
+    async def diversified_async() -> list[str]:
+        from opensearchpy import AsyncOpenSearch
+
+        client = AsyncOpenSearch(os_url)
+        try:
+            resp = await async_search_diversified(client, index_name, body, size=5)
+            return [h["_id"] for h in resp["hits"]["hits"]]
+        finally:
+            await client.close()
+
+    assert sorted(asyncio.run(diversified_async())) == sorted(hits[0])
     found = [sorted(m["id"] for m in SimilarFinder(open_store(index_name, client=c)).find(text=SHORT["s3"]).matches)
              for c in (es_client, os_client)]
     assert found[0] == found[1] == ["s3", "s4"]
