@@ -106,8 +106,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     order: list[str] = []
     for item in session.items:
         names = [n for n in getattr(item, "fixturenames", ()) if n in dedicated]
-        if item.get_closest_marker("opensearch"):  # the OpenSearch node (the contract tests ask for it unseen)
-            names.insert(0, "os_url")
+        if item.get_closest_marker("opensearch"):
+            # the OpenSearch node (the contract tests ask for it unseen); a test with a node of its own (the
+            # plugin's) needs it only when it names it
+            if not names or "os_url" in getattr(item, "fixturenames", ()):
+                names.insert(0, "os_url")
             if "es_url" not in getattr(item, "fixturenames", ()):
                 order += names
                 continue
