@@ -56,7 +56,7 @@ def require_client() -> None:
     """Raise ConfigError when opensearch-py is not installed."""
     if not installed():
         raise ConfigError('the server is OpenSearch and its Python client opensearch-py is not installed: '
-                          'python -m pip install "esdedup[opensearch]"')
+                          'python -m pip install "opensearch-py>=3,<4" (the extra esdedup[opensearch])')
 
 
 class Answer(dict):  # type: ignore[type-arg]
