@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError, IndexNotFound
-from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
+from esdedup.es.connect import ConnectionSettings, check_client, make_client, resolve_settings
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
@@ -23,8 +23,10 @@ from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thre
 from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
 from esdedup.store.base import Store
+from esdedup.util.fieldtypes import checked_args
 
 
+@checked_args
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
                connection: ConnectionSettings | None = None, shards: int = 1, replicas: int | None = None,
                client: Any = None, text_analyzer: str | None = None) -> Store:
@@ -43,6 +45,8 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     """
     if sum(x is not None for x in (client, connection, es_url)) > 1:
         raise ConfigError("give one of client, connection and es_url")
+    if client is not None:
+        check_client(client, "open_store")
     settings = None if client is not None else connection or resolve_settings(es_url)
     if client is None and settings is None:
         from esdedup.store.local import LocalStore
@@ -58,6 +62,7 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
                         display_url=settings.display_url, secrets=settings.secrets)
 
 
+@checked_args
 def create_index(store: Store, config: FingerprintConfig | None = None) -> bool:
     """Create the index (or local collection) with ``config`` (None: the default config), its mapping and
     settings, before anything is written to it: so that the plugin's pipeline can be put on it and any client
@@ -101,12 +106,14 @@ class SimilarFinder:
     Raises IndexNotFound (no such index) or StoreError here, ConfigError for bad arguments in `find`.
     """
 
+    @checked_args
     def __init__(self, store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None) -> None:
         self.store = store
         self.config = store.open(None, create=False).config
         self.thresholds = thresholds
         self._fper = Fingerprinter(self.config)
 
+    @checked_args
     def find(self, *, text: str | None = None, doc_id: str | None = None, path: str | None = None, top: int = 10,
              knn: bool = False, explain: bool = False, on_node: bool = False) -> SimilarResult:
         """Near-duplicates of a text, a file or a stored document (by id), verified by the rule.
@@ -153,6 +160,7 @@ class SimilarFinder:
                              rows, truncated)
 
 
+@checked_args
 def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
                explain: bool = False, on_node: bool = False) -> SimilarResult:
@@ -199,6 +207,7 @@ class PairsReport:
 LSH_JOINS = ("auto", "memory", "store")
 
 
+@checked_args
 def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
               write_clusters: bool = False, lsh_join: str = "auto") -> PairsReport:
     """Every near-duplicate pair and the clusters they form (``thresholds`` default to the index's);
@@ -241,6 +250,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     return report
 
 
+@checked_args
 def describe(store: Store) -> dict[str, Any]:
     """Count, config, the rule the index applies (and the thresholds that act in it), band layout and crowded
     band values of an index."""
@@ -262,6 +272,7 @@ def describe(store: Store) -> dict[str, Any]:
 MANY_FILES_MAX_RATIO = 1.5
 
 
+@checked_args
 def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
                   max_ratio: float | None = None) -> list[dict[str, Any]]:
     """Every pair of files measured: cosine and adjusted cosine of their term counts, weighted Jaccard,

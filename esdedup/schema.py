@@ -53,6 +53,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.normalize import t2s_version
 from esdedup.fingerprint.simhash import to_hex
+from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,7 @@ def text_fields(text_analyzer: str | None) -> dict[str, Any]:
     return fields
 
 
+@checked_args
 def mapping_for(config: FingerprintConfig, *, text_analyzer: str | None = None) -> dict[str, Any]:
     """The index mapping (the ``mappings`` body) for a config; ``text_analyzer``: see `text_fields`."""
     dedup_props: dict[str, Any] = {
@@ -226,6 +228,7 @@ def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, An
     return {"number_of_shards": shards, **replica}
 
 
+@checked_args
 def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
                  replicas: int | None = None, text_analyzer: str | None = None) -> dict[str, Any]:
     """A composable index template body (``PUT _index_template/<name>``) for a config."""

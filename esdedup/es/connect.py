@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from esdedup.errors import ConfigError, ConnectionFailed
+from esdedup.util.fieldtypes import check_fields, checked_args
 from esdedup.util.redact import redact, redact_url
 from esdedup.util.regular import open_binary, read_limited
 
@@ -45,6 +46,9 @@ class ConnectionSettings:
     client_cert: str | None = None
     client_key: str | None = None
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+    def __post_init__(self) -> None:
+        check_fields(self, owner="ConnectionSettings field")  # api_key and password: their types only
 
     @property
     def secrets(self) -> list[str | None]:
@@ -82,6 +86,18 @@ def _file_settings() -> dict[str, Any]:
     return data
 
 
+def check_client(client: Any, what: str) -> None:
+    """Raise ConfigError unless ``client`` looks like an Elasticsearch client (it has the ``search`` and
+    ``indices`` an ``elasticsearch.Elasticsearch`` or ``AsyncElasticsearch`` has): a URL or None passed in its
+    place fails here, by name, not as an AttributeError at the first request."""
+    if not (hasattr(client, "search") and hasattr(client, "indices")):
+        shown = repr(client) if len(repr(client)) <= 40 else repr(client)[:37] + "..."
+        raise ConfigError(f"{what}: client must be an elasticsearch.Elasticsearch client, got "
+                          f"{type(client).__name__} {shown}" + ("; to name a server by its URL, give es_url"
+                                                               if isinstance(client, str) else ""))
+
+
+@checked_args
 def resolve_settings(url: str | None = None, *, api_key: str | None = None, username: str | None = None,
                      password: str | None = None, ca_certs: str | None = None, verify_certs: bool = True,
                      client_cert: str | None = None, client_key: str | None = None,

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from esdedup.errors import ClientVersionMismatch, NoAnswer, NotElasticsearch
-from esdedup.es.answers import api_reason, asks_for_a_client_certificate, page_summary
+from esdedup.es.answers import api_reason, asks_for_a_client_certificate, excerpt, page_summary
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +93,12 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
         if isinstance(exc, es.AuthenticationException) or asks_for_a_client_certificate(api_reason(exc)):
             raise  # a node, or a proxy in front of one, that wants other credentials: the error map says which
         if not isinstance(exc.body, dict) or isinstance(exc, es.UnsupportedProductError):
-            raise not_elasticsearch(where, f"it answered {exc.meta.status} {api_reason(exc)!r}") from None
+            raise not_elasticsearch(where, f"it answered {exc.meta.status}: {api_reason(exc)}") from None
         raise
     nodes = resp.body.get("nodes") if isinstance(resp.body, dict) else None
     if not isinstance(nodes, dict) or not nodes or not all(isinstance(n, dict) for n in nodes.values()):
         shown = (page_summary(str(resp.body)) if not isinstance(resp.body, (dict, list))
-                 else json.dumps(resp.body, default=str)[:80])
+                 else excerpt(json.dumps(resp.body, default=str), 80))
         raise not_elasticsearch(where, f"its answer to GET /_nodes/_local names no node: {shown}")
     versions = sorted({str(n.get("version")) for n in nodes.values()})
     return versions[0] if versions else None

@@ -26,6 +26,7 @@ from esdedup.fingerprint.normalize import normalize, normalize_many
 from esdedup.fingerprint.resources import Resources, load_resources
 from esdedup.fingerprint.simhash import pack_bits, to_hex
 from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
+from esdedup.util.fieldtypes import checked_args
 
 #: The term table is cleared when it grows past this many terms (bounds memory on endless streams).
 MAX_CACHED_TERMS = 2_000_000
@@ -269,6 +270,7 @@ class Fingerprinter:
         ConfigError / ConfigMismatchError: when the config's resource files are missing or changed.
     """
 
+    @checked_args
     def __init__(self, config: FingerprintConfig | None = None, resources: Resources | None = None) -> None:
         self.config = config or FingerprintConfig()
         self.resources = resources if resources is not None else load_resources(self.config)
@@ -351,6 +353,7 @@ class Fingerprinter:
         """Fingerprint one text."""
         return self.fingerprint_many([text])[0]
 
+    @checked_args
     def fingerprint_many(self, texts: Iterable[str]) -> list[Fingerprint]:
         """Fingerprint many texts. Texts are segmented one by one; everything after segmentation (term
         lookup, SimHash vote sums, vectors) runs in numpy passes over up to `_DOCS_PER_PASS` texts."""
@@ -358,6 +361,7 @@ class Fingerprinter:
             return self.fingerprint_normalized(map(self.normalize, texts))
         return self.fingerprint_normalized(chain.from_iterable(map(self.normalize_many, _batches(texts))))
 
+    @checked_args
     def fingerprint_normalized(self, norms: Iterable[str]) -> list[Fingerprint]:
         """`fingerprint_many` of texts that have been through `normalize` already: for callers that need
         the normalised text too (ingest hashes it for exact duplicates) and would otherwise normalise twice.

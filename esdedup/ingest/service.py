@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest.deadletters import DeadLetters
@@ -17,6 +18,7 @@ from esdedup.ingest.workers import fingerprint_with
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.readers import Record, Rejected
 from esdedup.store.base import Store
+from esdedup.util.fieldtypes import checked_args
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Ingester:
     A call that fails leaves nothing of it behind in the Ingester: the next call finds only what the store holds.
     """
 
+    @checked_args
     def __init__(self, store: Store, config: FingerprintConfig | None = None, *, on_duplicate: str = "label",
                  thresholds: Thresholds | ThresholdOverrides | None = None,
                  dead_letter: str | Path | None = None) -> None:
@@ -76,9 +79,15 @@ class Ingester:
         """Ingest one article (``fields``: url, source, timestamp, ... stored with it)."""
         return self.add_many([{**fields, "id": id, "title": title, "text": text}])[0]
 
+    @checked_args
     def add_many(self, docs: Iterable[Mapping[str, Any]]) -> list[Added]:
         """Ingest a few articles at once (one lookup and one write for all): mappings with ``text`` and
         optionally ``id``, ``title`` and other fields. Returns one `Added` per article, in order."""
+        docs = list(docs)
+        for doc in docs:  # before any is written: a caller's mistake, not an article that failed
+            if not isinstance(doc, Mapping):
+                raise ConfigError(f"Ingester.add_many: each article must be a dict, got {type(doc).__name__} "
+                                  f"{doc!r:.40}")
         with self._lock:
             records = [self._record(d) for d in docs]
             results = fingerprint_with(self._fper, [r.text for r in records if isinstance(r, Record)])

@@ -28,6 +28,7 @@ from esdedup.match.rule import (
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
+from esdedup.util.fieldtypes import checked_args
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000
@@ -199,6 +200,7 @@ def _judged(rows: list[Sketch], left: list[int], right: list[int], config: Finge
     return m, np.flatnonzero(m.decide(t)).tolist()
 
 
+@checked_args
 def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
             top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT,
             sha1s: Sequence[str | None] | None = None) -> list[Lookup]:

@@ -39,6 +39,7 @@ from esdedup.match.rule import (
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import SignatureColumns, SignatureColumnsStore, Store, StoredDoc
 from esdedup.util.collector import fewer_collections
+from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
                           jaccard=[p.jaccard for p in pairs], containment=[p.containment for p in pairs])
 
 
+@checked_args
 def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified by the rule

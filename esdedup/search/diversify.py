@@ -71,6 +71,7 @@ from esdedup.fingerprint.normalize import normalize
 from esdedup.match.rule import MAX_CONTAINMENT_RATIO, MIN_CONTAINMENT_SHINGLES, SketchColumns, exact_copies
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import VECTOR, content_sha1
+from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["MODES", "diversify"]
 
@@ -84,6 +85,7 @@ _default_lock = threading.Lock()
 _default_fingerprinters: dict[str, Fingerprinter] = {}
 
 
+@checked_args
 def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: FingerprintConfig | None = None,
               thresholds: Thresholds | ThresholdOverrides | None = None,
               fingerprinter: Fingerprinter | None = None, text_field: str = "text") -> list[dict]:

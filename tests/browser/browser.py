@@ -2,7 +2,7 @@
 the review page served for it by uvicorn on a free loopback port.
 
 Without chromium (or Playwright) the browser tests skip on a developer's machine and fail in CI (``CI`` set):
-CI installs chromium (.ci/run)."""
+scripts/setup installs chromium (.ci/run runs it)."""
 from __future__ import annotations
 
 import os
@@ -31,13 +31,14 @@ SHOTS = os.environ.get("ESDEDUP_REVIEW_SCREENSHOTS")
 
 def _missing(what: str) -> None:
     if os.environ.get("CI"):
-        pytest.fail(f"{what}: the browser tests must run in CI (.ci/run installs chromium)")
+        pytest.fail(f"{what}: the browser tests must run in CI (scripts/setup installs chromium)")
     pytest.skip(what)
 
 
 @contextmanager
-def chromium_page() -> Iterator[Any]:
-    """A page of a fresh headless chromium (its own new profile)."""
+def chromium_page(args: list[str] | None = None) -> Iterator[Any]:
+    """A page of a fresh headless chromium (its own new profile); ``args``: more command-line switches (e.g.
+    ``--host-resolver-rules``, to give a name another site's page would rebind to a loopback address)."""
     executable = chromium()
     if not Path(executable).is_file():
         _missing(f"no chromium at {executable} (apt-get install chromium)")
@@ -47,7 +48,7 @@ def chromium_page() -> Iterator[Any]:
         _missing("Playwright's Python package is not installed (pip install playwright)")
     with tempfile.TemporaryDirectory(prefix="esdedup-chromium-") as profile, sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(profile, executable_path=executable, headless=True,
-                                                        args=ARGS, viewport={"width": 1280, "height": 900})
+                                                        args=ARGS + (args or []), viewport={"width": 1280, "height": 900})
         try:
             page = context.pages[0] if context.pages else context.new_page()
             page.set_default_timeout(20_000)

@@ -440,7 +440,7 @@ def test_the_plugin_walkthrough_runs_as_written(plugin_url, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER",
                                                             "ESDEDUP_ES_PASSWORD")}
     env.update(ESDEDUP_DATA_DIR=str(tmp_path / "data"), ESDEDUP_CONFIG=str(tmp_path / "none.json"))
-    block = section_block("Inside Elasticsearch (plugin)")
+    block = section_block("Inside Elasticsearch (plugin)", document="docs/plugin.md")
     made, _put, _bulk, label = run_lines(block, plugin_url, env, skip=("cd plugin", "scripts/es-local"))
     assert made == "created index 'wire'\n"
     labelled = re.match(r"(\d+) unlabelled documents: (\d+) labelled \((\d+) near-duplicates\)", label)

@@ -73,7 +73,7 @@ def test_replace_revalidates():
     ({"shingle": 2}, r"shingle .* goes with tokenizer 'char'"),
     ({"dims": 4}, r"dims must be between 8 and 4096"),
     ({"stopwords": "file"}, r"stopwords 'file' needs stopwords_path"),
-    ({"stopwords": "some"}, r"stopwords must be 'default', 'none' or 'file'"),
+    ({"stopwords": "some"}, r"stopwords must be one of default, none, file"),
     ({"cosine_threshold": 0.0}, r"cosine_threshold must be in \(0, 1\]"),
     ({"strategy": "lsh"}, r"strategy must be one of auto, simhash, minhash"),
     ({"minhash_bands": 64}, r"minhash_bands \(64\) >= 1 and minhash_rows \(3\) >= 1 with minhash_bands \* "

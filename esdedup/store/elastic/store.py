@@ -33,6 +33,7 @@ from esdedup.store.elastic import browse, keys, lookup, scans
 from esdedup.store.elastic import labels as labelling
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.writes import Bulk
+from esdedup.util.fieldtypes import checked_args
 
 
 class ElasticStore:
@@ -92,6 +93,7 @@ class ElasticStore:
         return self.bulk.retried
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @checked_args
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         return self.index.open(config, create=create)
 

@@ -48,6 +48,7 @@ from esdedup.store.local.sqlite import (
     marks,
 )
 from esdedup.store.local.texts import TextIndex, name_collection
+from esdedup.util.fieldtypes import checked_args
 from esdedup.util.filelock import FileLock
 
 #: Rows per transaction when writing.
@@ -100,6 +101,7 @@ class LocalStore:
 
     # -- lifecycle -------------------------------------------------------------------------------
     @_sql_errors
+    @checked_args
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         if not self.path.exists() and (config is None or not create):
             raise IndexNotFound(f"local index {self.name!r} does not exist in {self.data_dir}", index=self.name)
