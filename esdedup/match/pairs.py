@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from esdedup.errors import ConfigError
 from esdedup.fingerprint import native
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
@@ -111,6 +112,17 @@ def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
                           jaccard=[p.jaccard for p in pairs], containment=[p.containment for p in pairs])
 
 
+def check_max_bucket(max_bucket: int) -> None:
+    """Refuse a cap on the documents compared per band value (or paired per content SHA-1) below 2: such a
+    bucket pairs nothing, and a search that pairs nothing would look like a store without duplicates.
+
+    Raises:
+        ConfigError: ``max_bucket`` below 2.
+    """
+    if max_bucket < 2:
+        raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
+
+
 @checked_args
 def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
@@ -118,6 +130,7 @@ def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | No
     (thresholds default to the index's), in the order `scored_pairs` gives the candidates, then the exact
     copies (`CopyGroups`): those without words, and those with words that no band value brought together
     (every key they share was crowded). ``crowded`` and ``in_memory``: see `scored_pairs`."""
+    check_max_bucket(max_bucket)
     t = lookup_thresholds(thresholds, store.config)
     if in_memory is None:
         in_memory = lsh_in_memory(store)
@@ -208,6 +221,7 @@ class _Copy:
 def empty_copy_pairs(store: Store, *, max_bucket: int = 1000) -> Iterator[Pair]:
     """The pairs among the stored texts without words that rule 0 of `esdedup.match.rule` makes duplicates
     (`exact_copies`: the same content SHA-1), decided by `EXACT_COPY` (`CopyGroups.empty_pairs`)."""
+    check_max_bucket(max_bucket)
     yield from CopyGroups.of(store, max_bucket=max_bucket).empty_pairs()
 
 
@@ -233,6 +247,7 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
     without indexing every LSH key first. ``in_memory`` is `lsh_in_memory` of the store, when the caller
     has asked already (so that `crowded_values` is told the same answer).
     """
+    check_max_bucket(max_bucket)
     scorer = _PairScorer(store, hamming_k)
     if in_memory is None:
         in_memory = lsh_in_memory(store)
