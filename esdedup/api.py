@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.es import opensearch
 from esdedup.es.connect import ConnectionSettings, check_client, make_client, resolve_settings
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
@@ -34,10 +35,12 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     """An Elasticsearch store, or the embedded local store in ``data_dir`` when no server is named. The
     store is not opened yet.
 
-    The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` the caller owns), then
+    The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` or ``opensearchpy.OpenSearch``
+    the caller owns), then
     ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.es.connect.resolve_settings`), then
     ``es_url`` or, without it, ``ESDEDUP_ES_URL`` or the config file (credentials and CA from the
-    environment or the config file, as `resolve_settings` reads them). ``shards``, ``replicas`` (default: one
+    environment or the config file, as `resolve_settings` reads them). Elasticsearch or OpenSearch: as the
+    settings' ``engine`` says, else as the server answers (`esdedup.es.opensearch.detect_engine`). ``shards``, ``replicas`` (default: one
     where a second data node can hold it, `esdedup.schema.index_settings`) and ``text_analyzer`` (of the
     ``title`` and ``text`` fields, `esdedup.schema.text_fields`) apply when an Elasticsearch index is created.
 
@@ -57,9 +60,16 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     from esdedup.store.elastic.store import ElasticStore
 
     if client is not None:
-        return ElasticStore(client, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer)
+        return ElasticStore(opensearch.wrap(client), index, shards=shards, replicas=replicas,
+                            text_analyzer=text_analyzer)
     assert settings is not None
-    return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
+    if settings.engine == "opensearch":
+        made: Any = opensearch.make_client(settings)
+    elif settings.engine == "elasticsearch":
+        made = make_client(settings)
+    else:  # the server says which, when the store is opened
+        made = opensearch.ChosenByTheServer(settings, f"opening index ({settings.display_url}, index {index!r})")
+    return ElasticStore(made, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
                         display_url=settings.display_url, secrets=settings.secrets)
 
 

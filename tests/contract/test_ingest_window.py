@@ -28,6 +28,7 @@ from esdedup.store.base import Store
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus, make_document, make_variant
+from tests.engines import BACKENDS, server_client
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 WINDOW, BATCH = 50, 10
@@ -51,7 +52,7 @@ class _CountingElastic(_Counting, ElasticStore):
     pass
 
 
-@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+@pytest.fixture(params=BACKENDS)
 def new_store(request, tmp_path):
     """``make()``: a new index; ``make(name)``: another store object on index ``name`` (another writer)."""
     made: list[Store] = []
@@ -59,7 +60,7 @@ def new_store(request, tmp_path):
     def make(name: str | None = None) -> Store:
         name = name or f"window-{uuid.uuid4().hex[:10]}"
         s = _CountingLocal(name, tmp_path / "data") if request.param == "local" else \
-            _CountingElastic(request.getfixturevalue("es_client"), name, shards=2, replicas=0)
+            _CountingElastic(server_client(request), name, shards=2, replicas=0)
         made.append(s)
         return s
 

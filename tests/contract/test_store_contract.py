@@ -30,6 +30,7 @@ from esdedup.store.base import NewDoc, Store, shared_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
+from tests.engines import BACKENDS, server_client
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 #: The default stores no vector (strategy auto: the rule never reads it); kNN lookups need one.
@@ -40,7 +41,7 @@ def _local(tmp_path) -> Store:
     return LocalStore(f"c-{uuid.uuid4().hex[:8]}", tmp_path / "data")
 
 
-@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+@pytest.fixture(params=BACKENDS)
 def new_store(request, tmp_path):
     """A factory of fresh, unopened stores of one backend; everything made is dropped afterwards."""
     made: list[Store] = []
@@ -49,7 +50,7 @@ def new_store(request, tmp_path):
         if request.param == "local":
             s = _local(tmp_path)
         else:
-            client = request.getfixturevalue("es_client")
+            client = server_client(request)
             s = ElasticStore(client, f"esdedup-contract-{uuid.uuid4().hex[:10]}", shards=2, replicas=0)
         made.append(s)
         return s
@@ -245,11 +246,16 @@ def test_similar_and_knn(new_store, corpus, knn_fps):
     a, b = planted[0]
     matches = similar(store, [fps[idx[b]]], exclude=[b])[0]
     assert a in [m.id for m in matches]
+    assert np.allclose(store.get([a])[a].vector, fps[idx[a]].vector, atol=1e-6)
+    if getattr(getattr(store, "client", None), "engine", None) == "opensearch":
+        # OpenSearch keeps the vector in _source only (no k-NN plugin): kNN lookups are refused, not wrong.
+        with pytest.raises(ConfigError, match="kNN lookups are not available on OpenSearch"):
+            similar_knn(store, fps[idx[b]], k=5, thresholds=ThresholdOverrides(cosine=None), exclude=b)
+        return
     near = similar_knn(store, fps[idx[b]], k=5, thresholds=ThresholdOverrides(cosine=None), exclude=b)
     assert near and near[0].cosine >= max(m.cosine for m in near)
     assert b not in [m.id for m in near]
     assert a in [m.id for m in near]
-    assert np.allclose(store.get([a])[a].vector, fps[idx[a]].vector, atol=1e-6)
 
 
 def test_default_config_stores_no_vector_and_refuses_knn(new_store, corpus):

@@ -67,16 +67,17 @@ def plugin_zip(version: str) -> Path:
     return found[-1]
 
 
-def _build_plugin(version: str, profile: list[str]) -> None:
+def _build_plugin(version: str, profile: list[str], engine: str = "elasticsearch") -> None:
     """``mvn package`` in plugin/ (offline first: a machine that built it once has the dependencies); the 9.x
-    build on the JDK the node runs on (Java 21+), without its Java tests (the 8.x build runs them)."""
+    build (and the OpenSearch ones, ``engine``) on the JDK the node runs on, without its Java tests (the 8.x
+    build runs them; the OpenSearch ones run in CI's parity build)."""
     import subprocess
     import sys
 
     env = dict(os.environ)
     if profile:
-        java = subprocess.run([str(REPO / "scripts" / "es-local"), "java", "--version", version], capture_output=True,
-                              text=True)
+        java = subprocess.run([str(REPO / "scripts" / "es-local"), "java", "--engine", engine, "--version", version],
+                              capture_output=True, text=True)
         if java.returncode == 0 and java.stdout.strip():
             env["JAVA_HOME"] = java.stdout.strip().splitlines()[-1]  # the JDK es-local runs the node on
         profile = [*profile, "-DskipTests"]
@@ -143,6 +144,10 @@ def _edited(rng: random.Random, text: str) -> str:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
+    return plugin_corpus(tmp_path_factory.mktemp("plugin"))
+
+
+def plugin_corpus(folder: Path) -> tuple[Path, list[dict[str, str]]]:
     """Real text (People's Daily paragraphs and articles, also in Traditional script), edited copies of some
     (near-duplicates), and edge cases: invisible characters, full-width forms, only stopwords (an empty
     fingerprint)."""
@@ -159,7 +164,7 @@ def corpus(tmp_path_factory) -> tuple[Path, list[dict[str, str]]]:
     texts += ["北\u200b京欢迎你\ufeff，ＨＥＬＬＯ　Ｗｏｒｌｄ！", "的了是", "C++ 与 C# 的 3.14% 差别",
               "東京タワーへ行きました 😀"]
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
-    path = tmp_path_factory.mktemp("plugin") / "docs.jsonl"
+    path = folder / "docs.jsonl"
     path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), "utf-8")
     return path, docs
 
