@@ -88,7 +88,10 @@ def dups(
     format: Annotated[PairsFormat, typer.Option(
         "--format", help="JSON lines for programs, a table for people, or CSV for spreadsheets.")
                       ] = PairsFormat.jsonl,
-    write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
+    write_clusters: Annotated[bool, typer.Option(
+        help="Join the stored clusters of the documents each set of connected pairs holds into one (the "
+             "earliest-written document represents it), writing only the labels that change; safe while "
+             "ingests run.")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
     lsh_join: Annotated[LshJoin, typer.Option(
         help="Where documents sharing a MinHash LSH key are grouped: memory (one scan, about 512 bytes a "
@@ -101,8 +104,10 @@ def dups(
              "pairs together are exactly those of one run, each pair in one partition only. Progress and a "
              "summary go to stderr.")] = None,
     json_out: Annotated[bool, typer.Option(
-        "--json", help="With --partition: progress and the summary as JSON lines on stderr, for schedulers.")
-                        ] = False,
+        "--json", help="Print one JSON object for programs instead: the pairs, the number of clusters, the "
+                       "crowded band values, and with --write-clusters the labels written. With --partition: the pairs "
+                       "stay JSON lines, and the progress and summary go to stderr as JSON lines, for schedulers."
+                       )] = False,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
 
@@ -123,8 +128,9 @@ def dups(
             raise typer.BadParameter("--partition reads the index's key groups: give --lsh-join store or auto")
         _partition(conn, thresholds, index, partition, format.value, max_bucket, json_out, printer)
         return
-    if json_out:
-        raise typer.BadParameter("--json describes the run of a partition: give --partition too (0/1 for all)")
+    if json_out and format != PairsFormat.jsonl:
+        raise typer.BadParameter("--json prints one JSON object: give it without --format")
+    printer = Printer(json_out=json_out)
     with opened_store(index, conn) as store:
         refuse_inert_thresholds(store, thresholds.overrides())
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,

@@ -87,7 +87,8 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
                                        "searchable"),
         SHINGLES: ("character n-grams", f"distinct character {config.minhash_ngram}-grams behind the "
                                         "MinHash signature"),
-        TOKENS: ("terms", "number of terms after normalising, tokenising and dropping stopwords"),
+        TOKENS: ("terms", "number of terms after normalising, tokenising and dropping stopwords (0 for a text "
+                          "that is not segmented: one without SimHash bands or stored vector)"),
         CHARS: ("characters", "length of the normalised text in characters"),
         EMPTY: ("empty text", "true when the text has no words; an empty text never matches anything"),
         CONTENT_SHA1: ("content SHA-1", "SHA-1 of the normalised text; equal values = exact duplicates"),

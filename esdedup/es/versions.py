@@ -78,14 +78,13 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
     client's shorter request timeout; on each node given) is a `NoAnswer`."""
     import elasticsearch as es
 
-    timeout = _first_answer_timeout(client)
-    probe = client.options(request_timeout=timeout, max_retries=max(_node_count(client) - 1, 0))
+    timeout = first_answer_timeout(client)
+    probe = client.options(request_timeout=timeout, max_retries=max(node_count(client) - 1, 0))
     try:
         resp = probe.perform_request("GET", "/_nodes/_local", params={"filter_path": "nodes.*.version"},
                                      headers={"accept": "*/*"})
     except es.ConnectionTimeout:
-        raise NoAnswer(f"{where}: the server accepted the connection but did not answer within {timeout:g} s; "
-                       "check that the URL names an Elasticsearch node", timeout=timeout) from None
+        raise no_answer(where, timeout) from None
     except es.ApiError as exc:
         if isinstance(exc, es.AuthorizationException):
             log.debug("not allowed to read the node version (403); the client/server check is skipped")
@@ -104,17 +103,22 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
     return versions[0] if versions else None
 
 
+def no_answer(where: str, timeout: float) -> NoAnswer:
+    return NoAnswer(f"{where}: the server accepted the connection but did not answer within {timeout:g} s; "
+                    "check that the URL names an Elasticsearch node", timeout=timeout)
+
+
 def not_elasticsearch(where: str, what: str) -> NotElasticsearch:
     return NotElasticsearch(f"{where}: the server is not Elasticsearch ({what}); check the URL and port")
 
 
-def _first_answer_timeout(client: Any) -> float:
+def first_answer_timeout(client: Any) -> float:
     """`FIRST_ANSWER_TIMEOUT`, or the client's own request timeout when that is shorter."""
     own = getattr(client, "_request_timeout", None)
     return min(FIRST_ANSWER_TIMEOUT, float(own)) if isinstance(own, (int, float)) and own > 0 else FIRST_ANSWER_TIMEOUT
 
 
-def _node_count(client: Any) -> int:
+def node_count(client: Any) -> int:
     try:
         return len(client.transport.node_pool.all())
     except AttributeError:  # a client of another shape: one node as far as we know
@@ -124,6 +128,9 @@ def _node_count(client: Any) -> int:
 def check_server(client: Any, where: str) -> None:
     """Raise `ClientVersionMismatch` unless the server's major is the installed client's (and
     `NotElasticsearch` or `NoAnswer` for a server that is not one, see `server_version`)."""
+    if getattr(client, "engine", None) == "opensearch":  # its own versions and product: esdedup.es.opensearch
+        client.check_server(where)
+        return
     version = server_version(client, where)
     if version is not None and _major(version) != _major(client_version()):
         raise mismatch_error(where, version)

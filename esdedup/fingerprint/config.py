@@ -22,10 +22,11 @@ from esdedup.util.regular import NotRegularFile, open_binary, read_limited
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
 #: 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES); 4: 16-bit MinHash values,
-#: LSH keys as 40-bit integers in one field, no TF vector unless ``vector_index`` asks for one.
+#: LSH keys as 40-bit integers in one field, no TF vector unless ``vector_index`` asks for one; 5: no terms, SimHash
+#: or vector for a text that gets neither SimHash band keys nor a stored vector (`FingerprintConfig.gets_terms`).
 #: Schema 4 configs without ``minhash_rows`` (written before it was a field) read as the rows they were
 #: written with, so the field needed no new schema.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 TOKENIZERS = ("jieba", "rjieba", "char")
 WEIGHTINGS = ("tf", "tfidf", "tf_length")
@@ -327,6 +328,21 @@ class FingerprintConfig:
             short = self.short_text_chars
             return [c >= short for c in chars]
         return [self.strategy == "simhash"] * len(chars)
+
+    def gets_terms(self, chars: int) -> bool:
+        """Whether a text of ``chars`` normalised characters is segmented into terms, weighted and SimHashed:
+        only where something reads the result. Under ``auto`` and ``minhash`` a text with a signature is
+        judged on its n-grams alone (`esdedup.match.rule`), so its SimHash is read only through SimHash band
+        keys and its terms only through the stored vector (`stores_vector`); a text that gets neither has no
+        terms: its SimHash is 0, its vector zero, its ``tokens`` 0, and it is empty exactly when it has no
+        letter or digit (no n-gram), where a text with terms is empty when it has no term."""
+        return self.stores_vector or self.gets_simhash_bands(chars)
+
+    def gets_terms_many(self, chars: list[int]) -> list[bool]:
+        """`gets_terms` of each of many lengths."""
+        if self.stores_vector:
+            return [True] * len(chars)
+        return self.gets_simhash_bands_many(chars)
 
     @property
     def stores_vector(self) -> bool:

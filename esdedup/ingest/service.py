@@ -11,6 +11,7 @@ from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest.deadletters import DeadLetters
+from esdedup.ingest.documents import unstorable_reason
 from esdedup.ingest.driver import open_run
 from esdedup.ingest.options import IngestOptions, IngestSummary
 from esdedup.ingest.workers import fingerprint_with
@@ -51,8 +52,13 @@ class Ingester:
     >>> ingester.add("台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利！", id="b").duplicate_of
     'a'
 
+    An article no store can carry as it is (a lone surrogate in its text, id, title or any field, an id
+    longer than 512 bytes, fields that cannot be encoded as JSON) is ``failed`` with the reason, on every
+    store alike, as a reader refuses such a record in a file.
+
     Raises ConfigError (bad options), ConfigMismatchError (``config`` differs from the index's) or
     StoreError here; `add` raises StoreError when the store fails (the article was then not written).
+    A call that fails leaves nothing of it behind in the Ingester: the next call finds only what the store holds.
     """
 
     @checked_args
@@ -85,7 +91,13 @@ class Ingester:
         with self._lock:
             records = [self._record(d) for d in docs]
             results = fingerprint_with(self._fper, [r.text for r in records if isinstance(r, Record)])
-            self._run.process(records, results)
+            try:
+                self._run.process(records, results)
+            except BaseException:
+                # Nothing of a call that failed stays in memory: the next article must not be labelled a
+                # near-duplicate of one the store never took.
+                self._run.window.forget_batch()
+                raise
             return [self._added(r) for r in records]
 
     def _record(self, doc: Mapping[str, Any]) -> Record | Rejected:
@@ -99,8 +111,11 @@ class Ingester:
         if title is not None and not isinstance(title, str):
             return Rejected(*where, f"title is not a string (got {type(title).__name__})")
         fields = {k: v for k, v in doc.items() if k not in ("text", "id", "title")}
-        return Record(id=None if doc_id is None else str(doc_id), text=text, title=title, fields=fields,
-                      source=where[0], location=where[1], offset=0, encoding="utf-8")
+        # An empty id is no id, as in a file: one is derived from the text.
+        rec = Record(id=None if doc_id is None or doc_id == "" else str(doc_id), text=text, title=title,
+                     fields=fields, source=where[0], location=where[1], offset=0, encoding="utf-8")
+        reason = unstorable_reason(rec)
+        return rec if reason is None else Rejected(*where, reason)
 
     def _added(self, rec: Record | Rejected) -> Added:
         batch = self._run.ledger.cur

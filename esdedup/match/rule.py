@@ -8,9 +8,10 @@ The rule:
 0. Two texts with the same content SHA-1 (the SHA-1 of the normalised text, `esdedup.schema.content_sha1`)
    are exact copies, and an exact copy is a duplicate. For texts with words the measures below say so too
    (identical sketches pass every test in force). A text without words once normalised (``empty``: blank,
-   only punctuation, emoji or stopwords) has nothing to measure and no band keys: it is a duplicate of its
+   only punctuation or emoji; or only stopwords, for a text that is segmented into terms at all:
+   `FingerprintConfig.gets_terms`) has nothing to measure and no band keys: it is a duplicate of its
    exact copies and of nothing else (`exact_copies`). Callers find those by content SHA-1
-   (`esdedup.store.base.Store.empty_copies`), not by keys, and report them decided by `EXACT_COPY`.
+   (`esdedup.store.base.Store.copies`), not by keys, and report them decided by `EXACT_COPY`.
 
 For two texts with words:
 
@@ -54,7 +55,7 @@ from esdedup.fingerprint.simhash import hamming_many, hamming_rows, simhash_word
 from esdedup.match.thresholds import Thresholds
 
 __all__ = ["EXACT_COPY", "Measures", "Sketch", "are_duplicates", "decide", "decided_by", "decided_by_many",
-           "exact_copies", "is_duplicate", "measure", "measured", "minhash_estimates", "row_cosines"]
+           "exact_copies", "hamming_of", "is_duplicate", "measure", "measured", "minhash_estimates", "row_cosines"]
 
 #: Containment is only trusted when the smaller text has at least this many distinct n-grams (a few
 #: characters are "contained" in almost anything) ...
@@ -274,10 +275,15 @@ def measured(value: Any) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def measures_row(hamming: int, cosine: float | None, jaccard: float | None, containment: float | None,
+def hamming_of(value: Any) -> int | None:
+    """One Hamming distance of `Measures` as an int, None where a side carries no SimHash (NaN)."""
+    return None if np.isnan(value) else int(value)
+
+
+def measures_row(hamming: int | None, cosine: float | None, jaccard: float | None, containment: float | None,
                  decided_by: str) -> dict[str, Any]:
-    """A pair's measures as output shows them (`dups`, `similar`): cosine None where no vector was compared,
-    the n-gram estimates only where both texts carry signatures, and the measure that decided.
+    """A pair's measures as output shows them (`dups`, `similar`): Hamming None where a text has no SimHash
+    (`FingerprintConfig.gets_terms`), cosine None where no vector was compared, the n-gram estimates only where both texts carry signatures, and the measure that decided.
 
     >>> measures_row(3, None, 0.81234, None, "jaccard")
     {'hamming': 3, 'cosine': None, 'jaccard': 0.8123, 'containment': 0.0, 'decided_by': 'jaccard'}
@@ -298,6 +304,10 @@ def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Mea
         empty = np.zeros(0)
         return Measures(np.zeros(0, dtype=np.int64), empty.astype(np.float32), empty, empty, np.zeros(0, bool))
     hams = hamming_many(a.simhash, [d.simhash for d in docs], config.bits)
+    if not config.gets_terms(a.chars):
+        hams = np.full(n, np.nan)
+    elif not all(terms := config.gets_terms_many([d.chars for d in docs])):
+        hams = np.where(terms, hams, np.nan)
     coss = row_cosines(np.stack([d.vector for d in docs]).astype(np.float32),
                        np.asarray(a.vector, dtype=np.float32)[None, :])
     jac = np.full(n, np.nan)
@@ -377,7 +387,11 @@ class SketchColumns:
         (`has_signature`) and of the config's length, the n-gram counts, the lengths or None, whether each
         carries a vector, and what reads the vectors (``read_vectors_now``: call it here)."""
         has_simhash = np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash))
-        bands = config.gets_simhash_bands_many([0 if c is None else c for c in chars])
+        known = [0 if c is None else c for c in chars]
+        bands = config.gets_simhash_bands_many(known)
+        # A text without terms has SimHash 0, which is no SimHash (`FingerprintConfig.gets_terms`).
+        has_simhash &= np.fromiter((c is None or x for c, x in zip(chars, config.gets_terms_many(known), strict=True)),
+                                   dtype=bool, count=len(chars))
         banded = np.fromiter((c is None or b for c, b in zip(chars, bands, strict=True)), dtype=bool, count=len(chars))
         return cls(simhash_words([h or 0 for h in simhash], config.bits), vectors() if read_vectors_now else vectors,
                    sigs, np.array(shingles, dtype=np.int64).reshape(-1), signed, full, banded,

@@ -20,6 +20,7 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.es import opensearch
 from esdedup.es.connect import check_client
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import SKETCH_DOCVALUE_FIELDS, SKETCH_SOURCE_FIELDS
@@ -269,6 +270,7 @@ def search_diversified(client: Any, index: str, body: Mapping[str, Any] | None =
         >>> resp = search_diversified(es, "news", {"query": {"match": {"text": "台胞证"}}}, size=10)  # doctest: +SKIP
     """
     _check(client, size, overfetch, mode, max_rounds)
+    client = opensearch.wrap(client)  # an opensearch-py client answers as an Elasticsearch one
     config = config or index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)
@@ -291,8 +293,9 @@ async def async_search_diversified(client: Any, index: str, body: Mapping[str, A
                                    overfetch: float = 3.0, max_rounds: int = 4,
                                    fingerprinter: Fingerprinter | None = None,
                                    text_field: str = "text") -> dict[str, Any]:
-    """`search_diversified` for ``AsyncElasticsearch``."""
+    """`search_diversified` for ``AsyncElasticsearch`` (or opensearch-py's ``AsyncOpenSearch``)."""
     _check(client, size, overfetch, mode, max_rounds)
+    client = opensearch.wrap(client)
     config = config or await async_index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)

@@ -165,8 +165,8 @@ class ElasticStore:
         """See `ElasticsearchBacked.verified_on_node`."""
         return lookup.verified_on_node(self.index, probe, params, size=size)
 
-    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
-        return lookup.empty_copies(self.index, sha1s, limit=limit)
+    def copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        return lookup.copies(self.index, sha1s, limit=limit)
 
     def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
         return scans.scan_empty(self.index, batch=batch)
