@@ -121,12 +121,9 @@ def dups(
 
     printer = Printer()
     if partition is not None:
-        if write_clusters:
-            raise typer.BadParameter("--write-clusters cannot be combined with --partition: run dups "
-                                     "--write-clusters without it")
         if lsh_join is LshJoin.memory:
             raise typer.BadParameter("--partition reads the index's key groups: give --lsh-join store or auto")
-        _partition(conn, thresholds, index, partition, format.value, max_bucket, json_out, printer)
+        _partition(conn, thresholds, index, partition, format.value, max_bucket, json_out, printer, write_clusters)
         return
     if json_out and format != PairsFormat.jsonl:
         raise typer.BadParameter("--json prints one JSON object: give it without --format")
@@ -143,7 +140,7 @@ PROGRESS_EVERY = 5.0
 
 
 def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec: str, fmt: str, max_bucket: int,
-               json_out: bool, printer: Printer) -> None:
+               json_out: bool, printer: Printer, write_clusters: bool) -> None:
     """``dups --partition``: the partition's pairs on stdout; progress, its summary or its error on stderr."""
     import time
 
@@ -171,7 +168,7 @@ def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec:
         with opened_store(index, conn) as store:
             refuse_inert_thresholds(store, thresholds.overrides())
             report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
-                                        progress=progress)
+                                        progress=progress, write_clusters=write_clusters)
     except EsdedupError as exc:
         rerun = f"rerun the same command with --partition {part} to redo this partition alone"
         if json_out:
@@ -180,4 +177,4 @@ def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec:
         typer.echo(f"{error_line(exc)} (partition {part}: {rerun})", err=True)
         raise typer.Exit(exc.exit_code) from None
     printer.pairs(report, fmt)
-    line("summary", report.stats.to_dict())
+    line("summary", {**report.stats.to_dict(), **({"labels_written": report.labels_written} if write_clusters else {})})

@@ -298,10 +298,14 @@ class PartitionReport:
 @checked_args
 def pairs_of_partition(store: Store, partition: Partition | str, *,
                        thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
-                       progress: Callable[[PartitionStats], None] | None = None) -> PartitionReport:
+                       progress: Callable[[PartitionStats], None] | None = None,
+                       write_clusters: bool = False) -> PartitionReport:
     """The near-duplicate pairs of partition ``I/P`` of a store (`esdedup.match.pairs.partition_pairs`): run
     the P partitions as P processes, anywhere, and their pairs together are exactly `all_pairs`'s, each in
-    one partition only. ``progress`` is handed the partition's counts as it goes.
+    one partition only. ``progress`` is handed the partition's counts as it goes. ``write_clusters``: join the
+    stored clusters of the partition's pairs as `all_pairs` does (`esdedup.ingest.settle.join_stored`: joins
+    only, the earliest-written root represents each cluster), so that the P partitions, in any order or at once,
+    leave the clusters one `all_pairs` run leaves; a partition stopped midway is mended by running it again.
 
     Raises:
         ConfigError: a partition that is not ``I/P`` with 0 <= I < P, ``max_bucket`` below 2, or a store or
@@ -315,8 +319,16 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
     stats = PartitionStats(str(part))
     pairs = sorted(partition_pairs(store, part, thresholds=thresholds, max_bucket=max_bucket, stats=stats,
                                    progress=progress), key=lambda p: (p.a, p.b))
-    return PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False),
-                           clusters(pairs))
+    groups = clusters(pairs)
+    report = PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False), groups)
+    if write_clusters:
+        members: dict[str, list[str]] = {}
+        for doc, root in groups.items():
+            members.setdefault(root, []).append(doc)
+        report.labels_written = join_stored(store, members.values())
+        if report.labels_written:
+            store.refresh()
+    return report
 
 
 @checked_args

@@ -28,6 +28,12 @@ MAX_BUCKET = 8
 
 @pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
 def store(request, tmp_path):
+    s = _filled(request, tmp_path)
+    yield s
+    s.drop()
+
+
+def _filled(request, tmp_path) -> Store:
     """A store of both backends holding near-duplicates sharing several keys, a crowd of exact and near copies
     (crowded keys), short texts, and texts without words (exact copies by content SHA-1 among them)."""
     import random
@@ -53,8 +59,7 @@ def store(request, tmp_path):
                            for d, fp in zip(docs, fps, strict=True)))
     assert all(r.ok for r in results)
     s.refresh()
-    yield s
-    s.drop()
+    return s
 
 
 def _rows(pairs) -> list[str]:
@@ -122,3 +127,27 @@ def test_a_failed_partition_names_itself_and_how_to_rerun(tmp_path):
     error = json.loads(next(ln for ln in r.stderr.splitlines() if ln.startswith("{")))
     assert error["event"] == "error" and error["partition"] == "1/3" and "--partition 1/3" in error["rerun"]
     assert "Error:" in r.stderr and "partition 1/3" in r.stderr.splitlines()[-1]
+
+
+@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+def two_stores(request, tmp_path):
+    made = [_filled(request, tmp_path), _filled(request, tmp_path)]
+    yield made
+    for s in made:
+        s.drop()
+
+
+def _labels(store: Store) -> dict[str, str | None]:
+    return {d.id: d.cluster_id for batch in store.scan() for d in batch}
+
+
+def test_partitions_writing_clusters_leave_one_runs_clusters(two_stores):
+    one, parts = two_stores
+    assert all_pairs(one, max_bucket=MAX_BUCKET, write_clusters=True).labels_written > 0
+    for i in (2, 0, 1):  # any order
+        pairs_of_partition(parts, f"{i}/3", max_bucket=MAX_BUCKET, write_clusters=True)
+    expected = _labels(one)
+    assert len(set(expected.values())) < len(expected)  # clusters were written
+    assert _labels(parts) == expected
+    # Run again (a partition stopped midway is mended so): nothing changes.
+    assert pairs_of_partition(parts, "1/3", max_bucket=MAX_BUCKET, write_clusters=True).labels_written == 0
