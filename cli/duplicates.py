@@ -146,7 +146,7 @@ def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec:
 
     from esdedup.api import pairs_of_partition
     from esdedup.errors import EsdedupError
-    from esdedup.match.pairs import PartitionStats
+    from esdedup.match.partitioned import PartitionStats
     from esdedup.store.partition import Partition
 
     part = Partition.parse(spec)  # a bad I/P is refused before anything is read

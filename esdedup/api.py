@@ -19,15 +19,8 @@ from esdedup.fingerprint.simhash import hamming
 from esdedup.ingest.settle import join_stored
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
-from esdedup.match.pairs import (
-    Pair,
-    PartitionStats,
-    check_max_bucket,
-    crowded_values,
-    find_pairs,
-    lsh_in_memory,
-    partition_pairs,
-)
+from esdedup.match.pairs import Pair, check_max_bucket, crowded_values, find_pairs, lsh_in_memory
+from esdedup.match.partitioned import PartitionStats, partition_pairs
 from esdedup.match.rule import measures_row
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
@@ -300,7 +293,7 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
                        thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                        progress: Callable[[PartitionStats], None] | None = None,
                        write_clusters: bool = False) -> PartitionReport:
-    """The near-duplicate pairs of partition ``I/P`` of a store (`esdedup.match.pairs.partition_pairs`): run
+    """The near-duplicate pairs of partition ``I/P`` of a store (`esdedup.match.partitioned.partition_pairs`): run
     the P partitions as P processes, anywhere, and their pairs together are exactly `all_pairs`'s, each in
     one partition only. ``progress`` is handed the partition's counts as it goes. ``write_clusters``: join the
     stored clusters of the partition's pairs as `all_pairs` does (`esdedup.ingest.settle.join_stored`: joins

@@ -1,0 +1,101 @@
+"""All-pairs search in partitions: one partition's share of the pairs of `esdedup.match.pairs.find_pairs`, read
+from its share of the store's shared keys (`esdedup.store.partition`), verified by the same rule."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from esdedup.errors import ConfigError
+from esdedup.match.pairs import VERDICT_BATCH, CopyGroups, Pair, PairScorer, ScoredPair, kept_pairs
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
+from esdedup.store.base import KeyBatch, Store
+from esdedup.store.partition import Partition, PartitionedKeys, pair_share
+
+
+@dataclass
+class PartitionStats:
+    """What one partition of all-pairs search did (`partition_pairs`): the shared keys it read (``keys``;
+    ``members``: their documents, counted once a key), the candidate pairs it measured, the pairs the rule
+    kept, and the seconds it took."""
+
+    partition: str
+    keys: int = 0
+    members: int = 0
+    candidates: int = 0
+    pairs: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"partition": self.partition, "keys": self.keys, "members": self.members,
+                "candidates": self.candidates, "pairs": self.pairs, "seconds": round(self.seconds, 3)}
+
+
+def partition_pairs(store: Store, partition: Partition, *, thresholds: Thresholds | ThresholdOverrides | None = None,
+                    max_bucket: int = 1000, stats: PartitionStats | None = None,
+                    progress: Callable[[PartitionStats], None] | None = None) -> Iterator[Pair]:
+    """The near-duplicate pairs of one partition of a store (`esdedup.store.partition`): those whose smallest
+    shared key is in its share, those sharing crowded keys only that `pair_share` gives it, and the pairs of
+    exact copies (`CopyGroups`) that `pair_share` gives it. The partitions of one count together give
+    exactly the pairs of `find_pairs`, each once. The store's key groups are read (`PartitionedKeys`), the
+    LSH keys among them, never the whole store's signatures: a partition holds one batch of key groups at a
+    time. ``stats`` is kept up to date as the pairs come, and handed to ``progress`` after each batch.
+
+    Raises:
+        ConfigError: the store cannot read a share of its keys, or the band layout probes neighbouring keys
+            (those pairs share no stored key, so no key says whose they are).
+    """
+    if not isinstance(store, PartitionedKeys):
+        raise ConfigError(f"store {store.name!r} cannot read a share of its keys")
+    if store.config.band_layout().radius > 0:
+        raise ConfigError("an index whose band layout probes neighbouring keys (probe_radius above 0) cannot be "
+                          "searched in partitions: its probed pairs share no stored key")
+    t = lookup_thresholds(thresholds, store.config)
+    stats = stats if stats is not None else PartitionStats(str(partition))
+    start = time.monotonic()
+    scorer = PairScorer(store, t.hamming_k)
+
+    def counted() -> Iterator[KeyBatch]:
+        for b in store.partition_key_batches(partition, max_bucket=max_bucket, lsh=True):
+            stats.keys += len(b.groups)
+            stats.members += sum(len(ids) for _, _, ids in b.groups)
+            yield b
+            stats.seconds = time.monotonic() - start
+            if progress is not None:
+                progress(stats)
+
+    share = None if partition.whole else partition
+    batch: list[ScoredPair] = []
+
+    def judged(scored: list[ScoredPair]) -> Iterator[Pair]:
+        stats.candidates += len(scored)
+        for p in kept_pairs(scored, t, store.config.stores_vector):
+            stats.pairs += 1
+            yield p
+
+    copies = CopyGroups.of(store, max_bucket=max_bucket)
+
+    def mine(a: str, b: str) -> bool:
+        return share is None or pair_share(a, b, share.count) == share.index
+
+    def same_copies(a: str, b: str) -> bool:
+        g = copies.member.get(a)
+        return g is not None and copies.member.get(b) == g
+
+    # The pairs of a group of copies are judged apart, each by the partition `pair_share` gives it: their
+    # measures are the same whichever key brought them, and one run judges those no key brought too.
+    for scored in scorer.key_groups(max_bucket, lsh=True, batches=counted(), share=share):
+        if same_copies(scored.a, scored.b):
+            continue
+        batch.append(scored)
+        if len(batch) >= VERDICT_BATCH:
+            yield from judged(batch)
+            batch = []
+    yield from judged(batch)
+    yield from judged(list(scorer._score_pairs([(a, b) for a, b in copies.unpaired() if mine(a, b)])))
+    for copy in copies.empty_pairs():
+        if mine(copy.a, copy.b):
+            stats.candidates += 1
+            stats.pairs += 1
+            yield copy
+    stats.seconds = time.monotonic() - start
