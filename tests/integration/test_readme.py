@@ -84,12 +84,13 @@ def test_readme_main_job_runs_on_the_embedded_store(tmp_path):
 # -- every block, run as written -------------------------------------------------------------------------------
 #: The README and the pages it sends details to (tests/unit/test_documents.py holds them to the caps).
 PAGES = ("README.md", "docs/cli.md", "docs/elasticsearch.md", "docs/plugin.md", "docs/review.md", "docs/tuning.md",
-         "docs/architecture.md", "docs/opensearch.md")
+         "docs/architecture.md", "docs/opensearch.md", "docs/scale.md")
 #: (bash, python) blocks of each page, every one run by a test: below, and the plugin's in test_plugin.py beside
 #: the node with the plugin. A new block gets a test, or the count check fails.
 BLOCKS = {"README.md": (2, 2),  # the first commands (above), the Elasticsearch walkthrough; the search backend, Python
           "docs/plugin.md": (1, 0),
-          "docs/opensearch.md": (2, 0)}  # both run in test_opensearch_doc.py and test_plugin_opensearch.py
+          "docs/opensearch.md": (2, 0),  # both run in test_opensearch_doc.py and test_plugin_opensearch.py
+          "docs/scale.md": (1, 0)}  # run in test_scale_doc.py
 
 
 def readme_blocks(language: str, document: str = "README.md") -> list[str]:

@@ -104,7 +104,7 @@ def test_the_measurement_documents_stay_short(name: str, limit: int) -> None:
 # -- the README and the pages it sends details to ----------------------------------------------------------------
 #: The README's details live in these pages; each is held to the caps and its commands to the CLI.
 PAGES = ("docs/cli.md", "docs/elasticsearch.md", "docs/plugin.md", "docs/review.md", "docs/tuning.md",
-         "docs/architecture.md", "docs/opensearch.md")
+         "docs/architecture.md", "docs/opensearch.md", "docs/scale.md")
 #: Words (as ``wc -w`` counts them) a reader can take in at one sitting.
 MAX_WORDS = {"README.md": 3500, "BENCHMARKS.md": 4000}
 MAX_LINE_CHARS = 300
