@@ -22,7 +22,7 @@ from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
 from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
-from esdedup.store.base import Store
+from esdedup.store.base import Capability, ScannableStore, Store, StoreCore, require
 
 
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
@@ -58,7 +58,7 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
                         display_url=settings.display_url, secrets=settings.secrets)
 
 
-def create_index(store: Store, config: FingerprintConfig | None = None) -> bool:
+def create_index(store: StoreCore, config: FingerprintConfig | None = None) -> bool:
     """Create the index (or local collection) with ``config`` (None: the default config), its mapping and
     settings, before anything is written to it: so that the plugin's pipeline can be put on it and any client
     can write to it. An index that exists already is left as it is (with ``config`` None, whatever its config).
@@ -101,7 +101,7 @@ class SimilarFinder:
     Raises IndexNotFound (no such index) or StoreError here, ConfigError for bad arguments in `find`.
     """
 
-    def __init__(self, store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None) -> None:
+    def __init__(self, store: StoreCore, *, thresholds: Thresholds | ThresholdOverrides | None = None) -> None:
         self.store = store
         self.config = store.open(None, create=False).config
         self.thresholds = thresholds
@@ -153,7 +153,7 @@ class SimilarFinder:
                              rows, truncated)
 
 
-def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
+def similar_to(store: StoreCore, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
                explain: bool = False, on_node: bool = False) -> SimilarResult:
     """Near-duplicates of a text, a file or a stored document (by id), verified by the rule with
@@ -172,7 +172,7 @@ def _match_row(m: Match) -> dict[str, Any]:
     return {"id": m.id, **measures_row(m.hamming, m.cosine, m.jaccard, m.containment, m.decided_by)}
 
 
-def _explain(store: Store, fper: Fingerprinter, fp: Fingerprint, m: Match) -> dict[str, Any]:
+def _explain(store: StoreCore, fper: Fingerprinter, fp: Fingerprint, m: Match) -> dict[str, Any]:
     src = store.get_source(m.id) or {}
     other_text = src.get("text") if isinstance(src.get("text"), str) else None
     out: dict[str, Any] = {"title": src.get("title")}
@@ -212,7 +212,12 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
 
     Raises:
         ConfigError: ``max_bucket`` below 2, or an ``lsh_join`` not in `LSH_JOINS`.
+        Unsupported: the store has no `esdedup.store.base.KeyScans` (or, to write the clusters, no
+            `esdedup.store.base.ClusterLabels`).
     """
+    require(store, Capability.KEY_SCANS, "finding every pair")
+    if write_clusters:
+        require(store, Capability.LABELS, "writing the clusters")
     if max_bucket < 2:
         raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
     if lsh_join not in LSH_JOINS:
@@ -241,9 +246,10 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     return report
 
 
-def describe(store: Store) -> dict[str, Any]:
+def describe(store: ScannableStore) -> dict[str, Any]:
     """Count, config, the rule the index applies (and the thresholds that act in it), band layout and crowded
     band values of an index."""
+    require(store, Capability.KEY_SCANS, "describing an index")
     opened = store.open(None, create=False)
     store.refresh()
     config = opened.config

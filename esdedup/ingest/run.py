@@ -43,11 +43,11 @@ from esdedup.ingest.options import IngestOptions, IngestSummary
 from esdedup.ingest.window import RUN_INDEX_MAX_DOCS
 from esdedup.ingest.workers import Stop, Workers
 from esdedup.readers import Record, Rejected, check_inputs, read_records
-from esdedup.store.base import Store
+from esdedup.store.base import Capability, LabelledStore, require
 from esdedup.util.collector import fewer_collections
 
 
-def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,
+def ingest(paths: Sequence[str | Path], store: LabelledStore, config: FingerprintConfig | None = None,
            options: IngestOptions | None = None,
            progress: Callable[[IngestSummary], None] | None = None) -> IngestSummary:
     """Read, fingerprint, label and write every record under ``paths`` into ``store``.
@@ -56,7 +56,9 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     Returns the summary; raises ConfigMismatchError before writing anything when the store was built
     with another config. A store failure mid-run (server gone) ends the run: the summary carries the
     error, in-flight records count as failed (dead-lettered as unconfirmed), and a re-run completes it.
+    Raises Unsupported for a store without `esdedup.store.base.ClusterLabels`.
     """
+    require(store, Capability.LABELS, "ingesting")
     opts = options or IngestOptions()
     check_inputs(paths)  # a mistyped path fails here, before the store (or an empty index) is opened
     ckpt_lock = lock_checkpoint(opts.checkpoint)

@@ -1,4 +1,4 @@
-"""Near-duplicates of given texts through any `Store`: which keys to probe, and exact verification.
+"""Near-duplicates of given texts through any `StoreCore`: which keys to probe, and exact verification.
 
 Candidate generation is the store's job (band-key lookups, exact set semantics, so both stores return the
 same candidates); deciding which candidates are near-duplicates is the rule's (`esdedup.match.rule`), client-side,
@@ -27,7 +27,7 @@ from esdedup.match.rule import (
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
-from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
+from esdedup.store.base import Probe, StoreCore, StoredDoc, elasticsearch_backed
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000
@@ -199,14 +199,14 @@ def _judged(rows: list[Sketch], left: list[int], right: list[int], config: Finge
     return m, np.flatnonzero(m.decide(t)).tolist()
 
 
-def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
+def similar(store: StoreCore, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
             top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT,
             sha1s: Sequence[str | None] | None = None) -> list[Lookup]:
     """Near-duplicates of each fingerprint among the stored documents (one batched lookup), verified by the
     rule; ``thresholds`` default to the index's. Every candidate fetched is measured and ranked before the
     ``top`` are kept (`verify`; ``sha1s``, the texts' content SHA-1s, put exact copies first). Each answer
     says whether the store's candidates were cut at ``limit`` (`Lookup.truncated`). A text without words has
-    no keys: its candidates are the stored texts without words of its content SHA-1 (`Store.empty_copies`;
+    no keys: its candidates are the stored texts without words of its content SHA-1 (`StoreCore.empty_copies`;
     none without ``sha1s``)."""
     config = store.config
     t = lookup_thresholds(thresholds, config)
@@ -220,11 +220,11 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
             for matches, cands in zip(verified, found, strict=True)]
 
 
-def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],
+def with_exact_copies(store: StoreCore, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],
                       found: list[list[StoredDoc]], *, limit: int) -> list[list[StoredDoc]]:
     """``found`` (a band lookup's candidates, one list a fingerprint) with the candidates of each text without
     words of known content SHA-1 (not None, not "") in place of its (empty) key lookup: the stored texts
-    without words of that SHA-1 (`Store.empty_copies`), of which the rule takes the exact copies (rule 0 of
+    without words of that SHA-1 (`StoreCore.empty_copies`), of which the rule takes the exact copies (rule 0 of
     `esdedup.match.rule`)."""
     empties = [i for i, (fp, sha) in enumerate(zip(fps, sha1s, strict=True)) if fp.empty and sha]
     if not empties:
@@ -236,7 +236,7 @@ def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[
     return out
 
 
-def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
+def similar_knn(store: StoreCore, fp: Fingerprint, *, k: int = 10,
                 thresholds: Thresholds | ThresholdOverrides | None = None, exclude: str | None = None) -> list[Match]:
     """The kNN path: nearest vectors first, then the rule's cosine test alone (a vector search knows
     nothing of Hamming distances or signatures).
@@ -255,7 +255,7 @@ def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
                   exclude=exclude)[:k]
 
 
-def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | ThresholdOverrides | None = None,
+def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds | ThresholdOverrides | None = None,
                     top: int = 10, exclude: str | None = None) -> list[Match]:
     """`similar` for one fingerprint as one request that returns only verified near-duplicates: the node
     applies the rule to the band lookup's candidates (the esdedup plugin's script language, bit for bit the
@@ -265,7 +265,7 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         ConfigError: the store is not Elasticsearch.
         StoreError: the nodes have no esdedup plugin, or the request failed.
     """
-    if not isinstance(store, ElasticsearchBacked):
+    if not elasticsearch_backed(store):
         raise NeedsElasticsearch("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
                           "store verifies in esdedup itself")
     config = store.config

@@ -170,7 +170,7 @@ def test_importing_the_whole_library_loads_no_front_end() -> None:
 
 
 def test_the_elasticsearch_store_does_not_import_the_sqlite_store() -> None:
-    """Name validation and the mismatch error are the protocol's (store/base.py), shared by both stores."""
+    """Name validation and the mismatch error are the store package's (store/names.py), shared by both stores."""
     for path in (REPO / "esdedup" / "store" / "elastic").glob("*.py"):
         assert "esdedup.store.local" not in imports_of(path), _rel(path)
 

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from esdedup.fingerprint import native
-from esdedup.store.base import FoundDoc, SearchPage, id_variants
+from esdedup.store.base import FoundDoc, SearchPage
 from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
     MAX_PARAMS,
@@ -46,6 +46,7 @@ from esdedup.store.local.sqlite import (
     marks,
     read_as_it_is,
 )
+from esdedup.store.names import id_variants
 
 log = logging.getLogger(__name__)
 
