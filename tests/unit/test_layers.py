@@ -20,7 +20,7 @@ ENTRY_POINT = REPO / "esdedup" / "__main__.py"
 LIBRARY = sorted(p for p in (REPO / "esdedup").rglob("*.py") if p != ENTRY_POINT)
 CLI = sorted((REPO / "cli").glob("*.py"))
 #: The layers, lowest first: a module may import its own subpackage and any layer below its own, never one
-#: above or beside it (the package root, which re-exports, and its alias finder for old paths stand apart).
+#: above or beside it (the package root, which re-exports, stands apart).
 LAYERS = (
     {"errors", "_version", "data"},
     {"util"},
@@ -35,7 +35,7 @@ LAYERS = (
     {"review"},
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
-ROOT_FACE = {REPO / "esdedup" / "__init__.py", REPO / "esdedup" / "moved.py", ENTRY_POINT}
+ROOT_FACE = {REPO / "esdedup" / "__init__.py", ENTRY_POINT}
 FRONT_ENDS = {"esdedup_cli", "typer", "rich", "click"}
 #: Command names; "mapping" only quoted, as "the esdedup mapping" is also the library's word for its mapping.
 COMMANDS = ("ingest", "similar", "dups", "info", "compare", "eval", "synth", "kibana")
