@@ -16,8 +16,8 @@ from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
+from esdedup.match.measures import measures_row
 from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
-from esdedup.match.rule import measures_row
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
 from esdedup.readers import read_text_file

@@ -132,7 +132,7 @@ class NeedsElasticsearch(ConfigError):
 
 
 class Unsupported(ConfigError):
-    """The operation needs a protocol the store does not declare (`esdedup.store.base.Capability`)."""
+    """The operation needs a protocol the store does not declare among its capabilities."""
 
 
 class IndexNotFound(StoreError):

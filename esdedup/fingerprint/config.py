@@ -143,7 +143,7 @@ class FingerprintConfig:
         strategy: ``auto`` (default): every text gets a MinHash signature and LSH band keys over its
             character n-grams, and texts of at least ``short_text_chars`` also get SimHash band keys;
             ``minhash``: signatures and LSH keys only; ``simhash``: SimHash band keys only (pairs are
-            then judged on Hamming distance and cosine). See `esdedup.match.rule` for the rule.
+            then judged on Hamming distance and cosine; the matching layer applies the rule).
         short_text_chars: with ``auto``, texts shorter than this (normalised characters) get no SimHash
             band keys (their SimHash is unstable and its band values collide at random).
         minhash_perm / minhash_bands / minhash_rows / minhash_ngram: the MinHash LSH parameters (signature

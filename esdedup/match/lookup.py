@@ -15,16 +15,8 @@ import numpy as np
 from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import (
-    EXACT_COPY,
-    Measures,
-    Sketch,
-    decided_by,
-    decided_by_many,
-    exact_copies,
-    measure_pairs,
-    measured,
-)
+from esdedup.match.measures import Measures, measure_pairs, measured
+from esdedup.match.rule import EXACT_COPY, Sketch, decided_by, decided_by_many, exact_copies
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, StoreCore, StoredDoc, elasticsearch_backed
@@ -111,7 +103,7 @@ def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]]
                 t: Thresholds, *, exclude: Sequence[str | None], sha1s: Sequence[str | None]) -> list[list[Match]]:
     """`verify` of each text against its candidates (``exclude``: a document id to leave out, ``sha1s``: the
     texts' content SHA-1s, or None), the (text, candidate) pairs of many texts measured together
-    (`esdedup.match.rule.measure_pairs`, the numbers `measure` gives each text) and judged by one call of the
+    (`esdedup.match.measures.measure_pairs`, the numbers `measure` gives each text) and judged by one call of the
     rule (`esdedup.match.rule.decide`)."""
     out: list[list[Match]] = [[] for _ in fps]
     for i, (fp, sha1, cands) in enumerate(zip(fps, sha1s, candidates, strict=True)):

@@ -15,26 +15,21 @@ from itertools import combinations
 
 import numpy as np
 
-from esdedup.fingerprint import native
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
+from esdedup.match import native_kernels
+from esdedup.match.measures import SketchColumns, measure, measure_pairs, measured, measures_row, row_cosines
 from esdedup.match.rule import (
     EXACT_COPY,
-    SketchColumns,
     are_duplicates,
     decided_by,
     decided_by_many,
     exact_copies,
     has_signature,
     is_duplicate,
-    measure,
-    measure_pairs,
-    measured,
-    measures_row,
     reads_cosine,
-    row_cosines,
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import ScannableStore, StoredDoc
@@ -275,7 +270,7 @@ class _PairScorer:
 
     def _score_pairs(self, pairs: list[tuple[str, str]]) -> Iterator[ScoredPair]:
         """Measure candidate pairs (``a < b``) in bulk: their documents fetched once, every measure in numpy
-        as `esdedup.match.rule.measure` takes it; pairs with an empty or vanished document are left out."""
+        as `esdedup.match.measures.measure` takes it; pairs with an empty or vanished document are left out."""
         ids = sorted({i for p in pairs for i in p})
         docs: dict[str, StoredDoc] = {}
         for start in range(0, len(ids), FETCH_BATCH):
@@ -405,7 +400,7 @@ def _lsh_join(store: ScannableStore, max_bucket: int, crowded: list[tuple[str, i
 def _lsh_pairs(store: ScannableStore, seen: _SeenPairs, max_bucket: int,
                crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
     """`scored_pairs` for the LSH bands, from one read of the columns: candidate pairs joined in memory and
-    measured as `esdedup.match.rule.measure_pairs` measures them."""
+    measured as `esdedup.match.measures.measure_pairs` measures them."""
     cols, left, right = _lsh_join(store, max_bucket, crowded)
     ids = cols.ids
     seen.add_rows(ids, left, right)
@@ -455,7 +450,7 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
     `esdedup.fingerprint.minhash.lsh_key_values` cuts them): the all-pairs form of looking up each LSH key.
     Per band value only its first ``max_bucket`` rows are paired (logged), as `esdedup.store.base.shared_keys`
     cuts a group. ``crowded`` receives (band, first row, rows) of each band value held by ``max_bucket`` rows
-    or more, by band then first row. By the native core when it is in use (`esdedup.fingerprint.native.lsh_pairs`),
+    or more, by band then first row. By the native core when it is in use (`esdedup.match.native_kernels.lsh_pairs`),
     else in numpy; the two give the same pairs."""
     n, perm = sigs.shape
     empty = np.zeros(0, dtype=np.int64)
@@ -464,7 +459,7 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
     if bands < 1 or rows < 1 or bands * rows > perm:
         raise ValueError(f"{bands} bands of {rows} rows need {bands * rows} signature values, the signatures "
                          f"have {perm}")
-    joined = native.lsh_pairs(sigs, bands, rows, max_bucket)
+    joined = native_kernels.lsh_pairs(sigs, bands, rows, max_bucket)
     if joined is not None:
         left, right, found, capped = joined
     else:

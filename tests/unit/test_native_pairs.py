@@ -24,8 +24,9 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match import lookup
 from esdedup.match import pairs as P
 from esdedup.match.lookup import VERIFY_BATCH, Match
+from esdedup.match.measures import measure, measured, pair_equal_positions
 from esdedup.match.pairs import Pair, find_pairs, lsh_pair_indices, scored_pairs, verdicts
-from esdedup.match.rule import decided_by, decided_by_many, measure, measured, pair_equal_positions
+from esdedup.match.rule import decided_by, decided_by_many
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc
