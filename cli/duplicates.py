@@ -14,7 +14,6 @@ from .common import (
     connection_options,
     handles_errors,
     opened_store,
-    refuse_inert_thresholds,
     threshold_options,
 )
 from .output import Printer, for_people
@@ -57,7 +56,7 @@ def similar(
 
     Example: esdedup similar --index news --text "台湾居民明日起持台胞证可通关" --explain
     """
-    from esdedup.api import similar_to
+    from esdedup.api import refuse_inert_thresholds, similar_to
 
     if sum(x is not None for x in (text, id, file)) != 1:
         raise typer.BadParameter("give exactly one of --text, --id or --file")
@@ -102,7 +101,7 @@ def dups(
 
     Example: esdedup dups --index news --format table --write-clusters
     """
-    from esdedup.api import all_pairs
+    from esdedup.api import all_pairs, refuse_inert_thresholds
 
     printer = Printer()
     with opened_store(index, conn) as store:

@@ -19,7 +19,13 @@ from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, simi
 from esdedup.match.measures import measures_row
 from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
+from esdedup.match.thresholds import (
+    ThresholdOverrides,
+    Thresholds,
+    acting_thresholds,
+    check_overrides_act,
+    describe_rule,
+)
 from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
 from esdedup.store.base import Capability, ScannableStore, Store, StoreCore, require
@@ -244,6 +250,27 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
         if report.mended:
             store.refresh()
     return report
+
+
+def refuse_inert_thresholds(store: StoreCore, overrides: ThresholdOverrides, *, creates: bool = False,
+                            new_config: FingerprintConfig | None = None) -> None:
+    """Refuse thresholds asked for that cannot change the answer under the index's rule
+    (`esdedup.match.thresholds.check_overrides_act`), before a task runs. ``creates``: the task creates a
+    missing index, with ``new_config`` (None: the default config).
+
+    Raises:
+        ConfigError: a threshold asked for does not act (the message names those that do).
+        IndexNotFound: the index does not exist and the task does not create it.
+    """
+    if not overrides.values:
+        return
+    try:
+        config = store.open(None, create=False).config
+    except IndexNotFound:
+        if not creates:
+            raise
+        config = new_config or FingerprintConfig()
+    check_overrides_act(overrides, config)
 
 
 def describe(store: ScannableStore) -> dict[str, Any]:

@@ -391,3 +391,42 @@ class FingerprintConfig:
         """Field name -> (self's value, other's value) for each field that breaks compatibility."""
         a, b = self.identity(), other.identity()
         return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+#: A fingerprint config is a few hundred bytes; more than this is some other file given by mistake.
+CONFIG_FILE_LIMIT = 1 << 20
+
+
+def read_config_file(path: str | Path) -> FingerprintConfig:
+    """The FingerprintConfig JSON in ``path`` (a config, or an index's description that holds one under
+    "config"); a file that is not one, whatever it holds, is one ConfigError naming the file."""
+    path = Path(path)
+    if not path.is_file():  # a folder, a FIFO (would block) or a device (/dev/zero never ends)
+        raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(CONFIG_FILE_LIMIT + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    if len(data) > CONFIG_FILE_LIMIT:
+        raise ConfigError(f"config file {path} is over {CONFIG_FILE_LIMIT >> 20} MiB: not a fingerprint config")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not JSON text (not UTF-8 at byte {exc.start})") from None
+    try:
+        return FingerprintConfig.from_json(_config_part(text))
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+
+
+def _config_part(text: str) -> str:
+    """The config in a config file's text: an index's description holds it under "config", beside the index's
+    name and counts; any other text is taken as a config itself."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text  # the config's own parser names the error
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and {"index", "band_layout"} <= data.keys():
+        return json.dumps(data["config"])
+    return text

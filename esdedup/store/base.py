@@ -448,6 +448,11 @@ class ElasticsearchBacked(Protocol):
     #: The ``elasticsearch.Elasticsearch`` client (the caller owns it).
     client: Any
 
+    @property
+    def display_url(self) -> str:
+        """The server as messages name it: its node URLs, without credentials."""
+        ...
+
     def hit_pages(self, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
                   docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
                   keep_alive: str = "2m") -> Iterator[list[dict[str, Any]]]:
