@@ -40,13 +40,15 @@ def review(
     index: Index,
     labels: Annotated[Path | None, typer.Option(
         "--labels", help="Labels file (JSONL, as eval --pairs reads it); created on the first label "
-                         "(default: <index>.labels.jsonl here).")] = None,
+                         "(default: <index>.labels.jsonl here). One review (or synth) writes a labels file at a "
+                         "time (it holds <labels>.lock beside it while it runs); a symlink is written through.")] = None,
     host: Annotated[str, typer.Option(
-        "--host", help="Address to listen on; any other than 127.0.0.1 / localhost needs --token.")] = "127.0.0.1",
+        "--host", help="Address to listen on; any other than 127.0.0.1 / localhost needs --token. Without a "
+                       "token, only requests addressed to this address (or localhost) are answered.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: a free one).")] = 8765,
     token: Annotated[str | None, typer.Option(
         "--token", envvar="ESDEDUP_REVIEW_TOKEN", show_envvar=True,
-        help="Access token every request must carry (at least 16 characters).")] = None,
+        help="Access token every request must carry (at least 16 characters: ASCII letters, digits, - . _ ~).")] = None,
     new_token: Annotated[bool, typer.Option(
         "--new-token", help="Make a random access token (printed once, in the URL below).")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
@@ -74,14 +76,17 @@ def review(
     from esdedup.api import open_store
 
     store = open_store(index, connection=conn.settings(), data_dir=conn.data_dir)
-    typer.echo(f"reading {for_people(index)}: its clusters, key values and candidate pairs ...", err=True)
+    # The labels file is checked (readable, writable, UTF-8, owned by no other process) before the index is read.
     state = Review(store, labels_path, apply_command=apply_commands(index, conn, labels_path),
-                   max_bucket=max_bucket, max_pairs=max_pairs).prepare()
-    server = Server(create_app(state, token=token), host=host, port=port, token=token)
-    url = server.url + (f"?token={token}" if token else "")
-    typer.echo(f"esdedup review of {for_people(index)}: {url}")
-    typer.echo(f"labels are saved to {for_people(labels_path)}; Ctrl-C stops", err=True)
+                   max_bucket=max_bucket, max_pairs=max_pairs)
     try:
+        typer.echo(f"reading {for_people(index)}: its clusters, key values and candidate pairs ...", err=True)
+        state.prepare()
+        server = Server(create_app(state, token=token), host=host, port=port, token=token)
+        server.bind()  # the URL is printed once the port is ours: a browser opened at it finds the page
+        url = server.url + (f"?token={token}" if token else "")
+        typer.echo(f"esdedup review of {for_people(index)}: {url}")
+        typer.echo(f"labels are saved to {for_people(labels_path)}; Ctrl-C stops", err=True)
         server.run()
     finally:
         state.close()

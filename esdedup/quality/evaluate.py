@@ -29,6 +29,7 @@ from esdedup.match.pairs import ScoredPair, crowded_values, empty_copy_pairs, ls
 from esdedup.match.rule import decide
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.store.base import Store
+from esdedup.util.regular import open_binary
 
 #: Grid swept by default (each list is one axis; ``None`` switches the test off).
 DEFAULT_COSINES = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -80,11 +81,24 @@ def parse_labels(lines: Iterable[str], *, source: str = "labels") -> list[Label]
 
 
 def read_labels(path: str | Path) -> list[Label]:
+    """The labels of a labels file (UTF-8 JSON lines, a byte-order mark allowed).
+
+    Raises:
+        ConfigError: the file is not UTF-8 text (it names the line).
+        InputError: the file cannot be read (a folder, a FIFO, no permission) or a line is not a label.
+    """
     try:
-        with open(path, encoding="utf-8") as fh:
-            return parse_labels(fh, source=str(path))
+        with open_binary(path) as fh:
+            data = fh.read()
     except OSError as exc:
         raise InputError(f"cannot read labels {path}: {exc.strerror}", source=str(path)) from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"labels file {path} is not UTF-8 text (line {line}, byte {exc.start}): a labels file "
+                          "is JSON lines in UTF-8") from None
+    return parse_labels(text.split("\n"), source=str(path))  # not splitlines(): U+2028 may stand in an id
 
 
 # -- scores ------------------------------------------------------------------------------------------

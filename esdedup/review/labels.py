@@ -1,36 +1,51 @@
 """The labels file the review page writes: JSON lines ``{"a", "b", "label"}``, the format
 `esdedup.quality.evaluate.read_labels` reads (``eval --pairs``).
 
-One line per pair, the last label given wins: every label rewrites the file (a temporary file in the same
-folder, then an atomic rename), so a crash leaves the old file or the new one, never half of either, and a
-restart reads back exactly the labels given.
+One line per pair, the last label given wins. The page owns its labels file while it runs
+(`esdedup.quality.labelsfile`: a second writer is refused, naming the file and this process), checks at the
+start that it can be read and written, and writes it through a symlink. Every label rewrites the file whole
+(a new file, then an atomic rename) before the label is taken in memory: a label the file did not take is
+never shown, counted or tuned on, and a restart reads back exactly the labels shown.
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 from esdedup.errors import ConfigError
 from esdedup.quality.evaluate import Label, pair_key, read_labels
+from esdedup.quality.labelsfile import labels_target, own_labels, write_labels
 
 __all__ = ["LabelsFile"]
 
 
 class LabelsFile:
-    """The labelled pairs of one review, kept in memory and on disk (``path``), in the order first labelled."""
+    """The labelled pairs of one review, kept in memory and on disk (``path``), in the order first labelled.
+    Owns the file from its making until `close`.
 
-    def __init__(self, path: str | Path) -> None:
+    Raises:
+        ConfigError: the path cannot be written or read, is not UTF-8, or another process owns it.
+        InputError: a line of the file is not a label.
+    """
+
+    def __init__(self, path: str | Path, *, who: str = "a review page") -> None:
         self.path = Path(path)
-        if self.path.exists() and not self.path.is_file():
-            raise ConfigError(f"labels file {self.path} is not a regular file: give a file path")
+        self.target = labels_target(self.path)
+        self._owner = own_labels(self.target, who)
         self._lock = threading.Lock()
         self._labels: dict[tuple[str, str], Label] = {}
-        if self.path.exists():
-            for lab in read_labels(self.path):
-                self._labels[lab.key] = Label(*lab.key, lab.label, lab.kind, lab.cls)
+        try:
+            if self.target.exists():
+                for lab in read_labels(self.path):
+                    self._labels[lab.key] = Label(*lab.key, lab.label, lab.kind, lab.cls)
+        except BaseException:
+            self._owner.release()
+            raise
+
+    def close(self) -> None:
+        """Give the file up (another process may own it from now on)."""
+        self._owner.release()
 
     def get(self, a: str, b: str) -> int | None:
         """The label of the pair (either order), or None."""
@@ -47,10 +62,12 @@ class LabelsFile:
         return len(self._labels)
 
     def set(self, a: str, b: str, label: int) -> Label:
-        """Label the pair (replacing an earlier label of it) and write the file before returning.
+        """Label the pair (replacing an earlier label of it) and write the file; only then is the label
+        taken here.
 
         Raises:
             ConfigError: a label other than 0 or 1, or a pair of one document with itself.
+            OutputError: the file could not be written (the labels here, and on disk, are as they were).
         """
         if isinstance(label, bool) or label not in (0, 1):
             raise ConfigError(f"a label is 0 (different) or 1 (same story), got {label!r}")
@@ -59,25 +76,17 @@ class LabelsFile:
         key = pair_key(a, b)
         with self._lock:
             old = self._labels.get(key)
-            self._labels[key] = Label(*key, int(label), old.kind if old else "", old.cls if old else "")
-            self._write()
-            return self._labels[key]
+            new = dict(self._labels)
+            new[key] = Label(*key, int(label), old.kind if old else "", old.cls if old else "")
+            write_labels(self.target, map(_row, new.values()))
+            self._labels = new
+            return new[key]
 
-    def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                for lab in self._labels.values():
-                    row: dict[str, object] = {"a": lab.a, "b": lab.b, "label": lab.label}
-                    if lab.kind:
-                        row["kind"] = lab.kind
-                    if lab.cls:
-                        row["class"] = lab.cls
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+
+def _row(lab: Label) -> dict[str, Any]:
+    row: dict[str, Any] = {"a": lab.a, "b": lab.b, "label": lab.label}
+    if lab.kind:
+        row["kind"] = lab.kind
+    if lab.cls:
+        row["class"] = lab.cls
+    return row

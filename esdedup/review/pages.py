@@ -66,6 +66,12 @@ def _text(src: dict[str, Any] | None) -> str:
     return text if isinstance(text, str) else ""
 
 
+def _within(page: int, total: int, per_page: int) -> int:
+    """``page`` moved into the pages that exist (0 .. the last): a page number past the end, however large,
+    shows the last page and never reaches the store as an offset."""
+    return max(0, min(page, -(-total // per_page) - 1))
+
+
 class Review:
     """The review of one index: built once (`prepare` reads the store's labels and candidate pairs), then
     each page reads only what it shows."""
@@ -78,7 +84,7 @@ class Review:
         self.store = store
         self.full_survey_max = full_survey_max
         self.sample_docs = sample_docs
-        self.labels = LabelsFile(labels_path)
+        self.labels = LabelsFile(labels_path, who=f"a review page of index {store.name}")
         self.apply_command = apply_command
         self.max_bucket = max_bucket
         self.max_pairs = max_pairs
@@ -123,8 +129,11 @@ class Review:
         return await asyncio.get_running_loop().run_in_executor(self._worker, fn, *args)
 
     def close(self) -> None:
-        self._worker.submit(self.store.close).result()
-        self._worker.shutdown()
+        try:
+            self._worker.submit(self.store.close).result()
+            self._worker.shutdown()
+        finally:
+            self.labels.close()
 
     # -- pages (each runs on the store's thread) -------------------------------------------------------
     def overview(self) -> dict[str, Any]:
@@ -177,10 +186,12 @@ class Review:
         if query:
             found, _, partial = clusters_matching(self.store, query)
             total = len(found)
+            page = _within(page, total, CLUSTERS_PER_PAGE)
             rows = found[page * CLUSTERS_PER_PAGE:(page + 1) * CLUSTERS_PER_PAGE]
         else:
             summary = self.store.cluster_summary()
             total = summary.clusters
+            page = _within(page, total, CLUSTERS_PER_PAGE)
             rows = self.store.cluster_page(offset=page * CLUSTERS_PER_PAGE, size=CLUSTERS_PER_PAGE)
         shown = []
         for r in rows:
@@ -200,6 +211,7 @@ class Review:
         if rep is None:
             raise IndexNotFound(f"the representative {cluster_id!r} of the cluster is not in index {self.store.name!r}")
         others = [d for d in members if d.id != rep.id]
+        page = _within(page, len(others), MEMBERS_PER_PAGE)
         rep_src = self.store.get_source(rep.id)
         rows = []
         for d in others[page * MEMBERS_PER_PAGE:(page + 1) * MEMBERS_PER_PAGE]:

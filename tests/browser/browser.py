@@ -36,8 +36,9 @@ def _missing(what: str) -> None:
 
 
 @contextmanager
-def chromium_page() -> Iterator[Any]:
-    """A page of a fresh headless chromium (its own new profile)."""
+def chromium_page(args: list[str] | None = None) -> Iterator[Any]:
+    """A page of a fresh headless chromium (its own new profile); ``args``: more command-line switches (e.g.
+    ``--host-resolver-rules``, to give a name another site's page would rebind to a loopback address)."""
     executable = chromium()
     if not Path(executable).is_file():
         _missing(f"no chromium at {executable} (apt-get install chromium)")
@@ -47,7 +48,7 @@ def chromium_page() -> Iterator[Any]:
         _missing("Playwright's Python package is not installed (pip install playwright)")
     with tempfile.TemporaryDirectory(prefix="esdedup-chromium-") as profile, sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(profile, executable_path=executable, headless=True,
-                                                        args=ARGS, viewport={"width": 1280, "height": 900})
+                                                        args=ARGS + (args or []), viewport={"width": 1280, "height": 900})
         try:
             page = context.pages[0] if context.pages else context.new_page()
             page.set_default_timeout(20_000)

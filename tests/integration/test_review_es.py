@@ -52,3 +52,33 @@ def test_every_page_over_elasticsearch(es_client, fresh_index: str, tmp_path: Pa
         {"a": "rail-1", "b": "rail-2", "label": 0}, {"a": "ev-1", "b": "panda-1", "label": 0}]
     es_client.indices.refresh(index=fresh_index)
     assert es_client.count(index=fresh_index)["count"] == before
+
+
+def test_stored_lone_surrogates_and_absurd_page_numbers_over_elasticsearch(es_client, fresh_index: str,
+                                                                           tmp_path: Path) -> None:
+    """Another client updates two sources with ``\\ud800`` escapes (Elasticsearch keeps them): every page
+    answers, showing U+FFFD; a page number past the end shows the last page."""
+    ingest_sample(open_store(fresh_index, client=es_client), tmp_path)
+    for doc_id in ("rail-1", "rail-2"):
+        es_client.perform_request("POST", f"/{fresh_index}/_update/{doc_id}", params={"refresh": "true"},
+                                  headers={"content-type": "application/json", "accept": "application/json"},
+                                  body='{"doc": {"title": "坏\\ud800标题 ' + doc_id + '", "text": "今天上午\\udc00，'
+                                       '连接两座省会城市的新高铁线路正式开通运营。"}}')
+    assert "\ud800" in es_client.get(index=fresh_index, id="rail-1")["_source"]["title"]
+    review = Review(open_store(fresh_index, client=es_client), tmp_path / "labels.jsonl").prepare()
+    try:
+        with TestClient(create_app(review)) as c:
+            for target in ("/", "/clusters", "/review", "/tuning"):
+                assert c.get(target).status_code == 200, target
+            for target in ("/search?q=高铁", "/pair?a=rail-1&b=rail-2", "/cluster?id=rail-1", "/clusters?q=高铁"):
+                resp = c.get(target)
+                assert resp.status_code == 200 and "坏\ufffd标题 rail-" in resp.text, target
+            for page in ("9223372036854775807", "9" * 40, "-1"):
+                resp = c.get("/clusters", params={"page": page})
+                assert resp.status_code == 200 and "cluster-link" in resp.text, page
+                resp = c.get("/cluster", params={"id": "rail-1", "page": page})
+                assert resp.status_code == 200 and "rail-2" in resp.text, page
+            assert c.post("/label", data={"a": "rail-1", "b": "rail-2", "label": "1"},
+                          follow_redirects=False).status_code == 303
+    finally:
+        review.close()

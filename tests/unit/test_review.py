@@ -16,7 +16,6 @@ from esdedup.api import open_store
 from esdedup.errors import ConfigError
 from esdedup.quality.evaluate import read_labels
 from esdedup.review import Review, create_app
-from esdedup.review.labels import LabelsFile
 from esdedup.review.serve import check_listen, is_loopback
 from esdedup.store.local.texts import texts_path
 from tests.review_fixtures import ingest_sample
@@ -145,7 +144,7 @@ def test_bad_labels_are_refused_and_nothing_is_written(client: TestClient, revie
                        headers={"Origin": "http://evil.example"}).status_code == 403
     assert not review.labels.path.exists()
     with pytest.raises(ConfigError, match="0 .different. or 1"):
-        LabelsFile(review.labels.path).set("a", "b", 3)
+        review.labels.set("a", "b", 3)
 
 
 def test_a_label_redirects_only_inside_the_app(client: TestClient) -> None:

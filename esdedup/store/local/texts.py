@@ -162,7 +162,18 @@ def _insert(index: sqlite3.Connection, rows: list[tuple[int, str, str]]) -> None
     except sqlite3.OperationalError as exc:
         if "json" not in str(exc).lower():
             raise
-    index.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)", rows)
+    # SQLite takes no lone surrogate either (a source another client wrote may hold one): such a character is
+    # indexed as U+FFFD, the rest of its text as it is.
+    index.executemany("INSERT INTO texts (rowid, title, body) VALUES (?, ?, ?)",
+                      [(seq, _storable(t), _storable(b)) for seq, t, b in rows])
+
+
+def _storable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def name_collection(db: sqlite3.Connection) -> bool:
