@@ -19,7 +19,8 @@ two collections: the same poem as transmitted by two editions (variant character
 lines, notes, Traditional vs Simplified). Label 0: pairs of records whose (author, title) differ, of three
 kinds: same title by another author (the hardest: 无题, 春晓, 送别 ...), same author with another title, and
 random; records whose normalised texts are identical are never labelled 0 (an identical text is a
-duplicate whatever its metadata says). Every method is scored on the same labelled pairs.
+duplicate whatever its metadata says). Every method is scored on the same labelled pairs. ``--corpus tang``:
+every record of the two Tang editions alone (any length), labelled the same way.
 
 Synthetic benchmark: `esdedup.quality.synth.make_benchmark` over short sources (poems of 全唐诗 and 全宋诗,
 < 100 characters) and long sources (> 2,000 characters: each volume 卷 of 御定全唐詩, the chapters of
@@ -27,6 +28,7 @@ Synthetic benchmark: `esdedup.quality.synth.make_benchmark` over short sources (
 
     python bench/quality.py                    # everything; appends to BENCHMARKS.md
     python bench/quality.py --only natural --no-append
+    python bench/quality.py --only natural --corpus tang --reps 1 --no-append   # the 100,706 Tang records
     python bench/quality.py --only synth --sources 4000
 """
 from __future__ import annotations
@@ -125,15 +127,26 @@ def song_records(dist: Path, authors: set[str], cc) -> list[dict]:
     return out
 
 
-def natural_benchmark(dist: Path, *, seed: int = 1, max_chars: int = SHORT_MAX) -> tuple[list[dict], list[dict]]:
-    """Documents and labels of the natural benchmark (see the module docstring)."""
+#: The two editions of the Complete Tang Poems (`tang_records`), the whole of the ``tang`` corpus.
+TANG_EDITIONS = ("全唐诗", "御定全唐詩")
+
+
+def natural_benchmark(dist: Path, *, seed: int = 1, max_chars: int | None = SHORT_MAX,
+                      editions_only: bool = False) -> tuple[list[dict], list[dict]]:
+    """Documents and labels of the natural benchmark (see the module docstring); ``editions_only``: every
+    record of the two Tang editions and nothing else (no anthology, no Song poem), labelled the same way;
+    ``max_chars`` None: texts of any length."""
     from esdedup.fingerprint.normalize import normalize
 
     cc = _t2s()
     recs = tang_records(dist)
-    song_poets = {_norm_key(r["author"], cc) for r in recs if r["collection"] == "千家诗" and "宋" in r["author"]}
-    recs += song_records(dist, song_poets, cc)
-    recs = [r for r in recs if len(r["text"]) < max_chars]
+    if editions_only:
+        recs = [r for r in recs if r["collection"] in TANG_EDITIONS]
+    else:
+        song_poets = {_norm_key(r["author"], cc) for r in recs if r["collection"] == "千家诗" and "宋" in r["author"]}
+        recs += song_records(dist, song_poets, cc)
+    if max_chars is not None:
+        recs = [r for r in recs if len(r["text"]) < max_chars]
     for i, r in enumerate(recs):
         r["id"] = f"p{i:06d}"
         r["key"] = (_norm_key(r["author"], cc), _norm_key(r["title"], cc))
@@ -338,22 +351,28 @@ def run_esdedup_library(docs_path: Path, config, workdir: Path, workers: int, ch
         store.drop()
 
 
-def _normalised_bigrams(docs_path: Path):
-    from esdedup.fingerprint.features import char_shingles
-    from esdedup.fingerprint.normalize import normalize
+def raw_bigrams(text: str) -> set[str]:
+    """A text's character bigrams as a peer's user makes them: a plain Python set over the raw text (no
+    normalisation, punctuation kept)."""
+    return {text[i:i + 2] for i in range(len(text) - 1)}
 
+
+def _peer_input(docs_path: Path) -> tuple[list[dict], list[set[str]]]:
+    """The documents and each one's `raw_bigrams`: what a peer is fed, inside its clock (esdedup's reading and
+    normalising are inside esdedup's)."""
     docs = read_jsonl(docs_path)
-    return docs, [char_shingles(normalize(d["text"], t2s=True), 2) for d in docs]
+    return docs, [raw_bigrams(d["text"]) for d in docs]
 
 
 def run_datasketch(docs_path: Path, threshold: float = 0.5, num_perm: int = 128) -> tuple[set, dict]:
-    """datasketch MinHash LSH on the same normalised text (Simplified, NFKC, casefolded) as esdedup."""
+    """datasketch MinHash LSH as its users run it: each text's raw character bigrams (`raw_bigrams`),
+    `MinHash.bulk`, `MinHashLSH` at ``threshold``."""
     from datasketch import MinHash, MinHashLSH
 
     with Clock() as c:
-        docs, grams = _normalised_bigrams(docs_path)
+        docs, grams = _peer_input(docs_path)
         keep = [i for i, g in enumerate(grams) if g]
-        mhs = MinHash.bulk([[s.encode("utf-8") for s in set(grams[i])] for i in keep], num_perm=num_perm)
+        mhs = MinHash.bulk([[s.encode("utf-8") for s in grams[i]] for i in keep], num_perm=num_perm)
         lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
         with lsh.insertion_session() as session:
             for i, m in zip(keep, mhs, strict=True):
@@ -368,17 +387,18 @@ def run_datasketch(docs_path: Path, threshold: float = 0.5, num_perm: int = 128)
 
 
 def run_rensa(docs_path: Path, threshold: float = 0.5, num_perm: int = 128, bands: int = 16) -> tuple[set, dict]:
-    """rensa (Rust MinHash LSH for Python) on the same normalised bigrams: `RMinHash` with seed 42, `RMinHashLSH`
-    of ``bands`` bands, each candidate kept when its estimated Jaccard is at least ``threshold``."""
+    """rensa (Rust MinHash LSH for Python) as its users run it: each text's raw character bigrams
+    (`raw_bigrams`), `RMinHash` with seed 42, `RMinHashLSH` of ``bands`` bands, each candidate kept when its
+    estimated Jaccard is at least ``threshold``."""
     from rensa import RMinHash, RMinHashLSH
 
     with Clock() as c:
-        docs, grams = _normalised_bigrams(docs_path)
+        docs, grams = _peer_input(docs_path)
         keep = [i for i, g in enumerate(grams) if g]
         mhs = []
         for i in keep:
             m = RMinHash(num_perm=num_perm, seed=42)
-            m.update(sorted(set(grams[i])))
+            m.update(list(grams[i]))
             mhs.append(m)
         lsh = RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=bands)
         for n, m in enumerate(mhs):
@@ -394,14 +414,14 @@ def run_rensa(docs_path: Path, threshold: float = 0.5, num_perm: int = 128, band
 
 
 def run_simhash(docs_path: Path, k: int = 3) -> tuple[set, dict]:
-    """Plain SimHash (the `simhash` package, 64 bits, the same character bigrams as features), k = 3."""
+    """Plain SimHash (the `simhash` package, 64 bits, each text's raw character bigrams as features), k = 3."""
     import logging
 
     from simhash import Simhash, SimhashIndex
 
     logging.getLogger("simhash").setLevel(logging.ERROR)
     with Clock() as c:
-        docs, grams = _normalised_bigrams(docs_path)
+        docs, grams = _peer_input(docs_path)
         objs = [(d["id"], Simhash(g)) for d, g in zip(docs, grams, strict=True) if g]
         index = SimhashIndex(objs, k=k)
         pairs = set()
@@ -416,10 +436,12 @@ def natural(args) -> list[str]:
     from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.quality.evaluate import parse_labels, score, score_by_class
 
-    out_dir = DATA / "natural"
+    tang = args.corpus == "tang"
+    out_dir = DATA / ("tang" if tang else "natural")
     docs_path, labels_path = out_dir / "docs.jsonl", out_dir / "labels.jsonl"
     if not docs_path.exists() or args.rebuild:
-        docs, labels = natural_benchmark(corpora.poetry_dist())
+        docs, labels = (natural_benchmark(corpora.poetry_dist(), max_chars=None, editions_only=True) if tang
+                        else natural_benchmark(corpora.poetry_dist()))
         write_jsonl(docs, docs_path)
         write_jsonl(labels, labels_path)
     with open(labels_path, encoding="utf-8") as fh:
@@ -447,7 +469,9 @@ def natural(args) -> list[str]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     kinds = Counter((lab.label, lab.kind) for lab in labels)
-    lines = [f"Natural variants: {n_docs:,} real short texts (< {SHORT_MAX} characters) from `{corpora.POETRY_PACKAGE}`, "
+    what = (f"every record of the two Tang editions ({' and '.join(TANG_EDITIONS)}, any length)" if tang
+            else f"real short texts (< {SHORT_MAX} characters)")
+    lines = [f"Natural variants: {n_docs:,} {what} from `{corpora.POETRY_PACKAGE}`, "
              f"{len(labels):,} labelled pairs: {kinds[(1, 'same-work')]:,} duplicates (same poem in two "
              f"collections), {kinds[(0, 'same-title')]:,} same-title / {kinds[(0, 'same-author')]:,} "
              f"same-author / {kinds[(0, 'random')]:,} random non-duplicates. {args.reps} round(s): esdedup "
@@ -594,7 +618,7 @@ NOTES = [f'Data: the npm package `{corpora.POETRY_PACKAGE}` (real Chinese text; 
          '',
          'Label definitions. Synthetic: 1 = a source and one of its generated variants; 0 = documents of two different sources, sources being chosen pairwise non-near-duplicate (character-bigram Jaccard < 0.3). Natural: 1 = two records of different collections with the same author and title (Simplified, spaces and punctuation removed), where that (author, title) occurs once in each collection; 0 = records whose (author, title) differ: same title by another author, same author with another title, random; pairs whose normalised texts are identical are never labelled 0. Precision and recall are over the labelled pairs (`esdedup.quality.evaluate`).',
          '',
-         'esdedup configuration: the defaults plus `t2s=True, tokenizer=rjieba`: every text gets a 128-permutation MinHash of its character bigrams (16-bit values; 16 LSH bands of 3 rows, the first 48 values, their keys in one `long` field; the Jaccard estimate reads all 128), texts of 200 characters or more also SimHash bands; a pair of texts with signatures is a duplicate when the estimated bigram Jaccard >= 0.5 or the estimated containment >= 0.8 (`esdedup.match.lookup`). datasketch and SimHash get the same normalised text (NFKC, casefolded, Traditional -> Simplified) and the same bigrams.',
+         'esdedup configuration: the defaults plus `t2s=True, tokenizer=rjieba`: every text gets a 128-permutation MinHash of its character bigrams (16-bit values; 16 LSH bands of 3 rows, the first 48 values, their keys in one `long` field; the Jaccard estimate reads all 128), texts of 200 characters or more also SimHash bands; a pair of texts with signatures is a duplicate when the estimated bigram Jaccard >= 0.5 or the estimated containment >= 0.8 (`esdedup.match.lookup`). datasketch, rensa and SimHash are fed as their users feed them: each raw text\'s character bigrams as a plain Python set, made inside their clock (no esdedup normalisation: esdedup\'s normalising is esdedup\'s cost).',
          '']
 
 
@@ -602,6 +626,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["natural", "synth", "layouts"], help="Run one part only.")
     ap.add_argument("--reps", type=int, default=2, help="Rounds of the natural benchmark (timing).")
+    ap.add_argument("--corpus", choices=["short", "tang"], default="short",
+                    help="The natural benchmark's texts: every short text of the collections (default), or every "
+                         "record of the two Tang editions.")
     ap.add_argument("--sources", type=int, default=2000, help="Sources of the synthetic benchmark.")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workers", type=int, default=2, help="esdedup fingerprinting processes.")

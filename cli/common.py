@@ -55,6 +55,7 @@ def choices(name: str, *values: str) -> Any:
 InputFormat = choices("InputFormat", "auto", *sorted(FORMATS - {"auto"}))
 PairsFormat = choices("PairsFormat", "jsonl", "table", "csv")
 CompareFormat = choices("CompareFormat", "table", "jsonl")
+Engine = choices("Engine", "auto", "elasticsearch", "opensearch")
 
 
 def _group(name: str, cls: type, params: list[inspect.Parameter]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -88,6 +89,7 @@ class Connection:
     client_cert: str | None = None
     client_key: str | None = None
     es_timeout: float | None = None
+    engine: Any = None  # an Engine choice
 
     def redact(self, text: str) -> str:
         return redact(text)
@@ -98,7 +100,8 @@ class Connection:
 
         return resolve_settings(self.es, ca_certs=self.ca_certs, verify_certs=not self.no_verify_certs,
                                 client_cert=self.client_cert, client_key=self.client_key,
-                                request_timeout=self.es_timeout)
+                                request_timeout=self.es_timeout,
+                                engine=self.engine.value if self.engine is not None else None)
 
 
 connection_options = _group("conn", Connection, [
@@ -117,6 +120,9 @@ connection_options = _group("conn", Connection, [
         "--es-timeout", help="Seconds each attempt of an Elasticsearch request may take, connecting included "
                              "(default 30, or ESDEDUP_ES_TIMEOUT); an attempt that runs out is tried 3 more times; "
                              "the first request waits at most 10.")], None),
+    _opt("engine", Annotated[Engine | None, typer.Option(
+        "--engine", help="The server's engine: elasticsearch or opensearch (or ESDEDUP_ENGINE); default auto, "
+             "as the server answers (give it for a proxy that hides the product).")], None),
 ])
 
 

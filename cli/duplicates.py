@@ -86,12 +86,18 @@ def dups(
     format: Annotated[PairsFormat, typer.Option(
         "--format", help="JSON lines for programs, a table for people, or CSV for spreadsheets.")
                       ] = PairsFormat.jsonl,
-    write_clusters: Annotated[bool, typer.Option(help="Write cluster_id back to every document in a pair.")] = False,
+    write_clusters: Annotated[bool, typer.Option(
+        help="Join the stored clusters of the documents each set of connected pairs holds into one (the "
+             "earliest-written document represents it), writing only the labels that change; safe while "
+             "ingests run.")] = False,
     max_bucket: Annotated[int, typer.Option(min=2, help="Cap on documents compared per band value.")] = 1000,
     lsh_join: Annotated[LshJoin, typer.Option(
         help="Where documents sharing a MinHash LSH key are grouped: memory (one scan, about 512 bytes a "
              "document), store (the index's key groups: terms aggregations of the shared keys, one partition of "
              "the keys at a time), auto (memory up to 2,000,000 documents). Same pairs either way.")] = LshJoin.auto,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object for programs instead: the pairs, the number of clusters, the "
+                       "crowded band values, and with --write-clusters the labels written.")] = False,
 ) -> None:
     """List every near-duplicate pair of an index (band collisions, verified exactly).
 
@@ -103,7 +109,9 @@ def dups(
     """
     from esdedup.api import all_pairs, refuse_inert_thresholds
 
-    printer = Printer()
+    if json_out and format != PairsFormat.jsonl:
+        raise typer.BadParameter("--json prints one JSON object: give it without --format")
+    printer = Printer(json_out=json_out)
     with opened_store(index, conn) as store:
         refuse_inert_thresholds(store, thresholds.overrides())
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,

@@ -67,6 +67,7 @@ def mapping(
 ) -> None:
     """Print the Elasticsearch mapping (with the fingerprint config in _meta) for an index: with --es, of the
     index's own config when it exists there; else of the fingerprint options (default: the default config).
+    OpenSearch's (--engine opensearch, or an OpenSearch server) keeps the TF vector as a non-indexed float.
 
     Example: esdedup mapping --index news > news-mapping.json
     """
@@ -75,8 +76,10 @@ def mapping(
     from esdedup.schema import mapping_for, template_for
 
     config = fp.config()
+    engine = conn.engine.value if conn.engine is not None else None
     if conn.settings() is not None:
         with opened_store(index, conn) as store:
+            engine = getattr(getattr(store, "client", None), "engine", None) or engine
             try:
                 config = store.open(config, create=False).config
             except IndexNotFound:
@@ -84,6 +87,11 @@ def mapping(
     config = config or FingerprintConfig()
     body = (template_for(config, [index], text_analyzer=text_analyzer) if template
             else {"mappings": mapping_for(config, text_analyzer=text_analyzer)})
+    if engine == "opensearch":
+        from esdedup.es.opensearch import opensearch_mapping
+
+        holder = body["template"] if template else body
+        holder["mappings"] = opensearch_mapping(holder["mappings"])
     typer.echo(json_text(body, indent=2))
 
 

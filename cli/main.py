@@ -80,7 +80,8 @@ def main(
     # A filter, not jieba.setLogLevel: it stays on jieba's logger when jieba sets its level on import, so
     # jieba is imported only by the commands that tokenize, not by every command's start.
     logging.getLogger("jieba").addFilter(_warnings_and_above)
-    logging.getLogger("elastic_transport").setLevel(logging.INFO if verbose else logging.ERROR)
+    for transport in ("elastic_transport", "opensearch"):  # the clients' request logs: each error is ours to say
+        logging.getLogger(transport).setLevel(logging.INFO if verbose else logging.ERROR)
 
 
 def run() -> None:

@@ -126,17 +126,24 @@ class Printer:
                        err=True)
 
     def pairs(self, report: Any, fmt: str) -> None:
+        if self.json_out:
+            typer.echo(json_text({"pairs": [p.to_dict() for p in report.pairs],
+                                  "clusters": len(set(report.clusters.values())),
+                                  "crowded": [{"key": key, "documents": n} for key, n in report.crowded],
+                                  "labels_written": report.labels_written, "mended": report.mended}))
+            return
         if fmt == "jsonl":
             _echo_lines(json_text(p.to_dict()) for p in report.pairs)
         elif fmt == "csv":
             _echo_lines(_csv_rows(report.pairs))
         else:
             typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
-            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {p.hamming:>7} {_number(p.cosine):>7} "
+            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {'-' if p.hamming is None else p.hamming:>7} {_number(p.cosine):>7} "
                         f"{_number(p.jaccard):>7} {_number(p.containment):>7}  {p.decided_by}" for p in report.pairs)
             n_clusters = len(set(report.clusters.values()))
             typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
-            typer.echo("vec_cos: cosine of the hashed TF vectors (- where the index stores none); jaccard, contain: "
+            typer.echo("hamming: SimHash bits apart (- where a text has none: a short text that is not segmented); "
+                       "vec_cos: cosine of the hashed TF vectors (- where the index stores none); jaccard, contain: "
                        "MinHash estimates of the character n-gram Jaccard and containment (- where a text has no "
                        "signature); decided: the measure that made the pair near-duplicates")
         for key, n in report.crowded:
@@ -145,7 +152,7 @@ class Printer:
         if report.mended:
             typer.echo(f"documents whose own dotted dedup keys were moved under input_fields: {report.mended}",
                        err=True)
-        if report.labels_written:
+        if report.labels_written is not None:  # said when 0 too: the labels were checked, none had to change
             typer.echo(f"cluster labels written: {report.labels_written}", err=True)
 
     def info(self, d: dict[str, Any]) -> None:
@@ -229,7 +236,7 @@ def _number(value: float | None) -> str:
 
 def _measures(m: dict[str, Any], *, sep: str) -> str:
     """A match's measures, named: what the rule read to call it a near-duplicate."""
-    parts = [f"hamming {m['hamming']}", f"vector cosine {_number(m['cosine'])}"]
+    parts = [f"hamming {'-' if m['hamming'] is None else m['hamming']}", f"vector cosine {_number(m['cosine'])}"]
     if m.get("jaccard") is not None:
         parts += [f"jaccard {m['jaccard']:.4f}", f"containment {m['containment']:.4f}"]
     if m.get("decided_by"):

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError, IndexNotFound
-from esdedup.es.connect import ConnectionSettings, make_client, resolve_settings
+from esdedup.es import opensearch
+from esdedup.es.connect import ConnectionSettings, check_client, make_client, resolve_settings
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
+from esdedup.ingest.settle import join_stored
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.measures import measures_row
@@ -29,18 +31,22 @@ from esdedup.match.thresholds import (
 from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
 from esdedup.store.base import Capability, ScannableStore, Store, StoreCore, require
+from esdedup.util.fieldtypes import checked_args
 
 
+@checked_args
 def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | None = None,
                connection: ConnectionSettings | None = None, shards: int = 1, replicas: int | None = None,
                client: Any = None, text_analyzer: str | None = None) -> Store:
     """An Elasticsearch store, or the embedded local store in ``data_dir`` when no server is named. The
     store is not opened yet.
 
-    The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` the caller owns), then
+    The server is, first wins: ``client`` (an ``elasticsearch.Elasticsearch`` or ``opensearchpy.OpenSearch``
+    the caller owns), then
     ``connection`` (URL, credentials and TLS files, e.g. from `esdedup.es.connect.resolve_settings`), then
     ``es_url`` or, without it, ``ESDEDUP_ES_URL`` or the config file (credentials and CA from the
-    environment or the config file, as `resolve_settings` reads them). ``shards``, ``replicas`` (default: one
+    environment or the config file, as `resolve_settings` reads them). Elasticsearch or OpenSearch: as the
+    settings' ``engine`` says, else as the server answers (`esdedup.es.opensearch.detect_engine`). ``shards``, ``replicas`` (default: one
     where a second data node can hold it, `esdedup.schema.index_settings`) and ``text_analyzer`` (of the
     ``title`` and ``text`` fields, `esdedup.schema.text_fields`) apply when an Elasticsearch index is created.
 
@@ -49,6 +55,8 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     """
     if sum(x is not None for x in (client, connection, es_url)) > 1:
         raise ConfigError("give one of client, connection and es_url")
+    if client is not None:
+        check_client(client, "open_store")
     settings = None if client is not None else connection or resolve_settings(es_url)
     if client is None and settings is None:
         from esdedup.store.local import LocalStore
@@ -58,12 +66,20 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     from esdedup.store.elastic.store import ElasticStore
 
     if client is not None:
-        return ElasticStore(client, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer)
+        return ElasticStore(opensearch.wrap(client), index, shards=shards, replicas=replicas,
+                            text_analyzer=text_analyzer)
     assert settings is not None
-    return ElasticStore(make_client(settings), index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
+    if settings.engine == "opensearch":
+        made: Any = opensearch.make_client(settings)
+    elif settings.engine == "elasticsearch":
+        made = make_client(settings)
+    else:  # the server says which, when the store is opened
+        made = opensearch.ChosenByTheServer(settings, f"opening index ({settings.display_url}, index {index!r})")
+    return ElasticStore(made, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
                         display_url=settings.display_url, secrets=settings.secrets)
 
 
+@checked_args
 def create_index(store: StoreCore, config: FingerprintConfig | None = None) -> bool:
     """Create the index (or local collection) with ``config`` (None: the default config), its mapping and
     settings, before anything is written to it: so that the plugin's pipeline can be put on it and any client
@@ -107,12 +123,14 @@ class SimilarFinder:
     Raises IndexNotFound (no such index) or StoreError here, ConfigError for bad arguments in `find`.
     """
 
+    @checked_args
     def __init__(self, store: StoreCore, *, thresholds: Thresholds | ThresholdOverrides | None = None) -> None:
         self.store = store
         self.config = store.open(None, create=False).config
         self.thresholds = thresholds
         self._fper = Fingerprinter(self.config)
 
+    @checked_args
     def find(self, *, text: str | None = None, doc_id: str | None = None, path: str | None = None, top: int = 10,
              knn: bool = False, explain: bool = False, on_node: bool = False) -> SimilarResult:
         """Near-duplicates of a text, a file or a stored document (by id), verified by the rule.
@@ -141,13 +159,14 @@ class SimilarFinder:
             # No words, so no vector and no keys: the kNN and node paths have nothing to look up; its exact
             # copies (rule 0 of esdedup.match.rule) are found by content SHA-1 whichever path was asked for.
             knn = on_node = False
+        sha1 = content_sha1(norm)
+        # Every path puts the text's exact copies first, found by this SHA-1 whatever the bands or vectors hold.
         if knn:
-            matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude)
+            matches = similar_knn(store, fp, k=top, thresholds=thresholds, exclude=exclude, sha1=sha1)
         elif on_node:  # the node verifies (the esdedup plugin): one request, only near-duplicates come back
-            matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude)
+            matches = similar_on_node(store, fp, thresholds=thresholds, top=top, exclude=exclude, sha1=sha1)
         else:
-            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude],
-                            sha1s=[content_sha1(norm)])[0]
+            found = similar(store, [fp], thresholds=thresholds, top=top, exclude=[exclude], sha1s=[sha1])[0]
             matches, truncated = found.matches, found.truncated
         rows = [_match_row(m) for m in matches]
         if explain:
@@ -159,6 +178,7 @@ class SimilarFinder:
                              rows, truncated)
 
 
+@checked_args
 def similar_to(store: StoreCore, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
                explain: bool = False, on_node: bool = False) -> SimilarResult:
@@ -194,9 +214,12 @@ def _explain(store: StoreCore, fper: Fingerprinter, fp: Fingerprint, m: Match) -
 @dataclass
 class PairsReport:
     pairs: list[Pair]
+    #: Each document in a pair -> the smallest id of its connected set of pairs (which names the set; the
+    #: representative that ``write_clusters`` keeps is the earliest-written member, `esdedup.store.base.Root`).
     clusters: dict[str, str]
     crowded: list[tuple[str, int]] = field(default_factory=list)
-    labels_written: int = 0
+    #: Documents whose cluster labels ``write_clusters`` changed (None when it was not asked).
+    labels_written: int | None = None
     #: Documents whose own keys under ``dedup.`` were moved under ``input_fields`` (`Store.move_dotted_keys_aside`).
     mended: int = 0
 
@@ -205,11 +228,14 @@ class PairsReport:
 LSH_JOINS = ("auto", "memory", "store")
 
 
+@checked_args
 def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
               write_clusters: bool = False, lsh_join: str = "auto") -> PairsReport:
     """Every near-duplicate pair and the clusters they form (``thresholds`` default to the index's);
-    optionally write ``cluster_id`` back (and ``duplicate_of`` = the cluster's representative) so searches
-    can ``collapse`` on it.
+    optionally (``write_clusters``) join the stored clusters of each connected set of pairs into one, so that
+    searches can ``collapse`` on ``cluster_id``: its representative is the earliest-written root among them,
+    only the labels that change are written (`PairsReport.labels_written`), and running ingests may write
+    meanwhile (`esdedup.ingest.settle.join_stored`).
 
     ``lsh_join``: ``memory`` joins the LSH bands in numpy after one scan of the signatures (about 512 bytes
     a document), ``store`` reads the store's key groups (`Store.key_batches`: on Elasticsearch a ``terms``
@@ -238,11 +264,16 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
                    key=lambda p: (p.a, p.b))
     groups = clusters(pairs)
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
-    if write_clusters and groups:
-        labels = {doc: (root, None if doc == root else root) for doc, root in groups.items()}
-        report.labels_written = store.set_labels(labels)
-        store.refresh()
     if write_clusters:
+        members: dict[str, list[str]] = {}
+        for doc, root in groups.items():
+            members.setdefault(root, []).append(doc)
+        # Joined as concurrent writers join clusters (the earliest-written root represents each, only labels
+        # that change are written, safe beside running ingests): not labels computed here and written over
+        # whatever the writers wrote since the pairs were read.
+        report.labels_written = join_stored(store, members.values())
+        if report.labels_written:
+            store.refresh()
         # Documents an older esdedup stored with a record's dotted dedup keys carry two cluster ids, in a pair
         # or not (the labels just written may have added the second): mended, so that every document carries
         # one (collapse needs that).
@@ -252,6 +283,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     return report
 
 
+@checked_args
 def refuse_inert_thresholds(store: StoreCore, overrides: ThresholdOverrides, *, creates: bool = False,
                             new_config: FingerprintConfig | None = None) -> None:
     """Refuse thresholds asked for that cannot change the answer under the index's rule
@@ -273,6 +305,7 @@ def refuse_inert_thresholds(store: StoreCore, overrides: ThresholdOverrides, *, 
     check_overrides_act(overrides, config)
 
 
+@checked_args
 def describe(store: ScannableStore) -> dict[str, Any]:
     """Count, config, the rule the index applies (and the thresholds that act in it), band layout and crowded
     band values of an index."""
@@ -295,6 +328,7 @@ def describe(store: ScannableStore) -> dict[str, Any]:
 MANY_FILES_MAX_RATIO = 1.5
 
 
+@checked_args
 def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
                   max_ratio: float | None = None) -> list[dict[str, Any]]:
     """Every pair of files measured: cosine and adjusted cosine of their term counts, weighted Jaccard,
@@ -318,7 +352,9 @@ def compare_files(paths: list[str], *, config: FingerprintConfig | None = None,
                           f"shorter's), got {max_ratio}")
     limit = max_ratio if max_ratio is not None else MANY_FILES_MAX_RATIO if len(paths) >= 3 else float("inf")
     cfg = config or FingerprintConfig(weighting="tf_length", strategy="simhash")
-    fper = Fingerprinter(cfg)
+    # The measures read every text's terms and SimHash, which strategy simhash computes for any length (another
+    # strategy leaves a short text unsegmented: `FingerprintConfig.gets_terms`); no key is read here.
+    fper = Fingerprinter(cfg.replace(strategy="simhash"))
     prints = []
     for p in paths:
         fp = fper.fingerprint(read_text_file(p))

@@ -7,16 +7,20 @@ default config (a test ties the two together). Everything esdedup adds lives und
 ==========================  ==============  ==================================================================
 field                       type            meaning
 ==========================  ==============  ==================================================================
-dedup.simhash               keyword         SimHash as fixed-width lowercase hex (16 chars for 64 bits)
+dedup.simhash               keyword         SimHash as fixed-width lowercase hex (16 chars for 64 bits); all zeros
+                                            for a text without terms (`FingerprintConfig.gets_terms`: under
+                                            ``auto`` a text shorter than ``short_text_chars``, when no vector is
+                                            stored), whose SimHash nothing reads
 dedup.band_<i>              keyword         band key of table i, ``"<i>:<hex>"``; equal keys = candidate pair
 dedup.lsh_keys              long            MinHash LSH keys (texts with a signature), one per band: 40-bit integers
 dedup.vector                dense_vector    hashed TF vector, unit length, cosine similarity (only when the
                                             config stores it: `FingerprintConfig.stores_vector`)
 dedup.minhash               binary          MinHash signature, little-endian 16-bit values (base64)
 dedup.shingles              integer         distinct character n-grams behind the signature
-dedup.tokens                integer         terms after filtering (document length)
+dedup.tokens                integer         terms after filtering (document length); 0 for a text without terms
 dedup.chars                 integer         normalised characters
-dedup.empty                 boolean         true when the text has no words (matches its exact copies only)
+dedup.empty                 boolean         true when the text has no words (matches its exact copies only): no
+                                            term, or for a text without terms no letter or digit
 dedup.content_sha1          keyword         SHA-1 of the normalised text (exact duplicates)
 dedup.cluster_id            keyword         id of the cluster's representative document
 dedup.duplicate_of          keyword         the representative, on every other member of its cluster
@@ -53,6 +57,7 @@ from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.normalize import t2s_version
 from esdedup.fingerprint.simhash import to_hex
 from esdedup.fingerprint.values import Fingerprint, FingerprintColumns
+from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +186,7 @@ def text_fields(text_analyzer: str | None) -> dict[str, Any]:
     return fields
 
 
+@checked_args
 def mapping_for(config: FingerprintConfig, *, text_analyzer: str | None = None) -> dict[str, Any]:
     """The index mapping (the ``mappings`` body) for a config; ``text_analyzer``: see `text_fields`."""
     dedup_props: dict[str, Any] = {
@@ -226,6 +232,7 @@ def index_settings(shards: int = 1, replicas: int | None = None) -> dict[str, An
     return {"number_of_shards": shards, **replica}
 
 
+@checked_args
 def template_for(config: FingerprintConfig, index_patterns: list[str], *, shards: int = 1,
                  replicas: int | None = None, text_analyzer: str | None = None) -> dict[str, Any]:
     """A composable index template body (``PUT _index_template/<name>``) for a config."""

@@ -21,6 +21,10 @@ default the version CI runs with the installed ``elasticsearch`` client's major:
 client, 9.2.0 with the 9.x client. Client and server majors must match (the session fails at once, naming
 the pip command, when they do not).
 Set ``ESDEDUP_TEST_KEEP_ES_LOGS=1`` to keep the local nodes' logs after the session.
+
+OpenSearch (``os_url`` / ``os_client``, the tests marked ``opensearch``): ``ESDEDUP_TEST_OS_URL``, else a local
+OpenSearch node started the same way (``scripts/es-local start --engine opensearch``, version
+``ESDEDUP_OS_VERSION`` or 2.19.6); never skipped either.
 """
 
 from __future__ import annotations
@@ -32,14 +36,20 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 try:  # `python -m pytest` from the repo root: tests/ is importable as a (namespace) package
-    from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster
+    from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, OS_VERSION, ESNodeError, LocalCluster
 except ImportError:  # plain `pytest`: pytest puts tests/ itself on sys.path (rootdir conftest)
-    from es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, ESNodeError, LocalCluster  # type: ignore[no-redef]
+    from es_node import (  # type: ignore[no-redef]
+        EARLY_STARTS,
+        ES_VERSION_FOR_MAJOR,
+        OS_VERSION,
+        ESNodeError,
+        LocalCluster,
+    )
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -66,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["ESDEDUP_ES_VERSION"] = es_version()
 
 _ES_FIXTURES = {"es_url", "es_client", "fresh_index"}
+_OS_FIXTURES = {"os_url", "os_client"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -74,6 +85,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     run first: the nodes start in the background meanwhile (pytest_collection_finish)."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
+        if names & _OS_FIXTURES:
+            item.add_marker(pytest.mark.opensearch)
+        if item.get_closest_marker("opensearch"):
+            item.add_marker(pytest.mark.es)  # needs a node: `-m "not es"` deselects it too
         if names & _ES_FIXTURES or "cluster3" in names:
             item.add_marker(pytest.mark.es)
         if "cluster3" in names:
@@ -87,16 +102,27 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     (tests/es_node.py, EarlyStarts): each start-up overlaps the tests that run before its node is used."""
     if session.config.option.collectonly:
         return
-    dedicated = EARLY_STARTS.registered() - {"es_url"}
+    dedicated = EARLY_STARTS.registered() - {"es_url", "os_url"}
     order: list[str] = []
     for item in session.items:
         names = [n for n in getattr(item, "fixturenames", ()) if n in dedicated]
+        if item.get_closest_marker("opensearch"):
+            # the OpenSearch node (the contract tests ask for it unseen); a test with a node of its own (the
+            # plugin's) needs it only when it names it
+            if not names or "os_url" in getattr(item, "fixturenames", ()):
+                names.insert(0, "os_url")
+            if "es_url" not in getattr(item, "fixturenames", ()):
+                order += names
+                continue
         # an `es` test asking for no node fixture of its own gets the session node (the contract tests ask for
         # it with getfixturevalue, invisible here)
         if "es_url" in getattr(item, "fixturenames", ()) or (item.get_closest_marker("es") and not names):
             names.insert(0, "es_url")
         order += names
-    EARLY_STARTS.begin(order if _session_node_is_local() else [n for n in order if n != "es_url"])
+    skip = {"es_url"} if not _session_node_is_local() else set()
+    if os.environ.get("ESDEDUP_TEST_OS_URL", "").strip():
+        skip.add("os_url")
+    EARLY_STARTS.begin([n for n in order if n not in skip])
 
 
 def pytest_sessionfinish() -> None:
@@ -136,8 +162,9 @@ def _keep_logs() -> bool:
     return os.environ.get("ESDEDUP_TEST_KEEP_ES_LOGS", "") not in ("", "0", "false", "no")
 
 
-def _start_local(nodes: int, what: str) -> LocalCluster:
-    cluster = LocalCluster(nodes=nodes, version=es_version())
+def _start_local(nodes: int, what: str, engine: str = "elasticsearch") -> LocalCluster:
+    cluster = (LocalCluster(nodes=nodes, version=es_version()) if engine == "elasticsearch"
+               else LocalCluster(nodes=nodes, engine=engine, version=OS_VERSION))
     try:
         cluster.start()
         return cluster
@@ -148,7 +175,8 @@ def _start_local(nodes: int, what: str) -> LocalCluster:
     except Exception:
         pass
     pytest.fail(
-        f"could not start the local Elasticsearch {what} via scripts/es-local "
+        f"could not start the local {'Elasticsearch' if engine == 'elasticsearch' else 'OpenSearch'} {what} via "
+        "scripts/es-local "
         f"(set ESDEDUP_TEST_ES_URL to use a running node instead):\n{error}",
         pytrace=False,
     )
@@ -217,6 +245,35 @@ def fresh_index(es_client: Elasticsearch) -> Iterator[str]:
 
 EARLY_STARTS.register("es_url", lambda: _start_local(1, "test node"))
 EARLY_STARTS.register("_cluster3_session", lambda: _start_local(3, "3-node cluster"))
+EARLY_STARTS.register("os_url", lambda: _start_local(1, "test node", engine="opensearch"))
+
+
+@pytest.fixture(scope="session")
+def os_url() -> Iterator[str]:
+    """An OpenSearch node: ``ESDEDUP_TEST_OS_URL``, else a local one (scripts/es-local --engine opensearch)."""
+    url = os.environ.get("ESDEDUP_TEST_OS_URL", "").strip()
+    if url:
+        yield url.rstrip("/")
+        return
+    cluster = EARLY_STARTS.take("os_url")
+    try:
+        yield cluster.url
+    finally:
+        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
+
+
+@pytest.fixture(scope="session")
+def os_client(os_url: str) -> Iterator[Any]:
+    """An opensearch-py client of the OpenSearch node (opensearch-py is a test dependency: never skipped)."""
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(os_url, timeout=60)
+    health = client.cluster.health(wait_for_status="yellow")  # waits 30 s at most
+    assert health["status"] in ("yellow", "green"), f"OpenSearch node at {os_url} is {health['status']}"
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 @dataclass

@@ -48,6 +48,8 @@ TRANSPORT_OFFSET = 100  # must match scripts/es-local
 LOCK_DIR = Path(os.environ.get("ESDEDUP_ES_LOCK_DIR", "/tmp/esdedup-es/locks"))
 #: The server version CI tests with each client major (scripts/es-local pins their checksums).
 ES_VERSION_FOR_MAJOR = {8: "8.19.21", 9: "9.2.0"}
+#: The OpenSearch version of the OpenSearch nodes the tests start (``ESDEDUP_OS_VERSION`` picks another).
+OS_VERSION = os.environ.get("ESDEDUP_OS_VERSION", "").strip() or "2.19.6"
 
 
 class ESNodeError(RuntimeError):
@@ -155,8 +157,11 @@ class LocalCluster:
         settings: dict[str, object] | None = None,
         plugins: list[str] | None = None,
         short_lived: bool = False,
+        engine: str = "elasticsearch",
     ) -> None:
         self.nodes = nodes
+        #: ``elasticsearch`` or ``opensearch`` (``scripts/es-local start --engine``)
+        self.engine = engine
         #: a node that serves a few tests: its JVM compiles with C1 alone (`SHORT_LIVED_JAVA_OPTS`)
         self.short_lived = short_lived
         #: extra elasticsearch.yml settings of every node (``scripts/es-local start -E KEY=VALUE``)
@@ -223,7 +228,9 @@ class LocalCluster:
         else:
             base = self.port
         args = ["start", "--nodes", str(self.nodes), "--port", str(base)]
-        if self.version:
+        if self.engine != "elasticsearch":
+            args += ["--engine", self.engine, "--version", self.version or OS_VERSION]
+        elif self.version:
             args += ["--version", self.version]
         if self.heap:
             args += ["--heap", self.heap]
@@ -292,6 +299,10 @@ class LocalCluster:
         return proc.stdout if proc.returncode == 0 else proc.stderr
 
     def client(self, urls: list[str] | None = None, **kwargs: Any):  # -> elasticsearch.Elasticsearch
+        if self.engine == "opensearch":  # opensearch-py's client: its own arguments
+            from opensearchpy import OpenSearch
+
+            return OpenSearch(urls or self.urls, timeout=kwargs.pop("request_timeout", 60), **kwargs)
         from elasticsearch import Elasticsearch
 
         kwargs.setdefault("request_timeout", 60)

@@ -12,15 +12,29 @@ _HTML_TITLE = re.compile(r"(?is)<title>(.*?)</title>")
 _HTML_TAG = re.compile(r"<[^>]+>")
 
 
+#: The most characters of a server's answer an error message quotes.
+EXCERPT_CHARS = 200
+# What a terminal would act on or hide: C0 and C1 controls, DEL, zero-width and bidirectional marks.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A server's text as a short part of a one-line message: runs of white space as one space, control
+    characters escaped (``\\x1b``), at most ``limit`` characters, the cut marked with "...". A server that is
+    not Elasticsearch (or a hostile one) answers whatever it likes; the message quotes it, briefly."""
+    flat = _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), " ".join(text.split()))
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
 def api_reason(exc: Any) -> str:
-    """The reason of an error answer: its root cause's reason for a JSON error; for a non-JSON answer (a
-    proxy's HTML page) its title, else its first characters without the markup."""
+    """The reason of an error answer, as an `excerpt`: its root cause's reason for a JSON error; for a
+    non-JSON answer (a proxy's HTML page) its title, else its first characters without the markup."""
     body = getattr(exc, "body", None)
     if isinstance(body, (str, bytes)) and body:
         return page_summary(body)
     if isinstance(body, Mapping) and "error" in body:
-        return error_reason(body["error"])
-    return str(getattr(exc, "message", exc))
+        return excerpt(error_reason(body["error"]))
+    return excerpt(str(getattr(exc, "message", exc)))
 
 
 def asks_for_a_client_certificate(reason: str) -> bool:
@@ -34,7 +48,7 @@ def page_summary(body: str | bytes) -> str:
     without the markup."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     m = _HTML_TITLE.search(text)
-    return " ".join((m.group(1) if m else _HTML_TAG.sub(" ", text)).split())[:200]
+    return excerpt(m.group(1) if m else _HTML_TAG.sub(" ", text))
 
 
 def error_reason(error: Any) -> str:

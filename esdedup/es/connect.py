@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from esdedup.errors import ConfigError, ConnectionFailed
+from esdedup.util.fieldtypes import check_fields, checked_args
 from esdedup.util.redact import redact, redact_url
 from esdedup.util.regular import open_binary, read_limited
 
@@ -45,6 +46,11 @@ class ConnectionSettings:
     client_cert: str | None = None
     client_key: str | None = None
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    #: ``elasticsearch`` or ``opensearch``; None: the server says which (`esdedup.es.opensearch.detect_engine`).
+    engine: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self, owner="ConnectionSettings field")  # api_key and password: their types only
 
     @property
     def secrets(self) -> list[str | None]:
@@ -82,14 +88,28 @@ def _file_settings() -> dict[str, Any]:
     return data
 
 
+def check_client(client: Any, what: str) -> None:
+    """Raise ConfigError unless ``client`` looks like an Elasticsearch client (it has the ``search`` and
+    ``indices`` an ``elasticsearch.Elasticsearch`` or ``AsyncElasticsearch`` has): a URL or None passed in its
+    place fails here, by name, not as an AttributeError at the first request."""
+    if not (hasattr(client, "search") and hasattr(client, "indices")):
+        shown = repr(client) if len(repr(client)) <= 40 else repr(client)[:37] + "..."
+        raise ConfigError(f"{what}: client must be an elasticsearch.Elasticsearch client, got "
+                          f"{type(client).__name__} {shown}" + ("; to name a server by its URL, give es_url"
+                                                               if isinstance(client, str) else ""))
+
+
+@checked_args
 def resolve_settings(url: str | None = None, *, api_key: str | None = None, username: str | None = None,
                      password: str | None = None, ca_certs: str | None = None, verify_certs: bool = True,
                      client_cert: str | None = None, client_key: str | None = None,
-                     request_timeout: float | None = None) -> ConnectionSettings | None:
+                     request_timeout: float | None = None, engine: str | None = None) -> ConnectionSettings | None:
     """Merge arguments, environment and config file; None when no Elasticsearch URL is given anywhere
     (the caller then uses the embedded local store). ``request_timeout`` (seconds each request may wait for
     its answer) comes from the argument, ``ESDEDUP_ES_TIMEOUT`` or the config file's ``timeout``, else
-    `DEFAULT_REQUEST_TIMEOUT`."""
+    `DEFAULT_REQUEST_TIMEOUT`. ``engine`` (``ESDEDUP_ENGINE``, the config file's ``engine``): ``elasticsearch``,
+    ``opensearch`` or ``auto`` (None, the default: the server says which), for a proxy that hides the
+    product."""
     env, conf = os.environ, _file_settings()
 
     def pick(arg: Any, env_name: str, conf_name: str) -> Any:
@@ -130,7 +150,17 @@ def resolve_settings(url: str | None = None, *, api_key: str | None = None, user
         client_cert=pick(client_cert, "ESDEDUP_ES_CLIENT_CERT", "client_cert"),
         client_key=pick(client_key, "ESDEDUP_ES_CLIENT_KEY", "client_key"),
         request_timeout=_timeout(pick(request_timeout, "ESDEDUP_ES_TIMEOUT", "timeout")),
+        engine=_engine(pick(engine, "ESDEDUP_ENGINE", "engine")),
     )
+
+
+def _engine(value: Any) -> str | None:
+    """The engine asked for (None: the server says which), or ConfigError."""
+    if value is None or value == "" or value == "auto":
+        return None
+    if value not in ("elasticsearch", "opensearch"):
+        raise ConfigError(f"the engine must be elasticsearch, opensearch or auto, got {str(value)[:40]!r}")
+    return str(value)
 
 
 def _timeout(value: Any) -> float:

@@ -25,9 +25,9 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
     except es.AuthenticationException:
         raise ConnectionFailed(f"{where}: Elasticsearch refused the credentials (401)") from None
     except es.AuthorizationException as exc:
-        raise ConnectionFailed(f"{where}: not allowed (403): {redact(str(exc.message), secrets)}") from None
+        raise ConnectionFailed(f"{where}: not allowed (403): {redact(api_reason(exc), secrets)}") from None
     except es.NotFoundError as exc:
-        raise IndexNotFound(f"{where}: not found: {redact(str(exc.message), secrets)}") from None
+        raise IndexNotFound(f"{where}: not found: {redact(api_reason(exc), secrets)}") from None
     except es.ApiError as exc:
         major = versions.refused_major(exc)
         if major is not None:  # the server refuses this client's major (e.g. a 9.x client, an 8.x server)

@@ -45,6 +45,7 @@ from esdedup.schema import (
     band_fields,
     mapping_for,
 )
+from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["KIBANA_VERSION", "field_descriptions", "object_id", "saved_objects", "to_ndjson"]
 
@@ -86,7 +87,8 @@ def field_descriptions(config: FingerprintConfig) -> dict[str, tuple[str, str]]:
                                        "searchable"),
         SHINGLES: ("character n-grams", f"distinct character {config.minhash_ngram}-grams behind the "
                                         "MinHash signature"),
-        TOKENS: ("terms", "number of terms after normalising, tokenising and dropping stopwords"),
+        TOKENS: ("terms", "number of terms after normalising, tokenising and dropping stopwords (0 for a text "
+                          "that is not segmented: one without SimHash bands or stored vector)"),
         CHARS: ("characters", "length of the normalised text in characters"),
         EMPTY: ("empty text", "true when the text has no words; an empty text never matches anything"),
         CONTENT_SHA1: ("content SHA-1", "SHA-1 of the normalised text; equal values = exact duplicates"),
@@ -150,6 +152,7 @@ def _table(title: str, field: str, label: str, rows: int, *, min_count: int = 1)
     return json.dumps(vis, ensure_ascii=False, separators=(",", ":"))
 
 
+@checked_args
 def saved_objects(index: str, config: FingerprintConfig, *, time_field: str | None = None) -> list[dict[str, Any]]:
     """The saved objects for ``index``, whose documents were fingerprinted with ``config``.
 
@@ -231,6 +234,7 @@ def saved_objects(index: str, config: FingerprintConfig, *, time_field: str | No
     return objects
 
 
+@checked_args
 def to_ndjson(objects: Iterable[dict[str, Any]]) -> str:
     """Objects as NDJSON, one compact object per line (the format Kibana's saved-objects import reads)."""
     return "".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n" for o in objects)

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from esdedup.errors import ClientVersionMismatch, NoAnswer, NotElasticsearch
-from esdedup.es.answers import api_reason, asks_for_a_client_certificate, page_summary
+from esdedup.es.answers import api_reason, asks_for_a_client_certificate, excerpt, page_summary
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +78,13 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
     client's shorter request timeout; on each node given) is a `NoAnswer`."""
     import elasticsearch as es
 
-    timeout = _first_answer_timeout(client)
-    probe = client.options(request_timeout=timeout, max_retries=max(_node_count(client) - 1, 0))
+    timeout = first_answer_timeout(client)
+    probe = client.options(request_timeout=timeout, max_retries=max(node_count(client) - 1, 0))
     try:
         resp = probe.perform_request("GET", "/_nodes/_local", params={"filter_path": "nodes.*.version"},
                                      headers={"accept": "*/*"})
     except es.ConnectionTimeout:
-        raise NoAnswer(f"{where}: the server accepted the connection but did not answer within {timeout:g} s; "
-                       "check that the URL names an Elasticsearch node", timeout=timeout) from None
+        raise no_answer(where, timeout) from None
     except es.ApiError as exc:
         if isinstance(exc, es.AuthorizationException):
             log.debug("not allowed to read the node version (403); the client/server check is skipped")
@@ -93,28 +92,33 @@ def server_version(client: Any, where: str = "Elasticsearch") -> str | None:
         if isinstance(exc, es.AuthenticationException) or asks_for_a_client_certificate(api_reason(exc)):
             raise  # a node, or a proxy in front of one, that wants other credentials: the error map says which
         if not isinstance(exc.body, dict) or isinstance(exc, es.UnsupportedProductError):
-            raise not_elasticsearch(where, f"it answered {exc.meta.status} {api_reason(exc)!r}") from None
+            raise not_elasticsearch(where, f"it answered {exc.meta.status}: {api_reason(exc)}") from None
         raise
     nodes = resp.body.get("nodes") if isinstance(resp.body, dict) else None
     if not isinstance(nodes, dict) or not nodes or not all(isinstance(n, dict) for n in nodes.values()):
         shown = (page_summary(str(resp.body)) if not isinstance(resp.body, (dict, list))
-                 else json.dumps(resp.body, default=str)[:80])
+                 else excerpt(json.dumps(resp.body, default=str), 80))
         raise not_elasticsearch(where, f"its answer to GET /_nodes/_local names no node: {shown}")
     versions = sorted({str(n.get("version")) for n in nodes.values()})
     return versions[0] if versions else None
+
+
+def no_answer(where: str, timeout: float) -> NoAnswer:
+    return NoAnswer(f"{where}: the server accepted the connection but did not answer within {timeout:g} s; "
+                    "check that the URL names an Elasticsearch node", timeout=timeout)
 
 
 def not_elasticsearch(where: str, what: str) -> NotElasticsearch:
     return NotElasticsearch(f"{where}: the server is not Elasticsearch ({what}); check the URL and port")
 
 
-def _first_answer_timeout(client: Any) -> float:
+def first_answer_timeout(client: Any) -> float:
     """`FIRST_ANSWER_TIMEOUT`, or the client's own request timeout when that is shorter."""
     own = getattr(client, "_request_timeout", None)
     return min(FIRST_ANSWER_TIMEOUT, float(own)) if isinstance(own, (int, float)) and own > 0 else FIRST_ANSWER_TIMEOUT
 
 
-def _node_count(client: Any) -> int:
+def node_count(client: Any) -> int:
     try:
         return len(client.transport.node_pool.all())
     except AttributeError:  # a client of another shape: one node as far as we know
@@ -124,6 +128,9 @@ def _node_count(client: Any) -> int:
 def check_server(client: Any, where: str) -> None:
     """Raise `ClientVersionMismatch` unless the server's major is the installed client's (and
     `NotElasticsearch` or `NoAnswer` for a server that is not one, see `server_version`)."""
+    if getattr(client, "engine", None) == "opensearch":  # its own versions and product: esdedup.es.opensearch
+        client.check_server(where)
+        return
     version = server_version(client, where)
     if version is not None and _major(version) != _major(client_version()):
         raise mismatch_error(where, version)

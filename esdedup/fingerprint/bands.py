@@ -30,6 +30,7 @@ from math import comb
 import numpy as np
 
 from esdedup.errors import ConfigError
+from esdedup.util.fieldtypes import check_fields, checked_args
 
 #: SimHash widths esdedup supports.
 WIDTHS = (64, 128)
@@ -90,6 +91,7 @@ class BandLayout:
     radius: int = 0
 
     def __post_init__(self) -> None:
+        check_fields(self, owner="BandLayout field")
         check_bits(self.bits)
         if self.k < 0:
             raise ConfigError(f"k must be >= 0, got {self.k}")
@@ -118,6 +120,7 @@ class BandLayout:
         return cls(bits, k, k + 1, 1, 0)
 
     @classmethod
+    @checked_args
     def multi_table(cls, bits: int, k: int, blocks: int) -> BandLayout:
         """Manku et al.: ``blocks`` blocks, a table for each choice of ``blocks - k`` of them."""
         if blocks <= k:
@@ -137,6 +140,7 @@ class BandLayout:
         return cls(bits, k, blocks, key_blocks or max(1, blocks - k), radius)
 
     @classmethod
+    @checked_args
     def choose(cls, bits: int, k: int, n_docs: int, *, max_tables: int = 16, max_probes: int = 512,
                probe_cost: float = 1.0) -> BandLayout:
         """The complete layout with the lowest estimated cost for an index of ``n_docs`` documents.
@@ -234,7 +238,11 @@ class BandLayout:
 
     def keys(self, simhash: int) -> list[str]:
         """One key per table (what is indexed)."""
-        return [self.format_key(t, v) for t, v in enumerate(self.key_values(simhash))]
+        try:
+            return [self.format_key(t, v) for t, v in enumerate(self.key_values(simhash))]
+        except TypeError:  # named after the fact: this runs for every fingerprint
+            raise ConfigError(f"BandLayout.keys: simhash must be a whole number, got {type(simhash).__name__} "
+                              f"{simhash!r:.40}") from None
 
     def probe_keys(self, simhash: int) -> list[list[str]]:
         """Per table, the keys to look up: the key itself and, with a radius, its neighbours."""

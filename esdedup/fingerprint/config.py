@@ -10,25 +10,28 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.bands import BandLayout, check_bits
+from esdedup.util.fieldtypes import check_fields, check_value, checked_args, choices, field_types
 from esdedup.util.regular import NotRegularFile, open_binary, read_limited
 
 #: Bumped whenever the meaning of a field or the fingerprint algorithm changes.
 #: 2: MinHash v2; 3: invisible format characters dropped (normalize.INVISIBLE_RANGES); 4: 16-bit MinHash values,
-#: LSH keys as 40-bit integers in one field, no TF vector unless ``vector_index`` asks for one.
+#: LSH keys as 40-bit integers in one field, no TF vector unless ``vector_index`` asks for one; 5: no terms, SimHash
+#: or vector for a text that gets neither SimHash band keys nor a stored vector (`FingerprintConfig.gets_terms`).
 #: Schema 4 configs without ``minhash_rows`` (written before it was a field) read as the rows they were
 #: written with, so the field needed no new schema.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 TOKENIZERS = ("jieba", "rjieba", "char")
 WEIGHTINGS = ("tf", "tfidf", "tf_length")
 STRATEGIES = ("auto", "simhash", "minhash")
+STOPWORDS = ("default", "none", "file")
 
 # Fields that name a file on one machine; identity() keeps their digests instead.
 _PATH_FIELDS = ("synonyms_path", "user_dict_path", "stopwords_path", "idf_path")
@@ -86,25 +89,6 @@ def tokenizer_version(name: str) -> str:
         raise ConfigError(f"tokenizer {name!r} is not installed; pip install {name}") from exc
 
 
-#: The JSON types a field's annotation accepts (a whole number is a fine float; a bool is not a number).
-_JSON_TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
-                                            "dict[str, Any]": (dict,)}
-_TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "true or false",
-               "dict[str, Any]": "an object"}
-
-
-def _check_json_type(name: str, annotation: str, value: Any) -> None:
-    optional = annotation.endswith(" | None")
-    kind = annotation.removesuffix(" | None")
-    if value is None and optional:
-        return
-    accepted = _JSON_TYPES[kind]
-    if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise ConfigError(f"config field {name} must be {_TYPE_WORDS[kind]}{' or null' if optional else ''}, "
-                          f"got {type(value).__name__} {shown}")
-
-
 def _with_legacy_rows(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with ``minhash_rows`` filled in when it names ``minhash_bands`` but not ``minhash_rows``: a
     config written before rows were a field (schema 4 has both forms), whose bands took all the signature
@@ -112,9 +96,40 @@ def _with_legacy_rows(data: dict[str, Any]) -> dict[str, Any]:
     if "minhash_bands" not in data or "minhash_rows" in data:
         return data
     bands, perm = data["minhash_bands"], data.get("minhash_perm", FingerprintConfig.minhash_perm)
-    if not isinstance(perm, int) or bands < 1:
+    if type(perm) is not int or type(bands) is not int or bands < 1:
         return data  # validation names the bad value
     return {**data, "minhash_rows": max(perm // bands, 1)}
+
+
+def _strings_of(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` that hold strings (or, ``extra``, JSON with strings in it)."""
+    return tuple(f.name for f in dataclasses.fields(cls) if "str" in str(f.type) or "dict" in str(f.type))
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
 
 
 @dataclass(frozen=True)
@@ -179,21 +194,21 @@ class FingerprintConfig:
     band_blocks: int = 0
     band_key_blocks: int = 0
     probe_radius: int = 0
-    tokenizer: str = "jieba"
+    tokenizer: str = choices("jieba", TOKENIZERS)
     tokenizer_version: str = ""
     shingle: int = 0
-    weighting: str = "tf"
+    weighting: str = choices("tf", WEIGHTINGS)
     dims: int = 256
     t2s: bool = False
-    stopwords: str = "default"
+    stopwords: str = choices("default", STOPWORDS)
     cosine_threshold: float = 0.8
-    strategy: str = "auto"
+    strategy: str = choices("auto", STRATEGIES)
     short_text_chars: int = 200
     minhash_perm: int = 128
     minhash_bands: int = 16
     minhash_rows: int = 3
     minhash_ngram: int = 2
-    vector_index: str = "auto"
+    vector_index: str = choices("auto", VECTOR_INDEXES)
     jaccard_threshold: float = 0.5
     containment_threshold: float = 0.8
     synonyms_path: str | None = None
@@ -208,8 +223,9 @@ class FingerprintConfig:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        if self.tokenizer not in TOKENIZERS:  # before asking importlib for a version of an unknown name
-            raise ConfigError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
+        # Types first (and the tokenizer's name before importlib is asked for its version): a value of the
+        # wrong type would be written into an index's metadata that `from_dict` then refuses on every open.
+        check_fields(self)
         if not self.tokenizer_version:
             object.__setattr__(self, "tokenizer_version", tokenizer_version(self.tokenizer))
         for name in _PATH_FIELDS:
@@ -233,8 +249,6 @@ class FingerprintConfig:
         check_bits(self.bits)
         if not 0 <= self.hamming_k < self.bits // 2:
             raise bad(f"hamming_k must be between 0 and {self.bits // 2 - 1}, got {self.hamming_k}")
-        if self.weighting not in WEIGHTINGS:
-            raise bad(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
         if self.weighting == "tfidf" and self.idf_path is None and self.idf_sha256 is None:
             raise bad("weighting 'tfidf' needs a document-frequency table: set idf_path "
                       "(build one with esdedup.fingerprint.features.DocumentFrequency)")
@@ -246,8 +260,6 @@ class FingerprintConfig:
             raise bad(f"shingle must be between 0 and {MAX_NGRAM}, got {self.shingle}")
         if not 8 <= self.dims <= 4096:
             raise bad(f"dims must be between 8 and 4096, got {self.dims}")
-        if self.stopwords not in ("default", "none", "file"):
-            raise bad(f"stopwords must be 'default', 'none' or 'file', got {self.stopwords!r}")
         if self.stopwords == "file" and self.stopwords_path is None and self.stopwords_sha256 is None:
             raise bad("stopwords 'file' needs stopwords_path")
         if not 0.0 < self.cosine_threshold <= 1.0:
@@ -256,10 +268,6 @@ class FingerprintConfig:
             raise bad(f"jaccard_threshold must be in (0, 1], got {self.jaccard_threshold}")
         if not 0.0 <= self.containment_threshold <= 1.0:
             raise bad(f"containment_threshold must be in [0, 1] (0 = off), got {self.containment_threshold}")
-        if self.vector_index not in VECTOR_INDEXES:
-            raise bad(f"vector_index must be one of {', '.join(VECTOR_INDEXES)}, got {self.vector_index!r}")
-        if self.strategy not in STRATEGIES:
-            raise bad(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         # Upper bounds too: a config read from an index's metadata is someone else's input, and each of these
         # sizes an allocation or a loop (signatures, n-grams, probes) before any text is read.
         if not 1 <= self.minhash_perm <= MAX_MINHASH_PERM:
@@ -280,8 +288,26 @@ class FingerprintConfig:
             raise bad(f"minhash_ngram must be >= 1, got {self.minhash_ngram}")
         if self.minhash_ngram > MAX_NGRAM:
             raise bad(f"minhash_ngram must be between 1 and {MAX_NGRAM}, got {self.minhash_ngram}")
+        self._check_storable()
         # The band layout validates itself (pigeonhole rule) and raises ConfigError with a suggestion.
         self.band_layout()
+
+    def _check_storable(self) -> None:
+        """The config travels as JSON text in UTF-8 (an index's metadata) and must read back as itself: ``extra``
+        holds JSON values only, and no string holds a lone surrogate (which UTF-8 cannot encode)."""
+        if self.extra:
+            try:
+                same = json.loads(json.dumps(self.extra, allow_nan=False)) == self.extra
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                raise ConfigError(f"config field extra must hold JSON values only (strings, finite numbers, "
+                                  f"true, false, null, lists and objects with string keys), got {_shown(self.extra)}")
+        for name in _STRING_FIELDS:
+            for text in _strings(getattr(self, name)):
+                if not _utf8(text):
+                    raise ConfigError(f"config field {name} holds a lone surrogate ({_shown(text)}), which "
+                                      "cannot be stored as UTF-8; give the text it stands for")
 
     # -- which texts get which keys: decided here, once -------------------------------------------
     @property
@@ -302,6 +328,21 @@ class FingerprintConfig:
             short = self.short_text_chars
             return [c >= short for c in chars]
         return [self.strategy == "simhash"] * len(chars)
+
+    def gets_terms(self, chars: int) -> bool:
+        """Whether a text of ``chars`` normalised characters is segmented into terms, weighted and SimHashed:
+        only where something reads the result. Under ``auto`` and ``minhash`` a text with a signature is
+        judged on its n-grams alone (the matching layer's rule), so its SimHash is read only through SimHash band
+        keys and its terms only through the stored vector (`stores_vector`); a text that gets neither has no
+        terms: its SimHash is 0, its vector zero, its ``tokens`` 0, and it is empty exactly when it has no
+        letter or digit (no n-gram), where a text with terms is empty when it has no term."""
+        return self.stores_vector or self.gets_simhash_bands(chars)
+
+    def gets_terms_many(self, chars: list[int]) -> list[bool]:
+        """`gets_terms` of each of many lengths."""
+        if self.stores_vector:
+            return [True] * len(chars)
+        return self.gets_simhash_bands_many(chars)
 
     @property
     def stores_vector(self) -> bool:
@@ -349,6 +390,7 @@ class FingerprintConfig:
         return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
 
     @classmethod
+    @checked_args
     def from_dict(cls, data: dict[str, Any]) -> FingerprintConfig:
         """A config from JSON-like data (a file, an index's metadata): unknown fields and values of the wrong
         JSON type are refused by name, before any value is interpreted."""
@@ -356,11 +398,13 @@ class FingerprintConfig:
         unknown = sorted(set(data) - set(fields))
         if unknown:
             raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
-        for name, value in data.items():
-            _check_json_type(name, str(fields[name].type), value)
+        hints = field_types(cls)
+        data = {name: check_value(name, hints[name], value, json=True, options=fields[name].metadata.get("choices"))
+                for name, value in data.items()}
         return cls(**_with_legacy_rows(data))
 
     @classmethod
+    @checked_args
     def from_json(cls, text: str) -> FingerprintConfig:
         try:
             data = json.loads(text)
@@ -372,6 +416,9 @@ class FingerprintConfig:
 
     def replace(self, **changes: Any) -> FingerprintConfig:
         """A copy with some fields changed (re-validated)."""
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
         return dataclasses.replace(self, **changes)
 
     def identity(self) -> dict[str, Any]:
@@ -384,13 +431,19 @@ class FingerprintConfig:
         d["stores_vector"] = self.stores_vector
         return d
 
+    @checked_args
     def compatible_with(self, other: FingerprintConfig) -> bool:
         return self.identity() == other.identity()
 
+    @checked_args
     def differences(self, other: FingerprintConfig) -> dict[str, tuple[Any, Any]]:
         """Field name -> (self's value, other's value) for each field that breaks compatibility."""
         a, b = self.identity(), other.identity()
         return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+#: The fields `FingerprintConfig._check_storable` reads for lone surrogates.
+_STRING_FIELDS = _strings_of(FingerprintConfig)
 
 
 #: A fingerprint config is a few hundred bytes; more than this is some other file given by mistake.

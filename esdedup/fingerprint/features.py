@@ -94,6 +94,23 @@ def term_weights(counts: Mapping[str, int], weighting: str = "tf",
     raise ConfigError(f"unknown weighting {weighting!r}")
 
 
+#: The most documents an idf table may count: the counts must stay exact as floats (2^53).
+MAX_DOCUMENTS = 2**53
+
+
+def _line_of(text: str | None, key: str) -> str:
+    """", line N" of the first place ``key`` is written as a JSON key in ``text``, or "" when not found."""
+    if text is None:
+        return ""
+    for written in (json.dumps(key, ensure_ascii=False), json.dumps(key)):
+        at = text.find(written + ":")
+        if at < 0:
+            at = text.find(written + " :")
+        if at >= 0:
+            return f", line {text.count(chr(10), 0, at) + 1}"
+    return ""
+
+
 @dataclass
 class DocumentFrequency:
     """How many documents of a corpus contain each term; gives a smoothed idf.
@@ -127,13 +144,37 @@ class DocumentFrequency:
     def to_json(self) -> str:
         return json.dumps({"n_docs": self.n_docs, "df": self.df}, ensure_ascii=False, sort_keys=True)
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self, source: str = "idf table", text: str | None = None) -> None:
+        """Raise ConfigError unless every count is a whole number that can be one (0 <= df <= n_docs <=
+        `MAX_DOCUMENTS`): a negative, fractional or huge count makes `idf` divide by zero, take the log of a
+        negative number or overflow a float. The error names ``source`` and, given the table's JSON ``text``,
+        the line of the bad count."""
+        n = self.n_docs
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_DOCUMENTS:
+            raise ConfigError(f"{source}{_line_of(text, 'n_docs')}: n_docs must be a whole number from 0 to "
+                              f"{MAX_DOCUMENTS}, got {n!r}")
+        for term, count in self.df.items():
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= n:
+                raise ConfigError(f"{source}{_line_of(text, term)}: the document count of {term!r} must be a "
+                                  f"whole number from 0 to n_docs ({n}), got {count!r}")
+
     @classmethod
-    def from_json(cls, text: str) -> DocumentFrequency:
+    def from_json(cls, text: str, source: str = "idf table") -> DocumentFrequency:
+        """The table of `to_json`'s text; ``source`` (its file) is named by the errors."""
         try:
             data = json.loads(text)
-            return cls(int(data["n_docs"]), {str(k): int(v) for k, v in data["df"].items()})
+            n_docs, df = data["n_docs"], data["df"]
+            if not isinstance(df, dict):
+                raise TypeError(f"df is {type(df).__name__}, not an object")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"not a document-frequency table: {exc}") from exc
+            raise ConfigError(f"{source}: not a document-frequency table: {exc}") from exc
+        table = cls.__new__(cls)
+        table.n_docs, table.df = n_docs, df
+        table.check(source, text)
+        return table
 
     def digest(self) -> str:
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()

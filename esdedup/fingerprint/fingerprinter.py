@@ -29,6 +29,7 @@ from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
 # Re-exported: this module is where a program has always imported them from.
 from esdedup.fingerprint.values import Fingerprint as Fingerprint
 from esdedup.fingerprint.values import FingerprintColumns as FingerprintColumns
+from esdedup.util.fieldtypes import checked_args
 
 #: The term table is cleared when it grows past this many terms (bounds memory on endless streams).
 MAX_CACHED_TERMS = 2_000_000
@@ -136,6 +137,7 @@ class Fingerprinter:
         ConfigError / ConfigMismatchError: when the config's resource files are missing or changed.
     """
 
+    @checked_args
     def __init__(self, config: FingerprintConfig | None = None, resources: Resources | None = None) -> None:
         self.config = config or FingerprintConfig()
         self.resources = resources if resources is not None else load_resources(self.config)
@@ -218,6 +220,7 @@ class Fingerprinter:
         """Fingerprint one text."""
         return self.fingerprint_many([text])[0]
 
+    @checked_args
     def fingerprint_many(self, texts: Iterable[str]) -> list[Fingerprint]:
         """Fingerprint many texts. Texts are segmented one by one; everything after segmentation (term
         lookup, SimHash vote sums, vectors) runs in numpy passes over up to `_DOCS_PER_PASS` texts."""
@@ -225,6 +228,7 @@ class Fingerprinter:
             return self.fingerprint_normalized(map(self.normalize, texts))
         return self.fingerprint_normalized(chain.from_iterable(map(self.normalize_many, _batches(texts))))
 
+    @checked_args
     def fingerprint_normalized(self, norms: Iterable[str]) -> list[Fingerprint]:
         """`fingerprint_many` of texts that have been through `normalize` already: for callers that need
         the normalised text too (ingest hashes it for exact duplicates) and would otherwise normalise twice.
@@ -246,7 +250,47 @@ class Fingerprinter:
         return out
 
     def _fingerprint_chunk(self, norms: list[str]) -> FingerprintColumns:
-        cfg, table = self.config, self._table
+        cfg = self.config
+        termed = [i for i, yes in enumerate(cfg.gets_terms_many(list(map(len, norms)))) if yes]
+        if len(termed) == len(norms):
+            simhashes, rows, weights, kept, lengths, vectors = self._term_step(norms)
+        else:
+            # The texts that get no terms (`FingerprintConfig.gets_terms`) are never segmented: SimHash 0, no
+            # term, a zero vector; the others go through the term step together.
+            simhashes, lengths = [0] * len(norms), [0] * len(norms)
+            kept = np.zeros(len(norms), dtype=np.int64)
+            vectors = np.zeros((len(norms), cfg.dims), dtype=np.float64)
+            rows, weights = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+            if termed:
+                sims, rows, weights, some_kept, some_lengths, some_vectors = self._term_step([norms[i] for i in termed])
+                for i, h, n in zip(termed, sims, some_lengths, strict=True):
+                    simhashes[i], lengths[i] = h, n
+                kept[termed] = some_kept
+                vectors[termed] = some_vectors
+        norms_ = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
+        ends = np.cumsum(kept).tolist()
+        empties = (kept == 0).tolist()
+        lean = set(range(len(norms))).difference(termed)
+        minhash_parts = self._minhash_parts(["" if empty and i not in lean else norm
+                                             for i, (norm, empty) in enumerate(zip(norms, empties, strict=True))])
+        for i in lean:  # a text without terms is empty when it has no n-gram (no letter or digit)
+            empties[i] = minhash_parts[i][2] == 0
+        banded = [i for i, norm in enumerate(norms) if not empties[i] and cfg.gets_simhash_bands(len(norm))]
+        bands = dict(zip(banded, self._band_keys_many([simhashes[i] for i in banded]), strict=True))
+        return FingerprintColumns(
+            simhashes=[0 if empty else h for h, empty in zip(simhashes, empties, strict=True)],
+            bands=[bands.pop(i, []) for i in range(len(norms))], vectors=vectors,
+            lengths=[0 if empty else n for n, empty in zip(lengths, empties, strict=True)], empties=empties,
+            lsh=[part[0] for part in minhash_parts], minhash=[part[1] for part in minhash_parts],
+            chars=list(map(len, norms)), shingles=[part[2] for part in minhash_parts], bits=cfg.bits,
+            terms=self._table.terms, rows=rows, weights=weights, ends=ends,
+            complete_terms=self._take_learned if self._native_terms is not None else None)
+
+    def _term_step(self, norms: list[str]) -> native_steps.TermParts:
+        """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of some
+        normalised texts (`_term_parts`), in the native core when it is in use."""
+        table = self._table
         learned = self._native_terms.learned_rows if self._native_terms is not None else 0
         if len(table) + learned > MAX_CACHED_TERMS:  # between chunks only: a chunk's rows stay valid
             self._take_learned()  # into the old table, whose terms the chunks before read
@@ -259,28 +303,11 @@ class Fingerprinter:
             self._native_terms.add_rows(table.terms, table.row_data)
         if self._native_cut is not None:
             assert self._native_terms is not None
-            parts = self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register,
-                                               self.tokenizer.cut_many)
-        elif self._native_terms is not None:
-            parts = self._native_terms.run(self._tokens_many(norms), self._native_register)
-        else:
-            parts = self._term_parts(norms)
-        simhashes, rows, weights, kept, lengths, vectors = parts
-        norms_ = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
-        ends = np.cumsum(kept).tolist()
-        empties = (kept == 0).tolist()
-        minhash_parts = self._minhash_parts(["" if empty else norm for norm, empty in zip(norms, empties, strict=True)])
-        banded = [i for i, norm in enumerate(norms) if not empties[i] and cfg.gets_simhash_bands(len(norm))]
-        bands = dict(zip(banded, self._band_keys_many([simhashes[i] for i in banded]), strict=True))
-        return FingerprintColumns(
-            simhashes=[0 if empty else h for h, empty in zip(simhashes, empties, strict=True)],
-            bands=[bands.pop(i, []) for i in range(len(norms))], vectors=vectors,
-            lengths=[0 if empty else n for n, empty in zip(lengths, empties, strict=True)], empties=empties,
-            lsh=[part[0] for part in minhash_parts], minhash=[part[1] for part in minhash_parts],
-            chars=list(map(len, norms)), shingles=[part[2] for part in minhash_parts], bits=cfg.bits,
-            terms=table.terms, rows=rows, weights=weights, ends=ends,
-            complete_terms=self._take_learned if self._native_terms is not None else None)
+            return self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register,
+                                              self.tokenizer.cut_many)
+        if self._native_terms is not None:
+            return self._native_terms.run(self._tokens_many(norms), self._native_register)
+        return self._term_parts(norms)
 
     def _term_parts(self, norms: list[str]) -> native_steps.TermParts:
         """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of

@@ -28,26 +28,37 @@ class Resources:
     idf: DocumentFrequency | None = None
 
 
-def _lines(text: str) -> list[str]:
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+def _lines(text: str) -> list[tuple[int, str]]:
+    """The lines that are not blank or ``#`` comments, each with its line number in the file."""
+    return [(n, ln.strip()) for n, ln in enumerate(text.splitlines(), 1)
+            if ln.strip() and not ln.lstrip().startswith("#")]
 
 
 def parse_stopwords(text: str, *, t2s: bool = False) -> frozenset[str]:
     """One word per line, ``#`` comments; words are normalised like text."""
-    return frozenset(normalize(w, t2s=t2s) for w in _lines(text))
+    return frozenset(normalize(w, t2s=t2s) for _, w in _lines(text))
 
 
 def parse_synonyms(text: str, *, t2s: bool = False, source: str = "synonyms") -> dict[str, str]:
-    """Each line: the canonical term, then its variants (separated by spaces, tabs or commas).
+    """Each line: the canonical term, then its variants (separated by spaces, tabs or commas). A term that
+    normalises to nothing (only invisible or space characters) is refused with its line, canonical or not:
+    the line's meaning is its author's to say, not a guess's.
 
     >>> parse_synonyms("台胞 台湾居民, 台湾同胞")
     {'台湾居民': '台胞', '台湾同胞': '台胞'}
     """
     mapping: dict[str, str] = {}
-    for n, line in enumerate(_lines(text), 1):
-        words = [normalize(w, t2s=t2s) for w in _SPLIT.split(line) if w]
+    for n, line in _lines(text):
+        written = [w for w in _SPLIT.split(line) if w]
+        words = [normalize(w, t2s=t2s) for w in written]
         if len(words) < 2:
             raise ConfigError(f"{source}: line {n} has a canonical term but no variant: {line!r}")
+        for word, norm in zip(written, words, strict=True):
+            if not norm:
+                # Refused rather than skipped: an empty canonical term would map every variant to nothing,
+                # and which term the line meant is the author's to say.
+                raise ConfigError(f"{source}: line {n}: the term {word!r} is empty once normalised (only "
+                                  "invisible or space characters); remove it, or put a term with words in its place")
         canonical = words[0]
         for variant in words[1:]:
             if variant in mapping and mapping[variant] != canonical:
@@ -60,7 +71,7 @@ def parse_synonyms(text: str, *, t2s: bool = False, source: str = "synonyms") ->
 def parse_user_dict(text: str, *, t2s: bool = False, source: str = "user dictionary") -> list[tuple[str, int | None]]:
     """jieba's format: ``word [frequency] [part-of-speech]`` per line."""
     out: list[tuple[str, int | None]] = []
-    for n, line in enumerate(_lines(text), 1):
+    for n, line in _lines(text):
         parts = line.split()
         freq: int | None = None
         if len(parts) > 1:
@@ -119,5 +130,6 @@ def load_resources(config: FingerprintConfig) -> Resources:
     if config.idf_sha256 is not None:
         if config.idf_path is None:
             raise ConfigError("config names an idf table by digest only; give idf_path")
-        idf = DocumentFrequency.from_json(_read(config.idf_path, "idf table", config.idf_sha256))
+        idf = DocumentFrequency.from_json(_read(config.idf_path, "idf table", config.idf_sha256),
+                                          f"idf table {config.idf_path}")
     return Resources(stop, synonyms, tuple(user_words), idf)

@@ -9,7 +9,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from esdedup.errors import ConfigError
 from esdedup.fingerprint.hashing import token_digest
+from esdedup.util.fieldtypes import checked_args
 
 
 def vote_rows(digests: Sequence[bytes], bits: int = 64) -> np.ndarray:
@@ -50,6 +52,7 @@ def simhash(weights: Mapping[str, float], bits: int = 64) -> int:
     return simhash_from_votes(votes, np.array([weights[t] for t in terms], dtype=np.float64))
 
 
+@checked_args
 def hamming(a: int, b: int) -> int:
     """Number of differing bits between two fingerprints.
 
@@ -81,7 +84,11 @@ def hamming_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def hamming_many(a: int, others: np.ndarray | Sequence[int], bits: int = 64) -> np.ndarray:
     """Hamming distance from ``a`` to each fingerprint in ``others`` (vectorised popcount)."""
-    return hamming_rows(simhash_words(others, bits), simhash_words([a], bits))
+    try:
+        return hamming_rows(simhash_words(others, bits), simhash_words([a], bits))
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError("hamming_many: a must be a whole number and others whole numbers of at most "
+                          f"{bits} bits, got {type(a).__name__} {a!r:.40} and {type(others).__name__}") from None
 
 
 def to_hex(simhash_value: int, bits: int = 64) -> str:

@@ -2,17 +2,24 @@
 a record's own fields of those names), and the shapes a fingerprinted record takes in the run."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; still work without it
+    orjson = None  # type: ignore[assignment]
+
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.normalize import normalize
 from esdedup.ingest.options import BATCH_CHARS
 from esdedup.readers import Record, Rejected
+from esdedup.readers.records import has_lone_surrogate, id_size_reason
 from esdedup.schema import DEDUP, INPUT_FIELDS, content_sha1
 from esdedup.store.base import NewDoc, Root, StoredDoc
 
@@ -89,6 +96,48 @@ def field_clash(rec: Record) -> str | None:
     if own:
         return (f"the record's own field(s) {', '.join(map(repr, own))} would be kept under {INPUT_FIELDS!r} (other "
                 f"fields were chosen as id, title or text), but it has a field {INPUT_FIELDS!r} already")
+    return None
+
+
+def unstorable_reason(rec: Record) -> str | None:
+    """Why no store can carry ``rec`` as it is, or None: the rule a reader applies to what it reads from a
+    file (`esdedup.readers`), for a record a program made itself (`esdedup.ingest.service.Ingester`), so that
+    such a record is refused with a reason, on every store alike, before anything of it is labelled or
+    written. A lone surrogate in its text, id, title, any field's name or value (UTF-8 cannot encode it);
+    an id longer than Elasticsearch takes; fields that cannot be encoded as JSON (a circular reference, a
+    key that is not a string or number, a NaN where the JSON cannot say null)."""
+    for name, value in (("text", rec.text), ("id", rec.id), ("title", rec.title)):
+        if value is not None and has_lone_surrogate(value):
+            return f"{name} has an unpaired surrogate"
+    if rec.id is not None:
+        reason = id_size_reason(rec.id)
+        if reason is not None:
+            return reason
+    return _fields_reason(rec.fields)
+
+
+def _fields_reason(fields: dict[str, Any]) -> str | None:
+    """Why ``fields`` cannot be encoded as the stores encode them (`esdedup.schema.json_bytes`: orjson, else
+    the standard library, which turns what it does not know into its ``str``), or None."""
+    if orjson is not None:
+        try:
+            orjson.dumps(fields)
+            return None
+        except TypeError:  # orjson.JSONEncodeError: the standard library is tried, as the stores do
+            pass
+    try:
+        json.dumps(fields, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        # Encoded, so not circular: the field that holds the surrogate can be looked for.
+        for key, value in fields.items():
+            if has_lone_surrogate(key):
+                return f"field name {key!r} has an unpaired surrogate"  # repr() escapes it: valid text
+            if has_lone_surrogate(value):
+                return f"field {key!r} has an unpaired surrogate"
+        return "a field has an unpaired surrogate"
+    except Exception as exc:  # noqa: BLE001 - a program's own value may raise anything as it is encoded
+        detail = str(exc).encode("utf-8", "backslashreplace").decode("utf-8")
+        return f"the fields cannot be stored as JSON ({type(exc).__name__}: {detail})"
     return None
 
 

@@ -36,6 +36,7 @@ from esdedup.ingest.settle import settle_stored
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.schema import CLUSTER_ID, DEDUP, SIMHASH, band_fields
 from esdedup.store.base import ElasticsearchBackedStore, Root, Store, StoredDoc, elasticsearch_backed
+from esdedup.util.fieldtypes import checked_args
 
 #: Unlabelled documents read and labelled per step.
 BATCH = 1000
@@ -67,6 +68,7 @@ class LabelSummary:
         return asdict(self)
 
 
+@checked_args
 def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, batch: int = BATCH,
               progress: Callable[[LabelSummary], None] | None = None) -> LabelSummary:
     """Label the documents of an Elasticsearch index that carry dedup fields but no cluster label yet.

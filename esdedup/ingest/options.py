@@ -9,6 +9,8 @@ from typing import Any
 
 from esdedup.errors import ConfigError
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
+from esdedup.readers.formats import FORMATS
+from esdedup.util.fieldtypes import check_fields, choices
 
 ON_DUPLICATE = ("index", "label", "skip")
 #: Records fingerprinted per task sent to a worker process.
@@ -93,11 +95,11 @@ BY_THE_RUN = Named.BY_THE_RUN
 
 @dataclass
 class IngestOptions:
-    format: str = "auto"
+    format: str = choices("auto", tuple(sorted(FORMATS)))
     id_field: str = "id"
     text_field: str = "text"
     title_field: str = "title"
-    on_duplicate: str = "label"
+    on_duplicate: str = choices("label", ON_DUPLICATE)
     #: Failed and skipped records go there (None: nowhere; they are counted all the same).
     dead_letter: str | Path | Named | None = None
     workers: int = 0
@@ -110,8 +112,10 @@ class IngestOptions:
     batch: int = BATCH
 
     def __post_init__(self) -> None:
-        if self.on_duplicate not in ON_DUPLICATE:
-            raise ConfigError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE)}, got {self.on_duplicate!r}")
+        check_fields(self, owner="IngestOptions field")
+        for name in ("batch", "max_record_bytes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.workers < 0:
             raise ConfigError(f"workers must be >= 0 (0 = one per CPU), got {self.workers}")
         if self.resume and not self.checkpoint:

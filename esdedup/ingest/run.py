@@ -45,8 +45,10 @@ from esdedup.ingest.workers import Stop, Workers
 from esdedup.readers import Record, Rejected, check_inputs, read_records
 from esdedup.store.base import Capability, LabelledStore, require
 from esdedup.util.collector import fewer_collections
+from esdedup.util.fieldtypes import checked_args
 
 
+@checked_args
 def ingest(paths: Sequence[str | Path], store: LabelledStore, config: FingerprintConfig | None = None,
            options: IngestOptions | None = None,
            progress: Callable[[IngestSummary], None] | None = None) -> IngestSummary:

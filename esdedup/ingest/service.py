@@ -7,15 +7,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest.deadletters import DeadLetters
+from esdedup.ingest.documents import unstorable_reason
 from esdedup.ingest.driver import open_run
 from esdedup.ingest.options import IngestOptions, IngestSummary
 from esdedup.ingest.workers import fingerprint_with
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.readers import Record, Rejected
 from esdedup.store.base import LabelledStore
+from esdedup.util.fieldtypes import checked_args
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,16 @@ class Ingester:
     >>> ingester.add("台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续更加便利！", id="b").duplicate_of
     'a'
 
+    An article no store can carry as it is (a lone surrogate in its text, id, title or any field, an id
+    longer than 512 bytes, fields that cannot be encoded as JSON) is ``failed`` with the reason, on every
+    store alike, as a reader refuses such a record in a file.
+
     Raises ConfigError (bad options), ConfigMismatchError (``config`` differs from the index's) or
     StoreError here; `add` raises StoreError when the store fails (the article was then not written).
+    A call that fails leaves nothing of it behind in the Ingester: the next call finds only what the store holds.
     """
 
+    @checked_args
     def __init__(self, store: LabelledStore, config: FingerprintConfig | None = None, *, on_duplicate: str = "label",
                  thresholds: Thresholds | ThresholdOverrides | None = None,
                  dead_letter: str | Path | None = None) -> None:
@@ -70,13 +79,25 @@ class Ingester:
         """Ingest one article (``fields``: url, source, timestamp, ... stored with it)."""
         return self.add_many([{**fields, "id": id, "title": title, "text": text}])[0]
 
+    @checked_args
     def add_many(self, docs: Iterable[Mapping[str, Any]]) -> list[Added]:
         """Ingest a few articles at once (one lookup and one write for all): mappings with ``text`` and
         optionally ``id``, ``title`` and other fields. Returns one `Added` per article, in order."""
+        docs = list(docs)
+        for doc in docs:  # before any is written: a caller's mistake, not an article that failed
+            if not isinstance(doc, Mapping):
+                raise ConfigError(f"Ingester.add_many: each article must be a dict, got {type(doc).__name__} "
+                                  f"{doc!r:.40}")
         with self._lock:
             records = [self._record(d) for d in docs]
             results = fingerprint_with(self._fper, [r.text for r in records if isinstance(r, Record)])
-            self._run.process(records, results)
+            try:
+                self._run.process(records, results)
+            except BaseException:
+                # Nothing of a call that failed stays in memory: the next article must not be labelled a
+                # near-duplicate of one the store never took.
+                self._run.window.forget_batch()
+                raise
             return [self._added(r) for r in records]
 
     def _record(self, doc: Mapping[str, Any]) -> Record | Rejected:
@@ -90,8 +111,11 @@ class Ingester:
         if title is not None and not isinstance(title, str):
             return Rejected(*where, f"title is not a string (got {type(title).__name__})")
         fields = {k: v for k, v in doc.items() if k not in ("text", "id", "title")}
-        return Record(id=None if doc_id is None else str(doc_id), text=text, title=title, fields=fields,
-                      source=where[0], location=where[1], offset=0, encoding="utf-8")
+        # An empty id is no id, as in a file: one is derived from the text.
+        rec = Record(id=None if doc_id is None or doc_id == "" else str(doc_id), text=text, title=title,
+                     fields=fields, source=where[0], location=where[1], offset=0, encoding="utf-8")
+        reason = unstorable_reason(rec)
+        return rec if reason is None else Rejected(*where, reason)
 
     def _added(self, rec: Record | Rejected) -> Added:
         batch = self._run.ledger.cur

@@ -11,11 +11,12 @@ store moves documents only with conditional updates (`ClusterLabels.merge_cluste
 so the writers agree whatever the timing.
 
 `Settler` is the one settling step: ingest runs it after each batch it writes (`esdedup.ingest.driver`), and
-`settle_stored` runs it on documents another program wrote (`esdedup.ingest.label`).
+`settle_stored` runs it on documents another program wrote (`esdedup.ingest.label`). `join_stored` joins the
+clusters that all-pairs search found connected (``dups --write-clusters``) with the same store operations.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -26,7 +27,7 @@ from esdedup.ingest.options import LOOKUP_LIMIT
 from esdedup.ingest.runindex import ClusterRoots
 from esdedup.match.lookup import probe_for, with_exact_copies
 from esdedup.match.thresholds import Thresholds
-from esdedup.store.base import LabelledStore, Root, StoredDoc
+from esdedup.store.base import LabelledStore, Root, Store, StoredDoc, elasticsearch_backed
 
 
 class ClusterView(Protocol):
@@ -114,3 +115,54 @@ def settle_stored(store: LabelledStore, config: FingerprintConfig, thresholds: T
     settled = Settler(store, config, NearDuplicates(config, thresholds), roots).settle(
         [(doc_id, fp) for doc_id, _, fp in docs])
     return {doc_id: roots.find((seq, doc_id)) for doc_id, seq, _ in docs}, settled.relabelled
+
+
+#: Groups of documents `join_stored` hands `Store.merge_clusters` at a time (each call reads the roots of its
+#: groups in one request and moves their members in a few).
+JOIN_GROUPS = 1000
+#: Documents `join_stored` reads in one `Store.get`.
+JOIN_READ = 5000
+
+
+def join_stored(store: Store, groups: Iterable[Collection[str]]) -> int:
+    """Make each group of stored documents (ids: documents found connected by near-duplicate pairs, as
+    ``dups`` finds them) one cluster, the way concurrent writers join clusters: its representative is the
+    earliest root of the clusters its members are in (`Root`: write order, then id), and documents move only
+    through `Store.merge_clusters` (on Elasticsearch conditional updates, in rounds until the roots stay put;
+    on the embedded store under its write lock, so that no ingest batch looks up between the read of the
+    labels and their change). A member without a cluster label (written by another program) is first labelled
+    as a cluster of its own, conditional on the version read. Only labels that change are written; returns
+    how many documents were written. Safe beside any number of writers: it only joins, as they do, and every
+    writer that labels a document into a cluster this moves settles against it (`Settler`) or waits for it
+    (the embedded store's lock)."""
+    todo = [sorted(set(g)) for g in groups if len(set(g)) > 1]
+    ids = sorted({i for g in todo for i in g})
+    written = 0
+    with store.write_lock():
+        docs: dict[str, StoredDoc] = {}
+        for start in range(0, len(ids), JOIN_READ):
+            docs.update(store.get(ids[start:start + JOIN_READ]))
+        written += _label_unlabelled(store, [d for d in docs.values() if d.cluster_id is None])
+        joins: list[set[Root]] = []
+        for g in todo:
+            roots = {docs[i].root for i in g if i in docs}
+            # A root that is itself labelled with another cluster (merged since its members were labelled)
+            # leads there: joined too, so that no member is left pointing at a former representative.
+            roots |= {docs[r[1]].root for r in roots if r[1] in docs}
+            if len(roots) > 1:
+                joins.append(roots)
+        for start in range(0, len(joins), JOIN_GROUPS):
+            written += store.merge_clusters(joins[start:start + JOIN_GROUPS])
+    return written
+
+
+def _label_unlabelled(store: Store, docs: Sequence[StoredDoc]) -> int:
+    """Give documents without a cluster label their own cluster (themselves as representative), so that
+    `Store.merge_clusters` finds them by their label; on Elasticsearch conditional on the version read (a
+    document labelled since by another writer keeps its label, which the merge then follows)."""
+    if not docs:
+        return 0
+    if elasticsearch_backed(store):
+        return len(store.update_dedup_if_unchanged(
+            {d.id: (d, {"cluster_id": d.id, "cluster_seq": d.seq, "duplicate_of": None}) for d in docs}))
+    return store.relabel({d.id: (d.seq, d.id) for d in docs})

@@ -110,10 +110,12 @@ class MemoryWindow:
         return top, demoted
 
     def forget_batch(self) -> None:
-        """A service: nothing of this batch is needed for the next (it finds them in the store)."""
+        """A service: nothing of this batch is needed for the next (it finds them in the store, with the
+        cluster merges written in their labels), whether the batch was written or failed."""
         if self.remember:
             return
         self.run_index = RunIndex()
+        self.roots = ClusterRoots()
         self.written.clear()
         self.own_roots.clear()
         self.deleted.clear()

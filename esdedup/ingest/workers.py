@@ -40,6 +40,9 @@ _WORKER: Fingerprinter | None = None
 
 def _init_worker(config_json: str, parent: int) -> None:
     global _WORKER
+    # A forked worker inherits the parent's SIGTERM handler (`Stop`, which only asks the run to stop): the
+    # default action comes back first, so that the parent-death signal `_die_with` asks for ends the worker.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with(parent)
     # Ctrl-C in a terminal signals the whole process group: the parent alone decides how the run stops, and
     # ends its workers itself.

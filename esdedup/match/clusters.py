@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+from esdedup.errors import ConfigError
+from esdedup.util.fieldtypes import checked_args
 from esdedup.util.unionfind import UnionFind
 
 
@@ -14,11 +16,16 @@ class _PairLike(Protocol):
     def b(self) -> str: ...
 
 
+@checked_args
 def clusters(pairs: Iterable[_PairLike | tuple[str, str]]) -> dict[str, str]:
     """Union-find over pairs: document id -> cluster id (the smallest id of its cluster, so the answer
     is the same whatever order the pairs came in). Documents in no pair are absent."""
     sets = UnionFind[str]()
     for p in pairs:
-        a, b = p if isinstance(p, tuple) else (p.a, p.b)
+        try:
+            a, b = p if isinstance(p, tuple) else (p.a, p.b)
+        except (AttributeError, ValueError):
+            raise ConfigError(f"clusters: each pair must be a Pair or a tuple of two ids, got {type(p).__name__} "
+                              f"{p!r:.40}") from None
         sets.union(a, b)
     return {x: sets.find(x) for x in sets}

@@ -15,11 +15,12 @@ import numpy as np
 from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.measures import Measures, measure_pairs, measured
+from esdedup.match.measures import Measures, hamming_of, measure_pairs, measured
 from esdedup.match.rule import EXACT_COPY, Sketch, decided_by, decided_by_many, exact_copies
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
-from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
+from esdedup.schema import CHARS, SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, StoreCore, StoredDoc, elasticsearch_backed
+from esdedup.util.fieldtypes import checked_args
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
 DEFAULT_LIMIT = 1000
@@ -33,7 +34,7 @@ class Match:
     (`esdedup.match.rule.decided_by`)."""
 
     id: str
-    hamming: int
+    hamming: int | None
     cosine: float | None
     shared_bands: tuple[str, ...] = ()
     jaccard: float | None = None
@@ -46,9 +47,10 @@ class Match:
         """Nearest first: exact copies, then by the measures that decide the pair (the n-gram estimates where
         both texts carry signatures, else Hamming and cosine), then by id."""
         cosine = self.cosine or 0.0
+        hamming = self.hamming if self.hamming is not None else 1 << 20  # no SimHash: after any distance
         if self.jaccard is not None:
-            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), self.hamming, -cosine, self.id)
-        return (not self.exact, 1, 0.0, 0.0, self.hamming, -cosine, self.id)
+            return (not self.exact, 0, -self.jaccard, -(self.containment or 0.0), hamming, -cosine, self.id)
+        return (not self.exact, 1, 0.0, 0.0, hamming, -cosine, self.id)
 
 
 class Lookup(list[Match]):
@@ -120,10 +122,10 @@ def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]]
         names = decided_by_many(t, hamming=m.hamming[keep].astype(np.float64),
                                 cosine=m.cosine[keep] if config.stores_vector else np.nan,
                                 jaccard=m.jaccard[keep], legacy_short=m.legacy_short[keep])
-        for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep].tolist(), cosines,
+        for x, hamming, cosine, jaccard, containment, name in zip(keep, m.hamming[keep], cosines,
                                                                     jaccards, containments, names, strict=True):
             doc, sha1 = candidates[owner[x]][position[x]], sha1s[owner[x]]
-            out[owner[x]].append(Match(doc.id, int(hamming), cosine, jaccard=jaccard, containment=containment,
+            out[owner[x]].append(Match(doc.id, hamming_of(hamming), cosine, jaccard=jaccard, containment=containment,
                                        exact=sha1 is not None and doc.content_sha1 == sha1, decided_by=name))
     for matches in out:
         matches.sort(key=Match.rank)
@@ -191,47 +193,61 @@ def _judged(rows: list[Sketch], left: list[int], right: list[int], config: Finge
     return m, np.flatnonzero(m.decide(t)).tolist()
 
 
+@checked_args
 def similar(store: StoreCore, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
             top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT,
             sha1s: Sequence[str | None] | None = None) -> list[Lookup]:
     """Near-duplicates of each fingerprint among the stored documents (one batched lookup), verified by the
     rule; ``thresholds`` default to the index's. Every candidate fetched is measured and ranked before the
-    ``top`` are kept (`verify`; ``sha1s``, the texts' content SHA-1s, put exact copies first). Each answer
-    says whether the store's candidates were cut at ``limit`` (`Lookup.truncated`). A text without words has
-    no keys: its candidates are the stored texts without words of its content SHA-1 (`StoreCore.empty_copies`;
-    none without ``sha1s``)."""
+    ``top`` are kept (`verify`; ``sha1s``, the texts' content SHA-1s, put exact copies first, and find them
+    where the band lookup cut the candidates: `with_exact_copies`). Each answer says whether the store's band
+    candidates were cut at ``limit`` (`Lookup.truncated`: a near-duplicate that is not an exact copy may be
+    among those not fetched). A text without words has no keys: its candidates are the stored texts of its
+    content SHA-1 (`Store.copies`; none without ``sha1s``)."""
     config = store.config
     t = lookup_thresholds(thresholds, config)
     probes: list[Probe] = [probe_for(fp, config) for fp in fps]
     found = store.lookup(probes, limit=limit)
+    cut = [len(cands) >= limit for cands in found]
     excl = list(exclude) if exclude is not None else [None] * len(fps)
     shas = list(sha1s) if sha1s is not None else [None] * len(fps)
-    found = with_exact_copies(store, fps, shas, found, limit=limit + 1)  # +1: a stored text's own copy
+    found = with_exact_copies(store, fps, shas, found, limit=limit)
     verified = verify_many(fps, found, config, t, exclude=excl, sha1s=shas)
-    return [Lookup(matches[:top], truncated=len(cands) >= limit)
-            for matches, cands in zip(verified, found, strict=True)]
+    return [Lookup(matches[:top], truncated=truncated) for matches, truncated in zip(verified, cut, strict=True)]
 
 
 def with_exact_copies(store: StoreCore, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],
                       found: list[list[StoredDoc]], *, limit: int) -> list[list[StoredDoc]]:
-    """``found`` (a band lookup's candidates, one list a fingerprint) with the candidates of each text without
-    words of known content SHA-1 (not None, not "") in place of its (empty) key lookup: the stored texts
-    without words of that SHA-1 (`StoreCore.empty_copies`), of which the rule takes the exact copies (rule 0 of
-    `esdedup.match.rule`)."""
-    empties = [i for i, (fp, sha) in enumerate(zip(fps, sha1s, strict=True)) if fp.empty and sha]
-    if not empties:
+    """``found`` (a band lookup's candidates, one list a fingerprint, cut at ``limit`` by the lookup) with the
+    exact copies of each text of known content SHA-1 (not None, not ""), looked up by that SHA-1
+    (`Store.copies`) wherever the keys cannot be trusted to have brought them all: a text without words (no
+    keys: its copies are its candidates, of which the rule takes them all, rule 0 of `esdedup.match.rule`), a
+    text without keys of any band, and a text whose candidates reached ``limit`` (the lookup kept those
+    sharing the most keys, and among many near-identical texts, which share every key as copies do, it cut
+    where it did). The copies come first; one more than ``limit`` of them is asked for (a stored text's
+    own copy is among them)."""
+    need = [i for i, (fp, sha, cands) in enumerate(zip(fps, sha1s, found, strict=True))
+            if sha and (fp.empty or len(cands) >= limit or not (fp.bands or fp.lsh))]
+    if not need:
         return found
     out = list(found)
-    for i, copies in zip(empties, store.empty_copies([sha1s[i] for i in empties], limit=limit),  # type: ignore[misc]
+    for i, copies in zip(need, store.copies([sha1s[i] for i in need], limit=limit + 1),  # type: ignore[misc]
                          strict=True):
-        out[i] = copies
+        if fps[i].empty:
+            out[i] = copies
+        else:
+            ids = {c.id for c in copies}
+            out[i] = [*copies, *(c for c in found[i] if c.id not in ids)]
     return out
 
 
 def similar_knn(store: StoreCore, fp: Fingerprint, *, k: int = 10,
-                thresholds: Thresholds | ThresholdOverrides | None = None, exclude: str | None = None) -> list[Match]:
+                thresholds: Thresholds | ThresholdOverrides | None = None, exclude: str | None = None,
+                sha1: str | None = None) -> list[Match]:
     """The kNN path: nearest vectors first, then the rule's cosine test alone (a vector search knows
-    nothing of Hamming distances or signatures).
+    nothing of Hamming distances or signatures). With ``sha1``, the text's content SHA-1, its exact copies
+    come first, looked up by it (`Store.copies`): a crowd of near-identical vectors may hide them from an
+    approximate nearest-neighbour search.
 
     Raises:
         ConfigError: the store's documents carry no vector (`FingerprintConfig.stores_vector`).
@@ -243,15 +259,20 @@ def similar_knn(store: StoreCore, fp: Fingerprint, *, k: int = 10,
     cosine_only = Thresholds(hamming_k=None, cosine=t.cosine if t.cosine is not None else 1e-9)
     if fp.empty:
         return []
-    return verify(fp, store.knn(fp.vector, k + (1 if exclude else 0)), store.config, cosine_only,
-                  exclude=exclude)[:k]
+    nearest = store.knn(fp.vector, k + (1 if exclude else 0))
+    copies = store.copies([sha1], limit=k + 1)[0] if sha1 else []
+    ids = {c.id for c in copies}
+    return verify(fp, [*copies, *(c for c in nearest if c.id not in ids)], store.config, cosine_only,
+                  exclude=exclude, sha1=sha1)[:k]
 
 
 def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds | ThresholdOverrides | None = None,
-                    top: int = 10, exclude: str | None = None) -> list[Match]:
+                    top: int = 10, exclude: str | None = None, sha1: str | None = None) -> list[Match]:
     """`similar` for one fingerprint as one request that returns only verified near-duplicates: the node
     applies the rule to the band lookup's candidates (the esdedup plugin's script language, bit for bit the
-    client's `verify`). Needs an Elasticsearch store whose nodes have the plugin.
+    client's `verify`). Needs an Elasticsearch store whose nodes have the plugin. With ``sha1``, the text's
+    content SHA-1, its exact copies come first, looked up by it (`Store.copies`) and verified here: the
+    node ranks a crowd of near-identical texts in its own order.
 
     Raises:
         ConfigError: the store is not Elasticsearch.
@@ -264,19 +285,25 @@ def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds
     t = lookup_thresholds(thresholds, config)
     if fp.empty:
         return []
-    hits = store.verified_on_node(probe_for(fp, config), _node_params(fp, config, t), size=top + (1 if exclude else 0))
+    out = verify(fp, store.copies([sha1], limit=top + 1)[0], config, t, exclude=exclude, sha1=sha1) if sha1 else []
+    known = {m.id for m in out}
+    hits = store.verified_on_node(probe_for(fp, config), _node_params(fp, config, t),
+                                  size=top + len(known) + (1 if exclude else 0))
     signed = fp.minhash is not None and fp.shingles > 0
-    out = []
     for h in hits:
-        if h["_id"] == exclude:
+        if h["_id"] == exclude or h["_id"] in known:
             continue
         f = h.get("fields", {})
         both_signed = signed and int((f.get(SHINGLES) or [0])[0]) > 0
         cosine = float(f["cosine"][0]) if config.stores_vector else None
         jaccard = float(f["jaccard"][0]) if both_signed else None
         containment = float(f["containment"][0]) if both_signed else None
-        out.append(Match(h["_id"], int(f["hamming"][0]), cosine, jaccard=jaccard, containment=containment,
-                         decided_by=decided_by(t, hamming=float(f["hamming"][0]), cosine=cosine, jaccard=jaccard,
+        # The node measures SimHash 0 of a text without terms as any other: no SimHash (`gets_terms`).
+        chars = (f.get(CHARS) or [None])[0]
+        simhashed = config.gets_terms(fp.chars) and (chars is None or config.gets_terms(int(chars)))
+        hamming = int(f["hamming"][0]) if simhashed else None
+        out.append(Match(h["_id"], hamming, cosine, jaccard=jaccard, containment=containment,
+                         decided_by=decided_by(t, hamming=hamming, cosine=cosine, jaccard=jaccard,
                                                containment=containment)))
     return out[:top]
 

@@ -30,8 +30,8 @@ from esdedup.match.rule import (
 )
 from esdedup.match.thresholds import Thresholds
 
-__all__ = ["Measures", "SketchColumns", "measure", "measure_pairs", "measured", "measures_row", "minhash_estimates",
-           "row_cosines"]
+__all__ = ["Measures", "SketchColumns", "hamming_of", "measure", "measure_pairs", "measured", "measures_row",
+           "minhash_estimates", "row_cosines"]
 
 
 @dataclass
@@ -64,10 +64,15 @@ def measured(value: Any) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def measures_row(hamming: int, cosine: float | None, jaccard: float | None, containment: float | None,
+def hamming_of(value: Any) -> int | None:
+    """One Hamming distance of `Measures` as an int, None where a side carries no SimHash (NaN)."""
+    return None if np.isnan(value) else int(value)
+
+
+def measures_row(hamming: int | None, cosine: float | None, jaccard: float | None, containment: float | None,
                  decided_by: str) -> dict[str, Any]:
-    """A pair's measures as output shows them (`dups`, `similar`): cosine None where no vector was compared,
-    the n-gram estimates only where both texts carry signatures, and the measure that decided.
+    """A pair's measures as output shows them (`dups`, `similar`): Hamming None where a text has no SimHash
+    (`FingerprintConfig.gets_terms`), cosine None where no vector was compared, the n-gram estimates only where both texts carry signatures, and the measure that decided.
 
     >>> measures_row(3, None, 0.81234, None, "jaccard")
     {'hamming': 3, 'cosine': None, 'jaccard': 0.8123, 'containment': 0.0, 'decided_by': 'jaccard'}
@@ -88,6 +93,10 @@ def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Mea
         empty = np.zeros(0)
         return Measures(np.zeros(0, dtype=np.int64), empty.astype(np.float32), empty, empty, np.zeros(0, bool))
     hams = hamming_many(a.simhash, [d.simhash for d in docs], config.bits)
+    if not config.gets_terms(a.chars):
+        hams = np.full(n, np.nan)
+    elif not all(terms := config.gets_terms_many([d.chars for d in docs])):
+        hams = np.where(terms, hams, np.nan)
     coss = row_cosines(np.stack([d.vector for d in docs]).astype(np.float32),
                        np.asarray(a.vector, dtype=np.float32)[None, :])
     jac = np.full(n, np.nan)
@@ -167,7 +176,11 @@ class SketchColumns:
         (`has_signature`) and of the config's length, the n-gram counts, the lengths or None, whether each
         carries a vector, and what reads the vectors (``read_vectors_now``: call it here)."""
         has_simhash = np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash))
-        bands = config.gets_simhash_bands_many([0 if c is None else c for c in chars])
+        known = [0 if c is None else c for c in chars]
+        bands = config.gets_simhash_bands_many(known)
+        # A text without terms has SimHash 0, which is no SimHash (`FingerprintConfig.gets_terms`).
+        has_simhash &= np.fromiter((c is None or x for c, x in zip(chars, config.gets_terms_many(known), strict=True)),
+                                   dtype=bool, count=len(chars))
         banded = np.fromiter((c is None or b for c, b in zip(chars, bands, strict=True)), dtype=bool, count=len(chars))
         return cls(simhash_words([h or 0 for h in simhash], config.bits), vectors() if read_vectors_now else vectors,
                    sigs, np.array(shingles, dtype=np.int64).reshape(-1), signed, full, banded,
@@ -305,7 +318,7 @@ _EQUAL_SLICE = 1 << 22
 def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """How many positions each row of ``a`` shares with each row of ``b`` (signatures of one length, any
     unsigned integers): a (len(a), len(b)) integer array, what `minhash_estimates` counts for one row. By the
-    native core when it is in use (`esdedup.match.native_kernels.equal_positions`), else in numpy; both count
+    native core when it is in use (`esdedup.fingerprint.native_kernels.equal_positions`), else in numpy; both count
     exactly, so the two give the same numbers. ``b`` the very array ``a``: the rows against themselves (the
     native core then counts each pair once)."""
     same = b is a
@@ -339,7 +352,7 @@ _PAIR_SLICE = 16384
 def pair_equal_positions(sigs: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """How many positions row ``left[x]`` of ``sigs`` (a (rows, perm) uint32 array, `SketchColumns.sigs`)
     shares with row ``right[x]``, for every x: what `minhash_estimates` counts for one pair. By the native
-    core when it is in use (`esdedup.match.native_kernels.pair_equal_positions`), else in numpy; both count
+    core when it is in use (`esdedup.fingerprint.native_kernels.pair_equal_positions`), else in numpy; both count
     exactly."""
     left, right = np.asarray(left, dtype=np.int64).reshape(-1), np.asarray(right, dtype=np.int64).reshape(-1)
     if not len(left) or not sigs.shape[1]:

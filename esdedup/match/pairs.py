@@ -20,7 +20,15 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
 from esdedup.match import native_kernels
-from esdedup.match.measures import SketchColumns, measure, measure_pairs, measured, measures_row, row_cosines
+from esdedup.match.measures import (
+    SketchColumns,
+    hamming_of,
+    measure,
+    measure_pairs,
+    measured,
+    measures_row,
+    row_cosines,
+)
 from esdedup.match.rule import (
     EXACT_COPY,
     are_duplicates,
@@ -35,6 +43,7 @@ from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thre
 from esdedup.store.base import ScannableStore, StoredDoc
 from esdedup.store.columns import SignatureColumns, reads_signature_columns
 from esdedup.util.collector import fewer_collections
+from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +68,7 @@ class Pair:
 
     a: str
     b: str
-    hamming: int
+    hamming: int | None
     cosine: float | None
     jaccard: float | None = None
     containment: float | None = None
@@ -78,7 +87,7 @@ class ScoredPair:
 
     a: str
     b: str
-    hamming: int
+    hamming: int | None
     cosine: float
     ngram: bool = False
     jaccard: float | None = None
@@ -104,6 +113,7 @@ def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
                           jaccard=[p.jaccard for p in pairs], containment=[p.containment for p in pairs])
 
 
+@checked_args
 def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified by the rule
@@ -288,8 +298,8 @@ class _PairScorer:
         for x, (a, b) in enumerate(kept):
             if track:
                 self.seen.add((a, b))
-            h = int(m.hamming[x])
-            if self.hamming_k is not None and not ngram[x] and h > self.hamming_k:
+            h = hamming_of(m.hamming[x])
+            if self.hamming_k is not None and not ngram[x] and h is not None and h > self.hamming_k:
                 continue
             yield ScoredPair(a, b, h, float(m.cosine[x]), bool(ngram[x]), measured(m.jaccard[x]),
                              measured(m.containment[x]), (live[left[x]].chars, live[right[x]].chars))
@@ -330,8 +340,8 @@ class _PairScorer:
         ngram = m.ngram
         for i, d in enumerate(rest):
             self.seen.add((a.id, d.id))
-            h = int(m.hamming[i])
-            if self.hamming_k is not None and not ngram[i] and h > self.hamming_k:
+            h = hamming_of(m.hamming[i])
+            if self.hamming_k is not None and not ngram[i] and h is not None and h > self.hamming_k:
                 continue
             yield ScoredPair(a.id, d.id, h, float(m.cosine[i]), bool(ngram[i]), measured(m.jaccard[i]),
                              measured(m.containment[i]), (a.chars, d.chars))
@@ -408,7 +418,7 @@ def _lsh_pairs(store: ScannableStore, seen: _SeenPairs, max_bucket: int,
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
         m = cols.sketches.measure(a, b)
         # Both sides carry signatures of the config's length: the n-gram rule decides, no Hamming cut applies.
-        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), m.hamming.tolist(), m.cosine.tolist(),
+        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), _hamming_list(m.hamming), m.cosine.tolist(),
                                       m.jaccard.tolist(), m.containment.tolist(), strict=True):
             yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
@@ -438,9 +448,16 @@ def _lsh_duplicates(store: ScannableStore, seen: _SeenPairs, t: Thresholds, max_
         hamming, jaccard, containment = m.hamming[keep], m.jaccard[keep], m.containment[keep]
         by = decided_by_many(t, hamming=hamming, cosine=np.nan if cosine is None else cosine, jaccard=jaccard)
         cosines = [None] * len(keep) if cosine is None else [measured(c) for c in cosine]
-        for i, j, h, c, jj, ct, why in zip(a[keep].tolist(), b[keep].tolist(), hamming.tolist(), cosines,
+        for i, j, h, c, jj, ct, why in zip(a[keep].tolist(), b[keep].tolist(), _hamming_list(hamming), cosines,
                                            jaccard.tolist(), containment.tolist(), by, strict=True):
             yield Pair(ids[i], ids[j], h, c, jj, ct, why)
+
+
+def _hamming_list(hamming: np.ndarray) -> list[int | None]:
+    """Hamming distances of `Measures` as ints, None where a side carries no SimHash (`hamming_of`)."""
+    if hamming.dtype.kind in "iu":
+        return hamming.tolist()  # type: ignore[no-any-return]
+    return [hamming_of(h) for h in hamming]
 
 
 def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int = 1000,

@@ -8,9 +8,10 @@ The rule:
 0. Two texts with the same content SHA-1 (the SHA-1 of the normalised text, `esdedup.schema.content_sha1`)
    are exact copies, and an exact copy is a duplicate. For texts with words the measures below say so too
    (identical sketches pass every test in force). A text without words once normalised (``empty``: blank,
-   only punctuation, emoji or stopwords) has nothing to measure and no band keys: it is a duplicate of its
+   only punctuation or emoji; or only stopwords, for a text that is segmented into terms at all:
+   `FingerprintConfig.gets_terms`) has nothing to measure and no band keys: it is a duplicate of its
    exact copies and of nothing else (`exact_copies`). Callers find those by content SHA-1
-   (`esdedup.store.base.Store.empty_copies`), not by keys, and report them decided by `EXACT_COPY`.
+   (`esdedup.store.base.Store.copies`), not by keys, and report them decided by `EXACT_COPY`.
 
 For two texts with words:
 

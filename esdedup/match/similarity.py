@@ -11,11 +11,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from esdedup.fingerprint.simhash import hamming
+from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["cosine", "vector_cosine", "adjusted_cosine", "weighted_jaccard", "novel_similarity",
            "jaccard", "containment", "size_ratio_ok", "hamming"]
 
 
+@checked_args
 def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     """Exact cosine of two sparse term-weight vectors (the merged-vocabulary vectors of document 001).
 
@@ -32,6 +34,7 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     return min(1.0, dot / (na * nb))
 
 
+@checked_args
 def vector_cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine of two dense vectors; 0 when either is all zero (an empty text)."""
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
@@ -40,6 +43,7 @@ def vector_cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
+@checked_args
 def adjusted_cosine(a: Mapping[str, float], b: Mapping[str, float], shift: float = 5.0) -> float:
     """Design document 004's "adjusted cosine": every count lowered by ``shift`` (5 there) before the cosine,
     so the many words that two long novels both use a few times stop dominating. Counts at or below the
@@ -48,6 +52,7 @@ def adjusted_cosine(a: Mapping[str, float], b: Mapping[str, float], shift: float
                   {t: w - shift for t, w in b.items() if w > shift})
 
 
+@checked_args
 def weighted_jaccard(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     """Sum of minimums over sum of maximums (design document 004); sensitive to size differences.
 
@@ -62,6 +67,7 @@ def weighted_jaccard(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     return num / den if den else 0.0
 
 
+@checked_args
 def novel_similarity(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
     """The table row of document 004: cosine, adjusted cosine, weighted Jaccard and the average of the
     cosine and weighted Jaccard (the document's ``a`` column)."""
@@ -71,6 +77,7 @@ def novel_similarity(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str
             "average": (c + j) / 2}
 
 
+@checked_args
 def jaccard(a: set | frozenset, b: set | frozenset) -> float:
     """Plain set Jaccard (used on character n-gram sets of short texts)."""
     if not a and not b:
@@ -78,6 +85,7 @@ def jaccard(a: set | frozenset, b: set | frozenset) -> float:
     return len(a & b) / len(a | b)
 
 
+@checked_args
 def containment(short: Sequence[str], long: Sequence[str], threshold: float | None = None,
                 min_ratio: float = 1.5) -> float:
     """How well a short text is contained in a long one (document 001, "long sentence contains short").
@@ -113,6 +121,7 @@ def containment(short: Sequence[str], long: Sequence[str], threshold: float | No
     return best
 
 
+@checked_args
 def size_ratio_ok(len_a: int, len_b: int, max_ratio: float = 1.5) -> bool:
     """Document 004's pre-filter: skip a pair whose sizes differ by more than ``max_ratio`` times.
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["InertThresholds", "ThresholdOverrides", "Thresholds", "acting_thresholds", "describe_rule",
            "lookup_thresholds", "resolve_thresholds"]
@@ -70,6 +71,7 @@ class Thresholds:
                               "without MinHash signatures could never be near-duplicates")
 
     @classmethod
+    @checked_args
     def from_config(cls, config: FingerprintConfig, *, hamming_k: int | None = _UNSET,
                     cosine: float | None = _UNSET, jaccard: float | None = _UNSET,
                     containment: float | None = _UNSET) -> Thresholds:

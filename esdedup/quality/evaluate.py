@@ -201,7 +201,9 @@ class LabelledCandidates:
             if p is None:
                 continue
             self.found[i] = True
-            self.ham[i], self.cos[i], self.ngram[i] = p.hamming, p.cosine, p.ngram
+            self.cos[i], self.ngram[i] = p.cosine, p.ngram
+            if p.hamming is not None:  # None: a text without SimHash, judged on its n-grams
+                self.ham[i] = p.hamming
             if p.jaccard is not None:
                 self.jac[i] = p.jaccard
             if p.containment is not None:

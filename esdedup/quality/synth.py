@@ -40,6 +40,7 @@ from functools import lru_cache
 from typing import Any
 
 from esdedup.errors import ConfigError
+from esdedup.util.fieldtypes import check_fields
 
 RECIPES = ("chars", "words", "sentences", "reorder", "affix", "convert", "noise", "mixed")
 _SENT = re.compile(r"(?<=[。！？；!?;\n])")
@@ -69,6 +70,7 @@ class SynthOptions:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_fields(self, owner="SynthOptions field")
         bad = [r for r in self.recipes if r not in RECIPES]
         if bad or not self.recipes:
             raise ConfigError(f"unknown recipe(s) {bad}; choose from {', '.join(RECIPES)}")

@@ -34,6 +34,7 @@ from typing import BinaryIO
 from esdedup.errors import ConfigError, DecodeError, InputError, InputNotFound
 from esdedup.readers.encodings import decode_bytes
 from esdedup.readers.records import DEFAULT_MAX_RECORD_BYTES, Rejected
+from esdedup.util.fieldtypes import checked_args
 from esdedup.util.regular import NotRegularFile, open_binary, read_limited
 
 __all__ = ["MAX_TEXT_FILE_BYTES", "check_inputs", "detect_format", "iter_files", "read_text_file",
@@ -125,7 +126,11 @@ def check_inputs(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str
 def as_paths(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
     if isinstance(paths, (str, os.PathLike)):
         return [Path(paths)]
-    return [Path(p) for p in paths]
+    items = list(paths)
+    for p in items:
+        if not isinstance(p, (str, os.PathLike)):
+            raise ConfigError(f"each input path must be a string or a path, got {type(p).__name__} {p!r:.40}")
+    return [Path(p) for p in items]
 
 
 # -- opening and reading ---------------------------------------------------------------------------
@@ -147,6 +152,7 @@ def too_long(length: int, limit: int) -> str:
     return f"record of {length} bytes exceeds the limit of {limit} bytes"
 
 
+@checked_args
 def read_text_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_TEXT_FILE_BYTES) -> str:
     """A whole text file in any supported encoding (UTF-8/16/32, GB18030, Big5, Shift-JIS, EUC-JP,
     EUC-KR), strictly decoded.

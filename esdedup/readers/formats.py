@@ -57,6 +57,7 @@ from esdedup.readers.records import (
     plain_object,
     strict_json,
 )
+from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["FORMATS", "read_records"]
 
@@ -514,6 +515,7 @@ def _csv_rows(reader: Iterator[list[str]], feeder: _RowFeeder, header: list[str]
 
 # -- all files -------------------------------------------------------------------------------------
 
+@checked_args
 def read_records(
     paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
     *,

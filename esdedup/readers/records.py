@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,14 +198,16 @@ def _is_unicode(value: str) -> bool:
     return True
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    """Whether a JSON value holds an unpaired surrogate in any string, keys and nested values included."""
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a value holds an unpaired surrogate in any string, keys and nested values included (a JSON
+    value, or a program's own: mappings, lists, tuples and sets are looked into). Such a string cannot be
+    encoded as UTF-8 (hashed, stored, sent to Elasticsearch): the record is rejected, by every store alike."""
     if isinstance(value, str):
         return not _is_unicode(value)
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
+    if isinstance(value, Mapping):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(has_lone_surrogate(v) for v in value)
     return False
 
 
@@ -214,7 +217,7 @@ def _surrogate_reason(mapping: dict[str, Any], names: FieldNames) -> str | None:
     for key, value in mapping.items():
         if not _is_unicode(key):  # repr() escapes the surrogate, so the reason itself is valid text
             return f"field name {key!r} has an unpaired surrogate escape"
-        if _has_lone_surrogate(value):
+        if has_lone_surrogate(value):
             return f"{roles.get(key, 'field')} {key!r} has an unpaired surrogate escape"
     return None
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.match.measures import measure_pairs, measured
+from esdedup.match.measures import hamming_of, measure_pairs, measured
 from esdedup.match.pairs import ScoredPair, scored_pairs, verdicts
 from esdedup.match.thresholds import Thresholds
 from esdedup.review.explain import band_keys, lsh_keys_of
@@ -108,7 +108,7 @@ class PairSurvey:
         ngram = [p for p in pairs if p.ngram and p.jaccard is not None]
         self.histograms["jaccard"].add(p.jaccard for p in ngram)  # type: ignore[misc]
         self.histograms["containment"].add(p.containment for p in ngram)  # type: ignore[misc]
-        self.histograms["hamming"].add(float(p.hamming) for p in pairs if not p.ngram)
+        self.histograms["hamming"].add(float(p.hamming) for p in pairs if not p.ngram and p.hamming is not None)
         for p in pairs:
             if p.ngram and p.jaccard is not None:
                 self._near("jaccard", p, p.jaccard, t.jaccard)
@@ -116,7 +116,7 @@ class PairSurvey:
                 if t.jaccard is not None and t.containment is not None and p.containment is not None:
                     if (p.jaccard >= t.jaccard) != (p.containment >= t.containment):
                         self._keep("disagree", abs(p.jaccard - p.containment), p)
-            elif not p.ngram:
+            elif not p.ngram and p.hamming is not None:
                 self._near("hamming", p, float(p.hamming), None if t.hamming_k is None else t.hamming_k + 0.5)
                 if t.hamming_k is not None and t.cosine is not None and not math.isnan(p.cosine):
                     if (p.hamming <= t.hamming_k) != (p.cosine >= t.cosine):
@@ -227,6 +227,6 @@ def _scored(pairs: list[tuple[str, str]], docs: dict[str, StoredDoc], config: Fi
     left = np.array([row[a] for a, _ in pairs], dtype=np.int64)
     right = np.array([row[b] for _, b in pairs], dtype=np.int64)
     m = measure_pairs(live, left, right, config)
-    return [ScoredPair(a, b, int(m.hamming[x]), float(m.cosine[x]), bool(m.ngram[x]), measured(m.jaccard[x]),
+    return [ScoredPair(a, b, hamming_of(m.hamming[x]), float(m.cosine[x]), bool(m.ngram[x]), measured(m.jaccard[x]),
                        measured(m.containment[x]), (live[left[x]].chars, live[right[x]].chars))
             for x, (a, b) in enumerate(pairs)]

@@ -69,10 +69,11 @@ from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.normalize import normalize
 from esdedup.match.measures import SketchColumns
-from esdedup.match.rule import MAX_CONTAINMENT_RATIO, MIN_CONTAINMENT_SHINGLES, exact_copies
+from esdedup.match.rule import MAX_CONTAINMENT_RATIO, MIN_CONTAINMENT_SHINGLES, exact_copies, has_signature
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import VECTOR, content_sha1
 from esdedup.search import native_page
+from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["MODES", "diversify"]
 
@@ -86,6 +87,7 @@ _default_lock = threading.Lock()
 _default_fingerprinters: dict[str, Fingerprinter] = {}
 
 
+@checked_args
 def diversify(hits: Sequence[Mapping], *, mode: str = "drop", config: FingerprintConfig | None = None,
               thresholds: Thresholds | ThresholdOverrides | None = None,
               fingerprinter: Fingerprinter | None = None, text_field: str = "text") -> list[dict]:
@@ -141,6 +143,12 @@ def _default_config() -> FingerprintConfig:
     return FingerprintConfig()
 
 
+def _empty_by_simhash(simhash: int, signed: bool) -> bool:
+    """Whether a hit that does not say whether its text is empty is so: SimHash 0 and no signature (a text
+    that is not segmented has SimHash 0 too, and its n-grams' signature: `FingerprintConfig.gets_terms`)."""
+    return simhash == 0 and not signed
+
+
 def _group_natively(hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds) -> list[int] | None:
     """The representative of each hit (its index, or -1 for a representative), read and grouped by the
     native core (`esdedup.search.native_page.diversify_page`) when every hit is a participant of the plain
@@ -148,6 +156,10 @@ def _group_natively(hits: Sequence[Mapping], config: FingerprintConfig, t: Thres
     native core is in use; None otherwise (the page is then read in Python). The rule is handed over from
     `esdedup.match.rule`: the thresholds and the bounds of a trusted containment estimate."""
     if not native.enabled() or np.dtype(SIGNATURE_DTYPE).itemsize != 2:
+        return None
+    if config.gets_signatures and t.jaccard is None and t.containment is None and t.hamming_k is not None:
+        # The core reads the SimHash of texts with signatures then, and a short one has none (SimHash 0:
+        # `FingerprintConfig.gets_terms`), which the columns of the Python reader know.
         return None
     perm = config.minhash_perm
     width, _ = _b64_form(perm)
@@ -282,7 +294,7 @@ class _Page:
                 if empty is not None and empty is not True and empty is not False:
                     empty = isinstance(empty, str) and empty.lower() == "true"
                 elif empty is None and simhash is not None:
-                    empty = simhash == 0
+                    empty = _empty_by_simhash(simhash, sig is not None)
                 if empty:
                     page._empty(i, get("content_sha1"), src.get(text_field))
                     continue
@@ -313,7 +325,7 @@ class _Page:
         sketch = _parse(raw, hit, self.config)
         empty = raw.get("empty")
         if empty is None and sketch.simhash is not None:
-            empty = sketch.simhash == 0  # an empty text's SimHash; the flag itself was not returned
+            empty = _empty_by_simhash(sketch.simhash, has_signature(sketch))  # the flag itself was not returned
         if empty:
             self._empty(i, raw.get("content_sha1"), raw.get("text"))
         elif self._complete(sketch):

@@ -20,6 +20,8 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from esdedup.errors import ConfigError, IndexNotFound
+from esdedup.es import opensearch
+from esdedup.es.connect import check_client
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import SKETCH_DOCVALUE_FIELDS, SKETCH_SOURCE_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
@@ -27,6 +29,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import BAND_FIELDS_PATTERN, LSH_FIELDS_PATTERN, META_KEY, VECTOR, config_from_meta
 from esdedup.search.diversify import MODES, diversify
+from esdedup.util.fieldtypes import checked_args
 
 #: Elasticsearch's default index.max_result_window: a window never grows past it.
 MAX_WINDOW = 10_000
@@ -83,9 +86,11 @@ def _config_from_mapping(resp: Mapping[str, Any], index: str) -> FingerprintConf
     return next(iter(configs.values()))
 
 
+@checked_args
 def index_config(client: Any, index: str) -> FingerprintConfig:
     """The fingerprint config an index was built with (its ``_meta``), read once per client and index, and
     again when the indices behind the name are others (their uuids changed: deleted and created again)."""
+    check_client(client, "index_config")
     with es_errors(f"reading the settings of {index!r}"):
         uuids = _uuids(client.indices.get_settings(index=index, **_UUID))
     config = _cached_config(client, index, uuids)
@@ -97,8 +102,10 @@ def index_config(client: Any, index: str) -> FingerprintConfig:
     return config
 
 
+@checked_args
 async def async_index_config(client: Any, index: str) -> FingerprintConfig:
     """`index_config` for ``AsyncElasticsearch``."""
+    check_client(client, "async_index_config")
     with es_errors(f"reading the settings of {index!r}"):
         uuids = _uuids(await client.indices.get_settings(index=index, **_UUID))
     config = _cached_config(client, index, uuids)
@@ -224,8 +231,9 @@ def _offset(body: Mapping[str, Any] | None, size: int) -> int:
 MAX_ROUNDS = 16
 
 
-def _check(size: Any, overfetch: Any, mode: str, max_rounds: Any) -> None:
+def _check(client: Any, size: Any, overfetch: Any, mode: str, max_rounds: Any) -> None:
     """The call's arguments, each a ConfigError naming it when it is not of its kind and range."""
+    check_client(client, "search_diversified")
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_WINDOW:
         raise ConfigError(f"size must be a whole number from 1 to {MAX_WINDOW}, got {size!r}")
     if isinstance(overfetch, bool) or not isinstance(overfetch, (int, float)) or not 1 <= overfetch <= MAX_WINDOW:
@@ -236,6 +244,7 @@ def _check(size: Any, overfetch: Any, mode: str, max_rounds: Any) -> None:
         raise ConfigError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
 
 
+@checked_args
 def search_diversified(client: Any, index: str, body: Mapping[str, Any] | None = None, *, size: int = 10,
                        mode: str = "drop", config: FingerprintConfig | None = None,
                        thresholds: Thresholds | ThresholdOverrides | None = None, overfetch: float = 3.0,
@@ -260,7 +269,8 @@ def search_diversified(client: Any, index: str, body: Mapping[str, Any] | None =
     Example:
         >>> resp = search_diversified(es, "news", {"query": {"match": {"text": "台胞证"}}}, size=10)  # doctest: +SKIP
     """
-    _check(size, overfetch, mode, max_rounds)
+    _check(client, size, overfetch, mode, max_rounds)
+    client = opensearch.wrap(client)  # an opensearch-py client answers as an Elasticsearch one
     config = config or index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)
@@ -276,14 +286,16 @@ def search_diversified(client: Any, index: str, body: Mapping[str, Any] | None =
             return done.value
 
 
+@checked_args
 async def async_search_diversified(client: Any, index: str, body: Mapping[str, Any] | None = None, *,
                                    size: int = 10, mode: str = "drop", config: FingerprintConfig | None = None,
                                    thresholds: Thresholds | ThresholdOverrides | None = None,
                                    overfetch: float = 3.0, max_rounds: int = 4,
                                    fingerprinter: Fingerprinter | None = None,
                                    text_field: str = "text") -> dict[str, Any]:
-    """`search_diversified` for ``AsyncElasticsearch``."""
-    _check(size, overfetch, mode, max_rounds)
+    """`search_diversified` for ``AsyncElasticsearch`` (or opensearch-py's ``AsyncOpenSearch``)."""
+    _check(client, size, overfetch, mode, max_rounds)
+    client = opensearch.wrap(client)
     config = config or await async_index_config(client, index)
     t = resolve_thresholds(thresholds, config)
     t.check_stored_vector(config)

@@ -258,10 +258,11 @@ class StoreCore(Protocol):
         sharing the most keys with the probe (the most likely near-duplicates) when more match."""
         ...
 
-    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
-        """For each content SHA-1, the stored documents without words (``empty``) that hold it, at most
-        ``limit``, by id: the exact copies of a text without words, which has no band keys to look up
-        (`esdedup.match.rule`, rule 0)."""
+    def copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        """For each content SHA-1, the stored documents that hold it (the exact copies of a text), at most
+        ``limit``, by id: what a text without words, which has no band keys, is looked up by (rule 0 of
+        `esdedup.match.rule`), and what finds a text's exact copies where a crowded band lookup cut its
+        candidates (`esdedup.match.lookup.with_exact_copies`)."""
         ...
 
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:

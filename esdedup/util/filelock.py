@@ -1,13 +1,17 @@
 """An exclusive lock between processes on a lock file (``flock``): released when the holder closes it or
-dies, so a killed process never leaves a stale lock behind.
+dies, so a killed process never leaves a stale lock behind. A process forked while a lock is held (a worker)
+closes its copy of the descriptor at once: the lock stays its parent's alone, and does not outlive the parent
+in a child that is still running.
 
 Where ``flock`` does not exist (Windows) the lock is a no-op: SQLite's own locking still serialises the
 embedded store's transactions.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+import weakref
 from pathlib import Path
 
 from esdedup.errors import EsdedupError, StoreError
@@ -16,6 +20,25 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+
+#: The locks this process holds, whose descriptors a forked child closes (`_close_in_child`).
+_HELD: weakref.WeakSet[FileLock] = weakref.WeakSet()
+
+
+def _close_in_child() -> None:
+    """In a forked child: close the inherited descriptors of the parent's locks. ``flock`` belongs to the open
+    file, which the parent still holds open: closing the child's copy does not release the parent's lock."""
+    for lock in list(_HELD):
+        if lock._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(lock._fd)
+            lock._fd = None
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_child)
 
 
 class FileLock:
@@ -48,6 +71,7 @@ class FileLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self._fd = fd
+                _HELD.add(self)
                 return self
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -59,6 +83,7 @@ class FileLock:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the lock
             self._fd = None
+        _HELD.discard(self)
 
     def __enter__(self) -> FileLock:
         return self.acquire()

@@ -2,7 +2,7 @@
 the review page served for it by uvicorn on a free loopback port.
 
 Without chromium (or Playwright) the browser tests skip on a developer's machine and fail in CI (``CI`` set):
-CI installs chromium (.ci/run)."""
+scripts/setup installs chromium (.ci/run runs it)."""
 from __future__ import annotations
 
 import os
@@ -31,7 +31,7 @@ SHOTS = os.environ.get("ESDEDUP_REVIEW_SCREENSHOTS")
 
 def _missing(what: str) -> None:
     if os.environ.get("CI"):
-        pytest.fail(f"{what}: the browser tests must run in CI (.ci/run installs chromium)")
+        pytest.fail(f"{what}: the browser tests must run in CI (scripts/setup installs chromium)")
     pytest.skip(what)
 
 

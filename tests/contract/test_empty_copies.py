@@ -19,17 +19,19 @@ from esdedup.search.diversify import diversify
 from esdedup.store.base import Store
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
+from tests.engines import BACKENDS, server_client
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 WORDS = "台湾居民明日起持台胞证可通关，无需另行申请签注，出入境手续进一步简化。"
-#: id -> text. e1/e2 normalise alike (full-width to half-width), e3/e4, e6/e7 (a stopword alone) and z1/z2
-#: (nothing left once invisible characters are dropped) are exact copies; e5 and e8 are each alone.
-EMPTIES = {"e1": "！！！", "e2": "!!!", "e3": "🙂🙂", "e4": "🙂🙂", "e5": "???", "e6": "的", "e7": "的",
+#: id -> text. e1/e2 normalise alike (full-width to half-width), e3/e4, e6/e7 (stopwords alone, long enough
+#: to be segmented: a short text is not, and its letters are n-grams) and z1/z2 (nothing left once invisible
+#: characters are dropped) are exact copies; e5 and e8 are each alone.
+EMPTIES = {"e1": "！！！", "e2": "!!!", "e3": "🙂🙂", "e4": "🙂🙂", "e5": "???", "e6": "的" * 200, "e7": "的" * 200,
            "e8": "。。", "z1": "\u200b\u200b", "z2": "\u200c"}
 COPIES = {("e1", "e2"), ("e3", "e4"), ("e6", "e7"), ("z1", "z2")}
 
 
-@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+@pytest.fixture(params=BACKENDS)
 def new_store(request, tmp_path):
     made: list[Store] = []
 
@@ -37,7 +39,7 @@ def new_store(request, tmp_path):
         if request.param == "local":
             s: Store = LocalStore(f"c-{uuid.uuid4().hex[:8]}", tmp_path / "data")
         else:
-            s = ElasticStore(request.getfixturevalue("es_client"), f"esdedup-empty-{uuid.uuid4().hex[:10]}",
+            s = ElasticStore(server_client(request), f"esdedup-empty-{uuid.uuid4().hex[:10]}",
                              replicas=0)
         made.append(s)
         return s

@@ -13,6 +13,7 @@ from esdedup.schema import content_sha1
 from esdedup.store.base import ClusterSize, NewDoc, Store
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
+from tests.engines import BACKENDS, server_client
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 TEXTS = ["床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 3,
@@ -25,13 +26,13 @@ CLUSTERS = {"a0": ["a0", "a1", "a2", "a3"], "b0": ["b0", "b1", "b2"], "c0": ["c0
             "e0": ["e0"]}
 
 
-@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+@pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
     """A store of one backend holding `CLUSTERS` (each cluster's members share its text), dropped afterwards."""
     if request.param == "local":
         s: Store = LocalStore(f"b-{uuid.uuid4().hex[:8]}", tmp_path / "data")
     else:
-        s = ElasticStore(request.getfixturevalue("es_client"), f"esdedup-browse-{uuid.uuid4().hex[:10]}",
+        s = ElasticStore(server_client(request), f"esdedup-browse-{uuid.uuid4().hex[:10]}",
                          shards=2, replicas=0)
     s.open(CONFIG)
     fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)

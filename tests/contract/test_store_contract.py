@@ -30,6 +30,7 @@ from esdedup.store.base import NewDoc, Store, shared_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
+from tests.engines import BACKENDS, server_client
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 #: The default stores no vector (strategy auto: the rule never reads it); kNN lookups need one.
@@ -40,7 +41,7 @@ def _local(tmp_path) -> Store:
     return LocalStore(f"c-{uuid.uuid4().hex[:8]}", tmp_path / "data")
 
 
-@pytest.fixture(params=["local", pytest.param("es", marks=pytest.mark.es)])
+@pytest.fixture(params=BACKENDS)
 def new_store(request, tmp_path):
     """A factory of fresh, unopened stores of one backend; everything made is dropped afterwards."""
     made: list[Store] = []
@@ -49,7 +50,7 @@ def new_store(request, tmp_path):
         if request.param == "local":
             s = _local(tmp_path)
         else:
-            client = request.getfixturevalue("es_client")
+            client = server_client(request)
             s = ElasticStore(client, f"esdedup-contract-{uuid.uuid4().hex[:10]}", shards=2, replicas=0)
         made.append(s)
         return s
@@ -65,6 +66,12 @@ def corpus():
     fper = Fingerprinter(CONFIG)
     fps = fper.fingerprint_many([d["text"] for d in docs])
     return docs, planted, fps
+
+
+@pytest.fixture(scope="module")
+def knn_fps(corpus):
+    """The corpus's fingerprints under `KNN_CONFIG`: with a stored vector every text is segmented."""
+    return Fingerprinter(KNN_CONFIG).fingerprint_many([d["text"] for d in corpus[0]])
 
 
 def _write(store: Store, docs, fps) -> None:
@@ -87,8 +94,8 @@ def test_open_creates_then_checks_config(new_store):
     assert "hamming_k" in str(err.value)
 
 
-def test_write_count_get_and_overwrite(new_store, corpus):
-    docs, _, fps = corpus
+def test_write_count_get_and_overwrite(new_store, corpus, knn_fps):
+    docs, fps = corpus[0], knn_fps
     store = new_store()
     store.open(KNN_CONFIG)  # with the vector, to check it round-trips
     _write(store, docs[:50], fps[:50])
@@ -230,8 +237,8 @@ def test_find_pairs_matches_brute_force(new_store, corpus):
     assert {tuple(sorted(p)) for p in planted} & got, "planted variants should be found"
 
 
-def test_similar_and_knn(new_store, corpus):
-    docs, planted, fps = corpus
+def test_similar_and_knn(new_store, corpus, knn_fps):
+    (docs, planted, _), fps = corpus, knn_fps
     store = new_store()
     store.open(KNN_CONFIG)
     _write(store, docs, fps)
@@ -239,11 +246,16 @@ def test_similar_and_knn(new_store, corpus):
     a, b = planted[0]
     matches = similar(store, [fps[idx[b]]], exclude=[b])[0]
     assert a in [m.id for m in matches]
+    assert np.allclose(store.get([a])[a].vector, fps[idx[a]].vector, atol=1e-6)
+    if getattr(getattr(store, "client", None), "engine", None) == "opensearch":
+        # OpenSearch keeps the vector in _source only (no k-NN plugin): kNN lookups are refused, not wrong.
+        with pytest.raises(ConfigError, match="kNN lookups are not available on OpenSearch"):
+            similar_knn(store, fps[idx[b]], k=5, thresholds=ThresholdOverrides(cosine=None), exclude=b)
+        return
     near = similar_knn(store, fps[idx[b]], k=5, thresholds=ThresholdOverrides(cosine=None), exclude=b)
     assert near and near[0].cosine >= max(m.cosine for m in near)
     assert b not in [m.id for m in near]
     assert a in [m.id for m in near]
-    assert np.allclose(store.get([a])[a].vector, fps[idx[a]].vector, atol=1e-6)
 
 
 def test_default_config_stores_no_vector_and_refuses_knn(new_store, corpus):
@@ -501,6 +513,17 @@ def test_a_schema_3_index_is_refused_clearly(new_store):
     _store_config_dict(store, {**CONFIG.to_dict(), "schema": 3, "vector_index": "int8_flat"})
     for config in (None, CONFIG):
         with pytest.raises(EsdedupError, match=r"config schema 3 is not supported .*ingest the documents .*again"):
+            store.open(config, create=False)
+
+
+def test_a_schema_4_index_is_refused_clearly(new_store):
+    """An index written under schema 4 (every text segmented: a short text's SimHash, term count and empty flag
+    came from its terms) is not read or written as if its fields meant what schema 5's do."""
+    store = new_store()
+    store.open(CONFIG)
+    _store_config_dict(store, {**CONFIG.to_dict(), "schema": 4})
+    for config in (None, CONFIG):
+        with pytest.raises(EsdedupError, match=r"config schema 4 is not supported .*ingest the documents .*again"):
             store.open(config, create=False)
 
 

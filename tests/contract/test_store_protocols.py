@@ -14,7 +14,7 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.api import all_pairs
-from esdedup.errors import Unsupported
+from esdedup.errors import ConfigError, Unsupported
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import ingest
 from esdedup.schema import INPUT_FIELDS, content_sha1
@@ -27,6 +27,7 @@ from esdedup.store.base import (
     Store,
     StoreCore,
     offers,
+    require,
 )
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
@@ -121,10 +122,14 @@ def test_a_task_on_a_store_without_its_protocol_is_refused_before_it_starts(new_
     store = _CoreOnly(inner)
     path = tmp_path / "in.jsonl"
     path.write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
-    with pytest.raises(Unsupported, match="cluster labels"):
+    # Refused by the protocol the argument is typed with (the API checks its arguments: a ConfigError), or by
+    # the capability the task requires (`Unsupported`, a ConfigError too), before anything is written.
+    with pytest.raises(ConfigError, match="LabelledStore|cluster labels"):
         ingest([path], store)  # type: ignore[arg-type]
-    with pytest.raises(Unsupported, match="key scans"):
+    with pytest.raises(ConfigError, match="Store|key scans"):
         all_pairs(store)  # type: ignore[arg-type]
+    with pytest.raises(Unsupported, match="cluster labels"):
+        require(store, Capability.LABELS, "ingesting")  # type: ignore[arg-type]
     assert inner.count() == 0
 
 

@@ -102,3 +102,15 @@ def test_the_quality_benchmark_s_cli_and_rensa_steps_find_the_pair_and_their_rat
     assert ratios[0] == cli[1]["wall_s"] / rensa[1]["wall_s"] == 2 * ratios[1]
     assert "2.00x, 1.50x, 1.75x (median 1.75x)" in quality.speed_line([2.0, 1.5, 1.75])
     assert "median" not in quality.speed_line([1.9])
+
+
+def test_the_quality_benchmark_feeds_its_peers_the_raw_text_s_bigrams(tmp_path: Path) -> None:
+    """rensa and datasketch are timed as their users run them: a plain set of each raw text's character bigrams,
+    made inside their clock, with no esdedup normalisation (which is esdedup's cost). Two texts that differ only
+    in case are one text once esdedup has normalised them (case folded), and nothing alike raw."""
+    assert quality.raw_bigrams("春眠，不觉") == {"春眠", "眠，", "，不", "不觉"}
+    docs = tmp_path / "docs.jsonl"
+    texts = ["SPRING DAWN UNAWARE OF MORNING", "spring dawn unaware of morning"]
+    docs.write_text("".join(json.dumps({"id": f"p{n}", "text": t}) + "\n" for n, t in enumerate(texts)), "utf-8")
+    assert quality.run_rensa(docs)[0] == set()
+    assert quality.run_datasketch(docs)[0] == set()

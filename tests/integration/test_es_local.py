@@ -177,3 +177,58 @@ def test_stop_keeps_the_data_and_start_runs_on_it_until_purge(tmp_path: Path) ->
     finally:
         cluster.stop(purge=True)
     assert not work.exists()
+
+
+@pytest.mark.parametrize(("version", "least"), [("2.19.6", 11), ("3.6.0", 21)])
+def test_opensearch_runs_on_the_jdk_its_major_needs(tmp_path: Path, version: str, least: int) -> None:
+    """OpenSearch 2.x runs on Java 11+, 3.x on Java 21+ (the Temurin 25 JDK here): the first JDK new enough."""
+    r = _es_local("java", "--engine", "opensearch", "--version", version, env=_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert _java_major(Path(r.stdout.strip())) >= least
+    assert "Elasticsearch" not in r.stderr  # every message names the engine asked for
+
+
+def test_an_opensearch_zip_is_checked_against_the_sha1_maven_central_publishes(tmp_path: Path) -> None:
+    """No pinned checksum for OpenSearch: the .sha1 published beside the zip is the one checked (a zip of
+    another checksum, here forced by ESDEDUP_ES_SHA1, is not unpacked)."""
+    env = _env(tmp_path, ESDEDUP_ES_SHA1="0" * 40)
+    r = _es_local("fetch", "--engine", "opensearch", "--version", "2.19.6", env=env, timeout=600)
+    assert r.returncode == 1
+    assert re.search(r"es-local: error: sha1 mismatch for \S+/opensearch-2\.19\.6\.zip: expected 0{40}, "
+                     r"got 8e071b0fee7911b226f68bdead8946002e6b6e36$", r.stderr.strip()), r.stderr
+    assert not (tmp_path / "cache" / "opensearch-2.19.6").exists()
+    r = _es_local("fetch", "--engine", "opensearch", "--version", "2.19.6", env=_env(tmp_path), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "es-local: sha1 8e071b0fee7911b226f68bdead8946002e6b6e36 verified" in r.stderr
+    assert (Path(r.stdout.strip()) / "bin" / "opensearch").is_file()
+
+
+def test_an_unknown_engine_is_refused(tmp_path: Path) -> None:
+    r = _es_local("java", "--engine", "solr", env=_env(tmp_path))
+    assert (r.returncode, r.stderr.strip()) == (1, "es-local: error: bad engine 'solr': expected elasticsearch or "
+                                                   "opensearch")
+
+
+def test_an_opensearch_node_starts_answers_reports_its_status_and_is_purged(tmp_path: Path) -> None:
+    import json
+    import urllib.request
+
+    from tests.es_node import OS_VERSION, LocalCluster
+
+    cluster = LocalCluster(state_dir=tmp_path / "state", short_lived=True, engine="opensearch")
+    cluster.start()
+    try:
+        with urllib.request.urlopen(cluster.url + "/", timeout=60) as resp:
+            root = json.loads(resp.read())
+        assert root["version"]["distribution"] == "opensearch" and root["version"]["number"] == OS_VERSION
+        status = cluster.status()
+        assert f"(OpenSearch {OS_VERSION}, 1 node(s)" in status and "health: green" in status
+        assert cluster.alive() == [True]
+        env = dict(line.split("=", 1) for line in (tmp_path / "state" / "cluster.env").read_text().splitlines())
+        assert env["ENGINE"] == "opensearch"
+        work = Path(env["WORK"])
+        # each node writes its GC log in its own logs dir, not in the shared distribution
+        assert (work / "node-0" / "logs" / "gc.log").exists()
+    finally:
+        cluster.stop(purge=True)
+    assert not work.exists()

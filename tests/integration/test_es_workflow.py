@@ -19,7 +19,7 @@ from esdedup import FingerprintConfig
 from esdedup.api import all_pairs
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.lookup import similar
-from esdedup.match.rule import is_duplicate
+from esdedup.match.measures import measure
 from esdedup.match.thresholds import Thresholds
 from esdedup.schema import mapping_for
 from esdedup.search.paging import async_search_diversified, search_diversified
@@ -59,8 +59,7 @@ def _detectable(docs, planted, config=FingerprintConfig(tokenizer="rjieba")):
     out = []
     for a, b in planted:
         fa, fb = fper.fingerprint(by_id[a]["text"]), fper.fingerprint(by_id[b]["text"])
-        ham = (fa.simhash ^ fb.simhash).bit_count()
-        if is_duplicate(ham, float(fa.vector @ fb.vector), t, bool(fa.lsh and fb.lsh)):
+        if measure(fa, [fb], config).decide(t)[0]:
             out.append((a, b))
     assert len(out) >= len(planted) // 2
     return out

@@ -10,6 +10,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -247,3 +248,64 @@ def test_writers_over_other_inputs_with_default_checkpoints_run_at_once(tmp_path
     assert set(labels) == {d["id"] for d in docs + filler}
     assert inconsistencies(labels) == []
     assert partition(labels) == partition(_labels(data, "ref"))
+
+
+_OPEN_NEW_STORES = """
+import sys, time
+from esdedup.errors import StoreError
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.store.local import LocalStore
+base, start, rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+for r in range(rounds):
+    while time.time() < start + r * 0.3:  # the processes open each round's new store at the same moment
+        pass
+    store = LocalStore("new", f"{base}/data{r}")
+    try:
+        store.open(FingerprintConfig(tokenizer="rjieba"))
+        print("ok", store.count())
+    except StoreError as exc:
+        print("failed:", exc)
+    finally:
+        store.close()
+"""
+
+
+def test_processes_creating_one_store_at_once_all_open_it(tmp_path):
+    """Processes opening one new embedded store at the same moment all open it (none fails "database is
+    locked" while another one creates it), round after round on a fresh data directory."""
+    rounds = 20
+    start = time.time() + 5.0
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_NEW_STORES, str(tmp_path), str(start), str(rounds)],
+                              env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    answers = [p.communicate(timeout=300) for p in procs]
+    assert [out for out, _ in answers] == ["ok 0\n" * rounds] * 3, answers
+
+
+_HOLD_NEW_FILE = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")  # the new file, not in WAL mode yet, held by a write transaction
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+db.close()
+"""
+
+
+def test_opening_a_new_store_waits_for_a_process_that_holds_its_file(tmp_path):
+    """A store's first open switches its file to WAL mode; while another process holds a write transaction on
+    the file (one creating the same store), the switch waits for it as every write waits, instead of failing
+    at once with "database is locked"."""
+    data = tmp_path / "data"
+    data.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_NEW_FILE, str(data / "new.sqlite"), "1.5"],
+                              env=cli_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        store = LocalStore("new", data)
+        assert store.open(CONFIG).created
+        store.close()
+    finally:
+        holder.wait(timeout=60)
+    assert holder.returncode == 0

@@ -113,11 +113,11 @@ def test_from_in_the_body_is_the_offset_of_the_page(es_client, index_names):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"max_rounds": 0}, "max_rounds must be a whole number from 1"),
-    ({"max_rounds": 2.5}, "max_rounds must be a whole number from 1"),
+    ({"max_rounds": 2.5}, "argument max_rounds must be a whole number, got float 2.5"),
     ({"overfetch": float("inf")}, "overfetch must be a number from 1"),
     ({"overfetch": float("nan")}, "overfetch must be a number from 1"),
-    ({"size": 2.5}, "size must be a whole number from 1"),
-    ({"size": True}, "size must be a whole number from 1"),
+    ({"size": 2.5}, "argument size must be a whole number, got float 2.5"),
+    ({"size": True}, "argument size must be a whole number, got bool True"),
     ({"size": 0}, "size must be a whole number from 1"),
     ({"size": 20_000}, "size must be a whole number from 1"),
     ({"body": {"from": -1}}, "'from' in the search body must be a whole number >= 0"),

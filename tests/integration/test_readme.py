@@ -24,20 +24,42 @@ def readme_commands() -> list[str]:
 
 def test_readme_starts_with_two_commands_and_ci_runs_the_second():
     setup, tests = readme_commands()
-    assert "pip install" in setup and "esdedup ingest" in setup
+    assert setup.startswith("scripts/setup && ") and "esdedup ingest" in setup
     run = (ROOT / ".ci" / "run").read_text("utf-8")
     # The one line of .ci/run that runs the non-slow suite runs exactly the README's command (its output is
     # also copied to a log, behind a pipe), in the activated virtualenv.
-    suite = [ln for ln in run.splitlines() if "pytest" in ln and '"not slow"' in ln and not ln.lstrip().startswith("#")]
+    # (The Python path's pass runs unit and contract tests only, with its virtualenv's python named.)
+    suite = [ln for ln in run.splitlines() if ln.lstrip().startswith("python ") and "pytest" in ln]
     assert len(suite) == 1, suite
     assert shlex.split(suite[0].split("|")[0].replace("2>&1", "")) == shlex.split(tests)
     assert run.index('source "$VENVS/es8/bin/activate"') < run.index(suite[0])
+    # The Python path, the oracle the native core is held to, passes the unit and contract tests too.
+    oracle = [ln for ln in run.splitlines() if "ESDEDUP_NATIVE=0" in ln and "pytest" in ln]
+    assert len(oracle) == 1 and "tests/unit tests/contract" in oracle[0], oracle
+
+
+def test_ci_sets_up_through_the_readmes_first_command_only():
+    """What the tests need is installed by scripts/setup, the README's first step, and .ci/run installs nothing
+    beside it: a step missing from scripts/setup fails CI as it fails a newcomer."""
+    run = [ln for ln in (ROOT / ".ci" / "run").read_text("utf-8").splitlines() if not ln.lstrip().startswith("#")]
+    assert not [ln for ln in run if "apt-get" in ln or "apt " in ln], "system packages belong in scripts/setup"
+    # The one direct pip install: the 9.x virtualenv's dependencies prefetched, read from pyproject.toml's
+    # extras while the 8.x one is made (scripts/setup then installs the same into it).
+    installs = [ln for ln in run if "pip install" in ln]
+    assert len(installs) == 1 and '"${reqs[@]}"' in installs[0], installs
+    assert [ln for ln in run if "scripts/setup --client" in ln], "the virtualenvs are made by scripts/setup"
+    setup = (ROOT / "scripts" / "setup").read_text("utf-8")
+    for need in ("nginx", "chromium", ".[test,dev,bench]"):
+        assert need in setup, need
+    extras = re.search(r"extras\[\"(\w+)\"\] \+ extras\[\"(\w+)\"\] \+ extras\[\"(\w+)\"\]",
+                       "\n".join(run))
+    assert extras and set(extras.groups()) == {"test", "dev", "bench"}, "the prefetch reads the extras setup installs"
 
 
 def test_readme_main_job_runs_on_the_embedded_store(tmp_path):
     setup, _ = readme_commands()
-    # The install step already ran for this test session (.ci/run runs it; test_wheel installs a wheel).
-    steps = [s for s in setup.split(" && ") if not s.startswith("python -m pip install")]
+    # The set-up step already ran for this test session (.ci/run runs it; test_wheel installs a wheel).
+    steps = [s for s in setup.split(" && ") if not s.startswith("scripts/setup")]
     env = {**os.environ, "ESDEDUP_DATA_DIR": str(tmp_path / "data")}
     env.pop("ESDEDUP_ES_URL", None)
     bindir = Path(sys.executable).parent
@@ -60,24 +82,37 @@ def test_readme_main_job_runs_on_the_embedded_store(tmp_path):
 
 
 # -- every block, run as written -------------------------------------------------------------------------------
-def readme_blocks(language: str) -> list[str]:
-    """The README's code blocks in ``language`` (bash or python), in order."""
-    text = (ROOT / "README.md").read_text("utf-8")
+#: The README and the pages it sends details to (tests/unit/test_documents.py holds them to the caps).
+PAGES = ("README.md", "docs/cli.md", "docs/elasticsearch.md", "docs/plugin.md", "docs/review.md", "docs/tuning.md",
+         "docs/architecture.md", "docs/opensearch.md")
+#: (bash, python) blocks of each page, every one run by a test: below, and the plugin's in test_plugin.py beside
+#: the node with the plugin. A new block gets a test, or the count check fails.
+BLOCKS = {"README.md": (2, 2),  # the first commands (above), the Elasticsearch walkthrough; the search backend, Python
+          "docs/plugin.md": (1, 0),
+          "docs/opensearch.md": (2, 0)}  # both run in test_opensearch_doc.py and test_plugin_opensearch.py
+
+
+def readme_blocks(language: str, document: str = "README.md") -> list[str]:
+    """The code blocks of ``document`` in ``language`` (bash or python), in order."""
+    text = (ROOT / document).read_text("utf-8")
     return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
-def section_block(title: str, language: str = "bash") -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    start = text.index(f"\n### {title}\n") if f"\n### {title}\n" in text else text.index(f"\n## {title}\n")
-    return re.search(rf"```{language}\n(.*?)```", text[start:], re.S).group(1)  # type: ignore[union-attr]
+def section_block(title: str, language: str = "bash", document: str = "README.md") -> str:
+    """The first ``language`` block after the heading ``title`` (of any level) of ``document``."""
+    text = "\n" + (ROOT / document).read_text("utf-8")
+    start = re.search(rf"\n#+ {re.escape(title)}\n", text)
+    assert start, f"{document} has no heading {title!r}"
+    return re.search(rf"```{language}\n(.*?)```", text[start.start():], re.S).group(1)  # type: ignore[union-attr]
 
 
-def test_every_readme_block_is_run_by_a_test() -> None:
-    """The README has exactly the blocks the tests run (below; the plugin's block in test_plugin.py, beside the
-    node with the plugin): a new block gets a test, or this fails."""
-    assert len(readme_blocks("bash")) == 3  # the first commands (above), the Elasticsearch walkthrough, the plugin
-    assert len(readme_blocks("python")) == 2  # the search backend, the Python API
-    assert not re.findall(r"```(?!bash|python|\n)(\w+)", (ROOT / "README.md").read_text("utf-8"))
+@pytest.mark.parametrize("document", PAGES)
+def test_every_block_is_run_by_a_test(document: str) -> None:
+    bash, python = BLOCKS.get(document, (0, 0))
+    assert len(readme_blocks("bash", document)) == bash
+    assert len(readme_blocks("python", document)) == python
+    other = re.findall(r"```(?!bash|python|\n)(\w+)", (ROOT / document).read_text("utf-8"))
+    assert not other, "a block in another language: give it a test and a count here"
 
 
 def run_lines(block: str, url: str, env: dict[str, str], *, skip: tuple[str, ...]) -> list[str]:

@@ -133,7 +133,7 @@ http {{
 def proxy(es_url, tmp_path_factory):
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
     if nginx is None:
-        pytest.fail("nginx is not installed (apt-get install -y nginx; .ci/run installs it)", pytrace=False)
+        pytest.fail("nginx is not installed (scripts/setup installs it: apt-get install -y nginx)", pytrace=False)
     d = tmp_path_factory.mktemp("nginx")
     (d / "tmp").mkdir()
     _make_pki(d)

@@ -4,10 +4,14 @@ subprocess; no mocks.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import signal
 import time
 from pathlib import Path
+
+import pytest
 
 from esdedup.store.local import LocalStore
 from tests.reliability import last_json, run_cli, start_cli, wait_for, write_corpus
@@ -101,3 +105,41 @@ def test_ctrl_c_reports_like_sigterm(tmp_path):
     r = run_cli(*args, "--resume", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert last_json(r.stdout)["read"] == len(docs) - first_read
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_after_sigkill_the_workers_end_and_a_resume_runs_at_once(tmp_path, native):
+    """``kill -9`` of an ingest: the kernel's parent-death signal ends its worker processes (they must not keep
+    the handler the parent set for SIGTERM, which only asks the run to stop), so nothing keeps the checkpoint's
+    lock and a resumed run started right away runs, and finishes the job."""
+    data, ck = tmp_path / "data", tmp_path / "ck.json"
+    docs = write_corpus(tmp_path / "in.jsonl", 12_000, seed=62)
+    env = {"ESDEDUP_NATIVE": native}
+    args = ("ingest", tmp_path / "in.jsonl", "--index", "killed", "--data-dir", data, "--tokenizer", "rjieba",
+            "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
+    proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err", env=env)
+    try:
+        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.1,
+                 what="the first batch written, with its workers running")
+        workers = _children(proc.pid)
+        proc.kill()  # SIGKILL to the ingest parent only: no handler of its own runs
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    try:
+        deadline = time.monotonic() + 10
+        while any(map(_running, workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(_running, workers)), [p for p in workers if _running(p)]
+    finally:
+        for pid in workers:  # never leave one behind for the rest of the suite
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    r = run_cli(*args, "--resume", env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "in use by another ingest" not in r.stderr
+    store = LocalStore("killed", data)
+    store.open(None, create=False)
+    assert store.count() == len(docs)
+    store.close()

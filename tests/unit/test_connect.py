@@ -180,7 +180,7 @@ def test_a_server_that_never_answers_is_a_short_error_within_the_timeout(not_ela
 
 
 def test_the_first_request_waits_its_own_bound_whatever_the_longer_request_timeout(not_elasticsearch, monkeypatch):
-    """The first request to a server waits `FIRST_ANSWER_TIMEOUT` (10 s, what the README says; 1 s here, so
+    """The first request to a server waits `FIRST_ANSWER_TIMEOUT` (10 s, what docs/cli.md says; 1 s here, so
     that the test takes a second) even when the request timeout is the default 30 s."""
     import time
 

@@ -285,11 +285,12 @@ def test_real_texts_cosine_finds_what_a_tight_hamming_misses():
 
 def test_by_default_the_index_rule_decides_like_dups(fingerprinter):
     """Hits with MinHash signatures (the default config) are judged on their n-gram estimates: the two-word
-    edit, 8 SimHash bits away, is the near-duplicate `dups` reports too, and a tight Hamming test cannot
-    override that (the n-gram test decides such pairs)."""
+    edit, 8 SimHash bits away when segmented, is the near-duplicate `dups` reports too, and a tight Hamming
+    test cannot override that (the n-gram test decides such pairs)."""
     cfg = fingerprinter.config
     fps = fingerprinter.fingerprint_many([TEXT_A, TEXT_C, TEXT_A2, TEXT_E])
-    assert hamming(fps[0].simhash, fps[2].simhash) > 3
+    segmented = Fingerprinter(cfg.replace(short_text_chars=0)).fingerprint_many([TEXT_A, TEXT_A2])
+    assert hamming(segmented[0].simhash, segmented[1].simhash) > 3
     hits = [{"_id": i, "_source": {"dedup": dedup_source(fp, cfg)}} for i, fp in zip("ACXE", fps, strict=True)]
     assert ids(diversify(hits)) == ["A", "C", "E"]
     assert ids(diversify(hits, thresholds=Thresholds(3, None, jaccard=0.99))) == ["A", "C", "X", "E"]
@@ -475,8 +476,9 @@ def test_a_short_signed_hit_and_a_short_unsigned_one_are_judged_on_simhash_and_c
     and a short one without (a document written by an older esdedup, returned without its text) fall under
     rule 3, as `measure` has them for `similar` and `dups`: here the Hamming test fails, so they are not
     near-duplicates, though their vectors are identical. (Two short texts not both signed are not legacy
-    pairs for rule 2: only two unsigned ones are.)"""
-    config = FingerprintConfig()
+    pairs for rule 2: only two unsigned ones are.) The config stores vectors, so short texts are segmented
+    and carry a SimHash (`FingerprintConfig.gets_terms`)."""
+    config = FingerprintConfig(vector_index="int8_flat")
     signed = Fingerprinter(config).fingerprint("今天天气很好，适合出门散步。")
     unsigned = Fingerprinter(FingerprintConfig(strategy="simhash")).fingerprint("今天天气很好，适合出门。")
     assert signed.minhash is not None and signed.shingles and unsigned.minhash is None
@@ -536,7 +538,10 @@ def _rule_says(a: dict, b: dict, t: Thresholds, config: FingerprintConfig) -> bo
     """The rule for one pair, from the module docstring of `esdedup.match.rule`, with `is_duplicate`."""
     if a["cluster_id"] is not None and a["cluster_id"] == b["cluster_id"]:
         return True
-    ham = hamming(a["simhash"], b["simhash"]) if a["simhash"] is not None and b["simhash"] is not None else None
+    def simhashed(x):  # a text that is not segmented has no SimHash (its 0 is none: `gets_terms`)
+        return x["simhash"] is not None and (x["chars"] is None or config.gets_terms(x["chars"]))
+
+    ham = hamming(a["simhash"], b["simhash"]) if simhashed(a) and simhashed(b) else None
     cos = None
     if a["vector"] is not None and b["vector"] is not None:
         cos = min(1.0, max(0.0, vector_cosine(a["vector"], b["vector"])))

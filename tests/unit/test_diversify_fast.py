@@ -342,7 +342,10 @@ def test_from_parts_builds_the_columns_of():
                                  vectors=lambda: np.stack([f.vector for f in fps]).astype(np.float32))
     for name in ("words", "sigs", "shingles", "signed", "full", "banded"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
-    assert a.has_simhash is b.has_simhash is None and a.has_vector is b.has_vector is None
+    assert a.has_vector is b.has_vector is None
+    # Short texts of the default config are not segmented: no SimHash in either form (`gets_terms`).
+    assert a.has_simhash is not None and np.array_equal(a.has_simhash, b.has_simhash)
+    assert a.has_simhash.tolist() == [config.gets_terms(f.chars) for f in fps]
     assert np.array_equal(a.vector_rows(), b.vector_rows())
 
 

@@ -99,3 +99,98 @@ def test_no_document_comment_or_docstring_cites_an_issue_or_a_session() -> None:
 def test_the_measurement_documents_stay_short(name: str, limit: int) -> None:
     lines = len((ROOT / name).read_text("utf-8").splitlines())
     assert lines <= limit, f"{name} has {lines} lines, more than {limit}: keep one current figure per question"
+
+
+# -- the README and the pages it sends details to ----------------------------------------------------------------
+#: The README's details live in these pages; each is held to the caps and its commands to the CLI.
+PAGES = ("docs/cli.md", "docs/elasticsearch.md", "docs/plugin.md", "docs/review.md", "docs/tuning.md",
+         "docs/architecture.md", "docs/opensearch.md")
+#: Words (as ``wc -w`` counts them) a reader can take in at one sitting.
+MAX_WORDS = {"README.md": 3500, "BENCHMARKS.md": 4000}
+MAX_LINE_CHARS = 300
+
+
+@pytest.mark.parametrize(("name", "limit"), sorted(MAX_WORDS.items()))
+def test_the_readme_and_the_benchmarks_stay_short(name: str, limit: int) -> None:
+    words = len((ROOT / name).read_text("utf-8").split())
+    assert words <= limit, f"{name} has {words} words, more than {limit}: move details to docs/ (or git history)"
+
+
+@pytest.mark.parametrize("name", ["README.md", "BENCHMARKS.md", *PAGES])
+def test_no_line_is_longer_than_a_reader_can_follow(name: str) -> None:
+    long = [(n, len(line)) for n, line in enumerate((ROOT / name).read_text("utf-8").splitlines(), 1)
+            if len(line) > MAX_LINE_CHARS]
+    assert not long, f"{name}: lines over {MAX_LINE_CHARS} characters (number, length): {long}"
+
+
+def test_the_readme_links_every_page() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert not [p for p in PAGES if f"]({p})" not in readme], "the README's Documents list links every page"
+
+
+#: `esdedup <command> ...` in inline code, up to the closing backquote, or a code block's line that starts so.
+COMMAND_SPAN = re.compile(r"`(?:python -m )?esdedup ([a-z][\w-]*(?: [^`\n]*)?)")
+BLOCK_COMMAND = re.compile(r"^(?:python -m )?esdedup ([a-z][\w-]*(?: .*)?)$", re.M)
+CODE_BLOCK = re.compile(r"```\w*\n(.*?)```", re.S)
+
+
+def _cli_commands() -> dict[tuple[str, ...], set[str]]:
+    """Every command path of the CLI and the option names it takes."""
+    import typer
+    from esdedup_cli.main import app
+
+    found: dict[tuple[str, ...], set[str]] = {}
+
+    def walk(cmd, path: tuple[str, ...]) -> None:
+        if path:
+            found[path] = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help"}
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def documented_commands(text: str) -> list[tuple[str, list[str]]]:
+    """(the command's words, its tokens after them) for every `esdedup ...` span of ``text``."""
+    import shlex
+
+    out = []
+    blocks = "\n".join(CODE_BLOCK.findall(text))
+    for match in [*COMMAND_SPAN.finditer(CODE_BLOCK.sub("", text)), *BLOCK_COMMAND.finditer(blocks)]:
+        try:
+            words = shlex.split(match.group(1), comments=True)
+        except ValueError:  # a span cut inside a quoted text: its words up to the quote
+            words = match.group(1).split('"')[0].split()
+        out.append((match.group(1), words))
+    return out
+
+
+def command_problems(text: str) -> list[str]:
+    """What is wrong with the `esdedup ...` spans of ``text``: a command the CLI lacks, a flag it does not take."""
+    commands = _cli_commands()
+    bad = []
+    for span, words in documented_commands(text):
+        path = max((p for p in commands if tuple(words[:len(p)]) == p), key=len, default=None)
+        if path is None:
+            bad.append(f"no command: esdedup {span}")
+            continue
+        flags = {w.split("=")[0] for w in words[len(path):] if w.startswith("--")}
+        if flags - commands[path]:
+            bad.append(f"esdedup {span}: {sorted(flags - commands[path])} not options of esdedup {' '.join(path)}")
+    return bad
+
+
+@pytest.mark.parametrize("name", ["README.md", "BENCHMARKS.md", *PAGES])
+def test_every_command_a_document_shows_exists_with_the_flags_it_shows(name: str) -> None:
+    """A command in a sentence cannot be run by a test (it names NAME or URL), but its command and every flag it
+    shows must be the CLI's own: a renamed flag fails here before a reader meets it."""
+    bad = command_problems((ROOT / name).read_text("utf-8"))
+    assert not bad, f"{name}:\n" + "\n".join(bad)
+
+
+def test_the_command_check_sees_a_wrong_flag_and_a_wrong_command() -> None:
+    assert not command_problems("run `esdedup dups --index NAME --write-clusters` then `esdedup index create`")
+    assert command_problems("run `esdedup dups --index NAME --write-cluster`")
+    assert command_problems("```bash\nesdedup dedupe --index NAME\n```\n")
+    assert not command_problems("esdedup is a library\n")

@@ -32,12 +32,12 @@ DOC001_B = "明起臺胞來京無需辦理簽注 電子臺胞證年內實施"
 
 @pytest.fixture(scope="module")
 def fper():
-    return Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    return Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba"))
 
 
 @pytest.fixture(scope="module")
 def fper_jieba():
-    return Fingerprinter(FingerprintConfig(tokenizer="jieba"))
+    return Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="jieba"))
 
 
 # -- empty and odd input -----------------------------------------------------------------------------
@@ -141,10 +141,10 @@ def _configs(tmp_path: Path) -> list[FingerprintConfig]:
     syn.write_text("台胞 台湾居民 台湾同胞\n明日 明天 明起 明日起\n中国 中华\n", encoding="utf-8")
     idf = tmp_path / "idf.json"
     idf.write_text(DocumentFrequency.build([["中国", "北京"], ["中国"], ["台胞"]]).to_json(), encoding="utf-8")
-    return [FingerprintConfig(tokenizer="rjieba"), FingerprintConfig(tokenizer="jieba", weighting="tf_length"),
-            FingerprintConfig(tokenizer="rjieba", synonyms_path=str(syn), t2s=True),
-            FingerprintConfig(tokenizer="rjieba", weighting="tfidf", idf_path=str(idf), bits=128),
-            FingerprintConfig(tokenizer="char", shingle=2), FingerprintConfig(tokenizer="rjieba", stopwords="none")]
+    return [FingerprintConfig(short_text_chars=0, tokenizer="rjieba"), FingerprintConfig(short_text_chars=0, tokenizer="jieba", weighting="tf_length"),
+            FingerprintConfig(short_text_chars=0, tokenizer="rjieba", synonyms_path=str(syn), t2s=True),
+            FingerprintConfig(short_text_chars=0, tokenizer="rjieba", weighting="tfidf", idf_path=str(idf), bits=128),
+            FingerprintConfig(short_text_chars=0, tokenizer="char", shingle=2), FingerprintConfig(short_text_chars=0, tokenizer="rjieba", stopwords="none")]
 
 
 def _reference_counts(fper: Fingerprinter, text: str) -> Counter:
@@ -178,7 +178,7 @@ def test_tf_is_built_on_first_use_and_pickles_as_a_plain_dict():
     is a plain dict with the same items, in the same order."""
     import pickle
 
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba"))
     fp = fper.fingerprint_many([NEWS])[0]
     expected = term_weights(_reference_counts(fper, NEWS), "tf")
     copy = pickle.loads(pickle.dumps(fp))
@@ -189,10 +189,10 @@ def test_tf_is_built_on_first_use_and_pickles_as_a_plain_dict():
 
 def test_term_table_is_cleared_between_chunks_without_changing_results(monkeypatch):
     texts = [f"{NEWS[i:]}第{i}号文件" for i in range(0, 40, 3)] + [DOC001_A, DOC001_B]
-    expected = Fingerprinter(FingerprintConfig(tokenizer="rjieba")).fingerprint_many(texts)
+    expected = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba")).fingerprint_many(texts)
     monkeypatch.setattr(fpmod, "MAX_CACHED_TERMS", 5)
     monkeypatch.setattr(fpmod, "_DOCS_PER_PASS", 3)
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba"))
     assert fper.fingerprint_many(texts) == expected
     assert [fper.fingerprint(t) for t in texts] == expected
     assert len(fper._table) < 200
@@ -205,7 +205,7 @@ def test_ingest_normalises_each_text_once(monkeypatch):
     import esdedup.ingest.workers as workers_mod
 
     texts = [NEWS, DOC001_A, "", "ＨＥＬＬＯ，　世界！", "臺灣居民明日起" * 60]
-    cfg = FingerprintConfig(tokenizer="rjieba")
+    cfg = FingerprintConfig(short_text_chars=0, tokenizer="rjieba")
     expected = Fingerprinter(cfg).fingerprint_many(texts)
     calls = []
 
@@ -238,7 +238,7 @@ def test_ingest_normalises_each_text_once(monkeypatch):
 
 @pytest.mark.parametrize("dims", [8, 64, 256, 1000])
 def test_vector_is_unit_float32_of_dims(dims):
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba", dims=dims))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", dims=dims))
     for text in (NEWS, "中国", DOC001_A * 3):
         v = fper.fingerprint(text).vector
         assert v.dtype == np.float32 and v.shape == (dims,)
@@ -256,11 +256,11 @@ def test_vector_cosine_tracks_exact_cosine(fper):
 
 
 def test_t2s_makes_traditional_and_simplified_equal():
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba", t2s=True))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", t2s=True))
     trad = fper.fingerprint(DOC001_A)
     simp = fper.fingerprint("台湾居民明日起持台胞证可通关 无需办理签注")
     assert trad == simp and not trad.empty
-    plain = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    plain = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba"))
     assert plain.fingerprint(DOC001_A) != plain.fingerprint("台湾居民明日起持台胞证可通关 无需办理签注")
 
 
@@ -271,8 +271,8 @@ def _write_synonyms(path: Path, text: str = "台胞 台湾居民 台湾同胞\n�
 
 def test_synonyms_bring_variant_wordings_closer(tmp_path):
     syn = _write_synonyms(tmp_path / "synonyms.dict")
-    with_syn = Fingerprinter(FingerprintConfig(tokenizer="jieba", t2s=True, synonyms_path=str(syn)))
-    without = Fingerprinter(FingerprintConfig(tokenizer="jieba", t2s=True))
+    with_syn = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="jieba", t2s=True, synonyms_path=str(syn)))
+    without = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="jieba", t2s=True))
     a, b = with_syn.fingerprint_many([DOC001_A, DOC001_B])
     c, d = without.fingerprint_many([DOC001_A, DOC001_B])
     assert "台胞" in a.tf and "台湾居民" not in a.tf  # the variant is mapped to its canonical term
@@ -283,7 +283,7 @@ def test_synonyms_bring_variant_wordings_closer(tmp_path):
 
 def test_changed_synonyms_file_is_a_config_mismatch(tmp_path):
     syn = _write_synonyms(tmp_path / "synonyms.dict")
-    cfg = FingerprintConfig(tokenizer="rjieba", synonyms_path=str(syn))
+    cfg = FingerprintConfig(short_text_chars=0, tokenizer="rjieba", synonyms_path=str(syn))
     Fingerprinter(cfg)  # fine while the file is as it was
     _write_synonyms(syn, "台胞 台湾居民\n")
     with pytest.raises(ConfigMismatchError, match="changed since the config was made") as info:
@@ -298,7 +298,7 @@ def test_user_dictionary_keeps_a_word_whole(tmp_path, fper, fper_jieba):
     for tokenizer, plain_fper in (("jieba", fper_jieba), ("rjieba", fper)):
         plain = plain_fper.fingerprint(text)
         assert "量子纠缠态" not in plain.tf and "量子" in plain.tf
-        fp = Fingerprinter(FingerprintConfig(tokenizer=tokenizer, user_dict_path=str(user))).fingerprint(text)
+        fp = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer=tokenizer, user_dict_path=str(user))).fingerprint(text)
         assert "量子纠缠态" in fp.tf and "量子" not in fp.tf
         # the user word does not leak into another Fingerprinter's dictionary
         assert "量子纠缠态" not in plain_fper.fingerprint(text).tf
@@ -306,13 +306,13 @@ def test_user_dictionary_keeps_a_word_whole(tmp_path, fper, fper_jieba):
 
 def test_stopwords(tmp_path):
     text = "我的朋友是北京的老师"
-    default = Fingerprinter(FingerprintConfig(tokenizer="rjieba")).fingerprint(text)
+    default = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba")).fingerprint(text)
     assert "的" not in default.tf and "是" not in default.tf and "北京" in default.tf
-    none = Fingerprinter(FingerprintConfig(tokenizer="rjieba", stopwords="none")).fingerprint(text)
+    none = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", stopwords="none")).fingerprint(text)
     assert none.tf["的"] == 2.0 and "是" in none.tf
     own = tmp_path / "stop.txt"
     own.write_text("# mine\n朋友\n北京\n", encoding="utf-8")
-    fp = Fingerprinter(FingerprintConfig(tokenizer="rjieba", stopwords="file",
+    fp = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", stopwords="file",
                                          stopwords_path=str(own))).fingerprint(text)
     assert "朋友" not in fp.tf and "北京" not in fp.tf and fp.tf["的"] == 2.0
 
@@ -321,7 +321,7 @@ def test_tfidf_with_a_saved_document_frequency_table(tmp_path):
     df = DocumentFrequency.build([["中国", "北京"], ["中国", "上海"], ["中国"], ["台胞"]])
     path = tmp_path / "idf.json"
     path.write_text(df.to_json(), encoding="utf-8")
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba", weighting="tfidf", idf_path=str(path)))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", weighting="tfidf", idf_path=str(path)))
     fp = fper.fingerprint("中国 北京 北京 火星")
     assert fp.tf == pytest.approx({"中国": df.idf("中国"), "北京": 2 * df.idf("北京"), "火星": df.idf("火星")})
     assert fp.tf["火星"] > fp.tf["中国"]  # unseen terms weigh most, ubiquitous ones least
@@ -329,14 +329,14 @@ def test_tfidf_with_a_saved_document_frequency_table(tmp_path):
 
 
 def test_tf_length_weights():
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba", weighting="tf_length", stopwords="none"))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", weighting="tf_length", stopwords="none"))
     fp = fper.fingerprint("斗罗 斗罗 斗罗 我 我 中华人民共和国")
     assert fp.tf == {"斗罗": 6.0, "我": 2.0, "中华人民共和国": 7.0}
     assert fp.length == 6
 
 
 def test_char_tokenizer_with_bigrams():
-    fper = Fingerprinter(FingerprintConfig(tokenizer="char", shingle=2, strategy="simhash"))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="char", shingle=2, strategy="simhash"))
     fp = fper.fingerprint("北京, 欢迎你! 北京")
     assert fp.tf == {"北京": 2.0, "京欢": 1.0, "欢迎": 1.0, "迎你": 1.0, "你北": 1.0}
     assert fp.length == 6
@@ -352,17 +352,27 @@ def test_strategy_decides_which_keys_a_text_gets():
     assert len(s.lsh) == auto.config.minhash_bands and s.minhash is not None and s.shingles > 0
     assert s.bands == []  # a few words make an unstable SimHash
     assert len(lg.lsh) == 16 and lg.bands == auto.layout.keys(lg.simhash)
-    assert s.simhash and lg.simhash  # the SimHash itself is always computed
-    always = Fingerprinter(FingerprintConfig(tokenizer="rjieba", strategy="minhash"))
+    # Nothing reads a short text's terms here (no SimHash bands, no stored vector): it is never segmented.
+    assert (s.simhash, s.length, dict(s.tf), s.vector.any()) == (0, 0, {}, False) and not s.empty
+    assert lg.simhash and lg.length and lg.tf
+    # Without terms, a text is empty when it has no letter or digit: stopwords alone still make n-grams.
+    stop, long_stop = auto.fingerprint_many(["的了是在", "的" * 100])
+    assert not stop.empty and stop.shingles == 3 and len(stop.lsh) == 16
+    assert long_stop.empty and long_stop.lsh == [] and long_stop.minhash is None  # segmented: no term
+    # A stored vector is read (kNN, the cosine rule): then every text is segmented.
+    knn = Fingerprinter(FingerprintConfig(tokenizer="rjieba", short_text_chars=100, vector_index="int8_flat"))
+    with_vector = knn.fingerprint(short)
+    assert with_vector.simhash and with_vector.vector.any() and with_vector.bands == []
+    always = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", strategy="minhash"))
     assert all(len(fp.lsh) == 16 and fp.bands == [] for fp in always.fingerprint_many([short, long_]))
-    never = Fingerprinter(FingerprintConfig(tokenizer="rjieba", strategy="simhash"))
+    never = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", strategy="simhash"))
     for fp in never.fingerprint_many([short, long_]):
         assert fp.lsh == [] and fp.minhash is None and fp.shingles == 0
         assert fp.bands == never.layout.keys(fp.simhash)
 
 
 def test_fingerprint_value_semantics():
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba", strategy="simhash"))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", strategy="simhash"))
     fp = fper.fingerprint(NEWS)
     assert isinstance(fp, Fingerprint)
     assert fp.hex == f"{fp.simhash:016x}" and fp.bands == fper.layout.keys(fp.simhash)
@@ -405,7 +415,7 @@ def _peak_memory(fper: Fingerprinter, text: str) -> tuple[Fingerprint, int]:
 
 def test_50_mb_document_with_bounded_memory():
     """The SimHash / TF-vector pipeline (strategy ``simhash``: tokens, SimHash, bands, vector)."""
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba", strategy="simhash"))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba", strategy="simhash"))
     text = _big_document(50_000_000)
     nbytes = len(text.encode("utf-8"))
     assert nbytes >= 50_000_000
@@ -424,7 +434,7 @@ def test_50_mb_document_with_bounded_memory():
 
 
 def test_long_document_with_default_strategy_has_bounded_memory():
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    fper = Fingerprinter(FingerprintConfig(short_text_chars=0, tokenizer="rjieba"))
     text = _big_document(1_000_000)
     fp, peak = _peak_memory(fper, text)
     assert fp.lsh  # the MinHash part is there

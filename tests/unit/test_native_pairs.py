@@ -24,7 +24,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match import lookup
 from esdedup.match import pairs as P
 from esdedup.match.lookup import VERIFY_BATCH, Match
-from esdedup.match.measures import measure, measured, pair_equal_positions
+from esdedup.match.measures import hamming_of, measure, measured, pair_equal_positions
 from esdedup.match.pairs import Pair, find_pairs, lsh_pair_indices, scored_pairs, verdicts
 from esdedup.match.rule import decided_by, decided_by_many
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
@@ -204,7 +204,7 @@ def _verified_one_text_at_a_time(fp, cands, config, t, sha1) -> list[Match]:
     for i in np.flatnonzero(m.decide(t)).tolist():
         cosine = float(m.cosine[i]) if config.stores_vector else None
         jaccard, containment = measured(m.jaccard[i]), measured(m.containment[i])
-        out.append(Match(docs[i].id, int(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
+        out.append(Match(docs[i].id, hamming_of(m.hamming[i]), cosine, jaccard=jaccard, containment=containment,
                          exact=docs[i].content_sha1 == sha1,
                          decided_by=decided_by(t, hamming=float(m.hamming[i]), cosine=cosine, jaccard=jaccard,
                                                containment=containment, legacy_short=bool(m.legacy_short[i]))))

@@ -164,7 +164,7 @@ def test_rows_made_by_terms_and_a_cleared_table(extension: None, switch_on: None
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows that `terms` registered (outside the batch path) reach the core with the next batch; a table
     cleared between chunks is cleared in the core too."""
-    cfg = FingerprintConfig(tokenizer="rjieba", weighting="tf_length")
+    cfg = FingerprintConfig(tokenizer="rjieba", weighting="tf_length", short_text_chars=0)
     fast = Fingerprinter(cfg)
     with monkeypatch.context() as m:
         m.setenv(native.ENV_SWITCH, "0")
@@ -183,7 +183,7 @@ def test_terms_the_core_decided_are_taken_in_when_read(extension: None, switch_o
     """What the core decided itself waits until it is read: columns sent on (a worker's) leave it waiting;
     their fingerprints, `terms` and the core's next question take it in first, in order, and give what a
     Fingerprinter that took it in at once gives."""
-    cfg = FingerprintConfig()
+    cfg = FingerprintConfig(short_text_chars=0)  # every text segmented
     texts = [f"北京欢迎你，第{i}次来中国。台湾居民明起来北京看长城{i % 7}" for i in range(40)]
     fper, reference = Fingerprinter(cfg), Fingerprinter(cfg)
     columns = fper.fingerprint_columns(fper.normalize_many(texts))

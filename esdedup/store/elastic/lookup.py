@@ -15,7 +15,7 @@ from esdedup.errors import IndexNotFound, StoreError
 from esdedup.es import query as q
 from esdedup.es.answers import error_reason
 from esdedup.es.serializer import ndjson
-from esdedup.schema import CONTENT_SHA1, EMPTY, VECTOR
+from esdedup.schema import CONTENT_SHA1, VECTOR
 from esdedup.store.base import Probe, StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.keys import key_counts
@@ -206,15 +206,14 @@ def get(index: ElasticIndex, ids: Sequence[str]) -> dict[str, StoredDoc]:
     return out
 
 
-def empty_copies(index: ElasticIndex, sha1s: Sequence[str], *, limit: int) -> list[list[StoredDoc]]:
-    """See `Store.empty_copies`: one search for all the SHA-1s, split in halves while it would return more than
+def copies(index: ElasticIndex, sha1s: Sequence[str], *, limit: int) -> list[list[StoredDoc]]:
+    """See `Store.copies`: one search for all the SHA-1s, split in halves while it would return more than
     a page (a SHA-1 held by more than a page of documents gets the first page, in index order)."""
     found: dict[str, list[StoredDoc]] = {}
 
     def fetch(part: list[str]) -> None:
-        body = {**q.ids_body([]), "size": PAGE, "query": {"bool": {"filter": [
-            {"term": {EMPTY: True}}, {"terms": {CONTENT_SHA1: part}}]}}}
-        hits = index.search("looking up exact copies of texts without words", **body)["hits"]["hits"]
+        body = {**q.ids_body([]), "size": PAGE, "query": {"bool": {"filter": [{"terms": {CONTENT_SHA1: part}}]}}}
+        hits = index.search("looking up exact copies", **body)["hits"]["hits"]
         if len(hits) >= PAGE and len(part) > 1:
             fetch(part[: len(part) // 2])
             fetch(part[len(part) // 2 :])

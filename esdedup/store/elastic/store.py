@@ -34,6 +34,7 @@ from esdedup.store.elastic import browse, keys, lookup, scans
 from esdedup.store.elastic import labels as labelling
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.writes import Bulk
+from esdedup.util.fieldtypes import checked_args
 
 
 class ElasticStore:
@@ -96,6 +97,7 @@ class ElasticStore:
         return self.bulk.retried
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @checked_args
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         return self.index.open(config, create=create)
 
@@ -166,8 +168,8 @@ class ElasticStore:
         """See `ElasticsearchBacked.verified_on_node`."""
         return lookup.verified_on_node(self.index, probe, params, size=size)
 
-    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
-        return lookup.empty_copies(self.index, sha1s, limit=limit)
+    def copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        return lookup.copies(self.index, sha1s, limit=limit)
 
     def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
         return scans.scan_empty(self.index, batch=batch)

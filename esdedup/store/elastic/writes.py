@@ -9,6 +9,7 @@ with 429, are re-sent with exponential backoff and counted in `Bulk.retried`. Pa
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
@@ -146,10 +147,12 @@ class Bulk:
         with 429); yields each item's success and outcome (`item_info`), refusals included."""
         from elasticsearch import helpers
 
+        # An engine adapter brings its own helper (esdedup.es.opensearch); Elasticsearch's client has none.
+        stream = getattr(self.index.client, "streaming_bulk", None) or functools.partial(
+            helpers.streaming_bulk, self.index.client)
         with self.index.errors(what):
-            for ok, item in helpers.streaming_bulk(self.index.client, actions, chunk_size=UPDATE_CHUNK,
-                                                   raise_on_error=False, max_retries=self.max_retries,
-                                                   initial_backoff=self.initial_backoff):
+            for ok, item in stream(actions, chunk_size=UPDATE_CHUNK, raise_on_error=False,
+                                   max_retries=self.max_retries, initial_backoff=self.initial_backoff):
                 yield ok, item_info(item)
 
     def update_action(self, doc_id: str, dedup: Mapping[str, Any], version: tuple[int, int] | None = None) -> dict[str, Any]:

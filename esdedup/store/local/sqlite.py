@@ -6,6 +6,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,26 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+#: How long `switch_to_wal` sleeps between two tries.
+WAL_RETRY_SECONDS = 0.05
+
+
+def switch_to_wal(db: sqlite3.Connection, wait: float = BUSY_SECONDS) -> None:
+    """Put the file of ``db`` in write-ahead-log mode (a no-op when it is already), waiting up to ``wait``
+    seconds for another connection that holds the file, as a write waits. SQLite's busy timeout does not
+    cover the switch: while another process holds a write transaction on a file that is not in WAL mode yet
+    (a new store that process is creating), the switch fails at once with "database is locked"."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            if not ("locked" in str(exc) or "busy" in str(exc)) or time.monotonic() >= deadline:
+                raise
+        time.sleep(WAL_RETRY_SECONDS)
+
+
 class Database:
     """The file ``path`` of the collection ``name``, connected on first use.
 
@@ -143,7 +164,7 @@ class Database:
             # `timeout` says: a transaction that read first and wrote later would fail at once ("database is
             # locked") when another process had written in between.
             db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level="IMMEDIATE")
-            db.execute("PRAGMA journal_mode=WAL")
+            switch_to_wal(db)
         except sqlite3.OperationalError as exc:
             if not (is_read_only(exc) and self.path.exists()):
                 raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
@@ -177,8 +198,11 @@ class Database:
                 for col in missing:
                     db.execute(f"ALTER TABLE docs ADD COLUMN {col} {ADDED_COLUMNS[col]}")
                 db.execute("CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster_id)")
-                # Texts without words are found by their content SHA-1 (they have no band keys): few rows.
-                db.execute("CREATE INDEX IF NOT EXISTS docs_empty_sha1 ON docs (content_sha1) WHERE empty = 1")
+                # Exact copies are found by their content SHA-1: those of a text without words always (it has no
+                # band keys), those of any text where a crowded band lookup cut its candidates. It replaces
+                # an index of the texts without words alone.
+                db.execute("CREATE INDEX IF NOT EXISTS docs_sha1 ON docs (content_sha1)")
+                db.execute("DROP INDEX IF EXISTS docs_empty_sha1")
         except sqlite3.OperationalError as exc:
             if not is_read_only(exc):
                 raise

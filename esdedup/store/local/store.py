@@ -48,6 +48,7 @@ from esdedup.store.local.sqlite import (
 )
 from esdedup.store.local.texts import TextIndex, name_collection
 from esdedup.store.names import mismatch_error, validate_name
+from esdedup.util.fieldtypes import checked_args
 from esdedup.util.filelock import FileLock
 
 #: Rows per transaction when writing.
@@ -104,6 +105,7 @@ class LocalStore:
 
     # -- lifecycle -------------------------------------------------------------------------------
     @_sql_errors
+    @checked_args
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         if not self.path.exists() and (config is None or not create):
             raise IndexNotFound(f"local index {self.name!r} does not exist in {self.data_dir}", index=self.name)
@@ -238,12 +240,11 @@ class LocalStore:
         return deleted
 
     # -- reading ---------------------------------------------------------------------------------
-    def _docs_where(self, column: str, values: Sequence[str], *, empty: bool = False) -> Iterator[StoredDoc]:
-        """The stored documents whose ``column`` is one of ``values`` (``empty``: and that have no words)."""
+    def _docs_where(self, column: str, values: Sequence[str]) -> Iterator[StoredDoc]:
+        """The stored documents whose ``column`` is one of ``values``."""
         db = self._database.connect()
-        only_empty = "empty = 1 AND " if empty else ""
         for chunk in chunks(list(values), MAX_PARAMS):
-            rows = db.execute(f"SELECT {self._database.doc_columns} FROM docs WHERE {only_empty}{column} IN "
+            rows = db.execute(f"SELECT {self._database.doc_columns} FROM docs WHERE {column} IN "
                               f"({marks(len(chunk))})", chunk)
             yield from stored_docs(rows, self.config.dims)
 
@@ -252,10 +253,10 @@ class LocalStore:
         return {d.id: d for d in self._docs_where("id", ids)}
 
     @_sql_errors
-    def empty_copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
-        """See `Store.empty_copies` (the partial index ``docs_empty_sha1`` serves it)."""
+    def copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
+        """See `Store.copies` (the index ``docs_sha1`` serves it)."""
         by_sha1: dict[str, list[StoredDoc]] = {}
-        for d in self._docs_where("content_sha1", sorted(set(sha1s)), empty=True):
+        for d in self._docs_where("content_sha1", sorted(set(sha1s))):
             by_sha1.setdefault(d.content_sha1 or "", []).append(d)
         return [sorted(by_sha1.get(s, []), key=lambda d: d.id)[:limit] for s in sha1s]
 

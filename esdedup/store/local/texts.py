@@ -45,6 +45,7 @@ from esdedup.store.local.sqlite import (
     is_read_only,
     marks,
     read_as_it_is,
+    switch_to_wal,
 )
 from esdedup.store.names import id_variants
 
@@ -188,7 +189,7 @@ def open_index(path: Path, collection_id: str) -> sqlite3.Connection:
     it indexed another collection under the same name."""
     db = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
     try:
-        db.execute("PRAGMA journal_mode=WAL")
+        switch_to_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(_SCHEMA)
         db.execute("BEGIN IMMEDIATE")

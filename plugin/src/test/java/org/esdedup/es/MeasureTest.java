@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The script measures on fingerprints made by the processor's own code (the golden pairs check the numbers). */
 class MeasureTest {
     /** With a vector (the default config stores none), so that cosines are measured too. */
-    private static final Fingerprinter F = FingerprintProcessor.fingerprinter(
+    private static final Fingerprinter F = FingerprintStep.fingerprinter(
         FingerprintConfig.fromMap(Map.of("vector_index", "int8_flat"), "0.42.1"));
 
     private static Map<String, Object> dedup(String text) {
@@ -43,7 +43,7 @@ class MeasureTest {
 
     @Test
     void theDefaultConfigStoresNoVectorAndItsCosineIsZero() {
-        Fingerprinter plain = FingerprintProcessor.fingerprinter(FingerprintConfig.fromMap(Map.of(), "0.42.1"));
+        Fingerprinter plain = FingerprintStep.fingerprinter(FingerprintConfig.fromMap(Map.of(), "0.42.1"));
         String text = "今天天气很好，我们去公园散步，然后一起吃午饭。";
         Map<String, Object> stored = DedupFields.source(plain.fingerprint(text), plain.config());
         assertFalse(stored.containsKey(DedupFields.VECTOR));

@@ -13,7 +13,7 @@ import java.util.Map;
  * synonym and stopword files, tf-idf weighting, and a jieba version other than the one the plugin was built with.
  */
 public final class FingerprintConfig {
-    public static final int SCHEMA_VERSION = 4;
+    public static final int SCHEMA_VERSION = 5;
     static final int MAX_TABLES = 64;
     static final int MAX_PROBES = 4096;
 
@@ -224,6 +224,14 @@ public final class FingerprintConfig {
     /** True when documents of this many characters get no SimHash band keys (MinHash alone serves them). */
     public boolean isShort(int chars) {
         return strategy.equals("minhash") || (strategy.equals("auto") && chars < shortTextChars);
+    }
+
+    /**
+     * Whether a text of this many characters is segmented into terms, weighted and SimHashed
+     * ({@code FingerprintConfig.gets_terms}): only when it gets SimHash band keys or documents store the vector.
+     */
+    public boolean getsTerms(int chars) {
+        return storesVector() || isShort(chars) == false;
     }
 
     /** Typed access to the config map, defaults filled in. */

@@ -62,9 +62,20 @@ public final class Fingerprinter {
 
     /** The fingerprint of a normalised text (code points). */
     public Fingerprint fingerprintNormalized(int[] norm) {
-        Map<String, long[]> counts = termCounts(norm);
         String sha1 = sha1Hex(norm);
         int words = (config.bits + 63) / 64;
+        if (config.getsTerms(norm.length) == false) {
+            // Never segmented: SimHash 0, no term, a zero vector; empty when it has no n-gram (no letter or digit).
+            long[] hashes = shingleHashes(norm);
+            if (hashes.length == 0) {
+                return new Fingerprint(new long[words], config.bits, new String[0], new float[config.dims], 0,
+                    norm.length, true, null, 0, new long[0], sha1);
+            }
+            int[] sig = MinHash.signature(hashes, permutations);
+            return new Fingerprint(new long[words], config.bits, new String[0], new float[config.dims], 0, norm.length,
+                false, sig, hashes.length, MinHash.lshKeys(sig, config.minhashBands, config.minhashRows), sha1);
+        }
+        Map<String, long[]> counts = termCounts(norm);
         if (counts.isEmpty()) {
             return new Fingerprint(new long[words], config.bits, new String[0], new float[config.dims], 0, norm.length,
                 true, null, 0, new long[0], sha1);

@@ -2,10 +2,10 @@ package org.esdedup.es;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
-import org.elasticsearch.ElasticsearchParseException;
-import org.elasticsearch.index.VersionType;
-import org.elasticsearch.ingest.IngestDocument;
-import org.elasticsearch.ingest.Processor;
+import org.opensearch.OpenSearchParseException;
+import org.opensearch.index.VersionType;
+import org.opensearch.ingest.IngestDocument;
+import org.opensearch.ingest.Processor;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The processor as Elasticsearch drives it: options, refusals at creation, the fields it writes. */
+/** The processor as OpenSearch drives it (the Elasticsearch test of src/elasticsearch, on OpenSearch's ingest API). */
 class FingerprintProcessorTest {
     private static List<JsonNode> golden;
     private static Map<String, Object> defaultConfig;
@@ -45,7 +45,7 @@ class FingerprintProcessorTest {
     }
 
     private static IngestDocument doc(Map<String, Object> source) {
-        return new IngestDocument("idx", "1", 1L, null, VersionType.INTERNAL, new HashMap<>(source));
+        return new IngestDocument("idx", "1", null, 1L, VersionType.INTERNAL, new HashMap<>(source));
     }
 
     @Test
@@ -131,11 +131,11 @@ class FingerprintProcessorTest {
             new Object[] {"colour", "red"}, "unknown config field [colour]",
             new Object[] {"band_blocks", 2}, "needs radius");
         cases.forEach((changes, expected) -> {
-            ElasticsearchParseException e = assertThrows(ElasticsearchParseException.class,
+            OpenSearchParseException e = assertThrows(OpenSearchParseException.class,
                 () -> create(Map.of("config", config(changes))));
             assertTrue(e.getMessage().contains(expected), expected + " not in: " + e.getMessage());
         });
-        assertThrows(ElasticsearchParseException.class, () -> create(Map.of("field", "text")));
+        assertThrows(OpenSearchParseException.class, () -> create(Map.of("field", "text")));
     }
 
     /** Today's LSH keys of {@link #POEM} under 32 bands of 4 rows (computed by Python before minhash_rows existed). */
@@ -161,11 +161,11 @@ class FingerprintProcessorTest {
 
     @Test
     void refusesLshBandsThatNeedMoreValuesThanTheSignatureHas() {
-        ElasticsearchParseException e = assertThrows(ElasticsearchParseException.class,
+        OpenSearchParseException e = assertThrows(OpenSearchParseException.class,
             () -> create(Map.of("config", config("minhash_bands", 64))));
         assertTrue(e.getMessage().contains("minhash_bands (64) >= 1 and minhash_rows (3) >= 1 with minhash_bands * "
             + "minhash_rows at most minhash_perm (128)"), e.getMessage());
-        e = assertThrows(ElasticsearchParseException.class, () -> create(Map.of("config", config("minhash_rows", 0))));
+        e = assertThrows(OpenSearchParseException.class, () -> create(Map.of("config", config("minhash_rows", 0))));
         assertTrue(e.getMessage().contains("minhash_rows (0)"), e.getMessage());
     }
 }
