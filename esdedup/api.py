@@ -19,7 +19,7 @@ from esdedup.ingest.settle import join_stored
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.measures import measures_row
-from esdedup.match.pairs import Pair, crowded_values, find_pairs, lsh_in_memory
+from esdedup.match.pairs import Pair, check_max_bucket, crowded_values, find_pairs, lsh_in_memory
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import (
     ThresholdOverrides,
@@ -250,8 +250,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     require(store, Capability.KEY_SCANS, "finding every pair")
     if write_clusters:
         require(store, Capability.LABELS, "writing the clusters")
-    if max_bucket < 2:
-        raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
+    check_max_bucket(max_bucket)
     if lsh_join not in LSH_JOINS:
         raise ConfigError(f"lsh_join must be one of {', '.join(LSH_JOINS)}, got {lsh_join!r}")
     store.open(None, create=False)

@@ -12,9 +12,11 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TypeVar
 
 import numpy as np
 
+from esdedup.errors import ConfigError
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
@@ -113,52 +115,117 @@ def verdicts(pairs: Sequence[ScoredPair], t: Thresholds) -> np.ndarray:
                           jaccard=[p.jaccard for p in pairs], containment=[p.containment for p in pairs])
 
 
+def check_max_bucket(max_bucket: int) -> None:
+    """Refuse a cap on the documents compared per band value (or paired per content SHA-1) below 2: such a
+    bucket pairs nothing, and a search that pairs nothing would look like a store without duplicates.
+
+    Raises:
+        ConfigError: ``max_bucket`` below 2.
+    """
+    if max_bucket < 2:
+        raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
+
+
 @checked_args
 def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified by the rule
     (thresholds default to the index's), in the order `scored_pairs` gives the candidates, then the exact
-    copies among the texts without words (`empty_copy_pairs`). ``crowded`` and ``in_memory``: see
-    `scored_pairs`."""
+    copies (`CopyGroups`): those without words, and those with words that no band value brought together
+    (every key they share was crowded). ``crowded`` and ``in_memory``: see `scored_pairs`."""
+    check_max_bucket(max_bucket)
     t = lookup_thresholds(thresholds, store.config)
     if in_memory is None:
         in_memory = lsh_in_memory(store)
+    copies = CopyGroups.of(store, max_bucket=max_bucket)
     scorer = _PairScorer(store, t.hamming_k)
     if in_memory:
         # The candidates of the LSH bands judged as arrays, without an object a candidate.
-        yield from _lsh_duplicates(store, scorer.seen, t, max_bucket, crowded)
+        yield from copies.noting(_lsh_duplicates(store, scorer.seen, t, max_bucket, crowded))
     batch: list[ScoredPair] = []
     for p in scorer.stored_keys(max_bucket, lsh=not in_memory):
         batch.append(p)
         if len(batch) >= VERDICT_BATCH:
-            yield from _duplicates(batch, t, store.config.stores_vector)
+            yield from copies.noting(_duplicates(batch, t, store.config.stores_vector))
             batch = []
-    yield from _duplicates(batch, t, store.config.stores_vector)
-    yield from empty_copy_pairs(store, max_bucket=max_bucket)
+    yield from copies.noting(_duplicates(batch, t, store.config.stores_vector))
+    yield from _duplicates(list(scorer._score_pairs(copies.unpaired())), t, store.config.stores_vector)
+    yield from copies.empty_pairs()
+
+
+_P = TypeVar("_P", Pair, ScoredPair)
+
+
+class CopyGroups:
+    """The stored texts that share a content SHA-1 (exact copies), grouped across every document by one scan,
+    whatever the band values hold: all-pairs search caps a crowded band value at ``max_bucket`` documents, and
+    among many near-identical texts every key two copies share may be crowded. A SHA-1 held by more than
+    ``max_bucket`` texts groups its first ``max_bucket`` ids only (logged), as a crowded band value does.
+
+    The pairs are judged by the rule as any other (`esdedup.match.rule`): rule 0 (`exact_copies`) for the
+    texts without words, the measures for the others (`unpaired`: those no band value brought together)."""
+
+    def __init__(self, groups: list[tuple[str, bool, list[str]]]) -> None:
+        self.groups = groups  # (content SHA-1, without words, ids sorted)
+        self.member = {i: g for g, (_, _, ids) in enumerate(groups) for i in ids}
+        self.paired: set[tuple[str, str]] = set()
+
+    @classmethod
+    def of(cls, store: ScannableStore, *, max_bucket: int = 1000) -> CopyGroups:
+        by_sha1: dict[tuple[str, bool], list[str]] = {}
+        for batch in store.scan():
+            for d in batch:
+                if d.content_sha1:  # not None nor "": documents written without one are no one's copies
+                    by_sha1.setdefault((d.content_sha1, d.empty), []).append(d.id)
+        groups: list[tuple[str, bool, list[str]]] = []
+        for (sha1, empty), ids in sorted(by_sha1.items()):
+            if len(ids) < 2:
+                continue
+            if len(ids) > max_bucket:
+                log.warning("%d texts are exact copies of one another (content SHA-1 %s); only %d were paired",
+                            len(ids), sha1, max_bucket)
+            groups.append((sha1, empty, sorted(ids)[:max_bucket]))
+        return cls(groups)
+
+    def noting(self, pairs: Iterable[_P]) -> Iterator[_P]:
+        """``pairs`` as they come, noting those of copies with words (`unpaired` leaves them out)."""
+        for p in pairs:
+            g = self.member.get(p.a)
+            if g is not None and self.member.get(p.b) == g:
+                self.paired.add((p.a, p.b))
+            yield p
+
+    def unpaired(self) -> list[tuple[str, str]]:
+        """The pairs (``a < b``) of copies with words not seen by `noting`."""
+        return [(a, b) for _, empty, ids in self.groups if not empty for a, b in combinations(ids, 2)
+                if (a, b) not in self.paired]
+
+    def empty_pairs(self) -> Iterator[Pair]:
+        """The pairs among the copies without words, which have no keys to share, decided by `EXACT_COPY`."""
+        for sha1, empty, ids in self.groups:
+            if not empty:
+                continue
+            docs = [_Copy(i, True, sha1) for i in ids]
+            for i, a in enumerate(docs[:-1]):
+                rest = docs[i + 1:]
+                yield from (Pair(a.id, rest[j].id, 0, None, decided_by=EXACT_COPY)
+                            for j in exact_copies(a.empty, a.content_sha1, rest))
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """A member of a group of copies, as rule 0 reads it (`esdedup.match.rule.Copy`)."""
+
+    id: str
+    empty: bool
+    content_sha1: str
 
 
 def empty_copy_pairs(store: ScannableStore, *, max_bucket: int = 1000) -> Iterator[Pair]:
     """The pairs among the stored texts without words that rule 0 of `esdedup.match.rule` makes duplicates
-    (`exact_copies`: the same content SHA-1), decided by `EXACT_COPY`: they have no keys to share, so one scan
-    of those texts (`KeyScans.scan_empty`) groups them by SHA-1. A SHA-1 held by more than ``max_bucket`` texts
-    pairs its first ``max_bucket`` ids only (logged), as a crowded band key does."""
-    groups: dict[str, list[StoredDoc]] = {}
-    for batch in store.scan_empty():
-        for d in batch:
-            if d.content_sha1 is not None:
-                groups.setdefault(d.content_sha1, []).append(d)
-    for sha1 in sorted(groups):
-        docs = sorted(groups[sha1], key=lambda d: d.id)
-        if len(docs) < 2:
-            continue
-        if len(docs) > max_bucket:
-            log.warning("%d texts without words are exact copies of one another (content SHA-1 %s); only %d were "
-                        "paired", len(docs), sha1, max_bucket)
-            docs = docs[:max_bucket]
-        for i, a in enumerate(docs[:-1]):
-            rest = docs[i + 1:]
-            yield from (Pair(a.id, rest[j].id, 0, None, decided_by=EXACT_COPY)
-                        for j in exact_copies(a.empty, a.content_sha1, rest))
+    (`exact_copies`: the same content SHA-1), decided by `EXACT_COPY` (`CopyGroups.empty_pairs`)."""
+    check_max_bucket(max_bucket)
+    yield from CopyGroups.of(store, max_bucket=max_bucket).empty_pairs()
 
 
 #: Scored pairs judged by one call of the rule (a call a pair cost more than measuring it).
@@ -174,7 +241,8 @@ def _duplicates(pairs: list[ScoredPair], t: Thresholds, vectors: bool) -> Iterat
 def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: int | None = None,
                  crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[ScoredPair]:
     """Every candidate pair of a store (documents sharing a band or LSH key, or, with a probing layout,
-    whose band keys are within the probe radius), once each, with all its measures.
+    whose band keys are within the probe radius), once each, with all its measures; then the exact copies
+    with words that no key brought together (`CopyGroups.unpaired`).
 
     ``hamming_k`` drops pairs on the SimHash path farther apart than that early (they cannot pass the rule).
     ``crowded``, when given, receives the LSH band values held by ``max_bucket`` or more documents when the
@@ -182,14 +250,17 @@ def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: in
     without indexing every LSH key first. ``in_memory`` is `lsh_in_memory` of the store, when the caller
     has asked already (so that `crowded_values` is told the same answer).
     """
+    check_max_bucket(max_bucket)
     scorer = _PairScorer(store, hamming_k)
     if in_memory is None:
         in_memory = lsh_in_memory(store)
+    copies = CopyGroups.of(store, max_bucket=max_bucket)
     if in_memory:
         # The LSH bands joined in memory, every candidate scored in bulk: what the key groups below would
         # give for the lsh_<i> keys, without a Python step per group.
-        yield from _lsh_pairs(store, scorer.seen, max_bucket, crowded)
-    yield from scorer.stored_keys(max_bucket, lsh=not in_memory)
+        yield from copies.noting(_lsh_pairs(store, scorer.seen, max_bucket, crowded))
+    yield from copies.noting(scorer.stored_keys(max_bucket, lsh=not in_memory))
+    yield from scorer._score_pairs(copies.unpaired())
 
 
 class _SeenPairs:

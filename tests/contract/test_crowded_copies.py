@@ -13,6 +13,7 @@ import pytest
 from esdedup import FingerprintConfig
 from esdedup.api import similar_to
 from esdedup.ingest import IngestOptions, ingest
+from esdedup.match.pairs import find_pairs, scored_pairs
 from esdedup.store.base import Store
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
@@ -79,3 +80,21 @@ def test_ingest_joins_a_new_text_with_its_exact_copies_however_crowded_the_bands
     store.refresh()
     got = store.get(["new", "n01234", *COPIES])
     assert {d.cluster_id for d in got.values()} == {got["new"].cluster_id}, {i: d.cluster_id for i, d in got.items()}
+
+
+def test_dups_pairs_exact_copies_however_crowded_the_bands(crowd):
+    """All-pairs search caps each crowded band value at ``max_bucket`` documents, and every key the copies
+    share is crowded: their pairs come from grouping every stored text by its content SHA-1, once each (and
+    so do the candidates `eval` sweeps)."""
+    store, where, _ = crowd
+    copies = {("n01234", COPIES[0]), ("n01234", COPIES[1]), COPIES}
+    for in_memory in (True, False):
+        pairs = [(p.a, p.b) for p in find_pairs(store, max_bucket=20, in_memory=in_memory)]
+        assert copies <= set(pairs), in_memory
+        assert len(pairs) == len(set(pairs)), in_memory  # each pair once
+        # eval's candidates: the same pairs, measured
+        assert copies <= {(p.a, p.b) for p in scored_pairs(store, max_bucket=20, in_memory=in_memory)}, in_memory
+    r = run_cli("dups", "--index", store.name, *where, "--max-bucket", "20")
+    assert r.returncode == 0, r.stderr
+    got = {(p["a"], p["b"]) for p in map(json.loads, r.stdout.splitlines())}
+    assert copies <= got

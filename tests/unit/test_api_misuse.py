@@ -21,7 +21,7 @@ from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.ingest.label import label_new
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import similar
-from esdedup.match.pairs import find_pairs
+from esdedup.match.pairs import empty_copy_pairs, find_pairs, scored_pairs
 from esdedup.match.similarity import (
     adjusted_cosine,
     containment,
@@ -127,6 +127,9 @@ CASES = [
     (lambda s: similar(s, None), "similar: argument fps must be a list or tuple of Fingerprints, got NoneType"),
     (lambda s: similar(s, ["x"]), "similar: argument fps must be a list or tuple of Fingerprints, got list"),
     (lambda s: list(find_pairs(None)), "find_pairs: argument store must be a ScannableStore"),
+    # A bucket of fewer than two documents pairs nothing: refused on every entry point, not a silent nothing.
+    *((lambda s, f=f, n=n: list(f(s, max_bucket=n)), "max_bucket must be at least 2")
+      for f in (find_pairs, scored_pairs, empty_copy_pairs) for n in (1, 0, -1)),
     (lambda s: clusters(None), "clusters: argument pairs must be a list"),
     (lambda s: clusters([1]), "clusters: each pair must be a Pair or a tuple of two ids, got int"),
     (lambda s: Thresholds.from_config(None), "Thresholds.from_config: argument config must be a FingerprintConfig"),

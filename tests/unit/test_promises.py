@@ -69,11 +69,11 @@ def test_measures_not_computed_are_not_shown_as_numbers(clean_env: Path) -> None
                                                               str(clean_env)]).stdout.splitlines()]
     assert plain and all(p["cosine"] is None and p["decided_by"] in ("jaccard", "containment") for p in plain)
     rail = next(p for p in plain if (p["a"], p["b"]) == ("rail-1", "rail-3"))
-    assert rail == {"a": "rail-1", "b": "rail-3", "hamming": 0, "cosine": None, "jaccard": 1.0, "containment": 1.0,
+    assert rail == {"a": "rail-1", "b": "rail-3", "hamming": None, "cosine": None, "jaccard": 1.0, "containment": 1.0,
                     "decided_by": "jaccard"}
     found = json.loads(runner.invoke(app, ["similar", "--index", "plain", "--data-dir", str(clean_env), "--id",
                                            "rail-1", "--json"]).stdout)["matches"]
-    assert found[0] == {"id": "rail-3", "hamming": 0, "cosine": None, "jaccard": 1.0, "containment": 1.0,
+    assert found[0] == {"id": "rail-3", "hamming": None, "cosine": None, "jaccard": 1.0, "containment": 1.0,
                         "decided_by": "jaccard"}
     vectors = [json.loads(line) for line in runner.invoke(app, ["dups", "--index", "vectors", "--data-dir",
                                                                 str(clean_env)]).stdout.splitlines()]
@@ -120,7 +120,8 @@ def test_dups_as_csv(clean_env: Path) -> None:
     jsonl = [json.loads(line) for line in cli_runner().invoke(app, ["dups", "--index", "n", "--data-dir",
                                                                  str(clean_env)]).stdout.splitlines()]
     expected = ["a,b,hamming,cosine,jaccard,containment,decided_by"] + [
-        f"{p['a']},{p['b']},{p['hamming']},,{p['jaccard']},{p['containment']},{p['decided_by']}" for p in jsonl]
+        f"{p['a']},{p['b']},{'' if p['hamming'] is None else p['hamming']},,{p['jaccard']},{p['containment']},"
+        f"{p['decided_by']}" for p in jsonl]  # a measure not computed (no SimHash, no vector) is an empty cell
     assert r.stdout.splitlines() == expected and len(expected) == 7
 
 
