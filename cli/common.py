@@ -30,7 +30,6 @@ from esdedup.match.thresholds import (
     HammingBeyondIndex,
     InertThresholds,
     ThresholdOverrides,
-    check_overrides_act,
 )
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
@@ -155,6 +154,8 @@ class FingerprintOptions:
                  if f.name != "config_file" and getattr(self, f.name) is not None}
         if self.config_file is None and not given:
             return None
+        from esdedup.fingerprint.config import read_config_file
+
         base: dict[str, Any] = read_config_file(self.config_file).to_dict() if self.config_file else {}
         for option, value in given.items():
             base[_PATH_OPTIONS.get(option, option)] = str(value) if isinstance(value, Path) else value
@@ -171,47 +172,6 @@ class FingerprintOptions:
 #: Option name -> the config field holding that file's path.
 _PATH_OPTIONS = {"synonyms": "synonyms_path", "user_dict": "user_dict_path", "stopwords_file": "stopwords_path",
                  "idf": "idf_path"}
-#: A fingerprint config is a few hundred bytes; more than this is some other file given by mistake.
-CONFIG_FILE_LIMIT = 1 << 20
-
-
-def read_config_file(path: Path):  # -> FingerprintConfig
-    """The FingerprintConfig JSON in ``path`` (as ``esdedup info --json`` prints under "config"); a file that
-    is not one, whatever it holds, is one ConfigError naming the file."""
-    from esdedup.errors import ConfigError
-    from esdedup.fingerprint.config import FingerprintConfig
-
-    if not path.is_file():  # a folder, a FIFO (would block) or a device (/dev/zero never ends)
-        raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(CONFIG_FILE_LIMIT + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    if len(data) > CONFIG_FILE_LIMIT:
-        raise ConfigError(f"config file {path} is over {CONFIG_FILE_LIMIT >> 20} MiB: not a fingerprint config")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {path} is not JSON text (not UTF-8 at byte {exc.start})") from None
-    try:
-        return FingerprintConfig.from_json(_config_part(text))
-    except ConfigError as exc:
-        raise ConfigError(f"config file {path}: {exc}") from None
-
-
-def _config_part(text: str) -> str:
-    """The config in a config file's text: what ``esdedup info --json`` prints holds it under "config", beside
-    the index's name and counts; any other text is taken as a config itself."""
-    import json
-
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return text  # the config's own parser names the error
-    if isinstance(data, dict) and isinstance(data.get("config"), dict) and {"index", "band_layout"} <= data.keys():
-        return json.dumps(data["config"])
-    return text
 
 
 fingerprint_options = _group("fp", FingerprintOptions, [
@@ -280,24 +240,6 @@ threshold_options = _group("thresholds", ThresholdOptions, [
 #: The threshold option of each threshold's name.
 THRESHOLD_FLAGS = {"hamming_k": "--hamming", "cosine": "--cosine", "jaccard": "--jaccard",
                    "containment": "--containment"}
-
-
-def refuse_inert_thresholds(store: Any, overrides: ThresholdOverrides, *, creates: bool = False,
-                            new_config: Any = None) -> None:
-    """Refuse threshold options that cannot change the answer under the index's rule
-    (`esdedup.match.thresholds.check_overrides_act`; exit 2, naming the options that act). ``creates``: the
-    command creates a missing index, with ``new_config`` (None: the default config)."""
-    if not overrides.values:
-        return
-    from esdedup.fingerprint.config import FingerprintConfig
-
-    try:
-        config = store.open(None, create=False).config
-    except IndexNotFound:
-        if not creates:
-            raise
-        config = new_config or FingerprintConfig()
-    check_overrides_act(overrides, config)
 
 
 def threshold_flags(t: Any) -> list[str]:

@@ -15,7 +15,6 @@ from .common import (
     error_line,
     handles_errors,
     opened_store,
-    refuse_inert_thresholds,
     threshold_options,
 )
 from .output import Printer, for_people, json_text
@@ -58,7 +57,7 @@ def similar(
 
     Example: esdedup similar --index news --text "台湾居民明日起持台胞证可通关" --explain
     """
-    from esdedup.api import similar_to
+    from esdedup.api import refuse_inert_thresholds, similar_to
 
     if sum(x is not None for x in (text, id, file)) != 1:
         raise typer.BadParameter("give exactly one of --text, --id or --file")
@@ -117,7 +116,7 @@ def dups(
 
     Example: esdedup dups --index news --format table --write-clusters
     """
-    from esdedup.api import all_pairs
+    from esdedup.api import all_pairs, refuse_inert_thresholds
 
     printer = Printer()
     if partition is not None:
@@ -144,7 +143,7 @@ def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec:
     """``dups --partition``: the partition's pairs on stdout; progress, its summary or its error on stderr."""
     import time
 
-    from esdedup.api import pairs_of_partition
+    from esdedup.api import pairs_of_partition, refuse_inert_thresholds
     from esdedup.errors import EsdedupError
     from esdedup.match.partitioned import PartitionStats
     from esdedup.store.partition import Partition

@@ -50,7 +50,7 @@ def export(
     from esdedup.errors import IndexNotFound
     from esdedup.es.kibana import saved_objects, to_ndjson
     from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.store.base import mismatch_error
+    from esdedup.store.names import mismatch_error
 
     given = fp.config()
     stored = None

@@ -9,7 +9,6 @@ from .common import (
     connection_options,
     handles_errors,
     opened_store,
-    refuse_inert_thresholds,
     threshold_options,
 )
 from .output import json_text
@@ -33,6 +32,7 @@ def label(
 
     Example: esdedup label --index news --es http://127.0.0.1:9250
     """
+    from esdedup.api import refuse_inert_thresholds
     from esdedup.ingest.label import label_new
 
     with opened_store(index, conn) as store:

@@ -1,12 +1,9 @@
 """``esdedup eval`` (precision / recall / F1 against labelled pairs) and ``esdedup synth`` (make a labelled
 benchmark from a real corpus)."""
-import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-
-from esdedup.match.thresholds import ThresholdOverrides
 
 from .common import (
     Connection,
@@ -89,11 +86,10 @@ def eval_command(
 
     Example: esdedup eval --pairs labels.jsonl --docs docs.jsonl --t2s --tokenizer rjieba
     """
-    from esdedup.quality.evaluate import default_grid, read_labels, run
+    from esdedup.quality.evaluate import evaluate, read_labels, temporary_index
 
     labels = read_labels(pairs)
     config = fp.config()
-    name = index or f"esdedup-eval-{uuid.uuid4().hex[:10]}"
     if index is None and not docs:
         raise typer.BadParameter("give --docs to index, or --index naming an index that holds the documents")
     axes = {"cosines": _numbers(cosines, "--cosines"), "jaccards": _numbers(jaccards, "--jaccards"),
@@ -101,26 +97,10 @@ def eval_command(
     if axes["containments"]:  # 0 switches containment off, as --containment 0 does elsewhere
         axes["containments"] = [None if v == 0 else v for v in axes["containments"]]
     hs = _numbers(hammings, "--hammings", int)
-    for threshold, values in zip(("cosine", "jaccard", "containment", "hamming_k"), [*axes.values(), hs],
-                                 strict=True):
-        for value in values or ():
-            ThresholdOverrides(**{threshold: value})  # an impossible value is refused before anything is indexed
-    with opened_store(name, conn) as store:
-        try:
-            settings = None
-            if any(v is not None for v in axes.values()) or hs is not None:
-                if docs:
-                    from esdedup.fingerprint.config import FingerprintConfig
-
-                    base = config or FingerprintConfig()
-                else:
-                    base = store.open(None, create=False).config
-                settings = default_grid(base, hammings=hs, **{k: v for k, v in axes.items() if v is not None})
-            report = run(store, labels, docs=[str(d) for d in docs or []], config=config, settings=settings,
-                         max_bucket=max_bucket, workers=workers, id_field=id_field, text_field=text_field)
-        finally:
-            if index is None and not keep:
-                store.drop()
+    with opened_store(index or temporary_index(), conn) as store:
+        report = evaluate(store, labels, docs=docs or [], config=config, hammings=hs, **axes,
+                          drop=index is None and not keep, max_bucket=max_bucket, workers=workers,
+                          id_field=id_field, text_field=text_field)
     if json_out:
         typer.echo(json_text(report.to_dict(top=top)))
         return

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from esdedup import moved
 from esdedup._version import __version__
 from esdedup.errors import EsdedupError
 from esdedup.fingerprint.bands import BandLayout
@@ -45,4 +44,3 @@ __all__ = [
 
 # Loaded on first access: name -> module.
 __getattr__, __dir__ = lazy_names(__name__, {"open_store": "esdedup.api", "search_diversified": "esdedup.search.paging"})
-moved.install()

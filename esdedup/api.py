@@ -19,14 +19,20 @@ from esdedup.fingerprint.simhash import hamming
 from esdedup.ingest.settle import join_stored
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
+from esdedup.match.measures import measures_row
 from esdedup.match.pairs import Pair, check_max_bucket, crowded_values, find_pairs, lsh_in_memory
 from esdedup.match.partitioned import PartitionStats, partition_pairs
-from esdedup.match.rule import measures_row
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
-from esdedup.match.thresholds import ThresholdOverrides, Thresholds, acting_thresholds, describe_rule
+from esdedup.match.thresholds import (
+    ThresholdOverrides,
+    Thresholds,
+    acting_thresholds,
+    check_overrides_act,
+    describe_rule,
+)
 from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
-from esdedup.store.base import Store
+from esdedup.store.base import Capability, ScannableStore, Store, StoreCore, require
 from esdedup.store.partition import Partition
 from esdedup.util.fieldtypes import checked_args
 
@@ -77,7 +83,7 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
 
 
 @checked_args
-def create_index(store: Store, config: FingerprintConfig | None = None) -> bool:
+def create_index(store: StoreCore, config: FingerprintConfig | None = None) -> bool:
     """Create the index (or local collection) with ``config`` (None: the default config), its mapping and
     settings, before anything is written to it: so that the plugin's pipeline can be put on it and any client
     can write to it. An index that exists already is left as it is (with ``config`` None, whatever its config).
@@ -121,7 +127,7 @@ class SimilarFinder:
     """
 
     @checked_args
-    def __init__(self, store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None) -> None:
+    def __init__(self, store: StoreCore, *, thresholds: Thresholds | ThresholdOverrides | None = None) -> None:
         self.store = store
         self.config = store.open(None, create=False).config
         self.thresholds = thresholds
@@ -176,7 +182,7 @@ class SimilarFinder:
 
 
 @checked_args
-def similar_to(store: Store, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
+def similar_to(store: StoreCore, *, text: str | None = None, doc_id: str | None = None, path: str | None = None,
                thresholds: Thresholds | ThresholdOverrides | None = None, top: int = 10, knn: bool = False,
                explain: bool = False, on_node: bool = False) -> SimilarResult:
     """Near-duplicates of a text, a file or a stored document (by id), verified by the rule with
@@ -195,7 +201,7 @@ def _match_row(m: Match) -> dict[str, Any]:
     return {"id": m.id, **measures_row(m.hamming, m.cosine, m.jaccard, m.containment, m.decided_by)}
 
 
-def _explain(store: Store, fper: Fingerprinter, fp: Fingerprint, m: Match) -> dict[str, Any]:
+def _explain(store: StoreCore, fper: Fingerprinter, fp: Fingerprint, m: Match) -> dict[str, Any]:
     src = store.get_source(m.id) or {}
     other_text = src.get("text") if isinstance(src.get("text"), str) else None
     out: dict[str, Any] = {"title": src.get("title")}
@@ -241,7 +247,12 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
 
     Raises:
         ConfigError: ``max_bucket`` below 2, or an ``lsh_join`` not in `LSH_JOINS`.
+        Unsupported: the store has no `esdedup.store.base.KeyScans` (or, to write the clusters, no
+            `esdedup.store.base.ClusterLabels`).
     """
+    require(store, Capability.KEY_SCANS, "finding every pair")
+    if write_clusters:
+        require(store, Capability.LABELS, "writing the clusters")
     check_max_bucket(max_bucket)
     if lsh_join not in LSH_JOINS:
         raise ConfigError(f"lsh_join must be one of {', '.join(LSH_JOINS)}, got {lsh_join!r}")
@@ -305,6 +316,9 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
             band layout that cannot be partitioned (`partition_pairs`).
     """
     part = Partition.parse(partition) if isinstance(partition, str) else partition
+    require(store, Capability.KEY_SCANS, "finding a partition's pairs")
+    if write_clusters:
+        require(store, Capability.LABELS, "writing the clusters")
     if max_bucket < 2:
         raise ConfigError(f"max_bucket must be at least 2 (documents compared per band value), got {max_bucket}")
     store.open(None, create=False)
@@ -325,9 +339,32 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
 
 
 @checked_args
-def describe(store: Store) -> dict[str, Any]:
+def refuse_inert_thresholds(store: StoreCore, overrides: ThresholdOverrides, *, creates: bool = False,
+                            new_config: FingerprintConfig | None = None) -> None:
+    """Refuse thresholds asked for that cannot change the answer under the index's rule
+    (`esdedup.match.thresholds.check_overrides_act`), before a task runs. ``creates``: the task creates a
+    missing index, with ``new_config`` (None: the default config).
+
+    Raises:
+        ConfigError: a threshold asked for does not act (the message names those that do).
+        IndexNotFound: the index does not exist and the task does not create it.
+    """
+    if not overrides.values:
+        return
+    try:
+        config = store.open(None, create=False).config
+    except IndexNotFound:
+        if not creates:
+            raise
+        config = new_config or FingerprintConfig()
+    check_overrides_act(overrides, config)
+
+
+@checked_args
+def describe(store: ScannableStore) -> dict[str, Any]:
     """Count, config, the rule the index applies (and the thresholds that act in it), band layout and crowded
     band values of an index."""
+    require(store, Capability.KEY_SCANS, "describing an index")
     opened = store.open(None, create=False)
     store.refresh()
     config = opened.config

@@ -131,6 +131,10 @@ class NeedsElasticsearch(ConfigError):
     """The operation runs on Elasticsearch only, and the store is the embedded one."""
 
 
+class Unsupported(ConfigError):
+    """The operation needs a protocol the store does not declare among its capabilities."""
+
+
 class IndexNotFound(StoreError):
     """The named index (or local collection) does not exist; ``index``: its name, when the index itself is
     missing (not a document in it)."""

@@ -53,10 +53,10 @@ from esdedup._version import __version__
 from esdedup.errors import ConfigError
 from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.normalize import t2s_version
 from esdedup.fingerprint.simhash import to_hex
+from esdedup.fingerprint.values import Fingerprint, FingerprintColumns
 from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)
@@ -319,14 +319,36 @@ def dedup_members_many(batches: Sequence[FingerprintColumns], config: Fingerprin
                        normalized_sha1s: Sequence[str | None]) -> list[bytes]:
     """`dedup_members` of every fingerprint of some batches of columns (`Fingerprinter.fingerprint_columns`),
     in order, each with its content SHA-1: a batch at a time from its columns by the native core where it
-    writes the same bytes (`esdedup.fingerprint.native.dedup_members`), else fingerprint by fingerprint."""
+    writes the same bytes (`native_dedup_members`), else fingerprint by fingerprint."""
     out: list[bytes] = []
     fields = band_fields(config)
     for columns in batches:
         sha1s = normalized_sha1s[len(out):len(out) + len(columns)]
-        encoded = native.dedup_members(columns, sha1s, config, fields)
+        encoded = native_dedup_members(columns, sha1s, config, fields)
         if encoded is None:
             fps = columns.fingerprints()
             encoded = [dedup_members(fp, config, sha1) for fp, sha1 in zip(fps, sha1s, strict=True)]
         out.extend(encoded)
     return out
+
+
+def native_dedup_members(columns: FingerprintColumns, sha1s: Sequence[str | None], config: FingerprintConfig,
+                         band_fields: Sequence[str]) -> list[bytes] | None:
+    """`dedup_members` of each fingerprint of ``columns`` with its content SHA-1, in the
+    extension, the GIL released: the same bytes (``band_fields``: `band_fields` of
+    ``config``). None when the extension is not in use, or for the whole batch when the core would not write
+    what orjson writes: the config stores the vector (orjson formats the floats), a string would need JSON
+    escaping, an LSH key is not a canonical decimal, or a value is out of the core's range."""
+    if not native.enabled() or config.stores_vector:
+        return None
+    signed = [sig is not None for sig in columns.minhash]
+    sigs = [sig for sig in columns.minhash if sig is not None]
+    # The cast of `encode_minhash`, for all signatures at once.
+    stacked = np.asarray(np.stack(sigs) if sigs else np.zeros((0, 0)), dtype=SIGNATURE_DTYPE)
+    try:
+        return native.loaded().dedup_members(  # type: ignore[no-any-return]
+            columns.simhashes, columns.bits, columns.lengths, columns.chars, columns.shingles, columns.empties,
+            stacked.tobytes(), signed, stacked.shape[1], columns.bands, columns.lsh, list(sha1s),
+            list(band_fields))
+    except (OverflowError, UnicodeEncodeError):  # a value beyond 128 or 64 bits, a lone surrogate
+        return None

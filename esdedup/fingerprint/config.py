@@ -158,7 +158,7 @@ class FingerprintConfig:
         strategy: ``auto`` (default): every text gets a MinHash signature and LSH band keys over its
             character n-grams, and texts of at least ``short_text_chars`` also get SimHash band keys;
             ``minhash``: signatures and LSH keys only; ``simhash``: SimHash band keys only (pairs are
-            then judged on Hamming distance and cosine). See `esdedup.match.rule` for the rule.
+            then judged on Hamming distance and cosine; the matching layer applies the rule).
         short_text_chars: with ``auto``, texts shorter than this (normalised characters) get no SimHash
             band keys (their SimHash is unstable and its band values collide at random).
         minhash_perm / minhash_bands / minhash_rows / minhash_ngram: the MinHash LSH parameters (signature
@@ -332,7 +332,7 @@ class FingerprintConfig:
     def gets_terms(self, chars: int) -> bool:
         """Whether a text of ``chars`` normalised characters is segmented into terms, weighted and SimHashed:
         only where something reads the result. Under ``auto`` and ``minhash`` a text with a signature is
-        judged on its n-grams alone (`esdedup.match.rule`), so its SimHash is read only through SimHash band
+        judged on its n-grams alone (the matching layer's rule), so its SimHash is read only through SimHash band
         keys and its terms only through the stored vector (`stores_vector`); a text that gets neither has no
         terms: its SimHash is 0, its vector zero, its ``tokens`` 0, and it is empty exactly when it has no
         letter or digit (no n-gram), where a text with terms is empty when it has no term."""
@@ -444,3 +444,42 @@ class FingerprintConfig:
 
 #: The fields `FingerprintConfig._check_storable` reads for lone surrogates.
 _STRING_FIELDS = _strings_of(FingerprintConfig)
+
+
+#: A fingerprint config is a few hundred bytes; more than this is some other file given by mistake.
+CONFIG_FILE_LIMIT = 1 << 20
+
+
+def read_config_file(path: str | Path) -> FingerprintConfig:
+    """The FingerprintConfig JSON in ``path`` (a config, or an index's description that holds one under
+    "config"); a file that is not one, whatever it holds, is one ConfigError naming the file."""
+    path = Path(path)
+    if not path.is_file():  # a folder, a FIFO (would block) or a device (/dev/zero never ends)
+        raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(CONFIG_FILE_LIMIT + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    if len(data) > CONFIG_FILE_LIMIT:
+        raise ConfigError(f"config file {path} is over {CONFIG_FILE_LIMIT >> 20} MiB: not a fingerprint config")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not JSON text (not UTF-8 at byte {exc.start})") from None
+    try:
+        return FingerprintConfig.from_json(_config_part(text))
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+
+
+def _config_part(text: str) -> str:
+    """The config in a config file's text: an index's description holds it under "config", beside the index's
+    name and counts; any other text is taken as a config itself."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text  # the config's own parser names the error
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and {"index", "band_layout"} <= data.keys():
+        return json.dumps(data["config"])
+    return text

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice, repeat
 from operator import itemgetter
 
@@ -17,15 +16,19 @@ import numpy as np
 
 from esdedup.errors import InputError
 from esdedup.fingerprint import minhash as mh
-from esdedup.fingerprint import native
+from esdedup.fingerprint import native_steps
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.features import char_shingles, term_of, term_weights
 from esdedup.fingerprint.hashing import token_digest
 from esdedup.fingerprint.normalize import normalize, normalize_many
 from esdedup.fingerprint.resources import Resources, load_resources
-from esdedup.fingerprint.simhash import pack_bits, to_hex
+from esdedup.fingerprint.simhash import pack_bits
 from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
+
+# Re-exported: this module is where a program has always imported them from.
+from esdedup.fingerprint.values import Fingerprint as Fingerprint
+from esdedup.fingerprint.values import FingerprintColumns as FingerprintColumns
 from esdedup.util.fieldtypes import checked_args
 
 #: The term table is cleared when it grows past this many terms (bounds memory on endless streams).
@@ -37,142 +40,6 @@ _SHINGLE_CHUNK = 1 << 16
 #: ``"".join(filter(str.isalnum, text))``, which makes one string object per character (each many times the
 #: size of the character itself).
 _NOT_ALNUM = re.compile(r"[\W_]+")
-
-
-@dataclass(eq=False)  # not frozen: see esdedup.store.base.StoredDoc
-class Fingerprint:
-    """What esdedup stores and compares for one text.
-
-    Attributes:
-        simhash: the SimHash as an unsigned integer (0 for an empty text; check ``empty``).
-        bands: band keys, one per table of the layout; empty for an empty text, so an empty text never
-            collides with anything.
-        vector: hashed TF vector, float32, unit length (all zero for an empty text).
-        tf: exact term weights (for exact cosine and the novel measures).
-        length: number of terms after filtering.
-        empty: True when the text had no words at all.
-        lsh: MinHash LSH band keys when the config gives texts signatures (`FingerprintConfig.gets_signatures`), else empty.
-        minhash: the MinHash signature likewise, else None.
-        chars: normalised characters.
-        shingles: distinct character n-grams behind ``minhash`` (0 when there is no signature); with the
-            signature it gives the containment estimate of the n-gram rule (`esdedup.match.rule`).
-    """
-
-    simhash: int
-    bands: list[str]
-    vector: np.ndarray = field(repr=False)
-    tf: Mapping[str, float] = field(repr=False)
-    length: int
-    empty: bool = False
-    lsh: list[str] = field(default_factory=list)
-    minhash: np.ndarray | None = field(default=None, repr=False)
-    chars: int = 0
-    bits: int = 64
-    shingles: int = 0
-
-    @property
-    def hex(self) -> str:
-        return to_hex(self.simhash, self.bits)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Fingerprint):
-            return NotImplemented
-        return (self.simhash == other.simhash and self.bands == other.bands and self.tf == other.tf
-                and self.lsh == other.lsh and np.array_equal(self.vector, other.vector))
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class _TermWeights(Mapping[str, float]):
-    """One text's term -> weight, made into a dict on first use: ingest and lookups never read it, and
-    building hundreds of dict entries per text would be a Python step per term that nothing needs."""
-
-    __slots__ = ("_terms", "_rows", "_weights", "_dict")
-
-    def __init__(self, terms: list[str], rows: np.ndarray, weights: np.ndarray) -> None:
-        self._terms, self._rows, self._weights = terms, rows, weights
-        self._dict: dict[str, float] | None = None
-
-    def _items(self) -> dict[str, float]:
-        if self._dict is None:
-            self._dict = dict(zip(map(self._terms.__getitem__, self._rows.tolist()), self._weights.tolist(),
-                                  strict=True))
-        return self._dict
-
-    def __getitem__(self, term: str) -> float:
-        return self._items()[term]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items())
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __contains__(self, term: object) -> bool:
-        return term in self._items()
-
-    def get(self, term: str, default: float | None = None) -> float | None:  # type: ignore[override]
-        return self._items().get(term, default)
-
-    def keys(self):  # type: ignore[no-untyped-def]  # the dict's own views: C speed
-        return self._items().keys()
-
-    def values(self):  # type: ignore[no-untyped-def]
-        return self._items().values()
-
-    def items(self):  # type: ignore[no-untyped-def]
-        return self._items().items()
-
-    def __repr__(self) -> str:
-        return repr(self._items())
-
-    def __reduce__(self) -> tuple[type, tuple[dict[str, float]]]:
-        return dict, (self._items(),)  # a plain dict travels to other processes, not the term table
-
-
-@dataclass(frozen=True, eq=False)
-class FingerprintColumns:
-    """The fingerprints of a batch of texts as columns: entry i of each list (row i of ``vectors``) is text
-    i's `Fingerprint` field of that name (``empties`` its ``empty``), ``bits`` theirs all; each text's exact
-    term weights are its stretch of ``rows`` (rows of ``terms``) and ``weights``, up to ``ends[i]``.
-    `fingerprints` makes the objects (``complete_terms``: what completes ``terms`` first, when the native term
-    step has decided terms the Fingerprinter has not taken in yet)."""
-
-    simhashes: list[int]
-    bands: list[list[str]]
-    vectors: np.ndarray = field(repr=False)
-    lengths: list[int]
-    empties: list[bool]
-    lsh: list[list[str]]
-    minhash: list[np.ndarray | None] = field(repr=False)
-    chars: list[int]
-    shingles: list[int]
-    bits: int
-    terms: list[str] = field(repr=False)
-    rows: np.ndarray = field(repr=False)
-    weights: np.ndarray = field(repr=False)
-    ends: list[int] = field(repr=False)
-    complete_terms: Callable[[], None] | None = field(default=None, repr=False)
-
-    def __len__(self) -> int:
-        return len(self.simhashes)
-
-    def fingerprints(self) -> list[Fingerprint]:
-        if self.complete_terms is not None:
-            self.complete_terms()
-        out: list[Fingerprint] = []
-        bits, vectors, terms, rows, weights = self.bits, self.vectors, self.terms, self.rows, self.weights
-        start = 0
-        for i, end in enumerate(self.ends):
-            if self.empties[i]:
-                out.append(Fingerprint(0, [], vectors[i], {}, 0, empty=True, chars=self.chars[i], bits=bits))
-                continue
-            tf = _TermWeights(terms, rows[start:end], weights[start:end])
-            start = end
-            out.append(Fingerprint(self.simhashes[i], self.bands[i], vectors[i], tf, self.lengths[i],
-                                   lsh=self.lsh[i], minhash=self.minhash[i], chars=self.chars[i], bits=bits,
-                                   shingles=self.shingles[i]))
-        return out
 
 
 class _TermTable:
@@ -282,19 +149,19 @@ class Fingerprinter:
         # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
         self._codes: dict[str, int] = {}
         # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
-        self._native_minhash = native.minhash_step(self.config, _SHINGLE_CHUNK)
+        self._native_minhash = native_steps.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
-        self._native_terms = native.terms_step(self.config, self.resources.stopwords, self.resources.synonyms)
+        self._native_terms = native_steps.terms_step(self.config, self.resources.stopwords, self.resources.synonyms)
         # The rjieba or jieba tokenizer inside the term step (tokens go from the cut to their codes without
         # becoming Python str; a piece the core leaves is cut by self.tokenizer), else None.
-        self._native_cut = native.cut_step(self.config, self.resources.user_words) if self._native_terms else None
+        self._native_cut = native_steps.cut_step(self.config, self.resources.user_words) if self._native_terms else None
         # The batch forms of normalisation's first step, its t2s conversion and its case folding and
         # whitespace in the extension, else None.
-        self._native_clean = native.clean_step()
-        self._native_t2s = native.t2s_step() if self.config.t2s else None
-        self._native_fold = native.fold_step()
+        self._native_clean = native_steps.clean_step()
+        self._native_t2s = native_steps.t2s_step() if self.config.t2s else None
+        self._native_fold = native_steps.fold_step()
         # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
-        self._native_bands = native.band_keys_step(self.layout)
+        self._native_bands = native_steps.band_keys_step(self.layout)
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -420,7 +287,7 @@ class Fingerprinter:
             terms=self._table.terms, rows=rows, weights=weights, ends=ends,
             complete_terms=self._take_learned if self._native_terms is not None else None)
 
-    def _term_step(self, norms: list[str]) -> native.TermParts:
+    def _term_step(self, norms: list[str]) -> native_steps.TermParts:
         """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of some
         normalised texts (`_term_parts`), in the native core when it is in use."""
         table = self._table
@@ -442,7 +309,7 @@ class Fingerprinter:
             return self._native_terms.run(self._tokens_many(norms), self._native_register)
         return self._term_parts(norms)
 
-    def _term_parts(self, norms: list[str]) -> native.TermParts:
+    def _term_parts(self, norms: list[str]) -> native_steps.TermParts:
         """SimHash values, term rows and weights, terms per text, total counts and unnormalised vectors of
         some normalised texts: the definition of what the native term step computes."""
         cfg, table, n = self.config, self._table, len(norms)
@@ -458,7 +325,7 @@ class Fingerprinter:
         return pack_bits(sums > 0), rows, weights, kept, lengths, vectors
 
     def _native_register(self, tokens: list[str], have: int,
-                         learned: native.Learned | None) -> tuple[list[int], bytes, bytes, bytes, bytes, list[str]]:
+                         learned: native_steps.Learned | None) -> tuple[list[int], bytes, bytes, bytes, bytes, list[str]]:
         """What the native term step asks for tokens it has no code for: their codes (registering the new
         ones here, as the Python path does), and the hash data and terms of the table's rows from ``have`` on;
         ``learned``: what the core decided itself and the table has not taken yet (`_learn`), taken first."""
@@ -468,7 +335,7 @@ class Fingerprinter:
         return (codes, *self._table.row_data(have), self._table.terms[have:])
 
     def _learn(self, tokens: list[str], codes: list[int], terms: list[str], *data: bytes) -> None:
-        """Take what the native term step decided itself (`native.NativeTerms.decides`) into `_codes` and the
+        """Take what the native term step decided itself (`native_steps.NativeTerms.decides`) into `_codes` and the
         table: the codes of new tokens, and the new rows (their terms and hash data, as `_TermTable.row_data`
         gives them)."""
         self._codes.update(zip(tokens, codes, strict=True))

@@ -1,7 +1,7 @@
 """MinHash signatures and LSH band keys over a text's character n-grams.
 
 Every non-empty text has them unless the strategy is ``simhash`` (`FingerprintConfig.gets_signatures`), and
-then they decide its pairs (`esdedup.match.rule`); under the default ``auto`` a short text, whose SimHash has
+then they decide its pairs (the matching layer's rule); under the default ``auto`` a short text, whose SimHash has
 too few features to be stable, has no other band keys (`FingerprintConfig.gets_simhash_bands`).
 
 Everything here is integer arithmetic on numpy ``uint64`` (wrapping multiplication), so signatures and keys

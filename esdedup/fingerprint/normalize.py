@@ -81,7 +81,7 @@ def normalize_many(texts: Sequence[str], *, t2s: bool = False,
     """`normalize` of each text. ``clean_many``, when given, does `_clean_nfkc` for a batch of texts, giving
     None for a text it leaves to `_clean_nfkc`; ``t2s_many`` likewise does OpenCC's t2s conversion, and
     ``fold_many`` the case folding and whitespace of `_after_clean` (``" ".join(text.casefold().split())``),
-    None for a text it leaves to Python (the native core, `esdedup.fingerprint.native.clean_step`,
+    None for a text it leaves to Python (the native core, `esdedup.fingerprint.native_steps.clean_step`,
     `t2s_step` and `fold_step`). Texts longer than `_BLOCK_CHARS` go through `normalize` itself."""
     if clean_many is None:
         return [normalize(t, t2s=t2s) for t in texts]

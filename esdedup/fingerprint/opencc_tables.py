@@ -1,5 +1,5 @@
 """The dictionaries of the installed OpenCC's ``t2s`` conversion, read as plain data for the native core
-(`esdedup.fingerprint.native.t2s_step`).
+(`esdedup.fingerprint.native_steps.t2s_step`).
 
 OpenCC runs a config's ``normalization`` chain over the whole text, then its ``conversion_chain``; each
 conversion goes through the text left to right, replacing at each position the longest key its dictionary

@@ -7,7 +7,7 @@ another. Segmentation of very long text goes piece by piece (`iter_pieces`), whi
 native code and jieba's own HMM, so the route costs no Python step per character) unless user words are
 added, which only jieba itself takes as jieba does; the environment variable ``ESDEDUP_JIEBA=reference``
 makes it run jieba itself always (to compare). Where the native core is in use, a Fingerprinter's term step
-cuts those tokens itself (`esdedup.fingerprint.native.cut_step`) and asks this one only for the pieces it
+cuts those tokens itself (`esdedup.fingerprint.native_steps.cut_step`) and asks this one only for the pieces it
 leaves.
 """
 from __future__ import annotations

@@ -2,10 +2,13 @@
 added one call at a time), and `settle_stored`, the settling step that `esdedup.ingest.label` shares."""
 from __future__ import annotations
 
+from esdedup.ingest.checkpoint import default_checkpoint
+from esdedup.ingest.deadletters import default_dead_letter
 from esdedup.ingest.documents import ids_for_texts
 from esdedup.ingest.options import (
     BATCH,
     BATCH_CHARS,
+    BY_THE_RUN,
     LOOKUP_LIMIT,
     ON_DUPLICATE,
     SUMMARY_IDS,
@@ -17,5 +20,6 @@ from esdedup.ingest.runindex import MAX_PER_KEY
 from esdedup.ingest.service import Added, Ingester
 from esdedup.ingest.settle import settle_stored
 
-__all__ = ["BATCH", "BATCH_CHARS", "LOOKUP_LIMIT", "MAX_PER_KEY", "ON_DUPLICATE", "SUMMARY_IDS", "Added", "IngestOptions",
-           "IngestSummary", "Ingester", "ids_for_texts", "ingest", "settle_stored"]
+__all__ = ["BATCH", "BATCH_CHARS", "BY_THE_RUN", "LOOKUP_LIMIT", "MAX_PER_KEY", "ON_DUPLICATE", "SUMMARY_IDS", "Added",
+           "IngestOptions", "IngestSummary", "Ingester", "default_checkpoint", "default_dead_letter", "ids_for_texts",
+           "ingest", "settle_stored"]

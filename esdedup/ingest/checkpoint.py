@@ -17,11 +17,13 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError
-from esdedup.readers.files import open_binary, printable, source_path
+from esdedup.readers.files import open_binary, printable, source_name, source_path
+from esdedup.store.base import StoreCore, elasticsearch_backed
 from esdedup.util.filelock import FileLock
 
 log = logging.getLogger(__name__)
@@ -199,3 +201,20 @@ def lock_checkpoint(checkpoint: str | Path | None) -> FileLock | None:
     return FileLock(path.with_name(path.name + ".lock"), busy=ConfigError(
         f"checkpoint {path} is in use by another ingest that is still running; give each ingest that runs at "
         "the same time a checkpoint file of its own")).acquire()
+
+
+def default_checkpoint(store: StoreCore, paths: Sequence[str | os.PathLike[str]], *,
+                       data_dir: str | Path | None = None) -> Path:
+    """Where a run keeps its checkpoint when none is named: in the local data folder (``data_dir``; default: the
+    embedded store's own folder, or `esdedup.store.local.default_data_dir`), never in the working folder, one
+    per server, index and set of inputs (by canonical path, so any spelling of the same inputs resumes the same
+    run): runs over other inputs write the same index at once, each with its own checkpoint, and the same
+    inputs twice at once meet on one checkpoint, which the second is refused."""
+    from esdedup.store.local import LocalStore, default_data_dir
+
+    if data_dir is None:
+        data_dir = store.data_dir if isinstance(store, LocalStore) else default_data_dir()
+    where = ("es-" + hashlib.sha1(store.display_url.encode()).hexdigest()[:10] if elasticsearch_backed(store)
+             else "local")
+    inputs = hashlib.sha1("\0".join(sorted({source_name(p) for p in paths})).encode()).hexdigest()[:10]
+    return Path(data_dir) / "checkpoints" / f"{where}-{store.name}-{inputs}.json"

@@ -151,3 +151,9 @@ def _entry(line: str) -> dict | None:
     except ValueError:
         return None
     return entry if isinstance(entry, dict) else None
+
+
+def default_dead_letter(index: str) -> Path:
+    """Where a run puts its failed and skipped records when no file is named: ``<index>.dead-letter.jsonl`` in
+    the working folder, beside the inputs a person works on."""
+    return Path(f"{index}.dead-letter.jsonl")

@@ -26,7 +26,7 @@ from esdedup.ingest.workers import Batch, Fingerprinted
 from esdedup.ingest.writer import OverlappedWriter, write_all
 from esdedup.match.thresholds import lookup_thresholds
 from esdedup.readers import Rejected
-from esdedup.store.base import Store
+from esdedup.store.base import LabelledStore
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class IngestRun:
     driver that takes each batch through its steps. `process` does them in turn; `feed` overlaps a batch's
     write with the next one's labelling where the store allows it (`drain` waits for the write)."""
 
-    def __init__(self, store: Store, config: FingerprintConfig, opts: IngestOptions, *, sharing: StoreSharing,
+    def __init__(self, store: LabelledStore, config: FingerprintConfig, opts: IngestOptions, *, sharing: StoreSharing,
                  window: MemoryWindow, ledger: Ledger, checkpoint: Checkpoint | None) -> None:
         self.store, self.config, self.opts, self.sharing = store, config, opts, sharing
         self.window = window
@@ -221,7 +221,7 @@ class IngestRun:
         return [d for d in written if d.id not in gone]
 
 
-def open_run(store: Store, config: FingerprintConfig | None, opts: IngestOptions, *, summary: IngestSummary,
+def open_run(store: LabelledStore, config: FingerprintConfig | None, opts: IngestOptions, *, summary: IngestSummary,
              dead: DeadLetters, checkpoint: Checkpoint | None = None, remember: bool = True,
              window_docs: int = RUN_INDEX_MAX_DOCS) -> IngestRun:
     """Open ``store`` (with ``config``; None: the store's own, or the default config for a new store) and

@@ -35,7 +35,7 @@ from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.settle import settle_stored
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.schema import CLUSTER_ID, DEDUP, SIMHASH, band_fields
-from esdedup.store.base import ElasticsearchBacked, ElasticsearchBackedStore, Root, Store, StoredDoc
+from esdedup.store.base import ElasticsearchBackedStore, Root, Store, StoredDoc, elasticsearch_backed
 from esdedup.util.fieldtypes import checked_args
 
 #: Unlabelled documents read and labelled per step.
@@ -82,7 +82,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     Raises ConfigError (not an Elasticsearch store, bad thresholds), IndexNotFound, StoreError (the server
     failed; what was labelled stays labelled, a new run continues).
     """
-    if not isinstance(store, ElasticsearchBacked):
+    if not elasticsearch_backed(store):
         raise NeedsElasticsearch("labelling documents written by other programs runs on Elasticsearch; the "
                                  "embedded store "
                           "labels every document as it is ingested")

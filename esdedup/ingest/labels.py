@@ -28,7 +28,7 @@ from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
 from esdedup.match.thresholds import Thresholds
-from esdedup.store.base import NewDoc, Root, Store, StoredDoc
+from esdedup.store.base import LabelledStore, NewDoc, Root, StoredDoc
 from esdedup.util.unionfind import UnionFind
 
 log = logging.getLogger(__name__)
@@ -268,7 +268,7 @@ class Labeller:
     """Looks a batch's records up (in the window, its frozen keys, the store), decides each one's fate and
     labels, and joins clusters in the run's view (`find`, `join`: what settling needs of it too)."""
 
-    def __init__(self, store: Store, config: FingerprintConfig, thresholds: Thresholds, on_duplicate: str,
+    def __init__(self, store: LabelledStore, config: FingerprintConfig, thresholds: Thresholds, on_duplicate: str,
                  window: MemoryWindow, ledger: Ledger) -> None:
         self.store, self.config, self.on_duplicate = store, config, on_duplicate
         self.rule = NearDuplicates(config, thresholds)

@@ -2,6 +2,7 @@
 every part of the run shares."""
 from __future__ import annotations
 
+import enum
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,19 @@ class IngestSummary:
         return d
 
 
+class Named(enum.Enum):
+    """A file an ingest run names itself (`BY_THE_RUN`)."""
+
+    BY_THE_RUN = "named by the run"
+
+
+#: ``IngestOptions(checkpoint=BY_THE_RUN, dead_letter=BY_THE_RUN)``: the run names its checkpoint
+#: (`esdedup.ingest.checkpoint.default_checkpoint`: per server, index and inputs) and its dead letters
+#: (`esdedup.ingest.deadletters.default_dead_letter`) as the command line does, so that a run of the same inputs
+#: with ``resume`` continues it.
+BY_THE_RUN = Named.BY_THE_RUN
+
+
 @dataclass
 class IngestOptions:
     format: str = choices("auto", tuple(sorted(FORMATS)))
@@ -86,11 +100,13 @@ class IngestOptions:
     text_field: str = "text"
     title_field: str = "title"
     on_duplicate: str = choices("label", ON_DUPLICATE)
-    dead_letter: str | Path | None = None
+    #: Failed and skipped records go there (None: nowhere; they are counted all the same).
+    dead_letter: str | Path | Named | None = None
     workers: int = 0
     #: What counts as a near-duplicate when labelling (default: the index's thresholds).
     thresholds: Thresholds | ThresholdOverrides | None = None
-    checkpoint: str | Path | None = None
+    #: The offsets a resumed run continues from (None: none kept).
+    checkpoint: str | Path | Named | None = None
     resume: bool = False
     max_record_bytes: int = 64 * 2**20
     batch: int = BATCH

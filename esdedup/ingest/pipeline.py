@@ -17,7 +17,7 @@ from esdedup.es.answers import api_reason
 from esdedup.es.errors import es_errors
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP
-from esdedup.store.base import ElasticsearchBacked, Store
+from esdedup.store.base import Store, elasticsearch_backed
 
 #: The plugin's processor type.
 PROCESSOR = "esdedup_fingerprint"
@@ -50,7 +50,7 @@ def put_pipeline(store: Store, *, name: str | None = None, field: str = "text", 
         StoreError: the node has no esdedup plugin, or the request failed.
         IndexNotFound: the index does not exist.
     """
-    if not isinstance(store, ElasticsearchBacked):
+    if not elasticsearch_backed(store):
         raise NeedsElasticsearch("an ingest pipeline runs on Elasticsearch; the embedded store fingerprints in "
                           "esdedup itself")
     config = store.open(None, create=False).config

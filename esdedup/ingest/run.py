@@ -35,21 +35,21 @@ from pathlib import Path
 
 from esdedup.errors import OutputError, StoreError, Terminated
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.ingest.checkpoint import lock_checkpoint, open_checkpoint
-from esdedup.ingest.deadletters import DeadLetters
+from esdedup.ingest.checkpoint import default_checkpoint, lock_checkpoint, open_checkpoint
+from esdedup.ingest.deadletters import DeadLetters, default_dead_letter
 from esdedup.ingest.documents import batches
 from esdedup.ingest.driver import IngestRun, open_run
-from esdedup.ingest.options import IngestOptions, IngestSummary
+from esdedup.ingest.options import BY_THE_RUN, IngestOptions, IngestSummary
 from esdedup.ingest.window import RUN_INDEX_MAX_DOCS
 from esdedup.ingest.workers import Stop, Workers
 from esdedup.readers import Record, Rejected, check_inputs, read_records
-from esdedup.store.base import Store
+from esdedup.store.base import Capability, LabelledStore, require
 from esdedup.util.collector import fewer_collections
 from esdedup.util.fieldtypes import checked_args
 
 
 @checked_args
-def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig | None = None,
+def ingest(paths: Sequence[str | Path], store: LabelledStore, config: FingerprintConfig | None = None,
            options: IngestOptions | None = None,
            progress: Callable[[IngestSummary], None] | None = None) -> IngestSummary:
     """Read, fingerprint, label and write every record under ``paths`` into ``store``.
@@ -58,16 +58,19 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
     Returns the summary; raises ConfigMismatchError before writing anything when the store was built
     with another config. A store failure mid-run (server gone) ends the run: the summary carries the
     error, in-flight records count as failed (dead-lettered as unconfirmed), and a re-run completes it.
+    Raises Unsupported for a store without `esdedup.store.base.ClusterLabels`.
     """
+    require(store, Capability.LABELS, "ingesting")
     opts = options or IngestOptions()
     check_inputs(paths)  # a mistyped path fails here, before the store (or an empty index) is opened
-    ckpt_lock = lock_checkpoint(opts.checkpoint)
+    checkpoint, dead_letter = named_files(opts, store, paths)
+    ckpt_lock = lock_checkpoint(checkpoint)
     dead: DeadLetters | None = None
     try:
         # The files this run writes are checked before the store is opened (or created).
-        dead = DeadLetters(opts.dead_letter, fresh=not opts.resume, supersede=opts.resume)
-        ckpt = open_checkpoint(opts.checkpoint, resume=opts.resume)
-        summary = IngestSummary(dead_letter=str(opts.dead_letter) if opts.dead_letter else None)
+        dead = DeadLetters(dead_letter, fresh=not opts.resume, supersede=opts.resume)
+        ckpt = open_checkpoint(checkpoint, resume=opts.resume)
+        summary = IngestSummary(dead_letter=str(dead_letter) if dead_letter else None)
         # The window is read here, at the call, so that a program may set this module's RUN_INDEX_MAX_DOCS.
         run = open_run(store, config, opts, summary=summary, dead=dead, checkpoint=ckpt,
                        window_docs=RUN_INDEX_MAX_DOCS)
@@ -82,6 +85,15 @@ def ingest(paths: Sequence[str | Path], store: Store, config: FingerprintConfig 
             dead.close()
         if ckpt_lock is not None:
             ckpt_lock.release()
+
+
+def named_files(opts: IngestOptions, store: LabelledStore, paths: Sequence[str | Path]) -> tuple[str | Path | None,
+                                                                                                 str | Path | None]:
+    """The run's checkpoint and dead-letter file: as ``opts`` names them, or as the run names them where
+    ``opts`` leaves it to the run (`BY_THE_RUN`: `default_checkpoint`, `default_dead_letter`)."""
+    checkpoint = default_checkpoint(store, paths) if opts.checkpoint is BY_THE_RUN else opts.checkpoint
+    dead_letter = default_dead_letter(store.name) if opts.dead_letter is BY_THE_RUN else opts.dead_letter
+    return checkpoint, dead_letter
 
 
 def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callable[[IngestSummary], None] | None) -> IngestSummary:

@@ -21,8 +21,8 @@ from itertools import chain, islice, repeat
 import numpy as np
 
 from esdedup.errors import OutputError
-from esdedup.fingerprint import native
 from esdedup.fingerprint.minhash import mix64
+from esdedup.ingest import native_keys
 from esdedup.store.base import Root, StoredDoc
 
 #: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
@@ -70,7 +70,7 @@ class KeyLists:
 
 class _KeyTable:
     """Key hash -> positions of the run's documents holding it, at most ``per_key``, the first added: the
-    run index's table when the native core is not in use (`esdedup.fingerprint.native.run_keys`, the same
+    run index's table when the native core is not in use (`esdedup.ingest.native_keys.run_keys`, the same
     table in the extension). Only ints, in dicts and (rare) small lists: a run adds some 20 keys a
     document, and a million small lists would make every garbage-collector pass crawl through them."""
 
@@ -121,8 +121,8 @@ class _KeyTable:
 EMPTY: frozenset[int] = frozenset()
 
 
-def _key_table() -> _KeyTable | native.RunKeysTable:
-    table = native.run_keys(MAX_PER_KEY)
+def _key_table() -> _KeyTable | native_keys.RunKeysTable:
+    table = native_keys.run_keys(MAX_PER_KEY)
     return _KeyTable(MAX_PER_KEY) if table is None else table
 
 
@@ -212,7 +212,7 @@ def key_hashes(keys: Sequence[str]) -> np.ndarray:
     >>> hex(int(key_hashes(["0:1f2e", "661681052612"])[0]))
     '0x40ad0678c6525e95'
     """
-    hashed = native.key_hashes(keys)
+    hashed = native_keys.key_hashes(keys)
     if hashed is not None:
         return hashed
     parts = [_hash_chunk(keys[i:i + _HASH_CHUNK]) for i in range(0, len(keys), _HASH_CHUNK)]

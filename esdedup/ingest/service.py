@@ -17,7 +17,7 @@ from esdedup.ingest.options import IngestOptions, IngestSummary
 from esdedup.ingest.workers import fingerprint_with
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.readers import Record, Rejected
-from esdedup.store.base import Store
+from esdedup.store.base import LabelledStore
 from esdedup.util.fieldtypes import checked_args
 
 
@@ -62,7 +62,7 @@ class Ingester:
     """
 
     @checked_args
-    def __init__(self, store: Store, config: FingerprintConfig | None = None, *, on_duplicate: str = "label",
+    def __init__(self, store: LabelledStore, config: FingerprintConfig | None = None, *, on_duplicate: str = "label",
                  thresholds: Thresholds | ThresholdOverrides | None = None,
                  dead_letter: str | Path | None = None) -> None:
         opts = IngestOptions(on_duplicate=on_duplicate, thresholds=thresholds, dead_letter=dead_letter, workers=1)

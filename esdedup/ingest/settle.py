@@ -7,7 +7,7 @@ now finds (``skip``: deletes the later document of a pair). For any two document
 ran last sees both: its own document was visible before that lookup, and the other became visible before
 it, or else the other writer's lookup ran after both were visible. So every pair is settled by someone.
 Representatives are fixed by the write order stored in the documents, not by who settles first, and the
-store moves documents only with conditional updates (`Store.merge_clusters`, `Store.delete_if_unchanged`),
+store moves documents only with conditional updates (`ClusterLabels.merge_clusters`, `ClusterLabels.delete_if_unchanged`),
 so the writers agree whatever the timing.
 
 `Settler` is the one settling step: ingest runs it after each batch it writes (`esdedup.ingest.driver`), and
@@ -27,7 +27,7 @@ from esdedup.ingest.options import LOOKUP_LIMIT
 from esdedup.ingest.runindex import ClusterRoots
 from esdedup.match.lookup import probe_for, with_exact_copies
 from esdedup.match.thresholds import Thresholds
-from esdedup.store.base import ElasticsearchBacked, Root, Store, StoredDoc
+from esdedup.store.base import LabelledStore, Root, Store, StoredDoc, elasticsearch_backed
 
 
 class ClusterView(Protocol):
@@ -58,7 +58,7 @@ class Settler:
     """Settles written documents with what the store holds now: refresh, look them up again, join the
     clusters found (or, ``skip``, delete the later document of each pair)."""
 
-    def __init__(self, store: Store, config: FingerprintConfig, rule: NearDuplicates, clusters: ClusterView) -> None:
+    def __init__(self, store: LabelledStore, config: FingerprintConfig, rule: NearDuplicates, clusters: ClusterView) -> None:
         self.store, self.config, self.rule, self.clusters = store, config, rule, clusters
 
     def settle(self, docs: Sequence[tuple[str, Fingerprint]], *, skip: bool = False) -> Settled:
@@ -105,7 +105,7 @@ class Settler:
                        removed={i: me.id for i, (_, me) in other.items() if i in gone})
 
 
-def settle_stored(store: Store, config: FingerprintConfig, thresholds: Thresholds,
+def settle_stored(store: LabelledStore, config: FingerprintConfig, thresholds: Thresholds,
                   docs: Sequence[tuple[str, int, Fingerprint]]) -> tuple[dict[str, Root], int]:
     """Settle documents that another program wrote, as ingest settles each batch it writes: refresh, look
     each document up, join the clusters of its near-duplicates in the store (conditional updates).
@@ -162,7 +162,7 @@ def _label_unlabelled(store: Store, docs: Sequence[StoredDoc]) -> int:
     document labelled since by another writer keeps its label, which the merge then follows)."""
     if not docs:
         return 0
-    if isinstance(store, ElasticsearchBacked):
+    if elasticsearch_backed(store):
         return len(store.update_dedup_if_unchanged(
             {d.id: (d, {"cluster_id": d.id, "cluster_seq": d.seq, "duplicate_of": None}) for d in docs}))
     return store.relabel({d.id: (d.seq, d.id) for d in docs})

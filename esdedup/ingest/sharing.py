@@ -6,7 +6,7 @@ finds another client's document only after a refresh, so each writer settles the
 writing it (`SettledWrites`, with `esdedup.ingest.settle`). Why not one lock for all writers there: a lock
 document would serialise every writer on one shard, and a writer that dies holding it would stop all the
 others; settling costs a refresh and a second lookup per batch, and only when the index counted writes other
-than the writer's own (`Store.alone`).
+than the writer's own (`ClusterLabels.alone`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from esdedup.errors import IndexNotFound
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.store.base import OpenResult, Store
+from esdedup.store.base import LabelledStore, OpenResult
 
 
 class StoreSharing:
@@ -24,7 +24,7 @@ class StoreSharing:
     #: (`esdedup.ingest.writer`).
     overlaps_writes = False
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: LabelledStore) -> None:
         self.store = store
         #: Documents travel to the store as JSON encoded in the worker processes (`NewDoc.dedup_json`).
         self.takes_json = store.takes_dedup_json
@@ -73,11 +73,11 @@ class SettledWrites(StoreSharing):
         return on_duplicate != "index" and bool(written) and not self.store.alone()
 
 
-def sharing_for(store: Store) -> StoreSharing:
+def sharing_for(store: LabelledStore) -> StoreSharing:
     return SettledWrites(store) if store.settles else LockStepWrites(store)
 
 
-def open_for_ingest(store: Store, config: FingerprintConfig | None) -> tuple[OpenResult, StoreSharing]:
+def open_for_ingest(store: LabelledStore, config: FingerprintConfig | None) -> tuple[OpenResult, StoreSharing]:
     """Open ``store`` with ``config``; without one, with the store's own config, or the default config
     when the store does not exist yet. Returns it with the way the run shares it."""
     try:

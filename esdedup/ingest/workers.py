@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.fingerprinter import Fingerprint, FingerprintColumns, Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.fingerprint.values import Fingerprint, FingerprintColumns
 from esdedup.ingest.runindex import held_keys, key_hashes
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members_many

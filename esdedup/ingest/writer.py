@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from esdedup.errors import StoreError
 from esdedup.ingest.accounting import BatchState
 from esdedup.ingest.documents import FingerprintedRecord
-from esdedup.store.base import NewDoc, Store, WriteResult
+from esdedup.store.base import LabelledStore, NewDoc, WriteResult
 
 #: What a write gives back: the results the store gave, and the error that stopped it (the rest unconfirmed).
 Outcome = tuple[list[WriteResult], StoreError | None]
@@ -24,7 +24,7 @@ Outcome = tuple[list[WriteResult], StoreError | None]
 WRITE_HEAD_START_S = 0.002
 
 
-def write_all(store: Store, docs: list[NewDoc]) -> Outcome:
+def write_all(store: LabelledStore, docs: list[NewDoc]) -> Outcome:
     """Write ``docs``; the results the store gave, and the error that stopped it (the rest unconfirmed)."""
     out: list[WriteResult] = []
     try:
@@ -46,7 +46,7 @@ class Sending:
 class OverlappedWriter:
     """At most one batch written at a time, in one thread."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: LabelledStore) -> None:
         self.store = store
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="esdedup-write")
         self._sending: Sending | None = None

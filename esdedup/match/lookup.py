@@ -1,4 +1,4 @@
-"""Near-duplicates of given texts through any `Store`: which keys to probe, and exact verification.
+"""Near-duplicates of given texts through any `StoreCore`: which keys to probe, and exact verification.
 
 Candidate generation is the store's job (band-key lookups, exact set semantics, so both stores return the
 same candidates); deciding which candidates are near-duplicates is the rule's (`esdedup.match.rule`), client-side,
@@ -15,20 +15,11 @@ import numpy as np
 from esdedup.errors import NeedsElasticsearch
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.match.rule import (
-    EXACT_COPY,
-    Measures,
-    Sketch,
-    decided_by,
-    decided_by_many,
-    exact_copies,
-    hamming_of,
-    measure_pairs,
-    measured,
-)
+from esdedup.match.measures import Measures, hamming_of, measure_pairs, measured
+from esdedup.match.rule import EXACT_COPY, Sketch, decided_by, decided_by_many, exact_copies
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
 from esdedup.schema import CHARS, SHINGLES, band_fields, dedup_source, lsh_bands
-from esdedup.store.base import ElasticsearchBacked, Probe, Store, StoredDoc
+from esdedup.store.base import Probe, StoreCore, StoredDoc, elasticsearch_backed
 from esdedup.util.fieldtypes import checked_args
 
 #: Candidates a lookup asks the store for, per fingerprint, by default.
@@ -114,7 +105,7 @@ def verify_many(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDoc]]
                 t: Thresholds, *, exclude: Sequence[str | None], sha1s: Sequence[str | None]) -> list[list[Match]]:
     """`verify` of each text against its candidates (``exclude``: a document id to leave out, ``sha1s``: the
     texts' content SHA-1s, or None), the (text, candidate) pairs of many texts measured together
-    (`esdedup.match.rule.measure_pairs`, the numbers `measure` gives each text) and judged by one call of the
+    (`esdedup.match.measures.measure_pairs`, the numbers `measure` gives each text) and judged by one call of the
     rule (`esdedup.match.rule.decide`)."""
     out: list[list[Match]] = [[] for _ in fps]
     for i, (fp, sha1, cands) in enumerate(zip(fps, sha1s, candidates, strict=True)):
@@ -203,7 +194,7 @@ def _judged(rows: list[Sketch], left: list[int], right: list[int], config: Finge
 
 
 @checked_args
-def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
+def similar(store: StoreCore, fps: Sequence[Fingerprint], *, thresholds: Thresholds | ThresholdOverrides | None = None,
             top: int = 10, exclude: Sequence[str | None] | None = None, limit: int = DEFAULT_LIMIT,
             sha1s: Sequence[str | None] | None = None) -> list[Lookup]:
     """Near-duplicates of each fingerprint among the stored documents (one batched lookup), verified by the
@@ -225,7 +216,7 @@ def similar(store: Store, fps: Sequence[Fingerprint], *, thresholds: Thresholds 
     return [Lookup(matches[:top], truncated=truncated) for matches, truncated in zip(verified, cut, strict=True)]
 
 
-def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],
+def with_exact_copies(store: StoreCore, fps: Sequence[Fingerprint], sha1s: Sequence[str | None],
                       found: list[list[StoredDoc]], *, limit: int) -> list[list[StoredDoc]]:
     """``found`` (a band lookup's candidates, one list a fingerprint, cut at ``limit`` by the lookup) with the
     exact copies of each text of known content SHA-1 (not None, not ""), looked up by that SHA-1
@@ -250,7 +241,7 @@ def with_exact_copies(store: Store, fps: Sequence[Fingerprint], sha1s: Sequence[
     return out
 
 
-def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
+def similar_knn(store: StoreCore, fp: Fingerprint, *, k: int = 10,
                 thresholds: Thresholds | ThresholdOverrides | None = None, exclude: str | None = None,
                 sha1: str | None = None) -> list[Match]:
     """The kNN path: nearest vectors first, then the rule's cosine test alone (a vector search knows
@@ -275,7 +266,7 @@ def similar_knn(store: Store, fp: Fingerprint, *, k: int = 10,
                   exclude=exclude, sha1=sha1)[:k]
 
 
-def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | ThresholdOverrides | None = None,
+def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds | ThresholdOverrides | None = None,
                     top: int = 10, exclude: str | None = None, sha1: str | None = None) -> list[Match]:
     """`similar` for one fingerprint as one request that returns only verified near-duplicates: the node
     applies the rule to the band lookup's candidates (the esdedup plugin's script language, bit for bit the
@@ -287,7 +278,7 @@ def similar_on_node(store: Store, fp: Fingerprint, *, thresholds: Thresholds | T
         ConfigError: the store is not Elasticsearch.
         StoreError: the nodes have no esdedup plugin, or the request failed.
     """
-    if not isinstance(store, ElasticsearchBacked):
+    if not elasticsearch_backed(store):
         raise NeedsElasticsearch("node-side verification runs on Elasticsearch (the esdedup plugin); the embedded "
                           "store verifies in esdedup itself")
     config = store.config

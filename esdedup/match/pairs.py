@@ -4,7 +4,7 @@ Candidates are documents that share a SimHash band key or a MinHash LSH key in t
 layout probes neighbouring keys (``probe_radius`` > 0) every document's probe keys are also joined in memory,
 so the pigeonhole guarantee holds for any k the layout was built for. Each candidate pair is measured once
 (`ScoredPair`) and kept when `esdedup.match.rule` says so. Band values held by more than ``max_bucket`` documents
-are cut to that many and logged as a warning (see `Store.crowded_keys`).
+are cut to that many and logged as a warning (see `KeyScans.crowded_keys`).
 """
 from __future__ import annotations
 
@@ -17,30 +17,33 @@ from typing import TypeVar
 import numpy as np
 
 from esdedup.errors import ConfigError
-from esdedup.fingerprint import native
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
-from esdedup.match.rule import (
-    EXACT_COPY,
+from esdedup.match import native_kernels
+from esdedup.match.measures import (
     SketchColumns,
-    are_duplicates,
-    decided_by,
-    decided_by_many,
-    exact_copies,
     hamming_of,
-    has_signature,
-    is_duplicate,
     measure,
     measure_pairs,
     measured,
     measures_row,
-    reads_cosine,
     row_cosines,
 )
+from esdedup.match.rule import (
+    EXACT_COPY,
+    are_duplicates,
+    decided_by,
+    decided_by_many,
+    exact_copies,
+    has_signature,
+    is_duplicate,
+    reads_cosine,
+)
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
-from esdedup.store.base import KeyBatch, SignatureColumns, SignatureColumnsStore, Store, StoredDoc
+from esdedup.store.base import KeyBatch, ScannableStore, StoredDoc
+from esdedup.store.columns import SignatureColumns, reads_signature_columns
 from esdedup.store.partition import Partition, pair_share
 from esdedup.util.collector import fewer_collections
 from esdedup.util.fieldtypes import checked_args
@@ -55,7 +58,7 @@ PAIR_BATCH = 20_000
 CACHE_MAX = 200_000
 #: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one read of the
 #: store's `SignatureColumns`, a sort per band), for stores of up to this many documents (512 bytes each);
-#: larger ones use the store's key groups (`Store.key_batches`). Both give the same pairs.
+#: larger ones use the store's key groups (`KeyScans.key_batches`). Both give the same pairs.
 LSH_IN_MEMORY_MAX = 2_000_000
 
 
@@ -125,7 +128,7 @@ def check_max_bucket(max_bucket: int) -> None:
 
 
 @checked_args
-def find_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
+def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified by the rule
     (thresholds default to the index's), in the order `scored_pairs` gives the candidates, then the exact
@@ -169,7 +172,7 @@ class CopyGroups:
         self.paired: set[tuple[str, str]] = set()
 
     @classmethod
-    def of(cls, store: Store, *, max_bucket: int = 1000) -> CopyGroups:
+    def of(cls, store: ScannableStore, *, max_bucket: int = 1000) -> CopyGroups:
         by_sha1: dict[tuple[str, bool], list[str]] = {}
         for batch in store.scan():
             for d in batch:
@@ -219,7 +222,7 @@ class _Copy:
     content_sha1: str
 
 
-def empty_copy_pairs(store: Store, *, max_bucket: int = 1000) -> Iterator[Pair]:
+def empty_copy_pairs(store: ScannableStore, *, max_bucket: int = 1000) -> Iterator[Pair]:
     """The pairs among the stored texts without words that rule 0 of `esdedup.match.rule` makes duplicates
     (`exact_copies`: the same content SHA-1), decided by `EXACT_COPY` (`CopyGroups.empty_pairs`)."""
     check_max_bucket(max_bucket)
@@ -241,7 +244,7 @@ def _duplicates(pairs: list[ScoredPair], t: Thresholds, vectors: bool) -> Iterat
                     if dup)
 
 
-def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None = None,
+def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: int | None = None,
                  crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[ScoredPair]:
     """Every candidate pair of a store (documents sharing a band or LSH key, or, with a probing layout,
     whose band keys are within the probe radius), once each, with all its measures; then the exact copies
@@ -249,7 +252,7 @@ def scored_pairs(store: Store, *, max_bucket: int = 1000, hamming_k: int | None 
 
     ``hamming_k`` drops pairs on the SimHash path farther apart than that early (they cannot pass the rule).
     ``crowded``, when given, receives the LSH band values held by ``max_bucket`` or more documents when the
-    LSH bands are joined in memory (`lsh_in_memory`); the store's `Store.crowded_keys` cannot see those
+    LSH bands are joined in memory (`lsh_in_memory`); the store's `KeyScans.crowded_keys` cannot see those
     without indexing every LSH key first. ``in_memory`` is `lsh_in_memory` of the store, when the caller
     has asked already (so that `crowded_values` is told the same answer).
     """
@@ -292,7 +295,7 @@ class _SeenPairs:
 class _PairScorer:
     """Measures candidate pairs once each: the pairs seen so far, and a bounded cache of fetched documents."""
 
-    def __init__(self, store: Store, hamming_k: int | None) -> None:
+    def __init__(self, store: ScannableStore, hamming_k: int | None) -> None:
         self.store = store
         self.config: FingerprintConfig = store.config
         self.hamming_k = hamming_k
@@ -317,7 +320,7 @@ class _PairScorer:
 
     def key_groups(self, max_bucket: int, *, lsh: bool, batches: Iterable[KeyBatch] | None = None,
                    share: Partition | None = None) -> Iterator[ScoredPair]:
-        """Pairs within each group of documents sharing a stored key (`Store.key_batches`, or ``batches``;
+        """Pairs within each group of documents sharing a stored key (`KeyScans.key_batches`, or ``batches``;
         ``lsh``: the LSH keys too, unless they were joined in memory), measured in bulk.
 
         A pair is taken under the smallest key its two documents share (`KeyBatch.keys`), so it is measured
@@ -362,7 +365,7 @@ class _PairScorer:
 
     def _score_pairs(self, pairs: list[tuple[str, str]]) -> Iterator[ScoredPair]:
         """Measure candidate pairs (``a < b``) in bulk: their documents fetched once, every measure in numpy
-        as `esdedup.match.rule.measure` takes it; pairs with an empty or vanished document are left out."""
+        as `esdedup.match.measures.measure` takes it; pairs with an empty or vanished document are left out."""
         ids = sorted({i for p in pairs for i in p})
         docs: dict[str, StoredDoc] = {}
         for start in range(0, len(ids), FETCH_BATCH):
@@ -429,13 +432,13 @@ class _PairScorer:
                              measured(m.containment[i]), (a.chars, d.chars))
 
 
-def lsh_in_memory(store: Store) -> bool:
+def lsh_in_memory(store: ScannableStore) -> bool:
     """Whether all-pairs search joins the LSH bands in memory (`LSH_IN_MEMORY_MAX`) rather than reading
     the store's LSH key groups."""
     return store.config.gets_signatures and store.count() <= LSH_IN_MEMORY_MAX
 
 
-def crowded_values(store: Store, found_in_memory: Sequence[tuple[str, int]], *, min_count: int,
+def crowded_values(store: ScannableStore, found_in_memory: Sequence[tuple[str, int]], *, min_count: int,
                    limit: int = 10, in_memory: bool | None = None) -> list[tuple[str, int]]:
     """The most crowded band values of a store after an all-pairs search: the store's own count, plus the
     LSH values the search collected itself when it joined the LSH bands in memory (``crowded`` of
@@ -459,10 +462,10 @@ class _Columns:
     sketches: SketchColumns
 
     @classmethod
-    def of(cls, store: Store) -> _Columns:
+    def of(cls, store: ScannableStore) -> _Columns:
         config = store.config
         with fewer_collections():  # every stored document is read and held before the join
-            if isinstance(store, SignatureColumnsStore):
+            if reads_signature_columns(store):
                 read = store.signature_columns(config.minhash_perm)
             else:
                 read = SignatureColumns.of((d for batch in store.scan() for d in batch), config.minhash_perm,
@@ -474,7 +477,7 @@ class _Columns:
         return cls(read.ids, read.chars, sketches)
 
 
-def _lsh_join(store: Store, max_bucket: int, crowded: list[tuple[str, int]] | None
+def _lsh_join(store: ScannableStore, max_bucket: int, crowded: list[tuple[str, int]] | None
               ) -> tuple[_Columns, np.ndarray, np.ndarray]:
     """The columns of the store's signed documents (read at once) and the candidate pairs of their LSH bands
     (`lsh_pair_indices`); ``crowded`` receives the crowded LSH values, as (key, documents)."""
@@ -489,10 +492,10 @@ def _lsh_join(store: Store, max_bucket: int, crowded: list[tuple[str, int]] | No
     return cols, left, right
 
 
-def _lsh_pairs(store: Store, seen: _SeenPairs, max_bucket: int,
+def _lsh_pairs(store: ScannableStore, seen: _SeenPairs, max_bucket: int,
                crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
     """`scored_pairs` for the LSH bands, from one read of the columns: candidate pairs joined in memory and
-    measured as `esdedup.match.rule.measure_pairs` measures them."""
+    measured as `esdedup.match.measures.measure_pairs` measures them."""
     cols, left, right = _lsh_join(store, max_bucket, crowded)
     ids = cols.ids
     seen.add_rows(ids, left, right)
@@ -505,7 +508,7 @@ def _lsh_pairs(store: Store, seen: _SeenPairs, max_bucket: int,
             yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
 
-def _lsh_duplicates(store: Store, seen: _SeenPairs, t: Thresholds, max_bucket: int,
+def _lsh_duplicates(store: ScannableStore, seen: _SeenPairs, t: Thresholds, max_bucket: int,
                     crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[Pair]:
     """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order: the rule
     (`esdedup.match.rule.decide`) over each chunk's measures, a `Pair` made only for the pairs it keeps, with
@@ -549,7 +552,7 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
     `esdedup.fingerprint.minhash.lsh_key_values` cuts them): the all-pairs form of looking up each LSH key.
     Per band value only its first ``max_bucket`` rows are paired (logged), as `esdedup.store.base.shared_keys`
     cuts a group. ``crowded`` receives (band, first row, rows) of each band value held by ``max_bucket`` rows
-    or more, by band then first row. By the native core when it is in use (`esdedup.fingerprint.native.lsh_pairs`),
+    or more, by band then first row. By the native core when it is in use (`esdedup.match.native_kernels.lsh_pairs`),
     else in numpy; the two give the same pairs."""
     n, perm = sigs.shape
     empty = np.zeros(0, dtype=np.int64)
@@ -558,7 +561,7 @@ def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int
     if bands < 1 or rows < 1 or bands * rows > perm:
         raise ValueError(f"{bands} bands of {rows} rows need {bands * rows} signature values, the signatures "
                          f"have {perm}")
-    joined = native.lsh_pairs(sigs, bands, rows, max_bucket)
+    joined = native_kernels.lsh_pairs(sigs, bands, rows, max_bucket)
     if joined is not None:
         left, right, found, capped = joined
     else:

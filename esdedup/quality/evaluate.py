@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import product
@@ -26,7 +27,7 @@ from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.match.pairs import ScoredPair, crowded_values, empty_copy_pairs, lsh_in_memory, scored_pairs
 from esdedup.match.rule import decide
-from esdedup.match.thresholds import Thresholds
+from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.store.base import Store
 from esdedup.util.regular import open_binary
 
@@ -291,6 +292,37 @@ class EvalReport:
                 "best_per_class": {c: r.to_dict() for c, r in best_per_class(self.rows).items()},
                 "top": [r.to_dict() for r in self.rows[:top]], "seconds": self.seconds,
                 "crowded_band_values": self.crowded}
+
+
+def temporary_index() -> str:
+    """A fresh name for an evaluation's own index (`evaluate` with ``drop``)."""
+    return f"esdedup-eval-{uuid.uuid4().hex[:10]}"
+
+
+def evaluate(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (),
+             config: FingerprintConfig | None = None, hammings: Sequence[int | None] | None = None,
+             cosines: Sequence[float | None] | None = None, jaccards: Sequence[float | None] | None = None,
+             containments: Sequence[float | None] | None = None, drop: bool = False, max_bucket: int = 1000,
+             workers: int = 0, id_field: str = "id", text_field: str = "text") -> EvalReport:
+    """`run` over the grid of the thresholds given (`default_grid` of ``config`` when ``docs`` are indexed,
+    else of the index's config; none given: `run`'s default grid). A value no `Thresholds` takes is refused
+    before anything is indexed. ``drop``: the store is an evaluation's own index (`temporary_index`), dropped
+    afterwards whatever happens."""
+    axes = {"cosines": cosines, "jaccards": jaccards, "containments": containments}
+    for threshold, values in zip(("cosine", "jaccard", "containment", "hamming_k"), [*axes.values(), hammings],
+                                 strict=True):
+        for value in values or ():
+            ThresholdOverrides(**{threshold: value})  # an impossible value is refused before anything is indexed
+    try:
+        settings = None
+        if any(v is not None for v in axes.values()) or hammings is not None:
+            base = (config or FingerprintConfig()) if docs else store.open(None, create=False).config
+            settings = default_grid(base, hammings=hammings, **{k: v for k, v in axes.items() if v is not None})
+        return run(store, labels, docs=[str(d) for d in docs], config=config, settings=settings,
+                   max_bucket=max_bucket, workers=workers, id_field=id_field, text_field=text_field)
+    finally:
+        if drop:
+            store.drop()
 
 
 def run(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (),

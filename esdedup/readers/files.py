@@ -29,6 +29,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from esdedup.errors import ConfigError, DecodeError, InputError, InputNotFound
 from esdedup.readers.encodings import decode_bytes
@@ -302,3 +303,21 @@ def iter_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str])
     """
     for item in walk(as_paths(paths)):
         yield item if isinstance(item, Rejected) else item.path
+
+
+def spool(stream: BinaryIO, folder: Path) -> Path:
+    """A stream (standard input) as a file of ``folder``, named by the SHA-1 of what was read: the readers take
+    files (a format is sniffed from the content), the dead letters and the checkpoint name it, and the same
+    input piped again is the same file, which a resumed run continues."""
+    import hashlib
+    import tempfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1()
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as out:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    path = folder / digest.hexdigest()
+    Path(out.name).replace(path)
+    return path

@@ -24,7 +24,8 @@ _CHUNK_BYTES = 1 << 20
 HEAD_BYTES = 4 * EXCERPT_CHARS
 
 
-@dataclass(slots=True)  # not frozen: see esdedup.store.base.StoredDoc
+# Not frozen: a frozen dataclass pays a setattr a field, per record.
+@dataclass(slots=True)
 class Line:
     offset: int  # file offset of the line's first byte
     length: int  # bytes, without the newline

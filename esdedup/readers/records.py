@@ -29,7 +29,7 @@ MAX_ID_BYTES = 512
 EXCERPT_CHARS = 200
 
 
-@dataclass  # not frozen: see esdedup.store.base.StoredDoc
+@dataclass  # not frozen: a frozen dataclass pays a setattr a field, per record
 class Record:
     """One input document."""
 
@@ -74,7 +74,7 @@ class FieldNames:
     title: str = "title"
 
 
-@dataclass  # not frozen: see esdedup.store.base.StoredDoc
+@dataclass  # not frozen: a frozen dataclass pays a setattr a field, per record
 class Where:
     """Where a record came from: file, location, offset, codec, and the raw excerpt for a rejection."""
 

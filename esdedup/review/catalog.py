@@ -1,8 +1,8 @@
-"""The clusters the review page lists, from the store's own paged queries (`Store.cluster_page`,
-`Store.cluster_summary`, `Store.cluster_sizes`, `Store.search_text`): no page reads the whole index."""
+"""The clusters the review page lists, from the store's own paged queries (`Browsing.cluster_page`,
+`Browsing.cluster_summary`, `Browsing.cluster_sizes`, `Browsing.search_text`): no page reads the whole index."""
 from __future__ import annotations
 
-from esdedup.store.base import ClusterSize, Store
+from esdedup.store.base import BrowsableStore, ClusterSize
 
 __all__ = ["MATCHES_READ", "clusters_matching"]
 
@@ -10,7 +10,7 @@ __all__ = ["MATCHES_READ", "clusters_matching"]
 MATCHES_READ = 200
 
 
-def clusters_matching(store: Store, query: str, *, limit: int = MATCHES_READ) -> tuple[list[ClusterSize], int, bool]:
+def clusters_matching(store: BrowsableStore, query: str, *, limit: int = MATCHES_READ) -> tuple[list[ClusterSize], int, bool]:
     """The clusters of two or more holding a document whose id is ``query`` or whose title or text holds
     it, largest first: those of the first ``limit`` matching documents. Also the matches counted and whether
     more matched than were read (then the clusters of the others are not listed)."""

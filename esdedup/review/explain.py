@@ -2,7 +2,7 @@
 that decided it, the band and LSH keys the two share, and their texts' differences, character by character.
 
 Pure: stored documents and texts in, dataclasses out. The verdict is always the rule's own
-(`esdedup.match.rule.Measures.decide`); the deciding measure names which of the rule's tests settled it.
+(`esdedup.match.measures.Measures.decide`); the deciding measure names which of the rule's tests settled it.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
-from esdedup.match.rule import Measures, measure
+from esdedup.match.measures import Measures, measure
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import StoredDoc
 

@@ -25,7 +25,7 @@ from esdedup.review.labels import LabelsFile
 from esdedup.review.survey import FULL_SURVEY_MAX, MAX_PAIRS, SAMPLE_DOCS, PairSurvey, sample_survey, survey
 from esdedup.review.tuning import tune
 from esdedup.search.diversify import diversify
-from esdedup.store.base import Store, StoredDoc, TopKeys
+from esdedup.store.base import Capability, Store, StoredDoc, TopKeys, require
 
 __all__ = ["ApplyCommand", "Review", "rule_text"]
 
@@ -79,6 +79,8 @@ class Review:
     def __init__(self, store: Store, labels_path: str | Path, *, apply_command: ApplyCommand | None = None,
                  max_bucket: int = 1000, max_pairs: int | None = MAX_PAIRS, full_survey_max: int = FULL_SURVEY_MAX,
                  sample_docs: int = SAMPLE_DOCS) -> None:
+        require(store, Capability.BROWSING, "reviewing an index")
+        require(store, Capability.KEY_SCANS, "reviewing an index")
         self.store = store
         self.full_survey_max = full_survey_max
         self.sample_docs = sample_docs

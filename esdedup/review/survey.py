@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.match.measures import hamming_of, measure_pairs, measured
 from esdedup.match.pairs import ScoredPair, scored_pairs, verdicts
-from esdedup.match.rule import hamming_of, measure_pairs, measured
 from esdedup.match.thresholds import Thresholds
 from esdedup.review.explain import band_keys, lsh_keys_of
 from esdedup.schema import band_fields, lsh_bands
@@ -219,7 +219,7 @@ def sample_survey(store: Store, thresholds: Thresholds, *, docs: int = SAMPLE_DO
 
 
 def _scored(pairs: list[tuple[str, str]], docs: dict[str, StoredDoc], config: FingerprintConfig) -> list[ScoredPair]:
-    """``pairs`` measured in bulk (`esdedup.match.rule.measure_pairs`), as all-pairs search measures them."""
+    """``pairs`` measured in bulk (`esdedup.match.measures.measure_pairs`), as all-pairs search measures them."""
     if not pairs:
         return []
     live = list(docs.values())

@@ -1,7 +1,7 @@
 """Precision, recall and F1 of the labels given so far, over the thresholds (`esdedup.quality.evaluate`'s
 sweep), the best setting, and one curve per threshold with the others at the index's values.
 
-The labelled pairs are measured from their stored sketches (`Store.get` of the labelled ids only, in
+The labelled pairs are measured from their stored sketches (`StoreCore.get` of the labelled ids only, in
 batches); a pair counts as predicted only when the two share a band or LSH key, as all-pairs search
 would find it (with a probing band layout it may find a few more)."""
 from __future__ import annotations
@@ -25,11 +25,11 @@ from esdedup.quality.evaluate import (
     sweep,
 )
 from esdedup.review.explain import explain
-from esdedup.store.base import Store
+from esdedup.store.base import StoreCore
 
 __all__ = ["Curve", "TuningReport", "tune"]
 
-#: Ids read per `Store.get` call.
+#: Ids read per `StoreCore.get` call.
 GET_BATCH = 1000
 
 
@@ -54,7 +54,7 @@ class TuningReport:
     curves: list[Curve]
 
 
-def labelled_pairs(store: Store, labels: Sequence[Label]) -> tuple[dict[tuple[str, str], ScoredPair], int,
+def labelled_pairs(store: StoreCore, labels: Sequence[Label]) -> tuple[dict[tuple[str, str], ScoredPair], int,
                                                                   set[tuple[str, str]]]:
     """The labelled pairs that are candidates, with their measures; how many labelled ids are missing; and the
     labelled pairs of exact copies of texts without words (rule 0 of `esdedup.match.rule`: duplicates under
@@ -83,7 +83,7 @@ def labelled_pairs(store: Store, labels: Sequence[Label]) -> tuple[dict[tuple[st
     return found, len(set(ids) - set(docs)), exact
 
 
-def tune(store: Store, labels: Sequence[Label]) -> TuningReport:
+def tune(store: StoreCore, labels: Sequence[Label]) -> TuningReport:
     config = store.config
     if not labels:
         return TuningReport(0, 0, 0, 0, None, None, [], [])

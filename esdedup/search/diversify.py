@@ -68,15 +68,11 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.normalize import normalize
-from esdedup.match.rule import (
-    MAX_CONTAINMENT_RATIO,
-    MIN_CONTAINMENT_SHINGLES,
-    SketchColumns,
-    exact_copies,
-    has_signature,
-)
+from esdedup.match.measures import SketchColumns
+from esdedup.match.rule import MAX_CONTAINMENT_RATIO, MIN_CONTAINMENT_SHINGLES, exact_copies, has_signature
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import VECTOR, content_sha1
+from esdedup.search import native_page
 from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["MODES", "diversify"]
@@ -155,7 +151,7 @@ def _empty_by_simhash(simhash: int, signed: bool) -> bool:
 
 def _group_natively(hits: Sequence[Mapping], config: FingerprintConfig, t: Thresholds) -> list[int] | None:
     """The representative of each hit (its index, or -1 for a representative), read and grouped by the
-    native core (`esdedup.fingerprint.native.diversify_page`) when every hit is a participant of the plain
+    native core (`esdedup.search.native_page.diversify_page`) when every hit is a participant of the plain
     form it reads (each carries what the config's rule needs, none a vector or a text without words) and the
     native core is in use; None otherwise (the page is then read in Python). The rule is handed over from
     `esdedup.match.rule`: the thresholds and the bounds of a trusted containment estimate."""
@@ -167,7 +163,7 @@ def _group_natively(hits: Sequence[Mapping], config: FingerprintConfig, t: Thres
         return None
     perm = config.minhash_perm
     width, _ = _b64_form(perm)
-    return native.diversify_page(hits if type(hits) is list else list(hits), perm=perm, width=width,
+    return native_page.diversify_page(hits if type(hits) is list else list(hits), perm=perm, width=width,
                                  nbytes=2 * perm, bits=config.bits, gets_signatures=config.gets_signatures,
                                  jaccard=t.jaccard, containment=t.containment, hamming_k=t.hamming_k,
                                  cosine=t.cosine is not None, min_shingles=float(MIN_CONTAINMENT_SHINGLES),
@@ -448,7 +444,7 @@ def _decode_signatures(encoded: list[str], perm: int) -> np.ndarray | None:
     except UnicodeEncodeError:
         return None
     nbytes = perm * np.dtype(SIGNATURE_DTYPE).itemsize
-    raw = native.decode_base64(joined, width, nbytes)
+    raw = native_page.decode_base64(joined, width, nbytes)
     if raw is not False:
         return None if raw is None else np.frombuffer(raw, dtype=SIGNATURE_DTYPE).reshape(k, perm).astype(np.uint32)
     sixes = joined.translate(_B64_SIXES)

@@ -1,25 +1,27 @@
 """The storage protocol: what esdedup needs from a place that keeps fingerprints.
 
 Two implementations: `esdedup.store.local.LocalStore` (SQLite, embedded default) and
-`esdedup.store.elastic.store.ElasticStore`. Everything above this layer (ingest, similar, dups, eval) is written
-against `Store`, and one contract test suite runs on both; what only an Elasticsearch index offers (its
-client, raw hits, conditional updates of other programs' documents) is the `ElasticsearchBacked` protocol.
+`esdedup.store.elastic.store.ElasticStore`. The protocol is a core every store implements (`StoreCore`) and
+protocols a store opts into by declaring them (`Capability`): the label coordination ingest uses
+(`ClusterLabels`), the scans all-pairs search reads (`KeyScans`) and the queries of the review page
+(`Browsing`); each caller is written against the ones it uses, and a contract suite per protocol runs on both
+stores (tests/contract). What only an Elasticsearch index offers (its client, raw hits, conditional updates of
+other programs' documents) is the `ElasticsearchBacked` protocol.
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+import enum
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from esdedup.errors import ConfigError, ConfigMismatchError
+from esdedup.errors import Unsupported
 from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
-from esdedup.util.unionfind import UnionFind
 
 #: A lookup: band name (a SimHash band field, or an LSH band ``lsh_<i>`` of the field ``lsh_keys``; see
 #: `esdedup.schema.key_field`) -> band keys to match in that band.
@@ -73,7 +75,7 @@ class NewDoc:
     """A document to write: its id, fingerprint, article fields, dedup labels and write order."""
 
     id: str
-    #: None when ``dedup_json`` holds its fields: a store that takes them (`Store.takes_dedup_json`) needs
+    #: None when ``dedup_json`` holds its fields: a store that takes them (`StoreCore.takes_dedup_json`) needs
     #: nothing else of the fingerprint, and ingest's workers then send none (`esdedup.ingest.workers`).
     fingerprint: Fingerprint | None
     source: dict[str, Any]
@@ -117,7 +119,7 @@ class WriteResult:
 
 @dataclass(frozen=True)
 class KeyBatch:
-    """Some of the band keys held by two or more documents (`Store.key_batches`).
+    """Some of the band keys held by two or more documents (`KeyScans.key_batches`).
 
     ``groups``: each key, how many documents hold it, and their ids (sorted; only the first ``max_bucket``
     when more hold it: a crowded key). ``keys``: every member's keys of the fields read, less the crowded
@@ -130,7 +132,7 @@ class KeyBatch:
 
 @dataclass
 class OpenResult:
-    """What `Store.open` found: the config in force and whether the collection was just created."""
+    """What `StoreCore.open` found: the config in force and whether the collection was just created."""
 
     config: FingerprintConfig
     created: bool
@@ -146,7 +148,7 @@ class ClusterSize:
 
 @dataclass(frozen=True)
 class ClusterSummary:
-    """The clusters of two or more documents (`Store.cluster_summary`).
+    """The clusters of two or more documents (`Browsing.cluster_summary`).
 
     ``sizes``: (size, clusters of that size), smallest first. ``exact`` is False when a store counted the
     sizes over its ``counted`` largest clusters only and estimated ``clusters`` and ``clustered`` (an
@@ -161,7 +163,7 @@ class ClusterSummary:
 
 @dataclass(frozen=True)
 class TopKeys:
-    """The most shared key values (`Store.top_keys`), most held first, with how many documents hold each
+    """The most shared key values (`Browsing.top_keys`), most held first, with how many documents hold each
     (exact counts). ``sampled``: None when the values were chosen among every value; otherwise among the
     values of that many documents chosen at random (a store without a count of every value: a value held
     by many documents is all but sure to be among them)."""
@@ -172,7 +174,7 @@ class TopKeys:
 
 @dataclass(frozen=True)
 class FoundDoc:
-    """A document found by `Store.search_text`: its id, article fields, score (None: not ranked) and
+    """A document found by `Browsing.search_text`: its id, article fields, score (None: not ranked) and
     cluster (its ``cluster_id`` label)."""
 
     id: str
@@ -183,7 +185,7 @@ class FoundDoc:
 
 @dataclass(frozen=True)
 class SearchPage:
-    """One page of `Store.search_text`. ``total``: the matches counted, at most ``total_cap`` (then
+    """One page of `Browsing.search_text`. ``total``: the matches counted, at most ``total_cap`` (then
     ``capped``). ``searched``: None when an index of every document answered; otherwise the number of
     documents read (a store without a text index reads a bounded number of them and says so)."""
 
@@ -193,20 +195,45 @@ class SearchPage:
     searched: int | None = None
 
 
-@runtime_checkable
-class Store(Protocol):
-    """A named collection of fingerprinted documents."""
+class Capability(enum.Enum):
+    """A protocol a store offers beyond `StoreCore`, declared in its ``capabilities``: a new engine implements
+    the core and opts into the rest one protocol at a time."""
+
+    #: `ClusterLabels`: the label coordination that ingest and labelling use.
+    LABELS = "cluster labels"
+    #: `KeyScans`: the scans that all-pairs search reads.
+    KEY_SCANS = "key scans"
+    #: `Browsing`: the bounded queries of the review page.
+    BROWSING = "browsing"
+    #: `ElasticsearchBacked`: an Elasticsearch index's client, raw hits and conditional updates.
+    ELASTICSEARCH = "Elasticsearch requests"
+    #: `esdedup.store.columns.SignatureColumnsStore`: signatures read as columns, without a `StoredDoc` each.
+    SIGNATURE_COLUMNS = "signature columns"
+
+
+class StoreCore(Protocol):
+    """A named collection of fingerprinted documents: what every store implements (open, write, look up, read
+    by id, drop). The other protocols (`ClusterLabels`, `KeyScans`, `Browsing`) are opted into by
+    ``capabilities``."""
 
     @property
     def name(self) -> str:
         """The collection's name."""
         ...
 
+    #: What the store offers beyond this core (`Capability`), declared by its class: a caller asks this set
+    #: (`offers`, `require`) rather than probing for methods.
+    capabilities: frozenset[Capability]
+
     @property
     def retried(self) -> int:
         """Documents re-sent after a retryable rejection (a full write queue) since the store was made; ingest
         reports the growth during its run."""
         ...
+
+    #: True when the store writes `NewDoc.dedup_json` as it is (it sends documents as JSON), so that a writer
+    #: encodes the ``dedup`` fields where it fingerprints (ingest's worker processes).
+    takes_dedup_json: bool
 
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
         """Create the collection with ``config`` or check that the stored config is compatible.
@@ -219,6 +246,8 @@ class Store(Protocol):
 
     @property
     def config(self) -> FingerprintConfig: ...
+
+    def count(self) -> int: ...
 
     def write(self, docs: Iterable[NewDoc]) -> Iterator[WriteResult]:
         """Write documents (insert or overwrite by id), yielding one result per document in order."""
@@ -236,11 +265,6 @@ class Store(Protocol):
         candidates (`esdedup.match.lookup.with_exact_copies`)."""
         ...
 
-    def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
-        """Every stored document without words, in batches of at most ``batch`` (all-pairs search pairs
-        their exact copies)."""
-        ...
-
     def knn(self, vector: np.ndarray, k: int = 10) -> list[StoredDoc]:
         """The ``k`` documents whose vectors are nearest (cosine) to ``vector``."""
         ...
@@ -253,44 +277,28 @@ class Store(Protocol):
         """The article fields of one document (title, text, ...), or None."""
         ...
 
-    def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
-        """Every stored document, in batches of at most ``batch`` (used by all-pairs search when the band
-        layout probes neighbours, which exact key groups cannot serve)."""
+    def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
+        """The documents labelled with any of ``cluster_ids`` (to label a cluster again)."""
         ...
 
-    def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
-        """Every band key held by two or more documents, with their ids (sorted), in batches of a few
-        thousand members, with every member's other keys (`KeyBatch`); each key comes in one batch only.
-        A key held by more than ``max_bucket`` documents comes with only ``max_bucket`` ids, and is
-        reported by `crowded_keys` (boilerplate that collides with everything). ``lsh=False``: SimHash
-        band keys only (all-pairs search then groups the MinHash LSH bands itself, from `scan`).
-        `shared_keys` gives the keys and ids alone."""
+    def refresh(self) -> None:
+        """Make everything written so far visible to lookups."""
         ...
 
-    def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
-        """Band keys held by at least ``min_count`` documents, most crowded first; ``lsh=False``: SimHash
-        band keys only."""
+    def drop(self) -> None:
+        """Delete the collection and everything in it."""
         ...
 
-    def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
-        """Write (cluster_id, duplicate_of) for documents by id; returns how many were updated."""
-        ...
+    def close(self) -> None: ...
 
-    def move_dotted_keys_aside(self) -> int:
-        """Mend documents that carry a record's own keys under ``dedup.`` beside the store's fields (dotted
-        keys such as ``"dedup.cluster_id"``, which an older esdedup stored as given and Elasticsearch reads
-        as a second cluster id, so that ``collapse`` on it fails): those keys are moved under
-        ``input_fields``, where ingest keeps them now. Returns the documents mended."""
-        ...
+
+class ClusterLabels(Protocol):
+    """How writers keep cluster labels right together (`Capability.LABELS`): what ingest and labelling use."""
 
     #: True when writers must settle their labels after writing: other writers' documents become visible
     #: to lookups only later (Elasticsearch). False when `write_lock` makes a batch's lookup and write one
     #: step for every writer (the embedded store).
     settles: bool
-
-    #: True when the store writes `NewDoc.dedup_json` as it is (it sends documents as JSON), so that a writer
-    #: encodes the ``dedup`` fields where it fingerprints (ingest's worker processes).
-    takes_dedup_json: bool
 
     def alone(self) -> bool:
         """True while no other writer has written to the collection since this store opened it: a writer
@@ -310,10 +318,6 @@ class Store(Protocol):
         for the root itself), whatever other writers do meanwhile. Returns the documents relabelled."""
         ...
 
-    def members(self, cluster_ids: Sequence[str]) -> list[StoredDoc]:
-        """The documents labelled with any of ``cluster_ids`` (to label a cluster again)."""
-        ...
-
     def relabel(self, labels: Mapping[str, Root]) -> int:
         """Give documents (by id) the cluster of a representative: ``cluster_id``, ``cluster_seq``, and
         ``duplicate_of`` = the representative (None for itself); returns the documents relabelled."""
@@ -324,9 +328,49 @@ class Store(Protocol):
         returns the ids deleted."""
         ...
 
-    def count(self) -> int: ...
+    def set_labels(self, labels: Mapping[str, tuple[str, str | None]]) -> int:
+        """Write (cluster_id, duplicate_of) for documents by id; returns how many were updated."""
+        ...
 
-    # -- what a person browsing the index reads (the review page): each a bounded query ------------
+    def move_dotted_keys_aside(self) -> int:
+        """Mend documents that carry a record's own keys under ``dedup.`` beside the store's fields (dotted
+        keys such as ``"dedup.cluster_id"``, which an older esdedup stored as given and Elasticsearch reads
+        as a second cluster id, so that ``collapse`` on it fails): those keys are moved under
+        ``input_fields``, where ingest keeps them now. Returns the documents mended."""
+        ...
+
+
+class KeyScans(Protocol):
+    """Reading every document or every shared band key (`Capability.KEY_SCANS`): what all-pairs search reads."""
+
+    def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        """Every stored document, in batches of at most ``batch`` (used by all-pairs search when the band
+        layout probes neighbours, which exact key groups cannot serve)."""
+        ...
+
+    def scan_empty(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
+        """Every stored document without words, in batches of at most ``batch`` (all-pairs search pairs
+        their exact copies)."""
+        ...
+
+    def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
+        """Every band key held by two or more documents, with their ids (sorted), in batches of a few
+        thousand members, with every member's other keys (`KeyBatch`); each key comes in one batch only.
+        A key held by more than ``max_bucket`` documents comes with only ``max_bucket`` ids, and is
+        reported by `crowded_keys` (boilerplate that collides with everything). ``lsh=False``: SimHash
+        band keys only (all-pairs search then groups the MinHash LSH bands itself, from `scan`).
+        `shared_keys` gives the keys and ids alone."""
+        ...
+
+    def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
+        """Band keys held by at least ``min_count`` documents, most crowded first; ``lsh=False``: SimHash
+        band keys only."""
+        ...
+
+
+class Browsing(Protocol):
+    """What a person browsing the index reads (`Capability.BROWSING`, the review page): each a bounded query."""
+
     def cluster_summary(self) -> ClusterSummary:
         """How many clusters of two or more documents, how many documents they hold, and how many
         clusters have each size."""
@@ -362,27 +406,53 @@ class Store(Protocol):
         """About ``n`` documents chosen at random (the same ones for the same ``seed`` and contents)."""
         ...
 
-    def refresh(self) -> None:
-        """Make everything written so far visible to lookups."""
-        ...
 
-    def drop(self) -> None:
-        """Delete the collection and everything in it."""
-        ...
-
-    def close(self) -> None: ...
+class LabelledStore(StoreCore, ClusterLabels, Protocol):
+    """A store with `ClusterLabels`: what ingest writes to."""
 
 
-@runtime_checkable
+class ScannableStore(StoreCore, KeyScans, Protocol):
+    """A store with `KeyScans`: what all-pairs search reads."""
+
+
+class BrowsableStore(StoreCore, Browsing, Protocol):
+    """A store with `Browsing`: what the review page reads."""
+
+
+class Store(StoreCore, ClusterLabels, KeyScans, Browsing, Protocol):
+    """A store with every protocol: both stores of esdedup (`esdedup.api.open_store` returns one)."""
+
+
+def offers(store: StoreCore, capability: Capability) -> bool:
+    """Whether ``store`` declares ``capability``."""
+    return capability in store.capabilities
+
+
+def require(store: StoreCore, capability: Capability, what: str) -> None:
+    """Refuse ``what`` (a task, in words) on a store that does not declare ``capability``.
+
+    Raises:
+        Unsupported: the store does not offer it.
+    """
+    if capability not in store.capabilities:
+        raise Unsupported(f"{what} needs a store with {capability.value}, which index {store.name!r} "
+                          f"({type(store).__name__}) does not offer")
+
+
 class ElasticsearchBacked(Protocol):
     """What a store backed by an Elasticsearch index offers beyond `Store`: its client (for requests of
     other kinds, such as an ingest pipeline), pages of its raw hits and their reading, conditional updates of
     ``dedup`` fields, its count of indexing operations and node-side verification. Only the Elasticsearch
-    store has them: ``isinstance(store, ElasticsearchBacked)`` tells (it looks at no `Store` member, so it
-    also answers for a store not yet opened)."""
+    store has them: it declares `Capability.ELASTICSEARCH` (`elasticsearch_backed` tells, also for a store not
+    yet opened)."""
 
     #: The ``elasticsearch.Elasticsearch`` client (the caller owns it).
     client: Any
+
+    @property
+    def display_url(self) -> str:
+        """The server as messages name it: its node URLs, without credentials."""
+        ...
 
     def hit_pages(self, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
                   docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
@@ -414,112 +484,19 @@ class ElasticsearchBacked(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class SignatureColumns:
-    """The stored documents with words and a MinHash signature of one length, ids sorted, as columns: what
-    all-pairs search reads of each. ``vectors`` reads their vectors as an (n, dims) float32 array (zeros
-    for a document stored without one), when called."""
-
-    ids: list[str]
-    simhash: list[int]
-    chars: list[int]
-    shingles: list[int]
-    sigs: np.ndarray  # (n, perm) uint32
-    vectors: Callable[[], np.ndarray] = field(repr=False)
-
-    @classmethod
-    def of(cls, docs: Iterable[StoredDoc], perm: int, dims: int) -> SignatureColumns:
-        """The columns of those of ``docs`` (any order) that have words and a signature of ``perm`` values."""
-        kept = sorted((d for d in docs
-                       if not d.empty and d.minhash is not None and d.shingles > 0 and len(d.minhash) == perm),
-                      key=lambda d: d.id)
-        sigs = (np.stack([d.minhash for d in kept]).astype(np.uint32, copy=False) if kept  # type: ignore[misc]
-                else np.zeros((0, perm), dtype=np.uint32))
-        vectors = [d.vector for d in kept]
-        return cls([d.id for d in kept], [d.simhash for d in kept], [d.chars for d in kept],
-                   [d.shingles for d in kept], sigs,
-                   lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
-                            else np.zeros((0, dims), dtype=np.float32)))
-
-
-@runtime_checkable
-class SignatureColumnsStore(Protocol):
-    """A store that reads its documents' signatures as columns without a `StoredDoc` each (the embedded
-    store): ``isinstance(store, SignatureColumnsStore)`` tells; all-pairs search reads `SignatureColumns.of`
-    a `Store.scan` of any other."""
-
-    def signature_columns(self, perm: int) -> SignatureColumns:
-        """`SignatureColumns.of` every stored document, read at once."""
-        ...
-
-
 class ElasticsearchBackedStore(Store, ElasticsearchBacked, Protocol):
-    """A `Store` that is `ElasticsearchBacked`: the type of a store that passed
-    ``isinstance(store, ElasticsearchBacked)``."""
+    """A `Store` that is `ElasticsearchBacked`: the type of a store that passed `elasticsearch_backed`."""
 
 
-def shared_keys(store: Store, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
+def elasticsearch_backed(store: StoreCore) -> TypeGuard[ElasticsearchBackedStore]:
+    """Whether ``store`` declares `Capability.ELASTICSEARCH` (and with it every other protocol)."""
+    return Capability.ELASTICSEARCH in store.capabilities
+
+
+def shared_keys(store: KeyScans, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:
     """Every band key held by two or more documents in ``store``, with their ids (sorted): the groups of
-    `Store.key_batches` without the batches (a crowded key, held by more than ``max_bucket`` documents,
+    `KeyScans.key_batches` without the batches (a crowded key, held by more than ``max_bucket`` documents,
     with only ``max_bucket`` ids). ``lsh=False``: SimHash band keys only."""
     for batch in store.key_batches(max_bucket=max_bucket, lsh=lsh):
         for key, _, ids in batch.groups:
             yield key, ids
-
-
-def id_variants(query: str) -> list[str]:
-    """The ids a search for ``query`` matches exactly: it as given, in lower and in upper case (an index
-    of exact ids cannot ignore case without reading every id).
-
-    >>> id_variants(" Panda-2 ")
-    ['Panda-2', 'panda-2', 'PANDA-2']
-    """
-    q = query.strip()
-    return list(dict.fromkeys([q, q.lower(), q.upper()]))
-
-
-#: Used with fullmatch: ``$`` would also match before a trailing newline ("abc\\n" passed).
-_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,199}")
-
-
-def validate_name(name: str) -> str:
-    """Collection/index names: lowercase letters, digits, ``._-``; the same rule for both stores. A list
-    (``a,b``) or a pattern (``a*``) is refused in its own words: a store is one index (its ids, counts and
-    clusters are one index's), while Elasticsearch would read such a name as several."""
-    several = "a comma-separated list" if "," in name else "a wildcard pattern" if "*" in name else None
-    if several and _NAME.fullmatch(re.sub(r"[,*]", "", name) or "x"):
-        raise ConfigError(f"invalid index name {name!r}: {several} names several indices, and a store is one "
-                          "index: give the name of one index (search_diversified searches several)")
-    if not _NAME.fullmatch(name) or name in (".", ".."):
-        raise ConfigError(f"invalid index name {name!r}: use lowercase letters, digits, '.', '_' or '-', "
-                          "starting with a letter or digit, at most 200 characters")
-    return name
-
-
-def mismatch_error(name: str, stored: FingerprintConfig, requested: FingerprintConfig) -> ConfigMismatchError:
-    """The error of a store asked to open index ``name`` with a config incompatible with its stored one."""
-    diffs = stored.differences(requested)
-    shown = ", ".join(f"{k}: index has {a!r}, you asked for {b!r}" for k, (a, b) in list(diffs.items())[:4])
-    return ConfigMismatchError(
-        f"index {name!r} was built with a different fingerprint config ({shown}); open it with its own "
-        "config or use a new index", stored=stored.identity(), requested=requested.identity())
-
-
-def union_groups(groups: Iterable[Collection[Root]]) -> list[set[Root]]:
-    """Groups of cluster roots that share a cluster id, joined (a union-find over the ids), so that a store
-    merges each set of connected clusters once.
-
-    >>> sorted(sorted(g) for g in union_groups([[(1, "a"), (2, "b")], [(2, "b"), (3, "c")], [(5, "e")]]))
-    [[(1, 'a'), (2, 'b'), (3, 'c')], [(5, 'e')]]
-    """
-    sets = UnionFind[str]()
-    roots: dict[str, Root] = {}
-    for group in groups:
-        ids = [r[1] for r in group]
-        for r in group:
-            roots.setdefault(r[1], r)
-            sets.union(ids[0], r[1])
-    joined: dict[str, set[Root]] = {}
-    for doc_id, root in roots.items():
-        joined.setdefault(sets.find(doc_id), set()).add(root)
-    return list(joined.values())

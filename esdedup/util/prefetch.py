@@ -1,7 +1,7 @@
 """Running an iterator ahead of its consumer, in a thread: `ahead`.
 
-A store whose iterator waits on a server (`ElasticStore.key_batches`: an aggregation, then a search for the
-members of each page of keys) and a consumer that spends CPU on every item (`esdedup.match.pairs`: pair ownership,
+An iterator that waits on a server (the Elasticsearch store's key batches: an aggregation, then a search for
+the members of each page of keys) and a consumer that spends CPU on every item (all-pairs search: pair ownership,
 the rule in numpy) take turns when the one drives the other; on a machine whose cores the server shares, the
 server's work and the client's then add up instead of overlapping. `ahead` lets the iterator fetch the next
 items while the consumer works on the current one, and changes nothing else: the same items in the same order,

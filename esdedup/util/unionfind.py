@@ -5,7 +5,7 @@ that see the same pairs in another order name each cluster the same way).
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Collection, Hashable, Iterable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 
@@ -58,3 +58,23 @@ class UnionFind(Generic[T]):
         for item in self._parent:
             out.setdefault(self.find(item), []).append(item)
         return list(out.values())
+
+
+def union_groups(groups: Iterable[Collection[tuple[int, str]]]) -> list[set[tuple[int, str]]]:
+    """Groups of cluster roots ``(seq, id)`` that share a cluster id, joined (a union-find over the ids), so that a store
+    merges each set of connected clusters once.
+
+    >>> sorted(sorted(g) for g in union_groups([[(1, "a"), (2, "b")], [(2, "b"), (3, "c")], [(5, "e")]]))
+    [[(1, 'a'), (2, 'b'), (3, 'c')], [(5, 'e')]]
+    """
+    sets = UnionFind[str]()
+    roots: dict[str, tuple[int, str]] = {}
+    for group in groups:
+        ids = [r[1] for r in group]
+        for r in group:
+            roots.setdefault(r[1], r)
+            sets.union(ids[0], r[1])
+    joined: dict[str, set[tuple[int, str]]] = {}
+    for doc_id, root in roots.items():
+        joined.setdefault(sets.find(doc_id), set()).add(root)
+    return list(joined.values())

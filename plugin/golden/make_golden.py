@@ -17,7 +17,7 @@ texts up to 5,000 characters), ``tokens_sha1`` (SHA-1 of the tokens joined by U+
 `esdedup.schema.dedup_source` gives ingest, content hash included). Then pair records (``kind`` "pair"; config
 ``default_knn``, the default plus a vector, so that cosines are compared too): a query text's fields ``a``
 (vector unrounded), a stored document's ``b`` (an edited copy of the text, or the next text) and Python's
-``scores`` (`esdedup.match.rule.measure` and ``is_duplicate`` under the config's thresholds).
+``scores`` (`esdedup.match.measures.measure` and ``is_duplicate`` under the config's thresholds).
 
 The file is regenerated only when its inputs change (a stamp over this script, esdedup's sources and the
 versions of Python, jieba, numpy); it is large, so it stays out of git.
@@ -235,7 +235,8 @@ def _stored_doc(dedup: dict, config: FingerprintConfig):
 
 
 def pair_record(fper: Fingerprinter, name: str, i: int, kind: str, a: str, b: str) -> dict[str, object]:
-    from esdedup.match.rule import is_duplicate, measure
+    from esdedup.match.measures import measure
+    from esdedup.match.rule import is_duplicate
     from esdedup.match.thresholds import Thresholds
 
     cfg = fper.config

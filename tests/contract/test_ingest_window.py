@@ -22,7 +22,7 @@ from esdedup.ingest import Ingester, IngestOptions, ingest
 from esdedup.ingest import run as ingest_module
 from esdedup.ingest import window as window_module
 from esdedup.ingest.runindex import RunIndex
-from esdedup.match.rule import measure
+from esdedup.match.measures import measure
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import Store
 from esdedup.store.elastic.store import ElasticStore

@@ -21,9 +21,9 @@ from esdedup.ingest import IngestOptions, ingest
 from esdedup.ingest import run as ingest_module
 from esdedup.match.clusters import clusters
 from esdedup.match.lookup import probe_for, similar, similar_knn
+from esdedup.match.measures import minhash_estimates as short_scores
 from esdedup.match.pairs import find_pairs
 from esdedup.match.rule import is_duplicate
-from esdedup.match.rule import minhash_estimates as short_scores
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.schema import META_KEY, content_sha1, dedup_members, meta_for
 from esdedup.store.base import NewDoc, Store, shared_keys

@@ -19,7 +19,7 @@ from esdedup import FingerprintConfig
 from esdedup.api import all_pairs
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match.lookup import similar
-from esdedup.match.rule import measure
+from esdedup.match.measures import measure
 from esdedup.match.thresholds import Thresholds
 from esdedup.schema import mapping_for
 from esdedup.search.paging import async_search_diversified, search_diversified

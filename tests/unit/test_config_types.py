@@ -182,7 +182,7 @@ def test_the_configs_of_the_report_never_reach_a_store(tmp_path, changes):
     ({"text_field": None}, "IngestOptions field text_field must be a string, got NoneType None"),
     ({"thresholds": 0.5}, "IngestOptions field thresholds must be a Thresholds or a ThresholdOverrides or None, "
                           "got float 0.5"),
-    ({"dead_letter": 5}, "IngestOptions field dead_letter must be a string or a Path or None, got int 5"),
+    ({"dead_letter": 5}, "IngestOptions field dead_letter must be a string or a Path or a Named or None, got int 5"),
 ])
 def test_ingest_options_of_the_wrong_type_are_refused_by_name(changes, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

@@ -86,12 +86,12 @@ def test_open_store_takes_connection_settings(tmp_path):
 
 
 def test_both_stores_validate_names_and_report_mismatches_with_one_helper():
-    """The Elasticsearch store takes them from the protocol module, not from the SQLite store."""
-    from esdedup.store import base
+    """The Elasticsearch store takes them from the store's names module, not from the SQLite store."""
+    from esdedup.store import names
     from esdedup.store.elastic import index as elastic
     from esdedup.store.local import store as local
-    assert elastic.validate_name is base.validate_name is local.validate_name
-    assert elastic.mismatch_error is base.mismatch_error is local.mismatch_error
+    assert elastic.validate_name is names.validate_name is local.validate_name
+    assert elastic.mismatch_error is names.mismatch_error is local.mismatch_error
 
 
 # -- a server that is not Elasticsearch -----------------------------------------------------------------------

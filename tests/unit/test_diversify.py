@@ -16,7 +16,8 @@ from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.simhash import hamming, to_hex
-from esdedup.match.rule import is_duplicate, measure, minhash_estimates
+from esdedup.match.measures import measure, minhash_estimates
+from esdedup.match.rule import is_duplicate
 from esdedup.match.similarity import vector_cosine
 from esdedup.match.thresholds import Thresholds
 from esdedup.schema import dedup_source, encode_minhash
@@ -30,7 +31,7 @@ def T(hamming_k, cosine):  # noqa: N802 - reads like the old keyword pair
 # The module itself: the package exports the function under the same name, so `esdedup.search.diversify` as an
 # attribute is the function.
 div = importlib.import_module("esdedup.search.diversify")
-rule = importlib.import_module("esdedup.match.rule")
+measures = importlib.import_module("esdedup.match.measures")
 
 BASE = 0x0123_4567_89AB_CDEF
 
@@ -462,7 +463,7 @@ def test_matches_a_pair_by_pair_reference(seed, hamming_k, cosine, monkeypatch):
     # Small blocks and small matrix-product slices force the multi-block paths too.
     for block in (1 << 20, 1):
         monkeypatch.setattr(div, "_BLOCK_ELEMENTS", block)
-        monkeypatch.setattr(rule, "_GEMM_SLICE", 1000)
+        monkeypatch.setattr(measures, "_GEMM_SLICE", 1000)
         out = diversify(hits, mode="demote", thresholds=T(hamming_k, cosine), config=FingerprintConfig(bits=bits))
         got = {int(h["_id"][1:]): int(h["_duplicate_of"][1:]) for h in out if "_duplicate_of" in h}
         assert got == expected

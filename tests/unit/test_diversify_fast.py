@@ -1,7 +1,7 @@
 """The fast path of `esdedup.search.diversify` gives the answers of its reference, exactly.
 
 The fast path reads hits of the usual form inline (`_Page.read_fast`), decodes a page's signatures at once
-(`_decode_signatures`) and counts equal signature positions over the grid (`esdedup.match.rule.equal_positions`,
+(`_decode_signatures`) and counts equal signature positions over the grid (`esdedup.match.measures.equal_positions`,
 in the native core when it is built, else in numpy). The reference reads every hit with the general reader
 (`_Page.read`) and counts each pair by a plain comparison. On random and adversarial pages (mixed indexes and
 forms, missing parts, empty and blank texts, texts to fingerprint, bad values, several configs and thresholds),
@@ -23,13 +23,17 @@ from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.simhash import to_hex
-from esdedup.match.rule import SketchColumns, decided_by, equal_positions, measured
+from esdedup.match import native_kernels
+from esdedup.match.measures import SketchColumns, equal_positions, measured
+from esdedup.match.rule import decided_by
 from esdedup.match.thresholds import Thresholds, resolve_thresholds
 from esdedup.schema import encode_minhash
+from esdedup.search import native_page
 from esdedup.search.diversify import MODES, diversify
 
 div = importlib.import_module("esdedup.search.diversify")
 rule = importlib.import_module("esdedup.match.rule")
+measures = importlib.import_module("esdedup.match.measures")
 
 TEXTS = ["国家统计局今天发布数据显示，前三季度经济运行总体平稳，消费对增长的贡献率持续提高。",
          "国家统计局今日发布数据显示，前三季度经济运行总体平稳，消费对增长的贡献率持续提高。",
@@ -52,7 +56,7 @@ def reference(hits, **kwargs):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(div, "_group_natively", lambda *a: None)
         mp.setattr(div._Page, "read_fast", classmethod(lambda cls, *a: None))
-        mp.setattr(rule, "equal_positions", _reference_counts)
+        mp.setattr(measures, "equal_positions", _reference_counts)
         return diversify(hits, **kwargs)
 
 
@@ -266,9 +270,9 @@ def test_equal_positions_count_exactly(perm, high, monkeypatch):
     want = _reference_counts(a, b)
     assert (equal_positions(a, b) == want).all()
     assert (equal_positions(a, a) == _reference_counts(a, a)).all()  # the rows against themselves
-    monkeypatch.setattr(rule, "_EQUAL_SLICE", 3 * perm * len(b))  # several slices
+    monkeypatch.setattr(measures, "_EQUAL_SLICE", 3 * perm * len(b))  # several slices
     monkeypatch.setenv(native.ENV_SWITCH, "0")
-    assert native.equal_positions(a, b) is None
+    assert native_kernels.equal_positions(a, b) is None
     assert (equal_positions(a, b) == want).all()
     assert equal_positions(a[:0], b).shape == (0, len(b))
     assert (equal_positions(a, a) == _reference_counts(a, a)).all()
@@ -278,15 +282,15 @@ def test_the_native_kernels_are_used_and_check_their_input(extension, switch_on)
     """Skips without the extension (or, with ESDEDUP_REQUIRE_NATIVE=1, as in CI, fails); runs with the core
     switched on whatever ESDEDUP_NATIVE says."""
     a = np.arange(12, dtype=np.uint32).reshape(3, 4)
-    assert (native.equal_positions(a, a) == np.eye(3, dtype=np.uint32) * 4).all()
+    assert (native_kernels.equal_positions(a, a) == np.eye(3, dtype=np.uint32) * 4).all()
     with pytest.raises(ValueError, match="not rows of 4 values"):
         native._EXTENSION.equal_positions(b"123", b"", 4, 4)
     with pytest.raises(ValueError, match="the same rows twice"):
         native._EXTENSION.equal_positions(b"1234", b"1235", 1, 4, True)
-    assert native.decode_base64(b"AQID/w==", 8, 4) == bytes([1, 2, 3, 255])
-    assert native.decode_base64(b"AQ=D/w==", 8, 4) is None
+    assert native_page.decode_base64(b"AQID/w==", 8, 4) == bytes([1, 2, 3, 255])
+    assert native_page.decode_base64(b"AQ=D/w==", 8, 4) is None
     with pytest.raises(ValueError, match="strings of 8 characters"):
-        native.decode_base64(b"AQID/w=", 8, 4)
+        native_page.decode_base64(b"AQID/w=", 8, 4)
 
 
 def test_grid_measures_equal_the_pair_measures():

@@ -85,10 +85,12 @@ def test_the_examples_in_the_docstrings_run():
 
     import esdedup.api
     import esdedup.ingest.service
-    import esdedup.store.base
+    import esdedup.store.names
     import esdedup.util.filelock
+    import esdedup.util.unionfind
 
-    for module in (esdedup.ingest.service, esdedup.store.base, esdedup.util.filelock, esdedup.api):
+    for module in (esdedup.ingest.service, esdedup.store.names, esdedup.util.unionfind, esdedup.util.filelock,
+                   esdedup.api):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 

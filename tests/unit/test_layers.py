@@ -20,7 +20,7 @@ ENTRY_POINT = REPO / "esdedup" / "__main__.py"
 LIBRARY = sorted(p for p in (REPO / "esdedup").rglob("*.py") if p != ENTRY_POINT)
 CLI = sorted((REPO / "cli").glob("*.py"))
 #: The layers, lowest first: a module may import its own subpackage and any layer below its own, never one
-#: above or beside it (the package root, which re-exports, and its alias finder for old paths stand apart).
+#: above or beside it (the package root, which re-exports, stands apart).
 LAYERS = (
     {"errors", "_version", "data"},
     {"util"},
@@ -35,7 +35,7 @@ LAYERS = (
     {"review"},
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
-ROOT_FACE = {REPO / "esdedup" / "__init__.py", REPO / "esdedup" / "moved.py", ENTRY_POINT}
+ROOT_FACE = {REPO / "esdedup" / "__init__.py", ENTRY_POINT}
 FRONT_ENDS = {"esdedup_cli", "typer", "rich", "click"}
 #: Command names; "mapping" only quoted, as "the esdedup mapping" is also the library's word for its mapping.
 COMMANDS = ("ingest", "similar", "dups", "info", "compare", "eval", "synth", "kibana")
@@ -116,6 +116,70 @@ def test_the_layer_check_sees_an_upward_import() -> None:
         assert not names & {"match", "store", "ingest", "search", "es", "api"}, path
 
 
+BOTTOM = [p for p in LIBRARY if p not in ROOT_FACE and RANK[_room(p)] == RANK["fingerprint"]]
+#: A module of esdedup named in text (docstrings and comments too): ``esdedup.<room>``.
+NAMED = re.compile(r"\besdedup\.([a-z_]+)")
+
+
+@pytest.mark.parametrize("path", BOTTOM, ids=_rel)
+def test_the_bottom_layers_name_no_module_above_them(path: Path) -> None:
+    """Not in an import, and not in words either: a docstring that sends its reader up the layers (as the
+    native bridge once did, to the ingest, search and schema steps it served) is a hub in disguise."""
+    above = sorted({n for n in NAMED.findall(path.read_text("utf-8")) if RANK.get(n, -1) > RANK[_room(path)]})
+    assert not above, f"{_rel(path)} names {above}, above its layer"
+
+
+def test_the_name_check_sees_an_upper_module() -> None:
+    assert NAMED.findall("see `esdedup.match.rule`; esdedup_native is not a module of esdedup") == ["match"]
+
+
+NATIVE_BRIDGE = REPO / "esdedup" / "fingerprint" / "native.py"
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=_rel)
+def test_only_the_bridge_loads_the_extension(path: Path) -> None:
+    assert path == NATIVE_BRIDGE or "esdedup_native" not in imports_of(path), _rel(path)
+
+
+def test_the_bridge_only_loads_the_extension() -> None:
+    """Each native step lives beside the Python step it replaces (a module ``native_*.py`` of the layer that
+    calls it); the bridge loads the extension, checks its version and says whether it is in use."""
+    tree = ast.parse(NATIVE_BRIDGE.read_text("utf-8"))
+    assert not [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert functions <= {"_import_extension", "extension_missing", "unavailable_reason", "enabled", "kernels",
+                         "loaded", "function"}, functions
+    assert not {n for n in imports_of(NATIVE_BRIDGE) if n.startswith("esdedup.")}
+
+
+NATIVE_STEPS = sorted((REPO / "esdedup").rglob("native_*.py"))
+
+
+@pytest.mark.parametrize("steps", NATIVE_STEPS, ids=_rel)
+def test_a_layers_native_steps_serve_that_layer(steps: Path) -> None:
+    """No layer's native steps become a hub again: only its own subpackage (or schema, for its own) imports them."""
+    name = _module_name(steps)
+    users = [p for p in LIBRARY if name in imports_of(p)]
+    assert users, f"nothing imports {name}"
+    assert all(_room(p) == _room(steps) for p in users), [_rel(p) for p in users]
+
+
+#: The pure core of matching: the rule, its measures and their thresholds, below the store-driven lookups and
+#: joins (lookup.py, pairs.py); they import nothing but each other and the layers under matching that hold no
+#: store (fingerprint, util, errors).
+PURE_MATCH = ("esdedup.match.rule", "esdedup.match.measures", "esdedup.match.thresholds",
+              "esdedup.match.native_kernels")
+
+
+@pytest.mark.parametrize("module", PURE_MATCH)
+def test_the_rule_and_its_measures_read_no_store(module: str) -> None:
+    path = REPO / Path(*module.split(".")).with_suffix(".py")
+    bad = sorted(n for n in imports_of(path) if n.startswith("esdedup.") and n != "esdedup.match"
+                 and not n.startswith(PURE_MATCH)
+                 and RANK.get(n.split(".")[1], 99) > RANK["fingerprint"])
+    assert not bad, f"{module} imports {bad}"
+
+
 @pytest.mark.parametrize("path", CLI, ids=_rel)
 def test_no_command_module_imports_main(path: Path) -> None:
     """main composes the command modules; a module that imported main would close a circle."""
@@ -170,7 +234,7 @@ def test_importing_the_whole_library_loads_no_front_end() -> None:
 
 
 def test_the_elasticsearch_store_does_not_import_the_sqlite_store() -> None:
-    """Name validation and the mismatch error are the protocol's (store/base.py), shared by both stores."""
+    """Name validation and the mismatch error are the store package's (store/names.py), shared by both stores."""
     for path in (REPO / "esdedup" / "store" / "elastic").glob("*.py"):
         assert "esdedup.store.local" not in imports_of(path), _rel(path)
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native, native_steps
 from esdedup.fingerprint import minhash as mh
 
 
@@ -53,7 +53,7 @@ TEXTS = st.lists(PIECES, max_size=10).map("".join)
 BATCHES = st.lists(TEXTS, min_size=1, max_size=8)
 
 
-def _reference(text: str, cfg: FingerprintConfig) -> native.MinHashPart:
+def _reference(text: str, cfg: FingerprintConfig) -> native_steps.MinHashPart:
     """The MinHash parts of one text from esdedup.fingerprint.minhash alone, one text at a time."""
     chars = "".join(filter(str.isalnum, text))
     hashes = mh.unique_sorted(mh.ngram_hashes(chars, cfg.minhash_ngram))
@@ -63,7 +63,7 @@ def _reference(text: str, cfg: FingerprintConfig) -> native.MinHashPart:
     return mh.lsh_keys(sig, cfg.minhash_bands, cfg.minhash_rows), sig, len(hashes)
 
 
-def _assert_same_parts(got: list[native.MinHashPart], want: list[native.MinHashPart]) -> None:
+def _assert_same_parts(got: list[native_steps.MinHashPart], want: list[native_steps.MinHashPart]) -> None:
     assert len(got) == len(want)
     for (keys, sig, count), (want_keys, want_sig, want_count) in zip(got, want):
         assert keys == want_keys and count == want_count
@@ -93,7 +93,7 @@ KERNELS = native.kernels() or ["portable"]
 def test_native_parts_equal_the_minhash_module(extension: None, perm: int, bands: int, rows: int, ngram: int,
                                                kernel: str, batch: list[str]) -> None:
     cfg = _cfg(perm, bands, rows, ngram)
-    core = native.NativeMinHash.for_config(cfg, chunk=1 << 16, kernel=kernel)
+    core = native_steps.NativeMinHash.for_config(cfg, chunk=1 << 16, kernel=kernel)
     assert core.kernel == kernel
     _assert_same_parts(core.parts(batch), [_reference(t, cfg) for t in batch])
 
@@ -126,7 +126,7 @@ def test_long_texts_read_a_chunk_at_a_time_give_the_python_parts(extension: None
     with monkeypatch.context() as m:
         m.setattr(fingerprinter, "_SHINGLE_CHUNK", 8)
         want = _python_fingerprinter(cfg, monkeypatch)._minhash_parts(batch)
-    _assert_same_parts(native.NativeMinHash.for_config(cfg, chunk=8).parts(batch), want)
+    _assert_same_parts(native_steps.NativeMinHash.for_config(cfg, chunk=8).parts(batch), want)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -142,7 +142,7 @@ def test_a_text_longer_than_a_chunk_and_one_with_many_distinct_ngrams(extension:
     cfg = _cfg(ngram=ngram)
     want = _python_fingerprinter(cfg, monkeypatch)._minhash_parts(batch)
     assert want[1][2] > 100_000
-    core = native.NativeMinHash.for_config(cfg, chunk=fingerprinter._SHINGLE_CHUNK, kernel=kernel)
+    core = native_steps.NativeMinHash.for_config(cfg, chunk=fingerprinter._SHINGLE_CHUNK, kernel=kernel)
     _assert_same_parts(core.parts(batch), want)
 
 
@@ -165,7 +165,7 @@ def test_a_forked_child_fingerprints_after_its_parent_did(extension: None, switc
 
 def test_the_word_table_keeps_what_the_python_path_keeps() -> None:
     """Word characters are what the fingerprinter's regex keeps, for every code point."""
-    table = native.word_table()
+    table = native_steps.word_table()
     everything = "".join(map(chr, range(0x110000)))
     kept = "".join(ch for ch, word in zip(everything, table) if word)
     assert kept == fingerprinter._NOT_ALNUM.sub("", everything)
@@ -175,7 +175,7 @@ def test_the_word_table_keeps_what_the_python_path_keeps() -> None:
 def test_the_fingerprinter_uses_the_extension_when_it_is_there(extension: None, switch_on: None) -> None:
     fper = Fingerprinter(_cfg())
     assert native.enabled() and native.unavailable_reason() == ""
-    assert isinstance(fper._native_minhash, native.NativeMinHash)
+    assert isinstance(fper._native_minhash, native_steps.NativeMinHash)
     assert Fingerprinter(_cfg(ngram=3))._native_minhash is not fper._native_minhash
     assert Fingerprinter(_cfg())._native_minhash is fper._native_minhash  # one per layout, shared
     fp = fper.fingerprint("北京欢迎你，北京欢迎你")
@@ -185,7 +185,7 @@ def test_the_fingerprinter_uses_the_extension_when_it_is_there(extension: None, 
 def test_the_switch_set_to_0_runs_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.ENV_SWITCH, "0")
     cfg = _cfg()
-    assert not native.enabled() and native.minhash_step(cfg, 1 << 16) is None
+    assert not native.enabled() and native_steps.minhash_step(cfg, 1 << 16) is None
     assert Fingerprinter(cfg)._native_minhash is None
     if not native.extension_missing():
         assert native.unavailable_reason() == "ESDEDUP_NATIVE=0 turns the native core off"
@@ -195,8 +195,8 @@ def test_the_switch_set_to_0_runs_python(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_a_config_without_signatures_has_no_native_step(switch_on: None) -> None:
     cfg = FingerprintConfig(tokenizer="char", shingle=2, strategy="simhash")
-    assert not native.reproduces(cfg) and native.minhash_step(cfg, 1 << 16) is None
-    assert native.reproduces(_cfg()) and native.reproduces(_cfg(strategy="minhash"))
+    assert not native_steps.reproduces(cfg) and native_steps.minhash_step(cfg, 1 << 16) is None
+    assert native_steps.reproduces(_cfg()) and native_steps.reproduces(_cfg(strategy="minhash"))
 
 
 def test_an_extension_of_another_version_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,13 +224,13 @@ def test_the_core_refuses_bad_settings_by_name(extension: None, args: tuple, mes
 
     table, *rest = args
     with pytest.raises(ValueError, match=message):
-        esdedup_native.MinHashCore(native.word_table() if table is None else table, *rest)
+        esdedup_native.MinHashCore(native_steps.word_table() if table is None else table, *rest)
 
 
 def test_the_core_refuses_a_kernel_this_cpu_does_not_run(extension: None) -> None:
     with pytest.raises(ValueError, match=r"kernel 'sse9' does not run on this CPU, which runs: portable"):
-        native.NativeMinHash.for_config(_cfg(), 1 << 16, kernel="sse9")
-    assert native.NativeMinHash.for_config(_cfg(), 1 << 16).kernel == native.kernels()[-1]
+        native_steps.NativeMinHash.for_config(_cfg(), 1 << 16, kernel="sse9")
+    assert native_steps.NativeMinHash.for_config(_cfg(), 1 << 16).kernel == native.kernels()[-1]
 
 
 _WITHOUT_THE_EXTENSION = r"""

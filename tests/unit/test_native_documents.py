@@ -1,5 +1,5 @@
 """Each document's ``dedup`` members made by the native core from a batch's columns
-(`esdedup.fingerprint.native.dedup_members`, through `esdedup.schema.dedup_members_many`) are the bytes the
+(`esdedup.schema.native_dedup_members`, through `esdedup.schema.dedup_members_many`) are the bytes the
 Python path gives (`esdedup.schema.dedup_members`), and whatever the core would not write as orjson does goes
 back to Python. Skips without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (the `extension` fixture,
 tests/unit/conftest.py)."""
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.fingerprinter import FingerprintColumns, Fingerprinter
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.fingerprint.values import FingerprintColumns
 from esdedup.ingest import workers
-from esdedup.schema import band_fields, content_sha1, dedup_members, dedup_members_many
+from esdedup.schema import band_fields, content_sha1, dedup_members, dedup_members_many, native_dedup_members
 from tests.corpus import make_corpus
 
 #: The configs whose documents the core encodes: SimHash bands and signatures (64 and 128 bits), and
@@ -49,7 +49,7 @@ def _natively(batches: list[FingerprintColumns], config: FingerprintConfig, sha1
     """The core's bytes, batch by batch; fails when it hands a batch back."""
     out: list[bytes] = []
     for columns in batches:
-        encoded = native.dedup_members(columns, sha1s[len(out):len(out) + len(columns)], config,
+        encoded = native_dedup_members(columns, sha1s[len(out):len(out) + len(columns)], config,
                                        band_fields(config))
         assert encoded is not None
         out.extend(encoded)
@@ -73,7 +73,7 @@ def test_the_core_writes_the_python_bytes_of_a_corpus(extension, switch_on, conf
 def test_a_config_that_stores_the_vector_is_encoded_in_python(extension, switch_on) -> None:
     texts = [d["text"] for d in make_corpus(20, 5)[0]] + EDGE_TEXTS
     batches, sha1s = _columns(VECTOR, texts)
-    assert all(native.dedup_members(columns, sha1s, VECTOR, band_fields(VECTOR)) is None for columns in batches)
+    assert all(native_dedup_members(columns, sha1s, VECTOR, band_fields(VECTOR)) is None for columns in batches)
     got = dedup_members_many(batches, VECTOR, sha1s)
     assert got == _in_python(batches, VECTOR, sha1s)
     assert sum(b'"vector":[' in members for members in got) == sum(not e for c in batches for e in c.empties) > 0
@@ -100,7 +100,7 @@ def test_the_core_writes_the_python_bytes_of_any_texts(extension, switch_on, con
         norms = fper.normalize_many(texts)
         sha1s = [content_sha1(norm) for norm in norms]
         [columns] = fper.fingerprint_columns(norms)
-        assert native.dedup_members(columns, sha1s, config, fields) == _in_python([columns], config, sha1s)
+        assert native_dedup_members(columns, sha1s, config, fields) == _in_python([columns], config, sha1s)
 
     check()
 
@@ -127,8 +127,8 @@ def test_what_the_core_would_not_write_as_orjson_goes_back_to_python(extension, 
     config = ENCODED["auto"]
     [columns], sha1s = _real_columns()
     odd = dataclasses.replace(columns, **change)
-    assert native.dedup_members(columns, sha1s, config, band_fields(config)) is not None
-    assert native.dedup_members(odd, sha1s, config, band_fields(config)) is None
+    assert native_dedup_members(columns, sha1s, config, band_fields(config)) is not None
+    assert native_dedup_members(odd, sha1s, config, band_fields(config)) is None
     assert dedup_members_many([odd], config, sha1s) == _in_python([odd], config, sha1s)
 
 
@@ -136,7 +136,7 @@ def test_a_missing_sha1_is_left_out_on_both_paths(extension, switch_on) -> None:
     config = ENCODED["auto"]
     [columns], _ = _real_columns()
     sha1s = [None, "", "a" * 40]
-    got = native.dedup_members(columns, sha1s, config, band_fields(config))
+    got = native_dedup_members(columns, sha1s, config, band_fields(config))
     assert got == _in_python([columns], config, sha1s)
     assert [b"content_sha1" in members for members in got or []] == [False, False, True]
 

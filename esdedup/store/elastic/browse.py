@@ -24,10 +24,10 @@ from esdedup.store.base import (
     SearchPage,
     StoredDoc,
     TopKeys,
-    id_variants,
 )
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.elastic.keys import key_counts
+from esdedup.store.names import id_variants
 
 #: Buckets one cluster aggregation returns at most (below the node's default ``search.max_buckets``, 65,536).
 MAX_CLUSTER_BUCKETS = 60_000

@@ -16,7 +16,8 @@ from esdedup.es.errors import es_errors
 from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP, LSH_KEYS, config_from_meta, index_settings, key_fields, mapping_for
-from esdedup.store.base import OpenResult, StoredDoc, mismatch_error, validate_name
+from esdedup.store.base import OpenResult, StoredDoc
+from esdedup.store.names import mismatch_error, validate_name
 from esdedup.util.redact import redact
 
 #: Largest page of ids/values per request (below Elasticsearch's default max_result_window of 10,000).

@@ -18,11 +18,12 @@ from esdedup.errors import BulkError, StoreError
 from esdedup.es.answers import bulk_reason
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE, first
 from esdedup.schema import CLUSTER_ID, CLUSTER_SEQ, DEDUP, INPUT_FIELDS, SEQ
-from esdedup.store.base import Root, StoredDoc, union_groups
+from esdedup.store.base import Root, StoredDoc
 from esdedup.store.elastic import lookup
 from esdedup.store.elastic.index import PAGE
 from esdedup.store.elastic.scans import hit_pages
 from esdedup.store.elastic.writes import Bulk
+from esdedup.util.unionfind import union_groups
 
 #: Rounds of `merge_clusters` before it gives up (each round moves clusters to earlier roots, so a handful
 #: suffice even with many writers).

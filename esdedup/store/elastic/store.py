@@ -17,6 +17,7 @@ import numpy as np
 from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.store.base import (
+    Capability,
     ClusterSize,
     ClusterSummary,
     KeyBatch,
@@ -52,6 +53,9 @@ class ElasticStore:
         secrets: strings to keep out of error messages (API key, password).
     """
 
+    #: Every protocol of `Store`, and what only an index offers (`ElasticsearchBacked`).
+    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.BROWSING,
+                              Capability.ELASTICSEARCH})
     #: Other writers' documents become visible only after a refresh: writers settle labels afterwards.
     settles = True
     #: Documents go out as JSON: ingest's workers encode the ``dedup`` fields (`NewDoc.dedup_json`).

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping
 
-from esdedup.store.base import Root, union_groups
+from esdedup.store.base import Root
 from esdedup.store.local.sqlite import MAX_PARAMS, chunks, marks
+from esdedup.util.unionfind import union_groups
 
 
 def set_labels(db: sqlite3.Connection, labels: Mapping[str, tuple[str, str | None]]) -> int:

@@ -19,6 +19,7 @@ from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.simhash import from_hex
 from esdedup.schema import META_KEY, config_from_meta, meta_for
 from esdedup.store.base import (
+    Capability,
     ClusterSize,
     ClusterSummary,
     KeyBatch,
@@ -27,13 +28,11 @@ from esdedup.store.base import (
     Probe,
     Root,
     SearchPage,
-    SignatureColumns,
     StoredDoc,
     TopKeys,
     WriteResult,
-    mismatch_error,
-    validate_name,
 )
+from esdedup.store.columns import SignatureColumns
 from esdedup.store.local import labels as cluster_labels
 from esdedup.store.local.browse import ClusterSizes, sample
 from esdedup.store.local.keys import KeyTables
@@ -48,6 +47,7 @@ from esdedup.store.local.sqlite import (
     marks,
 )
 from esdedup.store.local.texts import TextIndex, name_collection
+from esdedup.store.names import mismatch_error, validate_name
 from esdedup.store.partition import Partition
 from esdedup.util.fieldtypes import checked_args
 from esdedup.util.filelock import FileLock
@@ -76,6 +76,10 @@ def _sql_errors(fn: F) -> F:
 
 class LocalStore:
     """A collection in ``data_dir/<name>.sqlite``."""
+
+    #: Every protocol of `Store`, and its signatures read as columns (`signature_columns`).
+    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.BROWSING,
+                              Capability.SIGNATURE_COLUMNS})
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
@@ -309,7 +313,7 @@ class LocalStore:
 
     @_sql_errors
     def signature_columns(self, perm: int) -> SignatureColumns:
-        """See `esdedup.store.base.SignatureColumnsStore` (the documents `stored_docs` reads, the same values)."""
+        """See `esdedup.store.columns.SignatureColumnsStore` (the documents `stored_docs` reads, the same values)."""
         dims, vectors = self.config.dims, self.config.stores_vector
         rows = self._database.connect().execute(
             f"SELECT id, simhash, chars, shingles, minhash{', vector' if vectors else ''} FROM docs "

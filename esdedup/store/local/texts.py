@@ -35,8 +35,8 @@ from typing import Any
 
 import orjson
 
-from esdedup.fingerprint import native
-from esdedup.store.base import FoundDoc, SearchPage, id_variants
+from esdedup.store.base import FoundDoc, SearchPage
+from esdedup.store.local import native_texts
 from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
     MAX_PARAMS,
@@ -47,6 +47,7 @@ from esdedup.store.local.sqlite import (
     read_as_it_is,
     switch_to_wal,
 )
+from esdedup.store.names import id_variants
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +85,9 @@ def spaced(text: str) -> str:
 
 
 def spaced_many(texts: list[str]) -> list[str]:
-    """`spaced` of each text: in the native core when it is in use (`esdedup.fingerprint.native.spaced_texts`),
+    """`spaced` of each text: in the native core when it is in use (`esdedup.store.local.native_texts.spaced_texts`),
     but for the texts it hands back."""
-    done = native.spaced_texts(texts, CJK_RANGES)
+    done = native_texts.spaced_texts(texts, CJK_RANGES)
     if done is None:
         return [spaced(t) for t in texts]
     return [spaced(t) if s is None else s for t, s in zip(texts, done, strict=True)]

@@ -1,0 +1,49 @@
+"""The native steps of ingest (in the extension that `esdedup.fingerprint.native` loads), beside
+`esdedup.ingest.runindex`, whose Python table stays the definition: the run index's key table (`run_keys`)
+and the run keys' hashes (`key_hashes`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from esdedup.fingerprint import native
+
+
+def run_keys(per_key: int) -> RunKeysTable | None:
+    """The run index's key table in the extension (`esdedup.ingest.runindex._KeyTable`'s methods: key hash ->
+    the first ``per_key`` positions holding it), or None when the extension is not in use."""
+    if not native.enabled():
+        return None
+    return RunKeysTable(native.loaded().RunKeys(per_key))
+
+
+class RunKeysTable:
+    """The extension's table, its entries read as numpy arrays."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self.add = table.add
+        self.lookup_many = table.lookup_many
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        hashes, positions = self._table.entries()
+        return np.frombuffer(hashes, dtype="<u8").astype(np.uint64), np.frombuffer(positions, dtype="<u4").astype(
+            np.uint32)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+def key_hashes(keys: Sequence[str]) -> np.ndarray | None:
+    """`esdedup.ingest.runindex.key_hashes` of ``keys`` in the extension (a uint64 array), or None when the
+    extension is not in use or a key is not valid UTF-8 (a lone surrogate: Python hashes those)."""
+    if not native.enabled():
+        return None
+    try:
+        hashed = native.loaded().key_hashes(list(keys))
+    except UnicodeEncodeError:
+        return None
+    return np.frombuffer(hashed, dtype="<u8").astype(np.uint64)

@@ -1,0 +1,54 @@
+"""The signatures of stored documents as columns: what all-pairs search reads of each (`SignatureColumns`),
+and the store that reads them without a `esdedup.store.base.StoredDoc` each (`SignatureColumnsStore`)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol, TypeGuard
+
+import numpy as np
+
+from esdedup.store.base import Capability, StoreCore, StoredDoc
+
+
+@dataclass(frozen=True)
+class SignatureColumns:
+    """The stored documents with words and a MinHash signature of one length, ids sorted, as columns: what
+    all-pairs search reads of each. ``vectors`` reads their vectors as an (n, dims) float32 array (zeros
+    for a document stored without one), when called."""
+
+    ids: list[str]
+    simhash: list[int]
+    chars: list[int]
+    shingles: list[int]
+    sigs: np.ndarray  # (n, perm) uint32
+    vectors: Callable[[], np.ndarray] = field(repr=False)
+
+    @classmethod
+    def of(cls, docs: Iterable[StoredDoc], perm: int, dims: int) -> SignatureColumns:
+        """The columns of those of ``docs`` (any order) that have words and a signature of ``perm`` values."""
+        kept = sorted((d for d in docs
+                       if not d.empty and d.minhash is not None and d.shingles > 0 and len(d.minhash) == perm),
+                      key=lambda d: d.id)
+        sigs = (np.stack([d.minhash for d in kept]).astype(np.uint32, copy=False) if kept  # type: ignore[misc]
+                else np.zeros((0, perm), dtype=np.uint32))
+        vectors = [d.vector for d in kept]
+        return cls([d.id for d in kept], [d.simhash for d in kept], [d.chars for d in kept],
+                   [d.shingles for d in kept], sigs,
+                   lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
+                            else np.zeros((0, dims), dtype=np.float32)))
+
+
+class SignatureColumnsStore(Protocol):
+    """A store that reads its documents' signatures as columns without a `StoredDoc` each (the embedded
+    store): it declares `Capability.SIGNATURE_COLUMNS` (`reads_signature_columns` tells); all-pairs search
+    reads `SignatureColumns.of` a `KeyScans.scan` of any other."""
+
+    def signature_columns(self, perm: int) -> SignatureColumns:
+        """`SignatureColumns.of` every stored document, read at once."""
+        ...
+
+
+def reads_signature_columns(store: StoreCore) -> TypeGuard[SignatureColumnsStore]:
+    """Whether ``store`` declares `Capability.SIGNATURE_COLUMNS`."""
+    return Capability.SIGNATURE_COLUMNS in store.capabilities
