@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from esdedup.errors import ConfigError
 from esdedup.match.pairs import VERDICT_BATCH, CopyGroups, Pair, PairScorer, ScoredPair, kept_pairs
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
-from esdedup.store.base import KeyBatch, Store
+from esdedup.store.base import Capability, KeyBatch, Store, require
 from esdedup.store.partition import Partition, PartitionedKeys, pair_share
 
 
@@ -45,8 +46,8 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
         ConfigError: the store cannot read a share of its keys, or the band layout probes neighbouring keys
             (those pairs share no stored key, so no key says whose they are).
     """
-    if not isinstance(store, PartitionedKeys):
-        raise ConfigError(f"store {store.name!r} cannot read a share of its keys")
+    require(store, Capability.PARTITIONED_KEYS, "all-pairs search in partitions")
+    keyed = cast(PartitionedKeys, store)
     if store.config.band_layout().radius > 0:
         raise ConfigError("an index whose band layout probes neighbouring keys (probe_radius above 0) cannot be "
                           "searched in partitions: its probed pairs share no stored key")
@@ -56,7 +57,7 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
     scorer = PairScorer(store, t.hamming_k)
 
     def counted() -> Iterator[KeyBatch]:
-        for b in store.partition_key_batches(partition, max_bucket=max_bucket, lsh=True):
+        for b in keyed.partition_key_batches(partition, max_bucket=max_bucket, lsh=True):
             stats.keys += len(b.groups)
             stats.members += sum(len(ids) for _, _, ids in b.groups)
             yield b

@@ -209,6 +209,8 @@ class Capability(enum.Enum):
     ELASTICSEARCH = "Elasticsearch requests"
     #: `esdedup.store.columns.SignatureColumnsStore`: signatures read as columns, without a `StoredDoc` each.
     SIGNATURE_COLUMNS = "signature columns"
+    #: `esdedup.store.partition.PartitionedKeys`: a share of the shared keys, for all-pairs search in partitions.
+    PARTITIONED_KEYS = "partitioned key scans"
 
 
 class StoreCore(Protocol):

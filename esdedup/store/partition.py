@@ -13,7 +13,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from esdedup.errors import ConfigError
 from esdedup.store.base import KeyBatch
@@ -68,9 +68,8 @@ def sha1_share(sha1: str, count: int) -> int:
     return int(sha1[:8], 16) % count
 
 
-@runtime_checkable
 class PartitionedKeys(Protocol):
-    """A store that reads a share of its shared keys."""
+    """A store that reads a share of its shared keys (declared as `Capability.PARTITIONED_KEYS`)."""
 
     def partition_key_batches(self, partition: Partition, *, max_bucket: int = 1000,
                               lsh: bool = True) -> Iterator[KeyBatch]:

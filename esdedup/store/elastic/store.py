@@ -54,7 +54,7 @@ class ElasticStore:
     """
 
     #: Every protocol of `Store`, and what only an index offers (`ElasticsearchBacked`).
-    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.BROWSING,
+    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_KEYS, Capability.BROWSING,
                               Capability.ELASTICSEARCH})
     #: Other writers' documents become visible only after a refresh: writers settle labels afterwards.
     settles = True

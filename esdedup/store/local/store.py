@@ -78,7 +78,7 @@ class LocalStore:
     """A collection in ``data_dir/<name>.sqlite``."""
 
     #: Every protocol of `Store`, and its signatures read as columns (`signature_columns`).
-    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.BROWSING,
+    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_KEYS, Capability.BROWSING,
                               Capability.SIGNATURE_COLUMNS})
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
