@@ -267,15 +267,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     groups = clusters(pairs)
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
     if write_clusters:
-        members: dict[str, list[str]] = {}
-        for doc, root in groups.items():
-            members.setdefault(root, []).append(doc)
-        # Joined as concurrent writers join clusters (the earliest-written root represents each, only labels
-        # that change are written, safe beside running ingests): not labels computed here and written over
-        # whatever the writers wrote since the pairs were read.
-        report.labels_written = join_stored(store, members.values())
-        if report.labels_written:
-            store.refresh()
+        report.labels_written = _join_clusters(store, groups)
         # Documents an older esdedup stored with a record's dotted dedup keys carry two cluster ids, in a pair
         # or not (the labels just written may have added the second): mended, so that every document carries
         # one (collapse needs that).
@@ -329,13 +321,22 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
     groups = clusters(pairs)
     report = PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False), groups)
     if write_clusters:
-        members: dict[str, list[str]] = {}
-        for doc, root in groups.items():
-            members.setdefault(root, []).append(doc)
-        report.labels_written = join_stored(store, members.values())
-        if report.labels_written:
-            store.refresh()
+        report.labels_written = _join_clusters(store, groups)
     return report
+
+
+def _join_clusters(store: Store, groups: dict[str, str]) -> int:
+    """Join the stored clusters of each group of pairs (``groups``: document -> its group's root) as concurrent
+    writers join clusters (`join_stored`: the earliest-written root represents each, only labels that change are
+    written, safe beside running ingests), not as labels computed here and written over whatever the writers
+    wrote since the pairs were read. Returns the labels written."""
+    members: dict[str, list[str]] = {}
+    for doc, root in groups.items():
+        members.setdefault(root, []).append(doc)
+    written = join_stored(store, members.values())
+    if written:
+        store.refresh()
+    return written
 
 
 @checked_args
