@@ -1,7 +1,7 @@
 """Concurrent writers for the tests and the benchmark: a corpus with near-duplicate pairs planted across
 files, one writer process (``python -m tests.writers ...``), and the checks on the labels they leave.
 
-A writer process ingests one file into an Elasticsearch index through the library (what ``esdedup
+A writer process ingests one file into an Elasticsearch or OpenSearch index through the library (what ``esdedup
 ingest`` does, with a small batch so that several writers interleave many batches), starting at a given
 wall-clock instant so that all writers really run at once.
 """
@@ -127,8 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--go", type=Path, help="start writing when this file exists")
     ap.add_argument("--progress", type=Path)
     ap.add_argument("--dead-letter", type=Path)
+    ap.add_argument("--engine", choices=("elasticsearch", "opensearch"), default="elasticsearch")
     args = ap.parse_args(argv)
-    client = Elasticsearch(args.es_url, request_timeout=120)
+    if args.engine == "opensearch":
+        from opensearchpy import OpenSearch
+
+        from esdedup.es.opensearch import OpenSearchClient
+
+        client: Any = OpenSearchClient(OpenSearch(args.es_url), request_timeout=120)
+    else:
+        client = Elasticsearch(args.es_url, request_timeout=120)
     store = ElasticStore(client, args.index, shards=2, replicas=0)
     config = FingerprintConfig.from_dict(json.loads(CONFIG_JSON))
     opts = IngestOptions(workers=1, batch=args.batch, on_duplicate=args.on_duplicate, dead_letter=args.dead_letter)

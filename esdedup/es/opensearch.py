@@ -261,7 +261,9 @@ def _search_request(index: str | None, kw: dict[str, Any]) -> tuple[str, dict[st
         if k in params:
             params["_" + k] = params.pop(k)
     timeout = params.pop("request_timeout", None)
-    body = {("from" if k == "from_" else k): v for k, v in kw.items()}
+    # An argument given as None is left out, as the Elasticsearch client leaves it out (OpenSearch refuses a
+    # null `search_after`, the first page of a point-in-time walk).
+    body = {("from" if k == "from_" else k): v for k, v in kw.items() if v is not None}
     if "knn" in body:
         raise ConfigError("kNN lookups are not available on OpenSearch: esdedup keeps the TF vector in _source "
                           "there (OpenSearch's k-NN plugin is not supported)")

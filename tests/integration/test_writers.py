@@ -1,4 +1,4 @@
-"""Several writers into one Elasticsearch index, on a real node.
+"""Several writers into one Elasticsearch index, on a real node (and into one OpenSearch index).
 
 Writer processes start at the same instant and ingest parts of one corpus whose planted near-duplicate
 pairs are split across the parts (short and long texts). Whatever the timing, the labels must be those of
@@ -53,15 +53,33 @@ def corpus(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def reference(corpus, es_client, tmp_path_factory):
+def reference(corpus, es_client):
     """The labels of one process ingesting every part, in order."""
+    return _reference_labels(corpus, es_client)
+
+
+@pytest.fixture(scope="module")
+def os_server(os_url, os_client):
+    """The OpenSearch node: its URL and its client as the library wraps it."""
+    from esdedup.es import opensearch
+
+    return os_url, opensearch.wrap(os_client)
+
+
+@pytest.fixture(scope="module")
+def os_reference(corpus, os_server):
+    """The labels of one process ingesting every part, in order, on OpenSearch."""
+    return _reference_labels(corpus, os_server[1])
+
+
+def _reference_labels(corpus, client) -> dict[str, dict[str, Any]]:
     _, pairs, paths = corpus
     index = f"esdedup-writers-ref-{uuid.uuid4().hex[:8]}"
-    store = ElasticStore(es_client, index, shards=2, replicas=0)
+    store = ElasticStore(client, index, shards=2, replicas=0)
     summary = ingest(paths, store, CONFIG, IngestOptions(workers=1))
     assert summary.ok and summary.balanced, summary
-    labels = stored_labels(es_client, index)
-    es_client.indices.delete(index=index)
+    labels = stored_labels(client, index)
+    client.indices.delete(index=index)
     assert inconsistencies(labels) == []
     clusters = partition(labels)
     together = sum(1 for a, b in pairs if labels[a]["cluster_id"] == labels[b]["cluster_id"])
@@ -127,10 +145,24 @@ def _in_threads(target: Callable[[Any], None], args: Iterable[Any], *,
 
 
 def test_concurrent_writers_label_like_one_writer(corpus, reference, es_url, es_client, fresh_index, tmp_path):
+    _writers_label_like_one(corpus, reference, es_url, es_client, fresh_index, tmp_path)
+
+
+@pytest.mark.opensearch
+def test_concurrent_writers_label_like_one_writer_on_opensearch(corpus, os_reference, os_server, tmp_path):
+    url, client = os_server
+    index = f"esdedup-test-{uuid.uuid4().hex[:12]}"
+    try:
+        _writers_label_like_one(corpus, os_reference, url, client, index, tmp_path, "--engine", "opensearch")
+    finally:
+        client.indices.delete(index=index, ignore_unavailable=True)
+
+
+def _writers_label_like_one(corpus, reference, url: str, client, index: str, tmp_path: Path, *extra: str) -> None:
     _, _, paths = corpus
-    summaries = _run_writers(es_url, fresh_index, paths, tmp_path)
+    summaries = _run_writers(url, index, paths, tmp_path, *extra)
     assert all(s["read"] == s["indexed"] and s["failed"] == 0 for s in summaries), summaries
-    labels = stored_labels(es_client, fresh_index)
+    labels = stored_labels(client, index)
     assert set(labels) == set(reference)
     assert inconsistencies(labels) == []
     assert partition(labels) == partition(reference)
