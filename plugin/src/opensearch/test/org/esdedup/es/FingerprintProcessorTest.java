@@ -76,7 +76,7 @@ class FingerprintProcessorTest {
 
     @Test
     void acceptsTheConfigAsJsonTextAndOtherFieldNames() throws Exception {
-        Processor p = create(Map.of("config", "{\"tokenizer\": \"char\", \"shingle\": 2}", "field", "body",
+        Processor p = create(Map.of("config", "{\"tokenizer\": \"char\", \"shingle\": 2, \"short_text_chars\": 0}", "field", "body",
             "target_field", "fp"));
         IngestDocument d = p.execute(doc(Map.of("body", "北京欢迎你")));
         assertEquals(4, d.getFieldValue("fp.tokens", Integer.class));
