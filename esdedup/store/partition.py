@@ -6,6 +6,10 @@ partition of the smallest such key, so each key being read by exactly one partit
 exactly one. Keys are spread by the store's own hash (Elasticsearch: the ``terms`` aggregation's partitions;
 the embedded store: `key_share`); pairs that share crowded keys only, and exact copies among texts without
 words, have no such key, and are spread by `pair_share` and `sha1_share`.
+
+Labelling new documents in partitions (``esdedup label --partition``) splits documents rather than keys: by
+content SHA-1 (`sha1_bounds`), each document labelled by one partition; the partitions agree on the clusters
+as concurrent writers do (`esdedup.ingest.settle`).
 """
 from __future__ import annotations
 
@@ -66,6 +70,18 @@ def pair_share(a: str, b: str, count: int) -> int:
 def sha1_share(sha1: str, count: int) -> int:
     """The partition of the exact copies of one content SHA-1 among the texts without words."""
     return int(sha1[:8], 16) % count
+
+
+def sha1_bounds(partition: Partition) -> tuple[str | None, str | None]:
+    """A partition's share of documents by content SHA-1 (``esdedup label --partition``), as one range that a
+    store reads through its terms dictionary: the SHA-1s whose first 8 hex digits are at least the first bound
+    and below the second (None: unbounded). Contiguous rather than a modulo, so that a range query reads it;
+    exact copies share a SHA-1, so they fall in one partition."""
+    def bound(i: int) -> str:
+        return f"{i * 2**32 // partition.count:08x}"
+
+    return (None if partition.index == 0 else bound(partition.index),
+            None if partition.index == partition.count - 1 else bound(partition.index + 1))
 
 
 class PartitionedKeys(Protocol):

@@ -406,6 +406,69 @@ def test_label_gives_pipeline_documents_the_clusters_esdedup_ingest_gives(plugin
         plugin_es.options(ignore_status=404).ingest.delete_pipeline(id=f"esdedup-{b}")
 
 
+def test_label_in_partitions_leaves_the_labels_of_one_run(plugin_es, plugin_url, corpus, indexes):
+    """The same documents bulk-written through the pipeline into two indexes in the same order: one `esdedup
+    label` on the first; on the second, `label --partition I/3` as three processes at once, one of them
+    stopped after its first batch and run again. Each document is labelled by one partition, and the labels
+    are those of the one run."""
+    import subprocess
+    import sys
+
+    from elasticsearch import helpers
+
+    from esdedup.ingest.label import label_new
+    from esdedup.store.partition import Partition
+
+    _, docs = corpus
+    _, _, config = indexes
+    suffix = uuid.uuid4().hex[:8]
+    one, parts = f"label-one-{suffix}", f"label-parts-{suffix}"
+    try:
+        for name in (one, parts):
+            ElasticStore(plugin_es, name, replicas=0).open(config)
+            made = CliRunner().invoke(app, ["pipeline", "put", "--index", name, "--es", plugin_url])
+            assert made.exit_code == 0, made.output
+            ok, _ = helpers.bulk(plugin_es, ({"_index": name, "_id": d["id"], "_source": d} for d in docs))
+            assert ok == len(docs)
+        ran = CliRunner().invoke(app, ["label", "--index", one, "--es", plugin_url, "--json"])
+        assert ran.exit_code == 0, ran.output
+        assert json.loads(ran.stdout)["labelled"] == len(docs)
+
+        class Stopped(Exception):
+            pass
+
+        def stop(_summary) -> None:
+            raise Stopped  # as a process killed between two batches
+
+        with pytest.raises(Stopped):
+            label_new(ElasticStore(plugin_es, parts), batch=50, progress=stop, partition=Partition(1, 3))
+        cmd = [sys.executable, "-m", "esdedup_cli", "label", "--index", parts, "--es", plugin_url, "--json"]
+        procs = [subprocess.Popen([*cmd, "--partition", f"{i}/3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for i in range(3)]
+        summaries = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0 and out == "", err
+            summaries.append(json.loads(err.strip().splitlines()[-1]))
+        assert [s["partition"] for s in summaries] == ["0/3", "1/3", "2/3"]
+        assert all(s["event"] == "summary" and s["changed"] == 0 for s in summaries)
+        stopped_first = 50
+        assert sum(s["labelled"] for s in summaries) == len(docs) - stopped_first
+        assert all(s["found"] > 0 for s in summaries)  # every share had documents to label
+
+        want, got = _labels(plugin_es, one), _labels(plugin_es, parts)
+        assert set(got) == {d["id"] for d in docs}
+        differ = sorted(i for i in want if want[i] != got[i])
+        assert differ == [], [(i, want[i], got[i]) for i in differ[:5]]
+        assert sum(1 for _, dup in want.values() if dup) >= 50
+        again = label_new(ElasticStore(plugin_es, parts), partition=Partition(2, 3))
+        assert (again.found, again.labelled) == (0, 0)
+    finally:
+        plugin_es.indices.delete(index=[one, parts], ignore_unavailable=True)
+        for name in (one, parts):
+            plugin_es.options(ignore_status=404).ingest.delete_pipeline(id=f"esdedup-{name}")
+
+
 @pytest.mark.es
 def test_the_plugin_offers_a_jieba_analyzer_that_segments_as_jieba(plugin_url, tmp_path, monkeypatch) -> None:
     """The plugin's `jieba` analyzer and tokenizer cut text fields into jieba's words (lower-cased, no spaces
