@@ -521,6 +521,41 @@ def test_the_plugin_walkthrough_runs_as_written(plugin_url, tmp_path):
     urllib.request.urlopen(urllib.request.Request(f"{plugin_url}/wire", method="DELETE"), timeout=60).read()
 
 
+def test_the_scale_doc_label_block_runs_as_written(plugin_url, tmp_path):
+    """docs/scale.md's `label --partition` block on a node with the plugin, with bash (its partitions run at
+    once): the three summaries together label the 13 documents and their 4 near-duplicates, once each, and a
+    further `label` finds nothing."""
+    import re
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.integration.test_readme import section_block
+
+    block = section_block("Labelling new documents in partitions", document="docs/scale.md")
+    assert "--partition $i/3" in block
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "news.bulk.ndjson").write_bytes((REPO / "examples" / "news.bulk.ndjson").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k not in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER",
+                                                            "ESDEDUP_ES_PASSWORD")}
+    env.update(ESDEDUP_DATA_DIR=str(tmp_path / "data"), ESDEDUP_CONFIG=str(tmp_path / "none.json"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    wire = f"{plugin_url}/wire"
+    urllib.request.urlopen(urllib.request.Request(f"{wire}?ignore_unavailable=true", method="DELETE"), timeout=60)
+    try:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.replace("http://127.0.0.1:9250", plugin_url)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        lines = done.stdout.splitlines()
+        summaries = [json.loads(ln) for ln in lines[-4:-1]]
+        assert [(s["event"], s["partition"]) for s in summaries] == [("summary", f"{i}/3") for i in range(3)]
+        assert sum(s["labelled"] for s in summaries) == sum(s["found"] for s in summaries) == 13
+        assert sum(s["duplicates"] for s in summaries) == 4
+        assert re.match(r"0 unlabelled documents: 0 labelled", lines[-1]), lines[-1]
+    finally:
+        urllib.request.urlopen(urllib.request.Request(f"{wire}?ignore_unavailable=true", method="DELETE"), timeout=60)
+
+
 @pytest.mark.es
 def test_the_plugin_benchmark_runs_and_both_lookup_paths_answer_alike(plugin_url):
     """`bench/plugin.py` on a few poems, on the node with the plugin: every row of its table, and the client's
