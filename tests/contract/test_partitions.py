@@ -117,6 +117,7 @@ def test_cli_partitions_with_json_summary(tmp_path):
         summary = json.loads(r.stderr.splitlines()[-1])
         assert summary["event"] == "summary" and summary["partition"] == f"{i}/2"
         assert summary["pairs"] == len(r.stdout.splitlines())
+        assert "cluster labels written" not in r.stderr  # nothing was asked to be written
     assert sorted(lines) == sorted(whole.stdout.splitlines()) and len(lines) > 10
     bad = run_cli("dups", "--index", "news", *data, "--partition", "2/2")
     assert bad.exit_code != 0 and "Error:" in bad.stderr and "2/2" in bad.stderr
