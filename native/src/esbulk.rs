@@ -10,6 +10,7 @@
 //! bits, booleans and None. A document with anything else (a float, a list, a nested object, a lone
 //! surrogate, a big integer) or without its `dedup` fields encoded gets None, and Python encodes it.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
@@ -107,17 +108,18 @@ fn optional_str(value: Bound<'_, PyAny>) -> Option<Option<PyBackedStr>> {
 
 /// A `NewDoc` read out, or None when these bytes would not be orjson's (see the module docstring).
 fn read_doc(doc: &Bound<'_, PyAny>, dedup_key: &str) -> PyResult<Option<Doc>> {
-    let dedup = doc.getattr("dedup_json")?;
+    let py = doc.py();
+    let dedup = doc.getattr(intern!(py, "dedup_json"))?;
     if dedup.is_none() {
         return Ok(None);
     }
     let Ok(dedup) = dedup.cast::<PyBytes>() else {
         return Ok(None);
     };
-    let Some(Some(id)) = optional_str(doc.getattr("id")?) else {
+    let Some(Some(id)) = optional_str(doc.getattr(intern!(py, "id"))?) else {
         return Ok(None);
     };
-    let source = doc.getattr("source")?;
+    let source = doc.getattr(intern!(py, "source"))?;
     let Ok(source) = source.cast::<PyDict>() else {
         return Ok(None);
     };
@@ -138,13 +140,13 @@ fn read_doc(doc: &Bound<'_, PyAny>, dedup_key: &str) -> PyResult<Option<Doc>> {
         fields.push((key, value));
     }
     let (Some(cluster_id), Some(duplicate_of)) = (
-        optional_str(doc.getattr("cluster_id")?),
-        optional_str(doc.getattr("duplicate_of")?),
+        optional_str(doc.getattr(intern!(py, "cluster_id"))?),
+        optional_str(doc.getattr(intern!(py, "duplicate_of"))?),
     ) else {
         return Ok(None);
     };
-    let seq = doc.getattr("seq")?;
-    let cluster_seq = doc.getattr("cluster_seq")?;
+    let seq = doc.getattr(intern!(py, "seq"))?;
+    let cluster_seq = doc.getattr(intern!(py, "cluster_seq"))?;
     let (Some(seq), Some(cluster_seq)) = (int_value(&seq), int_value(&cluster_seq)) else {
         return Ok(None);
     };
