@@ -34,7 +34,7 @@ from esdedup.match.thresholds import (
 from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
 
-from .output import for_people
+from .output import for_people, json_text
 
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
@@ -293,6 +293,51 @@ def error_line(exc: EsdedupError) -> str:
     """One line for people: the library's message (paths and ids in it escaped) and the flags that fix it."""
     hint = flag_hint(exc)
     return f"Error: {for_people(exc)}" + (f"; {hint}" if hint else "")
+
+
+# -- partitions --------------------------------------------------------------------------------------------
+#: Seconds between two progress lines of a partition.
+PROGRESS_EVERY = 5.0
+
+
+class PartitionLines:
+    """What a job run as partition I/P (``dups --partition``, ``label --partition``) prints on stderr for
+    people or, with ``--json``, as JSON lines for schedulers: its progress (at most every `PROGRESS_EVERY`
+    seconds), its summary, and an error naming the partition and how to rerun it."""
+
+    def __init__(self, partition: str, json_out: bool) -> None:
+        import time
+
+        self.partition, self.json_out = partition, json_out
+        self._shown = time.monotonic()
+
+    def line(self, event: str, counts: dict[str, Any]) -> None:
+        d = {"partition": self.partition, **counts}
+        if self.json_out:
+            typer.echo(json_text({"event": event, **d}), err=True)
+        else:
+            typer.echo(f"partition {self.partition}: " + ", ".join(f"{k} {v}" for k, v in d.items()
+                                                                   if k != "partition"), err=True)
+
+    def progress(self, counts: dict[str, Any]) -> None:
+        import time
+
+        if time.monotonic() - self._shown >= PROGRESS_EVERY:
+            self._shown = time.monotonic()
+            self.line("progress", counts)
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """A library error as the partition's `Error:` line (and ``"event": "error"`` line), then its exit code."""
+        try:
+            yield
+        except EsdedupError as exc:
+            rerun = f"rerun the same command with --partition {self.partition} to redo this partition alone"
+            if self.json_out:
+                typer.echo(json_text({"event": "error", "partition": self.partition, "error": for_people(exc),
+                                      "rerun": rerun}), err=True)
+            typer.echo(f"{error_line(exc)} (partition {self.partition}: {rerun})", err=True)
+            raise typer.Exit(exc.exit_code) from None
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -10,14 +10,14 @@ from .common import (
     Index,
     JsonOut,
     PairsFormat,
+    PartitionLines,
     ThresholdOptions,
     connection_options,
-    error_line,
     handles_errors,
     opened_store,
     threshold_options,
 )
-from .output import Printer, for_people, json_text
+from .output import Printer, for_people
 
 app = typer.Typer()
 
@@ -134,46 +134,23 @@ def dups(
     printer.pairs(report, format.value)
 
 
-#: Seconds between two progress lines of a partition.
-PROGRESS_EVERY = 5.0
-
-
 def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec: str, fmt: str, max_bucket: int,
                json_out: bool, printer: Printer, write_clusters: bool) -> None:
     """``dups --partition``: the partition's pairs on stdout; progress, its summary or its error on stderr."""
-    import time
-
     from esdedup.api import pairs_of_partition, refuse_inert_thresholds
-    from esdedup.errors import EsdedupError
     from esdedup.match.partitioned import PartitionStats
     from esdedup.store.partition import Partition
 
     part = Partition.parse(spec)  # a bad I/P is refused before anything is read
-    shown = [time.monotonic()]
-
-    def line(event: str, d: dict[str, object]) -> None:
-        if json_out:
-            typer.echo(json_text({"event": event, **d}), err=True)
-        else:
-            typer.echo(f"partition {d['partition']}: " + ", ".join(f"{k} {v}" for k, v in d.items()
-                                                                  if k != "partition"), err=True)
+    lines = PartitionLines(str(part), json_out)
 
     def progress(stats: PartitionStats) -> None:
-        if time.monotonic() - shown[0] >= PROGRESS_EVERY:
-            shown[0] = time.monotonic()
-            line("progress", stats.to_dict())
+        lines.progress(stats.to_dict())
 
-    try:
-        with opened_store(index, conn) as store:
-            refuse_inert_thresholds(store, thresholds.overrides())
-            report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
-                                        progress=progress, write_clusters=write_clusters)
-    except EsdedupError as exc:
-        rerun = f"rerun the same command with --partition {part} to redo this partition alone"
-        if json_out:
-            typer.echo(json_text({"event": "error", "partition": str(part), "error": for_people(exc),
-                                  "rerun": rerun}), err=True)
-        typer.echo(f"{error_line(exc)} (partition {part}: {rerun})", err=True)
-        raise typer.Exit(exc.exit_code) from None
+    with lines.errors(), opened_store(index, conn) as store:
+        refuse_inert_thresholds(store, thresholds.overrides())
+        report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
+                                    progress=progress, write_clusters=write_clusters)
     printer.pairs(report, fmt)
-    line("summary", {**report.stats.to_dict(), **({"labels_written": report.labels_written} if write_clusters else {})})
+    lines.line("summary", {**report.stats.to_dict(),
+                           **({"labels_written": report.labels_written} if write_clusters else {})})

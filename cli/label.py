@@ -1,10 +1,13 @@
 """``esdedup label``: cluster labels for documents other programs wrote through the esdedup ingest pipeline."""
+from typing import Annotated
+
 import typer
 
 from .common import (
     Connection,
     Index,
     JsonOut,
+    PartitionLines,
     ThresholdOptions,
     connection_options,
     handles_errors,
@@ -24,6 +27,12 @@ def label(
     conn: Connection,
     thresholds: ThresholdOptions,
     index: Index,
+    partition: Annotated[str | None, typer.Option(
+        "--partition", metavar="I/P",
+        help="Only partition I of P (0 <= I < P): the unlabelled documents of its share (a range of content "
+             "SHA-1s). Run I = 0 .. P-1 as P processes, on any machines, at once or one after another: together "
+             "they leave the labels one run leaves. Progress and a summary go to stderr (JSON lines with "
+             "--json).")] = None,
     json_out: JsonOut = False,
 ) -> None:
     """Label the documents that carry dedup fields but no cluster yet (written through the index's esdedup
@@ -33,8 +42,21 @@ def label(
     Example: esdedup label --index news --es http://127.0.0.1:9250
     """
     from esdedup.api import refuse_inert_thresholds
-    from esdedup.ingest.label import label_new
+    from esdedup.ingest.label import LabelSummary, label_new
+    from esdedup.store.partition import Partition
 
+    if partition is not None:
+        part = Partition.parse(partition)  # a bad I/P is refused before anything is read
+        lines = PartitionLines(str(part), json_out)
+
+        def progress(summary: LabelSummary) -> None:
+            lines.progress(summary.to_dict())
+
+        with lines.errors(), opened_store(index, conn) as store:
+            refuse_inert_thresholds(store, thresholds.overrides())
+            done = label_new(store, thresholds=thresholds.overrides(), partition=part, progress=progress)
+        lines.line("summary", done.to_dict())
+        return
     with opened_store(index, conn) as store:
         refuse_inert_thresholds(store, thresholds.overrides())
         summary = label_new(store, thresholds=thresholds.overrides())

@@ -287,7 +287,8 @@ class PartitionReport:
     crowded: list[tuple[str, int]] = field(default_factory=list)
     #: The clusters the partition's own pairs form (those of the index join the P partitions' pairs).
     clusters: dict[str, str] = field(default_factory=dict)
-    labels_written: int = 0
+    #: Labels written by ``write_clusters`` (None when not asked: the CLI then says nothing of labels).
+    labels_written: int | None = None
     mended: int = 0
 
 

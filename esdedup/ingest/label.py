@@ -34,8 +34,9 @@ from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.settle import settle_stored
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
-from esdedup.schema import CLUSTER_ID, DEDUP, SIMHASH, band_fields
+from esdedup.schema import CLUSTER_ID, CONTENT_SHA1, DEDUP, SIMHASH, band_fields
 from esdedup.store.base import ElasticsearchBackedStore, Root, Store, StoredDoc, elasticsearch_backed
+from esdedup.store.partition import Partition, sha1_bounds
 from esdedup.util.fieldtypes import checked_args
 
 #: Unlabelled documents read and labelled per step.
@@ -70,12 +71,18 @@ class LabelSummary:
 
 @checked_args
 def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, batch: int = BATCH,
-              progress: Callable[[LabelSummary], None] | None = None) -> LabelSummary:
+              progress: Callable[[LabelSummary], None] | None = None,
+              partition: Partition | None = None) -> LabelSummary:
     """Label the documents of an Elasticsearch index that carry dedup fields but no cluster label yet.
 
     Safe while other writers (``esdedup ingest``, `esdedup.ingest.service.Ingester`, other label runs, clients writing
     through the pipeline) write the same index; idempotent (a second run labels nothing). Documents written
     after the run started are left to the next run.
+
+    ``partition`` I/P: only the unlabelled documents of its share (`esdedup.store.partition.sha1_bounds`,
+    read by the node as one range of the content SHA-1s). The P partitions, at once or one after another,
+    leave the labels one run leaves: each document is labelled by one of them, and they join clusters as
+    concurrent label runs do (the representative fixed by the stored write order, not by who labels first).
 
     >>> label_new(open_store("news", connection=...)).labelled  # doctest: +SKIP
 
@@ -91,7 +98,7 @@ def label_new(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     t = lookup_thresholds(thresholds, config)
     summary = LabelSummary()
     store.refresh()
-    for hits in _unlabelled(store, batch):
+    for hits in _unlabelled(store, batch, partition):
         docs = sorted((_Unlabelled.of(store.stored_doc(h), h, config) for h in hits),
                       key=lambda d: (d.doc.seq or 2**63, d.doc.id))
         summary.found += len(docs)
@@ -122,11 +129,26 @@ class _Unlabelled:
         return cls(doc, fp)
 
 
-def _unlabelled(store: ElasticsearchBackedStore, batch: int) -> Iterator[list[dict[str, Any]]]:
-    """The unlabelled documents as the index held them when the run started (a point in time), in pages."""
+def _unlabelled(store: ElasticsearchBackedStore, batch: int,
+                partition: Partition | None) -> Iterator[list[dict[str, Any]]]:
+    """The unlabelled documents (of ``partition``'s share) as the index held them when the run started (a point
+    in time), in pages."""
     fields = FINGERPRINT_FIELDS + [f"{DEDUP}.{n}" for n in band_fields(store.config)]
-    return store.hit_pages("finding unlabelled documents", query=UNLABELLED, batch=batch, docvalue_fields=fields,
-                           versions=True, keep_alive="5m")
+    return store.hit_pages("finding unlabelled documents", query=unlabelled_query(partition), batch=batch,
+                           docvalue_fields=fields, versions=True, keep_alive="5m")
+
+
+def unlabelled_query(partition: Partition | None) -> dict[str, Any]:
+    """`UNLABELLED`, of ``partition``'s share only: its range of content SHA-1s; the first partition also
+    takes the documents stored without one, so that every document is in exactly one share."""
+    if partition is None or partition.whole:
+        return UNLABELLED
+    lo, hi = sha1_bounds(partition)
+    share: dict[str, Any] = {"range": {CONTENT_SHA1: {k: v for k, v in (("gte", lo), ("lt", hi)) if v is not None}}}
+    if lo is None:
+        share = {"bool": {"should": [share, {"bool": {"must_not": [{"exists": {"field": CONTENT_SHA1}}]}}],
+                          "minimum_should_match": 1}}
+    return {"bool": {"filter": [UNLABELLED, share]}}
 
 
 def _label_batch(store: ElasticsearchBackedStore, config: FingerprintConfig, t: Thresholds, docs: list[_Unlabelled],

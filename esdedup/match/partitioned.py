@@ -2,6 +2,7 @@
 from its share of the store's shared keys (`esdedup.store.partition`), verified by the same rule."""
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -10,8 +11,10 @@ from typing import cast
 from esdedup.errors import ConfigError
 from esdedup.match.pairs import VERDICT_BATCH, CopyGroups, Pair, PairScorer, ScoredPair, kept_pairs
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
-from esdedup.store.base import Capability, KeyBatch, Store, require
-from esdedup.store.partition import Partition, PartitionedKeys, pair_share
+from esdedup.store.base import Capability, KeyBatch, Store, offers, require
+from esdedup.store.partition import Partition, PartitionedKeys, PartitionedPairs, pair_share
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,19 +38,20 @@ class PartitionStats:
 def partition_pairs(store: Store, partition: Partition, *, thresholds: Thresholds | ThresholdOverrides | None = None,
                     max_bucket: int = 1000, stats: PartitionStats | None = None,
                     progress: Callable[[PartitionStats], None] | None = None) -> Iterator[Pair]:
-    """The near-duplicate pairs of one partition of a store (`esdedup.store.partition`): those whose smallest
-    shared key is in its share, those sharing crowded keys only that `pair_share` gives it, and the pairs of
-    exact copies (`CopyGroups`) that `pair_share` gives it. The partitions of one count together give
-    exactly the pairs of `find_pairs`, each once. The store's key groups are read (`PartitionedKeys`), the
-    LSH keys among them, never the whole store's signatures: a partition holds one batch of key groups at a
-    time. ``stats`` is kept up to date as the pairs come, and handed to ``progress`` after each batch.
+    """The near-duplicate pairs of one partition of a store (`esdedup.store.partition`): its candidate pairs
+    as the store shares them out (`PartitionedPairs`: those `pair_share` gives it; `PartitionedKeys`: those
+    whose smallest shared key is in its share, and those sharing crowded keys only that `pair_share` gives
+    it), and the pairs of exact copies (`CopyGroups`) that `pair_share` gives it. The partitions of one count
+    together give exactly the pairs of `find_pairs`, each once. The store's key groups are read, the LSH keys
+    among them, never the whole store's signatures. ``stats`` is kept up to date as the pairs come, and
+    handed to ``progress`` after each batch.
 
     Raises:
         ConfigError: the store cannot read a share of its keys, or the band layout probes neighbouring keys
             (those pairs share no stored key, so no key says whose they are).
     """
-    require(store, Capability.PARTITIONED_KEYS, "all-pairs search in partitions")
-    keyed = cast(PartitionedKeys, store)
+    if not offers(store, Capability.PARTITIONED_PAIRS):
+        require(store, Capability.PARTITIONED_KEYS, "all-pairs search in partitions")
     if store.config.band_layout().radius > 0:
         raise ConfigError("an index whose band layout probes neighbouring keys (probe_radius above 0) cannot be "
                           "searched in partitions: its probed pairs share no stored key")
@@ -57,10 +61,26 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
     scorer = PairScorer(store, t.hamming_k)
 
     def counted() -> Iterator[KeyBatch]:
-        for b in keyed.partition_key_batches(partition, max_bucket=max_bucket, lsh=True):
+        for b in cast(PartitionedKeys, store).partition_key_batches(partition, max_bucket=max_bucket, lsh=True):
             stats.keys += len(b.groups)
             stats.members += sum(len(ids) for _, _, ids in b.groups)
             yield b
+            stats.seconds = time.monotonic() - start
+            if progress is not None:
+                progress(stats)
+
+    def candidates() -> Iterator[ScoredPair]:
+        """The partition's candidate pairs, measured: from its pairs (`PartitionedPairs`), or from its keys."""
+        if not offers(store, Capability.PARTITIONED_PAIRS):
+            yield from scorer.key_groups(max_bucket, lsh=True, batches=counted(), share=share)
+            return
+        for b in cast(PartitionedPairs, store).partition_candidates(partition, max_bucket=max_bucket, lsh=True):
+            for key, n in b.crowded:
+                log.warning("band value %s is shared by %d documents; only %d were compared (boilerplate? see the "
+                            "index's crowded band values)", key, n, max_bucket)
+            stats.keys += b.keys
+            stats.members += b.members
+            yield from scorer._score_pairs(b.pairs)
             stats.seconds = time.monotonic() - start
             if progress is not None:
                 progress(stats)
@@ -85,7 +105,7 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
 
     # The pairs of a group of copies are judged apart, each by the partition `pair_share` gives it: their
     # measures are the same whichever key brought them, and one run judges those no key brought too.
-    for scored in scorer.key_groups(max_bucket, lsh=True, batches=counted(), share=share):
+    for scored in candidates():
         if same_copies(scored.a, scored.b):
             continue
         batch.append(scored)

@@ -211,6 +211,8 @@ class Capability(enum.Enum):
     SIGNATURE_COLUMNS = "signature columns"
     #: `esdedup.store.partition.PartitionedKeys`: a share of the shared keys, for all-pairs search in partitions.
     PARTITIONED_KEYS = "partitioned key scans"
+    #: `esdedup.store.partition.PartitionedPairs`: a share of the candidate pairs, read from every shared key.
+    PARTITIONED_PAIRS = "partitioned candidate pairs"
 
 
 class StoreCore(Protocol):

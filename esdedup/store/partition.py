@@ -1,11 +1,25 @@
 """A share of the band and LSH key space, so that all-pairs search can run as P processes, each reading only
 its share of the store's shared keys (`PartitionedKeys`).
 
-Where a pair belongs, decided here once: a pair of documents that share a key (not crowded) belongs to the
-partition of the smallest such key, so each key being read by exactly one partition makes each pair come out of
-exactly one. Keys are spread by the store's own hash (Elasticsearch: the ``terms`` aggregation's partitions;
-the embedded store: `key_share`); pairs that share crowded keys only, and exact copies among texts without
-words, have no such key, and are spread by `pair_share` and `sha1_share`.
+Where a pair belongs, decided here once, one of two ways as the store declares:
+
+- `PartitionedKeys` (Elasticsearch): a pair of documents that share a key (not crowded) belongs to the
+  partition of the smallest such key, so each key being read by exactly one partition makes each pair come
+  out of exactly one. Keys are spread by the ``terms`` aggregation's partitions; pairs that share crowded keys
+  only have no such key, and are spread by `pair_share`. The node does the reading, and each member comes with
+  its keys (doc values), which the smallest-key rule needs.
+- `PartitionedPairs` (the embedded store): every partition reads every shared key, and a pair belongs to the
+  partition `pair_share` gives it. Reading the key index is cheap in-process (a second for 50,000 documents),
+  while giving each member of a key group its keys for the smallest-key rule meant computing them from its
+  stored fingerprint once a group it is in (a member of a near-duplicate pair is in ~15): most of a
+  partition's time. A partition remembers the candidate pairs of its share, to measure each once.
+
+Exact copies among texts without words have no key, and are spread by `sha1_share` (pairs of copies with
+words by `pair_share`, `esdedup.match.partitioned`).
+
+Labelling new documents in partitions (``esdedup label --partition``) splits documents rather than keys: by
+content SHA-1 (`sha1_bounds`), each document labelled by one partition; the partitions agree on the clusters
+as concurrent writers do (`esdedup.ingest.settle`).
 """
 from __future__ import annotations
 
@@ -52,20 +66,49 @@ class Partition:
         return f"{self.index}/{self.count}"
 
 
-def key_share(key: object, count: int) -> int:
-    """The partition of a key on the embedded store: a CRC-32 of its text (stable across processes and
-    machines, unlike Python's ``hash``)."""
-    return zlib.crc32(str(key).encode()) % count
-
-
 def pair_share(a: str, b: str, count: int) -> int:
-    """The partition of a pair that shares crowded keys only (every partition reads the crowded keys)."""
+    """The partition of a pair: on the embedded store every pair's (`PartitionedPairs`); on Elasticsearch that of
+    a pair that shares crowded keys only (every partition reads the crowded keys)."""
     return zlib.crc32(f"{a}\0{b}".encode()) % count
 
 
 def sha1_share(sha1: str, count: int) -> int:
     """The partition of the exact copies of one content SHA-1 among the texts without words."""
     return int(sha1[:8], 16) % count
+
+
+def sha1_bounds(partition: Partition) -> tuple[str | None, str | None]:
+    """A partition's share of documents by content SHA-1 (``esdedup label --partition``), as one range that a
+    store reads through its terms dictionary: the SHA-1s whose first 8 hex digits are at least the first bound
+    and below the second (None: unbounded). Contiguous rather than a modulo, so that a range query reads it;
+    exact copies share a SHA-1, so they fall in one partition."""
+    def bound(i: int) -> str:
+        return f"{i * 2**32 // partition.count:08x}"
+
+    return (None if partition.index == 0 else bound(partition.index),
+            None if partition.index == partition.count - 1 else bound(partition.index + 1))
+
+
+@dataclass
+class PairBatch:
+    """Some of a partition's candidate pairs (`PartitionedPairs`): ``pairs`` (a < b), each once in the
+    partition's run; ``keys`` and ``members``: the shared keys read since the last batch and their documents
+    (counted up to ``max_bucket`` a key); ``crowded``: the crowded keys among them, with their holders."""
+
+    pairs: list[tuple[str, str]]
+    keys: int
+    members: int
+    crowded: list[tuple[str, int]]
+
+
+class PartitionedPairs(Protocol):
+    """A store that reads a share of the candidate pairs (declared as `Capability.PARTITIONED_PAIRS`)."""
+
+    def partition_candidates(self, partition: Partition, *, max_bucket: int = 1000,
+                             lsh: bool = True) -> Iterator[PairBatch]:
+        """The pairs of documents sharing a key (the first ``max_bucket`` holders of a crowded key, by id) that
+        `pair_share` gives ``partition``, each once: the candidates of `Store.key_batches` in its share."""
+        ...
 
 
 class PartitionedKeys(Protocol):

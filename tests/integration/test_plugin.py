@@ -406,6 +406,69 @@ def test_label_gives_pipeline_documents_the_clusters_esdedup_ingest_gives(plugin
         plugin_es.options(ignore_status=404).ingest.delete_pipeline(id=f"esdedup-{b}")
 
 
+def test_label_in_partitions_leaves_the_labels_of_one_run(plugin_es, plugin_url, corpus, indexes):
+    """The same documents bulk-written through the pipeline into two indexes in the same order: one `esdedup
+    label` on the first; on the second, `label --partition I/3` as three processes at once, one of them
+    stopped after its first batch and run again. Each document is labelled by one partition, and the labels
+    are those of the one run."""
+    import subprocess
+    import sys
+
+    from elasticsearch import helpers
+
+    from esdedup.ingest.label import label_new
+    from esdedup.store.partition import Partition
+
+    _, docs = corpus
+    _, _, config = indexes
+    suffix = uuid.uuid4().hex[:8]
+    one, parts = f"label-one-{suffix}", f"label-parts-{suffix}"
+    try:
+        for name in (one, parts):
+            ElasticStore(plugin_es, name, replicas=0).open(config)
+            made = CliRunner().invoke(app, ["pipeline", "put", "--index", name, "--es", plugin_url])
+            assert made.exit_code == 0, made.output
+            ok, _ = helpers.bulk(plugin_es, ({"_index": name, "_id": d["id"], "_source": d} for d in docs))
+            assert ok == len(docs)
+        ran = CliRunner().invoke(app, ["label", "--index", one, "--es", plugin_url, "--json"])
+        assert ran.exit_code == 0, ran.output
+        assert json.loads(ran.stdout)["labelled"] == len(docs)
+
+        class Stopped(Exception):
+            pass
+
+        def stop(_summary) -> None:
+            raise Stopped  # as a process killed between two batches
+
+        with pytest.raises(Stopped):
+            label_new(ElasticStore(plugin_es, parts), batch=50, progress=stop, partition=Partition(1, 3))
+        cmd = [sys.executable, "-m", "esdedup_cli", "label", "--index", parts, "--es", plugin_url, "--json"]
+        procs = [subprocess.Popen([*cmd, "--partition", f"{i}/3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for i in range(3)]
+        summaries = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0 and out == "", err
+            summaries.append(json.loads(err.strip().splitlines()[-1]))
+        assert [s["partition"] for s in summaries] == ["0/3", "1/3", "2/3"]
+        assert all(s["event"] == "summary" and s["changed"] == 0 for s in summaries)
+        stopped_first = 50
+        assert sum(s["labelled"] for s in summaries) == len(docs) - stopped_first
+        assert all(s["found"] > 0 for s in summaries)  # every share had documents to label
+
+        want, got = _labels(plugin_es, one), _labels(plugin_es, parts)
+        assert set(got) == {d["id"] for d in docs}
+        differ = sorted(i for i in want if want[i] != got[i])
+        assert differ == [], [(i, want[i], got[i]) for i in differ[:5]]
+        assert sum(1 for _, dup in want.values() if dup) >= 50
+        again = label_new(ElasticStore(plugin_es, parts), partition=Partition(2, 3))
+        assert (again.found, again.labelled) == (0, 0)
+    finally:
+        plugin_es.indices.delete(index=[one, parts], ignore_unavailable=True)
+        for name in (one, parts):
+            plugin_es.options(ignore_status=404).ingest.delete_pipeline(id=f"esdedup-{name}")
+
+
 @pytest.mark.es
 def test_the_plugin_offers_a_jieba_analyzer_that_segments_as_jieba(plugin_url, tmp_path, monkeypatch) -> None:
     """The plugin's `jieba` analyzer and tokenizer cut text fields into jieba's words (lower-cased, no spaces
@@ -456,6 +519,41 @@ def test_the_plugin_walkthrough_runs_as_written(plugin_url, tmp_path):
     labelled = re.match(r"(\d+) unlabelled documents: (\d+) labelled \((\d+) near-duplicates\)", label)
     assert labelled and labelled.groups() == ("13", "13", "4"), label
     urllib.request.urlopen(urllib.request.Request(f"{plugin_url}/wire", method="DELETE"), timeout=60).read()
+
+
+def test_the_scale_doc_label_block_runs_as_written(plugin_url, tmp_path):
+    """docs/scale.md's `label --partition` block on a node with the plugin, with bash (its partitions run at
+    once): the three summaries together label the 13 documents and their 4 near-duplicates, once each, and a
+    further `label` finds nothing."""
+    import re
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.integration.test_readme import section_block
+
+    block = section_block("Labelling new documents in partitions", document="docs/scale.md")
+    assert "--partition $i/3" in block
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "news.bulk.ndjson").write_bytes((REPO / "examples" / "news.bulk.ndjson").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k not in ("ESDEDUP_ES_URL", "ESDEDUP_ES_API_KEY", "ESDEDUP_ES_USER",
+                                                            "ESDEDUP_ES_PASSWORD")}
+    env.update(ESDEDUP_DATA_DIR=str(tmp_path / "data"), ESDEDUP_CONFIG=str(tmp_path / "none.json"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    wire = f"{plugin_url}/wire"
+    urllib.request.urlopen(urllib.request.Request(f"{wire}?ignore_unavailable=true", method="DELETE"), timeout=60)
+    try:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.replace("http://127.0.0.1:9250", plugin_url)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        lines = done.stdout.splitlines()
+        summaries = [json.loads(ln) for ln in lines[-4:-1]]
+        assert [(s["event"], s["partition"]) for s in summaries] == [("summary", f"{i}/3") for i in range(3)]
+        assert sum(s["labelled"] for s in summaries) == sum(s["found"] for s in summaries) == 13
+        assert sum(s["duplicates"] for s in summaries) == 4
+        assert re.match(r"0 unlabelled documents: 0 labelled", lines[-1]), lines[-1]
+    finally:
+        urllib.request.urlopen(urllib.request.Request(f"{wire}?ignore_unavailable=true", method="DELETE"), timeout=60)
 
 
 @pytest.mark.es

@@ -90,7 +90,7 @@ PAGES = ("README.md", "docs/cli.md", "docs/elasticsearch.md", "docs/plugin.md", 
 BLOCKS = {"README.md": (2, 2),  # the first commands (above), the Elasticsearch walkthrough; the search backend, Python
           "docs/plugin.md": (1, 0),
           "docs/opensearch.md": (2, 0),  # both run in test_opensearch_doc.py and test_plugin_opensearch.py
-          "docs/scale.md": (1, 0)}  # run in test_scale_doc.py
+          "docs/scale.md": (2, 0)}  # run in test_scale_doc.py; its label block in test_plugin.py
 
 
 def readme_blocks(language: str, document: str = "README.md") -> list[str]:

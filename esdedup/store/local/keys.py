@@ -18,7 +18,7 @@ from esdedup.schema import LSH_KEYS, key_field
 from esdedup.store.base import KeyBatch, Probe, TopKeys
 from esdedup.store.local.rows import KEY_COLUMNS
 from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_only, marks
-from esdedup.store.partition import Partition, key_share
+from esdedup.store.partition import PairBatch, Partition, pair_share
 
 log = logging.getLogger(__name__)
 
@@ -185,36 +185,58 @@ class KeyTables:
         # Most shared keys first, ties by id: sorted by id, then (stable) by count.
         return sorted(sorted(sorted(shared), key=shared.__getitem__, reverse=True)[:limit])
 
-    def key_batches(self, *, max_bucket: int, lsh: bool, partition: Partition | None = None) -> Iterator[KeyBatch]:
-        """See `esdedup.store.base.Store.key_batches`; with ``partition``, its share
-        (`esdedup.store.partition.PartitionedKeys`: the keys whose `key_share` is its index, and the crowded)."""
+    def key_batches(self, *, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
+        """See `esdedup.store.base.Store.key_batches`."""
         tables = tables_read(lsh)
         self.merge(tables)
         db = self._database.connect()
         crowded = frozenset(k for t in tables for (k,) in
                             db.execute(f"SELECT key FROM {t} GROUP BY key HAVING COUNT(*) > ?", (max_bucket,)))
-        share: str = ""
-        params: tuple[int, ...] = ()
-        if partition is not None and not partition.whole:
-            # Asked once a shared key (in HAVING), not once a key row.
-            db.create_function("esdedup_key_share", 2, key_share, deterministic=True)
-            share = " AND (COUNT(*) > ? OR esdedup_key_share(key, ?) = ?)"
-            params = (max_bucket, partition.count, partition.index)
+        groups: list[tuple[str, int, list[str]]] = []
+        members = 0
+        for key, ids in self._shared(db, tables):
+            groups.append((key, len(ids), ids[:max_bucket]))
+            members += min(len(ids), max_bucket)
+            if members >= KEY_BATCH:
+                yield self._key_batch(groups, tables, crowded)
+                groups, members = [], 0
+        if groups:
+            yield self._key_batch(groups, tables, crowded)
+
+    def partition_candidates(self, partition: Partition, *, max_bucket: int, lsh: bool) -> Iterator[PairBatch]:
+        """See `esdedup.store.partition.PartitionedPairs`: every shared key read in order (the key index), the
+        pairs of each group that `pair_share` gives ``partition`` kept, each once."""
+        tables = tables_read(lsh)
+        self.merge(tables)
+        seen: set[tuple[str, str]] = set()
+        pairs: list[tuple[str, str]] = []
+        crowded: list[tuple[str, int]] = []
+        keys = members = 0
+        count, index = partition.count, partition.index
+        for key, ids in self._shared(self._database.connect(), tables):
+            if len(ids) > max_bucket:
+                crowded.append((key, len(ids)))
+                ids = ids[:max_bucket]
+            keys += 1
+            members += len(ids)
+            for x, a in enumerate(ids[:-1]):
+                for b in ids[x + 1:]:
+                    if (a, b) not in seen and pair_share(a, b, count) == index:
+                        seen.add((a, b))
+                        pairs.append((a, b))
+            if len(pairs) >= KEY_BATCH:
+                yield PairBatch(pairs, keys, members, crowded)
+                pairs, crowded, keys, members = [], [], 0, 0
+        yield PairBatch(pairs, keys, members, crowded)
+
+    @staticmethod
+    def _shared(db: sqlite3.Connection, tables: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+        """Every key held by two documents or more, with its holders' ids (sorted), in key order a table."""
         for table in tables:
             cur = db.execute(f"SELECT key, id FROM {table} WHERE key IN "
-                             f"(SELECT key FROM {table} GROUP BY key HAVING COUNT(*) > 1{share}) ORDER BY key, id",
-                             params)
-            groups: list[tuple[str, int, list[str]]] = []
-            members = 0
+                             f"(SELECT key FROM {table} GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, id")
             for key, rows in itertools.groupby(cur, key=operator.itemgetter(0)):
-                ids = [i for _, i in rows]
-                groups.append((key, len(ids), ids[:max_bucket]))
-                members += min(len(ids), max_bucket)
-                if members >= KEY_BATCH:
-                    yield self._key_batch(groups, tables, crowded)
-                    groups, members = [], 0
-            if groups:
-                yield self._key_batch(groups, tables, crowded)
+                yield key, [i for _, i in rows]
 
     def _key_batch(self, groups: list[tuple[str, int, list[str]]], tables: Sequence[str],
                    crowded: frozenset[str]) -> KeyBatch:

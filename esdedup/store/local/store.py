@@ -48,7 +48,7 @@ from esdedup.store.local.sqlite import (
 )
 from esdedup.store.local.texts import TextIndex, name_collection
 from esdedup.store.names import mismatch_error, validate_name
-from esdedup.store.partition import Partition
+from esdedup.store.partition import PairBatch, Partition
 from esdedup.util.fieldtypes import checked_args
 from esdedup.util.filelock import FileLock
 
@@ -78,8 +78,8 @@ class LocalStore:
     """A collection in ``data_dir/<name>.sqlite``."""
 
     #: Every protocol of `Store`, and its signatures read as columns (`signature_columns`).
-    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_KEYS, Capability.BROWSING,
-                              Capability.SIGNATURE_COLUMNS})
+    capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_PAIRS,
+                              Capability.BROWSING, Capability.SIGNATURE_COLUMNS})
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
@@ -338,10 +338,11 @@ class LocalStore:
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
         yield from self._keys.key_batches(max_bucket=max_bucket, lsh=lsh)
 
-    def partition_key_batches(self, partition: Partition, *, max_bucket: int = 1000,
-                              lsh: bool = True) -> Iterator[KeyBatch]:
-        """See `esdedup.store.partition.PartitionedKeys`."""
-        yield from self._keys.key_batches(max_bucket=max_bucket, lsh=lsh, partition=partition)
+    @_sql_errors
+    def partition_candidates(self, partition: Partition, *, max_bucket: int = 1000,
+                             lsh: bool = True) -> Iterator[PairBatch]:
+        """See `esdedup.store.partition.PartitionedPairs`."""
+        yield from self._keys.partition_candidates(partition, max_bucket=max_bucket, lsh=lsh)
 
     # -- browsing (see esdedup.store.local.browse and texts) ---------------------------------------------
     @_sql_errors
