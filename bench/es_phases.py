@@ -1,6 +1,7 @@
 """Where the client's CPU goes in `esdedup ingest` into Elasticsearch: the run's steps timed one by one.
 
     python bench/es_phases.py --docs 30000 --mode label --es URL     # or without --es: a local node
+    python bench/es_phases.py --docs 30000 --mode label --es URL --python-bulk-lines   # the same, lines in Python
 
 The steps of the run are wrapped (each call's thread CPU time, `time.thread_time`, summed per step; a step
 that calls another counts it too) and one ingest of --docs poems, 2 workers, default config, runs into a
@@ -105,7 +106,11 @@ def main() -> None:
     ap.add_argument("--mode", default="label", choices=["label", "index"])
     ap.add_argument("--es", help="a running cluster (default: start a local node)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--python-bulk-lines", action="store_true",
+                    help="the bulk request lines written in Python (the native core's step off, the rest on)")
     args = ap.parse_args()
+    if args.python_bulk_lines:
+        writes._native_lines = lambda: None  # type: ignore[assignment]
     for owner, name, step, iterator in STEPS:
         (timed_iterator if iterator else timed)(owner, name, step)
     cluster, url = node(args.es)
