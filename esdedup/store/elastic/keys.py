@@ -141,8 +141,8 @@ def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool,
                 yield _members(index, field, batch, member_keys, max_bucket)
 
 
-#: Most documents whose keys `MemberKeys` keeps (each some 2 KB as Python strings): past it the oldest half
-#: is let go, and a document let go is read again if a later group holds it.
+#: Most documents whose keys `MemberKeys` keeps (some 500 bytes each): past it the oldest half is let go, and a
+#: document let go is read again if a later group holds it.
 MEMBER_KEYS = 200_000
 
 
@@ -150,12 +150,13 @@ class MemberKeys:
     """Every key (of ``fields``, less the ``crowded``) of the documents of the key groups read so far, each
     document's read from the store once: a member of a near-duplicate pair is in some 15 groups, one a key
     field it shares, and reading its keys with each was most of a partition's time. At most ``limit``
-    documents are kept, the oldest let go first, so that the memory is bounded whatever the index's size."""
+    documents are kept, the oldest let go first, so that the memory is bounded whatever the index's size; each
+    as one string of its keys, a quarter of the memory of a set of them (a set is made for a batch only)."""
 
     def __init__(self, index: ElasticIndex, fields: Sequence[str], crowded: frozenset[str],
                  limit: int = MEMBER_KEYS) -> None:
         self.index, self.fields, self.crowded, self.limit = index, list(fields), crowded, limit
-        self.keys: dict[str, frozenset[str]] = {}
+        self.keys: dict[str, str] = {}
         #: Documents read since the last `take_fetched`.
         self.fetched = 0
 
@@ -179,8 +180,10 @@ class MemberKeys:
             for h in (resp.get("hits") or {}).get("hits", []):
                 got = h.get("fields", {})
                 held = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in self.fields)))
-                self.keys[h["_id"]] = held - self.crowded if self.crowded else held
-        return {i: self.keys[i] for i in ids if i in self.keys}
+                # No key holds a space: band keys are "<table>:<hex>", LSH keys decimal integers.
+                self.keys[h["_id"]] = " ".join(held - self.crowded if self.crowded else held)
+        none: frozenset[str] = frozenset()
+        return {i: frozenset(self.keys[i].split(" ")) if self.keys[i] else none for i in ids if i in self.keys}
 
     def take_fetched(self) -> int:
         """The documents read since the last call."""
