@@ -110,6 +110,16 @@ def _signature_bytes(keep: int) -> Step:
     return Step(doc=doc)
 
 
+def _unsegmented_without(*names: str) -> Step:
+    """Dedup fields left out of the documents of texts that were not segmented (a short text under ``auto``:
+    its SimHash 0 and its token count 0 say nothing), kept in the mapping for the texts that are."""
+    def doc(d: Dedup) -> Dedup:
+        if d.get("tokens") or int(d.get("simhash", "0"), 16):
+            return d
+        return {k: v for k, v in d.items() if k not in names}
+    return Step(doc=doc)
+
+
 _NOT_SIGNATURE = ("minhash", "shingles")
 _NEVER_SEARCHED = ("simhash", "tokens", "chars", "shingles", "empty", "content_sha1")
 
@@ -129,6 +139,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], list[Step]] | None] = {
     "no-lsh": ("... without the LSH keys", {}, [_without(LSH_KEYS)]),
     "unsearched-not-indexed": ("... fields esdedup never searches as doc values only (`index: false`)", {},
                                [_not_indexed(*_NEVER_SEARCHED)]),
+    "unsegmented-lean": ("... an unsegmented text's SimHash, token count and `empty` left out (a short text "
+                         "under `auto`)", {}, [_unsegmented_without("simhash", "tokens", "empty")]),
     "sig-8bit": ("... signature of 8-bit values (128 bytes)", {}, [_signature_bytes(1)]),
     "leanest": ("... all three: 8-bit signature, `lsh_keys` without doc values, never-searched fields as doc "
                 "values only", {}, [_signature_bytes(1), _lsh_keys_as({"type": "long", "doc_values": False}),

@@ -41,7 +41,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 try:  # `python -m pytest` from the repo root: tests/ is importable as a (namespace) package
-    from tests.es_node import EARLY_STARTS, ES_VERSION_FOR_MAJOR, OS_VERSION, ESNodeError, LocalCluster
+    from tests.es_node import (
+        EARLY_STARTS,
+        ES_VERSION_FOR_MAJOR,
+        OS_VERSION,
+        ESNodeError,
+        LocalCluster,
+        given_url,
+    )
 except ImportError:  # plain `pytest`: pytest puts tests/ itself on sys.path (rootdir conftest)
     from es_node import (  # type: ignore[no-redef]
         EARLY_STARTS,
@@ -49,6 +56,7 @@ except ImportError:  # plain `pytest`: pytest puts tests/ itself on sys.path (ro
         OS_VERSION,
         ESNodeError,
         LocalCluster,
+        given_url,
     )
 
 if TYPE_CHECKING:
@@ -158,10 +166,6 @@ def _docker_available(timeout: float = 2.0) -> bool:
         return False
 
 
-def _keep_logs() -> bool:
-    return os.environ.get("ESDEDUP_TEST_KEEP_ES_LOGS", "") not in ("", "0", "false", "no")
-
-
 def _start_local(nodes: int, what: str, engine: str = "elasticsearch") -> LocalCluster:
     cluster = (LocalCluster(nodes=nodes, version=es_version()) if engine == "elasticsearch"
                else LocalCluster(nodes=nodes, engine=engine, version=OS_VERSION))
@@ -184,9 +188,9 @@ def _start_local(nodes: int, what: str, engine: str = "elasticsearch") -> LocalC
 
 @pytest.fixture(scope="session")
 def es_url() -> Iterator[str]:
-    url = os.environ.get("ESDEDUP_TEST_ES_URL", "").strip()
+    url = given_url("ESDEDUP_TEST_ES_URL")
     if url:
-        yield url.rstrip("/")
+        yield url
         return
 
     backend = os.environ.get("ESDEDUP_TEST_ES_BACKEND", "auto").lower()
@@ -208,11 +212,8 @@ def es_url() -> Iterator[str]:
             container.stop()
         return
 
-    cluster = EARLY_STARTS.take("es_url")
-    try:
+    with EARLY_STARTS.held("es_url") as cluster:
         yield cluster.url
-    finally:
-        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
 
 
 @pytest.fixture(scope="session")
@@ -251,15 +252,12 @@ EARLY_STARTS.register("os_url", lambda: _start_local(1, "test node", engine="ope
 @pytest.fixture(scope="session")
 def os_url() -> Iterator[str]:
     """An OpenSearch node: ``ESDEDUP_TEST_OS_URL``, else a local one (scripts/es-local --engine opensearch)."""
-    url = os.environ.get("ESDEDUP_TEST_OS_URL", "").strip()
+    url = given_url("ESDEDUP_TEST_OS_URL")
     if url:
-        yield url.rstrip("/")
+        yield url
         return
-    cluster = EARLY_STARTS.take("os_url")
-    try:
+    with EARLY_STARTS.held("os_url") as cluster:
         yield cluster.url
-    finally:
-        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
 
 
 @pytest.fixture(scope="session")
@@ -308,13 +306,12 @@ class Cluster3:
 
 @pytest.fixture(scope="session")
 def _cluster3_session() -> Iterator[Cluster3]:
-    cluster = EARLY_STARTS.take("_cluster3_session")
-    client = cluster.client(max_retries=3, retry_on_timeout=True)
-    try:
-        yield Cluster3(cluster=cluster, client=client, urls=list(cluster.urls))
-    finally:
-        client.close()
-        EARLY_STARTS.stop_later(cluster, purge=not _keep_logs())
+    with EARLY_STARTS.held("_cluster3_session") as cluster:
+        client = cluster.client(max_retries=3, retry_on_timeout=True)
+        try:
+            yield Cluster3(cluster=cluster, client=client, urls=list(cluster.urls))
+        finally:
+            client.close()
 
 
 @pytest.fixture

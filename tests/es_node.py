@@ -23,6 +23,7 @@ the object, so concurrent test sessions on one machine do not pick the same port
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -32,7 +33,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -381,6 +382,16 @@ class EarlyStarts:
     def stop_later(self, cluster: LocalCluster, purge: bool = True) -> None:
         self._spawn(cluster.stop, purge)
 
+    @contextlib.contextmanager
+    def held(self, name: str) -> Iterator[LocalCluster]:
+        """The node of fixture ``name`` for as long as the fixture holds it (``take``), stopped in the background
+        after (``stop_later``; its data and logs purged unless ESDEDUP_TEST_KEEP_ES_LOGS asks to keep them)."""
+        cluster = self.take(name)
+        try:
+            yield cluster
+        finally:
+            self.stop_later(cluster, purge=not keep_logs())
+
     def close(self) -> None:
         with self._cond:
             self._closing = True
@@ -422,6 +433,17 @@ class EarlyStarts:
             if background:
                 self._untaken.add(name)
             result.set_result(cluster)
+
+
+def keep_logs() -> bool:
+    """ESDEDUP_TEST_KEEP_ES_LOGS=1 keeps the logs (and data) of the nodes the tests started."""
+    return os.environ.get("ESDEDUP_TEST_KEEP_ES_LOGS", "") not in ("", "0", "false", "no")
+
+
+def given_url(variable: str) -> str | None:
+    """The URL of a running node that environment ``variable`` names, instead of a node the tests start."""
+    url = os.environ.get(variable, "").strip()
+    return url.rstrip("/") if url else None
 
 
 #: The node fixtures' early starts (tests/conftest.py begins them once collection is done).

@@ -1,5 +1,6 @@
-"""The signatures of stored documents as columns: what all-pairs search reads of each (`SignatureColumns`),
-and the store that reads them without a `esdedup.store.base.StoredDoc` each (`SignatureColumnsStore`)."""
+"""The signatures of stored documents as columns: what all-pairs search reads of each (`SignatureColumns`,
+and `copy_rows` for the exact copies), and the store that reads them without a `esdedup.store.base.StoredDoc`
+each (`SignatureColumnsStore`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -47,6 +48,16 @@ class SignatureColumnsStore(Protocol):
     def signature_columns(self, perm: int) -> SignatureColumns:
         """`SignatureColumns.of` every stored document, read at once."""
         ...
+
+    def copy_columns(self) -> list[tuple[str, str, bool]]:
+        """`copy_rows` of every stored document, read at once."""
+        ...
+
+
+def copy_rows(docs: Iterable[StoredDoc]) -> list[tuple[str, str, bool]]:
+    """(id, content SHA-1, without words) of those of ``docs`` stored with a content SHA-1 (not None nor "":
+    a document written without one is no one's copy): what grouping the exact copies reads of each."""
+    return [(d.id, d.content_sha1, d.empty) for d in docs if d.content_sha1]
 
 
 def reads_signature_columns(store: StoreCore) -> TypeGuard[SignatureColumnsStore]:

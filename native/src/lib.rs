@@ -19,6 +19,7 @@ mod bands;
 mod clean;
 mod diversify;
 mod documents;
+mod esbulk;
 mod fold;
 mod hmm;
 mod kernels;
@@ -359,6 +360,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;
     m.add_function(wrap_pyfunction!(documents::dedup_members, m)?)?;
+    m.add_function(wrap_pyfunction!(esbulk::bulk_document_lines, m)?)?;
     m.add_function(wrap_pyfunction!(supported_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;

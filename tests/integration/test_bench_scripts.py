@@ -55,6 +55,8 @@ ON_A_NODE = [
      r"\| search_diversified request \+ `diversify` \| [\d,]+ \|"),
     (["es_fields.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--no-append"],
      r"\| SimHash bands, no vector, no MinHash, no LSH \| [\d,]+ "),
+    (["es_phases.py", "--es", "{es}", "--docs", "300", "--mode", "label"],
+     r"label: 300 poems, .* client CPU [\d.]+ µs a poem (.|\n)*\| labels record by record \(clusters joined\) \| [\d.]+ \|"),
     (["es_source.py", "--es", "{es}", "--docs", "300", "--rounds", "1", "--no-append"],
      r"\| \d+\.\d+\.\d+ \| the server's default \| [\d,]+ \|"),
 ]

@@ -39,11 +39,8 @@ EARLY_STARTS.register("other_major_node", _start_other_major_node)
 
 @pytest.fixture(scope="module")
 def other_major_node():
-    cluster = EARLY_STARTS.take("other_major_node")
-    try:
+    with EARLY_STARTS.held("other_major_node") as cluster:
         yield cluster
-    finally:
-        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.mark.es

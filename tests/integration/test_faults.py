@@ -69,31 +69,22 @@ EARLY_STARTS.register("tiny_queue_os_node", lambda: _started(LocalCluster(
 @pytest.fixture(scope="module")
 def single_node():
     """A node of its own: the test kills it (the session node serves the other tests)."""
-    cluster = EARLY_STARTS.take("single_node")
-    try:
+    with EARLY_STARTS.held("single_node") as cluster:
         yield cluster
-    finally:
-        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.fixture(scope="module")
 def tiny_queue_node():
     """One write thread and a write queue of one (see its registration above)."""
-    cluster = EARLY_STARTS.take("tiny_queue_node")
-    try:
+    with EARLY_STARTS.held("tiny_queue_node") as cluster:
         yield cluster
-    finally:
-        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.fixture(scope="module")
 def tiny_queue_os_node():
     """The OpenSearch node with one write thread and a write queue of one."""
-    cluster = EARLY_STARTS.take("tiny_queue_os_node")
-    try:
+    with EARLY_STARTS.held("tiny_queue_os_node") as cluster:
         yield cluster
-    finally:
-        EARLY_STARTS.stop_later(cluster)
 
 
 # -- a single node killed in the middle of a 50,000-document ingest -----------------------------------

@@ -27,7 +27,7 @@ from esdedup.match.thresholds import Thresholds
 from esdedup.schema import dedup_source
 from esdedup.store.elastic.store import ElasticStore
 from tests.bench_runs import run_bench_script
-from tests.es_node import EARLY_STARTS, LocalCluster
+from tests.es_node import EARLY_STARTS, LocalCluster, given_url
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin]
 
@@ -108,21 +108,18 @@ def _start_plugin_node() -> LocalCluster:
 
 
 # started early, in the background, when the run selects a test using it (tests/es_node.py, EarlyStarts)
-if not os.environ.get("ESDEDUP_TEST_PLUGIN_ES_URL", "").strip():
+if not given_url("ESDEDUP_TEST_PLUGIN_ES_URL"):
     EARLY_STARTS.register("plugin_url", _start_plugin_node)
 
 
 @pytest.fixture(scope="module")
 def plugin_url() -> Iterator[str]:
-    url = os.environ.get("ESDEDUP_TEST_PLUGIN_ES_URL", "").strip()
+    url = given_url("ESDEDUP_TEST_PLUGIN_ES_URL")
     if url:
-        yield url.rstrip("/")
+        yield url
         return
-    cluster = EARLY_STARTS.take("plugin_url")
-    try:
+    with EARLY_STARTS.held("plugin_url") as cluster:
         yield cluster.url
-    finally:
-        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from esdedup.match.lookup import similar, similar_on_node, verify
 from esdedup.match.thresholds import Thresholds
 from esdedup.schema import content_sha1, dedup_source
 from esdedup.store.elastic.store import ElasticStore
-from tests.es_node import EARLY_STARTS, OS_VERSION, LocalCluster
+from tests.es_node import EARLY_STARTS, OS_VERSION, LocalCluster, given_url
 from tests.integration.test_plugin import LABELS, REPO, _build_plugin, _script, _write_jsonl, plugin_corpus
 
 pytestmark = [pytest.mark.es, pytest.mark.plugin, pytest.mark.opensearch]
@@ -59,21 +59,18 @@ def _start_plugin_node() -> LocalCluster:
 
 
 # started early, in the background, when the run selects a test using it (tests/es_node.py, EarlyStarts)
-if not os.environ.get("ESDEDUP_TEST_PLUGIN_OS_URL", "").strip():
+if not given_url("ESDEDUP_TEST_PLUGIN_OS_URL"):
     EARLY_STARTS.register("plugin_os_url", _start_plugin_node)
 
 
 @pytest.fixture(scope="module")
 def plugin_os_url() -> Iterator[str]:
-    url = os.environ.get("ESDEDUP_TEST_PLUGIN_OS_URL", "").strip()
+    url = given_url("ESDEDUP_TEST_PLUGIN_OS_URL")
     if url:
-        yield url.rstrip("/")
+        yield url
         return
-    cluster = EARLY_STARTS.take("plugin_os_url")
-    try:
+    with EARLY_STARTS.held("plugin_os_url") as cluster:
         yield cluster.url
-    finally:
-        EARLY_STARTS.stop_later(cluster)
 
 
 @pytest.fixture(scope="module")

@@ -194,6 +194,32 @@ def test_the_embedded_store_reads_the_columns_a_scan_gives(corpus_store):
     assert 0 < len(read.ids) < corpus_store.count()
 
 
+def test_the_embedded_store_groups_the_exact_copies_a_scan_gives(corpus_store, tmp_path, monkeypatch):
+    """`LocalStore.copy_columns` (one query of three columns) and `copy_rows` of a scan (every other store) give
+    the same exact-copy groups to all-pairs search: copies with and without words, a document written without a
+    content SHA-1 and one with an empty one in no group, and `find_pairs` the same pairs either way."""
+    fper = Fingerprinter(corpus_store.config)
+    store = LocalStore("copies", tmp_path)
+    store.open(fper.config)
+    texts = ["北京欢迎你，我们去公园散步。", "北京欢迎你，我们去公园散步。", "今天天气很好", "。。", "！！", "。。"]
+    docs = [NewDoc(f"c{i}", fp, {"text": t}, content_sha1(fper.normalize(t)))
+            for i, (t, fp) in enumerate(zip(texts, fper.fingerprint_many(texts), strict=True))]
+    docs += [dataclasses.replace(docs[0], id="c6", content_sha1=None),
+             dataclasses.replace(docs[0], id="c7", content_sha1="")]
+    list(store.write(docs))
+    for s in (store, corpus_store):
+        rows = sorted(s.copy_columns())
+        assert rows == sorted(P.copy_rows(d for batch in s.scan(batch=7) for d in batch))
+        groups = P.CopyGroups.of(s).groups
+        with monkeypatch.context() as m:
+            m.setattr(P, "reads_signature_columns", lambda _store: False)  # as a store without columns
+            assert P.CopyGroups.of(s).groups == groups
+            scanned = list(find_pairs(s))
+        assert list(find_pairs(s)) == scanned
+    assert sorted((empty, ids) for _, empty, ids in P.CopyGroups.of(store).groups) == [
+        (False, ["c0", "c1"]), (True, ["c3", "c5"])]
+
+
 def _verified_one_text_at_a_time(fp, cands, config, t, sha1) -> list[Match]:
     """`verify` by its definition: `measure` of the text against its candidates, the rule, `decided_by` each."""
     docs = [d for d in cands if not d.empty]

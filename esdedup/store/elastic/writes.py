@@ -13,11 +13,12 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from esdedup.errors import StoreError, WriteRefused
 from esdedup.es.answers import api_reason, bulk_reason, refused_by_the_store
+from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP, dedup_source, json_bytes
 from esdedup.store.base import NewDoc, WriteResult
@@ -43,6 +44,37 @@ def document_json(config: FingerprintConfig, d: NewDoc) -> bytes:
     # Encoded by esdedup, not by the client: JSON encoding (the vector's floats above all) is the client's
     # largest cost in a bulk load, and orjson does it at a fraction of the standard library's cost.
     return json_bytes({**d.source, DEDUP: dedup})
+
+
+def bulk_actions(index: str, config: FingerprintConfig, docs: Iterable[NewDoc]) -> Iterator[_Action]:
+    """Each document's id and its two lines of a bulk request that writes it whole into ``index`` (the action,
+    then `document_json`). The native core writes the lines of a group of documents at once, with the GIL
+    released, where it writes the same bytes (`_native_lines`); the rest are encoded here."""
+    header = b'{"index":{"_index":' + json_bytes(index) + b',"_id":'
+    native_lines = _native_lines()
+    it = iter(docs)
+    while group := list(itertools.islice(it, _NATIVE_GROUP)):
+        made = native_lines(header, group, DEDUP) if native_lines is not None else [None] * len(group)
+        for d, lines in zip(group, made, strict=True):
+            yield d.id, lines if lines is not None else action_lines(header, config, d)
+
+
+def action_lines(header: bytes, config: FingerprintConfig, d: NewDoc) -> bytes:
+    """One document's two lines of a bulk request: ``header`` (the action up to the id), its id, then its
+    JSON (`document_json`)."""
+    return b"".join((header, json_bytes(d.id), b"}}\n", document_json(config, d), b"\n"))
+
+
+#: Documents whose bulk lines the native core writes in one call (`bulk_actions`).
+_NATIVE_GROUP = 1000
+
+
+def _native_lines() -> Callable[[bytes, list[NewDoc], str], list[bytes | None]] | None:
+    """The native core's `action_lines` for a group of documents (None for each it leaves to Python: see
+    native/src/esbulk.rs), or None when the core is not in use or predates it."""
+    if not native.enabled():
+        return None
+    return getattr(native.loaded(), "bulk_document_lines", None)
 
 
 def index_action(index: str, config: FingerprintConfig, d: NewDoc) -> dict[str, Any]:
@@ -77,9 +109,7 @@ class Bulk:
         import elasticsearch as es
 
         index = self.index
-        header = b'{"index":{"_index":' + json_bytes(index.name) + b',"_id":'
-        todo: Iterator[_Action] = ((d.id, b"".join((header, json_bytes(d.id), b"}}\n", document_json(index.config, d), b"\n")))
-                                   for d in docs)
+        todo: Iterator[_Action] = bulk_actions(index.name, index.config, docs)
         last_refusal: Mapping[str, Any] = {}
         for attempt in range(self.max_retries + 1):
             # Items rejected with 429 (write queue full) or 5xx, re-sent after this pass and counted in `retried`.

@@ -312,6 +312,13 @@ class LocalStore:
             yield list(stored_docs(rows, self.config.dims))
 
     @_sql_errors
+    def copy_columns(self) -> list[tuple[str, str, bool]]:
+        """See `esdedup.store.columns.SignatureColumnsStore` (the rows `copy_rows` reads of `scan`'s documents)."""
+        rows = self._database.connect().execute(
+            "SELECT id, content_sha1, empty FROM docs WHERE content_sha1 IS NOT NULL AND content_sha1 != ''")
+        return [(doc_id, sha1, bool(empty)) for doc_id, sha1, empty in rows]
+
+    @_sql_errors
     def signature_columns(self, perm: int) -> SignatureColumns:
         """See `esdedup.store.columns.SignatureColumnsStore` (the documents `stored_docs` reads, the same values)."""
         dims, vectors = self.config.dims, self.config.stores_vector
