@@ -68,7 +68,7 @@ def run_partitions(where: list[str], parts: int, out: Path) -> dict[str, object]
             raise SystemExit(f"partition {i}/{parts} failed: {(out / f'p{i}of{parts}.err').read_text()[-2000:]}")
         summary = json.loads((out / f"p{i}of{parts}.err").read_text().splitlines()[-1])
         runs.append({"partition": f"{i}/{parts}", "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                     "peak_rss_mb": round(peak.stop()), **{k: summary[k] for k in ("keys", "candidates", "pairs")}})
+                     "peak_rss_mb": round(peak.stop()), **{k: summary.get(k) for k in ("keys", "fetched", "candidates", "pairs")}})
     lines = [ln for i in range(parts) for ln in (out / f"p{i}of{parts}.jsonl").read_text("utf-8").splitlines()]
     return {"parts": parts, "wall_s": round(time.perf_counter() - t, 1), "runs": runs, "lines": lines}
 

@@ -21,17 +21,19 @@ log = logging.getLogger(__name__)
 class PartitionStats:
     """What one partition of all-pairs search did (`partition_pairs`): the shared keys it read (``keys``;
     ``members``: their documents, counted once a key), the candidate pairs it measured, the pairs the rule
-    kept, and the seconds it took."""
+    kept, and the seconds it took. ``fetched``: the documents whose keys the partition read from the store
+    (Elasticsearch: each at most once while they fit `esdedup.store.elastic.keys.MEMBER_KEYS`)."""
 
     partition: str
     keys: int = 0
     members: int = 0
+    fetched: int = 0
     candidates: int = 0
     pairs: int = 0
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
-        return {"partition": self.partition, "keys": self.keys, "members": self.members,
+        return {"partition": self.partition, "keys": self.keys, "members": self.members, "fetched": self.fetched,
                 "candidates": self.candidates, "pairs": self.pairs, "seconds": round(self.seconds, 3)}
 
 
@@ -64,6 +66,7 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
         for b in cast(PartitionedKeys, store).partition_key_batches(partition, max_bucket=max_bucket, lsh=True):
             stats.keys += len(b.groups)
             stats.members += sum(len(ids) for _, _, ids in b.groups)
+            stats.fetched += b.fetched
             yield b
             stats.seconds = time.monotonic() - start
             if progress is not None:

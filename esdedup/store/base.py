@@ -124,10 +124,12 @@ class KeyBatch:
     ``groups``: each key, how many documents hold it, and their ids (sorted; only the first ``max_bucket``
     when more hold it: a crowded key). ``keys``: every member's keys of the fields read, less the crowded
     ones, so that a caller can tell under which shared key a pair turns up first and count it once without
-    remembering the pairs it has seen."""
+    remembering the pairs it has seen. ``fetched``: the members whose keys were read from the store for this
+    batch (the others' were read for an earlier batch), where the store counts them."""
 
     groups: list[tuple[str, int, list[str]]]
     keys: dict[str, frozenset[str]]
+    fetched: int = 0
 
 
 @dataclass

@@ -95,6 +95,18 @@ def test_each_partition_reads_a_share(store):
     assert sum(p.candidates for p in parts) == one.candidates
 
 
+def test_a_partition_reads_each_members_keys_once(store):
+    """A member of near-duplicate pairs is in a key group for each key it shares (one a band): its keys are
+    read from the store once a partition, not once a group."""
+    if offers(store, Capability.PARTITIONED_PAIRS):
+        pytest.skip("the embedded store reads its key index in-process: no document is fetched for its keys")
+    for count in (1, 3):
+        for i in range(count):
+            stats = pairs_of_partition(store, Partition(i, count), max_bucket=MAX_BUCKET).stats
+            # ``members`` counts a document once a group it is in: far above the documents there are.
+            assert 0 < stats.fetched <= store.count() < stats.members, (i, count, stats)
+
+
 @pytest.mark.parametrize("bad", ["3/3", "-1/2", "1/0", "x", "1/2/3", "2"])
 def test_a_bad_partition_is_refused(bad):
     with pytest.raises(ConfigError, match="I/P"):

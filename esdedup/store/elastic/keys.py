@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from esdedup.errors import StoreError
 from esdedup.es import query as q
@@ -106,10 +106,10 @@ def _crowded_values(index: ElasticIndex, fields: Sequence[str], max_bucket: int
 def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True,
                 partition: Partition | None = None) -> Iterator[KeyBatch]:
     """See `Store.key_batches`: shared keys field by field, partition by partition (`shared_values`); their
-    members fetched for a page of members at a time, with every member's keys (doc values). The next batch is
-    fetched while the caller works on this one (`ahead`): the node's aggregations and searches overlap the
-    caller's pair work instead of taking turns with it. ``partition``: its share
-    (`esdedup.store.partition.PartitionedKeys`): the crowded values first, then the share's others."""
+    members found for a page of members at a time, and every member's keys (doc values) read once
+    (`MemberKeys`). The next batch is fetched while the caller works on this one (`ahead`): the node's
+    aggregations and searches overlap the caller's pair work instead of taking turns with it. ``partition``:
+    its share (`esdedup.store.partition.PartitionedKeys`): the crowded values first, then the share's others."""
     return ahead(_key_batches(index, max_bucket, lsh, partition))
 
 
@@ -119,11 +119,12 @@ def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool,
     by_field = _crowded_values(index, fields, max_bucket)
     crowded = frozenset(v for found in by_field.values() for v, _ in found)
     share = partition if partition is not None and not partition.whole else None
+    member_keys = MemberKeys(index, fields, crowded)
     if share is not None:
         # Every partition reads the crowded values (few); the share's partitions are read without them.
         for field, held in by_field.items():
             for v, n in held:
-                yield _members(index, field, [(v, n)], fields, crowded, max_bucket)
+                yield _members(index, field, [(v, n)], member_keys, max_bucket)
     for field in fields:
         for found in shared_values(index, field, 2, share):
             if share is not None:
@@ -132,66 +133,101 @@ def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool,
             total = 0
             for value, n in found:
                 if batch and total + min(n, max_bucket) > PAGE:
-                    yield _members(index, field, batch, fields, crowded, max_bucket)
+                    yield _members(index, field, batch, member_keys, max_bucket)
                     batch, total = [], 0
                 batch.append((value, n))
                 total += min(n, max_bucket)
             if batch:
-                yield _members(index, field, batch, fields, crowded, max_bucket)
+                yield _members(index, field, batch, member_keys, max_bucket)
 
 
-def _members(index: ElasticIndex, field: str, values: list[tuple[str, int]], fields: Sequence[str],
-             crowded: frozenset[str], max_bucket: int) -> KeyBatch:
-    """The `KeyBatch` of some values of ``field``: one search for the values held by at most ``max_bucket``
-    documents, one a crowded value (its first ``max_bucket`` documents)."""
+#: Most documents whose keys `MemberKeys` keeps (some 500 bytes each): past it the oldest half is let go, and a
+#: document let go is read again if a later group holds it.
+MEMBER_KEYS = 200_000
+
+
+class MemberKeys:
+    """Every key (of ``fields``, less the ``crowded``) of the documents of the key groups read so far, each
+    document's read from the store once: a member of a near-duplicate pair is in some 15 groups, one a key
+    field it shares, and reading its keys with each was most of a partition's time. At most ``limit``
+    documents are kept, the oldest let go first, so that the memory is bounded whatever the index's size; each
+    as one string of its keys, a quarter of the memory of a set of them (a set is made for a batch only)."""
+
+    def __init__(self, index: ElasticIndex, fields: Sequence[str], crowded: frozenset[str],
+                 limit: int = MEMBER_KEYS) -> None:
+        self.index, self.fields, self.crowded, self.limit = index, list(fields), crowded, limit
+        self.keys: dict[str, str] = {}
+        #: Documents read since the last `take_fetched`.
+        self.fetched = 0
+
+    def of(self, ids: Collection[str]) -> dict[str, frozenset[str]]:
+        """The keys of ``ids`` (a document gone from the index has none), read for those not kept."""
+        missing = sorted({i for i in ids if i not in self.keys})
+        if len(self.keys) + len(missing) > self.limit:
+            wanted = set(ids)
+            drop = len(self.keys) - self.limit // 2
+            for doc_id in [d for d in self.keys if d not in wanted][:drop]:
+                del self.keys[doc_id]
+        for start in range(0, len(missing), PAGE):
+            chunk = missing[start:start + PAGE]
+            resp = self.index.search("fetching band members' keys", size=len(chunk),
+                                     query={"ids": {"values": chunk}}, docvalue_fields=self.fields, _source=False,
+                                     track_total_hits=False, filter_path=["_shards", "hits.hits._id",
+                                                                          "hits.hits.fields"])
+            self.fetched += len(chunk)
+            # Every member brings all its keys (16 or more): turned into strings once, in C (map, set
+            # operations), the join's largest client cost after reading the responses.
+            for h in (resp.get("hits") or {}).get("hits", []):
+                got = h.get("fields", {})
+                held = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in self.fields)))
+                # No key holds a space: band keys are "<table>:<hex>", LSH keys decimal integers.
+                self.keys[h["_id"]] = " ".join(held - self.crowded if self.crowded else held)
+        none: frozenset[str] = frozenset()
+        return {i: frozenset(self.keys[i].split(" ")) if self.keys[i] else none for i in ids if i in self.keys}
+
+    def take_fetched(self) -> int:
+        """The documents read since the last call."""
+        n, self.fetched = self.fetched, 0
+        return n
+
+
+def _members(index: ElasticIndex, field: str, values: list[tuple[str, int]], member_keys: MemberKeys,
+             max_bucket: int) -> KeyBatch:
+    """The `KeyBatch` of some values of ``field``: one search for the members of the values held by at most
+    ``max_bucket`` documents (their ids and their values of ``field`` only), one a crowded value (its first
+    ``max_bucket`` documents); the members' keys from ``member_keys``."""
     groups: dict[str, list[str]] = {v: [] for v, _ in values}
-    keys: dict[str, frozenset[str]] = {}
     normal = [(v, n) for v, n in values if n <= max_bucket]
     for v, n in values:
         if n > max_bucket:
-            groups[v] = _first_members(index, field, v, fields, crowded, max_bucket, keys)
-    searches = []
+            groups[v] = _first_members(index, field, v, max_bucket)
     if normal:
-        searches.append(([v for v, _ in normal], sum(n for _, n in normal)))
-    for vals, size in searches:
-        resp = index.search("fetching band members", size=size, query={"terms": {field: vals}},
-                            docvalue_fields=list(fields), _source=False, track_total_hits=False, sort=["_doc"],
+        vals = [v for v, _ in normal]
+        resp = index.search("fetching band members", size=sum(n for _, n in normal), query={"terms": {field: vals}},
+                            docvalue_fields=[field], _source=False, track_total_hits=False, sort=["_doc"],
                             filter_path=["_shards", "hits.hits._id", "hits.hits.fields"])
-        asked = set(vals)  # a hit of one search may hold values of another: counted there
-        # Every member brings all its keys (16 or more): turned into strings once, in C (map, set operations),
-        # the join's largest client cost after reading the responses. The values of ``field`` are found among
-        # them all, since no two key fields share a value (band keys are "<table>:<hex>", LSH keys decimal
-        # integers).
+        asked = set(vals)  # a hit may hold several values of the field (the LSH keys field holds many)
         for h in (resp.get("hits") or {}).get("hits", []):
-            doc_id, got = h["_id"], h.get("fields", {})
-            held = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in fields)))
-            for v in asked & held:
+            doc_id = h["_id"]
+            for v in asked.intersection(map(str, h.get("fields", {}).get(field, ()))):
                 if len(groups[v]) < max_bucket:
                     groups[v].append(doc_id)
-            if doc_id not in keys:
-                keys[doc_id] = held - crowded if crowded else held
-    return KeyBatch([(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1], keys)
+    kept = [(v, n, sorted(groups[v])) for v, n in values if len(groups[v]) > 1]
+    keys = member_keys.of({doc_id for _, _, ids in kept for doc_id in ids})
+    return KeyBatch(kept, keys, member_keys.take_fetched())
 
 
-def _first_members(index: ElasticIndex, field: str, value: str, fields: Sequence[str], crowded: frozenset[str],
-                   max_bucket: int, keys: dict[str, frozenset[str]]) -> list[str]:
-    """The ``max_bucket`` smallest ids among the documents holding a crowded value (their keys added to
-    ``keys``): the members the in-memory LSH join and the embedded store take, so that every join, and every
-    partition, compares the same documents of a crowd. Every holder's id is read (a point in time) to find
-    them: the index cannot sort on ``_id``."""
-    held_by: dict[str, frozenset[str]] = {}
-    for hits in scans.hit_pages(index, "fetching band members", query={"term": {field: value}},
-                                docvalue_fields=fields):
-        for h in hits:
-            got = h.get("fields", {})
-            held_by[h["_id"]] = frozenset(map(str, itertools.chain.from_iterable(got.get(f, ()) for f in fields)))
-            if len(held_by) > 4 * max_bucket:  # only the smallest are kept
-                held_by = dict(sorted(held_by.items())[:max_bucket])
-    first = sorted(held_by)[:max_bucket]
-    for doc_id in first:
-        if doc_id not in keys:
-            keys[doc_id] = held_by[doc_id] - crowded
-    return first
+def _first_members(index: ElasticIndex, field: str, value: str, max_bucket: int) -> list[str]:
+    """The ``max_bucket`` smallest ids among the documents holding a crowded value: the members the in-memory
+    LSH join and the embedded store take, so that every join, and every partition, compares the same
+    documents of a crowd. Every holder's id is read (a point in time) to find them: the index cannot sort on
+    ``_id``."""
+    first: list[str] = []
+    for hits in scans.hit_pages(index, "fetching band members", query={"term": {field: value}}, docvalue_fields=()):
+        first += (h["_id"] for h in hits)
+        if len(first) > 4 * max_bucket:  # only the smallest are kept
+            first = sorted(first)[:max_bucket]
+    return sorted(first)[:max_bucket]
 
 
 def crowded_keys(index: ElasticIndex, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
