@@ -340,6 +340,21 @@ class PartitionLines:
             raise typer.Exit(exc.exit_code) from None
 
 
+@contextmanager
+def partition_store(spec: str, json_out: bool, index: str, conn: Connection,
+                    thresholds: ThresholdOptions) -> Iterator[tuple[Any, Any, PartitionLines]]:
+    """The store a job run as partition ``spec`` (I/P) works on, with the partition and its `PartitionLines`: a bad
+    I/P is refused before anything is read, and an error is the partition's (`PartitionLines.errors`)."""
+    from esdedup.api import refuse_inert_thresholds
+    from esdedup.store.partition import Partition
+
+    part = Partition.parse(spec)
+    lines = PartitionLines(str(part), json_out)
+    with lines.errors(), opened_store(index, conn) as store:
+        refuse_inert_thresholds(store, thresholds.overrides())
+        yield part, store, lines
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

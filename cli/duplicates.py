@@ -10,11 +10,11 @@ from .common import (
     Index,
     JsonOut,
     PairsFormat,
-    PartitionLines,
     ThresholdOptions,
     connection_options,
     handles_errors,
     opened_store,
+    partition_store,
     threshold_options,
 )
 from .output import Printer, for_people
@@ -137,18 +137,13 @@ def dups(
 def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec: str, fmt: str, max_bucket: int,
                json_out: bool, printer: Printer, write_clusters: bool) -> None:
     """``dups --partition``: the partition's pairs on stdout; progress, its summary or its error on stderr."""
-    from esdedup.api import pairs_of_partition, refuse_inert_thresholds
+    from esdedup.api import pairs_of_partition
     from esdedup.match.partitioned import PartitionStats
-    from esdedup.store.partition import Partition
 
-    part = Partition.parse(spec)  # a bad I/P is refused before anything is read
-    lines = PartitionLines(str(part), json_out)
+    with partition_store(spec, json_out, index, conn, thresholds) as (part, store, lines):
+        def progress(stats: PartitionStats) -> None:
+            lines.progress(stats.to_dict())
 
-    def progress(stats: PartitionStats) -> None:
-        lines.progress(stats.to_dict())
-
-    with lines.errors(), opened_store(index, conn) as store:
-        refuse_inert_thresholds(store, thresholds.overrides())
         report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
                                     progress=progress, write_clusters=write_clusters)
     printer.pairs(report, fmt)

@@ -7,11 +7,11 @@ from .common import (
     Connection,
     Index,
     JsonOut,
-    PartitionLines,
     ThresholdOptions,
     connection_options,
     handles_errors,
     opened_store,
+    partition_store,
     threshold_options,
 )
 from .output import json_text
@@ -43,17 +43,12 @@ def label(
     """
     from esdedup.api import refuse_inert_thresholds
     from esdedup.ingest.label import LabelSummary, label_new
-    from esdedup.store.partition import Partition
 
     if partition is not None:
-        part = Partition.parse(partition)  # a bad I/P is refused before anything is read
-        lines = PartitionLines(str(part), json_out)
+        with partition_store(partition, json_out, index, conn, thresholds) as (part, store, lines):
+            def progress(summary: LabelSummary) -> None:
+                lines.progress(summary.to_dict())
 
-        def progress(summary: LabelSummary) -> None:
-            lines.progress(summary.to_dict())
-
-        with lines.errors(), opened_store(index, conn) as store:
-            refuse_inert_thresholds(store, thresholds.overrides())
             done = label_new(store, thresholds=thresholds.overrides(), partition=part, progress=progress)
         lines.line("summary", done.to_dict())
         return
