@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice, repeat
 from operator import itemgetter
-from typing import Any
 
 import numpy as np
 
@@ -154,11 +153,8 @@ class Fingerprinter:
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
         self._native_terms = native_steps.terms_step(self.config, self.resources.stopwords, self.resources.synonyms)
         # The rjieba or jieba tokenizer inside the term step (tokens go from the cut to their codes without
-        # becoming Python str; a piece the core leaves is cut by self.tokenizer), else None. Loaded when a
-        # text is first segmented (`load_segmenter`): loading the dictionary costs more than fingerprinting
-        # a hundred thousand short texts, which under ``auto`` are never segmented.
-        self._native_cut: Any = None
-        self._cut_loaded = self._native_terms is None
+        # becoming Python str; a piece the core leaves is cut by self.tokenizer), else None.
+        self._native_cut = native_steps.cut_step(self.config, self.resources.user_words) if self._native_terms else None
         # The batch forms of normalisation's first step, its t2s conversion and its case folding and
         # whitespace in the extension, else None.
         self._native_clean = native_steps.clean_step()
@@ -166,14 +162,6 @@ class Fingerprinter:
         self._native_fold = native_steps.fold_step()
         # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
         self._native_bands = native_steps.band_keys_step(self.layout)
-
-    def load_segmenter(self) -> None:
-        """Load the core's segmenter now rather than when a text is first segmented: a process that forks
-        workers which will segment loads it once, for all of them to share (the dictionary is cached per
-        process)."""
-        if not self._cut_loaded:
-            self._native_cut = native_steps.cut_step(self.config, self.resources.user_words)
-            self._cut_loaded = True
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
@@ -313,8 +301,6 @@ class Fingerprinter:
         if self._native_terms is not None:
             # Rows that `terms` added since the last batch reach the core first: it may decide new terms itself.
             self._native_terms.add_rows(table.terms, table.row_data)
-        if not self._cut_loaded:
-            self.load_segmenter()
         if self._native_cut is not None:
             assert self._native_terms is not None
             return self._native_terms.run_cut(self._native_cut, *_pieces(norms), self._native_register,

@@ -195,39 +195,25 @@ class Workers:
         self._encode = encode
         self._held = held
         self._fingerprints = fingerprints
-        self._config = config
         self._pool: ProcessPoolExecutor | None = None
-        #: Whether the workers have been started (forked) yet: with the first batch, which says whether
-        #: they will segment texts.
-        self._started = False
         if workers > 1:
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(),
-                                             initializer=_init_worker, initargs=(config.to_json(), os.getpid()))
+            context = multiprocessing.get_context()
+            if context.get_start_method() == "fork":
+                # A forked worker inherits the tables a Fingerprinter is built from (dictionaries, character
+                # tables: cached per process), made here once instead of once in each worker.
+                Fingerprinter(config)
+            self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                             initargs=(config.to_json(), os.getpid()))
         self._local = None if self._pool else Fingerprinter(config)
         #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
         self._in_flight: deque[tuple[Batch, Future | Fingerprinted]] = deque()
 
     def _submit(self, batch: Batch) -> Future | Fingerprinted:
         texts = [r.text for r in batch if isinstance(r, Record)]
-        if self._pool is not None and not self._started:
-            self._before_fork(texts)
         if self._pool is not None:
             return self._pool.submit(_fingerprint_batch, texts, self._encode, self._held, self._fingerprints)
         return fingerprint_with(self._local, texts, encode=self._encode, held=self._held,  # type: ignore[arg-type]
                                 fingerprints=self._fingerprints)
-
-    def _before_fork(self, texts: list[str]) -> None:
-        """Before the first task starts the worker processes: where they are forked, they inherit the tables a
-        Fingerprinter is built from (character tables, dictionaries: cached per process), made here once
-        instead of once in each worker; the segmenter's dictionary only when the first batch has a text long
-        enough to be segmented (the workers of a run of short texts never load it; one that meets a long
-        text later loads its own)."""
-        self._started = True
-        if multiprocessing.get_context().get_start_method() != "fork":
-            return
-        fper = Fingerprinter(self._config)
-        if any(self._config.gets_terms_many([len(t) for t in texts])):
-            fper.load_segmenter()
 
     def in_order(self, batches: Iterator[Batch], stop: Stop) -> Iterator[tuple[Batch, Fingerprinted]]:
         """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""

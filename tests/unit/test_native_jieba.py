@@ -134,7 +134,6 @@ def test_pieces_left_are_cut_by_cut_left_in_batch_order(core: Any, monkeypatch: 
     """`run_cut` hands back the pieces it does not cut (here: lone surrogates, which are no UTF-8) once, in
     order, and counts the tokens cut_left gives for them."""
     fper = Fingerprinter(FingerprintConfig())
-    fper.load_segmenter()
     assert fper._native_cut is core and fper._native_terms is not None
     asked: list[list[str]] = []
 
@@ -184,7 +183,6 @@ def _both_paths(texts: list[str], monkeypatch: pytest.MonkeyPatch, **config: Any
         python = Fingerprinter(cfg)
         want = python.fingerprint_many(texts)
     fper = Fingerprinter(cfg)
-    fper.load_segmenter()
     assert fper._native_cut is not None and fper._native_cut.tokenizer == "jieba"
     assert_same_bits(fper.fingerprint_many(texts), want)
     assert_same_bits(fper.fingerprint_many(texts), want)  # warm: every token known to the core
@@ -220,7 +218,6 @@ def test_text_the_core_leaves_fingerprints_as_on_the_python_path(extension: None
         m.setenv(native.ENV_SWITCH, "0")
         want = Fingerprinter(FingerprintConfig()).fingerprint_normalized(texts)
     fper = Fingerprinter(FingerprintConfig())
-    fper.load_segmenter()
     assert fper._native_cut is not None
     assert_same_bits(fper.fingerprint_normalized(texts), want)
     assert_same_bits(fper.fingerprint_normalized(texts[::-1]), want[::-1])

@@ -91,8 +91,6 @@ def _pair(name: str, cfg: FingerprintConfig, monkeypatch: pytest.MonkeyPatch) ->
             m.setenv(native.ENV_SWITCH, "0")
             slow = Fingerprinter(cfg)
         assert fast._native_terms is not None and slow._native_terms is None
-        fast.load_segmenter()
-        slow.load_segmenter()
         assert (fast._native_cut is not None) == (cfg.tokenizer in ("rjieba", "jieba")) and slow._native_cut is None
         _PAIRS[name] = fast, slow
     return _PAIRS[name]
@@ -447,7 +445,6 @@ def test_the_core_cuts_as_rjieba(extension: None, segmenters: dict[bool, tuple[o
 
 def test_run_cut_refuses_pieces_that_do_not_add_up(extension: None, switch_on: None) -> None:
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
-    fper.load_segmenter()
     assert fper._native_terms is not None
     with pytest.raises(ValueError, match="pieces add up to 3"):
         fper._native_terms.run_cut(fper._native_cut, ["北京", "欢迎"], [1, 2], fper._native_register)
@@ -465,28 +462,6 @@ def test_the_switch_and_the_tokenizer_decide_the_core_cut(monkeypatch: pytest.Mo
     fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
     fper.fingerprint_many(["北京欢迎你"])
     assert "_rjieba" not in vars(fper.tokenizer)  # the core segments: rjieba's own dictionary never loads
-
-
-def test_short_texts_never_load_the_segmenter_and_a_long_one_does(extension: None, switch_on: None,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under ``auto`` a short text is never segmented: a Fingerprinter loads the core's segmenter (its
-    dictionary) when a text first needs it, and fingerprints as one that loaded it at once."""
-    cfg = FingerprintConfig(tokenizer="jieba")
-    lazy, eager = Fingerprinter(cfg), Fingerprinter(cfg)
-    eager.load_segmenter()
-    with monkeypatch.context() as m:
-        m.setenv(native.ENV_SWITCH, "0")
-        slow = Fingerprinter(cfg)
-    short = ["秦川雄帝宅，函谷壯皇居。", "北京欢迎你"]
-    long = "北京欢迎你，中国台湾居民来到这里。" * 40
-    assert not cfg.gets_terms(len(short[0])) and cfg.gets_terms(len(long))
-    got = lazy.fingerprint_many(short)
-    assert lazy._native_cut is None and not lazy._cut_loaded
-    assert_same_bits(got, eager.fingerprint_many(short))
-    got = lazy.fingerprint_many([long, *short])
-    assert lazy._cut_loaded and lazy._native_cut is eager._native_cut is not None
-    assert_same_bits(got, eager.fingerprint_many([long, *short]))
-    assert_same_bits(got, slow.fingerprint_many([long, *short]))
 
 
 def _folded(fold, texts: list[str]) -> list[str]:  # type: ignore[no-untyped-def]

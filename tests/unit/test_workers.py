@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from esdedup.fingerprint import fingerprinter, native
+from esdedup.fingerprint import fingerprinter
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import workers
 from esdedup.ingest.runindex import held_keys, key_hashes
 from esdedup.ingest.workers import fingerprint_with
-from esdedup.readers import Record
 from esdedup.schema import content_sha1, dedup_members
 from tests.corpus import make_corpus
 
@@ -107,33 +106,19 @@ def _misses_in_worker() -> dict[str, int]:
 
 
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="workers are forked on Linux only")
-@pytest.mark.parametrize("long", [True, False], ids=["long-text", "short-texts"])
-def test_forked_workers_build_no_table_their_parent_built(long: bool) -> None:
-    """The workers are forked with the first batch, after a Fingerprinter of the run's config: a forked
-    worker's own Fingerprinter finds every dictionary and character table it needs in the caches it
-    inherited, and builds none. The segmenter's dictionary is loaded first only when the first batch has a
-    text long enough to be segmented: a run of short texts never loads it, in the parent or a worker."""
+def test_forked_workers_build_no_table_their_parent_built() -> None:
+    """The pool is made after a Fingerprinter of the run's config: a forked worker's own Fingerprinter
+    finds every dictionary and character table it needs in the caches it inherited, and builds none."""
     config = FingerprintConfig(tokenizer="jieba", strategy="auto", t2s=True)
     for cache in _caches().values():  # as in a new process, whatever the tests before built
         cache.cache_clear()
-    first = ["臺灣居民明日起" * (60 if long else 1), "短"]
     pool = workers.Workers(config, 2)
     try:
-        parent = _cache_misses()
-        assert not any(parent.values())  # nothing built before the first batch
-        results = list(pool.in_order(iter([[_record(t) for t in first]]), workers.Stop()))
         parent = _cache_misses()
         assert pool._pool is not None
         in_worker = pool._pool.submit(_misses_in_worker).result(timeout=60)
     finally:
         pool.close()
-    assert [len(r) for _, r in results] == [2]
     built = {name: n for name, n in parent.items() if n}
     assert "esdedup.fingerprint.normalize._t2s" in built  # the config's tables were built in this process
-    assert ("esdedup.fingerprint.native_steps._jieba_precise_core" in built) == (long and native.enabled())
     assert {name: in_worker.get(name) for name in built} == built
-    assert not any(n for name, n in in_worker.items() if name not in built)
-
-
-def _record(text: str) -> Record:
-    return Record(id=None, text=text, title=None, fields={}, source="t", location="", offset=0, encoding="utf-8")
