@@ -13,7 +13,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from esdedup.errors import StoreError, WriteRefused
@@ -49,9 +49,10 @@ def document_json(config: FingerprintConfig, d: NewDoc) -> bytes:
 def bulk_actions(index: str, config: FingerprintConfig, docs: Iterable[NewDoc]) -> Iterator[_Action]:
     """Each document's id and its two lines of a bulk request that writes it whole into ``index`` (the action,
     then `document_json`). The native core writes the lines of a group of documents at once, with the GIL
-    released, where it writes the same bytes (`_native_lines`); the rest are encoded here."""
+    released, where it writes the same bytes (``bulk_document_lines``, native/src/esbulk.rs: None for a
+    document it leaves to Python); the rest are encoded here."""
     header = b'{"index":{"_index":' + json_bytes(index) + b',"_id":'
-    native_lines = _native_lines()
+    native_lines = native.function("bulk_document_lines")
     it = iter(docs)
     while group := list(itertools.islice(it, _NATIVE_GROUP)):
         made = native_lines(header, group, DEDUP) if native_lines is not None else [None] * len(group)
@@ -67,14 +68,6 @@ def action_lines(header: bytes, config: FingerprintConfig, d: NewDoc) -> bytes:
 
 #: Documents whose bulk lines the native core writes in one call (`bulk_actions`).
 _NATIVE_GROUP = 1000
-
-
-def _native_lines() -> Callable[[bytes, list[NewDoc], str], list[bytes | None]] | None:
-    """The native core's `action_lines` for a group of documents (None for each it leaves to Python: see
-    native/src/esbulk.rs), or None when the core is not in use or predates it."""
-    if not native.enabled():
-        return None
-    return getattr(native.loaded(), "bulk_document_lines", None)
 
 
 def index_action(index: str, config: FingerprintConfig, d: NewDoc) -> dict[str, Any]:
