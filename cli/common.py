@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -35,6 +35,10 @@ from esdedup.readers import FORMATS
 from esdedup.util.redact import redact
 
 from .output import for_people, json_text
+
+if TYPE_CHECKING:  # the CLI imports the store layer when a command runs
+    from esdedup.store.base import Store
+    from esdedup.store.partition import Partition
 
 Index = Annotated[str, typer.Option("--index", "-i", help="Index (Elasticsearch) or collection (local) name.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of text for people.")]
@@ -342,7 +346,7 @@ class PartitionLines:
 
 @contextmanager
 def partition_store(spec: str, json_out: bool, index: str, conn: Connection,
-                    thresholds: ThresholdOptions) -> Iterator[tuple[Any, Any, PartitionLines]]:
+                    thresholds: ThresholdOptions) -> Iterator[tuple["Partition", "Store", PartitionLines]]:
     """The store a job run as partition ``spec`` (I/P) works on, with the partition and its `PartitionLines`: a bad
     I/P is refused before anything is read, and an error is the partition's (`PartitionLines.errors`)."""
     from esdedup.api import refuse_inert_thresholds

@@ -150,7 +150,7 @@ def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverr
             yield from copies.noting(_duplicates(batch, t, store.config.stores_vector))
             batch = []
     yield from copies.noting(_duplicates(batch, t, store.config.stores_vector))
-    yield from _duplicates(list(scorer._score_pairs(copies.unpaired())), t, store.config.stores_vector)
+    yield from _duplicates(list(scorer.score_pairs(copies.unpaired())), t, store.config.stores_vector)
     yield from copies.empty_pairs()
 
 
@@ -266,7 +266,7 @@ def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: in
         # give for the lsh_<i> keys, without a Python step per group.
         yield from copies.noting(_lsh_pairs(store, scorer.seen, max_bucket, crowded))
     yield from copies.noting(scorer.stored_keys(max_bucket, lsh=not in_memory))
-    yield from scorer._score_pairs(copies.unpaired())
+    yield from scorer.score_pairs(copies.unpaired())
 
 
 class _SeenPairs:
@@ -341,9 +341,9 @@ class _PairScorer:
                     owned = (p for p in owned if pair_share(*p, share.count) == share.index)
                 pending += owned
             if len(pending) >= PAIR_BATCH:
-                yield from self._score_pairs(pending)
+                yield from self.score_pairs(pending)
                 pending = []
-        yield from self._score_pairs(pending)
+        yield from self.score_pairs(pending)
 
     def _owned(self, key: str, ids: list[str], keys: Mapping[str, frozenset[str]],
                crowded_seen: set[tuple[str, str]] | None) -> Iterator[tuple[str, str]]:
@@ -363,7 +363,7 @@ class _PairScorer:
                     crowded_seen.add((a, b))
                     yield a, b
 
-    def _score_pairs(self, pairs: list[tuple[str, str]]) -> Iterator[ScoredPair]:
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> Iterator[ScoredPair]:
         """Measure candidate pairs (``a < b``) in bulk: their documents fetched once, every measure in numpy
         as `esdedup.match.measures.measure` takes it; pairs with an empty or vanished document are left out."""
         ids = sorted({i for p in pairs for i in p})

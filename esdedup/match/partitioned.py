@@ -83,7 +83,7 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
                             "index's crowded band values)", key, n, max_bucket)
             stats.keys += b.keys
             stats.members += b.members
-            yield from scorer._score_pairs(b.pairs)
+            yield from scorer.score_pairs(b.pairs)
             stats.seconds = time.monotonic() - start
             if progress is not None:
                 progress(stats)
@@ -116,7 +116,7 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
             yield from judged(batch)
             batch = []
     yield from judged(batch)
-    yield from judged(list(scorer._score_pairs([(a, b) for a, b in copies.unpaired() if mine(a, b)])))
+    yield from judged(list(scorer.score_pairs([(a, b) for a, b in copies.unpaired() if mine(a, b)])))
     for copy in copies.empty_pairs():
         if mine(copy.a, copy.b):
             stats.candidates += 1

@@ -1,5 +1,5 @@
-"""A share of the band and LSH key space, so that all-pairs search can run as P processes, each reading only
-its share of the store's shared keys (`PartitionedKeys`).
+"""A share of the band and LSH key space, so that all-pairs search can run as P processes, each keeping only its
+share of the candidate pairs.
 
 Where a pair belongs, decided here once, one of two ways as the store declares:
 
