@@ -82,7 +82,7 @@ def es_version() -> str:
 #: The JVM options of every node the tests start (scripts/es-local's ESDEDUP_ES_JAVA_OPTS), unless it is set: the
 #: JIT's first tier only. A test node lives for minutes and its requests are small; the optimising compiler's
 #: threads cost a node about twice the CPU (to start: 19 s against 10; a contract-test workload: 33 s against 13,
-#: measured here) on the two cores the tests share with it.
+#: measured here) on the two cores the tests share with it. The benchmarks' nodes (bench/) keep both tiers.
 TEST_NODE_JAVA_OPTS = "-XX:TieredStopAtLevel=1"
 
 

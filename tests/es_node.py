@@ -40,10 +40,6 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-#: The JVM options of a node that serves a few tests (``LocalCluster(short_lived=True)``): C1 alone. C2's compiler
-#: threads spend more CPU on a node's warm-up than a short life wins back (a start-up: 14 CPU s of the server's
-#: JVM with C2, 8 without), and the suite's nodes share two cores with the tests.
-SHORT_LIVED_JAVA_OPTS = "-XX:TieredStopAtLevel=1"
 ES_LOCAL = Path(os.environ.get("ESDEDUP_ES_LOCAL", REPO_ROOT / "scripts" / "es-local"))
 TRANSPORT_OFFSET = 100  # must match scripts/es-local
 LOCK_DIR = Path(os.environ.get("ESDEDUP_ES_LOCK_DIR", "/tmp/esdedup-es/locks"))
@@ -157,14 +153,11 @@ class LocalCluster:
         watch: bool = True,
         settings: dict[str, object] | None = None,
         plugins: list[str] | None = None,
-        short_lived: bool = False,
         engine: str = "elasticsearch",
     ) -> None:
         self.nodes = nodes
         #: ``elasticsearch`` or ``opensearch`` (``scripts/es-local start --engine``)
         self.engine = engine
-        #: a node that serves a few tests: its JVM compiles with C1 alone (`SHORT_LIVED_JAVA_OPTS`)
-        self.short_lived = short_lived
         #: extra elasticsearch.yml settings of every node (``scripts/es-local start -E KEY=VALUE``)
         self.settings = dict(settings or {})
         #: plugin zips installed into the nodes' distribution (``scripts/es-local start --plugin ZIP``)
@@ -193,8 +186,6 @@ class LocalCluster:
         extra_env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ, ESDEDUP_ES_STATE=str(self.state_dir), **(extra_env or {}))
-        if self.short_lived:
-            env["ESDEDUP_ES_JAVA_OPTS"] = f"{env.get('ESDEDUP_ES_JAVA_OPTS', '')} {SHORT_LIVED_JAVA_OPTS}".strip()
         cmd = ["bash", str(ES_LOCAL), *args, "--name", self.name]
         proc = subprocess.run(
             cmd, env=env, text=True, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL

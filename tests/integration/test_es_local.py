@@ -164,7 +164,7 @@ def test_stop_keeps_the_data_and_start_runs_on_it_until_purge(tmp_path: Path) ->
         with urllib.request.urlopen(req, timeout=60) as resp:
             return json.loads(resp.read())
 
-    cluster = LocalCluster(state_dir=tmp_path / "state", short_lived=True)
+    cluster = LocalCluster(state_dir=tmp_path / "state")
     cluster.start()
     try:
         call(f"{cluster.url}/kept/_doc/1?refresh=true", "PUT", {"text": "一篇文章"})
@@ -215,7 +215,7 @@ def test_an_opensearch_node_starts_answers_reports_its_status_and_is_purged(tmp_
 
     from tests.es_node import OS_VERSION, LocalCluster
 
-    cluster = LocalCluster(state_dir=tmp_path / "state", short_lived=True, engine="opensearch")
+    cluster = LocalCluster(state_dir=tmp_path / "state", engine="opensearch")
     cluster.start()
     try:
         with urllib.request.urlopen(cluster.url + "/", timeout=60) as resp:

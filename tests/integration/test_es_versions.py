@@ -28,7 +28,7 @@ OTHER_MAJOR = 9 if CLIENT_MAJOR == 8 else 8
 
 def _start_other_major_node() -> LocalCluster:
     cluster = LocalCluster(nodes=1, version=ES_VERSION_FOR_MAJOR[OTHER_MAJOR],
-                           name=f"esdedup-other-major-{OTHER_MAJOR}", short_lived=True)
+                           name=f"esdedup-other-major-{OTHER_MAJOR}")
     cluster.start()
     return cluster
 

@@ -58,11 +58,11 @@ EARLY_STARTS.register("single_node", lambda: _started(LocalCluster(nodes=1, name
 # tiny_queue_node: one write thread and a write queue of one: a bulk request touching three shards of the node
 # gets at least one shard-level request rejected with 429 (es_rejected_execution_exception).
 EARLY_STARTS.register("tiny_queue_node", lambda: _started(LocalCluster(
-    nodes=1, name=f"esdedup-bp-{os.getpid()}", short_lived=True,
+    nodes=1, name=f"esdedup-bp-{os.getpid()}",
     settings={"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1})))
 # The same on OpenSearch (its write pool takes the same two settings and counts rejections the same way).
 EARLY_STARTS.register("tiny_queue_os_node", lambda: _started(LocalCluster(
-    nodes=1, name=f"esdedup-bp-os-{os.getpid()}", engine="opensearch", short_lived=True,
+    nodes=1, name=f"esdedup-bp-os-{os.getpid()}", engine="opensearch",
     settings={"thread_pool.write.size": 1, "thread_pool.write.queue_size": 1})))
 
 

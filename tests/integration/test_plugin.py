@@ -102,7 +102,7 @@ def _check_client_major(version: str) -> None:
 def _start_plugin_node() -> LocalCluster:
     version = server_version()
     _check_client_major(version)
-    cluster = LocalCluster(nodes=1, version=version, plugins=[str(plugin_zip(version))], short_lived=True)
+    cluster = LocalCluster(nodes=1, version=version, plugins=[str(plugin_zip(version))])
     cluster.start()
     return cluster
 

@@ -52,8 +52,7 @@ def os_plugin_zip(version: str) -> Path:
 
 
 def _start_plugin_node() -> LocalCluster:
-    cluster = LocalCluster(nodes=1, engine="opensearch", version=OS_VERSION, plugins=[str(os_plugin_zip(OS_VERSION))],
-                           short_lived=True)
+    cluster = LocalCluster(nodes=1, engine="opensearch", version=OS_VERSION, plugins=[str(os_plugin_zip(OS_VERSION))])
     cluster.start()
     return cluster
 
