@@ -14,20 +14,7 @@ from pathlib import Path
 import pytest
 
 from esdedup.store.local import LocalStore
-from tests.reliability import last_json, run_cli, start_cli, wait_for, write_corpus
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
+from tests.reliability import child_pids, last_json, run_cli, start_cli, wait_for, wait_or_dump, write_corpus
 
 
 def _running(pid: int) -> bool:
@@ -45,11 +32,11 @@ def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_pa
             "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
     proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err")
     try:
-        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.2,
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.2,
                  what="the first batch written, with its workers running")
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         proc.send_signal(signal.SIGTERM)  # to the ingest parent only, not its process group
-        code = proc.wait(timeout=120)
+        code = wait_or_dump(proc, 120, tmp_path / "err")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -83,11 +70,11 @@ def test_ctrl_c_reports_like_sigterm(tmp_path):
             "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
     proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err", new_session=True)
     try:
-        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.2,
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.2,
                  what="the first batch written, with its workers running")
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)
-        code = proc.wait(timeout=120)
+        code = wait_or_dump(proc, 120, tmp_path / "err")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -119,11 +106,11 @@ def test_after_sigkill_the_workers_end_and_a_resume_runs_at_once(tmp_path, nativ
             "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
     proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err", env=env)
     try:
-        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.1,
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.1,
                  what="the first batch written, with its workers running")
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         proc.kill()  # SIGKILL to the ingest parent only: no handler of its own runs
-        proc.wait(timeout=60)
+        wait_or_dump(proc, 60, tmp_path / "err")
     finally:
         if proc.poll() is None:
             proc.kill()
