@@ -94,6 +94,88 @@ def test_ctrl_c_reports_like_sigterm(tmp_path):
     assert last_json(r.stdout)["read"] == len(docs) - first_read
 
 
+def _in_kernel(pid: int, what: str, *, thread: bool = False) -> bool:
+    """Whether a process (``thread``: any of its threads) is blocked in the kernel function ``what`` (a pipe's
+    read or write: ``pipe_read`` and ``anon_pipe_read`` as kernels name it)."""
+    paths = list(Path(f"/proc/{pid}/task").glob("*/wchan")) if thread else [Path(f"/proc/{pid}/wchan")]
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.read_text().endswith(what):
+                return True
+    return False
+
+
+def _pending(pid: int, signum: int) -> bool:
+    """Whether ``signum`` waits to be delivered to the process (a stopped one takes it when continued)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask >> (signum - 1) & 1 for mask in masks)
+
+
+def _stop_a_worker_while_it_sends_a_result(parent: int, deadline: float) -> int:
+    """SIGSTOP an ingest worker caught halfway through sending a batch's result back (megabytes through a pipe
+    of 64 KiB), with the parent holding part of it: what a worker the scheduler does not run for a while on a
+    busy machine looks like. Returns the stopped worker."""
+    while time.monotonic() < deadline:
+        for pid in child_pids(parent):
+            if _in_kernel(pid, "pipe_write"):
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(0.5)  # the parent reads what is in the pipe, then waits for the rest
+                if _in_kernel(parent, "pipe_read", thread=True):
+                    return pid
+                os.kill(pid, signal.SIGCONT)  # it had finished: try again
+        time.sleep(0.001)
+    raise AssertionError("never caught a worker sending a result back")
+
+
+def test_sigterm_while_a_worker_sends_its_result_back(tmp_path):
+    """SIGTERM while a worker is halfway through sending a batch's fingerprints back (on a busy machine a
+    worker often is: a result is megabytes, and the parent reads it as fast as it gets the CPU). The run
+    stops as always, and ends: it never kills a worker in the middle of a result, which would leave the
+    process pool's result thread waiting for the rest of it, and the exit waiting for that thread, for ever."""
+    data, ck = tmp_path / "data", tmp_path / "ck.json"
+    docs = write_corpus(tmp_path / "in.jsonl", 30_000, seed=63)
+    args = ("ingest", tmp_path / "in.jsonl", "--index", "mid", "--data-dir", data, "--tokenizer", "rjieba",
+            "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
+    proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err")
+    workers: list[int] = []
+    try:
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.1,
+                 what="the first batch written, with its workers running")
+        workers = child_pids(proc.pid)
+        stopped = _stop_a_worker_while_it_sends_a_result(proc.pid, time.monotonic() + 120)
+        proc.send_signal(signal.SIGTERM)
+        # The run stops its workers now. A stopped worker goes on only when continued, as the scheduler would
+        # continue it: once a run that kills its workers has sent it SIGTERM (which then ends it), or after a
+        # while for a run that waits for it.
+        deadline = time.monotonic() + 10
+        while not _pending(stopped, signal.SIGTERM) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stopped, signal.SIGCONT)
+        code = wait_or_dump(proc, 120, tmp_path / "err")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in workers:  # never leave one behind, stopped or not, for the rest of the suite
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    err = (tmp_path / "err").read_text()
+    assert code == 143, err[-3000:]
+    assert "Traceback" not in err and err.startswith("Error: stopped by SIGTERM: read "), err[-3000:]
+    first_read = int(err.split("read ", 1)[1].split()[0])
+    r = run_cli(*args, "--resume", timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert last_json(r.stdout)["read"] == len(docs) - first_read  # nothing read twice, nothing lost
+    store = LocalStore("mid", data)
+    store.open(None, create=False)
+    assert store.count() == len(docs)
+    store.close()
+
+
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_after_sigkill_the_workers_end_and_a_resume_runs_at_once(tmp_path, native):
     """``kill -9`` of an ingest: the kernel's parent-death signal ends its worker processes (they must not keep
