@@ -8,6 +8,7 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -115,16 +116,27 @@ def _pending(pid: int, signum: int) -> bool:
     return any(mask >> (signum - 1) & 1 for mask in masks)
 
 
-def _stop_a_worker_while_it_sends_a_result(parent: int, deadline: float) -> int:
+def _keeps_reading(pid: int) -> bool:
+    """Whether a thread of the process is in a pipe's read at each of 5 looks over a second."""
+    for _ in range(5):
+        if not _in_kernel(pid, "pipe_read", thread=True):
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _stop_a_worker_while_it_sends_a_result(proc: subprocess.Popen[bytes], deadline: float) -> int:
     """SIGSTOP an ingest worker caught halfway through sending a batch's result back (megabytes through a pipe
     of 64 KiB), with the parent holding part of it: what a worker the scheduler does not run for a while on a
     busy machine looks like. Returns the stopped worker."""
-    while time.monotonic() < deadline:
-        for pid in child_pids(parent):
+    while time.monotonic() < deadline and proc.poll() is None:
+        for pid in child_pids(proc.pid):
             if _in_kernel(pid, "pipe_write"):
                 os.kill(pid, signal.SIGSTOP)
-                time.sleep(0.5)  # the parent reads what is in the pipe, then waits for the rest
-                if _in_kernel(parent, "pipe_read", thread=True):
+                # The parent reads what is in the pipe, then waits for the rest, for as long as the worker is
+                # stopped (a read of the other worker's result is over in a moment).
+                time.sleep(0.3)
+                if _keeps_reading(proc.pid):
                     return pid
                 os.kill(pid, signal.SIGCONT)  # it had finished: try again
         time.sleep(0.001)
@@ -146,7 +158,7 @@ def test_sigterm_while_a_worker_sends_its_result_back(tmp_path):
         wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.1,
                  what="the first batch written, with its workers running")
         workers = child_pids(proc.pid)
-        stopped = _stop_a_worker_while_it_sends_a_result(proc.pid, time.monotonic() + 120)
+        stopped = _stop_a_worker_while_it_sends_a_result(proc, time.monotonic() + 120)
         proc.send_signal(signal.SIGTERM)
         # The run stops its workers now. A stopped worker goes on only when continued, as the scheduler would
         # continue it: once a run that kills its workers has sent it SIGTERM (which then ends it), or after a
