@@ -5,6 +5,9 @@ pairs together are exactly those of one `dups` run (and no pair twice).
     python bench/partitions.py --docs 200000 --local               # the embedded store (a temporary --data-dir)
     python bench/partitions.py --docs 200000 --es http://127.0.0.1:9400
     python bench/partitions.py --docs 2000 --local --parts 1,2     # a quick check (tests run it)
+    python bench/partitions.py --docs 1000000 --corpus scale --shards 3 --es URL   # bench/scale.py's corpus
+
+With ``--es`` each run's node CPU (every node of the cluster, ``_nodes/stats``) is measured too.
 
 The documents: sources of 150 to 600 characters drawn at random from esdedup's list of common characters
 (so that unrelated documents share no n-gram by chance), and for one source in four a planted near-duplicate
@@ -28,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import es as es_bench  # noqa: E402
+import scale  # noqa: E402
 from scale import PeakRss, log  # noqa: E402
 
 from esdedup.api import open_store  # noqa: E402
@@ -48,9 +53,19 @@ def make_docs(n: int, seed: int = 1) -> list[dict[str, str]]:
     return docs
 
 
-def run_partitions(where: list[str], parts: int, out: Path) -> dict[str, object]:
+def node_cpu(es_url: str | None) -> float | None:
+    """The cluster's node CPU seconds so far (None for the embedded store)."""
+    if es_url is None:
+        return None
+    from elasticsearch import Elasticsearch
+    with Elasticsearch(es_url) as client:
+        return es_bench.node_cpu_seconds(client)
+
+
+def run_partitions(where: list[str], parts: int, out: Path, es_url: str | None) -> dict[str, object]:
     """The ``parts`` partitions of `dups` at once; their figures and their pairs' lines."""
     procs = []
+    node0 = node_cpu(es_url)
     t = time.perf_counter()
     for i in range(parts):
         argv = [sys.executable, "-m", "esdedup", "dups", *where, "--partition", f"{i}/{parts}", "--json"]
@@ -70,7 +85,10 @@ def run_partitions(where: list[str], parts: int, out: Path) -> dict[str, object]
         runs.append({"partition": f"{i}/{parts}", "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
                      "peak_rss_mb": round(peak.stop()), **{k: summary.get(k) for k in ("keys", "fetched", "candidates", "pairs")}})
     lines = [ln for i in range(parts) for ln in (out / f"p{i}of{parts}.jsonl").read_text("utf-8").splitlines()]
-    return {"parts": parts, "wall_s": round(time.perf_counter() - t, 1), "runs": runs, "lines": lines}
+    wall = round(time.perf_counter() - t, 1)
+    node1 = node_cpu(es_url)
+    node = None if node0 is None or node1 is None else round(node1 - node0, 1)
+    return {"parts": parts, "wall_s": wall, "node_cpu_s": node, "runs": runs, "lines": lines}
 
 
 def main() -> None:
@@ -81,20 +99,43 @@ def main() -> None:
     ap.add_argument("--parts", default="1,2,4", help="the partition counts to run, e.g. 1,2,4")
     ap.add_argument("--index", default="bench-partitions")
     ap.add_argument("--keep", action="store_true", help="keep the index")
+    ap.add_argument("--corpus", choices=("random", "scale"), default="random",
+                    help="random texts of common characters, or bench/scale.py's poems with planted variants")
+    ap.add_argument("--variants", type=int, default=3, help="--corpus scale: planted near-duplicates a source")
+    ap.add_argument("--shards", type=int, help="primaries of the Elasticsearch index (ingest's --shards)")
+    ap.add_argument("--replicas", type=int, help="replicas of the Elasticsearch index (ingest's --replicas)")
+    ap.add_argument("--existing", action="store_true",
+                    help="the index is there already (a --keep run's): no documents, no ingest")
     args = ap.parse_args()
     if bool(args.es) == args.local:
         raise SystemExit("give --es URL or --local")
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-partitions-"))
     where = ["--index", args.index, *(["--es", args.es] if args.es else ["--data-dir", str(tmp / "data")])]
-    docs = make_docs(args.docs)
-    src = tmp / "docs.jsonl"
-    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
-    log(f"ingest: {len(docs):,} documents")
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "esdedup", "ingest", str(src), *where], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
-    result: dict[str, object] = {"docs": len(docs), "store": "elasticsearch" if args.es else "embedded",
-                                 "ingest_s": round(time.perf_counter() - t, 1)}
+    result: dict[str, object] = {"store": "elasticsearch" if args.es else "embedded", "corpus": args.corpus}
+    if args.existing:
+        if not args.es:
+            raise SystemExit("--existing needs --es (an embedded run's store is a temporary folder)")
+        from elasticsearch import Elasticsearch
+        with Elasticsearch(args.es) as client:
+            result["docs"] = client.count(index=args.index)["count"]
+    else:
+        src = tmp / "docs.jsonl"
+        if args.corpus == "scale":
+            result["docs"] = scale.make_docs(args.docs, args.variants, 2, 0, src).count
+        else:
+            docs = make_docs(args.docs)
+            src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+            result["docs"] = len(docs)
+        log(f"ingest: {result['docs']:,} documents")
+        layout = [*(["--shards", str(args.shards)] if args.shards else []),
+                  *(["--replicas", str(args.replicas)] if args.replicas is not None else [])]
+        node0 = node_cpu(args.es)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "esdedup", "ingest", str(src), *where, *layout], cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL)
+        result["ingest_s"] = round(time.perf_counter() - t, 1)
+        node1 = node_cpu(args.es)
+        result["ingest_node_cpu_s"] = None if node0 is None or node1 is None else round(node1 - node0, 1)
     try:
         log("dups (one process, as it chooses)")
         t = time.perf_counter()
@@ -108,7 +149,7 @@ def main() -> None:
         rows = []
         for parts in (int(p) for p in args.parts.split(",")):
             log(f"dups in {parts} partitions at once")
-            r = run_partitions(where, parts, tmp)
+            r = run_partitions(where, parts, tmp, args.es)
             lines = r.pop("lines")
             r["same_pairs"] = sorted(lines) == whole
             r["repeated"] = sum(n - 1 for n in Counter(lines).values() if n > 1)
@@ -116,18 +157,21 @@ def main() -> None:
         result["partitions"] = rows
     finally:
         if not args.keep:
-            if args.es:
+            if args.es and not args.existing:
                 open_store(args.index, es_url=args.es).drop()
             shutil.rmtree(tmp, ignore_errors=True)
     w = result["whole"]
-    print(f"| {result['store']}, {result['docs']:,} documents | wall s | peak RSS MB per process | pairs | same |")
-    print("|---|---|---|---|---|")
-    print(f"| dups (one process) | {w['wall_s']} | {w['peak_rss_mb']} | {w['pairs']:,} | - |")
+    print(f"| {result['store']}, {result['docs']:,} documents | wall s | CPU s per process | node CPU s | "
+          "peak RSS MB per process | pairs | same |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| dups (one process) | {w['wall_s']} | - | - | {w['peak_rss_mb']} | {w['pairs']:,} | - |")
     for r in rows:
         rss = ", ".join(str(x["peak_rss_mb"]) for x in r["runs"])
+        cpu = ", ".join(str(x["cpu_s"]) for x in r["runs"])
         pairs = sum(x["pairs"] for x in r["runs"])
-        print(f"| --partition I/{r['parts']} ({r['parts']} at once) | {r['wall_s']} | {rss} | {pairs:,} | "
-              f"{'yes' if r['same_pairs'] and not r['repeated'] else 'NO'} |")
+        node = "-" if r["node_cpu_s"] is None else r["node_cpu_s"]
+        print(f"| --partition I/{r['parts']} ({r['parts']} at once) | {r['wall_s']} | {cpu} | {node} | {rss} | "
+              f"{pairs:,} | {'yes' if r['same_pairs'] and not r['repeated'] else 'NO'} |")
     print(json.dumps(result))
 
 

@@ -24,10 +24,13 @@ Phases, each timed on its own, with a progress line on stderr at least every 30 
 3. `dups`: ``python -m esdedup dups`` as it chooses (in-memory LSH join below 2M documents) and with
    ``--lsh-join store`` (the partitioned key join that takes over above 2M): wall, CPU, peak RSS, pairs;
    both must give the same pairs.
-4. Lookups: ``SimilarFinder.find(doc_id=...)`` (what ``esdedup similar --id`` runs) for ``--lookups`` random
+4. rensa: the same texts through rensa as its users run it (bench/quality.py's `run_rensa`: raw character
+   bigrams, `RMinHash`, `RMinHashLSH`, verification), in a process of its own: wall, CPU, peak RSS, pairs,
+   and `ingest` + `dups` against it (the speed target of the embedded store at 1M documents).
+5. Lookups: ``SimilarFinder.find(doc_id=...)`` (what ``esdedup similar --id`` runs) for ``--lookups`` random
    documents, one at a time: latency percentiles, how many found a near-duplicate, how many found one of
    their planted family.
-5. Disk, last (so that `dups` and the lookups meet the index as ingest left it): ``_stats`` after a refresh,
+6. Disk, last (so that `dups` and the lookups meet the index as ingest left it): ``_stats`` after a refresh,
    then after ``_forcemerge`` to one segment, and ``_disk_usage`` per field (dedup.* against the rest).
 
 The section printed (and appended to BENCHMARKS.md unless --no-append) ends with the per-document costs a
@@ -85,7 +88,7 @@ MAX_CHARS = 2000
 #: Seconds between progress lines of a phase.
 BEAT = 30.0
 #: The phases, in the order they run (``--phases``).
-PHASES = ("synth", "ingest", "dups", "store-dups", "lookups", "disk")
+PHASES = ("synth", "ingest", "dups", "store-dups", "rensa", "lookups", "disk")
 #: Ids per page when reading an existing index's ids.
 PAGE_IDS = 10_000
 _VARIANT = re.compile(r"v\d+$")
@@ -219,6 +222,16 @@ def run_cli(es: Elasticsearch | None, argv: list[str], what: str, out: Path, run
     cmd = [sys.executable, "-m", "esdedup", *argv] if run_window is None else [
         sys.executable, "-c", f"import runpy, esdedup.ingest.run as m; m.RUN_INDEX_MAX_DOCS = {run_window}; "
         "runpy.run_module('esdedup', run_name='__main__')", *argv]
+    return run_process(es, cmd, what, out)
+
+
+#: rensa as its users run it (bench/quality.py's `run_rensa`), in a process of its own: its pairs and clock.
+RENSA = ("import json, sys; from pathlib import Path; sys.path.insert(0, 'bench'); from quality import run_rensa; "
+         "pairs, stats = run_rensa(Path(sys.argv[1])); print(json.dumps({**stats, 'pairs': len(pairs)}))")
+
+
+def run_process(es: Elasticsearch | None, cmd: list[str], what: str, out: Path) -> Run:
+    """``cmd`` from the repository's root, stdout to ``out``: its wall, CPU (``wait4``), node CPU, peak RSS."""
     log(f"{what}: {' '.join(cmd)}")
     node0, t = node_cpu(es), time.perf_counter()
     with open(out, "wb") as fh:
@@ -475,6 +488,10 @@ def measure(es: Elasticsearch | None, url: str | None, args: argparse.Namespace,
                                                         if k in memory_pairs and memory_pairs[k] != v)}
         del store_pairs
     del memory_pairs
+    if "rensa" in args.phases and docs is not None:
+        res["rensa"] = run_process(None, [sys.executable, "-c", RENSA, str(docs.path)], "rensa (same texts)",
+                                   tmp / "rensa.json")
+        res["rensa_result"] = json.loads(res["rensa"].out.read_text())
     if "lookups" in args.phases:
         res["lookups"] = lookups({"data_dir": data_dir} if es is None else {"es_url": url}, args.index, ids,
                                  args.lookups, args.seed)
@@ -568,6 +585,17 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
                           f"{d['measures differ']} with other measures")
         lines.append(f"| `esdedup dups --lsh-join store` (partitioned terms aggregations) | {st.wall:.1f} | {st.cpu:.1f} | "
                      f"{st.node_cpu:.1f} | {same}; peak RSS {st.peak_rss_mb:,.0f} MB |")
+    if "rensa" in r:
+        rn: Run = r["rensa"]
+        got = r["rensa_result"]
+        lines.append(f"| rensa, the same texts as its users run it (bench/quality.py's `run_rensa`) | {rn.wall:.1f} | "
+                     f"{rn.cpu:.1f} | - | {got['pairs']:,} pairs; its own clock {got['wall_s']:.1f} s; peak RSS "
+                     f"{rn.peak_rss_mb:,.0f} MB |")
+        if "ingest" in r and "dups" in r:
+            ours = r["ingest"].wall + r["dups"].wall
+            lines.append(f"| `esdedup ingest` + `esdedup dups` against rensa | {ours:.1f} | "
+                         f"{r['ingest'].cpu + r['dups'].cpu:.1f} | - | {ours / rn.wall:.2f}x rensa's wall, "
+                         f"{(r['ingest'].cpu + r['dups'].cpu) / rn.cpu:.2f}x its CPU |")
     if "lookups" in r:
         lk = r["lookups"]
         lines.append(f"| {lk['n']:,} lookups (`SimilarFinder.find(doc_id=)`) | {lk['wall']:.1f} | - | - | "
