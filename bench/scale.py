@@ -172,6 +172,13 @@ def make_docs(n: int, variants: int, workers: int, seed: int, path: Path) -> Doc
                 time.perf_counter() - t, cpu + time.process_time() - cpu0, ids)
 
 
+def read_docs(path: Path) -> Docs:
+    """A documents file an earlier run wrote (``--docs-file``: the same seed and count give the same file)."""
+    with open(path, encoding="utf-8") as fh:
+        ids = [json.loads(line)["id"] for line in fh if line.strip()]
+    return Docs(path, len(ids), len({family(i) for i in ids}), path.stat().st_size / 1e6, 0.0, 0.0, ids)
+
+
 # -- child processes (the CLI) -----------------------------------------------------------------------------
 @dataclass
 class Run:
@@ -375,6 +382,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
+    ap.add_argument("--docs-file", help="the documents of an earlier run (JSONL) instead of making them: "
+                                        "synth is skipped")
     ap.add_argument("--run-window", type=int, help="ingest's run index window (esdedup.ingest.run.RUN_INDEX_MAX_DOCS)")
     args = ap.parse_args()
     asked = [p.strip() for p in args.phases.split(",") if p.strip()]
@@ -421,7 +430,10 @@ def main() -> None:
                           ", ".join(sorted({n["version"] for n in es.nodes.info()["nodes"].values()})))
         if fresh and es is not None:
             es.options(ignore_status=404).indices.delete(index=args.index)
-        if fresh:
+        if fresh and args.docs_file:
+            docs = read_docs(Path(args.docs_file))
+            res["docs"], ids = docs, docs.ids
+        elif fresh:
             docs = make_docs(args.docs, args.variants, args.workers or os.cpu_count() or 2, args.seed,
                              tmp / "docs.jsonl")
             res["docs"], ids = docs, docs.ids
@@ -565,8 +577,10 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
     if docs is not None:
         ing: Run = r["ingest"]
         s = r["summary"]
+        made = (f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |"
+                if not args.docs_file else f"| documents (an earlier run's, `--docs-file`) | - | - | - | {n:,} documents |")
         lines += [
-            f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |",
+            made,
             f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {node_s(ing)} | {n / ing.wall:,.0f} docs/s; "
             f"{s['duplicates']:,} near-duplicates labelled, {s['skipped']} skipped, {s['failed']} failed; CLI peak "
             f"RSS {ing.peak_rss_mb:,.0f} MB |"]
