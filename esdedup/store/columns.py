@@ -50,7 +50,8 @@ class SignatureColumnsStore(Protocol):
         ...
 
     def copy_columns(self) -> list[tuple[str, str, bool]]:
-        """`copy_rows` of every stored document, read at once."""
+        """`copy_rows` of the stored documents whose content SHA-1 another holds too (no other can be a copy),
+        read at once."""
         ...
 
 
