@@ -105,14 +105,24 @@ def test_each_partition_reads_a_share(store):
     assert sum(p.candidates for p in parts) == one.candidates
 
 
-def test_a_partition_reads_each_members_keys_once(fetching_store):
-    """A member of near-duplicate pairs is in a key group for each key it shares (one a band): its keys are
-    read from the store once a partition, not once a group."""
+def test_a_partition_reads_its_members_once_a_batch(fetching_store):
+    """A member of near-duplicate pairs is in a key group for each key it shares (one a band): it is read from
+    the store once a batch of groups (its groups come together), not once a group."""
     for count in (1, 3):
         for i in range(count):
             stats = pairs_of_partition(fetching_store, Partition(i, count), max_bucket=MAX_BUCKET).stats
             # ``members`` counts a document once a group it is in: far above the documents there are.
-            assert 0 < stats.fetched <= fetching_store.count() < stats.members, (i, count, stats)
+            assert 0 < stats.fetched < stats.members, (i, count, stats)
+
+
+def test_a_partitions_key_table_is_its_share(fetching_store):
+    """A partition holds in memory only its share of the index's keys (less the crowded): the shares of P
+    partitions add up to the keys one partition holds, each a part of them."""
+    whole = pairs_of_partition(fetching_store, Partition(0, 1), max_bucket=MAX_BUCKET).stats.held
+    parts = [pairs_of_partition(fetching_store, Partition(i, 3), max_bucket=MAX_BUCKET).stats.held
+             for i in range(3)]
+    assert whole > 3 * fetching_store.count() // 2  # each document's keys, its LSH keys among them
+    assert sum(parts) == whole and all(0 < p < whole * 2 // 3 for p in parts), (whole, parts)
 
 
 @pytest.mark.parametrize("bad", ["3/3", "-1/2", "1/0", "x", "1/2/3", "2"])

@@ -5,11 +5,17 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import zlib
+from array import array
 from collections.abc import Collection, Iterator, Mapping, Sequence
+
+import numpy as np
 
 from esdedup.errors import StoreError
 from esdedup.es import query as q
-from esdedup.store.base import KeyBatch
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.minhash import lsh_keys
+from esdedup.store.base import KeyBatch, StoredDoc
 from esdedup.store.elastic import scans
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.partition import Partition
@@ -111,6 +117,152 @@ def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True
     aggregations and searches overlap the caller's pair work instead of taking turns with it. ``partition``:
     its share (`esdedup.store.partition.PartitionedKeys`): the crowded values first, then the share's others."""
     return ahead(_key_batches(index, max_bucket, lsh, partition))
+
+
+def partition_key_batches(index: ElasticIndex, partition: Partition, *, max_bucket: int = 1000,
+                          lsh: bool = True) -> Iterator[KeyBatch]:
+    """See `esdedup.store.partition.PartitionedKeys`: the crowded values first (`_crowded_values`, every
+    partition reads them, their members' keys from doc values), then the partition's share of the others from
+    one point-in-time scan of every document's keys (`ShareTable`), in batches whose members are read whole
+    once a batch and their keys computed from their fingerprints (`_share_batches`). Fetched ``ahead``."""
+    return ahead(_partition_key_batches(index, partition, max_bucket, lsh))
+
+
+def _partition_key_batches(index: ElasticIndex, partition: Partition, max_bucket: int,
+                           lsh: bool) -> Iterator[KeyBatch]:
+    fields = index.key_fields(lsh=lsh)
+    by_field = _crowded_values(index, fields, max_bucket)
+    crowded = frozenset(v for found in by_field.values() for v, _ in found)
+    member_keys = MemberKeys(index, fields, crowded)
+    for field, held in by_field.items():
+        for v, n in held:
+            yield _members(index, field, [(v, n)], member_keys, max_bucket)
+    table = ShareTable(partition, crowded)
+    for hits in scans.hit_pages(index, "reading band keys", docvalue_fields=fields, batch=PAGE, source=False):
+        for h in hits:
+            got = h.get("fields")
+            if got:
+                table.add(h["_id"], [str(v) for f in fields for v in got.get(f, ())])
+        yield KeyBatch([], {}, held=table.held)  # the scan's progress
+    yield from _share_batches(index, table, crowded, lsh)
+
+
+class ShareTable:
+    """The keys of one partition's share (`key_share`) held by the documents of a scan, less the crowded: the
+    only keys a partition holds in memory (a 64-bit hash and a document number each, ~1/P of the index's
+    keys), grouped once the scan is over (`groups`). The hash only groups: the keys themselves are computed
+    again from the members' fingerprints, which tells keys that share a hash apart."""
+
+    def __init__(self, partition: Partition, crowded: frozenset[str]) -> None:
+        self.partition, self.crowded = partition, crowded
+        self.ids: list[str] = []
+        self._hashes = array("q")
+        self._rows = array("l")
+
+    @property
+    def held(self) -> int:
+        return len(self._hashes)
+
+    def add(self, doc_id: str, keys: Sequence[str]) -> None:
+        p = self.partition
+        mine = [k for k in keys if (p.whole or key_share(k, p.count) == p.index) and k not in self.crowded]
+        if mine:
+            row = len(self.ids)
+            self.ids.append(doc_id)
+            self._hashes.extend(map(hash, mine))
+            self._rows.extend([row] * len(mine))
+
+    def groups(self) -> Iterator[tuple[int, list[str]]]:
+        """Each hash held by two documents or more, with their ids; ordered by their first document in the
+        scan, so that the groups of one document come close together (each read once a batch, not once a
+        group). The table is let go as it is read."""
+        hashes = np.frombuffer(self._hashes, dtype=np.int64)
+        rows = np.frombuffer(self._rows, dtype=np.dtype(f"i{self._rows.itemsize}"))
+        order = np.argsort(hashes, kind="stable")
+        hashes, rows = hashes[order], rows[order]
+        del order
+        self._hashes, self._rows = array("q"), array("l")
+        if not len(hashes):
+            return
+        starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
+        sizes = np.diff(np.r_[starts, len(hashes)])
+        starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        # A document holds a key once, and rows were added in scan order: a group's first row is its smallest.
+        for g in np.argsort(rows[starts], kind="stable").tolist():
+            lo, n = int(starts[g]), int(sizes[g])
+            yield int(hashes[lo]), [self.ids[r] for r in rows[lo:lo + n].tolist()]
+
+
+def key_share(key: str, count: int) -> int:
+    """The partition of a key: its CRC-32 modulo the count, the same in every process."""
+    return zlib.crc32(key.encode()) % count
+
+
+#: Members read whole (their fingerprints) a batch of `_share_batches`.
+SHARE_BATCH = 4000
+
+
+def _share_batches(index: ElasticIndex, table: ShareTable, crowded: frozenset[str], lsh: bool) -> Iterator[KeyBatch]:
+    """The key groups of ``table`` in batches of about `SHARE_BATCH` members: the members read whole (their
+    fingerprints), their keys computed from them (`doc_keys`: what ingest stored), each group split by the
+    keys of its hash (a hash two keys share is one group in the table). A member read for the last batch is
+    not read again."""
+    config = index.config
+    pending: list[tuple[int, list[str]]] = []
+    last: Mapping[str, StoredDoc] = {}
+
+    def batch() -> KeyBatch:
+        nonlocal last
+        ids = {i for _, members in pending for i in members}
+        need = sorted(i for i in ids if i not in last)
+        docs = {**{i: last[i] for i in ids if i in last}, **_fingerprints(index, need)}
+        keys = {i: frozenset(doc_keys(d, config, lsh=lsh)) - crowded for i, d in docs.items()}
+        groups: dict[str, list[str]] = {}
+        for h, members in pending:
+            found = 0
+            for m in members:
+                for k in keys.get(m, ()):
+                    if hash(k) == h:
+                        groups.setdefault(k, []).append(m)
+                        found += 1
+            if found < sum(1 for m in members if m in docs):
+                # Its keys changed since the scan (written again) or were stored by another rule: its pairs
+                # could not be given to one partition each.
+                raise StoreError(f"band keys of {index.name!r}: a document's stored keys are not those of its "
+                                 "fingerprint (written again during the run? run the partition again)")
+        last = docs
+        return KeyBatch([(k, len(m), sorted(m)) for k, m in groups.items() if len(m) > 1], keys, len(need), docs,
+                        held=table.held)
+
+    size = 0
+    for h, members in table.groups():
+        pending.append((h, members))
+        size += len(members)
+        if size >= SHARE_BATCH:
+            yield batch()
+            pending, size = [], 0
+    if pending:
+        yield batch()
+
+
+def _fingerprints(index: ElasticIndex, ids: Sequence[str]) -> dict[str, StoredDoc]:
+    """The stored documents of ``ids`` (those still there), a page a search, as `Store.get` reads them."""
+    out: dict[str, StoredDoc] = {}
+    for start in range(0, len(ids), PAGE):
+        resp = index.search("fetching band members' fingerprints", **q.ids_body(list(ids[start:start + PAGE])))
+        out.update((h["_id"], index.doc(h)) for h in resp["hits"]["hits"])
+    return out
+
+
+def doc_keys(doc: StoredDoc, config: FingerprintConfig, *, lsh: bool = True) -> list[str]:
+    """The band and LSH keys the index holds for ``doc``, from its fingerprint: the SimHash band keys of a
+    text long enough for them, and the LSH keys of a signature of the config's length (``lsh``)."""
+    keys = config.band_layout().keys(doc.simhash) if not doc.empty and config.gets_simhash_bands(doc.chars) else []
+    sig = doc.minhash
+    if lsh and config.gets_signatures and sig is not None and doc.shingles and \
+            len(sig) >= config.minhash_bands * config.minhash_rows:
+        keys = [*keys, *lsh_keys(sig, config.minhash_bands, config.minhash_rows)]
+    return keys
 
 
 def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool,

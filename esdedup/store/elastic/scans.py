@@ -14,10 +14,11 @@ from esdedup.store.elastic.index import PAGE, ElasticIndex
 
 def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
               docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
-              keep_alive: str = "2m") -> Iterator[list[dict[str, Any]]]:
+              keep_alive: str = "2m", source: bool = True) -> Iterator[list[dict[str, Any]]]:
     """The raw hits of ``query`` (default: every document) as the index held them when the call started (a
     point in time, sorted by ``_shard_doc``, search_after paging), with the fingerprint's doc values and the
-    signature/vector ``_source``; ``versions`` adds each hit's ``_seq_no``/``_primary_term``."""
+    signature/vector ``_source`` (``source`` False: doc values only); ``versions`` adds each hit's
+    ``_seq_no``/``_primary_term``."""
     batch = min(batch, PAGE)
     with index.errors("opening a point in time"):
         pit = index.client.open_point_in_time(index=index.name, keep_alive=keep_alive)["id"]
@@ -25,7 +26,7 @@ def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None
         after = None
         while True:
             body: dict[str, Any] = {"size": batch, "pit": {"id": pit, "keep_alive": keep_alive},
-                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE,
+                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE if source else False,
                                     "docvalue_fields": list(docvalue_fields), "track_total_hits": False}
             if query is not None:
                 body["query"] = query

@@ -204,7 +204,7 @@ class ElasticStore:
     def partition_key_batches(self, partition: Partition, *, max_bucket: int = 1000,
                               lsh: bool = True) -> Iterator[KeyBatch]:
         """See `esdedup.store.partition.PartitionedKeys`."""
-        return keys.key_batches(self.index, max_bucket=max_bucket, lsh=lsh, partition=partition)
+        return keys.partition_key_batches(self.index, partition, max_bucket=max_bucket, lsh=lsh)
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         return keys.crowded_keys(self.index, min_count=min_count, limit=limit, lsh=lsh)
