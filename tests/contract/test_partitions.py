@@ -11,9 +11,9 @@ from esdedup_cli.main import app
 
 from esdedup import FingerprintConfig
 from esdedup.api import all_pairs, pairs_of_partition
-from esdedup.errors import ConfigError
+from esdedup.errors import ConfigError, StoreError
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.schema import content_sha1
+from esdedup.schema import DEDUP, LSH_KEYS, content_sha1
 from esdedup.store.base import Capability, NewDoc, Store, offers
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
@@ -123,6 +123,20 @@ def test_a_partitions_key_table_is_its_share(fetching_store):
              for i in range(3)]
     assert whole > 3 * fetching_store.count() // 2  # each document's keys, its LSH keys among them
     assert sum(parts) == whole and all(0 < p < whole * 2 // 3 for p in parts), (whole, parts)
+
+
+def test_a_member_whose_stored_keys_are_not_its_fingerprints_stops_the_partition(fetching_store):
+    """A partition gives each member its keys computed from its fingerprint: a document whose stored keys
+    differ (here another document's LSH keys written over its own) would have its pairs owned by no partition
+    or by two, so the partition stops with a typed error instead."""
+    index = fetching_store.index
+    field = f"{DEDUP}.{LSH_KEYS}"
+    # Not the first document: its text is the crowd's, whose keys are crowded (read apart, by doc values).
+    a, b = sorted(index.client.search(index=index.name, query={"ids": {"values": ["d00001", "d00002"]}},
+                                      docvalue_fields=[field])["hits"]["hits"], key=lambda h: h["_id"])
+    index.client.update(index=index.name, id=b["_id"], doc={DEDUP: {LSH_KEYS: a["fields"][field]}}, refresh=True)
+    with pytest.raises(StoreError, match="fingerprint"):
+        list(pairs_of_partition(fetching_store, Partition(0, 1), max_bucket=MAX_BUCKET).pairs)
 
 
 @pytest.mark.parametrize("bad", ["3/3", "-1/2", "1/0", "x", "1/2/3", "2"])

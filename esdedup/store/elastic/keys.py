@@ -1,11 +1,11 @@
-"""Band keys held by several documents of an Elasticsearch index, from terms aggregations: the shared keys of
-each key field with their members (`key_batches`), and the crowded keys (`crowded_keys`)."""
+"""Band keys held by several documents of an Elasticsearch index: the shared keys of each key field with their
+members, from terms aggregations (`key_batches`); a partition's share of them, from a scan of every document's
+keys (`partition_key_batches`); and the crowded keys (`crowded_keys`)."""
 from __future__ import annotations
 
 import itertools
 import logging
 import math
-import zlib
 from array import array
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
@@ -14,11 +14,11 @@ import numpy as np
 from esdedup.errors import StoreError
 from esdedup.es import query as q
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.minhash import lsh_keys
+from esdedup.fingerprint.minhash import lsh_keys_many
 from esdedup.store.base import KeyBatch, StoredDoc
 from esdedup.store.elastic import scans
 from esdedup.store.elastic.index import PAGE, ElasticIndex
-from esdedup.store.partition import Partition
+from esdedup.store.partition import Partition, key_share
 from esdedup.util.prefetch import ahead
 
 log = logging.getLogger(__name__)
@@ -56,24 +56,20 @@ def key_counts(index: ElasticIndex, keys: Sequence[str] | Mapping[str, Sequence[
     return out
 
 
-def shared_values(index: ElasticIndex, field: str, min_count: int,
-                  share: Partition | None = None) -> Iterator[list[tuple[str, int]]]:
+def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[list[tuple[str, int]]]:
     """Every value of a key field held by ``min_count`` or more documents, with its count, one partition of
     the field's values at a time: the node reads the field once a partition and sends only those values, not
     the singletons. The partitions are as many as make each answer about `PARTITION_BUCKETS` values (the
     field's value count less its distinct values bounds the values held twice or more); a partition whose
     answer may be cut is asked again as two (values fall in partition ``hash % n``, so partition p of n is
-    partitions p and p + n of 2n). ``share``: only the values of that share of the field (its partitions are
-    then a multiple of its count, and read are those congruent to its index: ``hash % kP % P == hash % P``)."""
+    partitions p and p + n of 2n)."""
     distinct, values = key_stats(index, field)
     parts = max(1, math.ceil(min(distinct, values - distinct) / PARTITION_BUCKETS))
-    every = share.count if share is not None else 1
-    parts = math.ceil(parts / every) * every
     log.debug("%s: %d distinct values, %d in all: %d partitions", field, distinct, values, parts)
     size = 2 * PARTITION_BUCKETS
     # With several shards each must send all of its values in the partition for the counts to add up.
     shard_size = max(size, math.ceil(1.5 * distinct / parts))
-    todo = [(p, parts) for p in reversed(range(parts)) if share is None or p % every == share.index]
+    todo = [(p, parts) for p in reversed(range(parts))]
     while todo:
         part = todo.pop()
         found, whole = key_counts(index, [field], "band aggregation", min_count=min_count, size=size,
@@ -109,14 +105,12 @@ def _crowded_values(index: ElasticIndex, fields: Sequence[str], max_bucket: int
     return out
 
 
-def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True,
-                partition: Partition | None = None) -> Iterator[KeyBatch]:
+def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
     """See `Store.key_batches`: shared keys field by field, partition by partition (`shared_values`); their
     members found for a page of members at a time, and every member's keys (doc values) read once
     (`MemberKeys`). The next batch is fetched while the caller works on this one (`ahead`): the node's
-    aggregations and searches overlap the caller's pair work instead of taking turns with it. ``partition``:
-    its share (`esdedup.store.partition.PartitionedKeys`): the crowded values first, then the share's others."""
-    return ahead(_key_batches(index, max_bucket, lsh, partition))
+    aggregations and searches overlap the caller's pair work instead of taking turns with it."""
+    return ahead(_key_batches(index, max_bucket, lsh))
 
 
 def partition_key_batches(index: ElasticIndex, partition: Partition, *, max_bucket: int = 1000,
@@ -157,7 +151,7 @@ class ShareTable:
         self.partition, self.crowded = partition, crowded
         self.ids: list[str] = []
         self._hashes = array("q")
-        self._rows = array("l")
+        self._rows = array("i")
 
     @property
     def held(self) -> int:
@@ -181,7 +175,7 @@ class ShareTable:
         order = np.argsort(hashes, kind="stable")
         hashes, rows = hashes[order], rows[order]
         del order
-        self._hashes, self._rows = array("q"), array("l")
+        self._hashes, self._rows = array("q"), array("i")
         if not len(hashes):
             return
         starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
@@ -191,11 +185,6 @@ class ShareTable:
         for g in np.argsort(rows[starts], kind="stable").tolist():
             lo, n = int(starts[g]), int(sizes[g])
             yield int(hashes[lo]), [self.ids[r] for r in rows[lo:lo + n].tolist()]
-
-
-def key_share(key: str, count: int) -> int:
-    """The partition of a key: its CRC-32 modulo the count, the same in every process."""
-    return zlib.crc32(key.encode()) % count
 
 
 #: Members read whole (their fingerprints) a batch of `_share_batches`.
@@ -216,7 +205,7 @@ def _share_batches(index: ElasticIndex, table: ShareTable, crowded: frozenset[st
         ids = {i for _, members in pending for i in members}
         need = sorted(i for i in ids if i not in last)
         docs = {**{i: last[i] for i in ids if i in last}, **_fingerprints(index, need)}
-        keys = {i: frozenset(doc_keys(d, config, lsh=lsh)) - crowded for i, d in docs.items()}
+        keys = {i: frozenset(k) - crowded for i, k in doc_keys(docs, config, lsh=lsh).items()}
         groups: dict[str, list[str]] = {}
         for h, members in pending:
             found = 0
@@ -254,33 +243,29 @@ def _fingerprints(index: ElasticIndex, ids: Sequence[str]) -> dict[str, StoredDo
     return out
 
 
-def doc_keys(doc: StoredDoc, config: FingerprintConfig, *, lsh: bool = True) -> list[str]:
-    """The band and LSH keys the index holds for ``doc``, from its fingerprint: the SimHash band keys of a
-    text long enough for them, and the LSH keys of a signature of the config's length (``lsh``)."""
-    keys = config.band_layout().keys(doc.simhash) if not doc.empty and config.gets_simhash_bands(doc.chars) else []
-    sig = doc.minhash
-    if lsh and config.gets_signatures and sig is not None and doc.shingles and \
-            len(sig) >= config.minhash_bands * config.minhash_rows:
-        keys = [*keys, *lsh_keys(sig, config.minhash_bands, config.minhash_rows)]
-    return keys
+def doc_keys(docs: Mapping[str, StoredDoc], config: FingerprintConfig, *, lsh: bool = True) -> dict[str, list[str]]:
+    """The band and LSH keys the index holds for each of ``docs``, from their fingerprints (what ingest stored):
+    the SimHash band keys of a text long enough for them, and the LSH keys of a signature of the config's
+    length (``lsh``), computed for all the signatures at once."""
+    layout = config.band_layout()
+    out = {i: layout.keys(d.simhash) if not d.empty and config.gets_simhash_bands(d.chars) else []
+           for i, d in docs.items()}
+    bands, rows = config.minhash_bands, config.minhash_rows
+    if lsh and config.gets_signatures:
+        signed = [(i, d.minhash) for i, d in docs.items()
+                  if d.minhash is not None and d.shingles > 0 and len(d.minhash) >= bands * rows]
+        if signed:
+            sigs = np.stack([sig[:bands * rows] for _, sig in signed])
+            for (i, _), keys in zip(signed, lsh_keys_many(sigs, bands, rows), strict=True):
+                out[i] += keys
+    return out
 
 
-def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool,
-                 partition: Partition | None = None) -> Iterator[KeyBatch]:
+def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
     fields = index.key_fields(lsh=lsh)
-    by_field = _crowded_values(index, fields, max_bucket)
-    crowded = frozenset(v for found in by_field.values() for v, _ in found)
-    share = partition if partition is not None and not partition.whole else None
-    member_keys = MemberKeys(index, fields, crowded)
-    if share is not None:
-        # Every partition reads the crowded values (few); the share's partitions are read without them.
-        for field, held in by_field.items():
-            for v, n in held:
-                yield _members(index, field, [(v, n)], member_keys, max_bucket)
+    member_keys = MemberKeys(index, fields, _crowded_set(index, fields, max_bucket))
     for field in fields:
-        for found in shared_values(index, field, 2, share):
-            if share is not None:
-                found = [(v, n) for v, n in found if v not in crowded]
+        for found in shared_values(index, field, 2):
             batch: list[tuple[str, int]] = []
             total = 0
             for value, n in found:
