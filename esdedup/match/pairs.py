@@ -43,7 +43,7 @@ from esdedup.match.rule import (
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import KeyBatch, ScannableStore, StoredDoc
-from esdedup.store.columns import SignatureColumns, copy_rows, reads_signature_columns
+from esdedup.store.columns import SignatureColumns, copy_rows, reads_copy_columns, reads_signature_columns
 from esdedup.store.partition import Partition, pair_share
 from esdedup.util.collector import fewer_collections
 from esdedup.util.fieldtypes import checked_args
@@ -174,7 +174,7 @@ class CopyGroups:
     @classmethod
     def of(cls, store: ScannableStore, *, max_bucket: int = 1000) -> CopyGroups:
         by_sha1: dict[tuple[str, bool], list[str]] = {}
-        batches = [store.copy_columns()] if reads_signature_columns(store) else map(copy_rows, store.scan())
+        batches = [store.copy_columns()] if reads_copy_columns(store) else map(copy_rows, store.scan())
         for rows in batches:
             for doc_id, sha1, empty in rows:
                 by_sha1.setdefault((sha1, empty), []).append(doc_id)

@@ -216,6 +216,9 @@ class Capability(enum.Enum):
     ELASTICSEARCH = "Elasticsearch requests"
     #: `esdedup.store.columns.SignatureColumnsStore`: signatures read as columns, without a `StoredDoc` each.
     SIGNATURE_COLUMNS = "signature columns"
+    #: `esdedup.store.columns.CopyColumnsStore`: every document's content SHA-1 read as columns, for grouping
+    #: exact copies without reading every document whole.
+    COPY_COLUMNS = "copy columns"
     #: `esdedup.store.partition.PartitionedKeys`: a share of the shared keys, for all-pairs search in partitions.
     PARTITIONED_KEYS = "partitioned key scans"
     #: `esdedup.store.partition.PartitionedPairs`: a share of the candidate pairs, read from every shared key.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from typing import cast
 
 import pytest
 from esdedup_cli.main import app
@@ -15,6 +16,7 @@ from esdedup.errors import ConfigError, StoreError
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import DEDUP, LSH_KEYS, content_sha1
 from esdedup.store.base import Capability, NewDoc, Store, offers
+from esdedup.store.columns import CopyColumnsStore, copy_rows
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from esdedup.store.partition import Partition
@@ -123,6 +125,15 @@ def test_a_partitions_key_table_is_its_share(fetching_store):
              for i in range(3)]
     assert whole > 3 * fetching_store.count() // 2  # each document's keys, its LSH keys among them
     assert sum(parts) == whole and all(0 < p < whole * 2 // 3 for p in parts), (whole, parts)
+
+
+def test_both_stores_read_the_copy_columns_a_scan_gives(store):
+    """Every partition groups the exact copies of the whole index: both stores read each document's content
+    SHA-1 without reading it whole (on Elasticsearch two doc values), the rows `copy_rows` reads of a scan."""
+    assert offers(store, Capability.COPY_COLUMNS)
+    rows = sorted(cast(CopyColumnsStore, store).copy_columns())
+    assert rows == sorted(copy_rows(d for batch in store.scan() for d in batch))
+    assert sum(1 for _, _, empty in rows if empty) >= 5  # the texts without words among them
 
 
 def test_a_member_whose_stored_keys_are_not_its_fingerprints_stops_the_partition(fetching_store):
