@@ -343,7 +343,8 @@ class _PairScorer:
                 if share is not None and count > max_bucket:
                     owned = (p for p in owned if pair_share(*p, share.count) == share.index)
                 pending += owned
-            if len(pending) >= PAIR_BATCH:
+            # The documents kept bound the memory as much as the pairs (a share with few pairs a batch).
+            if len(pending) >= PAIR_BATCH or len(known) >= PAIR_BATCH:
                 yield from self.score_pairs(pending, known)
                 pending = []
                 known = {}
