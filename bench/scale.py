@@ -24,10 +24,13 @@ Phases, each timed on its own, with a progress line on stderr at least every 30 
 3. `dups`: ``python -m esdedup dups`` as it chooses (in-memory LSH join below 2M documents) and with
    ``--lsh-join store`` (the partitioned key join that takes over above 2M): wall, CPU, peak RSS, pairs;
    both must give the same pairs.
-4. Lookups: ``SimilarFinder.find(doc_id=...)`` (what ``esdedup similar --id`` runs) for ``--lookups`` random
+4. rensa: the same texts through rensa as its users run it (bench/quality.py's `run_rensa`: raw character
+   bigrams, `RMinHash`, `RMinHashLSH`, verification), in a process of its own: wall, CPU, peak RSS, pairs,
+   and `ingest` + `dups` against it (the speed target of the embedded store at 1M documents).
+5. Lookups: ``SimilarFinder.find(doc_id=...)`` (what ``esdedup similar --id`` runs) for ``--lookups`` random
    documents, one at a time: latency percentiles, how many found a near-duplicate, how many found one of
    their planted family.
-5. Disk, last (so that `dups` and the lookups meet the index as ingest left it): ``_stats`` after a refresh,
+6. Disk, last (so that `dups` and the lookups meet the index as ingest left it): ``_stats`` after a refresh,
    then after ``_forcemerge`` to one segment, and ``_disk_usage`` per field (dedup.* against the rest).
 
 The section printed (and appended to BENCHMARKS.md unless --no-append) ends with the per-document costs a
@@ -85,7 +88,7 @@ MAX_CHARS = 2000
 #: Seconds between progress lines of a phase.
 BEAT = 30.0
 #: The phases, in the order they run (``--phases``).
-PHASES = ("synth", "ingest", "dups", "store-dups", "lookups", "disk")
+PHASES = ("synth", "ingest", "dups", "store-dups", "rensa", "lookups", "disk")
 #: Ids per page when reading an existing index's ids.
 PAGE_IDS = 10_000
 _VARIANT = re.compile(r"v\d+$")
@@ -169,6 +172,13 @@ def make_docs(n: int, variants: int, workers: int, seed: int, path: Path) -> Doc
                 time.perf_counter() - t, cpu + time.process_time() - cpu0, ids)
 
 
+def read_docs(path: Path) -> Docs:
+    """A documents file an earlier run wrote (``--docs-file``: the same seed and count give the same file)."""
+    with open(path, encoding="utf-8") as fh:
+        ids = [json.loads(line)["id"] for line in fh if line.strip()]
+    return Docs(path, len(ids), len({family(i) for i in ids}), path.stat().st_size / 1e6, 0.0, 0.0, ids)
+
+
 # -- child processes (the CLI) -----------------------------------------------------------------------------
 @dataclass
 class Run:
@@ -219,6 +229,16 @@ def run_cli(es: Elasticsearch | None, argv: list[str], what: str, out: Path, run
     cmd = [sys.executable, "-m", "esdedup", *argv] if run_window is None else [
         sys.executable, "-c", f"import runpy, esdedup.ingest.run as m; m.RUN_INDEX_MAX_DOCS = {run_window}; "
         "runpy.run_module('esdedup', run_name='__main__')", *argv]
+    return run_process(es, cmd, what, out)
+
+
+#: rensa as its users run it (bench/quality.py's `run_rensa`), in a process of its own: its pairs and clock.
+RENSA = ("import json, sys; from pathlib import Path; sys.path.insert(0, 'bench'); from quality import run_rensa; "
+         "pairs, stats = run_rensa(Path(sys.argv[1])); print(json.dumps({**stats, 'pairs': len(pairs)}))")
+
+
+def run_process(es: Elasticsearch | None, cmd: list[str], what: str, out: Path) -> Run:
+    """``cmd`` from the repository's root, stdout to ``out``: its wall, CPU (``wait4``), node CPU, peak RSS."""
     log(f"{what}: {' '.join(cmd)}")
     node0, t = node_cpu(es), time.perf_counter()
     with open(out, "wb") as fh:
@@ -362,6 +382,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
+    ap.add_argument("--docs-file", help="the documents of an earlier run (JSONL) instead of making them: "
+                                        "synth is skipped")
     ap.add_argument("--run-window", type=int, help="ingest's run index window (esdedup.ingest.run.RUN_INDEX_MAX_DOCS)")
     args = ap.parse_args()
     asked = [p.strip() for p in args.phases.split(",") if p.strip()]
@@ -408,7 +430,10 @@ def main() -> None:
                           ", ".join(sorted({n["version"] for n in es.nodes.info()["nodes"].values()})))
         if fresh and es is not None:
             es.options(ignore_status=404).indices.delete(index=args.index)
-        if fresh:
+        if fresh and args.docs_file:
+            docs = read_docs(Path(args.docs_file))
+            res["docs"], ids = docs, docs.ids
+        elif fresh:
             docs = make_docs(args.docs, args.variants, args.workers or os.cpu_count() or 2, args.seed,
                              tmp / "docs.jsonl")
             res["docs"], ids = docs, docs.ids
@@ -475,6 +500,10 @@ def measure(es: Elasticsearch | None, url: str | None, args: argparse.Namespace,
                                                         if k in memory_pairs and memory_pairs[k] != v)}
         del store_pairs
     del memory_pairs
+    if "rensa" in args.phases and docs is not None:
+        res["rensa"] = run_process(None, [sys.executable, "-c", RENSA, str(docs.path)], "rensa (same texts)",
+                                   tmp / "rensa.json")
+        res["rensa_result"] = json.loads(res["rensa"].out.read_text())
     if "lookups" in args.phases:
         res["lookups"] = lookups({"data_dir": data_dir} if es is None else {"es_url": url}, args.index, ids,
                                  args.lookups, args.seed)
@@ -548,8 +577,10 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
     if docs is not None:
         ing: Run = r["ingest"]
         s = r["summary"]
+        made = (f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |"
+                if not args.docs_file else f"| documents (an earlier run's, `--docs-file`) | - | - | - | {n:,} documents |")
         lines += [
-            f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |",
+            made,
             f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {node_s(ing)} | {n / ing.wall:,.0f} docs/s; "
             f"{s['duplicates']:,} near-duplicates labelled, {s['skipped']} skipped, {s['failed']} failed; CLI peak "
             f"RSS {ing.peak_rss_mb:,.0f} MB |"]
@@ -568,6 +599,17 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
                           f"{d['measures differ']} with other measures")
         lines.append(f"| `esdedup dups --lsh-join store` (partitioned terms aggregations) | {st.wall:.1f} | {st.cpu:.1f} | "
                      f"{st.node_cpu:.1f} | {same}; peak RSS {st.peak_rss_mb:,.0f} MB |")
+    if "rensa" in r:
+        rn: Run = r["rensa"]
+        got = r["rensa_result"]
+        lines.append(f"| rensa, the same texts as its users run it (bench/quality.py's `run_rensa`) | {rn.wall:.1f} | "
+                     f"{rn.cpu:.1f} | - | {got['pairs']:,} pairs; its own clock {got['wall_s']:.1f} s; peak RSS "
+                     f"{rn.peak_rss_mb:,.0f} MB |")
+        if "ingest" in r and "dups" in r:
+            ours = r["ingest"].wall + r["dups"].wall
+            lines.append(f"| `esdedup ingest` + `esdedup dups` against rensa | {ours:.1f} | "
+                         f"{r['ingest'].cpu + r['dups'].cpu:.1f} | - | {ours / rn.wall:.2f}x rensa's wall, "
+                         f"{(r['ingest'].cpu + r['dups'].cpu) / rn.cpu:.2f}x its CPU |")
     if "lookups" in r:
         lk = r["lookups"]
         lines.append(f"| {lk['n']:,} lookups (`SimilarFinder.find(doc_id=)`) | {lk['wall']:.1f} | - | - | "

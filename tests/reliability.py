@@ -7,13 +7,17 @@ test_security.py) and bench/load.py.
   documents ingest in minutes on two cores.
 * `run_cli` / `start_cli`: ``python -m esdedup ...`` as a real subprocess (so a test can kill it or the node
   under it and read its exit code, stdout and stderr).
+* `wait_or_dump`: wait for a `start_cli` process to end; when it does not, the assertion carries a stack dump of
+  every thread of it and of its worker processes (a hang seen once in CI is diagnosed from CI's log).
 * `index_ids`: every id of an index, via a point in time (works past 10,000 hits).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -77,8 +81,10 @@ def run_cli(*args: object, env: dict[str, str] | None = None, timeout: float = 6
                           stdin=subprocess.DEVNULL, cwd=cwd)
 
 
-def _default_sigint() -> None:
+def _child_setup() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # `wait_or_dump` aborts a hung CLI for its stack dump: no core file for it in the test's working directory.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | None = None,
@@ -88,16 +94,67 @@ def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | N
 
     The CLI gets SIGINT's default action, as a program started from a terminal has: a test suite run in the
     background of a non-interactive shell (`cmd &`, as CI scripts do) inherits SIGINT *ignored*, the CLI
-    would inherit that too, and a test's Ctrl-C would then be lost."""
+    would inherit that too, and a test's Ctrl-C would then be lost. It runs with Python's faulthandler on
+    (``PYTHONFAULTHANDLER``; its worker processes inherit it), so that `wait_or_dump` can have it print the
+    stack of every thread."""
     out = open(stdout, "wb")
     err = open(stderr, "wb")
     try:
-        return subprocess.Popen(cli_cmd(*args), env=cli_env(env), stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session,
-                                preexec_fn=_default_sigint)
+        return subprocess.Popen(cli_cmd(*args), env=cli_env({"PYTHONFAULTHANDLER": "1", **(env or {})}), stdout=out,
+                                stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session,
+                                preexec_fn=_child_setup)
     finally:
         out.close()
         err.close()
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (an ingest's worker processes)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def wait_or_dump(proc: subprocess.Popen[bytes], timeout: float, stderr: Path) -> int:
+    """``proc.wait(timeout)`` for a `start_cli` process whose stderr goes to ``stderr``. When it has not ended by
+    then, it and its child processes get SIGABRT, which the faulthandler `start_cli` turns on answers with
+    the Python stack of every thread on stderr (the parent first: its state is what a hang is about; a
+    stopped child answers only if continued), then SIGKILL; the AssertionError carries the end of
+    ``stderr``, dumps included. A hang seen only on a busy CI machine is diagnosed from CI's log."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    children = child_pids(proc.pid)
+    for pid in (proc.pid, *children):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGABRT)
+    deadline = time.monotonic() + 10  # the dumps are written before each process ends
+    while time.monotonic() < deadline and (proc.poll() is None or any(_alive(pid) for pid in children)):
+        time.sleep(0.1)
+    for pid in (proc.pid, *children):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait()
+    text = stderr.read_text(errors="replace")
+    raise AssertionError(f"the CLI (pid {proc.pid}, child processes {children}) had not ended {timeout:.0f}s after "
+                         f"it was asked to; the end of its stderr, with the stack of every thread of each (SIGABRT "
+                         f"to faulthandler):\n{text[-20000:]}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
 
 
 def last_json(stdout: str) -> dict[str, Any]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
 
 from esdedup.errors import OutputError, StoreError
 from esdedup.ingest.checkpoint import Checkpoint
@@ -138,6 +140,9 @@ class Ledger:
         self.dead.write(source="", location="", kind="removed", id=doc_id, reason=reason)
 
 
+_source = attrgetter("source")
+
+
 class CheckpointProgress:
     """Where the run's checkpoint stands: each file's offset past the records accounted for, and the files
     finished (a file is finished when the next one starts, or when the run ends)."""
@@ -150,12 +155,15 @@ class CheckpointProgress:
         """Everything in ``batch`` is accounted for: move the checkpoint past it."""
         if self.ckpt is None:
             return
-        for item in batch:
-            if self.last_source is not None and item.source != self.last_source:
+        # A run of records of one file moves its offset to the largest one's (`Checkpoint.advance` keeps
+        # the largest): one call a run of the batch, not one a record.
+        for source, items in groupby(batch, key=_source):
+            if self.last_source is not None and source != self.last_source:
                 self.ckpt.finish(self.last_source)
-            self.last_source = item.source
-            if item.offset is not None:
-                self.ckpt.advance(item.source, item.offset + 1)
+            self.last_source = source
+            offset = max((item.offset for item in items if item.offset is not None), default=None)
+            if offset is not None:
+                self.ckpt.advance(source, offset + 1)
         self.ckpt.save()
 
     def finish(self) -> None:

@@ -117,7 +117,7 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
             run.drain()
             if stop.asked:
                 summary.unwritten = workers.unwritten()
-                workers.close(terminate=True)
+                workers.close()
                 store.refresh()
                 raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
                                  f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
@@ -130,7 +130,7 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
             summary.dead_letter = None
     finally:
         run.close()
-        workers.close(terminate=True)
+        workers.close()
         summary.retried += store.retried - retried_before
         summary.seconds = time.monotonic() - started
     return summary

@@ -253,17 +253,17 @@ class Workers:
         """Records handed to the workers and never given back (when the run was stopped)."""
         return sum(len(batch) for batch, _ in self._in_flight)
 
-    def close(self, *, terminate: bool = False) -> None:
-        """Shut the workers down; ``terminate``: at once, with the tasks they are working on."""
-        if self._pool is None:
-            return
-        processes = list((getattr(self._pool, "_processes", None) or {}).values())
-        self._pool.shutdown(wait=not terminate, cancel_futures=True)
-        if terminate:
-            for proc in processes:
-                proc.terminate()
-            for proc in processes:
-                proc.join(5)
+    def close(self) -> None:
+        """Shut the workers down: the batches no worker has taken are dropped, each worker finishes the one it
+        holds (its result is dropped too: `unwritten` counts those records), then the workers exit.
+
+        Never by killing a worker: a batch's result is megabytes, which a worker sends through a pipe of 64 KiB
+        for as long as this process takes to read it (long, on a busy machine), and one killed in the middle
+        leaves the pool's result thread waiting for the rest for ever, and this process's exit waiting for that
+        thread (`concurrent.futures` joins it at exit). Waiting costs at most a batch's fingerprinting; a
+        second SIGTERM still ends the run at once, and the kernel ends the workers with it (`_die_with`)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 class Stop:

@@ -189,7 +189,7 @@ def _decided_pairs(fps: Sequence[Sketch], candidates: Sequence[Sequence[StoredDo
 def _judged(rows: list[Sketch], left: list[int], right: list[int], config: FingerprintConfig,
             t: Thresholds) -> tuple[Measures, list[int]]:
     """The measures of the pairs (``rows[left[x]]``, ``rows[right[x]]``), and the pairs the rule keeps."""
-    m = measure_pairs(rows, np.array(left, dtype=np.int64), np.array(right, dtype=np.int64), config)
+    m = measure_pairs(rows, np.array(left, dtype=np.int64), np.array(right, dtype=np.int64), config, t)
     return m, np.flatnonzero(m.decide(t)).tolist()
 
 

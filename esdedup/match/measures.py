@@ -114,12 +114,17 @@ def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Mea
     return Measures(hams, coss, jac, cont, legacy)
 
 
-def measure_pairs(docs: Sequence[Sketch], left: np.ndarray, right: np.ndarray, config: FingerprintConfig) -> Measures:
+def measure_pairs(docs: Sequence[Sketch], left: np.ndarray, right: np.ndarray, config: FingerprintConfig,
+                  t: Thresholds | None = None) -> Measures:
     """`measure` of ``docs[left[x]]`` against ``docs[right[x]]`` for every x, in numpy: the same numbers (the
     same products summed the same way), without a call a document (the store-side join measures its
-    candidate pairs in bulk with it)."""
-    cols = SketchColumns.of(docs, config)
-    m = cols.measure(left, right)
+    candidate pairs in bulk with it). ``t``: the thresholds the caller decides by; where the config stores
+    no vector (no cosine is shown) and ``t`` reads none of these pairs' (`reads_cosine`), the cosines are
+    left NaN and no vector is read."""
+    cols = SketchColumns.of(docs, config, read_vectors=t is None or config.stores_vector)
+    cosine = t is None or config.stores_vector or reads_cosine(
+        t, all_signed=bool(cols.full[left].all() and cols.full[right].all()))
+    m = cols.measure(left, right, cosine=cosine)
     # Signatures of another length (written under an older config): measured one pair at a time.
     for x in np.flatnonzero(cols.signed[left] & cols.signed[right] & ~(cols.full[left] & cols.full[right])):
         one = measure(docs[int(left[x])], [docs[int(right[x])]], config)
@@ -146,11 +151,12 @@ class SketchColumns:
 
     @classmethod
     def of(cls, docs: Sequence[PartialSketch], config: FingerprintConfig, *,
-           vectors: Callable[[], np.ndarray] | None = None) -> SketchColumns:
+           vectors: Callable[[], np.ndarray] | None = None, read_vectors: bool = True) -> SketchColumns:
         """The columns of ``docs``. A text may lack its SimHash, its vector or its length (None): the
         measures that need them are NaN for its pairs, and a text of unknown length is not taken for a
         short one. ``vectors``: what reads the texts' vectors as an (n, dims) float32 array (any values
-        where a text has none), called once, when a cosine is first wanted; default: ``d.vector`` stacked."""
+        where a text has none), called once, when a cosine is first wanted; default: ``d.vector`` stacked,
+        here (``read_vectors`` False: when first wanted, for a caller that may want none)."""
         n, perm = len(docs), config.minhash_perm
         signed = np.fromiter((has_signature(d) for d in docs), dtype=bool, count=n)
         full = signed & np.fromiter((d.minhash is not None and len(d.minhash) == perm for d in docs),
@@ -163,7 +169,7 @@ class SketchColumns:
                               shingles=[d.shingles for d in docs], chars=[d.chars for d in docs],
                               has_vector=has_vector,
                               vectors=(lambda: _stacked_vectors(docs, has_vector, config)) if vectors is None
-                              else vectors, read_vectors_now=vectors is None)
+                              else vectors, read_vectors_now=vectors is None and read_vectors)
 
     @classmethod
     def from_parts(cls, config: FingerprintConfig, *, simhash: Sequence[int | None], sigs: np.ndarray,

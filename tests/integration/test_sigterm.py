@@ -8,26 +8,14 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from esdedup.store.local import LocalStore
-from tests.reliability import last_json, run_cli, start_cli, wait_for, write_corpus
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
+from tests.reliability import child_pids, last_json, run_cli, start_cli, wait_for, wait_or_dump, write_corpus
 
 
 def _running(pid: int) -> bool:
@@ -45,11 +33,11 @@ def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_pa
             "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
     proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err")
     try:
-        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.2,
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.2,
                  what="the first batch written, with its workers running")
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         proc.send_signal(signal.SIGTERM)  # to the ingest parent only, not its process group
-        code = proc.wait(timeout=120)
+        code = wait_or_dump(proc, 120, tmp_path / "err")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -83,11 +71,11 @@ def test_ctrl_c_reports_like_sigterm(tmp_path):
             "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
     proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err", new_session=True)
     try:
-        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.2,
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.2,
                  what="the first batch written, with its workers running")
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)
-        code = proc.wait(timeout=120)
+        code = wait_or_dump(proc, 120, tmp_path / "err")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -107,6 +95,99 @@ def test_ctrl_c_reports_like_sigterm(tmp_path):
     assert last_json(r.stdout)["read"] == len(docs) - first_read
 
 
+def _in_kernel(pid: int, what: str, *, thread: bool = False) -> bool:
+    """Whether a process (``thread``: any of its threads) is blocked in the kernel function ``what`` (a pipe's
+    read or write: ``pipe_read`` and ``anon_pipe_read`` as kernels name it)."""
+    paths = list(Path(f"/proc/{pid}/task").glob("*/wchan")) if thread else [Path(f"/proc/{pid}/wchan")]
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.read_text().endswith(what):
+                return True
+    return False
+
+
+def _pending(pid: int, signum: int) -> bool:
+    """Whether ``signum`` waits to be delivered to the process (a stopped one takes it when continued)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask >> (signum - 1) & 1 for mask in masks)
+
+
+def _keeps_reading(pid: int) -> bool:
+    """Whether a thread of the process is in a pipe's read at each of 5 looks over a second."""
+    for _ in range(5):
+        if not _in_kernel(pid, "pipe_read", thread=True):
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _stop_a_worker_while_it_sends_a_result(proc: subprocess.Popen[bytes], deadline: float) -> int:
+    """SIGSTOP an ingest worker caught halfway through sending a batch's result back (megabytes through a pipe
+    of 64 KiB), with the parent holding part of it: what a worker the scheduler does not run for a while on a
+    busy machine looks like. Returns the stopped worker."""
+    while time.monotonic() < deadline and proc.poll() is None:
+        for pid in child_pids(proc.pid):
+            if _in_kernel(pid, "pipe_write"):
+                os.kill(pid, signal.SIGSTOP)
+                # The parent reads what is in the pipe, then waits for the rest, for as long as the worker is
+                # stopped (a read of the other worker's result is over in a moment).
+                time.sleep(0.3)
+                if _keeps_reading(proc.pid):
+                    return pid
+                os.kill(pid, signal.SIGCONT)  # it had finished: try again
+        time.sleep(0.001)
+    raise AssertionError("never caught a worker sending a result back")
+
+
+def test_sigterm_while_a_worker_sends_its_result_back(tmp_path):
+    """SIGTERM while a worker is halfway through sending a batch's fingerprints back (on a busy machine a
+    worker often is: a result is megabytes, and the parent reads it as fast as it gets the CPU). The run
+    stops as always, and ends: it never kills a worker in the middle of a result, which would leave the
+    process pool's result thread waiting for the rest of it, and the exit waiting for that thread, for ever."""
+    data, ck = tmp_path / "data", tmp_path / "ck.json"
+    docs = write_corpus(tmp_path / "in.jsonl", 30_000, seed=63)
+    args = ("ingest", tmp_path / "in.jsonl", "--index", "mid", "--data-dir", data, "--tokenizer", "rjieba",
+            "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
+    proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err")
+    workers: list[int] = []
+    try:
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.1,
+                 what="the first batch written, with its workers running")
+        workers = child_pids(proc.pid)
+        stopped = _stop_a_worker_while_it_sends_a_result(proc, time.monotonic() + 120)
+        proc.send_signal(signal.SIGTERM)
+        # The run stops its workers now. A stopped worker goes on only when continued, as the scheduler would
+        # continue it: once a run that kills its workers has sent it SIGTERM (which then ends it), or after a
+        # while for a run that waits for it.
+        deadline = time.monotonic() + 10
+        while not _pending(stopped, signal.SIGTERM) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stopped, signal.SIGCONT)
+        code = wait_or_dump(proc, 120, tmp_path / "err")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in workers:  # never leave one behind, stopped or not, for the rest of the suite
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    err = (tmp_path / "err").read_text()
+    assert code == 143, err[-3000:]
+    assert "Traceback" not in err and err.startswith("Error: stopped by SIGTERM: read "), err[-3000:]
+    first_read = int(err.split("read ", 1)[1].split()[0])
+    r = run_cli(*args, "--resume", timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert last_json(r.stdout)["read"] == len(docs) - first_read  # nothing read twice, nothing lost
+    store = LocalStore("mid", data)
+    store.open(None, create=False)
+    assert store.count() == len(docs)
+    store.close()
+
+
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_after_sigkill_the_workers_end_and_a_resume_runs_at_once(tmp_path, native):
     """``kill -9`` of an ingest: the kernel's parent-death signal ends its worker processes (they must not keep
@@ -119,11 +200,11 @@ def test_after_sigkill_the_workers_end_and_a_resume_runs_at_once(tmp_path, nativ
             "--workers", "2", "--checkpoint", ck, "--dead-letter", tmp_path / "dl.jsonl", "--json")
     proc = start_cli(*args, stdout=tmp_path / "out", stderr=tmp_path / "err", env=env)
     try:
-        wait_for(lambda: ck.exists() and len(_children(proc.pid)) >= 2, timeout=300, interval=0.1,
+        wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.1,
                  what="the first batch written, with its workers running")
-        workers = _children(proc.pid)
+        workers = child_pids(proc.pid)
         proc.kill()  # SIGKILL to the ingest parent only: no handler of its own runs
-        proc.wait(timeout=60)
+        wait_or_dump(proc, 60, tmp_path / "err")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -448,3 +448,55 @@ def test_a_checkpoint_thread_that_cannot_open_the_file_says_so_and_ends(tmp_path
         thread.ask()
         thread.stop()
     assert "is copied into the file by the commits from now on" in caplog.text
+
+
+def _has_sha1_index(path) -> bool:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'docs_sha1'").fetchone() is not None
+    finally:
+        db.close()
+
+
+def test_a_new_collection_indexes_its_content_sha1s_once_its_first_writes_are_done(tmp_path):
+    """A collection created by this connection is written without its index of content SHA-1s (random
+    keys, a B-tree insert a row); `refresh` builds it in one pass, as does an exact-copy lookup that comes
+    first, and a connection that finds the file without it (its creator died first) builds it before it
+    writes, not when it opens the file to read it. The rows are the same either way."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    docs = _docs(config)
+    s = LocalStore("deferred", tmp_path)
+    s.open(config)
+    assert all(r.ok for r in s.write(docs))
+    assert not _has_sha1_index(s.path)
+    s.refresh()
+    assert _has_sha1_index(s.path)
+    plan = s._database.connect().execute("EXPLAIN QUERY PLAN SELECT id FROM docs WHERE content_sha1 = 'x'")
+    assert "docs_sha1" in " ".join(str(r) for r in plan)
+    rows = s._database.connect().execute(
+        "SELECT id, content_sha1, source, cluster_id FROM docs ORDER BY seq").fetchall()
+    s.close()
+
+    first = LocalStore("lookup-first", tmp_path)
+    first.open(config)
+    assert all(r.ok for r in first.write(docs))
+    assert [[d.id for d in found] for found in first.copies([docs[0].content_sha1, "none"])] == [["d0"], []]
+    assert _has_sha1_index(first.path)
+    assert first._database.connect().execute(
+        "SELECT id, content_sha1, source, cluster_id FROM docs ORDER BY seq").fetchall() == rows
+
+    died = LocalStore("died", tmp_path)
+    died.open(config)
+    assert all(r.ok for r in died.write(docs))
+    died._database._sha1_pending = None  # as if the process had died before refresh or close
+    died.close()
+    assert not _has_sha1_index(died.path)
+    again = LocalStore("died", tmp_path)
+    again.open()
+    assert [[d.id for d in found] for found in again.copies([docs[0].content_sha1])] == [["d0"]]
+    again.refresh()
+    assert not _has_sha1_index(died.path)
+    assert all(r.ok for r in again.write(docs[:1]))
+    assert _has_sha1_index(died.path)
+    again.close()
+    first.close()

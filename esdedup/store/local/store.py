@@ -152,7 +152,9 @@ class LocalStore:
 
     @_sql_errors
     def refresh(self) -> None:
-        """Every write is visible at once (the text index catches up when it is searched)."""
+        """Every write is visible at once (the text index catches up when it is searched); a file this store
+        created gets its index of content SHA-1s now (`Database.build_deferred_index`)."""
+        self._database.build_deferred_index()
 
     def alone(self) -> bool:
         """Writers never settle here (`write_lock` serialises them), so this does not matter: True."""
@@ -200,6 +202,7 @@ class LocalStore:
             existing.update(r[0] for r in db.execute(f"SELECT id FROM docs WHERE id IN ({marks(len(chunk))})", chunk))
         old = [i for i in ids if i in existing]
         old_keys = self._keys.indexed_keys(old) if old else []
+        self._database.build_missing_index()
         with db:
             self._keys.delete(db, old_keys)
             db.executemany(INSERT_DOC, doc_rows(batch, config.bits, config.stores_vector))
@@ -257,6 +260,7 @@ class LocalStore:
     @_sql_errors
     def copies(self, sha1s: Sequence[str], *, limit: int = 1000) -> list[list[StoredDoc]]:
         """See `Store.copies` (the index ``docs_sha1`` serves it)."""
+        self._database.build_deferred_index()
         by_sha1: dict[str, list[StoredDoc]] = {}
         for d in self._docs_where("content_sha1", sorted(set(sha1s))):
             by_sha1.setdefault(d.content_sha1 or "", []).append(d)
