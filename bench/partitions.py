@@ -83,7 +83,7 @@ def run_partitions(where: list[str], parts: int, out: Path, es_url: str | None) 
             raise SystemExit(f"partition {i}/{parts} failed: {(out / f'p{i}of{parts}.err').read_text()[-2000:]}")
         summary = json.loads((out / f"p{i}of{parts}.err").read_text().splitlines()[-1])
         runs.append({"partition": f"{i}/{parts}", "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                     "peak_rss_mb": round(peak.stop()), **{k: summary.get(k) for k in ("keys", "fetched", "candidates", "pairs")}})
+                     "peak_rss_mb": round(peak.stop()), **{k: summary.get(k) for k in ("keys", "fetched", "held", "candidates", "pairs")}})
     lines = [ln for i in range(parts) for ln in (out / f"p{i}of{parts}.jsonl").read_text("utf-8").splitlines()]
     wall = round(time.perf_counter() - t, 1)
     node1 = node_cpu(es_url)

@@ -217,6 +217,7 @@ def test_the_embedded_store_groups_the_exact_copies_a_scan_gives(corpus_store, t
         groups = P.CopyGroups.of(s).groups
         with monkeypatch.context() as m:
             m.setattr(P, "reads_signature_columns", lambda _store: False)  # as a store without columns
+            m.setattr(P, "reads_copy_columns", lambda _store: False)
             assert P.CopyGroups.of(s).groups == groups
             scanned = list(find_pairs(s))
         assert list(find_pairs(s)) == scanned

@@ -93,7 +93,8 @@ class LocalStore:
 
     #: Every protocol of `Store`, and its signatures read as columns (`signature_columns`).
     capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_PAIRS,
-                              Capability.BROWSING, Capability.SIGNATURE_COLUMNS})
+                              Capability.BROWSING, Capability.SIGNATURE_COLUMNS,
+                              Capability.COPY_COLUMNS})
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
@@ -331,7 +332,7 @@ class LocalStore:
 
     @_sql_errors
     def copy_columns(self) -> list[tuple[str, str, bool]]:
-        """See `esdedup.store.columns.SignatureColumnsStore` (the rows `copy_rows` reads of `scan`'s documents,
+        """See `esdedup.store.columns.CopyColumnsStore` (the rows `copy_rows` reads of `scan`'s documents,
         those whose content SHA-1 another document holds too: grouped by the SHA-1 index, not in memory)."""
         rows = self._database.connect().execute(
             "SELECT id, content_sha1, empty FROM docs WHERE content_sha1 IN (SELECT content_sha1 FROM docs "
