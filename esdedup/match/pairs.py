@@ -62,12 +62,12 @@ CACHE_MAX = 200_000
 LSH_IN_MEMORY_MAX = 2_000_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pair:
     """Two near-duplicate documents, ``a < b``, with the measures the rule read: the MinHash estimates
     ``jaccard`` and ``containment`` when both carry signatures, else None; ``cosine`` None when the index
     stores no vectors (nothing to compare); ``decided_by``: the measure that made them near-duplicates
-    (`esdedup.match.rule.decided_by`)."""
+    (`esdedup.match.rule.decided_by`). Slotted: all-pairs search holds every pair of an index at once."""
 
     a: str
     b: str
@@ -522,13 +522,15 @@ def _lsh_duplicates(store: ScannableStore, seen: _SeenPairs, t: Thresholds, max_
     """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order: the rule
     (`esdedup.match.rule.decide`) over each chunk's measures, a `Pair` made only for the pairs it keeps, with
     what `ScoredPair.to_pair` reports. The cosines are measured only when the rule reads them or the pairs
-    show them."""
+    show them. Every chunk is judged before the first pair is made, and the signatures are let go then: the
+    caller holds every pair (all-pairs search sorts them), and both at once were the peak of its memory."""
     cols, left, right = _lsh_join(store, max_bucket, crowded)
     ids = cols.ids
     seen.add_rows(ids, left, right)
     shown = store.config.stores_vector
     # Every candidate carries two signatures of the config's length.
     read = reads_cosine(t, all_signed=True)
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, list[str]]] = []
     for lo in range(0, len(left), chunk):
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
         m = cols.sketches.measure(a, b, cosine=read)
@@ -539,10 +541,13 @@ def _lsh_duplicates(store: ScannableStore, seen: _SeenPairs, t: Thresholds, max_
         if shown:
             vectors = cols.sketches.vector_rows()
             cosine = m.cosine[keep] if read else row_cosines(vectors[a[keep]], vectors[b[keep]])
-        hamming, jaccard, containment = m.hamming[keep], m.jaccard[keep], m.containment[keep]
+        hamming, jaccard = m.hamming[keep], m.jaccard[keep]
         by = decided_by_many(t, hamming=hamming, cosine=np.nan if cosine is None else cosine, jaccard=jaccard)
-        cosines = [None] * len(keep) if cosine is None else [measured(c) for c in cosine]
-        for i, j, h, c, jj, ct, why in zip(a[keep].tolist(), b[keep].tolist(), _hamming_list(hamming), cosines,
+        kept.append((a[keep], b[keep], hamming, cosine, jaccard, m.containment[keep], by))
+    del cols
+    for a, b, hamming, cosine, jaccard, containment, by in kept:
+        cosines = [None] * len(a) if cosine is None else [measured(c) for c in cosine]
+        for i, j, h, c, jj, ct, why in zip(a.tolist(), b.tolist(), _hamming_list(hamming), cosines,
                                            jaccard.tolist(), containment.tolist(), by, strict=True):
             yield Pair(ids[i], ids[j], h, c, jj, ct, why)
 
