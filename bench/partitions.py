@@ -83,7 +83,7 @@ def run_partitions(where: list[str], parts: int, out: Path, es_url: str | None) 
             raise SystemExit(f"partition {i}/{parts} failed: {(out / f'p{i}of{parts}.err').read_text()[-2000:]}")
         summary = json.loads((out / f"p{i}of{parts}.err").read_text().splitlines()[-1])
         runs.append({"partition": f"{i}/{parts}", "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                     "peak_rss_mb": round(peak.stop()), **{k: summary.get(k) for k in ("keys", "fetched", "candidates", "pairs")}})
+                     "peak_rss_mb": round(peak.stop()), **{k: summary.get(k) for k in ("keys", "fetched", "held", "candidates", "pairs")}})
     lines = [ln for i in range(parts) for ln in (out / f"p{i}of{parts}.jsonl").read_text("utf-8").splitlines()]
     wall = round(time.perf_counter() - t, 1)
     node1 = node_cpu(es_url)
@@ -104,6 +104,8 @@ def main() -> None:
     ap.add_argument("--variants", type=int, default=3, help="--corpus scale: planted near-duplicates a source")
     ap.add_argument("--shards", type=int, help="primaries of the Elasticsearch index (ingest's --shards)")
     ap.add_argument("--replicas", type=int, help="replicas of the Elasticsearch index (ingest's --replicas)")
+    ap.add_argument("--whole", help="with --existing: the output of one `esdedup dups` of that index (an earlier "
+                                    "run's), instead of running it again")
     ap.add_argument("--existing", action="store_true",
                     help="the index is there already (a --keep run's): no documents, no ingest")
     args = ap.parse_args()
@@ -137,15 +139,19 @@ def main() -> None:
         node1 = node_cpu(args.es)
         result["ingest_node_cpu_s"] = None if node0 is None or node1 is None else round(node1 - node0, 1)
     try:
-        log("dups (one process, as it chooses)")
-        t = time.perf_counter()
-        with open(tmp / "whole.jsonl", "wb") as fh:
-            proc = subprocess.Popen([sys.executable, "-m", "esdedup", "dups", *where], stdout=fh, cwd=ROOT)
-            peak = PeakRss(proc.pid)
-            proc.wait()
-        whole = sorted((tmp / "whole.jsonl").read_text("utf-8").splitlines())
-        result["whole"] = {"wall_s": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak.stop()),
-                           "pairs": len(whole)}
+        if args.whole:
+            whole = sorted(Path(args.whole).read_text("utf-8").splitlines())
+            result["whole"] = {"wall_s": None, "peak_rss_mb": None, "pairs": len(whole)}
+        else:
+            log("dups (one process, as it chooses)")
+            t = time.perf_counter()
+            with open(tmp / "whole.jsonl", "wb") as fh:
+                proc = subprocess.Popen([sys.executable, "-m", "esdedup", "dups", *where], stdout=fh, cwd=ROOT)
+                peak = PeakRss(proc.pid)
+                proc.wait()
+            whole = sorted((tmp / "whole.jsonl").read_text("utf-8").splitlines())
+            result["whole"] = {"wall_s": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak.stop()),
+                               "pairs": len(whole)}
         rows = []
         for parts in (int(p) for p in args.parts.split(",")):
             log(f"dups in {parts} partitions at once")
@@ -154,6 +160,7 @@ def main() -> None:
             r["same_pairs"] = sorted(lines) == whole
             r["repeated"] = sum(n - 1 for n in Counter(lines).values() if n > 1)
             rows.append(r)
+            log(json.dumps(r))  # each partition count as it ends: a long run stopped later keeps these
         result["partitions"] = rows
     finally:
         if not args.keep:
@@ -164,7 +171,7 @@ def main() -> None:
     print(f"| {result['store']}, {result['docs']:,} documents | wall s | CPU s per process | node CPU s | "
           "peak RSS MB per process | pairs | same |")
     print("|---|---|---|---|---|---|---|")
-    print(f"| dups (one process) | {w['wall_s']} | - | - | {w['peak_rss_mb']} | {w['pairs']:,} | - |")
+    print(f"| dups (one process) | {w['wall_s'] or '-'} | - | - | {w['peak_rss_mb'] or '-'} | {w['pairs']:,} | - |")
     for r in rows:
         rss = ", ".join(str(x["peak_rss_mb"]) for x in r["runs"])
         cpu = ", ".join(str(x["cpu_s"]) for x in r["runs"])

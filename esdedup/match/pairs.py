@@ -43,7 +43,7 @@ from esdedup.match.rule import (
 )
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import KeyBatch, ScannableStore, StoredDoc
-from esdedup.store.columns import SignatureColumns, copy_rows, reads_signature_columns
+from esdedup.store.columns import SignatureColumns, copy_rows, reads_copy_columns, reads_signature_columns
 from esdedup.store.partition import Partition, pair_share
 from esdedup.util.collector import fewer_collections
 from esdedup.util.fieldtypes import checked_args
@@ -174,7 +174,7 @@ class CopyGroups:
     @classmethod
     def of(cls, store: ScannableStore, *, max_bucket: int = 1000) -> CopyGroups:
         by_sha1: dict[tuple[str, bool], list[str]] = {}
-        batches = [store.copy_columns()] if reads_signature_columns(store) else map(copy_rows, store.scan())
+        batches = [store.copy_columns()] if reads_copy_columns(store) else map(copy_rows, store.scan())
         for rows in batches:
             for doc_id, sha1, empty in rows:
                 by_sha1.setdefault((sha1, empty), []).append(doc_id)
@@ -329,9 +329,12 @@ class _PairScorer:
         are that partition's (`esdedup.store.partition.pair_share`)."""
         crowded_seen: set[tuple[str, str]] = set()
         pending: list[tuple[str, str]] = []
+        # Members a batch brought whole (`KeyBatch.docs`), kept until their pairs are measured.
+        known: dict[str, StoredDoc] = {}
         if batches is None:
             batches = self.store.key_batches(max_bucket=max_bucket, lsh=lsh)
         for batch in batches:
+            known.update(batch.docs)
             for key, count, ids in batch.groups:
                 if len(ids) >= max_bucket:
                     log.warning("band value %s is shared by %d or more documents; only %d were compared "
@@ -340,10 +343,12 @@ class _PairScorer:
                 if share is not None and count > max_bucket:
                     owned = (p for p in owned if pair_share(*p, share.count) == share.index)
                 pending += owned
-            if len(pending) >= PAIR_BATCH:
-                yield from self.score_pairs(pending)
+            # The documents kept bound the memory as much as the pairs (a share with few pairs a batch).
+            if len(pending) >= PAIR_BATCH or len(known) >= PAIR_BATCH:
+                yield from self.score_pairs(pending, known)
                 pending = []
-        yield from self.score_pairs(pending)
+                known = {}
+        yield from self.score_pairs(pending, known)
 
     def _owned(self, key: str, ids: list[str], keys: Mapping[str, frozenset[str]],
                crowded_seen: set[tuple[str, str]] | None) -> Iterator[tuple[str, str]]:
@@ -363,11 +368,15 @@ class _PairScorer:
                     crowded_seen.add((a, b))
                     yield a, b
 
-    def score_pairs(self, pairs: list[tuple[str, str]]) -> Iterator[ScoredPair]:
-        """Measure candidate pairs (``a < b``) in bulk: their documents fetched once, every measure in numpy
-        as `esdedup.match.measures.measure` takes it; pairs with an empty or vanished document are left out."""
-        ids = sorted({i for p in pairs for i in p})
-        docs: dict[str, StoredDoc] = {}
+    def score_pairs(self, pairs: list[tuple[str, str]],
+                    known: Mapping[str, StoredDoc] | None = None) -> Iterator[ScoredPair]:
+        """Measure candidate pairs (``a < b``) in bulk: their documents fetched once (those not ``known``
+        already), every measure in numpy as `esdedup.match.measures.measure` takes it; pairs with an empty or
+        vanished document are left out."""
+        known = known or {}
+        wanted = {i for p in pairs for i in p}
+        docs: dict[str, StoredDoc] = {i: known[i] for i in wanted if i in known}
+        ids = sorted(wanted - docs.keys())
         for start in range(0, len(ids), FETCH_BATCH):
             docs.update(self.store.get(ids[start:start + FETCH_BATCH]))
         live = [d for d in docs.values() if not d.empty]

@@ -22,19 +22,22 @@ class PartitionStats:
     """What one partition of all-pairs search did (`partition_pairs`): the shared keys it read (``keys``;
     ``members``: their documents, counted once a key), the candidate pairs it measured, the pairs the rule
     kept, and the seconds it took. ``fetched``: the documents whose keys the partition read from the store
-    (Elasticsearch: each at most once while they fit `esdedup.store.elastic.keys.MEMBER_KEYS`)."""
+    (Elasticsearch: the members of its key groups, read whole, their keys computed from their fingerprints).
+    ``held``: the key entries (a key of a document) it held in memory to find its groups, where the store
+    counts them (Elasticsearch: its share of the index's keys)."""
 
     partition: str
     keys: int = 0
     members: int = 0
     fetched: int = 0
+    held: int = 0
     candidates: int = 0
     pairs: int = 0
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return {"partition": self.partition, "keys": self.keys, "members": self.members, "fetched": self.fetched,
-                "candidates": self.candidates, "pairs": self.pairs, "seconds": round(self.seconds, 3)}
+                "held": self.held, "candidates": self.candidates, "pairs": self.pairs, "seconds": round(self.seconds, 3)}
 
 
 def partition_pairs(store: Store, partition: Partition, *, thresholds: Thresholds | ThresholdOverrides | None = None,
@@ -67,6 +70,7 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
             stats.keys += len(b.groups)
             stats.members += sum(len(ids) for _, _, ids in b.groups)
             stats.fetched += b.fetched
+            stats.held = max(stats.held, b.held)
             yield b
             stats.seconds = time.monotonic() - start
             if progress is not None:

@@ -125,11 +125,16 @@ class KeyBatch:
     when more hold it: a crowded key). ``keys``: every member's keys of the fields read, less the crowded
     ones, so that a caller can tell under which shared key a pair turns up first and count it once without
     remembering the pairs it has seen. ``fetched``: the members whose keys were read from the store for this
-    batch (the others' were read for an earlier batch), where the store counts them."""
+    batch (the others' were read for an earlier batch), where the store counts them. ``docs``: members the
+    store read whole to give their keys (computed from their fingerprints), so that measuring their pairs
+    need not read them again. ``held``: the key entries (a key of a document) the store held in memory to
+    find these groups, where it counts them (a partition's key table)."""
 
     groups: list[tuple[str, int, list[str]]]
     keys: dict[str, frozenset[str]]
     fetched: int = 0
+    docs: Mapping[str, StoredDoc] = field(default_factory=dict)
+    held: int = 0
 
 
 @dataclass
@@ -211,6 +216,9 @@ class Capability(enum.Enum):
     ELASTICSEARCH = "Elasticsearch requests"
     #: `esdedup.store.columns.SignatureColumnsStore`: signatures read as columns, without a `StoredDoc` each.
     SIGNATURE_COLUMNS = "signature columns"
+    #: `esdedup.store.columns.CopyColumnsStore`: every document's content SHA-1 read as columns, for grouping
+    #: exact copies without reading every document whole.
+    COPY_COLUMNS = "copy columns"
     #: `esdedup.store.partition.PartitionedKeys`: a share of the shared keys, for all-pairs search in partitions.
     PARTITIONED_KEYS = "partitioned key scans"
     #: `esdedup.store.partition.PartitionedPairs`: a share of the candidate pairs, read from every shared key.

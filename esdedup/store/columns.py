@@ -1,6 +1,6 @@
 """The signatures of stored documents as columns: what all-pairs search reads of each (`SignatureColumns`,
 and `copy_rows` for the exact copies), and the store that reads them without a `esdedup.store.base.StoredDoc`
-each (`SignatureColumnsStore`)."""
+each (`SignatureColumnsStore`), or its documents' content SHA-1s without reading them whole (`CopyColumnsStore`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -49,9 +49,22 @@ class SignatureColumnsStore(Protocol):
         """`SignatureColumns.of` every stored document, read at once."""
         ...
 
+
+
+class CopyColumnsStore(Protocol):
+    """A store that reads every document's content SHA-1 without reading the documents whole: it declares
+    `Capability.COPY_COLUMNS` (`reads_copy_columns` tells); grouping exact copies reads `copy_rows` of a
+    `KeyScans.scan` of any other."""
+
     def copy_columns(self) -> list[tuple[str, str, bool]]:
-        """`copy_rows` of every stored document, read at once."""
+        """`copy_rows` of the stored documents, read at once: at least those whose content SHA-1 another holds
+        too (a store may leave out the others, which are no one's copy)."""
         ...
+
+
+def reads_copy_columns(store: StoreCore) -> TypeGuard[CopyColumnsStore]:
+    """Whether ``store`` declares `Capability.COPY_COLUMNS`."""
+    return Capability.COPY_COLUMNS in store.capabilities
 
 
 def copy_rows(docs: Iterable[StoredDoc]) -> list[tuple[str, str, bool]]:

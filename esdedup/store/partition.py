@@ -4,10 +4,11 @@ share of the candidate pairs.
 Where a pair belongs, decided here once, one of two ways as the store declares:
 
 - `PartitionedKeys` (Elasticsearch): a pair of documents that share a key (not crowded) belongs to the
-  partition of the smallest such key, so each key being read by exactly one partition makes each pair come
-  out of exactly one. Keys are spread by the ``terms`` aggregation's partitions; pairs that share crowded keys
-  only have no such key, and are spread by `pair_share`. The node does the reading, and each member comes with
-  its keys (doc values), which the smallest-key rule needs.
+  partition of the smallest such key, so each key being held by exactly one partition (`key_share`) makes
+  each pair come out of exactly one. A partition scans every document's keys and keeps its share only, and
+  gives each member of its key groups its keys computed from the member's fingerprint (read for measuring
+  anyway), which the smallest-key rule needs. Pairs that share crowded keys only have no such key, and are
+  spread by `pair_share`.
 - `PartitionedPairs` (the embedded store): every partition reads every shared key, and a pair belongs to the
   partition `pair_share` gives it. Reading the key index is cheap in-process (a second for 50,000 documents),
   while giving each member of a key group its keys for the smallest-key rule meant computing them from its
@@ -70,6 +71,11 @@ def pair_share(a: str, b: str, count: int) -> int:
     """The partition of a pair: on the embedded store every pair's (`PartitionedPairs`); on Elasticsearch that of
     a pair that shares crowded keys only (every partition reads the crowded keys)."""
     return zlib.crc32(f"{a}\0{b}".encode()) % count
+
+
+def key_share(key: str, count: int) -> int:
+    """The partition of a shared key on Elasticsearch (`PartitionedKeys`): the one that holds it in memory."""
+    return zlib.crc32(key.encode()) % count
 
 
 def sha1_share(sha1: str, count: int) -> int:

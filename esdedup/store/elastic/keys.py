@@ -1,18 +1,24 @@
-"""Band keys held by several documents of an Elasticsearch index, from terms aggregations: the shared keys of
-each key field with their members (`key_batches`), and the crowded keys (`crowded_keys`)."""
+"""Band keys held by several documents of an Elasticsearch index: the shared keys of each key field with their
+members, from terms aggregations (`key_batches`); a partition's share of them, from a scan of every document's
+keys (`partition_key_batches`); and the crowded keys (`crowded_keys`)."""
 from __future__ import annotations
 
 import itertools
 import logging
 import math
+from array import array
 from collections.abc import Collection, Iterator, Mapping, Sequence
+
+import numpy as np
 
 from esdedup.errors import StoreError
 from esdedup.es import query as q
-from esdedup.store.base import KeyBatch
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.minhash import lsh_keys_many
+from esdedup.store.base import KeyBatch, StoredDoc
 from esdedup.store.elastic import scans
 from esdedup.store.elastic.index import PAGE, ElasticIndex
-from esdedup.store.partition import Partition
+from esdedup.store.partition import Partition, key_share
 from esdedup.util.prefetch import ahead
 
 log = logging.getLogger(__name__)
@@ -50,24 +56,20 @@ def key_counts(index: ElasticIndex, keys: Sequence[str] | Mapping[str, Sequence[
     return out
 
 
-def shared_values(index: ElasticIndex, field: str, min_count: int,
-                  share: Partition | None = None) -> Iterator[list[tuple[str, int]]]:
+def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[list[tuple[str, int]]]:
     """Every value of a key field held by ``min_count`` or more documents, with its count, one partition of
     the field's values at a time: the node reads the field once a partition and sends only those values, not
     the singletons. The partitions are as many as make each answer about `PARTITION_BUCKETS` values (the
     field's value count less its distinct values bounds the values held twice or more); a partition whose
     answer may be cut is asked again as two (values fall in partition ``hash % n``, so partition p of n is
-    partitions p and p + n of 2n). ``share``: only the values of that share of the field (its partitions are
-    then a multiple of its count, and read are those congruent to its index: ``hash % kP % P == hash % P``)."""
+    partitions p and p + n of 2n)."""
     distinct, values = key_stats(index, field)
     parts = max(1, math.ceil(min(distinct, values - distinct) / PARTITION_BUCKETS))
-    every = share.count if share is not None else 1
-    parts = math.ceil(parts / every) * every
     log.debug("%s: %d distinct values, %d in all: %d partitions", field, distinct, values, parts)
     size = 2 * PARTITION_BUCKETS
     # With several shards each must send all of its values in the partition for the counts to add up.
     shard_size = max(size, math.ceil(1.5 * distinct / parts))
-    todo = [(p, parts) for p in reversed(range(parts)) if share is None or p % every == share.index]
+    todo = [(p, parts) for p in reversed(range(parts))]
     while todo:
         part = todo.pop()
         found, whole = key_counts(index, [field], "band aggregation", min_count=min_count, size=size,
@@ -103,32 +105,167 @@ def _crowded_values(index: ElasticIndex, fields: Sequence[str], max_bucket: int
     return out
 
 
-def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True,
-                partition: Partition | None = None) -> Iterator[KeyBatch]:
+def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
     """See `Store.key_batches`: shared keys field by field, partition by partition (`shared_values`); their
     members found for a page of members at a time, and every member's keys (doc values) read once
     (`MemberKeys`). The next batch is fetched while the caller works on this one (`ahead`): the node's
-    aggregations and searches overlap the caller's pair work instead of taking turns with it. ``partition``:
-    its share (`esdedup.store.partition.PartitionedKeys`): the crowded values first, then the share's others."""
-    return ahead(_key_batches(index, max_bucket, lsh, partition))
+    aggregations and searches overlap the caller's pair work instead of taking turns with it."""
+    return ahead(_key_batches(index, max_bucket, lsh))
 
 
-def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool,
-                 partition: Partition | None = None) -> Iterator[KeyBatch]:
+def partition_key_batches(index: ElasticIndex, partition: Partition, *, max_bucket: int = 1000,
+                          lsh: bool = True) -> Iterator[KeyBatch]:
+    """See `esdedup.store.partition.PartitionedKeys`: the crowded values first (`_crowded_values`, every
+    partition reads them, their members' keys from doc values), then the partition's share of the others from
+    one point-in-time scan of every document's keys (`ShareTable`), in batches whose members are read whole
+    once a batch and their keys computed from their fingerprints (`_share_batches`). Fetched ``ahead``."""
+    return ahead(_partition_key_batches(index, partition, max_bucket, lsh))
+
+
+def _partition_key_batches(index: ElasticIndex, partition: Partition, max_bucket: int,
+                           lsh: bool) -> Iterator[KeyBatch]:
     fields = index.key_fields(lsh=lsh)
     by_field = _crowded_values(index, fields, max_bucket)
     crowded = frozenset(v for found in by_field.values() for v, _ in found)
-    share = partition if partition is not None and not partition.whole else None
     member_keys = MemberKeys(index, fields, crowded)
-    if share is not None:
-        # Every partition reads the crowded values (few); the share's partitions are read without them.
-        for field, held in by_field.items():
-            for v, n in held:
-                yield _members(index, field, [(v, n)], member_keys, max_bucket)
+    for field, held in by_field.items():
+        for v, n in held:
+            yield _members(index, field, [(v, n)], member_keys, max_bucket)
+    table = ShareTable(partition, crowded)
+    for hits in scans.hit_pages(index, "reading band keys", docvalue_fields=fields, batch=PAGE, source=False):
+        for h in hits:
+            got = h.get("fields")
+            if got:
+                table.add(h["_id"], [str(v) for f in fields for v in got.get(f, ())])
+        yield KeyBatch([], {}, held=table.held)  # the scan's progress
+    yield from _share_batches(index, table, crowded, lsh)
+
+
+class ShareTable:
+    """The keys of one partition's share (`key_share`) held by the documents of a scan, less the crowded: the
+    only keys a partition holds in memory (a 64-bit hash and a document number each, ~1/P of the index's
+    keys), grouped once the scan is over (`groups`). The hash only groups: the keys themselves are computed
+    again from the members' fingerprints, which tells keys that share a hash apart."""
+
+    def __init__(self, partition: Partition, crowded: frozenset[str]) -> None:
+        self.partition, self.crowded = partition, crowded
+        self.ids: list[str] = []
+        self._hashes = array("q")
+        self._rows = array("i")
+
+    @property
+    def held(self) -> int:
+        return len(self._hashes)
+
+    def add(self, doc_id: str, keys: Sequence[str]) -> None:
+        p = self.partition
+        mine = [k for k in keys if (p.whole or key_share(k, p.count) == p.index) and k not in self.crowded]
+        if mine:
+            row = len(self.ids)
+            self.ids.append(doc_id)
+            self._hashes.extend(map(hash, mine))
+            self._rows.extend([row] * len(mine))
+
+    def groups(self) -> Iterator[tuple[int, list[str]]]:
+        """Each hash held by two documents or more, with their ids; ordered by their first document in the
+        scan, so that the groups of one document come close together (each read once a batch, not once a
+        group). The table is let go as it is read."""
+        hashes = np.frombuffer(self._hashes, dtype=np.int64)
+        rows = np.frombuffer(self._rows, dtype=np.dtype(f"i{self._rows.itemsize}"))
+        order = np.argsort(hashes, kind="stable")
+        hashes, rows = hashes[order], rows[order]
+        del order
+        self._hashes, self._rows = array("q"), array("i")
+        if not len(hashes):
+            return
+        starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
+        sizes = np.diff(np.r_[starts, len(hashes)])
+        starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        # A document holds a key once, and rows were added in scan order: a group's first row is its smallest.
+        for g in np.argsort(rows[starts], kind="stable").tolist():
+            lo, n = int(starts[g]), int(sizes[g])
+            yield int(hashes[lo]), [self.ids[r] for r in rows[lo:lo + n].tolist()]
+
+
+#: Members read whole (their fingerprints) a batch of `_share_batches`.
+SHARE_BATCH = 4000
+
+
+def _share_batches(index: ElasticIndex, table: ShareTable, crowded: frozenset[str], lsh: bool) -> Iterator[KeyBatch]:
+    """The key groups of ``table`` in batches of about `SHARE_BATCH` members: the members read whole (their
+    fingerprints), their keys computed from them (`doc_keys`: what ingest stored), each group split by the
+    keys of its hash (a hash two keys share is one group in the table). A member read for the last batch is
+    not read again."""
+    config = index.config
+    pending: list[tuple[int, list[str]]] = []
+    last: Mapping[str, StoredDoc] = {}
+
+    def batch() -> KeyBatch:
+        nonlocal last
+        ids = {i for _, members in pending for i in members}
+        need = sorted(i for i in ids if i not in last)
+        docs = {**{i: last[i] for i in ids if i in last}, **_fingerprints(index, need)}
+        keys = {i: frozenset(k) - crowded for i, k in doc_keys(docs, config, lsh=lsh).items()}
+        groups: dict[str, list[str]] = {}
+        for h, members in pending:
+            found = 0
+            for m in members:
+                for k in keys.get(m, ()):
+                    if hash(k) == h:
+                        groups.setdefault(k, []).append(m)
+                        found += 1
+            if found < sum(1 for m in members if m in docs):
+                # Its keys changed since the scan (written again) or were stored by another rule: its pairs
+                # could not be given to one partition each.
+                raise StoreError(f"band keys of {index.name!r}: a document's stored keys are not those of its "
+                                 "fingerprint (written again during the run? run the partition again)")
+        last = docs
+        return KeyBatch([(k, len(m), sorted(m)) for k, m in groups.items() if len(m) > 1], keys, len(need), docs,
+                        held=table.held)
+
+    size = 0
+    for h, members in table.groups():
+        pending.append((h, members))
+        size += len(members)
+        if size >= SHARE_BATCH:
+            yield batch()
+            pending, size = [], 0
+    if pending:
+        yield batch()
+
+
+def _fingerprints(index: ElasticIndex, ids: Sequence[str]) -> dict[str, StoredDoc]:
+    """The stored documents of ``ids`` (those still there), a page a search, as `Store.get` reads them."""
+    out: dict[str, StoredDoc] = {}
+    for start in range(0, len(ids), PAGE):
+        resp = index.search("fetching band members' fingerprints", **q.ids_body(list(ids[start:start + PAGE])))
+        out.update((h["_id"], index.doc(h)) for h in resp["hits"]["hits"])
+    return out
+
+
+def doc_keys(docs: Mapping[str, StoredDoc], config: FingerprintConfig, *, lsh: bool = True) -> dict[str, list[str]]:
+    """The band and LSH keys the index holds for each of ``docs``, from their fingerprints (what ingest stored):
+    the SimHash band keys of a text long enough for them, and the LSH keys of a signature of the config's
+    length (``lsh``), computed for all the signatures at once."""
+    layout = config.band_layout()
+    out = {i: layout.keys(d.simhash) if not d.empty and config.gets_simhash_bands(d.chars) else []
+           for i, d in docs.items()}
+    bands, rows = config.minhash_bands, config.minhash_rows
+    if lsh and config.gets_signatures:
+        signed = [(i, d.minhash) for i, d in docs.items()
+                  if d.minhash is not None and d.shingles > 0 and len(d.minhash) >= bands * rows]
+        if signed:
+            sigs = np.stack([sig[:bands * rows] for _, sig in signed])
+            for (i, _), keys in zip(signed, lsh_keys_many(sigs, bands, rows), strict=True):
+                out[i] += keys
+    return out
+
+
+def _key_batches(index: ElasticIndex, max_bucket: int, lsh: bool) -> Iterator[KeyBatch]:
+    fields = index.key_fields(lsh=lsh)
+    member_keys = MemberKeys(index, fields, _crowded_set(index, fields, max_bucket))
     for field in fields:
-        for found in shared_values(index, field, 2, share):
-            if share is not None:
-                found = [(v, n) for v, n in found if v not in crowded]
+        for found in shared_values(index, field, 2):
             batch: list[tuple[str, int]] = []
             total = 0
             for value, n in found:

@@ -7,17 +7,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
-from esdedup.schema import EMPTY
+from esdedup.schema import CONTENT_SHA1, EMPTY
 from esdedup.store.base import StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 
 
 def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
               docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
-              keep_alive: str = "2m") -> Iterator[list[dict[str, Any]]]:
+              keep_alive: str = "2m", source: bool = True) -> Iterator[list[dict[str, Any]]]:
     """The raw hits of ``query`` (default: every document) as the index held them when the call started (a
     point in time, sorted by ``_shard_doc``, search_after paging), with the fingerprint's doc values and the
-    signature/vector ``_source``; ``versions`` adds each hit's ``_seq_no``/``_primary_term``."""
+    signature/vector ``_source`` (``source`` False: doc values only); ``versions`` adds each hit's
+    ``_seq_no``/``_primary_term``."""
     batch = min(batch, PAGE)
     with index.errors("opening a point in time"):
         pit = index.client.open_point_in_time(index=index.name, keep_alive=keep_alive)["id"]
@@ -25,7 +26,7 @@ def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None
         after = None
         while True:
             body: dict[str, Any] = {"size": batch, "pit": {"id": pit, "keep_alive": keep_alive},
-                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE,
+                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE if source else False,
                                     "docvalue_fields": list(docvalue_fields), "track_total_hits": False}
             if query is not None:
                 body["query"] = query
@@ -51,6 +52,19 @@ def scan(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]
     """See `Store.scan`: every document, through a point in time."""
     for hits in hit_pages(index, "scanning documents", batch=batch):
         yield [index.doc(h) for h in hits]
+
+
+def copy_columns(index: ElasticIndex) -> list[tuple[str, str, bool]]:
+    """See `esdedup.store.columns.CopyColumnsStore`: every document's content SHA-1 and ``empty`` doc values
+    (what `esdedup.store.columns.copy_rows` reads of a whole document), without its ``_source``."""
+    out: list[tuple[str, str, bool]] = []
+    for hits in hit_pages(index, "reading content SHA-1s", docvalue_fields=[CONTENT_SHA1, EMPTY], source=False):
+        for h in hits:
+            got = h.get("fields", {})
+            sha1 = (got.get(CONTENT_SHA1) or [None])[0]
+            if sha1:
+                out.append((h["_id"], sha1, bool((got.get(EMPTY) or [False])[0])))
+    return out
 
 
 def scan_empty(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:

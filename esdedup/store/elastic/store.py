@@ -55,7 +55,7 @@ class ElasticStore:
 
     #: Every protocol of `Store`, and what only an index offers (`ElasticsearchBacked`).
     capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_KEYS, Capability.BROWSING,
-                              Capability.ELASTICSEARCH})
+                              Capability.ELASTICSEARCH, Capability.COPY_COLUMNS})
     #: Other writers' documents become visible only after a refresh: writers settle labels afterwards.
     settles = True
     #: Documents go out as JSON: ingest's workers encode the ``dedup`` fields (`NewDoc.dedup_json`).
@@ -187,6 +187,10 @@ class ElasticStore:
     def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
         return scans.scan(self.index, batch=batch)
 
+    def copy_columns(self) -> list[tuple[str, str, bool]]:
+        """See `esdedup.store.columns.CopyColumnsStore`: two doc values a document, through a point in time."""
+        return scans.copy_columns(self.index)
+
     def hit_pages(self, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
                   docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
                   keep_alive: str = "2m") -> Iterator[list[dict[str, Any]]]:
@@ -204,7 +208,7 @@ class ElasticStore:
     def partition_key_batches(self, partition: Partition, *, max_bucket: int = 1000,
                               lsh: bool = True) -> Iterator[KeyBatch]:
         """See `esdedup.store.partition.PartitionedKeys`."""
-        return keys.key_batches(self.index, max_bucket=max_bucket, lsh=lsh, partition=partition)
+        return keys.partition_key_batches(self.index, partition, max_bucket=max_bucket, lsh=lsh)
 
     def crowded_keys(self, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
         return keys.crowded_keys(self.index, min_count=min_count, limit=limit, lsh=lsh)

@@ -4,10 +4,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,6 +58,20 @@ WRITE_BATCH = 2000
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+@contextlib.contextmanager
+def _read_snapshot(db: sqlite3.Connection) -> Iterator[None]:
+    """The reads inside see one state of the file (a deferred transaction), whatever writers commit meanwhile;
+    inside a transaction already, that one."""
+    if db.in_transaction:
+        yield
+        return
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.execute("COMMIT")
+
+
 def _sql_errors(fn: F) -> F:
     """Turn SQLite's exceptions in a public method (or generator) into one clear `StoreError`."""
     if inspect.isgeneratorfunction(fn):
@@ -79,7 +93,8 @@ class LocalStore:
 
     #: Every protocol of `Store`, and its signatures read as columns (`signature_columns`).
     capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_PAIRS,
-                              Capability.BROWSING, Capability.SIGNATURE_COLUMNS})
+                              Capability.BROWSING, Capability.SIGNATURE_COLUMNS,
+                              Capability.COPY_COLUMNS})
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
@@ -317,23 +332,51 @@ class LocalStore:
 
     @_sql_errors
     def copy_columns(self) -> list[tuple[str, str, bool]]:
-        """See `esdedup.store.columns.SignatureColumnsStore` (the rows `copy_rows` reads of `scan`'s documents)."""
+        """See `esdedup.store.columns.CopyColumnsStore` (the rows `copy_rows` reads of `scan`'s documents,
+        those whose content SHA-1 another document holds too: grouped by the SHA-1 index, not in memory)."""
         rows = self._database.connect().execute(
-            "SELECT id, content_sha1, empty FROM docs WHERE content_sha1 IS NOT NULL AND content_sha1 != ''")
+            "SELECT id, content_sha1, empty FROM docs WHERE content_sha1 IN (SELECT content_sha1 FROM docs "
+            "WHERE content_sha1 IS NOT NULL AND content_sha1 != '' GROUP BY content_sha1 HAVING count(*) > 1)")
         return [(doc_id, sha1, bool(empty)) for doc_id, sha1, empty in rows]
 
     @_sql_errors
     def signature_columns(self, perm: int) -> SignatureColumns:
         """See `esdedup.store.columns.SignatureColumnsStore` (the documents `stored_docs` reads, the same values)."""
         dims, vectors = self.config.dims, self.config.stores_vector
-        rows = self._database.connect().execute(
-            f"SELECT id, simhash, chars, shingles, minhash{', vector' if vectors else ''} FROM docs "
-            "WHERE empty = 0 AND minhash IS NOT NULL AND shingles > 0 AND length(minhash) = ?",
-            (perm * np.dtype(SIGNATURE_DTYPE).itemsize,)).fetchall()
-        rows.sort(key=itemgetter(0))
-        n = len(rows)
-        sigs = np.frombuffer(b"".join(r[4] for r in rows), dtype=SIGNATURE_DTYPE).reshape(n, perm).astype(np.uint32)
-        blobs = [r[5] for r in rows] if vectors else []
+        signed = "FROM docs WHERE empty = 0 AND minhash IS NOT NULL AND shingles > 0 AND length(minhash) = ?"
+        size = (perm * np.dtype(SIGNATURE_DTYPE).itemsize,)
+        db = self._database.connect()
+        # A chunk of rows at a time into one array: the rows of a million documents held at once, their
+        # signatures joined and then widened, were three copies of the signatures (1.4 GB at 1M documents).
+        # One read transaction, so that the count and the rows agree while writers commit.
+        with _read_snapshot(db):
+            sigs = np.empty((db.execute(f"SELECT count(*) {signed}", size).fetchone()[0], perm), dtype=np.uint32)
+            cur = db.execute(f"SELECT id, simhash, chars, shingles, minhash{', vector' if vectors else ''} "
+                             f"{signed} ORDER BY id", size)
+            ids: list[str] = []
+            simhash: list[int] = []
+            chars: list[int] = []
+            shingles: list[int] = []
+            blobs: list[bytes | None] = []
+            while rows := cur.fetchmany(1 << 14):
+                at = len(ids)
+                sigs[at:at + len(rows)] = np.frombuffer(b"".join(r[4] for r in rows), dtype=SIGNATURE_DTYPE
+                                                        ).reshape(len(rows), perm)
+                ids += (r[0] for r in rows)
+                simhash += (from_hex(r[1]) for r in rows)
+                chars += (r[2] or 0 for r in rows)
+                shingles += (r[3] for r in rows)
+                if vectors:
+                    blobs += (r[5] for r in rows)
+        n = len(ids)
+        if any(a > b for a, b in zip(ids, itertools.islice(ids, 1, None), strict=False)):
+            # SQLite's order is the bytes of the ids' UTF-8, which is Python's order of str; an id stored as
+            # another type would not be: sorted here as `SignatureColumns.of` sorts.
+            order = sorted(range(n), key=ids.__getitem__)
+            ids = [ids[i] for i in order]
+            simhash, chars, shingles = ([col[i] for i in order] for col in (simhash, chars, shingles))
+            blobs = [blobs[i] for i in order] if vectors else []
+            sigs = sigs[order]
 
         def read_vectors() -> np.ndarray:
             out = np.zeros((n, dims), dtype=np.float32)
@@ -342,8 +385,7 @@ class LocalStore:
                     out[i] = np.frombuffer(blob, dtype="<f4")
             return out
 
-        return SignatureColumns([r[0] for r in rows], [from_hex(r[1]) for r in rows], [r[2] or 0 for r in rows],
-                                [r[3] for r in rows], sigs, read_vectors)
+        return SignatureColumns(ids, simhash, chars, shingles, sigs, read_vectors)
 
     @_sql_errors
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
