@@ -17,7 +17,7 @@ from esdedup.store.base import Root
 
 log = logging.getLogger(__name__)
 
-#: Documents a batch run keeps in memory (its run index, about 4 KB each, and what it wrote), plus one batch:
+#: Documents a batch run keeps in memory (its run index, about 2.5 KB each, and what it wrote), plus one batch:
 #: past them the window rolls, so that a run's memory stays bounded (about 1 GB at most) whatever its input.
 RUN_INDEX_MAX_DOCS = 200_000
 #: Documents of earlier windows whose band keys a run keeps frozen (about 250 bytes each: 0.5 GB at most);
