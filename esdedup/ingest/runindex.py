@@ -1,7 +1,7 @@
 """What a batch ingest remembers of the documents it wrote, to label duplicates among its own records without
 asking the store: the run index of the current window (`RunIndex`: band key -> documents, with their
 fingerprints), and the keys of the windows before it, frozen into sorted numpy arrays (`FrozenKeys`: band key
--> document ids, about 250 bytes a document instead of 4 KB).
+-> document ids, about 250 bytes a document instead of about 2.5 KB in the run index).
 
 Besides the band keys, what the run needs to label as one that kept everything in memory would: the cluster
 merges it made (`ClusterRoots`: a union-find over representatives, the earliest by write order winning), and
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import fields
 from functools import cached_property
 from itertools import chain, islice, repeat
 
@@ -126,6 +127,60 @@ def _key_table() -> _KeyTable | native_keys.RunKeysTable:
     return _KeyTable(MAX_PER_KEY) if table is None else table
 
 
+class _DocColumns:
+    """The run index's documents by position, as columns: each document's MinHash signature and TF vector a row
+    of a few large arrays, and its other fields one tuple; `StoredDoc` made again when a lookup names it.
+    A `StoredDoc` with its two small arrays takes about 3.8 KB a poem, these rows and the tuple about 2 KB: at
+    `esdedup.ingest.window.RUN_INDEX_MAX_DOCS` documents, the window is where a run's memory peaks.
+
+    A document whose array is missing (no signature) or of another shape or dtype than the first one's keeps
+    its own, by position."""
+
+    #: Rows a block of arrays holds (4 MB of 256-dimension vectors).
+    BLOCK = 4096
+    _NAMES = tuple(f.name for f in fields(StoredDoc))
+    _ARRAYS = (_NAMES.index("vector"), _NAMES.index("minhash"))
+    _ID = _NAMES.index("id")
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[object, ...]] = []
+        #: Per array field: its (shape, dtype) in the blocks, the blocks, and the arrays kept by position.
+        self._spec: list[tuple[tuple[int, ...], np.dtype] | None] = [None, None]
+        self._blocks: list[list[np.ndarray]] = [[], []]
+        self._own: list[dict[int, object]] = [{}, {}]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def append(self, doc: StoredDoc) -> None:
+        p = len(self._rows)
+        row = [getattr(doc, name) for name in self._NAMES]
+        for c, at in enumerate(self._ARRAYS):
+            a = row[at]
+            row[at] = None
+            spec = self._spec[c]
+            if isinstance(a, np.ndarray) and spec is None:
+                spec = self._spec[c] = (a.shape, a.dtype)
+            if not isinstance(a, np.ndarray) or (a.shape, a.dtype) != spec:
+                self._own[c][p] = a
+                continue
+            blocks = self._blocks[c]
+            if p // self.BLOCK == len(blocks):
+                blocks.append(np.empty((self.BLOCK, *a.shape), dtype=a.dtype))
+            blocks[p // self.BLOCK][p % self.BLOCK] = a
+        self._rows.append(tuple(row))
+
+    def __getitem__(self, p: int) -> StoredDoc:
+        row = list(self._rows[p])
+        for c, at in enumerate(self._ARRAYS):
+            own = self._own[c]
+            row[at] = own[p] if p in own else self._blocks[c][p // self.BLOCK][p % self.BLOCK]
+        return StoredDoc(*row)  # type: ignore[arg-type]
+
+    def ids(self) -> list[str]:
+        return [row[self._ID] for row in self._rows]  # type: ignore[misc]
+
+
 class RunIndex:
     """Band key -> documents written in this run (since the store last made them searchable: at most about
     `esdedup.ingest.window.RUN_INDEX_MAX_DOCS`), so a run labels duplicates among its own records without waiting
@@ -136,7 +191,7 @@ class RunIndex:
     only share candidates, which the rule then verifies."""
 
     def __init__(self, complete: bool = False, crowded: dict[str, int] | None = None) -> None:
-        self.docs: list[StoredDoc] = []
+        self.docs = _DocColumns()
         self._table = _key_table()
         #: True when the store holds nothing this run did not write and that this index (with the run's
         #: frozen keys, if any) does not know.
@@ -190,8 +245,8 @@ class RunIndex:
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
         (key, document). The documents go once their ids are read and the table once its entries are: the
         sort and merge that follow, where a roll's memory peaks, hold neither (bench/roll_memory.py)."""
-        ids = [doc.id for doc in self.docs]
-        self.docs = []
+        ids = self.docs.ids()
+        self.docs = _DocColumns()
         hashes, positions = self._table.entries()
         self._table = _key_table()
         return ids, hashes, positions

@@ -17,7 +17,7 @@ from esdedup.store.base import Root
 
 log = logging.getLogger(__name__)
 
-#: Documents a batch run keeps in memory (its run index, about 4 KB each, and what it wrote), plus one batch:
+#: Documents a batch run keeps in memory (its run index, about 2.5 KB each, and what it wrote), plus one batch:
 #: past them the window rolls, so that a run's memory stays bounded (about 1 GB at most) whatever its input.
 RUN_INDEX_MAX_DOCS = 200_000
 #: Documents of earlier windows whose band keys a run keeps frozen (about 250 bytes each: 0.5 GB at most);
@@ -115,6 +115,17 @@ class MemoryWindow:
         if self.remember:
             return
         self.run_index = RunIndex()
+        self.roots = ClusterRoots()
+        self.written.clear()
+        self.own_roots.clear()
+        self.deleted.clear()
+
+    def let_go(self) -> None:
+        """After a batch run's last batch: let the window's documents and the frozen keys go (the run index
+        keeps only its ``crowded`` counts, for the summary), before the store's last work (a new file's index of
+        content SHA-1s, a sort over every row) needs memory of its own: the end of a run is where it peaks."""
+        self.run_index = RunIndex(complete=False, crowded=self.run_index.crowded)
+        self.frozen = None
         self.roots = ClusterRoots()
         self.written.clear()
         self.own_roots.clear()
