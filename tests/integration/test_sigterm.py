@@ -43,18 +43,22 @@ def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_pa
             proc.kill()
     err = (tmp_path / "err").read_text()
     assert code == 143, err[-3000:]
-    assert "Traceback" not in err and err.startswith("Error: stopped by SIGTERM: read "), err[-3000:]
     assert "more records read were not written" in err
-    first_read = int(err.split("read ", 1)[1].split()[0])
     deadline = time.monotonic() + 20
     while any(map(_running, workers)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(map(_running, workers)), [p for p in workers if _running(p)]
-    # A resumed run writes the rest: the store ends with every record.
+    _resume_writes_the_rest(err, args, docs, LocalStore("term", data))
+
+
+def _resume_writes_the_rest(err: str, args: tuple, docs: list, store: LocalStore) -> None:
+    """A run stopped by SIGTERM said so in one line; resumed, it reads exactly the records it had not
+    written (nothing read twice, nothing lost) and the store ends with every record."""
+    assert "Traceback" not in err and err.startswith("Error: stopped by SIGTERM: read "), err[-3000:]
+    first_read = int(err.split("read ", 1)[1].split()[0])
     r = run_cli(*args, "--resume", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert last_json(r.stdout)["read"] == len(docs) - first_read  # nothing read twice, nothing lost
-    store = LocalStore("term", data)
+    assert last_json(r.stdout)["read"] == len(docs) - first_read
     store.open(None, create=False)
     assert store.count() == len(docs)
     store.close()
@@ -177,15 +181,7 @@ def test_sigterm_while_a_worker_sends_its_result_back(tmp_path):
                 os.kill(pid, signal.SIGKILL)
     err = (tmp_path / "err").read_text()
     assert code == 143, err[-3000:]
-    assert "Traceback" not in err and err.startswith("Error: stopped by SIGTERM: read "), err[-3000:]
-    first_read = int(err.split("read ", 1)[1].split()[0])
-    r = run_cli(*args, "--resume", timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert last_json(r.stdout)["read"] == len(docs) - first_read  # nothing read twice, nothing lost
-    store = LocalStore("mid", data)
-    store.open(None, create=False)
-    assert store.count() == len(docs)
-    store.close()
+    _resume_writes_the_rest(err, args, docs, LocalStore("mid", data))
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
