@@ -14,6 +14,7 @@ from esdedup.errors import ConfigError, IndexNotFound, StoreError
 from esdedup.es import versions
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash
+from esdedup.es.query import ids_body
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP, LSH_KEYS, config_from_meta, index_settings, key_fields, mapping_for
 from esdedup.store.base import OpenResult, StoredDoc
@@ -196,6 +197,15 @@ class ElasticIndex:
         props = mapping_for(self.config)["properties"][DEDUP]["properties"]
         return [name for name, spec in props.items()
                 if name != LSH_KEYS and spec.get("type") not in ("binary", "dense_vector")]
+
+    def docs(self, ids: Sequence[str], what: str = "fetching fingerprints") -> dict[str, StoredDoc]:
+        """See `Store.get`: the documents of ``ids`` still in the index (`doc`), a page of ids a search."""
+        out: dict[str, StoredDoc] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), PAGE):
+            resp = self.search(what, **ids_body(ids[start:start + PAGE]))
+            out.update((h["_id"], self.doc(h)) for h in resp["hits"]["hits"])
+        return out
 
     def doc(self, hit: Mapping[str, Any]) -> StoredDoc:
         """A hit of this index (doc values of `esdedup.es.hits.FINGERPRINT_FIELDS`, the vector and the

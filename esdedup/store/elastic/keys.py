@@ -204,7 +204,7 @@ def _share_batches(index: ElasticIndex, table: ShareTable, crowded: frozenset[st
         nonlocal last
         ids = {i for _, members in pending for i in members}
         need = sorted(i for i in ids if i not in last)
-        docs = {**{i: last[i] for i in ids if i in last}, **_fingerprints(index, need)}
+        docs = {**{i: last[i] for i in ids if i in last}, **index.docs(need, "fetching band members' fingerprints")}
         keys = {i: frozenset(k) - crowded for i, k in doc_keys(docs, config, lsh=lsh).items()}
         groups: dict[str, list[str]] = {}
         for h, members in pending:
@@ -232,15 +232,6 @@ def _share_batches(index: ElasticIndex, table: ShareTable, crowded: frozenset[st
             pending, size = [], 0
     if pending:
         yield batch()
-
-
-def _fingerprints(index: ElasticIndex, ids: Sequence[str]) -> dict[str, StoredDoc]:
-    """The stored documents of ``ids`` (those still there), a page a search, as `Store.get` reads them."""
-    out: dict[str, StoredDoc] = {}
-    for start in range(0, len(ids), PAGE):
-        resp = index.search("fetching band members' fingerprints", **q.ids_body(list(ids[start:start + PAGE])))
-        out.update((h["_id"], index.doc(h)) for h in resp["hits"]["hits"])
-    return out
 
 
 def doc_keys(docs: Mapping[str, StoredDoc], config: FingerprintConfig, *, lsh: bool = True) -> dict[str, list[str]]:

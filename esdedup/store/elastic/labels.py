@@ -19,7 +19,6 @@ from esdedup.es.answers import bulk_reason
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE, first
 from esdedup.schema import CLUSTER_ID, CLUSTER_SEQ, DEDUP, INPUT_FIELDS, SEQ
 from esdedup.store.base import Root, StoredDoc
-from esdedup.store.elastic import lookup
 from esdedup.store.elastic.index import PAGE
 from esdedup.store.elastic.scans import hit_pages
 from esdedup.store.elastic.writes import Bulk
@@ -79,7 +78,7 @@ def move_dotted_keys_aside(bulk: Bulk) -> int:
         resp = index.search("reading documents with dotted dedup keys", size=len(ids), query={"ids": {"values": ids}},
                             seq_no_primary_term=True, track_total_hits=False)
         # A vector kept out of the stored _source (9.2+) comes only when named: read it so, to write it again.
-        vectors = lookup.get(index, ids) if index.config.stores_vector else {}
+        vectors = index.docs(ids) if index.config.stores_vector else {}
         actions = [a for h in resp["hits"]["hits"] if (a := _mended(index.name, h, vectors.get(h["_id"]))) is not None]
         refused = []
         for ok, info in bulk.items(actions, "moving input keys under dedup aside"):

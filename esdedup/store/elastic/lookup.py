@@ -196,16 +196,6 @@ def knn(index: ElasticIndex, vector: np.ndarray, k: int = 10) -> list[StoredDoc]
     return [index.doc(h) for h in resp["hits"]["hits"]]
 
 
-def get(index: ElasticIndex, ids: Sequence[str]) -> dict[str, StoredDoc]:
-    """See `Store.get`: a page of ids a search."""
-    out: dict[str, StoredDoc] = {}
-    ids = list(dict.fromkeys(ids))
-    for start in range(0, len(ids), PAGE):
-        resp = index.search("fetching fingerprints", **q.ids_body(ids[start : start + PAGE]))
-        out.update((h["_id"], index.doc(h)) for h in resp["hits"]["hits"])
-    return out
-
-
 def copies(index: ElasticIndex, sha1s: Sequence[str], *, limit: int) -> list[list[StoredDoc]]:
     """See `Store.copies`: one search for all the SHA-1s, split in halves while it would return more than
     a page (a SHA-1 held by more than a page of documents gets the first page, in index order)."""

@@ -179,7 +179,7 @@ class ElasticStore:
         return lookup.knn(self.index, vector, k)
 
     def get(self, ids: Sequence[str]) -> dict[str, StoredDoc]:
-        return lookup.get(self.index, ids)
+        return self.index.docs(ids)
 
     def get_source(self, doc_id: str) -> dict[str, Any] | None:
         return lookup.get_source(self.index, doc_id)
