@@ -119,7 +119,6 @@ class IngestRun:
         """After the last batch: mark the last file done and make everything written searchable (so
         `similar` or `dups` run right after ingest do not miss documents waiting for a periodic refresh)."""
         self.progress.finish()
-        self.window.let_go()
         self.store.refresh()
         summary = self.summary
         if summary.replaced:

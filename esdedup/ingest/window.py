@@ -120,16 +120,5 @@ class MemoryWindow:
         self.own_roots.clear()
         self.deleted.clear()
 
-    def let_go(self) -> None:
-        """After a batch run's last batch: let the window's documents and the frozen keys go (the run index
-        keeps only its ``crowded`` counts, for the summary), before the store's last work (a new file's index of
-        content SHA-1s, a sort over every row) needs memory of its own: the end of a run is where it peaks."""
-        self.run_index = RunIndex(complete=False, crowded=self.run_index.crowded)
-        self.frozen = None
-        self.roots = ClusterRoots()
-        self.written.clear()
-        self.own_roots.clear()
-        self.deleted.clear()
-
     def close(self) -> None:
         self.earlier.close()
