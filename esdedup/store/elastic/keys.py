@@ -203,17 +203,27 @@ class ShareTable:
         """Each hash held by two documents or more, with their ids; ordered by their first document in the
         scan, so that the groups of one document come close together (each read once a batch, not once a
         group). The table is let go as it is read."""
+        # The table is the partition's largest memory: at most one sorted copy of its rows is made beside it (the
+        # hashes are sorted where they are: a sort's values do not depend on its order among equals), and the
+        # keys no other document holds are let go before the groups are read.
         hashes = np.frombuffer(self._hashes, dtype=np.int64)
-        rows = np.frombuffer(self._rows, dtype=np.dtype(f"i{self._rows.itemsize}"))
         order = np.argsort(hashes, kind="stable")
-        hashes, rows = hashes[order], rows[order]
+        rows = np.frombuffer(self._rows, dtype=np.dtype(f"i{self._rows.itemsize}"))[order]
+        self._rows = array("i")
         del order
-        self._hashes, self._rows = array("q"), array("i")
+        hashes.sort()
+        self._hashes = array("q")
         if not len(hashes):
             return
         starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
         sizes = np.diff(np.r_[starts, len(hashes)])
-        starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        shared = np.repeat(sizes > 1, sizes)
+        hashes, rows = hashes[shared], rows[shared]
+        del shared
+        sizes = sizes[sizes > 1]
+        if not len(sizes):
+            return
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # A document holds a key once, and rows were added in scan order: a group's first row is its smallest.
         for g in np.argsort(rows[starts], kind="stable").tolist():
             lo, n = int(starts[g]), int(sizes[g])
