@@ -113,7 +113,9 @@ def main() -> None:
         raise SystemExit("give --es URL or --local")
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-partitions-"))
     where = ["--index", args.index, *(["--es", args.es] if args.es else ["--data-dir", str(tmp / "data")])]
-    result: dict[str, object] = {"store": "elasticsearch" if args.es else "embedded", "corpus": args.corpus}
+    # An existing index's corpus is whatever built it: not named.
+    result: dict[str, object] = {"store": "elasticsearch" if args.es else "embedded",
+                                 "corpus": None if args.existing else args.corpus}
     if args.existing:
         if not args.es:
             raise SystemExit("--existing needs --es (an embedded run's store is a temporary folder)")
