@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence, Set
 from itertools import chain
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,15 @@ from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
+from esdedup.ingest.documents import (
+    FingerprintedRecord,
+    Labels,
+    as_stored,
+    new_doc,
+    same_labels,
+    same_text,
+    stored_row,
+)
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys
 from esdedup.ingest.window import MemoryWindow
@@ -113,9 +122,9 @@ class BatchCandidates:
         self._probe_hashes = self._hold_hashes if probes is holds else probes.per_record()
         self._earlier = labeller.window.run_index.lookup_many(probes)
         self._peers, self._past_first = batch_peers(probes, self.holds)
-        #: Position in the batch -> the document the run index holds for it, and the hashes of the run keys it
-        #: is not held under (crowded).
-        self._added: dict[int, StoredDoc] = {}
+        #: Position in the batch -> the document the run index holds for it (its row until `_added_doc` makes
+        #: it), and the hashes of the run keys it is not held under (crowded).
+        self._added: dict[int, StoredDoc | tuple[Any, ...]] = {}
         self._crowded_out: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
         #: Hash -> the late peers held under it (see the class docstring), and what measuring them needs.
@@ -138,11 +147,11 @@ class BatchCandidates:
             self._near.append({id(cands[p]) for p in positions if p < known})
             self._near_peers.append({peers[p - known] for p in positions if p >= known})
 
-    def add(self, i: int, doc: StoredDoc, run_index: RunIndex) -> None:
-        """Record ``i`` goes into the run index as ``doc``."""
-        self._added[i] = doc
-        self._position_of[id(doc)] = i
-        crowded_out = run_index.add(doc, self._hold_hashes[i], lambda: self.holds.keys_of(i))
+    def add(self, i: int, seq: int, root: Root, run_index: RunIndex) -> None:
+        """Record ``i`` goes into the run index with write order ``seq`` in cluster ``root``."""
+        row = stored_row(self._items[i], seq, root)
+        self._added[i] = row  # its StoredDoc is made when a later record of the batch names it (`_added_doc`)
+        crowded_out = run_index.add_row(row, self._hold_hashes[i], lambda: self.holds.keys_of(i))
         if crowded_out:
             self._crowded_out[i] = crowded_out
         past_first = self._past_first.get(i)
@@ -164,7 +173,7 @@ class BatchCandidates:
             run = list(run)
             probes = set(self._probe_hashes[i])
             for j in sorted({*self._peers[i], *late}):
-                doc = self._added.get(j)
+                doc = self._added_doc(j)
                 if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
@@ -181,6 +190,15 @@ class BatchCandidates:
         if not near and not peers:
             return []
         return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
+
+    def _added_doc(self, j: int) -> StoredDoc | None:
+        """The document record ``j`` went into the run index as (`add`), one object however often it is named;
+        None when it was not added."""
+        doc = self._added.get(j)
+        if type(doc) is tuple:
+            doc = self._added[j] = StoredDoc(*doc)
+            self._position_of[id(doc)] = j
+        return doc  # type: ignore[return-value]
 
     def _late_peers(self, i: int) -> list[int]:
         """The late peers of record ``i`` held under a hash it probes that its measured peers leave out."""
@@ -363,7 +381,7 @@ class Labeller:
             labelled.append((d, labels))
             cur.clusters[id(d.record)] = (d.id, labels.root)
             if batch is not None:
-                batch.add(i, as_stored(d, labels.seq, labels.root), window.run_index)
+                batch.add(i, labels.seq, labels.root, window.run_index)
         return labelled
 
     def _count_replaced(self, d: FingerprintedRecord, labels: Labels) -> None:

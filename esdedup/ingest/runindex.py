@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
 from functools import cached_property
 from itertools import chain, islice, repeat
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -141,6 +143,7 @@ class _DocColumns:
     _NAMES = tuple(f.name for f in fields(StoredDoc))
     _ARRAYS = (_NAMES.index("vector"), _NAMES.index("minhash"))
     _ID = _NAMES.index("id")
+    _fields = staticmethod(attrgetter(*_NAMES))
 
     def __init__(self) -> None:
         self._rows: list[tuple[object, ...]] = []
@@ -153,8 +156,12 @@ class _DocColumns:
         return len(self._rows)
 
     def append(self, doc: StoredDoc) -> None:
+        self.append_row(self._fields(doc))
+
+    def append_row(self, values: tuple[Any, ...]) -> None:
+        """Append the document whose fields, in `StoredDoc`'s order, are ``values``."""
         p = len(self._rows)
-        row = [getattr(doc, name) for name in self._NAMES]
+        row = list(values)
         for c, at in enumerate(self._ARRAYS):
             a = row[at]
             row[at] = None
@@ -207,8 +214,12 @@ class RunIndex:
         """Hold ``doc`` under the keys whose `key_hashes` are ``hashes`` (``names()``: those keys, in the same
         order, asked for only when a crowded key is counted); returns the hashes of those it is not held under
         (each held by `MAX_PER_KEY` documents already)."""
+        return self.add_row(_DocColumns._fields(doc), hashes, names)
+
+    def add_row(self, row: tuple[Any, ...], hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
+        """`add` of the document whose fields, in `StoredDoc`'s order, are ``row`` (no object made for it)."""
         crowded_out = self._table.add(len(self.docs), hashes)
-        self.docs.append(doc)
+        self.docs.append_row(row)
         carried = self._carried and not self._crowded_hashes.isdisjoint(hashes)
         if not crowded_out and not carried:
             return EMPTY

@@ -156,7 +156,7 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
         assert [c.id for c in got] == [c.id for c in expected]
         assert [c.id for c in cands.near(i, got)] == [c.id for c in expected if _EveryThird.pairs(i, c.id)]
         if added:
-            cands.add(i, StoredDoc(d.id, 0, np.zeros(1), False, 1, 1, d.id, None), index)
+            cands.add(i, 0, (0, d.id), index)
     if hashed:  # a record's keys were named only where one of them was crowded
         assert all(set(holds_keys[r]) & set(index.crowded) for r in named)
     _CROWDED.clear()
