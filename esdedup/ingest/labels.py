@@ -117,10 +117,15 @@ class BatchCandidates:
 
     def __init__(self, labeller: Labeller, items: list[FingerprintedRecord], found: list[list[StoredDoc]],
                  probes: KeyLists, holds: KeyLists) -> None:
-        self.holds = holds
-        self._hold_hashes = self.holds.per_record()
-        self._probe_hashes = self._hold_hashes if probes is holds else probes.per_record()
-        self._earlier = labeller.window.run_index.lookup_many(probes)
+        self.holds, self._probes = holds, probes
+        #: Where each record's hashes start in ``holds.flat`` and ``probes.flat`` (and the end).
+        self._hold_at = _offsets(holds.counts)
+        self._probe_at = self._hold_at if probes is holds else _offsets(probes.counts)
+        run_index = labeller.window.run_index
+        self._earlier = run_index.lookup_many(probes)
+        #: Whether the run index holds every record added under every key it holds (`RunIndex.takes_all`): most
+        #: batches, whose records then go into it together (`RunIndex.add_later`).
+        self._later = run_index.takes_all(holds.hashes)
         self._peers, self._past_first = batch_peers(probes, self.holds)
         #: Position in the batch -> the document the run index holds for it (its row until `_added_doc` makes
         #: it), and the hashes of the run keys it is not held under (crowded).
@@ -151,7 +156,10 @@ class BatchCandidates:
         """Record ``i`` goes into the run index with write order ``seq`` in cluster ``root``."""
         row = stored_row(self._items[i], seq, root)
         self._added[i] = row  # its StoredDoc is made when a later record of the batch names it (`_added_doc`)
-        crowded_out = run_index.add_row(row, self._hold_hashes[i], lambda: self.holds.keys_of(i))
+        if self._later:  # held under every key: nothing crowded out, no late peer
+            run_index.add_later(row, self.holds.hashes[self._hold_at[i]:self._hold_at[i + 1]])
+            return
+        crowded_out = run_index.add_row(row, self._held(i), lambda: self.holds.keys_of(i))
         if crowded_out:
             self._crowded_out[i] = crowded_out
         past_first = self._past_first.get(i)
@@ -171,10 +179,10 @@ class BatchCandidates:
         late = self._late_peers(i) if self._late else []
         if self._peers[i] or late:
             run = list(run)
-            probes = set(self._probe_hashes[i])
+            probes = set(self._probed(i))
             for j in sorted({*self._peers[i], *late}):
                 doc = self._added_doc(j)
-                if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, frozenset()):
+                if doc is not None and probes.intersection(self._held(j)) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
             return run
@@ -191,6 +199,14 @@ class BatchCandidates:
             return []
         return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
 
+    def _held(self, i: int) -> list[int]:
+        """The hashes of the run keys record ``i`` holds."""
+        return self.holds.flat[self._hold_at[i]:self._hold_at[i + 1]]
+
+    def _probed(self, i: int) -> list[int]:
+        """The hashes of the run keys record ``i`` looks up."""
+        return self._probes.flat[self._probe_at[i]:self._probe_at[i + 1]]
+
     def _added_doc(self, j: int) -> StoredDoc | None:
         """The document record ``j`` went into the run index as (`add`), one object however often it is named;
         None when it was not added."""
@@ -202,7 +218,7 @@ class BatchCandidates:
 
     def _late_peers(self, i: int) -> list[int]:
         """The late peers of record ``i`` held under a hash it probes that its measured peers leave out."""
-        late = {j for h in self._probe_hashes[i] for j in self._late.get(h, ())}
+        late = {j for h in self._probed(i) for j in self._late.get(h, ())}
         return sorted(late.difference(self._peers[i])) if late else []
 
     def _paired_late(self, i: int, late: list[int]) -> list[int]:
@@ -213,6 +229,13 @@ class BatchCandidates:
     def _as_peer(self, j: int) -> StoredDoc:
         """Record ``j`` as a candidate the rule measures (its fingerprint; its labels are not decided yet)."""
         return as_stored(self._items[j], 0, (0, self._items[j].id))
+
+
+def _offsets(counts: list[int]) -> list[int]:
+    """Where each of consecutive runs of ``counts`` starts, and the end."""
+    at = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=at[1:])
+    return at.tolist()  # type: ignore[no-any-return]
 
 
 def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:

@@ -94,6 +94,15 @@ class _KeyTable:
                     crowded.append(x)
         return crowded
 
+    def held_counts(self, hashes: np.ndarray) -> np.ndarray:
+        first, more = self.first, self.more
+        return np.array([1 + len(more.get(h, ())) if h in first else 0 for h in hashes.tolist()], dtype=np.uint32)
+
+    def add_many(self, positions: Sequence[int], hashes: np.ndarray, counts: Sequence[int]) -> list[tuple[int, int]]:
+        flat = iter(hashes.tolist())
+        return [(r, x) for r, (p, n) in enumerate(zip(positions, counts, strict=True))
+                for x in self.add(p, list(islice(flat, n)))]
+
     def lookup_many(self, hashes: list[int], counts: list[int]) -> list[list[int]]:
         out = []
         flat = iter(hashes)
@@ -209,6 +218,8 @@ class RunIndex:
         self._carried = bool(self.crowded)
         #: The hashes of the keys of `crowded` (a key's string is made only when it is counted).
         self._crowded_hashes: set[int] = set(key_hashes(list(self.crowded)).tolist()) if self.crowded else set()
+        #: Documents added by `add_later`, held once the index is next read (`_hold_queued`).
+        self._queued: list[tuple[tuple[Any, ...], np.ndarray]] = []
 
     def add(self, doc: StoredDoc, hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
         """Hold ``doc`` under the keys whose `key_hashes` are ``hashes`` (``names()``: those keys, in the same
@@ -218,6 +229,7 @@ class RunIndex:
 
     def add_row(self, row: tuple[Any, ...], hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
         """`add` of the document whose fields, in `StoredDoc`'s order, are ``row`` (no object made for it)."""
+        self._hold_queued()
         crowded_out = self._table.add(len(self.docs), hashes)
         self.docs.append_row(row)
         carried = self._carried and not self._crowded_hashes.isdisjoint(hashes)
@@ -234,6 +246,38 @@ class RunIndex:
                     self.crowded[k] += 1
         return frozenset(hashes[x] for x in crowded_out) if crowded_out else EMPTY
 
+    def takes_all(self, hashes: np.ndarray) -> bool:
+        """Whether documents holding ``hashes`` (uint64: a batch's, flat, each hash as often as its documents
+        hold it) would each be held under every one of their keys, however many of them are added and in
+        whatever order: no key reaches `MAX_PER_KEY` documents, and none is a crowded key carried over from the
+        run's earlier run indexes (whose counts an `add` moves). Then `add_later` may add them."""
+        self._hold_queued()
+        if not len(hashes):
+            return True
+        if self._carried and not self._crowded_hashes.isdisjoint(hashes.tolist()):
+            return False
+        distinct, occurrences = np.unique(hashes, return_counts=True)
+        return bool(np.all(self._table.held_counts(distinct).astype(np.int64) + occurrences <= MAX_PER_KEY))
+
+    def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
+        """`add_row` of a document of a batch that `takes_all` let through (it is held under every key, so
+        there is nothing to return), done with the rest of its batch when the index is next read: one call
+        into the key table for a batch, not one for each document."""
+        self._queued.append((row, hashes))
+
+    def _hold_queued(self) -> None:
+        """Add the documents `add_later` queued, in the order it queued them."""
+        if not self._queued:
+            return
+        queued, self._queued = self._queued, []
+        start = len(self.docs)
+        crowded = self._table.add_many(range(start, start + len(queued)), np.concatenate([h for _, h in queued]),
+                                       [len(h) for _, h in queued])
+        if crowded:  # takes_all let a batch through that crowds a key: the run index would be wrong
+            raise AssertionError(f"{len(crowded)} keys of documents added later were crowded")
+        for row, _ in queued:
+            self.docs.append_row(row)
+
     def add_keys(self, doc: StoredDoc, keys: Sequence[str]) -> frozenset[int]:
         """`add` of ``doc`` under ``keys``, hashed here."""
         return self.add(doc, key_hashes(keys).tolist(), lambda: keys)
@@ -248,6 +292,7 @@ class RunIndex:
 
     def lookup_many(self, keys: KeyLists) -> list[list[StoredDoc]]:
         """`lookup` of each record's keys."""
+        self._hold_queued()
         docs = self.docs
         return [[docs[p] for p in found] for found in self._table.lookup_many(keys.flat, keys.counts)]
 
@@ -256,6 +301,7 @@ class RunIndex:
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
         (key, document). The documents go once their ids are read and the table once its entries are: the
         sort and merge that follow, where a roll's memory peaks, hold neither (bench/roll_memory.py)."""
+        self._hold_queued()
         ids = self.docs.ids()
         self.docs = _DocColumns()
         hashes, positions = self._table.entries()
