@@ -186,6 +186,38 @@ class _DocColumns:
             blocks[p // self.BLOCK][p % self.BLOCK] = a
         self._rows.append(tuple(row))
 
+    def append_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """`append_row` of each of ``rows`` in turn, the arrays that fit the blocks copied in one step a block."""
+        start = len(self._rows)
+        lists = [list(values) for values in rows]
+        for c, at in enumerate(self._ARRAYS):
+            arrays = [row[at] for row in lists]
+            for row in lists:
+                row[at] = None
+            spec = self._spec[c]
+            if spec is None:
+                first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
+                if first is not None:
+                    spec = self._spec[c] = (first.shape, first.dtype)
+            fit = [k for k, a in enumerate(arrays)
+                   if spec is not None and isinstance(a, np.ndarray) and (a.shape, a.dtype) == spec]
+            if len(fit) < len(arrays):
+                fitting = set(fit)
+                self._own[c].update((start + k, a) for k, a in enumerate(arrays) if k not in fitting)
+            if not fit:
+                continue
+            assert spec is not None
+            blocks = self._blocks[c]
+            stacked = np.stack([arrays[k] for k in fit])
+            at_rows = np.array(fit) + start
+            while len(blocks) <= int(at_rows[-1]) // self.BLOCK:
+                blocks.append(np.empty((self.BLOCK, *spec[0]), dtype=spec[1]))
+            of_block = at_rows // self.BLOCK
+            for b in range(int(of_block[0]), int(of_block[-1]) + 1):
+                these = of_block == b
+                blocks[b][at_rows[these] % self.BLOCK] = stacked[these]
+        self._rows.extend(map(tuple, lists))
+
     def __getitem__(self, p: int) -> StoredDoc:
         row = list(self._rows[p])
         for c, at in enumerate(self._ARRAYS):
@@ -275,8 +307,7 @@ class RunIndex:
                                        [len(h) for _, h in queued])
         if crowded:  # takes_all let a batch through that crowds a key: the run index would be wrong
             raise AssertionError(f"{len(crowded)} keys of documents added later were crowded")
-        for row, _ in queued:
-            self.docs.append_row(row)
+        self.docs.append_rows([row for row, _ in queued])
 
     def add_keys(self, doc: StoredDoc, keys: Sequence[str]) -> frozenset[int]:
         """`add` of ``doc`` under ``keys``, hashed here."""
