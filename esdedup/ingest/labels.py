@@ -139,7 +139,14 @@ class BatchCandidates:
         peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
         superset = [[*f, *e, *(peer_docs[j] for j in peers)]
                     for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
-        near = labeller.rule.many([d.fp for d in items], superset, [d.id for d in items], [d.sha1 for d in items])
+        # Only the records with a candidate are measured: a record's verdicts are its pairs' alone, and one
+        # without a candidate has none (most of a batch).
+        todo = [r for r, cands in enumerate(superset) if cands]
+        near: list[list[int]] = [[]] * len(items)  # one empty list, never changed
+        for r, positions in zip(todo, labeller.rule.many([items[r].fp for r in todo], [superset[r] for r in todo],
+                                                         [items[r].id for r in todo], [items[r].sha1 for r in todo]),
+                                strict=True):
+            near[r] = positions
         # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
         self._near: list[Set[int]] = []
         self._near_peers: list[Set[int]] = []
