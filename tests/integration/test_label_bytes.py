@@ -28,7 +28,7 @@ from tests.corpus import SENTENCES, make_corpus, make_variant
 
 #: The SHA-256 of everything the two runs write and their summaries (`_written`), and how many bulk requests
 #: and update calls that is.
-EXPECTED = ("df28173fcf6927c39c264544457d324034dc71862b7efa0d74ba26337c72694d", 13, 18)
+EXPECTED = ("a24ba1526f2f7b7340fbd2b66fb534c2b6dd806c842ad9a37bd41448600745af", 13, 18)
 
 
 def _corpus() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -63,8 +63,10 @@ def _written(es_client: Any, index: str, tmp: Path, monkeypatch: pytest.MonkeyPa
 
     def recording_items(self: Bulk, actions: Any, what: str) -> Any:
         actions = list(actions)
-        # In the order of their ids (a set of clusters gives them in an order of its own in each process).
-        sent.append(json.dumps(sorted(actions, key=lambda a: json.dumps(a, sort_keys=True)), sort_keys=True,
+        # The node's own numbers (``if_seq_no``: a write it re-took after a 429 counts too) are left out, the
+        # condition kept; in the order of their ids (a set of clusters gives them in an order of its own).
+        kept = [{k: (k in a) if k in ("if_seq_no", "if_primary_term") else v for k, v in a.items()} for a in actions]
+        sent.append(json.dumps(sorted(kept, key=lambda a: json.dumps(a, sort_keys=True)), sort_keys=True,
                                ensure_ascii=False).encode())
         return items(self, actions, what)
 
