@@ -133,6 +133,13 @@ class _KeyTable:
 EMPTY: frozenset[int] = frozenset()
 
 
+def _fits(a: object, spec: tuple[tuple[int, ...], np.dtype]) -> bool:
+    """Whether ``a`` is an array of the shape and dtype ``spec`` (a dtype is compared by identity first: numpy's
+    ``==`` of two dtypes costs a microsecond, a row's whole copy half that)."""
+    return (isinstance(a, np.ndarray) and a.shape == spec[0]
+            and (a.dtype is spec[1] or a.dtype == spec[1]))
+
+
 def _key_table() -> _KeyTable | native_keys.RunKeysTable:
     table = native_keys.run_keys(MAX_PER_KEY)
     return _KeyTable(MAX_PER_KEY) if table is None else table
@@ -177,7 +184,7 @@ class _DocColumns:
             spec = self._spec[c]
             if isinstance(a, np.ndarray) and spec is None:
                 spec = self._spec[c] = (a.shape, a.dtype)
-            if not isinstance(a, np.ndarray) or (a.shape, a.dtype) != spec:
+            if spec is None or not _fits(a, spec):
                 self._own[c][p] = a
                 continue
             blocks = self._blocks[c]
@@ -199,8 +206,7 @@ class _DocColumns:
                 first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
                 if first is not None:
                     spec = self._spec[c] = (first.shape, first.dtype)
-            fit = [k for k, a in enumerate(arrays)
-                   if spec is not None and isinstance(a, np.ndarray) and (a.shape, a.dtype) == spec]
+            fit = [] if spec is None else [k for k, a in enumerate(arrays) if _fits(a, spec)]
             if len(fit) < len(arrays):
                 fitting = set(fit)
                 self._own[c].update((start + k, a) for k, a in enumerate(arrays) if k not in fitting)
@@ -208,7 +214,9 @@ class _DocColumns:
                 continue
             assert spec is not None
             blocks = self._blocks[c]
-            stacked = np.stack([arrays[k] for k in fit])
+            # 1-D arrays (vectors, signatures) joined end to end: np.stack costs twice as much a row.
+            stacked = (np.concatenate([arrays[k] for k in fit]).reshape(len(fit), *spec[0]) if len(spec[0]) == 1
+                       else np.stack([arrays[k] for k in fit]))
             at_rows = np.array(fit) + start
             while len(blocks) <= int(at_rows[-1]) // self.BLOCK:
                 blocks.append(np.empty((self.BLOCK, *spec[0]), dtype=spec[1]))
