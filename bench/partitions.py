@@ -6,6 +6,7 @@ pairs together are exactly those of one `dups` run (and no pair twice).
     python bench/partitions.py --docs 200000 --es http://127.0.0.1:9400
     python bench/partitions.py --docs 2000 --local --parts 1,2     # a quick check (tests run it)
     python bench/partitions.py --docs 1000000 --corpus scale --shards 3 --es URL   # bench/scale.py's corpus
+    python bench/partitions.py --docs-file DOCS.jsonl --local      # the documents of a file (its --docs ignored)
 
 With ``--es`` each run's node CPU (every node of the cluster, ``_nodes/stats``) is measured too.
 
@@ -106,6 +107,8 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, help="replicas of the Elasticsearch index (ingest's --replicas)")
     ap.add_argument("--whole", help="with --existing: the output of one `esdedup dups` of that index (an earlier "
                                     "run's), instead of running it again")
+    ap.add_argument("--docs-file", help="the documents to ingest (JSONL, e.g. an earlier bench/scale.py run's "
+                                        "--docs-file) instead of making them")
     ap.add_argument("--existing", action="store_true",
                     help="the index is there already (a --keep run's): no documents, no ingest")
     args = ap.parse_args()
@@ -113,7 +116,9 @@ def main() -> None:
         raise SystemExit("give --es URL or --local")
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-partitions-"))
     where = ["--index", args.index, *(["--es", args.es] if args.es else ["--data-dir", str(tmp / "data")])]
-    result: dict[str, object] = {"store": "elasticsearch" if args.es else "embedded", "corpus": args.corpus}
+    # An existing index's corpus is whatever built it: not named.
+    result: dict[str, object] = {"store": "elasticsearch" if args.es else "embedded",
+                                 "corpus": None if args.existing else args.corpus}
     if args.existing:
         if not args.es:
             raise SystemExit("--existing needs --es (an embedded run's store is a temporary folder)")
@@ -122,7 +127,11 @@ def main() -> None:
             result["docs"] = client.count(index=args.index)["count"]
     else:
         src = tmp / "docs.jsonl"
-        if args.corpus == "scale":
+        if args.docs_file:
+            src = Path(args.docs_file)
+            result["corpus"] = f"file {src.name}"
+            result["docs"] = scale.read_docs(src).count
+        elif args.corpus == "scale":
             result["docs"] = scale.make_docs(args.docs, args.variants, 2, 0, src).count
         else:
             docs = make_docs(args.docs)

@@ -49,9 +49,9 @@ class JiebaFast:
     """
 
     def __init__(self) -> None:
-        import rjieba
+        from esdedup.fingerprint.tokenize import rjieba_segmenter
 
-        self._route = rjieba.Jieba()
+        self._route = rjieba_segmenter(())  # the process's one, without user words: it is only read
         # "Is this a word of the dictionary" is asked of jieba-rs: the same dictionary, and the same answer
         # as ``bool(jieba's FREQ.get(s))`` for every key of FREQ (tested). jieba itself is loaded only for a
         # block only it can cut: loading its dictionary is a start-up cost every fingerprint worker would pay.

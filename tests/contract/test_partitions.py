@@ -17,6 +17,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import DEDUP, LSH_KEYS, content_sha1
 from esdedup.store.base import Capability, NewDoc, Store, offers
 from esdedup.store.columns import CopyColumnsStore, copy_rows
+from esdedup.store.elastic import keys as elastic_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from esdedup.store.partition import Partition
@@ -128,15 +129,28 @@ def test_a_partitions_key_table_is_its_share(fetching_store):
 
 
 def test_both_stores_read_the_copy_columns_a_scan_gives(store):
-    """Every partition groups the exact copies of the whole index: both stores read each document's content
-    SHA-1 without reading it whole (on Elasticsearch two doc values), the rows `copy_rows` reads of a scan: every
-    row of a SHA-1 two documents hold, and no row a scan does not give (the embedded store leaves out the others)."""
+    """Every partition groups the exact copies of the whole index: both stores read the content SHA-1s without
+    reading the documents whole (on Elasticsearch the node finds the SHA-1s held twice, then two doc values a
+    copy), exactly the rows `copy_rows` reads of a scan whose SHA-1 another document holds too: a partition
+    holds the copies, not a row a document."""
     assert offers(store, Capability.COPY_COLUMNS)
-    rows = sorted(cast(CopyColumnsStore, store).copy_columns())
+    assert_copy_columns_are_the_copies(store)
+
+
+def test_the_copies_are_read_a_page_of_sha1s_at_a_time(fetching_store, monkeypatch):
+    """Elasticsearch reads the documents of the shared SHA-1s a page of SHA-1s a search (a `terms` query takes a
+    bounded number): pages of three give the same rows."""
+    monkeypatch.setattr(elastic_keys, "COPY_TERMS", 3)
+    assert_copy_columns_are_the_copies(fetching_store)
+
+
+def assert_copy_columns_are_the_copies(store: Store) -> None:
+    rows = cast(CopyColumnsStore, store).copy_columns()
     scanned = copy_rows(d for batch in store.scan() for d in batch)
     held = Counter(sha1 for _, sha1, _ in scanned)
-    assert set(rows) <= set(scanned)
-    assert {r for r in scanned if held[r[1]] > 1} <= set(rows)
+    assert len(rows) == len(set(rows))
+    assert set(rows) == {r for r in scanned if held[r[1]] > 1}
+    assert len({sha1 for _, sha1, _ in rows}) > 3 and len(rows) < len(scanned)
     assert sum(1 for _, _, empty in rows if empty) >= 5  # the texts without words among them
 
 

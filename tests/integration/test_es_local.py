@@ -207,28 +207,3 @@ def test_an_unknown_engine_is_refused(tmp_path: Path) -> None:
     r = _es_local("java", "--engine", "solr", env=_env(tmp_path))
     assert (r.returncode, r.stderr.strip()) == (1, "es-local: error: bad engine 'solr': expected elasticsearch or "
                                                    "opensearch")
-
-
-def test_an_opensearch_node_starts_answers_reports_its_status_and_is_purged(tmp_path: Path) -> None:
-    import json
-    import urllib.request
-
-    from tests.es_node import OS_VERSION, LocalCluster
-
-    cluster = LocalCluster(state_dir=tmp_path / "state", engine="opensearch")
-    cluster.start()
-    try:
-        with urllib.request.urlopen(cluster.url + "/", timeout=60) as resp:
-            root = json.loads(resp.read())
-        assert root["version"]["distribution"] == "opensearch" and root["version"]["number"] == OS_VERSION
-        status = cluster.status()
-        assert f"(OpenSearch {OS_VERSION}, 1 node(s)" in status and "health: green" in status
-        assert cluster.alive() == [True]
-        env = dict(line.split("=", 1) for line in (tmp_path / "state" / "cluster.env").read_text().splitlines())
-        assert env["ENGINE"] == "opensearch"
-        work = Path(env["WORK"])
-        # each node writes its GC log in its own logs dir, not in the shared distribution
-        assert (work / "node-0" / "logs" / "gc.log").exists()
-    finally:
-        cluster.stop(purge=True)
-    assert not work.exists()

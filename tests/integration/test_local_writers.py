@@ -255,9 +255,14 @@ import sys, time
 from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.store.local import LocalStore
-base, start, rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+base, rounds = sys.argv[1], int(sys.argv[2])
+print("ready", flush=True)
+start = float(sys.stdin.readline())  # one instant for all, given once every process is ready
 for r in range(rounds):
-    while time.time() < start + r * 0.3:  # the processes open each round's new store at the same moment
+    at = start + r * 0.3  # the processes open each round's new store at the same moment
+    while time.time() < at - 0.005:  # asleep until the last few milliseconds: three spinning processes
+        time.sleep(0.001)            # would hold both cores the whole test
+    while time.time() < at:
         pass
     store = LocalStore("new", f"{base}/data{r}")
     try:
@@ -274,11 +279,24 @@ def test_processes_creating_one_store_at_once_all_open_it(tmp_path):
     """Processes opening one new embedded store at the same moment all open it (none fails "database is
     locked" while another one creates it), round after round on a fresh data directory."""
     rounds = 20
-    start = time.time() + 5.0
-    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_NEW_STORES, str(tmp_path), str(start), str(rounds)],
-                              env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_NEW_STORES, str(tmp_path), str(rounds)],
+                              env=cli_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
              for _ in range(3)]
-    answers = [p.communicate(timeout=300) for p in procs]
+    try:
+        for p in procs:  # every process has imported everything: their first round can start
+            assert p.stdout is not None and p.stdout.readline() == "ready\n", p.communicate(timeout=60)
+        start = time.time() + 0.2
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write(f"{start}\n")
+            p.stdin.flush()
+        answers = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert [out for out, _ in answers] == ["ok 0\n" * rounds] * 3, answers
 
 

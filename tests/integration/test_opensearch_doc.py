@@ -1,19 +1,23 @@
 """docs/opensearch.md's commands, run as written: a real OpenSearch node started by scripts/es-local, the example
 articles ingested, their pairs listed, the node stopped and purged. Only the port and the cluster name differ,
-so that the run takes free ones."""
+so that the run takes free ones. The node the commands start is also the one `es-local --engine opensearch` is
+checked on (its version, its status, its own log folder, nothing left after `stop --purge`): one OpenSearch
+start-up for both."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
+import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.es_node import pick_base_port
+from tests.es_node import OS_VERSION, pick_base_port
 
 pytestmark = [pytest.mark.es, pytest.mark.opensearch]
 
@@ -48,6 +52,8 @@ def test_the_documented_commands_run_as_written(tmp_path: Path) -> None:
             proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, input="")
             assert proc.returncode == 0, (line, proc.stderr[-3000:])
             out += proc.stdout
+            if "start" in argv:
+                work = _check_the_started_node(port, name, env, tmp_path / "state")
             if "stop" in argv:
                 started = False
     finally:
@@ -62,3 +68,24 @@ def test_the_documented_commands_run_as_written(tmp_path: Path) -> None:
     assert re.search(r"^\d+ pairs in 4 clusters$", out, re.M), out
     assert re.search(r"^\s+rail-2\s", out, re.M), out  # `similar --id rail-1` finds its reprint
     assert not (tmp_path / "state" / "cluster.env").exists()  # stop --purge removed the cluster
+    assert not work.exists()  # and its data and logs
+
+
+def _check_the_started_node(port: int, name: str, env: dict[str, str], state: Path) -> Path:
+    """`es-local start --engine opensearch` started OpenSearch of the version asked for, which `status` reports
+    up and green, and which logs into its own folders; returns its work folder."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=60) as resp:
+        root = json.loads(resp.read())
+    assert root["version"]["distribution"] == "opensearch" and root["version"]["number"] == OS_VERSION
+    status = subprocess.run(["bash", str(ROOT / "scripts" / "es-local"), "status", "--name", name], env=env,
+                            capture_output=True, text=True, timeout=60)
+    report = status.stdout + status.stderr
+    assert f"(OpenSearch {OS_VERSION}, 1 node(s)" in report and "health: green" in report, report
+    assert [ln.split()[4] for ln in status.stdout.splitlines()
+            if len(ln.split()) >= 5 and ln.split()[0].isdigit()] == ["up"], report
+    cluster = dict(line.split("=", 1) for line in (state / "cluster.env").read_text().splitlines())
+    assert cluster["ENGINE"] == "opensearch"
+    work = Path(cluster["WORK"])
+    # each node writes its GC log in its own logs dir, not in the shared distribution
+    assert (work / "node-0" / "logs" / "gc.log").exists()
+    return work

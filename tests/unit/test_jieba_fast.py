@@ -150,3 +150,15 @@ def test_one_character_repeated_costs_what_normal_text_of_its_size_costs(fast: J
     normal_s, hostile_s = min(seconds(normal) for _ in range(2)), min(seconds(hostile) for _ in range(2))
     assert max(longest) <= jieba_hmm.MAX_RUN
     assert hostile_s < 3 * normal_s + 0.2, (hostile_s, normal_s)
+
+
+def test_rjieba_tokenizers_share_a_segmenter_only_with_the_same_user_words() -> None:
+    """rjieba's dictionary is loaded once a process for each set of user words (0.15 s a load), and a user
+    word of one config never reaches a tokenizer without it, made before or after."""
+    plain = Tokenizer("rjieba")
+    with_word, again = Tokenizer("rjieba", [("造次常在前", None)]), Tokenizer("rjieba", (("造次常在前", None),))
+    assert "造次常在前" in with_word.cut("他说造次常在前。")
+    assert "造次常在前" not in plain.cut("他说造次常在前。")
+    assert "造次常在前" not in Tokenizer("rjieba").cut("他说造次常在前。")
+    assert with_word._rjieba is again._rjieba and plain._rjieba is not with_word._rjieba
+    assert plain._rjieba is Tokenizer("rjieba")._rjieba is JiebaFast()._route

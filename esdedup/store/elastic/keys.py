@@ -1,6 +1,7 @@
-"""Band keys held by several documents of an Elasticsearch index: the shared keys of each key field with their
+"""Values held by several documents of an Elasticsearch index: the shared band keys of each key field with their
 members, from terms aggregations (`key_batches`); a partition's share of them, from a scan of every document's
-keys (`partition_key_batches`); and the crowded keys (`crowded_keys`)."""
+keys (`partition_key_batches`); the crowded keys (`crowded_keys`); and the documents whose content SHA-1 another
+holds too (`copy_columns`)."""
 from __future__ import annotations
 
 import itertools
@@ -15,6 +16,7 @@ from esdedup.errors import StoreError
 from esdedup.es import query as q
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys_many
+from esdedup.schema import CONTENT_SHA1, EMPTY
 from esdedup.store.base import KeyBatch, StoredDoc
 from esdedup.store.elastic import scans
 from esdedup.store.elastic.index import PAGE, ElasticIndex
@@ -84,6 +86,30 @@ def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[l
             todo += [(part[0] + part[1], 2 * part[1]), (part[0], 2 * part[1])]
 
 
+#: Content SHA-1s a search for their documents asks for (a `terms` query takes at most 65,536 by default,
+#: ``index.max_terms_count``).
+COPY_TERMS = 10_000
+
+
+def copy_columns(index: ElasticIndex) -> list[tuple[str, str, bool]]:
+    """See `esdedup.store.columns.CopyColumnsStore`: the rows of the documents whose content SHA-1 another holds
+    too, their content SHA-1 and ``empty`` doc values. The node finds those SHA-1s (`shared_values`), so the
+    client holds the copies only, not a row a document (at a million documents most of a partition's fixed
+    memory); their documents are read a page of SHA-1s at a time, through a point in time."""
+    out: list[tuple[str, str, bool]] = []
+    shared = [v for found in shared_values(index, CONTENT_SHA1, 2) for v, _ in found]
+    for start in range(0, len(shared), COPY_TERMS):
+        query = {"terms": {CONTENT_SHA1: shared[start:start + COPY_TERMS]}}
+        for hits in scans.hit_pages(index, "reading content SHA-1s", query=query,
+                                    docvalue_fields=[CONTENT_SHA1, EMPTY], source=False):
+            for h in hits:
+                got = h.get("fields", {})
+                sha1 = (got.get(CONTENT_SHA1) or [None])[0]
+                if sha1:
+                    out.append((h["_id"], sha1, bool((got.get(EMPTY) or [False])[0])))
+    return out
+
+
 def _crowded_set(index: ElasticIndex, fields: Sequence[str], max_bucket: int) -> frozenset[str]:
     """The values of ``fields`` held by more than ``max_bucket`` documents (`_crowded_values`)."""
     return frozenset(v for found in _crowded_values(index, fields, max_bucket).values() for v, _ in found)
@@ -149,7 +175,10 @@ class ShareTable:
 
     def __init__(self, partition: Partition, crowded: frozenset[str]) -> None:
         self.partition, self.crowded = partition, crowded
-        self.ids: list[str] = []
+        # The ids of the documents holding a key of the share, one after the other in UTF-8 (one Python string
+        # each would be some 60 bytes a document of every partition, whatever its share).
+        self._ids = bytearray()
+        self._ends = array("q")
         self._hashes = array("q")
         self._rows = array("i")
 
@@ -161,30 +190,44 @@ class ShareTable:
         p = self.partition
         mine = [k for k in keys if (p.whole or key_share(k, p.count) == p.index) and k not in self.crowded]
         if mine:
-            row = len(self.ids)
-            self.ids.append(doc_id)
+            row = len(self._ends)
+            self._ids += doc_id.encode()
+            self._ends.append(len(self._ids))
             self._hashes.extend(map(hash, mine))
             self._rows.extend([row] * len(mine))
+
+    def _id(self, row: int) -> str:
+        return self._ids[self._ends[row - 1] if row else 0:self._ends[row]].decode()
 
     def groups(self) -> Iterator[tuple[int, list[str]]]:
         """Each hash held by two documents or more, with their ids; ordered by their first document in the
         scan, so that the groups of one document come close together (each read once a batch, not once a
         group). The table is let go as it is read."""
+        # The table is the partition's largest memory: at most one sorted copy of its rows is made beside it (the
+        # hashes are sorted where they are: a sort's values do not depend on its order among equals), and the
+        # keys no other document holds are let go before the groups are read.
         hashes = np.frombuffer(self._hashes, dtype=np.int64)
-        rows = np.frombuffer(self._rows, dtype=np.dtype(f"i{self._rows.itemsize}"))
         order = np.argsort(hashes, kind="stable")
-        hashes, rows = hashes[order], rows[order]
+        rows = np.frombuffer(self._rows, dtype=np.dtype(f"i{self._rows.itemsize}"))[order]
+        self._rows = array("i")
         del order
-        self._hashes, self._rows = array("q"), array("i")
+        hashes.sort()
+        self._hashes = array("q")
         if not len(hashes):
             return
         starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
         sizes = np.diff(np.r_[starts, len(hashes)])
-        starts, sizes = starts[sizes > 1], sizes[sizes > 1]
+        shared = np.repeat(sizes > 1, sizes)
+        hashes, rows = hashes[shared], rows[shared]
+        del shared
+        sizes = sizes[sizes > 1]
+        if not len(sizes):
+            return
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # A document holds a key once, and rows were added in scan order: a group's first row is its smallest.
         for g in np.argsort(rows[starts], kind="stable").tolist():
             lo, n = int(starts[g]), int(sizes[g])
-            yield int(hashes[lo]), [self.ids[r] for r in rows[lo:lo + n].tolist()]
+            yield int(hashes[lo]), [self._id(r) for r in rows[lo:lo + n].tolist()]
 
 
 #: Members read whole (their fingerprints) a batch of `_share_batches`.
@@ -349,9 +392,10 @@ def _first_members(index: ElasticIndex, field: str, value: str, max_bucket: int)
     """The ``max_bucket`` smallest ids among the documents holding a crowded value: the members the in-memory
     LSH join and the embedded store take, so that every join, and every partition, compares the same
     documents of a crowd. Every holder's id is read (a point in time) to find them: the index cannot sort on
-    ``_id``."""
+    ``_id``; ids only (a crowd of thousands read with its vectors took half a second a value)."""
     first: list[str] = []
-    for hits in scans.hit_pages(index, "fetching band members", query={"term": {field: value}}, docvalue_fields=()):
+    for hits in scans.hit_pages(index, "fetching band members", query={"term": {field: value}}, docvalue_fields=(),
+                                source=False):
         first += (h["_id"] for h in hits)
         if len(first) > 4 * max_bucket:  # only the smallest are kept
             first = sorted(first)[:max_bucket]

@@ -70,7 +70,8 @@ def move_dotted_keys_aside(bulk: Bulk) -> int:
     no script: a cluster may run without the scripting and reindex modules."""
     index = bulk.index
     fields = [f"{DEDUP}.{name}" for name in index.single_valued_fields()]
-    found = [h["_id"] for hits in hit_pages(index, "finding documents with dotted dedup keys", docvalue_fields=fields)
+    found = [h["_id"] for hits in hit_pages(index, "finding documents with dotted dedup keys", docvalue_fields=fields,
+                                            source=False)  # their doc values only, not every vector
              for h in hits if any(len(v) > 1 for v in (h.get("fields") or {}).values() if isinstance(v, list))]
     mended = 0
     for start in range(0, len(found), PAGE):

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
-from esdedup.schema import CONTENT_SHA1, EMPTY
+from esdedup.schema import EMPTY
 from esdedup.store.base import StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 
@@ -52,19 +52,6 @@ def scan(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]
     """See `Store.scan`: every document, through a point in time."""
     for hits in hit_pages(index, "scanning documents", batch=batch):
         yield [index.doc(h) for h in hits]
-
-
-def copy_columns(index: ElasticIndex) -> list[tuple[str, str, bool]]:
-    """See `esdedup.store.columns.CopyColumnsStore`: every document's content SHA-1 and ``empty`` doc values
-    (what `esdedup.store.columns.copy_rows` reads of a whole document), without its ``_source``."""
-    out: list[tuple[str, str, bool]] = []
-    for hits in hit_pages(index, "reading content SHA-1s", docvalue_fields=[CONTENT_SHA1, EMPTY], source=False):
-        for h in hits:
-            got = h.get("fields", {})
-            sha1 = (got.get(CONTENT_SHA1) or [None])[0]
-            if sha1:
-                out.append((h["_id"], sha1, bool((got.get(EMPTY) or [False])[0])))
-    return out
 
 
 def scan_empty(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:

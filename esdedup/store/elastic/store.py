@@ -188,8 +188,8 @@ class ElasticStore:
         return scans.scan(self.index, batch=batch)
 
     def copy_columns(self) -> list[tuple[str, str, bool]]:
-        """See `esdedup.store.columns.CopyColumnsStore`: two doc values a document, through a point in time."""
-        return scans.copy_columns(self.index)
+        """See `esdedup.store.columns.CopyColumnsStore` (`keys.copy_columns`: the copies only)."""
+        return keys.copy_columns(self.index)
 
     def hit_pages(self, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
                   docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
