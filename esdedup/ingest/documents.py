@@ -163,10 +163,15 @@ def new_doc(d: FingerprintedRecord, seq: int, root: Root, *, duplicate_of: str |
 
 def as_stored(d: FingerprintedRecord, seq: int, root: Root) -> StoredDoc:
     """A record of this run as the run index keeps it."""
+    return StoredDoc(*stored_row(d, seq, root))
+
+
+def stored_row(d: FingerprintedRecord, seq: int, root: Root) -> tuple[Any, ...]:
+    """`as_stored`'s fields, in `StoredDoc`'s order, without the object (the run index keeps a row of them, and
+    makes the document only when a lookup names it)."""
     fp = d.fp
-    return StoredDoc(d.id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, root[1],
-                     root[1] if root[1] != d.id else None, minhash=fp.minhash, shingles=fp.shingles, seq=seq,
-                     cluster_seq=root[0], content_sha1=d.sha1)
+    return (d.id, fp.simhash, fp.vector, fp.empty, fp.length, fp.chars, root[1], root[1] if root[1] != d.id else None,
+            fp.minhash, fp.shingles, seq, root[0], None, d.sha1)
 
 
 def same_labels(stored: StoredDoc, new: NewDoc) -> bool:

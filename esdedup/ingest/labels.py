@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence, Set
 from itertools import chain
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,15 @@ from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
-from esdedup.ingest.documents import FingerprintedRecord, Labels, as_stored, new_doc, same_labels, same_text
+from esdedup.ingest.documents import (
+    FingerprintedRecord,
+    Labels,
+    as_stored,
+    new_doc,
+    same_labels,
+    same_text,
+    stored_row,
+)
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys
 from esdedup.ingest.window import MemoryWindow
@@ -108,14 +117,19 @@ class BatchCandidates:
 
     def __init__(self, labeller: Labeller, items: list[FingerprintedRecord], found: list[list[StoredDoc]],
                  probes: KeyLists, holds: KeyLists) -> None:
-        self.holds = holds
-        self._hold_hashes = self.holds.per_record()
-        self._probe_hashes = self._hold_hashes if probes is holds else probes.per_record()
-        self._earlier = labeller.window.run_index.lookup_many(probes)
+        self.holds, self._probes = holds, probes
+        #: Where each record's hashes start in ``holds.flat`` and ``probes.flat`` (and the end).
+        self._hold_at = _offsets(holds.counts)
+        self._probe_at = self._hold_at if probes is holds else _offsets(probes.counts)
+        run_index = labeller.window.run_index
+        self._earlier = run_index.lookup_many(probes)
+        #: Whether the run index holds every record added under every key it holds (`RunIndex.takes_all`): most
+        #: batches, whose records then go into it together (`RunIndex.add_later`).
+        self._later = run_index.takes_all(holds.hashes)
         self._peers, self._past_first = batch_peers(probes, self.holds)
-        #: Position in the batch -> the document the run index holds for it, and the hashes of the run keys it
-        #: is not held under (crowded).
-        self._added: dict[int, StoredDoc] = {}
+        #: Position in the batch -> the document the run index holds for it (its row until `_added_doc` makes
+        #: it), and the hashes of the run keys it is not held under (crowded).
+        self._added: dict[int, StoredDoc | tuple[Any, ...]] = {}
         self._crowded_out: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
         #: Hash -> the late peers held under it (see the class docstring), and what measuring them needs.
@@ -125,7 +139,14 @@ class BatchCandidates:
         peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
         superset = [[*f, *e, *(peer_docs[j] for j in peers)]
                     for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
-        near = labeller.rule.many([d.fp for d in items], superset, [d.id for d in items], [d.sha1 for d in items])
+        # Only the records with a candidate are measured: a record's verdicts are its pairs' alone, and one
+        # without a candidate has none (most of a batch).
+        todo = [r for r, cands in enumerate(superset) if cands]
+        near: list[list[int]] = [[]] * len(items)  # one empty list, never changed
+        for r, positions in zip(todo, labeller.rule.many([items[r].fp for r in todo], [superset[r] for r in todo],
+                                                         [items[r].id for r in todo], [items[r].sha1 for r in todo]),
+                                strict=True):
+            near[r] = positions
         # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
         self._near: list[Set[int]] = []
         self._near_peers: list[Set[int]] = []
@@ -138,11 +159,14 @@ class BatchCandidates:
             self._near.append({id(cands[p]) for p in positions if p < known})
             self._near_peers.append({peers[p - known] for p in positions if p >= known})
 
-    def add(self, i: int, doc: StoredDoc, run_index: RunIndex) -> None:
-        """Record ``i`` goes into the run index as ``doc``."""
-        self._added[i] = doc
-        self._position_of[id(doc)] = i
-        crowded_out = run_index.add(doc, self._hold_hashes[i], lambda: self.holds.keys_of(i))
+    def add(self, i: int, seq: int, root: Root, run_index: RunIndex) -> None:
+        """Record ``i`` goes into the run index with write order ``seq`` in cluster ``root``."""
+        row = stored_row(self._items[i], seq, root)
+        self._added[i] = row  # its StoredDoc is made when a later record of the batch names it (`_added_doc`)
+        if self._later:  # held under every key: nothing crowded out, no late peer
+            run_index.add_later(row, self.holds.hashes[self._hold_at[i]:self._hold_at[i + 1]])
+            return
+        crowded_out = run_index.add_row(row, self._held(i), lambda: self.holds.keys_of(i))
         if crowded_out:
             self._crowded_out[i] = crowded_out
         past_first = self._past_first.get(i)
@@ -162,10 +186,10 @@ class BatchCandidates:
         late = self._late_peers(i) if self._late else []
         if self._peers[i] or late:
             run = list(run)
-            probes = set(self._probe_hashes[i])
+            probes = set(self._probed(i))
             for j in sorted({*self._peers[i], *late}):
-                doc = self._added.get(j)
-                if doc is not None and probes.intersection(self._hold_hashes[j]) - self._crowded_out.get(j, frozenset()):
+                doc = self._added_doc(j)
+                if doc is not None and probes.intersection(self._held(j)) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
             return run
@@ -182,9 +206,26 @@ class BatchCandidates:
             return []
         return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
 
+    def _held(self, i: int) -> list[int]:
+        """The hashes of the run keys record ``i`` holds."""
+        return self.holds.flat[self._hold_at[i]:self._hold_at[i + 1]]
+
+    def _probed(self, i: int) -> list[int]:
+        """The hashes of the run keys record ``i`` looks up."""
+        return self._probes.flat[self._probe_at[i]:self._probe_at[i + 1]]
+
+    def _added_doc(self, j: int) -> StoredDoc | None:
+        """The document record ``j`` went into the run index as (`add`), one object however often it is named;
+        None when it was not added."""
+        doc = self._added.get(j)
+        if type(doc) is tuple:
+            doc = self._added[j] = StoredDoc(*doc)
+            self._position_of[id(doc)] = j
+        return doc  # type: ignore[return-value]
+
     def _late_peers(self, i: int) -> list[int]:
         """The late peers of record ``i`` held under a hash it probes that its measured peers leave out."""
-        late = {j for h in self._probe_hashes[i] for j in self._late.get(h, ())}
+        late = {j for h in self._probed(i) for j in self._late.get(h, ())}
         return sorted(late.difference(self._peers[i])) if late else []
 
     def _paired_late(self, i: int, late: list[int]) -> list[int]:
@@ -195,6 +236,13 @@ class BatchCandidates:
     def _as_peer(self, j: int) -> StoredDoc:
         """Record ``j`` as a candidate the rule measures (its fingerprint; its labels are not decided yet)."""
         return as_stored(self._items[j], 0, (0, self._items[j].id))
+
+
+def _offsets(counts: list[int]) -> list[int]:
+    """Where each of consecutive runs of ``counts`` starts, and the end."""
+    at = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=at[1:])
+    return at.tolist()  # type: ignore[no-any-return]
 
 
 def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
@@ -363,7 +411,7 @@ class Labeller:
             labelled.append((d, labels))
             cur.clusters[id(d.record)] = (d.id, labels.root)
             if batch is not None:
-                batch.add(i, as_stored(d, labels.seq, labels.root), window.run_index)
+                batch.add(i, labels.seq, labels.root, window.run_index)
         return labelled
 
     def _count_replaced(self, d: FingerprintedRecord, labels: Labels) -> None:

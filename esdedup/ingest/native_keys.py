@@ -28,6 +28,12 @@ class RunKeysTable:
         self.add = table.add
         self.lookup_many = table.lookup_many
 
+    def held_counts(self, hashes: np.ndarray) -> np.ndarray:
+        return np.frombuffer(self._table.held_counts(_le_bytes(hashes)), dtype="<u4").astype(np.uint32)
+
+    def add_many(self, positions: Sequence[int], hashes: np.ndarray, counts: Sequence[int]) -> list[tuple[int, int]]:
+        return self._table.add_many(list(positions), _le_bytes(hashes), list(counts))  # type: ignore[no-any-return]
+
     def entries(self) -> tuple[np.ndarray, np.ndarray]:
         hashes, positions = self._table.entries()
         return np.frombuffer(hashes, dtype="<u8").astype(np.uint64), np.frombuffer(positions, dtype="<u4").astype(
@@ -35,6 +41,11 @@ class RunKeysTable:
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+def _le_bytes(hashes: np.ndarray) -> bytes:
+    """uint64 hashes as the extension reads them: little-endian bytes."""
+    return np.ascontiguousarray(hashes, dtype="<u8").tobytes()
 
 
 def key_hashes(keys: Sequence[str]) -> np.ndarray | None:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
 from functools import cached_property
 from itertools import chain, islice, repeat
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -92,6 +94,15 @@ class _KeyTable:
                     crowded.append(x)
         return crowded
 
+    def held_counts(self, hashes: np.ndarray) -> np.ndarray:
+        first, more = self.first, self.more
+        return np.array([1 + len(more.get(h, ())) if h in first else 0 for h in hashes.tolist()], dtype=np.uint32)
+
+    def add_many(self, positions: Sequence[int], hashes: np.ndarray, counts: Sequence[int]) -> list[tuple[int, int]]:
+        flat = iter(hashes.tolist())
+        return [(r, x) for r, (p, n) in enumerate(zip(positions, counts, strict=True))
+                for x in self.add(p, list(islice(flat, n)))]
+
     def lookup_many(self, hashes: list[int], counts: list[int]) -> list[list[int]]:
         out = []
         flat = iter(hashes)
@@ -122,6 +133,13 @@ class _KeyTable:
 EMPTY: frozenset[int] = frozenset()
 
 
+def _fits(a: object, spec: tuple[tuple[int, ...], np.dtype]) -> bool:
+    """Whether ``a`` is an array of the shape and dtype ``spec`` (a dtype is compared by identity first: numpy's
+    ``==`` of two dtypes costs a microsecond, a row's whole copy half that)."""
+    return (isinstance(a, np.ndarray) and a.shape == spec[0]
+            and (a.dtype is spec[1] or a.dtype == spec[1]))
+
+
 def _key_table() -> _KeyTable | native_keys.RunKeysTable:
     table = native_keys.run_keys(MAX_PER_KEY)
     return _KeyTable(MAX_PER_KEY) if table is None else table
@@ -141,6 +159,7 @@ class _DocColumns:
     _NAMES = tuple(f.name for f in fields(StoredDoc))
     _ARRAYS = (_NAMES.index("vector"), _NAMES.index("minhash"))
     _ID = _NAMES.index("id")
+    _fields = staticmethod(attrgetter(*_NAMES))
 
     def __init__(self) -> None:
         self._rows: list[tuple[object, ...]] = []
@@ -153,15 +172,19 @@ class _DocColumns:
         return len(self._rows)
 
     def append(self, doc: StoredDoc) -> None:
+        self.append_row(self._fields(doc))
+
+    def append_row(self, values: tuple[Any, ...]) -> None:
+        """Append the document whose fields, in `StoredDoc`'s order, are ``values``."""
         p = len(self._rows)
-        row = [getattr(doc, name) for name in self._NAMES]
+        row = list(values)
         for c, at in enumerate(self._ARRAYS):
             a = row[at]
             row[at] = None
             spec = self._spec[c]
             if isinstance(a, np.ndarray) and spec is None:
                 spec = self._spec[c] = (a.shape, a.dtype)
-            if not isinstance(a, np.ndarray) or (a.shape, a.dtype) != spec:
+            if spec is None or not _fits(a, spec):
                 self._own[c][p] = a
                 continue
             blocks = self._blocks[c]
@@ -169,6 +192,39 @@ class _DocColumns:
                 blocks.append(np.empty((self.BLOCK, *a.shape), dtype=a.dtype))
             blocks[p // self.BLOCK][p % self.BLOCK] = a
         self._rows.append(tuple(row))
+
+    def append_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """`append_row` of each of ``rows`` in turn, the arrays that fit the blocks copied in one step a block."""
+        start = len(self._rows)
+        lists = [list(values) for values in rows]
+        for c, at in enumerate(self._ARRAYS):
+            arrays = [row[at] for row in lists]
+            for row in lists:
+                row[at] = None
+            spec = self._spec[c]
+            if spec is None:
+                first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
+                if first is not None:
+                    spec = self._spec[c] = (first.shape, first.dtype)
+            fit = [] if spec is None else [k for k, a in enumerate(arrays) if _fits(a, spec)]
+            if len(fit) < len(arrays):
+                fitting = set(fit)
+                self._own[c].update((start + k, a) for k, a in enumerate(arrays) if k not in fitting)
+            if not fit:
+                continue
+            assert spec is not None
+            blocks = self._blocks[c]
+            # 1-D arrays (vectors, signatures) joined end to end: np.stack costs twice as much a row.
+            stacked = (np.concatenate([arrays[k] for k in fit]).reshape(len(fit), *spec[0]) if len(spec[0]) == 1
+                       else np.stack([arrays[k] for k in fit]))
+            at_rows = np.array(fit) + start
+            while len(blocks) <= int(at_rows[-1]) // self.BLOCK:
+                blocks.append(np.empty((self.BLOCK, *spec[0]), dtype=spec[1]))
+            of_block = at_rows // self.BLOCK
+            for b in range(int(of_block[0]), int(of_block[-1]) + 1):
+                these = of_block == b
+                blocks[b][at_rows[these] % self.BLOCK] = stacked[these]
+        self._rows.extend(map(tuple, lists))
 
     def __getitem__(self, p: int) -> StoredDoc:
         row = list(self._rows[p])
@@ -202,13 +258,20 @@ class RunIndex:
         self._carried = bool(self.crowded)
         #: The hashes of the keys of `crowded` (a key's string is made only when it is counted).
         self._crowded_hashes: set[int] = set(key_hashes(list(self.crowded)).tolist()) if self.crowded else set()
+        #: Documents added by `add_later`, held once the index is next read (`_hold_queued`).
+        self._queued: list[tuple[tuple[Any, ...], np.ndarray]] = []
 
     def add(self, doc: StoredDoc, hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
         """Hold ``doc`` under the keys whose `key_hashes` are ``hashes`` (``names()``: those keys, in the same
         order, asked for only when a crowded key is counted); returns the hashes of those it is not held under
         (each held by `MAX_PER_KEY` documents already)."""
+        return self.add_row(_DocColumns._fields(doc), hashes, names)
+
+    def add_row(self, row: tuple[Any, ...], hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
+        """`add` of the document whose fields, in `StoredDoc`'s order, are ``row`` (no object made for it)."""
+        self._hold_queued()
         crowded_out = self._table.add(len(self.docs), hashes)
-        self.docs.append(doc)
+        self.docs.append_row(row)
         carried = self._carried and not self._crowded_hashes.isdisjoint(hashes)
         if not crowded_out and not carried:
             return EMPTY
@@ -222,6 +285,37 @@ class RunIndex:
                 if x not in out and k in self.crowded:
                     self.crowded[k] += 1
         return frozenset(hashes[x] for x in crowded_out) if crowded_out else EMPTY
+
+    def takes_all(self, hashes: np.ndarray) -> bool:
+        """Whether documents holding ``hashes`` (uint64: a batch's, flat, each hash as often as its documents
+        hold it) would each be held under every one of their keys, however many of them are added and in
+        whatever order: no key reaches `MAX_PER_KEY` documents, and none is a crowded key carried over from the
+        run's earlier run indexes (whose counts an `add` moves). Then `add_later` may add them."""
+        self._hold_queued()
+        if not len(hashes):
+            return True
+        if self._carried and not self._crowded_hashes.isdisjoint(hashes.tolist()):
+            return False
+        distinct, occurrences = np.unique(hashes, return_counts=True)
+        return bool(np.all(self._table.held_counts(distinct).astype(np.int64) + occurrences <= MAX_PER_KEY))
+
+    def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
+        """`add_row` of a document of a batch that `takes_all` let through (it is held under every key, so
+        there is nothing to return), done with the rest of its batch when the index is next read: one call
+        into the key table for a batch, not one for each document."""
+        self._queued.append((row, hashes))
+
+    def _hold_queued(self) -> None:
+        """Add the documents `add_later` queued, in the order it queued them."""
+        if not self._queued:
+            return
+        queued, self._queued = self._queued, []
+        start = len(self.docs)
+        crowded = self._table.add_many(range(start, start + len(queued)), np.concatenate([h for _, h in queued]),
+                                       [len(h) for _, h in queued])
+        if crowded:  # takes_all let a batch through that crowds a key: the run index would be wrong
+            raise AssertionError(f"{len(crowded)} keys of documents added later were crowded")
+        self.docs.append_rows([row for row, _ in queued])
 
     def add_keys(self, doc: StoredDoc, keys: Sequence[str]) -> frozenset[int]:
         """`add` of ``doc`` under ``keys``, hashed here."""
@@ -237,6 +331,7 @@ class RunIndex:
 
     def lookup_many(self, keys: KeyLists) -> list[list[StoredDoc]]:
         """`lookup` of each record's keys."""
+        self._hold_queued()
         docs = self.docs
         return [[docs[p] for p in found] for found in self._table.lookup_many(keys.flat, keys.counts)]
 
@@ -245,6 +340,7 @@ class RunIndex:
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
         (key, document). The documents go once their ids are read and the table once its entries are: the
         sort and merge that follow, where a roll's memory peaks, hold neither (bench/roll_memory.py)."""
+        self._hold_queued()
         ids = self.docs.ids()
         self.docs = _DocColumns()
         hashes, positions = self._table.entries()

@@ -65,18 +65,54 @@ impl RunKeys {
     fn add(&mut self, position: u32, hashes: Vec<u64>) -> Vec<usize> {
         let mut crowded = Vec::new();
         for (x, &h) in hashes.iter().enumerate() {
-            let first = *self.first.entry(h).or_insert(position);
-            if first == position {
-                continue;
-            }
-            let more = self.more.entry(h).or_default();
-            if more.len() + 1 < self.per_key {
-                more.push(position);
-            } else {
+            if !self.hold(position, h) {
                 crowded.push(x);
             }
         }
         crowded
+    }
+
+    /// How many positions each hash (little-endian uint64 bytes) is held under, as little-endian uint32 bytes
+    /// (`per_key` at most): what a batch's records would find before they are added.
+    fn held_counts<'py>(&self, py: Python<'py>, hashes: &[u8]) -> Bound<'py, PyBytes> {
+        let mut out = Vec::with_capacity(hashes.len() / 2);
+        for word in hashes.chunks_exact(8) {
+            let h = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            let held = match self.first.get(&h) {
+                None => 0,
+                Some(_) => 1 + self.more.get(&h).map_or(0, Vec::len),
+            };
+            out.extend_from_slice(&(held as u32).to_le_bytes());
+        }
+        PyBytes::new(py, &out)
+    }
+
+    /// `add` of several documents in turn: `positions[r]` under the next `counts[r]` of `hashes` (little-endian
+    /// uint64 bytes). Returns, for each document, the indices (into its own hashes) of those it is not held
+    /// under, as `add` would have, in one list of (document, index) pairs.
+    fn add_many(
+        &mut self,
+        positions: Vec<u32>,
+        hashes: &[u8],
+        counts: Vec<usize>,
+    ) -> PyResult<Vec<(usize, usize)>> {
+        if counts.len() != positions.len() || counts.iter().sum::<usize>() * 8 != hashes.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "add_many: one count a position, and 8 bytes a hash",
+            ));
+        }
+        let mut crowded = Vec::new();
+        let mut words = hashes
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        for (r, (&position, &n)) in positions.iter().zip(&counts).enumerate() {
+            for (x, h) in words.by_ref().take(n).enumerate() {
+                if !self.hold(position, h) {
+                    crowded.push((r, x));
+                }
+            }
+        }
+        Ok(crowded)
     }
 
     /// For each record, the positions (ascending, each once) holding any of its hashes: record r's hashes
@@ -125,6 +161,20 @@ impl RunKeys {
 }
 
 impl RunKeys {
+    /// Hold `position` under `h` unless `per_key` positions hold it already (false: crowded out).
+    fn hold(&mut self, position: u32, h: u64) -> bool {
+        let first = *self.first.entry(h).or_insert(position);
+        if first == position {
+            return true;
+        }
+        let more = self.more.entry(h).or_default();
+        if more.len() + 1 < self.per_key {
+            more.push(position);
+            return true;
+        }
+        false
+    }
+
     fn len(&self) -> usize {
         self.first.len() + self.more.values().map(Vec::len).sum::<usize>()
     }

@@ -106,10 +106,14 @@ class _Measured(RunIndex):
 
     most = 0
 
-    def add(self, doc, hashes, names):
-        out = super().add(doc, hashes, names)
+    def add_row(self, row, hashes, names):
+        out = super().add_row(row, hashes, names)
         _Measured.most = max(_Measured.most, len(self.docs))
         return out
+
+    def _hold_queued(self):  # a batch added at once (`add_later`)
+        super()._hold_queued()
+        _Measured.most = max(_Measured.most, len(self.docs))
 
 
 def _labels(store: Store) -> dict[str, tuple[str | None, str | None]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
+from dataclasses import fields
+from operator import attrgetter
 
 import numpy as np
 
-from esdedup.ingest.runindex import RunIndex
+from esdedup.ingest.runindex import RunIndex, key_hashes
 from esdedup.store.base import StoredDoc
 
 
@@ -68,3 +70,24 @@ def test_a_poem_costs_about_two_kb_in_the_run_index() -> None:
     # A StoredDoc with its own vector and signature (and its strings and ints) held 2.3 KB (2.4 without the
     # native core, whose key table is not traced).
     assert per_doc < 2200, per_doc
+
+
+def test_documents_added_together_are_the_documents_added_one_by_one() -> None:
+    """`add_later` (a batch's documents, whose arrays are copied a block at a time) keeps what `add_keys` keeps:
+    across blocks, with arrays of another shape or dtype, or none, among them, the first document's included."""
+    rng = np.random.default_rng(3)
+    docs = [_doc(i, rng) for i in range(5000)]
+    docs[0] = _doc(0, rng, perm=None)  # the first has no signature: the signatures' shape is the next one's
+    docs[1] = _doc(1, rng, dim=64, perm=256)  # the first vector of its shape, kept by position
+    docs[4096].vector = docs[4096].vector.astype(np.float64)
+    row = attrgetter(*(f.name for f in fields(StoredDoc)))
+    one_by_one, together = RunIndex(complete=True), RunIndex(complete=True)
+    for start in range(0, len(docs), 1500):  # batches across the first block's end
+        for i, d in enumerate(docs[start:start + 1500], start):
+            one_by_one.add_keys(d, [f"0:{i:x}"])
+            together.add_later(row(d), key_hashes([f"0:{i:x}"]))
+        assert together.lookup(["none"]) == []  # read: the batch goes in
+    for i in range(len(docs)):
+        (a,) = one_by_one.lookup([f"0:{i:x}"])
+        (b,) = together.lookup([f"0:{i:x}"])
+        assert _same(a, b) and _same(b, docs[i])

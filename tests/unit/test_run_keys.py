@@ -8,6 +8,8 @@ tests/unit/conftest.py).
 """
 from __future__ import annotations
 
+from dataclasses import fields
+from operator import attrgetter
 from types import SimpleNamespace
 
 import numpy as np
@@ -68,6 +70,54 @@ def _same_tables(ops: list[tuple[bool, list[int]]], per_key: int) -> None:
     got, want = table.entries(), reference.entries()
     assert sorted(zip(*(a.tolist() for a in got))) == sorted(zip(*(a.tolist() for a in want)))
     assert got[0].dtype == np.uint64 and got[1].dtype == np.uint32
+
+
+batches_st = st.lists(st.lists(st.lists(st.integers(0, 6), max_size=4), max_size=12), max_size=12)
+
+
+def test_adding_a_batch_at_once_is_adding_its_documents_in_turn_on_both_paths(extension, switch_on) -> None:
+    """`add_many` (a batch's documents with their positions) holds what `add` of each in turn holds, and says
+    which keys crowded which document out as `add` does; `held_counts` counts the positions of each hash."""
+    @settings(max_examples=150, deadline=None)
+    @given(batches_st, st.integers(1, 5))
+    def check(batches: list[list[list[int]]], per_key: int) -> None:
+        native_table, reference, one_by_one = native_keys.run_keys(per_key), _KeyTable(per_key), _KeyTable(per_key)
+        assert native_table is not None
+        position = 0
+        for batch in batches:
+            hashes = np.array([v * 0x9E3779B97F4A7C15 % 2**64 for values in batch for v in values], dtype=np.uint64)
+            probe = np.unique(hashes)
+            assert native_table.held_counts(probe).tolist() == reference.held_counts(probe).tolist() == \
+                [1 + len(one_by_one.more.get(h, ())) if h in one_by_one.first else 0 for h in probe.tolist()]
+            positions = list(range(position, position + len(batch)))
+            counts = [len(values) for values in batch]
+            crowded = [(r, x) for r, p in enumerate(positions) for x in one_by_one.add(p, hashes[
+                sum(counts[:r]):sum(counts[:r + 1])].tolist())]
+            assert native_table.add_many(positions, hashes, counts) == reference.add_many(positions, hashes, counts) \
+                == crowded
+            position += len(batch)
+        assert sorted(zip(*(a.tolist() for a in native_table.entries()))) == \
+            sorted(zip(*(a.tolist() for a in one_by_one.entries())))
+
+    check()
+
+
+def test_a_batch_that_crowds_no_key_goes_in_at_once(monkeypatch) -> None:
+    """`RunIndex.takes_all`: a batch is let through only when no key of it can reach MAX_PER_KEY documents;
+    what `add_later` queued is held once the index is read, as `add` would have held it."""
+    for switch in ("0", "1"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        index = RunIndex()
+        for n in range(MAX_PER_KEY - 2):
+            index.add_keys(_doc(n), ["shared", f"own-{n}"])
+        two = key_hashes(["shared", "shared"])
+        assert index.takes_all(two) and not index.takes_all(key_hashes(["shared"] * 3))
+        row = attrgetter(*(f.name for f in fields(StoredDoc)))
+        later = [_doc(n) for n in range(MAX_PER_KEY - 2, MAX_PER_KEY)]
+        for d in later:
+            index.add_later(row(d), key_hashes(["shared"]))
+        assert index.lookup(["shared"])[-2:] == later  # read: the queued documents are held first
+        assert not index.takes_all(key_hashes(["shared"]))  # the key is full now
 
 
 def test_a_crowded_key_holds_the_first_documents_on_both_paths(monkeypatch) -> None:
@@ -156,7 +206,7 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
         assert [c.id for c in got] == [c.id for c in expected]
         assert [c.id for c in cands.near(i, got)] == [c.id for c in expected if _EveryThird.pairs(i, c.id)]
         if added:
-            cands.add(i, StoredDoc(d.id, 0, np.zeros(1), False, 1, 1, d.id, None), index)
+            cands.add(i, 0, (0, d.id), index)
     if hashed:  # a record's keys were named only where one of them was crowded
         assert all(set(holds_keys[r]) & set(index.crowded) for r in named)
     _CROWDED.clear()
