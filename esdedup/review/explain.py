@@ -14,9 +14,9 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.match.measures import Measures, measure
 from esdedup.match.thresholds import Thresholds
-from esdedup.store.base import StoredDoc
+from esdedup.store.base import StoredDoc, band_keys, lsh_signature
 
-__all__ = ["PairExplanation", "Segment", "band_keys", "char_diff", "explain", "lsh_keys_of"]
+__all__ = ["PairExplanation", "Segment", "char_diff", "explain", "lsh_keys_of"]
 
 #: Characters of each text compared for the marked differences (the rest is shown unmarked): the matcher
 #: grows with the square of the length on texts that share little.
@@ -53,18 +53,10 @@ def _number(x: float) -> float | None:
     return None if x is None or math.isnan(float(x)) else float(x)
 
 
-def band_keys(doc: StoredDoc, config: FingerprintConfig) -> list[str]:
-    """The SimHash band keys the store indexes for ``doc`` (none for a text too short for bands)."""
-    if doc.empty or not config.gets_simhash_bands(doc.chars):
-        return []
-    return config.band_layout().keys(doc.simhash)
-
-
 def lsh_keys_of(doc: StoredDoc, config: FingerprintConfig) -> list[str]:
     """The MinHash LSH keys of ``doc`` (none without a signature of the config's length)."""
-    if doc.minhash is None or not doc.shingles or len(doc.minhash) < config.minhash_bands * config.minhash_rows:
-        return []
-    return lsh_keys(doc.minhash, config.minhash_bands, config.minhash_rows)
+    sig = lsh_signature(doc, config)
+    return [] if sig is None else lsh_keys(sig, config.minhash_bands, config.minhash_rows)
 
 
 def explain(a: StoredDoc, b: StoredDoc, config: FingerprintConfig, t: Thresholds) -> PairExplanation:

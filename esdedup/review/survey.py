@@ -21,9 +21,9 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.match.measures import hamming_of, measure_pairs, measured
 from esdedup.match.pairs import ScoredPair, scored_pairs, verdicts
 from esdedup.match.thresholds import Thresholds
-from esdedup.review.explain import band_keys, lsh_keys_of
+from esdedup.review.explain import lsh_keys_of
 from esdedup.schema import band_fields, lsh_bands
-from esdedup.store.base import Probe, Store, StoredDoc
+from esdedup.store.base import Probe, Store, StoredDoc, band_keys
 
 __all__ = ["Histogram", "PairSurvey", "QueueItem", "sample_survey", "survey"]
 

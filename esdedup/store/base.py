@@ -70,6 +70,23 @@ class StoredDoc:
         return (self.cluster_seq, self.cluster_id)
 
 
+def band_keys(doc: StoredDoc, config: FingerprintConfig) -> list[str]:
+    """The SimHash band keys the store holds for ``doc`` (none for a text without words or too short for bands):
+    what ingest indexed, from the stored fingerprint."""
+    if doc.empty or not config.gets_simhash_bands(doc.chars):
+        return []
+    return config.band_layout().keys(doc.simhash)
+
+
+def lsh_signature(doc: StoredDoc, config: FingerprintConfig) -> np.ndarray | None:
+    """The values of ``doc``'s MinHash signature its LSH keys are made of (the first bands x rows), None when it
+    holds no LSH key (no signature, no n-gram, or fewer values than that)."""
+    width = config.minhash_bands * config.minhash_rows
+    if doc.minhash is None or not doc.shingles or len(doc.minhash) < width:
+        return None
+    return doc.minhash[:width]
+
+
 @dataclass  # not frozen: see StoredDoc
 class NewDoc:
     """A document to write: its id, fingerprint, article fields, dedup labels and write order."""

@@ -17,7 +17,7 @@ from esdedup.es import query as q
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import lsh_keys_many
 from esdedup.schema import CONTENT_SHA1, EMPTY
-from esdedup.store.base import KeyBatch, StoredDoc
+from esdedup.store.base import KeyBatch, StoredDoc, band_keys, lsh_signature
 from esdedup.store.elastic import scans
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.store.partition import Partition, key_share
@@ -281,16 +281,13 @@ def doc_keys(docs: Mapping[str, StoredDoc], config: FingerprintConfig, *, lsh: b
     """The band and LSH keys the index holds for each of ``docs``, from their fingerprints (what ingest stored):
     the SimHash band keys of a text long enough for them, and the LSH keys of a signature of the config's
     length (``lsh``), computed for all the signatures at once."""
-    layout = config.band_layout()
-    out = {i: layout.keys(d.simhash) if not d.empty and config.gets_simhash_bands(d.chars) else []
-           for i, d in docs.items()}
-    bands, rows = config.minhash_bands, config.minhash_rows
+    out = {i: band_keys(d, config) for i, d in docs.items()}
     if lsh and config.gets_signatures:
-        signed = [(i, d.minhash) for i, d in docs.items()
-                  if d.minhash is not None and d.shingles > 0 and len(d.minhash) >= bands * rows]
+        signed = [(i, sig) for i, d in docs.items() if (sig := lsh_signature(d, config)) is not None]
         if signed:
-            sigs = np.stack([sig[:bands * rows] for _, sig in signed])
-            for (i, _), keys in zip(signed, lsh_keys_many(sigs, bands, rows), strict=True):
+            sigs = np.stack([sig for _, sig in signed])
+            for (i, _), keys in zip(signed, lsh_keys_many(sigs, config.minhash_bands, config.minhash_rows),
+                                    strict=True):
                 out[i] += keys
     return out
 
