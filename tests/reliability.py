@@ -7,6 +7,7 @@ test_security.py) and bench/load.py.
   documents ingest in minutes on two cores.
 * `run_cli` / `start_cli`: ``python -m esdedup ...`` as a real subprocess (so a test can kill it or the node
   under it and read its exit code, stdout and stderr).
+* `killed_on_exit`: the processes a test starts, none left running when it ends.
 * `wait_or_dump`: wait for a `start_cli` process to end; when it does not, the assertion carries a stack dump of
   every thread of it and of its worker processes (a hang seen once in CI is diagnosed from CI's log).
 * `index_ids`: every id of an index, via a point in time (works past 10,000 hits).
@@ -106,6 +107,19 @@ def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | N
     finally:
         out.close()
         err.close()
+
+
+@contextlib.contextmanager
+def killed_on_exit(procs: Sequence[subprocess.Popen[Any]]):
+    """``procs`` while the block runs; any still running when it ends (a failed assertion, a timeout) killed
+    and reaped, so that no test leaves a process behind."""
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def child_pids(pid: int) -> list[int]:

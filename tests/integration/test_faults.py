@@ -23,6 +23,7 @@ from tests.reliability import (
     balanced,
     dead_letters,
     index_ids,
+    killed_on_exit,
     last_json,
     make_docs,
     report,
@@ -300,13 +301,8 @@ def _back_pressure_is_retried(node: LocalCluster, tmp_path: Path, name: str) -> 
                        "--shards", "3", "--workers", "1", "--json", "--dead-letter", tmp_path / f"dl{k}.jsonl",
                        "--checkpoint", tmp_path / f"ck{k}.json", stdout=tmp_path / f"out{k}",
                        stderr=tmp_path / f"err{k}") for k in range(2)]
-    try:
+    with killed_on_exit(procs):
         codes = [p.wait(timeout=600) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     seconds = time.monotonic() - t0
     summaries = []
     for k, code in enumerate(codes):

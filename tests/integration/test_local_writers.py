@@ -21,7 +21,16 @@ from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.store.local import LocalStore
 from esdedup.util.filelock import FileLock
-from tests.reliability import cli_cmd, cli_env, last_json, run_cli, start_cli, wait_for, write_corpus
+from tests.reliability import (
+    cli_cmd,
+    cli_env,
+    killed_on_exit,
+    last_json,
+    run_cli,
+    start_cli,
+    wait_for,
+    write_corpus,
+)
 from tests.writers import inconsistencies, partition, planted_corpus, split_across, write_parts
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
@@ -283,7 +292,7 @@ def test_processes_creating_one_store_at_once_all_open_it(tmp_path):
                               env=cli_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
              for _ in range(3)]
-    try:
+    with killed_on_exit(procs):
         for p in procs:  # every process has imported everything: their first round can start
             assert p.stdout is not None and p.stdout.readline() == "ready\n", p.communicate(timeout=60)
         start = time.time() + 0.2
@@ -292,11 +301,6 @@ def test_processes_creating_one_store_at_once_all_open_it(tmp_path):
             p.stdin.write(f"{start}\n")
             p.stdin.flush()
         answers = [p.communicate(timeout=300) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     assert [out for out, _ in answers] == ["ok 0\n" * rounds] * 3, answers
 
 
