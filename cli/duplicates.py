@@ -146,6 +146,7 @@ def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec:
 
         report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
                                     progress=progress, write_clusters=write_clusters)
-    printer.pairs(report, fmt)
+    with report:  # its pairs' temporary file goes, printed or not (a closed pipe, an interrupt)
+        printer.pairs(report, fmt)
     lines.line("summary", {**report.stats.to_dict(),
                            **({"labels_written": report.labels_written} if write_clusters else {})})

@@ -21,7 +21,7 @@ from esdedup.match.clusters import clusters
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.measures import measures_row
 from esdedup.match.pairs import Pair, check_max_bucket, crowded_values, find_pairs, lsh_in_memory
-from esdedup.match.partitioned import PartitionStats, partition_pairs
+from esdedup.match.partitioned import PartitionStats, SortedPairs, partition_pairs
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import (
     ThresholdOverrides,
@@ -279,10 +279,15 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
 
 @dataclass
 class PartitionReport:
-    """One partition of all-pairs search (`pairs_of_partition`): its pairs (sorted), what it did, and the
-    store's most crowded band values."""
+    """One partition of all-pairs search (`pairs_of_partition`): its pairs, what it did, and the store's most
+    crowded band values.
 
-    pairs: list[Pair]
+    ``pairs`` (`SortedPairs`) are sorted by ``(a, b)`` and were written to a private temporary file as they were
+    found (memory does not grow with them): iterate them (as often as wanted), ``len`` counts them. The report
+    owns that file: use it in a ``with`` block or `close` it, which deletes the file (a process that ends frees
+    it too, however it ends: it has no name)."""
+
+    pairs: SortedPairs
     stats: PartitionStats
     crowded: list[tuple[str, int]] = field(default_factory=list)
     #: The clusters the partition's own pairs form (those of the index join the P partitions' pairs).
@@ -290,6 +295,16 @@ class PartitionReport:
     #: Labels written by ``write_clusters`` (None when not asked: the CLI then says nothing of labels).
     labels_written: int | None = None
     mended: int = 0
+
+    def close(self) -> None:
+        """Delete the pairs' temporary file; reading the pairs after this raises ValueError."""
+        self.pairs.close()
+
+    def __enter__(self) -> PartitionReport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @checked_args
@@ -303,6 +318,8 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
     stored clusters of the partition's pairs as `all_pairs` does (`esdedup.ingest.settle.join_stored`: joins
     only, the earliest-written root represents each cluster), so that the P partitions, in any order or at once,
     leave the clusters one `all_pairs` run leaves; a partition stopped midway is mended by running it again.
+    The pairs never are all in memory: the report holds them in a temporary file, which `PartitionReport.close`
+    (or a ``with`` block) deletes; a run that fails or is interrupted deletes it before it raises.
 
     Raises:
         ConfigError: a partition that is not ``I/P`` with 0 <= I < P, ``max_bucket`` below 2, or a store or
@@ -317,12 +334,19 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
     store.open(None, create=False)
     store.refresh()
     stats = PartitionStats(str(part))
-    pairs = sorted(partition_pairs(store, part, thresholds=thresholds, max_bucket=max_bucket, stats=stats,
-                                   progress=progress), key=lambda p: (p.a, p.b))
-    groups = clusters(pairs)
-    report = PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False), groups)
-    if write_clusters:
-        report.labels_written = _join_clusters(store, groups)
+    # The pairs go to their file as they are found, and into the clusters' union-find (one entry an id in a
+    # pair): nothing holds them all.
+    pairs = SortedPairs()
+    try:
+        groups = clusters(pairs.keeping(partition_pairs(store, part, thresholds=thresholds, max_bucket=max_bucket,
+                                                         stats=stats, progress=progress)))
+        report = PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False),
+                                 groups)
+        if write_clusters:
+            report.labels_written = _join_clusters(store, groups)
+    except BaseException:  # KeyboardInterrupt too: the file goes with the run
+        pairs.close()
+        raise
     return report
 
 

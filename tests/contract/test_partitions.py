@@ -3,17 +3,21 @@ for P = 1, 2, 3 the partitions' pairs together are exactly one run's, and no pai
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import cast
 
 import pytest
 from esdedup_cli.main import app
 
-from esdedup import FingerprintConfig
+from esdedup import FingerprintConfig, api
 from esdedup.api import all_pairs, pairs_of_partition
 from esdedup.errors import ConfigError, StoreError
 from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.match import partitioned
+from esdedup.match.clusters import clusters
 from esdedup.schema import DEDUP, LSH_KEYS, content_sha1
 from esdedup.store.base import Capability, NewDoc, Store, offers
 from esdedup.store.columns import CopyColumnsStore, copy_rows
@@ -87,12 +91,86 @@ def test_partitions_together_are_one_run(store, lsh_join):
     for count in (1, 2, 3):
         got: list[str] = []
         for i in range(count):
-            report = pairs_of_partition(store, f"{i}/{count}", max_bucket=MAX_BUCKET)
-            assert report.stats.pairs == len(report.pairs)
-            got += _rows(report.pairs)
+            with pairs_of_partition(store, f"{i}/{count}", max_bucket=MAX_BUCKET) as report:
+                assert report.stats.pairs == len(report.pairs)
+                got += _rows(report.pairs)
         repeated = [r for r, n in Counter(got).items() if n > 1]
         assert not repeated, (count, repeated[:3])
         assert sorted(got) == sorted(whole), count
+
+
+def test_pairs_sorted_through_many_runs_are_one_runs_in_its_order(store, monkeypatch, tmp_path):
+    """A partition writes its pairs out a few at a time (here three a sorted run) and merges the runs: the
+    pairs of P = 1 come out exactly as one `all_pairs` run lists them (the same order, the same values), and
+    those of P = 3 are its pairs, each partition's in that order; no file is left behind."""
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(spill_dir))
+    monkeypatch.setattr(partitioned, "PAIRS_A_RUN", 3)
+    whole = [repr(p) for p in all_pairs(store, max_bucket=MAX_BUCKET).pairs]
+    with pairs_of_partition(store, "0/1", max_bucket=MAX_BUCKET) as report:
+        assert report.pairs.runs == len(whole) // 3 > 10
+        assert [repr(p) for p in report.pairs] == whole  # repr: every field, floats to the bit
+        assert [repr(p) for p in report.pairs] == whole  # read again
+        assert report.clusters == clusters(all_pairs(store, max_bucket=MAX_BUCKET).pairs)
+    got: list[str] = []
+    for i in range(3):
+        with pairs_of_partition(store, f"{i}/3", max_bucket=MAX_BUCKET) as report:
+            mine = [repr(p) for p in report.pairs]
+            assert report.pairs.runs > 1 and mine == sorted(mine, key=whole.index)
+            got += mine
+    assert sorted(got) == sorted(whole)
+    assert os.listdir(spill_dir) == [] and not _open_files_in(spill_dir)
+
+
+def _open_files_in(directory: Path) -> list[str]:
+    """What this process holds open under ``directory`` (a file without a name shows as ``... (deleted)``)."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(directory)):
+            held.append(target)
+    return held
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, StoreError])
+def test_a_partition_stopped_midway_leaves_no_file(tmp_path, monkeypatch, stop):
+    """The pairs' temporary file goes when the partition ends: after the report is closed, and when the
+    search stops midway (an interrupt, a store's error) after some runs were written."""
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(spill_dir))
+    monkeypatch.setattr(partitioned, "PAIRS_A_RUN", 3)
+    s = LocalStore("p", tmp_path / "data")
+    s.open(CONFIG)
+    docs, _ = make_corpus(60, 20, seed=9)
+    fps = Fingerprinter(CONFIG).fingerprint_many([d["text"] for d in docs])
+    assert all(r.ok for r in s.write(NewDoc(d["id"], fp, {"id": d["id"], "text": d["text"]}, content_sha1(d["text"]))
+                                     for d, fp in zip(docs, fps, strict=True)))
+    with pairs_of_partition(s, "0/1") as report:
+        assert report.pairs.runs > 1 and len(_open_files_in(spill_dir)) == 1
+    assert not _open_files_in(spill_dir)
+    found = api.partition_pairs
+    held: list[list[str]] = []
+
+    def stopped(*args, **kwargs):
+        """The partition's real pairs, then a stop after ten of them (three runs written)."""
+        for n, p in enumerate(found(*args, **kwargs)):
+            if n == 10:
+                held.append(_open_files_in(spill_dir))
+                raise stop("stopped midway")
+            yield p
+
+    monkeypatch.setattr(api, "partition_pairs", stopped)
+    with pytest.raises(stop, match="midway"):
+        pairs_of_partition(s, "0/1")
+    assert len(held[0]) == 1  # the runs were in the file when it stopped
+    assert not _open_files_in(spill_dir) and os.listdir(spill_dir) == []
+    s.drop()
 
 
 def test_each_partition_reads_a_share(store):
@@ -194,6 +272,27 @@ def test_cli_partitions_with_json_summary(tmp_path):
     assert sorted(lines) == sorted(whole.stdout.splitlines()) and len(lines) > 10
     bad = run_cli("dups", "--index", "news", *data, "--partition", "2/2")
     assert bad.exit_code != 0 and "Error:" in bad.stderr and "2/2" in bad.stderr
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "table"])
+def test_cli_partition_prints_one_runs_bytes_through_many_runs(tmp_path, monkeypatch, fmt):
+    """`dups --partition 0/1`, its pairs sorted through runs of three merged, prints byte for byte what one
+    `dups` prints, in every format; the temporary file is gone when it returns."""
+    docs, _ = make_corpus(60, 20, seed=9)
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert run_cli("ingest", str(src), "--index", "news", *data).exit_code == 0
+    whole = run_cli("dups", "--index", "news", *data, "--format", fmt)
+    assert whole.exit_code == 0 and len(whole.stdout.splitlines()) > 10
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(spill_dir))
+    monkeypatch.setattr(partitioned, "PAIRS_A_RUN", 3)
+    part = run_cli("dups", "--index", "news", *data, "--format", fmt, "--partition", "0/1")
+    assert part.exit_code == 0, part.output
+    assert part.stdout_bytes == whole.stdout_bytes
+    assert os.listdir(spill_dir) == [] and not _open_files_in(spill_dir)
 
 
 def run_cli(*args: str):
