@@ -24,6 +24,7 @@ from esdedup.store.columns import CopyColumnsStore, copy_rows
 from esdedup.store.elastic import keys as elastic_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
+from esdedup.store.local import keys as local_keys
 from esdedup.store.partition import Partition
 from tests.cli_runner import cli_runner
 from tests.corpus import make_corpus, make_variant
@@ -102,13 +103,17 @@ def test_partitions_together_are_one_run(store, lsh_join):
 def test_pairs_sorted_through_many_runs_are_one_runs_in_its_order(store, monkeypatch, tmp_path):
     """A partition writes its pairs out a few at a time (here three a sorted run) and merges the runs: the
     pairs of P = 1 come out exactly as one `all_pairs` run lists them (the same order, the same values), and
-    those of P = 3 are its pairs, each partition's in that order; no file is left behind."""
+    those of P = 3 are its pairs, each partition's in that order; no file is left behind. The embedded store's
+    candidates (a pair once a key it shares) are sorted through runs of three too, each measured once."""
+    candidates = pairs_of_partition(store, "0/1", max_bucket=MAX_BUCKET).stats.candidates
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(spill_dir))
     monkeypatch.setattr(partitioned, "PAIRS_A_RUN", 3)
+    monkeypatch.setattr(local_keys, "CANDIDATES_A_RUN", 3)
     whole = [repr(p) for p in all_pairs(store, max_bucket=MAX_BUCKET).pairs]
     with pairs_of_partition(store, "0/1", max_bucket=MAX_BUCKET) as report:
+        assert report.stats.candidates == candidates
         assert report.pairs.runs == len(whole) // 3 > 10
         assert [repr(p) for p in report.pairs] == whole  # repr: every field, floats to the bit
         assert [repr(p) for p in report.pairs] == whole  # read again

@@ -19,6 +19,7 @@ from esdedup.store.base import KeyBatch, Probe, TopKeys
 from esdedup.store.local.rows import KEY_COLUMNS
 from esdedup.store.local.sqlite import MAX_PARAMS, Database, chunks, is_read_only, marks
 from esdedup.store.partition import PairBatch, Partition, pair_share
+from esdedup.util.spill import SortedSpill
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,10 @@ KEY_KINDS = {"bands": "SimHash band", "lsh": "MinHash LSH"}
 NOTICE_DOCS = 200_000
 #: Members of shared keys per `KeyBatch` (`KeyTables.key_batches`).
 KEY_BATCH = 5000
+#: Candidate pairs of a partition held in memory before they are sorted and written out as one run
+#: (`KeyTables.partition_candidates`): two ids each, some 10 MB a run.
+CANDIDATES_A_RUN = 50_000
+_PAIR = operator.itemgetter(0, 1)
 #: SELECTs per compound statement (SQLite's default limit is 500).
 COMPOUND = 400
 # Ids read per key in a lookup, at least: enough to rank a crowd of a few hundred near-identical documents
@@ -205,29 +210,42 @@ class KeyTables:
 
     def partition_candidates(self, partition: Partition, *, max_bucket: int, lsh: bool) -> Iterator[PairBatch]:
         """See `esdedup.store.partition.PartitionedPairs`: every shared key read in order (the key index), the
-        pairs of each group that `pair_share` gives ``partition`` kept, each once."""
+        pairs of each group that `pair_share` gives ``partition`` kept, each once.
+
+        A pair sharing several keys comes once a key: rather than remember every pair seen (memory growing with
+        the candidates), the pairs go to a temporary file in sorted runs (`SortedSpill`, `CANDIDATES_A_RUN` in
+        memory) and come out merged in ``(a, b)`` order, a repeated pair once. The keys are all read first (their
+        batches carry no pairs), then the pairs come."""
         tables = tables_read(lsh)
         self.merge(tables)
-        seen: set[tuple[str, str]] = set()
-        pairs: list[tuple[str, str]] = []
         crowded: list[tuple[str, int]] = []
-        keys = members = 0
+        keys = members = found = 0
         count, index = partition.count, partition.index
-        for key, ids in self._shared(self._database.connect(), tables):
-            if len(ids) > max_bucket:
-                crowded.append((key, len(ids)))
-                ids = ids[:max_bucket]
-            keys += 1
-            members += len(ids)
-            for x, a in enumerate(ids[:-1]):
-                for b in ids[x + 1:]:
-                    if (a, b) not in seen and pair_share(a, b, count) == index:
-                        seen.add((a, b))
-                        pairs.append((a, b))
-            if len(pairs) >= KEY_BATCH:
-                yield PairBatch(pairs, keys, members, crowded)
-                pairs, crowded, keys, members = [], [], 0, 0
-        yield PairBatch(pairs, keys, members, crowded)
+        with SortedSpill[tuple[str, str]](_PAIR, run=CANDIDATES_A_RUN) as spill:
+            for key, ids in self._shared(self._database.connect(), tables):
+                if len(ids) > max_bucket:
+                    crowded.append((key, len(ids)))
+                    ids = ids[:max_bucket]
+                keys += 1
+                members += len(ids)
+                for x, a in enumerate(ids[:-1]):
+                    for b in ids[x + 1:]:
+                        if pair_share(a, b, count) == index:
+                            spill.add((a, b))
+                if len(spill) - found >= KEY_BATCH:  # the keys read so far, for the progress shown
+                    found = len(spill)
+                    yield PairBatch([], keys, members, crowded)
+                    crowded, keys, members = [], 0, 0
+            pairs: list[tuple[str, str]] = []
+            last = None
+            for pair in spill:
+                if pair != last:
+                    pairs.append(pair)
+                    last = pair
+                    if len(pairs) >= KEY_BATCH:
+                        yield PairBatch(pairs, keys, members, crowded)
+                        pairs, crowded, keys, members = [], [], 0, 0
+            yield PairBatch(pairs, keys, members, crowded)
 
     @staticmethod
     def _shared(db: sqlite3.Connection, tables: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
