@@ -6,7 +6,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any, cast
 
 from esdedup.errors import ConfigError
@@ -135,8 +134,9 @@ def partition_pairs(store: Store, partition: Partition, *, thresholds: Threshold
     stats.seconds = time.monotonic() - start
 
 
-_Record = tuple[str, str, Any, Any, Any, Any, str]
-_BY_IDS = itemgetter(0, 1)
+#: A pair as written: ``a``, ``b``, the order it was found in (equal ids keep it, as a stable sort does), its
+#: measures.
+_Record = tuple[str, str, int, Any, Any, Any, Any, str]
 
 
 class SortedPairs:
@@ -148,13 +148,13 @@ class SortedPairs:
     while they are found and a block of each run while they are read."""
 
     def __init__(self, *, run: int | None = None) -> None:
-        self._spill = SortedSpill[_Record](_BY_IDS, run=run or PAIRS_A_RUN)
+        self._spill = SortedSpill[_Record](run=run or PAIRS_A_RUN)
 
     def keeping(self, pairs: Iterable[Pair]) -> Iterator[Pair]:
         """``pairs``, passed on one by one, each kept here first."""
         add = self._spill.add
-        for p in pairs:
-            add((p.a, p.b, p.hamming, p.cosine, p.jaccard, p.containment, p.decided_by))
+        for n, p in enumerate(pairs, len(self._spill)):
+            add((p.a, p.b, n, p.hamming, p.cosine, p.jaccard, p.containment, p.decided_by))
             yield p
 
     @property
@@ -166,7 +166,7 @@ class SortedPairs:
         return len(self._spill)
 
     def __iter__(self) -> Iterator[Pair]:
-        return (Pair(*r) for r in self._spill)
+        return (Pair(a, b, h, c, j, k, d) for a, b, _, h, c, j, k, d in self._spill)
 
     def close(self) -> None:
         self._spill.close()

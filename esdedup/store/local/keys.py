@@ -35,7 +35,6 @@ KEY_BATCH = 5000
 #: Candidate pairs of a partition held in memory before they are sorted and written out as one run
 #: (`KeyTables.partition_candidates`): two ids each, some 10 MB a run.
 CANDIDATES_A_RUN = 50_000
-_PAIR = operator.itemgetter(0, 1)
 #: SELECTs per compound statement (SQLite's default limit is 500).
 COMPOUND = 400
 # Ids read per key in a lookup, at least: enough to rank a crowd of a few hundred near-identical documents
@@ -221,7 +220,7 @@ class KeyTables:
         crowded: list[tuple[str, int]] = []
         keys = members = found = 0
         count, index = partition.count, partition.index
-        with SortedSpill[tuple[str, str]](_PAIR, run=CANDIDATES_A_RUN) as spill:
+        with SortedSpill[tuple[str, str]](run=CANDIDATES_A_RUN) as spill:
             for key, ids in self._shared(self._database.connect(), tables):
                 if len(ids) > max_bucket:
                     crowded.append((key, len(ids)))
@@ -230,10 +229,11 @@ class KeyTables:
                 members += len(ids)
                 for x, a in enumerate(ids[:-1]):
                     for b in ids[x + 1:]:
-                        if pair_share(a, b, count) == index:
+                        if count == 1 or pair_share(a, b, count) == index:
                             spill.add((a, b))
-                if len(spill) - found >= KEY_BATCH:  # the keys read so far, for the progress shown
-                    found = len(spill)
+                            found += 1
+                if found >= KEY_BATCH:  # the keys read so far, for the progress shown
+                    found = 0
                     yield PairBatch([], keys, members, crowded)
                     crowded, keys, members = [], 0, 0
             pairs: list[tuple[str, str]] = []
