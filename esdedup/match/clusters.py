@@ -28,4 +28,4 @@ def clusters(pairs: Iterable[_PairLike | tuple[str, str]]) -> dict[str, str]:
             raise ConfigError(f"clusters: each pair must be a Pair or a tuple of two ids, got {type(p).__name__} "
                               f"{p!r:.40}") from None
         sets.union(a, b)
-    return {x: sets.find(x) for x in sets}
+    return sets.flattened()

@@ -52,6 +52,24 @@ class UnionFind(Generic[T]):
         self._parent[hi] = lo
         return lo
 
+    def flattened(self) -> dict[T, T]:
+        """Every item's root, in the order items were first seen: the union-find's own table, each item now
+        pointed straight at its root (no second table is made beside it: a union-find of millions of ids is
+        read once this way). Later unions change it.
+
+        >>> uf = UnionFind[str]()
+        >>> uf.union("b", "c"); uf.union("c", "a"); uf.union("d", "e")
+        'b'
+        'a'
+        'd'
+        >>> uf.flattened()
+        {'b': 'a', 'c': 'a', 'a': 'a', 'd': 'd', 'e': 'd'}
+        """
+        parent = self._parent
+        for item in parent:
+            parent[item] = self.find(item)
+        return parent
+
     def groups(self) -> list[list[T]]:
         """Every set, each in the order its items were first seen."""
         out: dict[T, list[T]] = {}
