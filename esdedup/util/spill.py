@@ -1,6 +1,6 @@
 """Records sorted through a temporary file: memory bounded by a run of records, not by all of them.
 
-Records (tuples of str, int, float, bool and None) are added as they come; every ``run`` of them is sorted and
+Records (strings, or tuples of str, int, float, bool and None) are added as they come; every ``run`` of them is sorted and
 written to one private temporary file as a sorted run, and reading merges the runs (`heapq.merge`). The order is
 exactly that of ``sorted(records)`` (or ``sorted(records, key=key)``: each run is sorted stably, the runs are in
 the order their records came, and `heapq.merge` takes the earlier run first among equal keys). Without a key the
@@ -25,7 +25,8 @@ from typing import IO, Any, Generic, TypeVar
 BLOCK_RECORDS = 256
 _LENGTH = struct.Struct("<I")
 
-R = TypeVar("R", bound=tuple[Any, ...])
+#: A record: a string, or a tuple of str, int, float, bool and None (what `marshal` writes and reads back exactly).
+R = TypeVar("R", bound="str | tuple[Any, ...]")
 
 
 class SortedSpill(Generic[R]):
@@ -76,8 +77,8 @@ class SortedSpill(Generic[R]):
         self._buffer.sort(key=self._key)
         if not self._runs:
             return iter(self._buffer)
-        return heapq.merge(*(self._read(start, end) for start, end in self._runs), iter(self._buffer),
-                           key=self._key)
+        runs = [*(self._read(start, end) for start, end in self._runs), iter(self._buffer)]
+        return heapq.merge(*runs) if self._key is None else heapq.merge(*runs, key=self._key)
 
     def close(self) -> None:
         """Free the file and the records held; reading after this raises ValueError. Closing twice is harmless."""
