@@ -2,6 +2,7 @@
 
     python bench/local_phases.py                          # the 100,706 Tang texts (bench/quality.py --corpus tang)
     python bench/local_phases.py --rounds 3 --input F.jsonl
+    python bench/local_phases.py --docs 30000             # poems of the generated corpus (bench/corpora.py)
 
 The steps of the run are wrapped (each call's thread CPU time, `time.thread_time`, summed per step; a step
 that calls another counts it too, so the rows overlap) and one ingest of the input, with every default (the
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
+import json
 import resource
 import shutil
 import sys
@@ -25,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+import corpora  # noqa: E402
 
 import esdedup.ingest.driver as driver  # noqa: E402
 import esdedup.ingest.labels as labels  # noqa: E402
@@ -118,11 +122,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--input", type=Path, default=ROOT / "bench" / "data" / "tang" / "docs.jsonl",
                     help="a JSONL file of records (default: the Tang texts bench/quality.py --corpus tang writes)")
+    ap.add_argument("--docs", type=int, help="ingest this many poems of bench/corpora.py instead of --input")
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     for owner, name, step, iterator in STEPS:
         (timed_iterator if iterator else timed)(owner, name, step)
-    rounds = [one_round(args.input) for _ in range(args.rounds)]
+    tmp = Path(tempfile.mkdtemp(prefix="esdedup-local-phases-input-"))
+    try:
+        path = args.input
+        if args.docs is not None:
+            path = tmp / "poems.jsonl"
+            with open(path, "w", encoding="utf-8") as fh:
+                for d in corpora.poems(args.docs):
+                    fh.write(json.dumps(d, ensure_ascii=False) + "\n")
+        rounds = [one_round(path) for _ in range(args.rounds)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     times, steps, n = min(rounds, key=lambda r: r[0]["main thread"])
     per = 1e6 / n
     print(f"{n:,} texts, wall {times['wall']:.1f} s; CPU µs a text: main thread {times['main thread'] * per:.1f}, "
