@@ -7,7 +7,7 @@ pairs together are exactly those of one `dups` run (and no pair twice).
     python bench/partitions.py --docs 2000 --local --parts 1,2     # a quick check (tests run it)
     python bench/partitions.py --docs 1000000 --corpus scale --shards 3 --es URL   # bench/scale.py's corpus
     python bench/partitions.py --docs-file DOCS.jsonl --local      # the documents of a file (its --docs ignored)
-    python bench/partitions.py --docs 10000000 --corpus scale --local --data-dir DIR --parts 1   # store kept in DIR
+    python bench/partitions.py --docs 10000000 --corpus scale --local --data-dir DIR --on-duplicate index --parts 1
     python bench/partitions.py --existing --local --data-dir DIR --parts 2,4                      # the same store again
     python bench/partitions.py --existing --local --data-dir DIR --parts 1,4 --whole first        # no separate dups
 
@@ -118,6 +118,8 @@ def main() -> None:
     ap.add_argument("--corpus", choices=("random", "scale"), default="random",
                     help="random texts of common characters, or bench/scale.py's poems with planted variants")
     ap.add_argument("--variants", type=int, default=3, help="--corpus scale: planted near-duplicates a source")
+    ap.add_argument("--on-duplicate", choices=("label", "index", "skip"), default="label",
+                    help="ingest's --on-duplicate (index: rows only, no labels; the pairs do not depend on them)")
     ap.add_argument("--shards", type=int, help="primaries of the Elasticsearch index (ingest's --shards)")
     ap.add_argument("--replicas", type=int, help="replicas of the Elasticsearch index (ingest's --replicas)")
     ap.add_argument("--whole", help="the output of one `esdedup dups` of the index (an earlier run's), instead of "
@@ -162,7 +164,7 @@ def main() -> None:
             src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
             result["docs"] = len(docs)
         log(f"ingest: {result['docs']:,} documents")
-        layout = [*(["--shards", str(args.shards)] if args.shards else []),
+        layout = ["--on-duplicate", args.on_duplicate, *(["--shards", str(args.shards)] if args.shards else []),
                   *(["--replicas", str(args.replicas)] if args.replicas is not None else [])]
         node0 = node_cpu(args.es)
         t = time.perf_counter()
