@@ -7,6 +7,9 @@ pairs together are exactly those of one `dups` run (and no pair twice).
     python bench/partitions.py --docs 2000 --local --parts 1,2     # a quick check (tests run it)
     python bench/partitions.py --docs 1000000 --corpus scale --shards 3 --es URL   # bench/scale.py's corpus
     python bench/partitions.py --docs-file DOCS.jsonl --local      # the documents of a file (its --docs ignored)
+    python bench/partitions.py --docs 10000000 --corpus scale --local --data-dir DIR --on-duplicate index --parts 1
+    python bench/partitions.py --existing --local --data-dir DIR --parts 2,4                      # the same store again
+    python bench/partitions.py --existing --local --data-dir DIR --parts 1,4 --whole first        # no separate dups
 
 With ``--es`` each run's node CPU (every node of the cluster, ``_nodes/stats``) is measured too.
 
@@ -18,6 +21,7 @@ The documents: sources of 150 to 600 characters drawn at random from esdedup's l
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -26,13 +30,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import es as es_bench  # noqa: E402
+import numpy as np  # noqa: E402
 import scale  # noqa: E402
 from scale import PeakRss, log  # noqa: E402
 
@@ -63,8 +67,19 @@ def node_cpu(es_url: str | None) -> float | None:
         return es_bench.node_cpu_seconds(client)
 
 
+def line_hashes(paths: list[Path]) -> np.ndarray:
+    """A 64-bit hash of every line of ``paths``, sorted: two outputs hold the same lines as often when these
+    are equal (ten million pairs' lines are 80 MB here, not gigabytes of strings)."""
+    out: list[int] = []
+    for path in paths:
+        with open(path, "rb") as fh:
+            out += (int.from_bytes(hashlib.blake2b(line.rstrip(b"\n"), digest_size=8).digest(), "little")
+                    for line in fh if line.strip())
+    return np.sort(np.array(out, dtype=np.uint64))
+
+
 def run_partitions(where: list[str], parts: int, out: Path, es_url: str | None) -> dict[str, object]:
-    """The ``parts`` partitions of `dups` at once; their figures and their pairs' lines."""
+    """The ``parts`` partitions of `dups` at once; their figures and their pairs' lines' hashes."""
     procs = []
     node0 = node_cpu(es_url)
     t = time.perf_counter()
@@ -85,7 +100,7 @@ def run_partitions(where: list[str], parts: int, out: Path, es_url: str | None) 
         summary = json.loads((out / f"p{i}of{parts}.err").read_text().splitlines()[-1])
         runs.append({"partition": f"{i}/{parts}", "wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
                      "peak_rss_mb": round(peak.stop()), **{k: summary.get(k) for k in ("keys", "fetched", "held", "candidates", "pairs")}})
-    lines = [ln for i in range(parts) for ln in (out / f"p{i}of{parts}.jsonl").read_text("utf-8").splitlines()]
+    lines = line_hashes([out / f"p{i}of{parts}.jsonl" for i in range(parts)])
     wall = round(time.perf_counter() - t, 1)
     node1 = node_cpu(es_url)
     node = None if node0 is None or node1 is None else round(node1 - node0, 1)
@@ -103,28 +118,39 @@ def main() -> None:
     ap.add_argument("--corpus", choices=("random", "scale"), default="random",
                     help="random texts of common characters, or bench/scale.py's poems with planted variants")
     ap.add_argument("--variants", type=int, default=3, help="--corpus scale: planted near-duplicates a source")
+    ap.add_argument("--on-duplicate", choices=("label", "index", "skip"), default="label",
+                    help="ingest's --on-duplicate (index: rows only, no labels; the pairs do not depend on them)")
     ap.add_argument("--shards", type=int, help="primaries of the Elasticsearch index (ingest's --shards)")
     ap.add_argument("--replicas", type=int, help="replicas of the Elasticsearch index (ingest's --replicas)")
-    ap.add_argument("--whole", help="with --existing: the output of one `esdedup dups` of that index (an earlier "
-                                    "run's), instead of running it again")
+    ap.add_argument("--whole", help="the output of one `esdedup dups` of the index (an earlier run's), instead of "
+                                    "running it again; 'first': no such run, the first partition count's pairs are "
+                                    "the reference the others are checked against")
     ap.add_argument("--docs-file", help="the documents to ingest (JSONL, e.g. an earlier bench/scale.py run's "
                                         "--docs-file) instead of making them")
     ap.add_argument("--existing", action="store_true",
                     help="the index is there already (a --keep run's): no documents, no ingest")
+    ap.add_argument("--data-dir", help="with --local: the embedded store's folder, kept after the run (with "
+                                       "--existing: the store there, as it is)")
     args = ap.parse_args()
     if bool(args.es) == args.local:
         raise SystemExit("give --es URL or --local")
+    if args.data_dir and not args.local:
+        raise SystemExit("--data-dir names an embedded store: give it with --local")
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-partitions-"))
-    where = ["--index", args.index, *(["--es", args.es] if args.es else ["--data-dir", str(tmp / "data")])]
+    data_dir = args.data_dir or str(tmp / "data")
+    where = ["--index", args.index, *(["--es", args.es] if args.es else ["--data-dir", data_dir])]
     # An existing index's corpus is whatever built it: not named.
     result: dict[str, object] = {"store": "elasticsearch" if args.es else "embedded",
                                  "corpus": None if args.existing else args.corpus}
     if args.existing:
-        if not args.es:
-            raise SystemExit("--existing needs --es (an embedded run's store is a temporary folder)")
-        from elasticsearch import Elasticsearch
-        with Elasticsearch(args.es) as client:
-            result["docs"] = client.count(index=args.index)["count"]
+        if not args.es and not args.data_dir:
+            raise SystemExit("--existing needs --es, or --local with --data-dir (a kept embedded store)")
+        if args.es:
+            from elasticsearch import Elasticsearch
+            with Elasticsearch(args.es) as client:
+                result["docs"] = client.count(index=args.index)["count"]
+        else:
+            result["docs"] = open_store(args.index, data_dir=data_dir).count()
     else:
         src = tmp / "docs.jsonl"
         if args.docs_file:
@@ -138,7 +164,7 @@ def main() -> None:
             src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
             result["docs"] = len(docs)
         log(f"ingest: {result['docs']:,} documents")
-        layout = [*(["--shards", str(args.shards)] if args.shards else []),
+        layout = ["--on-duplicate", args.on_duplicate, *(["--shards", str(args.shards)] if args.shards else []),
                   *(["--replicas", str(args.replicas)] if args.replicas is not None else [])]
         node0 = node_cpu(args.es)
         t = time.perf_counter()
@@ -148,8 +174,11 @@ def main() -> None:
         node1 = node_cpu(args.es)
         result["ingest_node_cpu_s"] = None if node0 is None or node1 is None else round(node1 - node0, 1)
     try:
-        if args.whole:
-            whole = sorted(Path(args.whole).read_text("utf-8").splitlines())
+        whole: np.ndarray | None = None
+        if args.whole == "first":
+            result["whole"] = {"wall_s": None, "peak_rss_mb": None, "pairs": None}
+        elif args.whole:
+            whole = line_hashes([Path(args.whole)])
             result["whole"] = {"wall_s": None, "peak_rss_mb": None, "pairs": len(whole)}
         else:
             log("dups (one process, as it chooses)")
@@ -158,7 +187,7 @@ def main() -> None:
                 proc = subprocess.Popen([sys.executable, "-m", "esdedup", "dups", *where], stdout=fh, cwd=ROOT)
                 peak = PeakRss(proc.pid)
                 proc.wait()
-            whole = sorted((tmp / "whole.jsonl").read_text("utf-8").splitlines())
+            whole = line_hashes([tmp / "whole.jsonl"])
             result["whole"] = {"wall_s": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak.stop()),
                                "pairs": len(whole)}
         rows = []
@@ -166,8 +195,11 @@ def main() -> None:
             log(f"dups in {parts} partitions at once")
             r = run_partitions(where, parts, tmp, args.es)
             lines = r.pop("lines")
-            r["same_pairs"] = sorted(lines) == whole
-            r["repeated"] = sum(n - 1 for n in Counter(lines).values() if n > 1)
+            if whole is None:  # --whole first: this count is the reference
+                whole = lines
+                r["reference"] = True
+            r["same_pairs"] = bool(np.array_equal(lines, whole))
+            r["repeated"] = len(lines) - len(np.unique(lines))
             rows.append(r)
             log(json.dumps(r))  # each partition count as it ends: a long run stopped later keeps these
         result["partitions"] = rows
@@ -180,14 +212,16 @@ def main() -> None:
     print(f"| {result['store']}, {result['docs']:,} documents | wall s | CPU s per process | node CPU s | "
           "peak RSS MB per process | pairs | same |")
     print("|---|---|---|---|---|---|---|")
-    print(f"| dups (one process) | {w['wall_s'] or '-'} | - | - | {w['peak_rss_mb'] or '-'} | {w['pairs']:,} | - |")
+    if w["pairs"] is not None:
+        print(f"| dups (one process) | {w['wall_s'] or '-'} | - | - | {w['peak_rss_mb'] or '-'} | {w['pairs']:,} | - |")
     for r in rows:
         rss = ", ".join(str(x["peak_rss_mb"]) for x in r["runs"])
         cpu = ", ".join(str(x["cpu_s"]) for x in r["runs"])
         pairs = sum(x["pairs"] for x in r["runs"])
         node = "-" if r["node_cpu_s"] is None else r["node_cpu_s"]
+        same = "yes" if r["same_pairs"] and not r["repeated"] else "NO"
         print(f"| --partition I/{r['parts']} ({r['parts']} at once) | {r['wall_s']} | {cpu} | {node} | {rss} | "
-              f"{pairs:,} | {'yes' if r['same_pairs'] and not r['repeated'] else 'NO'} |")
+              f"{pairs:,} | {'reference' if r.get('reference') else same} |")
     print(json.dumps(result))
 
 

@@ -18,7 +18,9 @@ Phases, each timed on its own, with a progress line on stderr at least every 30 
    slices; each slice goes to `esdedup.quality.synth.make_benchmark` (what `esdedup synth` runs) for 2,500 sources
    and ``--variants`` planted near-duplicates of each. Slices, because picking mutually distinct sources and
    pairing negatives grow with the square of the sources (10,000 sources take 21 s, 2,500 take 1.6 s), and
-   slices run in parallel. JSONL ``{"id", "text"}``; a variant's id is its source's id + ``v<k>``.
+   slices run in parallel. Past what the poems give (about 1.1M documents at 3 variants), the corpus of a
+   million documents is written as often as needed, as it is and recoded (`recode`: each letter replaced by one of about its
+   frequency, ids prefixed ``r<k>-``), so that ten million documents keep the million's near-duplicate structure. JSONL ``{"id", "text"}``; a variant's id is its source's id + ``v<k>``.
 2. Ingest: ``python -m esdedup ingest`` as a user runs it (default config and index settings, label mode):
    wall time, CPU of the CLI and its fingerprint workers (``wait4``), node CPU (``_nodes/stats``), node heap.
 3. `dups`: ``python -m esdedup dups`` as it chooses (in-memory LSH join below 2M documents) and with
@@ -83,6 +85,10 @@ SLICE_SOURCES = 2500
 #: rather than all of it (1,000 documents read 311,817 poems for 250 sources). The runs BENCHMARKS.md records,
 #: 100,000 documents and more, cut narrower slices than this, so their documents stay the same.
 SLICE_POEMS_PER_SOURCE = 16
+#: Documents of the corpus `recode` repeats past what the poems give (the million of the 1M runs).
+RECODE_BASE = 1_000_000
+#: Frequency ranks a recoding (`recode`) permutes letters within.
+RECODE_BLOCK = 64
 #: Poems longer than this are left out (make_benchmark keeps one length class: every source a "short" one).
 MAX_CHARS = 2000
 #: Seconds between progress lines of a phase.
@@ -144,15 +150,44 @@ class Docs:
 
 
 def make_docs(n: int, variants: int, workers: int, seed: int, path: Path) -> Docs:
+    """``n`` documents into ``path``: sources drawn from the poems, with planted variants. Past what the poems
+    give (about 1.1M documents at 3 variants), the corpus of `RECODE_BASE` documents is written as often as
+    needed (`recode`)."""
     t, cpu0 = time.perf_counter(), time.process_time()
     poems = [p["text"] for p in corpora.poems() if len(p["text"]) < MAX_CHARS]
     random.Random(seed).shuffle(poems)
+    rounds = 1 if _slicing(n, variants, len(poems)) else math.ceil(n / RECODE_BASE)
+    if rounds == 1:
+        ids, cpu = _synth_docs(n, variants, workers, seed, poems, path)
+    else:
+        base = path.with_name(f"{path.name}.base")
+        try:
+            _, cpu = _synth_docs(math.ceil(n / rounds), variants, workers, seed, poems, base)
+            ids = recode(base, rounds, n, seed, path)
+        finally:
+            base.unlink(missing_ok=True)
+    if len(ids) < n:
+        log(f"warning: the slices gave {len(ids):,} documents, not {n:,} (sources rejected as too alike)")
+    return Docs(path, len(ids), len({family(i) for i in ids}), path.stat().st_size / 1e6,
+                time.perf_counter() - t, cpu + time.process_time() - cpu0, ids)
+
+
+def _slicing(n: int, variants: int, poems: int) -> tuple[int, int, int, int] | None:
+    """Sources, slices, sources a slice and poems a slice for ``n`` documents; None when the poems are too few."""
     sources = math.ceil(n / (variants + 1))
     slices = math.ceil(sources / SLICE_SOURCES)
     per_slice = math.ceil(sources / slices)
-    width = min(len(poems) // slices, SLICE_POEMS_PER_SOURCE * per_slice)
-    if width < per_slice * 1.1:
-        raise SystemExit(f"{len(poems):,} poems cannot give {sources:,} distinct sources: raise --variants")
+    width = min(poems // slices, SLICE_POEMS_PER_SOURCE * per_slice)
+    return None if width < per_slice * 1.1 else (sources, slices, per_slice, width)
+
+
+def _synth_docs(n: int, variants: int, workers: int, seed: int, poems: list[str],
+                path: Path) -> tuple[list[str], float]:
+    """Phase 1 for ``n`` documents the poems can give, written to ``path``: their ids, and the CPU seconds of
+    the processes that made them."""
+    slicing = _slicing(n, variants, len(poems))
+    assert slicing is not None
+    sources, slices, per_slice, width = slicing
     jobs = [(k, poems[k * width:(k + 1) * width], per_slice, variants, seed + k) for k in range(slices)]
     log(f"documents: {n:,} from {sources:,} sources in {slices} slices of {width:,} poems ({workers} processes)")
     ids: list[str] = []
@@ -166,10 +201,41 @@ def make_docs(n: int, variants: int, workers: int, seed: int, path: Path) -> Doc
             if time.perf_counter() - last >= BEAT:
                 last = time.perf_counter()
                 log(f"documents: {k + 1}/{slices} slices, {len(ids):,} documents")
-    if len(ids) < n:
-        log(f"warning: the slices gave {len(ids):,} documents, not {n:,} (sources rejected as too alike)")
-    return Docs(path, len(ids), len({family(i) for i in ids}), path.stat().st_size / 1e6,
-                time.perf_counter() - t, cpu + time.process_time() - cpu0, ids)
+    return ids, cpu
+
+
+def recode(base: Path, rounds: int, n: int, seed: int, path: Path) -> list[str]:
+    """The documents of ``base`` written ``rounds`` times into ``path`` (the first ``n``): as they are, then in
+    recodings, recoding r with its ids prefixed ``r<r>-`` and every letter of its texts replaced by another of
+    about the same frequency in ``base`` (a fixed permutation within each block of `RECODE_BLOCK` frequency
+    ranks; punctuation kept). A recoding maps bigrams one to one, so its documents pair among themselves exactly
+    as the base's do under the n-gram rule, and share no more n-grams with another round's than unrelated texts
+    do: a corpus ``rounds`` times as large with the base's near-duplicate structure, its sources still
+    mutually distinct. Returns the ids written."""
+    with open(base, encoding="utf-8") as fh:
+        docs = [json.loads(line) for line in fh if line.strip()]
+    freq: dict[str, int] = {}
+    for d in docs:
+        for ch in d["text"]:
+            if ch.isalnum():
+                freq[ch] = freq.get(ch, 0) + 1
+    ranked = sorted(freq, key=lambda ch: (-freq[ch], ch))
+    ids: list[str] = []
+    with open(path, "w", encoding="utf-8") as out:
+        for r in range(rounds):
+            table: dict[int, str] = {}
+            rng = random.Random(f"recode-{seed}-{r}")
+            for b in range(0, len(ranked), RECODE_BLOCK) if r else ():
+                block = ranked[b:b + RECODE_BLOCK]
+                moved = rng.sample(block, len(block))
+                table.update((ord(a), z) for a, z in zip(block, moved, strict=True))
+            prefix = f"r{r}-" if r else ""
+            for d in docs[:n - len(ids)]:
+                doc_id = prefix + d["id"]
+                out.write(json.dumps({"id": doc_id, "text": d["text"].translate(table)}, ensure_ascii=False) + "\n")
+                ids.append(doc_id)
+            log(f"documents: round {r + 1}/{rounds}, {len(ids):,} documents")
+    return ids
 
 
 def read_docs(path: Path) -> Docs:

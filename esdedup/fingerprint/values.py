@@ -57,6 +57,31 @@ class Fingerprint:
     __hash__ = None  # type: ignore[assignment]
 
 
+#: The shared zero vectors (`zero_vector`), by length and dtype.
+_ZEROS: dict[tuple[int, str], np.ndarray] = {}
+#: Their object ids (`is_zero_vector`): they are never freed.
+_ZERO_IDS: set[int] = set()
+
+
+def zero_vector(dims: int, dtype: np.dtype | type = np.float32) -> np.ndarray:
+    """One read-only all-zero vector of ``dims`` values, shared: the vector of every text without terms
+    (`FingerprintConfig.gets_terms`: most short texts), which fingerprints sent between processes need not
+    carry once a text."""
+    key = (dims, np.dtype(dtype).str)
+    zero = _ZEROS.get(key)
+    if zero is None:
+        zero = np.zeros(dims, dtype=dtype)
+        zero.flags.writeable = False
+        _ZEROS[key] = zero
+        _ZERO_IDS.add(id(zero))
+    return zero
+
+
+def is_zero_vector(a: object) -> bool:
+    """Whether ``a`` is one of the shared `zero_vector` objects (kept by reference, never copied)."""
+    return id(a) in _ZERO_IDS
+
+
 class _TermWeights(Mapping[str, float]):
     """One text's term -> weight, made into a dict on first use: ingest and lookups never read it, and
     building hundreds of dict entries per text would be a Python step per term that nothing needs."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from esdedup.errors import OutputError
 from esdedup.fingerprint.minhash import mix64
+from esdedup.fingerprint.values import is_zero_vector
 from esdedup.ingest import native_keys
 from esdedup.store.base import Root, StoredDoc
 
@@ -152,7 +153,8 @@ class _DocColumns:
     `esdedup.ingest.window.RUN_INDEX_MAX_DOCS` documents, the window is where a run's memory peaks.
 
     A document whose array is missing (no signature) or of another shape or dtype than the first one's keeps
-    its own, by position."""
+    its own, by position, and so does one whose vector is the shared zero one (`zero_vector`: a text without
+    terms), by reference: a block would copy a kilobyte of zeros a document."""
 
     #: Rows a block of arrays holds (4 MB of 256-dimension vectors).
     BLOCK = 4096
@@ -184,11 +186,11 @@ class _DocColumns:
             spec = self._spec[c]
             if isinstance(a, np.ndarray) and spec is None:
                 spec = self._spec[c] = (a.shape, a.dtype)
-            if spec is None or not _fits(a, spec):
+            if spec is None or not _fits(a, spec) or is_zero_vector(a):
                 self._own[c][p] = a
                 continue
             blocks = self._blocks[c]
-            if p // self.BLOCK == len(blocks):
+            while len(blocks) <= p // self.BLOCK:  # the blocks before may hold no row (all kept by position)
                 blocks.append(np.empty((self.BLOCK, *a.shape), dtype=a.dtype))
             blocks[p // self.BLOCK][p % self.BLOCK] = a
         self._rows.append(tuple(row))
@@ -206,7 +208,7 @@ class _DocColumns:
                 first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
                 if first is not None:
                     spec = self._spec[c] = (first.shape, first.dtype)
-            fit = [] if spec is None else [k for k, a in enumerate(arrays) if _fits(a, spec)]
+            fit = [] if spec is None else [k for k, a in enumerate(arrays) if _fits(a, spec) and not is_zero_vector(a)]
             if len(fit) < len(arrays):
                 fitting = set(fit)
                 self._own[c].update((start + k, a) for k, a in enumerate(arrays) if k not in fitting)

@@ -26,7 +26,7 @@ import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.fingerprint.values import Fingerprint, FingerprintColumns
+from esdedup.fingerprint.values import Fingerprint, FingerprintColumns, zero_vector
 from esdedup.ingest.runindex import held_keys, key_hashes
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members_many
@@ -154,26 +154,38 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
 
 def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
     """The fingerprints of some batches of columns as the columns a batch travels as (`_unpack_fingerprints`
-    reads them): per-document scalars in lists, the vectors ((n, dims), None for no document) and the
-    signatures stacked in arrays, band and LSH keys in flat lists with a count per document. The SimHash
-    values travel beside them (`Fingerprinted.simhashes`)."""
+    reads them): per-document scalars in lists, the vectors and the signatures stacked in arrays, band and
+    LSH keys in flat lists with a count per document. The SimHash values travel beside them
+    (`Fingerprinted.simhashes`). Only the vectors that are not all zero travel, with a mask of the documents
+    they belong to (None: every document's): a text without terms (`FingerprintConfig.gets_terms`: most short
+    texts) has a zero vector, which would be half of what a batch of them sends."""
     def flat(name: str) -> list[Any]:
         return list(chain.from_iterable(getattr(b, name) for b in batches))
 
     n = sum(map(len, batches))
     minhashes, bands, lsh = flat("minhash"), flat("bands"), flat("lsh")
     sigs = [s for s in minhashes if s is not None]
+    vectors = np.concatenate([b.vectors for b in batches]) if n else None
+    has_vector = None
+    if vectors is not None:
+        nonzero = vectors.any(axis=1)
+        if not nonzero.all():
+            has_vector, vectors = nonzero, np.ascontiguousarray(vectors[nonzero])
     return (flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
-            batches[0].bits if n else 64, np.concatenate([b.vectors for b in batches]) if n else None,
-            np.stack(sigs) if sigs else None, [s is not None for s in minhashes], list(map(len, bands)),
-            list(chain.from_iterable(bands)), list(map(len, lsh)), list(chain.from_iterable(lsh)))
+            batches[0].bits if n else 64, vectors, has_vector, np.stack(sigs) if sigs else None,
+            [s is not None for s in minhashes], list(map(len, bands)), list(chain.from_iterable(bands)),
+            list(map(len, lsh)), list(chain.from_iterable(lsh)))
 
 
 def _unpack_fingerprints(simhashes: list[int], columns: tuple[Any, ...]) -> list[Fingerprint]:
-    lengths, chars, shingles, empties, bits, vectors, sigs, signed, n_bands, bands, n_lsh, lsh = columns
+    lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, bands, n_lsh, lsh = columns
     out: list[Fingerprint] = []
     sig_rows = iter(sigs if sigs is not None else ())
-    vector_rows = iter(vectors if vectors is not None else ())
+    vector_rows: Iterator[np.ndarray] = iter(vectors if vectors is not None else ())
+    if has_vector is not None:  # the documents without a vector share one zero vector
+        zero = zero_vector(vectors.shape[1], vectors.dtype)
+        kept = iter(vectors)
+        vector_rows = (next(kept) if v else zero for v in has_vector.tolist())
     b = l = 0  # noqa: E741 - positions in the flat band and LSH lists
     for simhash, length, n_chars, n_shingles, empty, has_sig, nb, nl in zip(
             simhashes, lengths, chars, shingles, empties, signed, n_bands, n_lsh, strict=True):

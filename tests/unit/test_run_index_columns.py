@@ -10,6 +10,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from esdedup.fingerprint.values import zero_vector
 from esdedup.ingest.runindex import RunIndex, key_hashes
 from esdedup.store.base import StoredDoc
 
@@ -91,3 +92,24 @@ def test_documents_added_together_are_the_documents_added_one_by_one() -> None:
         (a,) = one_by_one.lookup([f"0:{i:x}"])
         (b,) = together.lookup([f"0:{i:x}"])
         assert _same(a, b) and _same(b, docs[i])
+
+
+def test_the_shared_zero_vector_is_kept_by_reference_one_by_one_or_together() -> None:
+    """A text without terms comes from the workers with the shared zero vector (`zero_vector`): the run index
+    gives that object back instead of copying a kilobyte of zeros into its blocks, whether the documents go in
+    one by one or together; a document whose vector fits the blocks after more than a block of such documents
+    (no block of rows made yet) is kept in a block all the same."""
+    rng = np.random.default_rng(5)
+    zero = zero_vector(256)
+    docs = [_doc(i, rng) for i in range(4100)]
+    for d in docs[:4098]:
+        d.vector = zero
+    row = attrgetter(*(f.name for f in fields(StoredDoc)))
+    one_by_one, together = RunIndex(complete=True), RunIndex(complete=True)
+    for i, d in enumerate(docs):
+        one_by_one.add_keys(d, [f"0:{i:x}"])
+        together.add_later(row(d), key_hashes([f"0:{i:x}"]))
+    for index in (one_by_one, together):
+        for i in (0, 4097, 4098, 4099):
+            (found,) = index.lookup([f"0:{i:x}"])
+            assert _same(found, docs[i]) and (found.vector is zero) == (i < 4098)

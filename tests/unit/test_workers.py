@@ -74,7 +74,8 @@ def test_a_batch_for_a_run_that_reads_no_fingerprints_carries_only_their_simhash
     whole, bare = pickle.loads(whole_bytes), pickle.loads(bare_bytes)
     assert (bare.sha1s, bare.dedup_json) == (whole.sha1s, whole.dedup_json) and not bare.has_fingerprints
     assert bare.simhashes == [fp.simhash for fp in whole.fingerprints()]
-    assert len(bare_bytes) + len(texts) * config.dims * 4 <= len(whole_bytes)
+    with_vector = sum(1 for fp in whole.fingerprints() if fp.vector.any())  # zero vectors do not travel
+    assert len(bare_bytes) + with_vector * config.dims * 4 <= len(whole_bytes)
     in_process = fingerprint_with(Fingerprinter(config), texts, encode=True, fingerprints=False)
     for batch in (bare, in_process):
         with pytest.raises(ValueError, match="reads no fingerprints"):
@@ -122,3 +123,26 @@ def test_forked_workers_build_no_table_their_parent_built() -> None:
     built = {name: n for name, n in parent.items() if n}
     assert "esdedup.fingerprint.normalize._t2s" in built  # the config's tables were built in this process
     assert {name: in_worker.get(name) for name in built} == built
+
+
+def test_a_batch_of_texts_without_terms_sends_no_vectors_and_they_come_back_as_one_shared_zero_vector(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the default strategy a short text gets no terms (`FingerprintConfig.gets_terms`): its vector is all
+    zero, which would be half of what its fingerprint sends. Only the vectors that are not zero cross (a batch of
+    short texts pickles to less than their vectors' bytes), and every fingerprint comes back with the vector it
+    was made with: the short ones with one read-only zero vector, shared, the long one with its own."""
+    config = FingerprintConfig(tokenizer="rjieba")
+    short = [d["text"][:60] for d in make_corpus(40, 10)[0]]
+    texts = [*short, "", "臺灣居民明日起" * 60]
+    assert not config.gets_terms(60) and config.gets_terms(420)
+    monkeypatch.setattr(workers, "_WORKER", Fingerprinter(config))
+    pickled = pickle.dumps(workers._fingerprint_batch(texts, False, True, True), pickle.HIGHEST_PROTOCOL)
+    assert len(pickle.dumps(workers._fingerprint_batch(short, False, True, True), pickle.HIGHEST_PROTOCOL)) < \
+        len(short) * config.dims * 4
+    got = pickle.loads(pickled).fingerprints()
+    want = Fingerprinter(config).fingerprint_many(texts)
+    assert all(a.vector.dtype == b.vector.dtype and np.array_equal(a.vector, b.vector)
+               for a, b in zip(got, want, strict=True))
+    zero = got[0].vector
+    assert all(fp.vector is zero for fp in got[:-1]) and not zero.flags.writeable and not zero.any()
+    assert got[-1].vector.any() and got[-1].vector is not zero
