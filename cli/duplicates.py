@@ -144,8 +144,10 @@ def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec:
         def progress(stats: PartitionStats) -> None:
             lines.progress(stats.to_dict())
 
+        # The clusters of its pairs hold an entry a document paired: grouped only when printed or written.
         report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
-                                    progress=progress, write_clusters=write_clusters)
+                                    progress=progress, write_clusters=write_clusters,
+                                    with_clusters=fmt == PairsFormat.table.value)
     with report:  # its pairs' temporary file goes, printed or not (a closed pipe, an interrupt)
         printer.pairs(report, fmt)
     lines.line("summary", {**report.stats.to_dict(),

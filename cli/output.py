@@ -128,7 +128,7 @@ class Printer:
     def pairs(self, report: Any, fmt: str) -> None:
         if self.json_out:
             typer.echo(json_text({"pairs": [p.to_dict() for p in report.pairs],
-                                  "clusters": len(set(report.clusters.values())),
+                                  "clusters": None if report.clusters is None else len(set(report.clusters.values())),
                                   "crowded": [{"key": key, "documents": n} for key, n in report.crowded],
                                   "labels_written": report.labels_written, "mended": report.mended}))
             return
@@ -140,8 +140,8 @@ class Printer:
             typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
             _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {'-' if p.hamming is None else p.hamming:>7} {_number(p.cosine):>7} "
                         f"{_number(p.jaccard):>7} {_number(p.containment):>7}  {p.decided_by}" for p in report.pairs)
-            n_clusters = len(set(report.clusters.values()))
-            typer.echo(f"{len(report.pairs)} pairs in {n_clusters} clusters")
+            clustered = "" if report.clusters is None else f" in {len(set(report.clusters.values()))} clusters"
+            typer.echo(f"{len(report.pairs)} pairs{clustered}")
             typer.echo("hamming: SimHash bits apart (- where a text has none: a short text that is not segmented); "
                        "vec_cos: cosine of the hashed TF vectors (- where the index stores none); jaccard, contain: "
                        "MinHash estimates of the character n-gram Jaccard and containment (- where a text has no "

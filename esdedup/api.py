@@ -290,8 +290,9 @@ class PartitionReport:
     pairs: SortedPairs
     stats: PartitionStats
     crowded: list[tuple[str, int]] = field(default_factory=list)
-    #: The clusters the partition's own pairs form (those of the index join the P partitions' pairs).
-    clusters: dict[str, str] = field(default_factory=dict)
+    #: The clusters the partition's own pairs form (those of the index join the P partitions' pairs); None when
+    #: not asked for (``with_clusters``).
+    clusters: dict[str, str] | None = field(default_factory=dict)
     #: Labels written by ``write_clusters`` (None when not asked: the CLI then says nothing of labels).
     labels_written: int | None = None
     mended: int = 0
@@ -311,7 +312,7 @@ class PartitionReport:
 def pairs_of_partition(store: Store, partition: Partition | str, *,
                        thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
                        progress: Callable[[PartitionStats], None] | None = None,
-                       write_clusters: bool = False) -> PartitionReport:
+                       write_clusters: bool = False, with_clusters: bool = True) -> PartitionReport:
     """The near-duplicate pairs of partition ``I/P`` of a store (`esdedup.match.partitioned.partition_pairs`): run
     the P partitions as P processes, anywhere, and their pairs together are exactly `all_pairs`'s, each in
     one partition only. ``progress`` is handed the partition's counts as it goes. ``write_clusters``: join the
@@ -320,6 +321,9 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
     leave the clusters one `all_pairs` run leaves; a partition stopped midway is mended by running it again.
     The pairs never are all in memory: the report holds them in a temporary file, which `PartitionReport.close`
     (or a ``with`` block) deletes; a run that fails or is interrupted deletes it before it raises.
+    ``with_clusters``: group the pairs into clusters (`PartitionReport.clusters`), which holds an entry for every
+    document in a pair, the one part of a partition's memory that grows with the documents it pairs; False
+    leaves them None, unless ``write_clusters`` needs them.
 
     Raises:
         ConfigError: a partition that is not ``I/P`` with 0 <= I < P, ``max_bucket`` below 2, or a store or
@@ -334,15 +338,21 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
     store.open(None, create=False)
     store.refresh()
     stats = PartitionStats(str(part))
-    # The pairs go to their file as they are found, and into the clusters' union-find (one entry an id in a
-    # pair): nothing holds them all.
+    # The pairs go to their file as they are found, and into the clusters' union-find when asked (one entry an
+    # id in a pair): nothing holds them all.
     pairs = SortedPairs()
     try:
-        groups = clusters(pairs.keeping(partition_pairs(store, part, thresholds=thresholds, max_bucket=max_bucket,
-                                                         stats=stats, progress=progress)))
+        found = pairs.keeping(partition_pairs(store, part, thresholds=thresholds, max_bucket=max_bucket,
+                                              stats=stats, progress=progress))
+        groups = None
+        if with_clusters or write_clusters:
+            groups = clusters(found)
+        else:
+            for _ in found:  # each pair goes to the file, and no further
+                pass
         report = PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False),
                                  groups)
-        if write_clusters:
+        if groups is not None and write_clusters:
             report.labels_written = _join_clusters(store, groups)
     except BaseException:  # KeyboardInterrupt too: the file goes with the run
         pairs.close()

@@ -13,7 +13,7 @@ import pytest
 from esdedup_cli.main import app
 
 from esdedup import FingerprintConfig, api
-from esdedup.api import all_pairs, pairs_of_partition
+from esdedup.api import all_pairs, open_store, pairs_of_partition
 from esdedup.errors import ConfigError, StoreError
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match import partitioned
@@ -298,6 +298,39 @@ def test_cli_partition_prints_one_runs_bytes_through_many_runs(tmp_path, monkeyp
     assert part.exit_code == 0, part.output
     assert part.stdout_bytes == whole.stdout_bytes
     assert os.listdir(spill_dir) == [] and not _open_files_in(spill_dir)
+
+
+def test_a_partition_groups_its_pairs_only_when_their_clusters_are_used(tmp_path, monkeypatch):
+    """The clusters of a partition's pairs hold an entry for every document in a pair (the part of its memory
+    that grows with the documents it pairs): `dups --partition` in jsonl or csv, which print no cluster,
+    never groups them; the table, which prints their count, and `--write-clusters` do. The library leaves
+    `PartitionReport.clusters` None when told not to group, with the same pairs."""
+    docs, _ = make_corpus(60, 20, seed=9)
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert run_cli("ingest", str(src), "--index", "news", *data).exit_code == 0
+    whole = run_cli("dups", "--index", "news", *data)
+    grouped: list[int] = []
+    real = api.clusters
+
+    def counted(pairs):
+        grouped.append(1)
+        return real(pairs)
+
+    monkeypatch.setattr(api, "clusters", counted)
+    for fmt in ("jsonl", "csv"):
+        part = run_cli("dups", "--index", "news", *data, "--format", fmt, "--partition", "0/1")
+        assert part.exit_code == 0, part.output
+    assert grouped == []
+    part = run_cli("dups", "--index", "news", *data, "--partition", "0/1")
+    assert part.stdout_bytes == whole.stdout_bytes and len(whole.stdout.splitlines()) > 10
+    table = run_cli("dups", "--index", "news", *data, "--format", "table", "--partition", "0/1")
+    assert table.exit_code == 0 and grouped == [1] and " pairs in " in table.stdout
+    store = open_store("news", data_dir=tmp_path / "data")
+    with pairs_of_partition(store, "0/1", with_clusters=False) as bare, pairs_of_partition(store, "0/1") as full:
+        assert bare.clusters is None and full.clusters
+        assert [repr(p) for p in bare.pairs] == [repr(p) for p in full.pairs]
 
 
 def run_cli(*args: str):
