@@ -13,17 +13,13 @@ main thread and the writer thread.
 from __future__ import annotations
 
 import argparse
-import collections
-import functools
 import json
 import resource
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
@@ -31,6 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
 from es import node  # noqa: E402
+from steps import spent, timed, timed_iterator  # noqa: E402
 
 import esdedup.ingest.driver as driver  # noqa: E402
 import esdedup.ingest.labels as labels  # noqa: E402
@@ -41,42 +38,6 @@ from esdedup import FingerprintConfig  # noqa: E402
 from esdedup.fingerprint.fingerprinter import Fingerprinter  # noqa: E402
 from esdedup.ingest import IngestOptions, ingest  # noqa: E402
 from esdedup.store.elastic.store import ElasticStore  # noqa: E402
-
-spent: collections.Counter[str] = collections.Counter()
-
-
-def timed(owner: Any, name: str, step: str) -> None:
-    """Count the thread CPU of each call of ``owner.name`` under ``step``."""
-    f = getattr(owner, name)
-
-    @functools.wraps(f)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        t = time.thread_time()
-        try:
-            return f(*args, **kwargs)
-        finally:
-            spent[step] += time.thread_time() - t
-    setattr(owner, name, call)
-
-
-def timed_iterator(owner: Any, name: str, step: str) -> None:
-    """Count the thread CPU of producing each item of the iterator ``owner.name`` returns under ``step``."""
-    f: Callable[..., Iterator[Any]] = getattr(owner, name)
-
-    @functools.wraps(f)
-    def call(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        it = f(*args, **kwargs)
-        while True:
-            t = time.thread_time()
-            try:
-                item = next(it)
-            except StopIteration:
-                spent[step] += time.thread_time() - t
-                return
-            spent[step] += time.thread_time() - t
-            yield item
-    setattr(owner, name, call)
-
 
 STEPS = [
     (run, "batches", "reading records into batches", True),

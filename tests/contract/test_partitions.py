@@ -258,11 +258,7 @@ def test_a_bad_partition_is_refused(bad):
 
 
 def test_cli_partitions_with_json_summary(tmp_path):
-    docs, _ = make_corpus(60, 20, seed=9)
-    src = tmp_path / "docs.jsonl"
-    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
-    data = ["--data-dir", str(tmp_path / "data")]
-    assert run_cli("ingest", str(src), "--index", "news", *data).exit_code == 0
+    data = _ingested_news(tmp_path)
     whole = run_cli("dups", "--index", "news", *data)
     assert whole.exit_code == 0
     lines: list[str] = []
@@ -283,11 +279,7 @@ def test_cli_partitions_with_json_summary(tmp_path):
 def test_cli_partition_prints_one_runs_bytes_through_many_runs(tmp_path, monkeypatch, fmt):
     """`dups --partition 0/1`, its pairs sorted through runs of three merged, prints byte for byte what one
     `dups` prints, in every format; the temporary file is gone when it returns."""
-    docs, _ = make_corpus(60, 20, seed=9)
-    src = tmp_path / "docs.jsonl"
-    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
-    data = ["--data-dir", str(tmp_path / "data")]
-    assert run_cli("ingest", str(src), "--index", "news", *data).exit_code == 0
+    data = _ingested_news(tmp_path)
     whole = run_cli("dups", "--index", "news", *data, "--format", fmt)
     assert whole.exit_code == 0 and len(whole.stdout.splitlines()) > 10
     spill_dir = tmp_path / "spill"
@@ -305,11 +297,7 @@ def test_a_partition_groups_its_pairs_only_when_their_clusters_are_used(tmp_path
     that grows with the documents it pairs): `dups --partition` in jsonl or csv, which print no cluster,
     never groups them; the table, which prints their count, and `--write-clusters` do. The library leaves
     `PartitionReport.clusters` None when told not to group, with the same pairs."""
-    docs, _ = make_corpus(60, 20, seed=9)
-    src = tmp_path / "docs.jsonl"
-    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
-    data = ["--data-dir", str(tmp_path / "data")]
-    assert run_cli("ingest", str(src), "--index", "news", *data).exit_code == 0
+    data = _ingested_news(tmp_path)
     whole = run_cli("dups", "--index", "news", *data)
     grouped: list[int] = []
     real = api.clusters
@@ -335,6 +323,16 @@ def test_a_partition_groups_its_pairs_only_when_their_clusters_are_used(tmp_path
 
 def run_cli(*args: str):
     return cli_runner().invoke(app, list(args))
+
+
+def _ingested_news(tmp_path: Path) -> list[str]:
+    """A small corpus with near-duplicates ingested through the CLI as index ``news``: the ``--data-dir`` arguments."""
+    docs, _ = make_corpus(60, 20, seed=9)
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert run_cli("ingest", str(src), "--index", "news", *data).exit_code == 0
+    return data
 
 
 def test_a_failed_partition_names_itself_and_how_to_rerun(tmp_path):
