@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import corpora  # noqa: E402
 from elasticsearch import Elasticsearch  # noqa: E402
 from es import node  # noqa: E402
-from steps import spent, timed, timed_iterator  # noqa: E402
+from steps import cpu, install, spent  # noqa: E402
 
 import esdedup.ingest.driver as driver  # noqa: E402
 import esdedup.ingest.labels as labels  # noqa: E402
@@ -56,11 +56,6 @@ STEPS = [
 ]
 
 
-def cpu(who: int) -> float:
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=30_000)
@@ -72,8 +67,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.python_bulk_lines:
         writes._native_lines = lambda: None  # type: ignore[assignment]
-    for owner, name, step, iterator in STEPS:
-        (timed_iterator if iterator else timed)(owner, name, step)
+    install(STEPS)
     cluster, url = node(args.es)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-phases-"))
     try:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import corpora  # noqa: E402
-from steps import spent, timed, timed_iterator  # noqa: E402
+from steps import cpu, install, spent  # noqa: E402
 
 import esdedup.ingest.driver as driver  # noqa: E402
 import esdedup.ingest.labels as labels  # noqa: E402
@@ -55,11 +55,6 @@ STEPS = [
 ]
 
 
-def cpu(who: int) -> float:
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
-
-
 def one_round(path: Path) -> tuple[dict[str, float], dict[str, float], int]:
     """One ingest of ``path`` into a fresh store: the times (seconds) and each step's main-thread CPU."""
     spent.clear()
@@ -86,8 +81,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, help="ingest this many poems of bench/corpora.py instead of --input")
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
-    for owner, name, step, iterator in STEPS:
-        (timed_iterator if iterator else timed)(owner, name, step)
+    install(STEPS)
     tmp = Path(tempfile.mkdtemp(prefix="esdedup-local-phases-input-"))
     try:
         path = args.input
