@@ -11,6 +11,7 @@ test_security.py) and bench/load.py.
 * `wait_or_dump`: wait for a `start_cli` process to end; when it does not, the assertion carries a stack dump of
   every thread of it and of its worker processes (a hang seen once in CI is diagnosed from CI's log).
 * `index_ids`: every id of an index, via a point in time (works past 10,000 hits).
+* `open_files_in`: what this process holds open under a folder (a spilled temporary file is gone or not).
 """
 from __future__ import annotations
 
@@ -235,3 +236,16 @@ def report(name: str, data: dict[str, Any]) -> None:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"test": name, "at": time.strftime("%Y-%m-%d %H:%M:%S"), **data},
                                 ensure_ascii=False, default=str) + "\n")
+
+
+def open_files_in(directory: Path) -> list[str]:
+    """What this process holds open under ``directory`` (a file without a name shows as ``... (deleted)``)."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(directory)):
+            held.append(target)
+    return held

@@ -28,6 +28,7 @@ from esdedup.store.local import keys as local_keys
 from esdedup.store.partition import Partition
 from tests.cli_runner import cli_runner
 from tests.corpus import make_corpus, make_variant
+from tests.reliability import open_files_in
 
 CONFIG = FingerprintConfig(tokenizer="rjieba")
 #: Few enough that the planted crowd (and the copies of the boilerplate) make crowded keys.
@@ -125,20 +126,7 @@ def test_pairs_sorted_through_many_runs_are_one_runs_in_its_order(store, monkeyp
             assert report.pairs.runs > 1 and mine == sorted(mine, key=whole.index)
             got += mine
     assert sorted(got) == sorted(whole)
-    assert os.listdir(spill_dir) == [] and not _open_files_in(spill_dir)
-
-
-def _open_files_in(directory: Path) -> list[str]:
-    """What this process holds open under ``directory`` (a file without a name shows as ``... (deleted)``)."""
-    held = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(str(directory)):
-            held.append(target)
-    return held
+    assert os.listdir(spill_dir) == [] and not open_files_in(spill_dir)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
@@ -157,8 +145,8 @@ def test_a_partition_stopped_midway_leaves_no_file(tmp_path, monkeypatch, stop):
     assert all(r.ok for r in s.write(NewDoc(d["id"], fp, {"id": d["id"], "text": d["text"]}, content_sha1(d["text"]))
                                      for d, fp in zip(docs, fps, strict=True)))
     with pairs_of_partition(s, "0/1") as report:
-        assert report.pairs.runs > 1 and len(_open_files_in(spill_dir)) == 1
-    assert not _open_files_in(spill_dir)
+        assert report.pairs.runs > 1 and len(open_files_in(spill_dir)) == 1
+    assert not open_files_in(spill_dir)
     found = api.partition_pairs
     held: list[list[str]] = []
 
@@ -166,7 +154,7 @@ def test_a_partition_stopped_midway_leaves_no_file(tmp_path, monkeypatch, stop):
         """The partition's real pairs, then a stop after ten of them (three runs written)."""
         for n, p in enumerate(found(*args, **kwargs)):
             if n == 10:
-                held.append(_open_files_in(spill_dir))
+                held.append(open_files_in(spill_dir))
                 raise stop("stopped midway")
             yield p
 
@@ -174,7 +162,7 @@ def test_a_partition_stopped_midway_leaves_no_file(tmp_path, monkeypatch, stop):
     with pytest.raises(stop, match="midway"):
         pairs_of_partition(s, "0/1")
     assert len(held[0]) == 1  # the runs were in the file when it stopped
-    assert not _open_files_in(spill_dir) and os.listdir(spill_dir) == []
+    assert not open_files_in(spill_dir) and os.listdir(spill_dir) == []
     s.drop()
 
 
@@ -289,7 +277,7 @@ def test_cli_partition_prints_one_runs_bytes_through_many_runs(tmp_path, monkeyp
     part = run_cli("dups", "--index", "news", *data, "--format", fmt, "--partition", "0/1")
     assert part.exit_code == 0, part.output
     assert part.stdout_bytes == whole.stdout_bytes
-    assert os.listdir(spill_dir) == [] and not _open_files_in(spill_dir)
+    assert os.listdir(spill_dir) == [] and not open_files_in(spill_dir)
 
 
 def test_a_partition_groups_its_pairs_only_when_their_clusters_are_used(tmp_path, monkeypatch):

@@ -6,12 +6,12 @@ import math
 import os
 import random
 from operator import itemgetter
-from pathlib import Path
 
 import pytest
 
 from esdedup.util import spill as spill_module
 from esdedup.util.spill import SortedSpill
+from tests.reliability import open_files_in
 
 BY_IDS = itemgetter(0, 1)
 
@@ -53,19 +53,6 @@ def test_floats_read_back_exactly():
     assert [v.hex() for v in got] == [v.hex() for v in values]
 
 
-def _open_files_in(directory: Path) -> list[str]:
-    """What this process holds open under ``directory`` (a file without a name shows as ``... (deleted)``)."""
-    held = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(str(directory)):
-            held.append(target)
-    return held
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
 def test_the_file_is_made_past_one_run_and_freed_by_close(tmp_path, monkeypatch):
     spill_dir = tmp_path / "tmp"
@@ -74,12 +61,12 @@ def test_the_file_is_made_past_one_run_and_freed_by_close(tmp_path, monkeypatch)
     s = SortedSpill[tuple[str, int]](itemgetter(0), run=4)
     for i in range(3):
         s.add((f"k{i}", i))
-    assert not _open_files_in(spill_dir)  # one run's records stay in memory
+    assert not open_files_in(spill_dir)  # one run's records stay in memory
     s.add(("k3", 3))
-    assert len(_open_files_in(spill_dir)) == 1 and s.runs == 1
+    assert len(open_files_in(spill_dir)) == 1 and s.runs == 1
     assert os.listdir(spill_dir) == []  # it has no name, even while open
     s.close()
-    assert not _open_files_in(spill_dir)
+    assert not open_files_in(spill_dir)
     with pytest.raises(ValueError, match="closed"):
         list(s)
     s.close()  # twice is harmless
