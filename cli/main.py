@@ -5,7 +5,8 @@ Each command module (`ingest`, `label`, `duplicates`, `index`, `compare`, `quali
 ``typer.Typer()``; this module composes them under one root, and nothing imports it (Typer's
 one-file-per-command layout). Each command parses options, calls one library function and prints. Library
 errors (`EsdedupError`) are turned into one ``Error: ...`` line and an exit code in `common.handles_errors`,
-once: 0 ok, 1 failures in the data, 2 usage or configuration, 3 server or connection.
+once: 0 ok, 1 failures in the data, 2 usage or configuration, 3 server or connection, 4 a worker process of
+the run killed.
 """
 import logging
 from typing import Annotated, Any

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from esdedup.errors import OutputError, StoreError, Terminated
+from esdedup.errors import OutputError, StoreError, Terminated, WorkerKilled
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.checkpoint import default_checkpoint, lock_checkpoint, open_checkpoint
 from esdedup.ingest.deadletters import DeadLetters, default_dead_letter
@@ -98,7 +98,7 @@ def named_files(opts: IngestOptions, store: LabelledStore, paths: Sequence[str |
 
 def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callable[[IngestSummary], None] | None) -> IngestSummary:
     """Fingerprint ``records`` in the worker pool and feed the batches to ``run``, in input order, until the
-    input ends, the store fails or SIGTERM asks the run to stop."""
+    input ends, the store fails, SIGTERM asks the run to stop or a worker process dies."""
     started = time.monotonic()
     store, opts, summary = run.store, run.opts, run.summary
     workers = Workers(run.config, opts.workers or (os.cpu_count() or 1), encode=run.sharing.takes_json,
@@ -107,22 +107,30 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
     stop = Stop()
     try:
         with stop.on_stop_signals(), fewer_collections():
-            for batch, results in workers.in_order(batches(records, opts.batch), stop):
-                run.feed(batch, results)
-                if progress:
-                    summary.seconds = time.monotonic() - started
-                    progress(summary)
-                if stop.asked:
-                    break
+            killed: WorkerKilled | None = None
+            try:
+                for batch, results in workers.in_order(batches(records, opts.batch), stop):
+                    run.feed(batch, results)
+                    if progress:
+                        summary.seconds = time.monotonic() - started
+                        progress(summary)
+                    if stop.asked:
+                        break
+            except WorkerKilled as exc:  # the run ends as a stopped one does: what was written is kept
+                killed = exc
             run.drain()
-            if stop.asked:
+            if stop.asked or killed:
                 summary.unwritten = workers.unwritten()
                 workers.close()
                 store.refresh()
-                raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
-                                 f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
-                                 "records read were not written (a resumed run reads them again); the worker "
-                                 "processes were stopped", summary=summary, signal_name=stop.asked)
+                counts = (f"read {summary.read} = indexed {summary.indexed} + skipped {summary.skipped} + failed "
+                          f"{summary.failed}; {summary.unwritten} more records read were not written (a resumed run "
+                          "reads them again)")
+                if killed:
+                    raise WorkerKilled(f"{killed}; {counts}; the other worker processes were stopped", pid=killed.pid,
+                                       signum=killed.signum, exitcode=killed.exitcode, summary=summary)
+                raise Terminated(f"stopped by {stop.asked}: {counts}; the worker processes were stopped",
+                                 summary=summary, signal_name=stop.asked or "SIGTERM")
             run.finish()
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)
