@@ -75,8 +75,9 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def cli_cmd(*args: object) -> list[str]:
-    return [sys.executable, "-m", "esdedup", *(str(a) for a in args)]
+def cli_cmd(*args: object, module: str = "esdedup") -> list[str]:
+    """``python -m esdedup ARGS`` (``module``: esdedup_cli, as the ``esdedup`` command starts)."""
+    return [sys.executable, "-m", module, *(str(a) for a in args)]
 
 
 def run_cli(*args: object, env: dict[str, str] | None = None, timeout: float = 600,
@@ -92,9 +93,10 @@ def _child_setup() -> None:
 
 
 def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | None = None,
-              cwd: Path | None = None, new_session: bool = False) -> subprocess.Popen[bytes]:
+              cwd: Path | None = None, new_session: bool = False, module: str = "esdedup") -> subprocess.Popen[bytes]:
     """Start the CLI in the background with stdout/stderr going to files (no pipe to fill up).
-    ``new_session``: in a process group of its own, so ``os.killpg(p.pid, ...)`` reaches its workers.
+    ``new_session``: in a process group of its own, so ``os.killpg(p.pid, ...)`` reaches its workers;
+    ``module``: as `cli_cmd`.
 
     The CLI gets SIGINT's default action, as a program started from a terminal has: a test suite run in the
     background of a non-interactive shell (`cmd &`, as CI scripts do) inherits SIGINT *ignored*, the CLI
@@ -104,7 +106,7 @@ def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | N
     out = open(stdout, "wb")
     err = open(stderr, "wb")
     try:
-        return subprocess.Popen(cli_cmd(*args), env=cli_env({"PYTHONFAULTHANDLER": "1", **(env or {})}), stdout=out,
+        return subprocess.Popen(cli_cmd(*args, module=module), env=cli_env({"PYTHONFAULTHANDLER": "1", **(env or {})}), stdout=out,
                                 stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session,
                                 preexec_fn=_child_setup)
     finally:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.errors import WorkerKilled
+from esdedup.errors import Terminated, WorkerKilled
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.values import Fingerprint, FingerprintColumns, zero_vector
@@ -354,36 +354,46 @@ class Workers:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+#: The signals that stop a run, with the handler each has by default (which a program may leave in place).
+_DEFAULTS: dict[int, Any] = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
+
+
 class Stop:
     """Whether the run was asked to stop: by SIGTERM or SIGINT (Ctrl-C), while `Stop.on_stop_signals` holds
     their handlers (in the main thread of a program that left their default handlers in place; elsewhere
-    they are the program's). The run then ends after the batch it is writing, its workers are stopped, and
-    `Terminated` says what was written and what was read but not written (a resumed run reads it again).
-    Asked a second time, the run stops at once, as the signal's default handler would."""
+    they are the program's, which may give them to `handle`). The run then ends after the batch it is
+    writing, its workers are stopped, and `Terminated` says what was written and what was read but not
+    written (a resumed run reads it again); asked before the run read anything, it reads nothing
+    (`refuse_if_asked`). Asked a second time, the run stops at once, as the signal's default handler would."""
 
     def __init__(self) -> None:
         self.asked: str | None = None
 
+    def handle(self, signum: int, frame: object) -> None:
+        """The handler of the signals that stop the run."""
+        if self.asked:  # asked twice: stop now
+            signal.signal(signum, _DEFAULTS[signum])
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), signum)
+        self.asked = signal.Signals(signum).name
+
+    def refuse_if_asked(self, summary: Any = None) -> None:
+        """Raise `Terminated` when the run was asked to stop before it read anything."""
+        if self.asked:
+            raise Terminated(f"stopped by {self.asked} before the run read anything: nothing was read or written",
+                             summary=summary, signal_name=self.asked)
+
     @contextlib.contextmanager
     def on_stop_signals(self) -> Iterator[Stop]:
-        defaults: dict[int, Any] = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        taken = [signum for signum, default in defaults.items() if signal.getsignal(signum) is default]
-
-        def handler(signum: int, frame: object) -> None:
-            if self.asked:  # asked twice: stop now
-                signal.signal(signum, defaults[signum])
-                if signum == signal.SIGINT:
-                    raise KeyboardInterrupt
-                os.kill(os.getpid(), signum)
-            self.asked = signal.Signals(signum).name
-
+        taken = [signum for signum, default in _DEFAULTS.items() if signal.getsignal(signum) is default]
         for signum in taken:
-            signal.signal(signum, handler)
+            signal.signal(signum, self.handle)
         try:
             yield self
         finally:
             for signum in taken:
-                signal.signal(signum, defaults[signum])
+                signal.signal(signum, _DEFAULTS[signum])

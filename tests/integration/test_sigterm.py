@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,51 @@ def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_pa
         time.sleep(0.2)
     assert not any(map(running, workers)), [p for p in workers if running(p)]
     _resume_writes_the_rest(err, args, docs, LocalStore("term", data))
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler of its own for ``signum``."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    [mask] = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")]
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.parametrize("module", ["esdedup", "esdedup_cli"])
+def test_sigterm_from_the_first_line_of_the_command_ends_it_with_one_line(tmp_path, module):
+    """SIGTERM while the command starts (its imports take a second on a busy machine, then it opens the store)
+    ends it as one during the run does: one line, exit 143, saying nothing was read (before, the default action
+    ended it without a word). It is taken from the command's first line, once the interpreter runs our code
+    (``python -m esdedup`` imports the library package before that, ``python -m esdedup_cli`` and the
+    ``esdedup`` command do not); each moment is counted from there."""
+    write_corpus(tmp_path / "in.jsonl", 3000, seed=65)
+    before = re.compile(r"Error: stopped by SIGTERM before the run read anything: nothing was read or written")
+    during = re.compile(r"Error: stopped by SIGTERM: read (\d+) = indexed (\d+) \+ skipped (\d+) \+ failed (\d+); \d+ "
+                        r"more records read were not written \(a resumed run reads them again\); the worker processes "
+                        r"were stopped")
+    lines = {}
+    for delay in (0.0, 0.2, 0.6):
+        proc = start_cli("ingest", tmp_path / "in.jsonl", "--index", "early", "--data-dir", tmp_path / "data",
+                         "--tokenizer", "rjieba", "--workers", "2", "--checkpoint", tmp_path / "ck.json", "--json",
+                         stdout=tmp_path / "out", stderr=tmp_path / "err", module=module)
+        try:
+            wait_for(lambda p=proc: _catches(p.pid, signal.SIGTERM) or p.poll() is not None, timeout=120,
+                     interval=0.002, what="SIGTERM taken")
+            time.sleep(delay)
+            proc.send_signal(signal.SIGTERM)
+            code = wait_or_dump(proc, 60, tmp_path / "err")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        err = (tmp_path / "err").read_text()
+        assert code == 143, (delay, err[-3000:])
+        [line] = err.splitlines()
+        m = during.fullmatch(line)
+        assert before.fullmatch(line) or (m and int(m[1]) == sum(map(int, m.groups()[1:]))), (delay, line)
+        lines[delay] = line
+    assert before.fullmatch(lines[0.0]), lines  # taken before the run started: it read nothing
 
 
 def _resume_writes_the_rest(err: str, args: tuple, docs: list, store: LocalStore) -> None:
