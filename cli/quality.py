@@ -149,15 +149,13 @@ def synth(
 
     Example: esdedup synth corpus.jsonl --docs-out docs.jsonl --labels-out labels.jsonl --sources 2000
     """
-    from esdedup.quality.labelsfile import labels_target, own_labels, write_labels
+    from esdedup.quality.labelsfile import owned_labels, write_labels
     from esdedup.quality.synth import RECIPES, SynthOptions, make_benchmark, write_jsonl
     from esdedup.readers import Record, read_records
 
     # Checked before any input is read, and owned while written: a review page that owns the file refuses
     # this, and this refuses a review page meanwhile.
-    target = labels_target(labels_out)
-    owner = own_labels(target, "esdedup synth writing it")
-    try:
+    with owned_labels(labels_out, "esdedup synth writing it") as target:
         chosen = tuple(r.strip() for r in recipes.split(",") if r.strip()) if recipes else RECIPES
         opts = SynthOptions(sources=sources, variants=variants, recipes=chosen, char_rate=char_rate,
                             word_rate=word_rate, sentence_rate=sentence_rate, reorder_rate=reorder_rate,
@@ -169,8 +167,6 @@ def synth(
         bench = make_benchmark(records, opts)
         write_jsonl(bench.docs, docs_out)
         write_labels(target, bench.labels)
-    finally:
-        owner.release()
     stats = bench.stats()
     if json_out:
         typer.echo(json_text(stats))

@@ -8,7 +8,9 @@ and the process that holds it: two writers that each rewrite the file from their
 other's labels. Readers (``eval``) take no lock: they read the old file or the new one.
 
 A labels path that is a symlink is written through: the lock and the file replaced are those of the file it
-points to, so two names of one file share one owner and the link stays a link.
+points to, so two names of one file share one owner and the link stays a link. A labels file with more than
+one hard link is refused (`labels_target`, and again before each write): hard links are names the lock cannot
+see from one another, and a rename would part them.
 
 Every write goes to a new file in the same folder, is flushed to disk, then renamed over the labels file
 (keeping its permission bits): a crash or a full disk leaves the old file or the new one, never half of
@@ -21,7 +23,8 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LabelsOwner", "labels_target", "own_labels", "write_labels"]
+__all__ = ["LabelsOwner", "labels_target", "own_labels", "owned_labels", "write_labels"]
 
 
 def labels_target(path: str | Path) -> Path:
@@ -61,7 +64,22 @@ def labels_target(path: str | Path) -> Path:
         raise ConfigError(f"labels file {shown} cannot be written: {exc.strerror or exc}") from None
     if target.exists() and not os.access(target, os.R_OK):
         raise ConfigError(f"labels file {shown} cannot be read")
+    if target.exists():
+        reason = _links_reason(target, os.stat(target))
+        if reason is not None:
+            raise ConfigError(reason)
     return target
+
+
+def _links_reason(target: Path, st: os.stat_result) -> str | None:
+    """Why a labels file with other hard links cannot be written, or None. Its lock is taken by name, so a
+    writer given another name of it would not see this one's lock, and every write replaces the file by a
+    rename, which would leave the other names holding the old labels: a copy is what such a user wants."""
+    if st.st_nlink <= 1:
+        return None
+    return (f"labels file {target} has {st.st_nlink} hard links (other names of the same file): each writer of "
+            "a labels file locks it by its name and replaces it whole, so the other names would lose labels; "
+            "give a copy of it (cp), not a hard link")
 
 
 class LabelsOwner:
@@ -129,6 +147,22 @@ def own_labels(path: str | Path, who: str) -> LabelsOwner:
     return LabelsOwner(fd, lock_path)
 
 
+@contextmanager
+def owned_labels(path: str | Path, who: str) -> Iterator[Path]:
+    """The labels file at ``path`` checked (`labels_target`) and owned (`own_labels`, as ``who``) for the
+    ``with`` block, which writes it with `write_labels` on the path it is given; let go at the block's end.
+
+    Raises:
+        ConfigError: as `labels_target` and `own_labels` raise.
+    """
+    target = labels_target(path)
+    owner = own_labels(target, who)
+    try:
+        yield target
+    finally:
+        owner.release()
+
+
 def _holder(lock_path: Path) -> str:
     try:
         note = lock_path.read_bytes()[:300].decode("utf-8", "replace").strip()
@@ -156,12 +190,19 @@ def write_labels(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
     tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
     n = 0
     try:
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        st = None  # a new file: the umask decides its mode, as for any file made here
+    except OSError as exc:
+        raise OutputError(f"cannot write labels file {target}: {exc.strerror or exc}") from None
+    reason = None if st is None else _links_reason(target, st)  # a link made since `labels_target` checked
+    if reason is not None:
+        raise OutputError(reason)
+    try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
         try:
-            try:
-                os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
-            except FileNotFoundError:
-                pass  # a new file: the umask decides, as for any file made here
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
             with os.fdopen(fd, "wb", closefd=False) as fh:
                 for row in rows:
                     fh.write(_line(row))

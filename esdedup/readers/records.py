@@ -3,7 +3,8 @@
 Every input yields either a :class:`Record` or a :class:`Rejected` describing exactly what was wrong
 and where, so a caller can make its counts add up. A record is accepted only when every later stage
 can carry it: its strings are valid Unicode (no unpaired surrogate anywhere, field names included), its
-numbers are finite and convertible, its id fits Elasticsearch's limit. What fails these rules is
+numbers are finite and convertible, its fields' integers fit a signed 64 bits (`wide_int_reason`), its id
+fits Elasticsearch's limit. What fails these rules is
 rejected here, at read time, with the line it came from, never later in a batch of good records.
 """
 from __future__ import annotations
@@ -27,6 +28,9 @@ DEFAULT_MAX_RECORD_BYTES = 64 * 2**20
 MAX_ID_BYTES = 512
 #: Characters of the raw record kept in ``Rejected.excerpt``.
 EXCERPT_CHARS = 200
+#: The integers a field may hold: Elasticsearch maps a JSON integer to a signed 64-bit ``long`` and refuses a
+#: document with one beyond it, which the embedded store would keep; so no store is given one.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass  # not frozen: a frozen dataclass pays a setattr a field, per record
@@ -111,7 +115,8 @@ def strict_json(text: str) -> Any:
     """``STRICT_JSON.decode(text)``: the same value, or the same error. orjson reads the texts it reads
     alike; what it refuses (NaN and Infinity, numbers that overflow, lone surrogate escapes, control
     characters, deep nesting, any syntax error) is read again by `STRICT_JSON`, for its value or its error,
-    and so is a value holding a float (orjson reads an integer beyond 64 bits as one)."""
+    and so is a value holding a float (orjson reads an integer beyond 64 bits as one) or an integer beyond a
+    signed 64 bits (for `build_record` to name it)."""
     value = _orjson_value(text)
     return STRICT_JSON.decode(text) if value is _NOT_READ else value
 
@@ -120,8 +125,8 @@ def plain_object(data: bytes) -> dict[str, Any] | None:
     """The JSON object that the UTF-8 bytes ``data`` hold when orjson reads it as `strict_json` would read
     their text, else None: the caller then decodes the text and reads it with `strict_json`, for its value
     or its error (a blank line, a byte-order mark, bytes that are not UTF-8, anything orjson refuses, a
-    value holding a float, one that is not an object). orjson refuses lone surrogates, escaped or not, and
-    raw control characters, so an object it reads has neither."""
+    value holding a float or an integer beyond a signed 64 bits, one that is not an object). orjson refuses
+    lone surrogates, escaped or not, and raw control characters, so an object it reads has neither."""
     value = _orjson_value(data)
     return value if type(value) is dict else None
 
@@ -138,23 +143,48 @@ def _orjson_value(text: str | bytes) -> Any:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return _NOT_READ
-    return _NOT_READ if _holds_float(value) else value
+    return _NOT_READ if _holds_float_or_wide_int(value) else value
 
 
-def _holds_float(value: Any) -> bool:
-    """Whether a JSON value is or holds a float, at any depth (without recursion: any depth is fine)."""
+def _holds_float_or_wide_int(value: Any) -> bool:
+    """Whether orjson's value of a JSON text is or holds a float or an integer beyond a signed 64 bits, at any
+    depth (without recursion: any depth is fine). orjson reads an integer below -2**63 or above 2**64 - 1 as
+    a float, so an integer here is too wide only above `INT64_MAX`."""
+    top = INT64_MAX
     if type(value) is not dict and type(value) is not list:
-        return type(value) is float
+        return type(value) is float or (type(value) is int and value > top)
     todo = [value]
     while todo:
         container = todo.pop()
         for item in container.values() if type(container) is dict else container:
             kind = type(item)
-            if kind is float:
+            if kind is float or (kind is int and item > top):
                 return True
             if kind is dict or kind is list:
                 todo.append(item)
     return False
+
+
+def wide_int_reason(fields: Mapping[str, Any]) -> str | None:
+    """The rejection reason for the first integer (in the fields' order, nested objects and arrays looked
+    into) that does not fit a signed 64 bits, naming its path (``a.b[2]``), or None. Such a record is
+    rejected on every store alike; its id and title are not fields here (they are kept as their digits)."""
+    todo: list[tuple[str, Any]] = [(str(k), v) for k, v in fields.items()][::-1]  # popped in order
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, Mapping):
+            todo.extend([(f"{path}.{k}", v) for k, v in value.items()][::-1])
+        elif isinstance(value, (list, tuple)):
+            todo.extend([(f"{path}[{i}]", v) for i, v in enumerate(value)][::-1])
+        elif isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+            try:
+                digits = str(value)
+            except ValueError:  # over sys.get_int_max_str_digits(): a program's own value, not a file's
+                digits = f"of {value.bit_length()} bits"
+            shown = digits if len(digits) <= 40 else f"{digits[:30]}... ({len(digits)} digits)"
+            return (f"field {path!r} holds the integer {shown}, beyond a signed 64-bit integer ({INT64_MIN} to "
+                    f"{INT64_MAX}), which Elasticsearch refuses: write it as a string (in quotes)")
+    return None
 
 
 def json_error(exc: Exception) -> str:
@@ -265,12 +295,13 @@ def _title(raw: Any, name: str) -> tuple[str | None, str | None]:
 
 
 def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
-                 escapes: bool = False) -> Record | Rejected:
+                 escapes: bool = False, narrow_ints: bool = False) -> Record | Rejected:
     """Apply the field rules shared by JSON objects and CSV rows.
 
     ``escapes`` says the JSON text had a \\uD800-\\uDFFF escape, which may have produced an unpaired
     surrogate: such a string cannot be encoded (hashed, stored, sent to Elasticsearch) later, in whichever
-    field it sits, so the record is rejected now.
+    field it sits, so the record is rejected now. ``narrow_ints`` says every integer of ``mapping`` is known
+    to fit a signed 64 bits (a CSV row, an object `plain_object` read), so `wide_int_reason` is not asked.
     """
     reason = _text_reason(mapping, names.text)
     record_id = title = None
@@ -285,5 +316,9 @@ def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
     fields = dict(mapping)
     for key in (names.text, names.id, names.title):
         fields.pop(key, None)
+    if not narrow_ints and fields:
+        reason = wide_int_reason(fields)
+        if reason is not None:
+            return where.reject(reason)
     return Record(id=record_id, text=mapping[names.text], title=title, fields=fields, source=where.source,
                   location=where.location, offset=where.offset, encoding=where.encoding)

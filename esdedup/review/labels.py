@@ -69,7 +69,7 @@ class LabelsFile:
             ConfigError: a label other than 0 or 1, or a pair of one document with itself.
             OutputError: the file could not be written (the labels here, and on disk, are as they were).
         """
-        if isinstance(label, bool) or label not in (0, 1):
+        if type(label) is not int or label not in (0, 1):  # written as read back: the integer, not 1.0
             raise ConfigError(f"a label is 0 (different) or 1 (same story), got {label!r}")
         if a == b:
             raise ConfigError(f"a pair needs two different documents, got {a!r} twice")

@@ -10,6 +10,7 @@ data, which the tests do not download: its CLI and rensa steps run on a few text
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,34 @@ def test_the_quality_benchmark_s_cli_and_rensa_steps_find_the_pair_and_their_rat
     assert ratios[0] == cli[1]["wall_s"] / rensa[1]["wall_s"] == 2 * ratios[1]
     assert "2.00x, 1.50x, 1.75x (median 1.75x)" in quality.speed_line([2.0, 1.5, 1.75])
     assert "median" not in quality.speed_line([1.9])
+
+
+def test_the_quality_benchmark_writes_its_labels_file_as_an_owner(tmp_path: Path, monkeypatch) -> None:
+    """bench/quality.py's synthetic step writes its labels file as esdedup's own writers do (`owned_labels`): a
+    review page that holds the file refuses it, naming itself, and the file is left as the page wrote it."""
+    from argparse import Namespace
+
+    from esdedup.errors import ConfigError
+    from esdedup.quality.evaluate import read_labels
+    from esdedup.review.labels import LabelsFile
+
+    monkeypatch.setattr(quality, "DATA", tmp_path / "data")
+    monkeypatch.setattr(quality, "RESULTS", tmp_path / "results")
+    docs, _ = make_corpus(8, 2, seed=5)
+    quality.write_jsonl(docs, tmp_path / "data" / "synth" / "sources.jsonl")
+    args = Namespace(rebuild=False, sources=6, seed=0, es=None, workers=1)
+    assert "12 duplicate and 24 non-duplicate pairs" in quality.synth(args)[0]
+    labels = tmp_path / "data" / "synth" / "labels.jsonl"
+    made = read_labels(labels)
+    assert made and {lab.label for lab in made} == {0, 1} and not labels.with_name("labels.jsonl.lock").exists()
+    page = LabelsFile(labels, who="a review page of index poems")
+    try:
+        page.set("a", "b", 1)
+        with pytest.raises(ConfigError, match=f"is in use by process {os.getpid()}, a review page of index poems"):
+            quality.synth(args)
+        assert read_labels(labels)[-1].key == ("a", "b")
+    finally:
+        page.close()
 
 
 def test_the_quality_benchmark_feeds_its_peers_the_raw_text_s_bigrams(tmp_path: Path) -> None:

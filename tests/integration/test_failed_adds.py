@@ -32,6 +32,10 @@ UNCARRIED = {
     "tuple-key": ({"text": TEXT, "m": {(1, 2): 3}}, "the fields cannot be stored as JSON"),
     "circular": ({"text": TEXT, "m": _circular}, "the fields cannot be stored as JSON"),
     "long-id": ({"text": TEXT, "id": "长" * 200}, "id of 600 bytes exceeds 512"),
+    # Elasticsearch refuses an integer beyond its signed 64-bit long; the embedded store would keep it.
+    "wide-int": ({"text": TEXT, "n": 2**63}, "field 'n' holds the integer 9223372036854775808, beyond a signed"),
+    "nested-wide-int": ({"text": TEXT, "meta": {"n": [1, -(2**70)]}},
+                        "field 'meta.n[1]' holds the integer -1180591620717411303424, beyond a signed"),
 }
 
 
@@ -71,7 +75,8 @@ def test_an_article_no_store_can_carry_fails_and_leaves_nothing_behind(stores, t
     store.refresh()
     assert store.count() == 0
     letters = [json.loads(x) for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
-    assert [d["reason"].split(" (")[0] for d in letters] == [r for _, r in UNCARRIED.values()]
+    assert [d["reason"][:len(r)] for d, (_, r) in zip(letters, UNCARRIED.values(), strict=True)] == [
+        r for _, r in UNCARRIED.values()]
     s = ingester.summary
     assert (s.read, s.indexed, s.failed) == (2 * len(UNCARRIED), len(UNCARRIED), len(UNCARRIED))
 
@@ -111,3 +116,30 @@ def test_an_add_the_store_refuses_leaves_no_ghost(es_client, fresh_index, tmp_pa
     store.refresh()
     assert store.count() == 1 and _labels(store, ["after", "refused"]) == {"after": ("after", None)}
     ingester.close()
+
+
+def test_integers_beyond_a_signed_64_bits_in_a_file_are_refused_alike(stores, tmp_path):
+    """The same file on both stores, the same outcome: a record whose fields hold an integer beyond a signed
+    64 bits (Elasticsearch's long), at any depth, is dead-lettered by the reader with the field's path and the
+    fix, where the node used to refuse it with its own reason and the embedded store kept it. An id or title of
+    any size is kept, as its digits, and 2**63 - 1 is a field's integer like any other."""
+    _, store = stores
+    rows = ['"n": 9223372036854775808', '"n": 12345678901234567890123', '"deep": {"x": [1, -9223372036854775809]}',
+            '"n": 9223372036854775807, "m": -9223372036854775808']
+    lines = ['{"id": "w' + str(i) + '", "text": "' + TEXT[i:] + '", ' + row + "}" for i, row in enumerate(rows)]
+    lines.append('{"id": 123456789012345678901234567890, "title": 18446744073709551616, "text": "' + NEAR + '"}')
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    s = ingest([tmp_path / "in.jsonl"], store, CONFIG, IngestOptions(workers=1, dead_letter=tmp_path / "dl.jsonl"))
+    assert (s.read, s.indexed, s.failed, s.balanced) == (5, 2, 3, True), s
+    letters = [json.loads(x) for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
+    span = "beyond a signed 64-bit integer (-9223372036854775808 to 9223372036854775807), which Elasticsearch refuses"
+    assert [(d["location"], d["reason"]) for d in letters] == [
+        ("line 1", f"field 'n' holds the integer 9223372036854775808, {span}: write it as a string (in quotes)"),
+        ("line 2", f"field 'n' holds the integer 12345678901234567890123, {span}: write it as a string (in quotes)"),
+        ("line 3", f"field 'deep.x[1]' holds the integer -9223372036854775809, {span}: write it as a string "
+                   "(in quotes)")]
+    store.refresh()
+    big_id = "123456789012345678901234567890"
+    assert store.count() == 2
+    assert store.get_source("w3")["n"] == 2**63 - 1 and store.get_source("w3")["m"] == -(2**63)
+    assert store.get_source(big_id)["title"] == "18446744073709551616"

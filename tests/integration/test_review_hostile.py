@@ -20,7 +20,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from esdedup.api import open_store
-from esdedup.errors import ConfigError
+from esdedup.errors import ConfigError, OutputError
 from esdedup.review import Review, Server, check_listen, create_app
 from esdedup.review.labels import LabelsFile
 from tests.browser.browser import served
@@ -241,6 +241,40 @@ def test_a_second_writer_of_a_labels_file_is_refused_naming_the_file_and_the_own
     again.close()
 
 
+def test_a_labels_file_with_another_hard_link_is_refused_by_every_writer(tmp_path: Path) -> None:
+    """A hard link is a name the lock beside the other name does not guard, and a write (a rename) would part
+    the two: a review on either name, `synth` (`owned_labels`), and an owner whose file gained a link since it
+    started are refused, naming the count and the fix; neither name loses a label."""
+    path, hard = tmp_path / "labels.jsonl", tmp_path / "hard.jsonl"
+    first = LabelsFile(path)
+    try:
+        first.set("a", "b", 1)
+        os.link(path, hard)
+        with pytest.raises(OutputError, match="has 2 hard links"):
+            first.set("a", "c", 0)
+        assert first.get("a", "c") is None
+    finally:
+        first.close()
+    def synth(name: Path) -> None:
+        from esdedup.quality.labelsfile import owned_labels
+
+        with owned_labels(name, "esdedup synth writing it"):
+            pass
+
+    for name in (path, hard):
+        for writer in (LabelsFile, synth):
+            with pytest.raises(ConfigError) as err:
+                writer(name)
+            assert f"labels file {name} has 2 hard links" in str(err.value)
+            assert "give a copy of it (cp), not a hard link" in str(err.value)
+    assert path.read_text("utf-8") == hard.read_text("utf-8") == '{"a": "a", "b": "b", "label": 1}\n'
+    assert os.stat(path).st_ino == os.stat(hard).st_ino
+    hard.unlink()
+    again = LabelsFile(path)  # one name again: written as before
+    again.set("a", "c", 0)
+    again.close()
+
+
 def _start_review(data_dir: Path, labels: Path, tmp_path: Path, name: str) -> tuple[subprocess.Popen[bytes], str]:
     proc = start_cli("review", "--index", "news", "--data-dir", data_dir, "--port", "0", "--labels", labels,
                      stdout=tmp_path / f"{name}.out", stderr=tmp_path / f"{name}.err")
@@ -289,6 +323,16 @@ def test_two_review_processes_on_one_labels_file_the_second_is_refused(data_dir:
         assert synth.returncode == 2 and f"is in use by process {first.pid}" in synth.stderr, synth.stderr
         assert [json.loads(x) for x in labels.read_text("utf-8").splitlines()] == [
             {"a": "rail-1", "b": "rail-2", "label": 1}]
+        # A hard link is another name the lock does not guard: a review given it is refused as well.
+        hard = tmp_path / "hard.jsonl"
+        os.link(labels, hard)
+        second = subprocess.Popen(cli_cmd("review", "--index", "news", "--data-dir", data_dir, "--port", "0",
+                                          "--labels", hard), env=cli_env(), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = second.communicate(timeout=120)
+        assert second.returncode == 2 and err.count("Error:") == 1 and "http://" not in out, (out, err)
+        assert f"labels file {hard} has 2 hard links" in " ".join(err.split()), err
+        hard.unlink()
     finally:
         _stop(first)
         if second is not None and second.poll() is None:

@@ -328,7 +328,7 @@ def test_impossible_values_are_refused_before_any_work(clean_env: Path, args: li
 def test_labels_are_exactly_0_or_1(clean_env: Path) -> None:
     docs = clean_env / "docs.jsonl"
     docs.write_text(json.dumps({"id": "a", "text": DOC}, ensure_ascii=False) + "\n", "utf-8")
-    for label in ("1.7", '"1"', "true", "2"):
+    for label in ("1.7", '"1"', "true", "2", "1.0", "0.0", "1e0"):
         labels = clean_env / "labels.jsonl"
         labels.write_text('{"a": "a", "b": "b", "label": 1}\n{"a": "a", "b": "c", "label": ' + label + "}\n", "utf-8")
         result = cli_runner().invoke(app, ["eval", "--pairs", str(labels), "--docs", str(docs),

@@ -104,14 +104,43 @@ def test_numbers_that_cannot_be_read_or_stored_are_rejected_per_line(tmp_path):
     path = write(tmp_path / "n.jsonl", "".join(lines))
     items = list(read_records([path]))
     assert kinds(items) == [("Record", "line 1"), ("Rejected", "line 2"), ("Rejected", "line 3"),
-                            ("Rejected", "line 4"), ("Rejected", "line 5"), ("Record", "line 6"),
+                            ("Rejected", "line 4"), ("Rejected", "line 5"), ("Rejected", "line 6"),
                             ("Record", "line 7")]
     assert items[1].reason == ("invalid JSON: a number cannot be read (Exceeds the limit (4300 digits) for "
                                "integer string conversion: value has 4301 digits)")
     assert items[2].reason == "invalid JSON: NaN is not a JSON number"
     assert items[3].reason == "invalid JSON: -Infinity is not a JSON number"
     assert items[4].reason == "invalid JSON: number 1e400 is out of range"
-    assert items[5].fields["n"] == int("9" * 4300)
+    assert items[5].reason.startswith("field 'n' holds the integer 999999999999999999999999999999... (4300 digits), "
+                                      "beyond a signed 64-bit integer")
+
+
+WIDE = "write it as a string (in quotes)"
+
+
+def test_an_integer_beyond_a_signed_64_bits_in_any_field_is_rejected_naming_its_path(tmp_path):
+    """Elasticsearch refuses such a document, the embedded store would keep it: the reader rejects it for both,
+    on orjson's path and on the strict decoder's, in JSONL and JSON files. The id and title are kept as digits."""
+    lines = [
+        '{"id": "a", "text": "正文", "n": 9223372036854775807, "m": -9223372036854775808}',
+        '{"id": "b", "text": "正文", "n": 9223372036854775808}',  # orjson reads it as an integer
+        '{"id": "c", "text": "正文", "n": 12345678901234567890123}',  # orjson reads it as a float
+        '{"id": "d", "text": "正文", "deep": {"x": [1, {"y": -9223372036854775809}]}, "f": 1.5}',
+        '{"id": 123456789012345678901234567890, "title": 18446744073709551616, "text": "正文"}',
+    ]
+    paths = [write(tmp_path / "w.jsonl", "\n".join(lines) + "\n"), write(tmp_path / "w.json", "[" + ",".join(lines) + "]")]
+    for path in paths:
+        items = list(read_records([path]))
+        assert [type(x).__name__ for x in items] == ["Record", "Rejected", "Rejected", "Rejected", "Record"], path
+        assert items[0].fields == {"n": 2**63 - 1, "m": -(2**63)}
+        assert [x.reason for x in items[1:4]] == [
+            f"field 'n' holds the integer 9223372036854775808, beyond a signed 64-bit integer "
+            f"(-9223372036854775808 to 9223372036854775807), which Elasticsearch refuses: {WIDE}",
+            f"field 'n' holds the integer 12345678901234567890123, beyond a signed 64-bit integer "
+            f"(-9223372036854775808 to 9223372036854775807), which Elasticsearch refuses: {WIDE}",
+            f"field 'deep.x[1].y' holds the integer -9223372036854775809, beyond a signed 64-bit integer "
+            f"(-9223372036854775808 to 9223372036854775807), which Elasticsearch refuses: {WIDE}"]
+        assert (items[4].id, items[4].title) == ("123456789012345678901234567890", "18446744073709551616")
 
 
 @pytest.mark.parametrize(
