@@ -1,3 +1,3 @@
-from esdedup_cli.main import run
+from esdedup_cli.start import run
 
 run()

@@ -8,6 +8,7 @@ naming that flag (the library speaks of its own settings, never of this command 
 """
 import functools
 import inspect
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -25,6 +26,7 @@ from esdedup.errors import (
     NeedsElasticsearch,
     NoAnswer,
     NotElasticsearch,
+    WorkerKilled,
 )
 from esdedup.match.thresholds import (
     HammingBeyondIndex,
@@ -286,6 +288,9 @@ def flag_hint(exc: EsdedupError) -> str | None:
         return "give the server with --es URL (or ESDEDUP_ES_URL)"
     if isinstance(exc, IndexNotFound) and exc.index is not None:
         return f"create it with 'esdedup index create --index {exc.index}', or ingest into it"
+    if isinstance(exc, WorkerKilled):
+        return ("rerun the same command with --resume to continue where the checkpoint stands"
+                + (" (with fewer --workers if memory ran out)" if exc.signum == signal.SIGKILL else ""))
     if isinstance(exc, CertificateError):
         if exc.needs == "client_cert":
             return "give the client's certificate with --client-cert and --client-key"

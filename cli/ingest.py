@@ -20,6 +20,7 @@ from .common import (
     threshold_options,
 )
 from .output import Printer, for_people
+from .start import EARLY_SIGTERM
 
 app = typer.Typer()
 
@@ -62,26 +63,30 @@ def ingest(
     Example: esdedup ingest ./articles --index news --on-duplicate label
     """
     from esdedup.api import refuse_inert_thresholds
-    from esdedup.ingest import IngestOptions, default_checkpoint, default_dead_letter
+    from esdedup.ingest import IngestOptions, Stop, default_checkpoint, default_dead_letter
     from esdedup.ingest import ingest as run_ingest
     from esdedup.readers.files import spool
     from esdedup.store.local import default_data_dir
 
-    printer = Printer(json_out=json_out, quiet=quiet)
-    if Path("-") in paths:
-        stdin = spool(sys.stdin.buffer, (conn.data_dir or default_data_dir()) / "stdin")
-        paths = [stdin if p == Path("-") else p for p in paths]
-        if not (quiet or json_out):
-            typer.echo(f"standard input read into {for_people(stdin)} (the name its records carry)", err=True)
-    config = fp.config()
-    with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
-        opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field, title_field=title_field,
-                             on_duplicate=on_duplicate, dead_letter=dead_letter or default_dead_letter(index),
-                             workers=workers, thresholds=thresholds.overrides(),
-                             checkpoint=checkpoint or default_checkpoint(store, paths, data_dir=conn.data_dir),
-                             resume=resume)
-        refuse_inert_thresholds(store, thresholds.overrides(), creates=True, new_config=config)
-        summary = run_ingest([str(p) for p in paths], store, config, opts, progress=progress)
+    stop = Stop()  # SIGTERM stops the run, from the command's first line on (one then: nothing is read)
+    with EARLY_SIGTERM.handed_to(stop):
+        stop.refuse_if_asked()
+        printer = Printer(json_out=json_out, quiet=quiet)
+        if Path("-") in paths:
+            stdin = spool(sys.stdin.buffer, (conn.data_dir or default_data_dir()) / "stdin")
+            paths = [stdin if p == Path("-") else p for p in paths]
+            if not (quiet or json_out):
+                typer.echo(f"standard input read into {for_people(stdin)} (the name its records carry)", err=True)
+        config = fp.config()
+        with opened_store(index, conn, shards=shards, replicas=replicas) as store, printer.progress() as progress:
+            opts = IngestOptions(format=format.value, id_field=id_field, text_field=text_field,
+                                 title_field=title_field, on_duplicate=on_duplicate,
+                                 dead_letter=dead_letter or default_dead_letter(index), workers=workers,
+                                 thresholds=thresholds.overrides(),
+                                 checkpoint=checkpoint or default_checkpoint(store, paths, data_dir=conn.data_dir),
+                                 resume=resume)
+            refuse_inert_thresholds(store, thresholds.overrides(), creates=True, new_config=config)
+            summary = run_ingest([str(p) for p in paths], store, config, opts, progress=progress, stop=stop)
     printer.summary(summary, conn.redact)
     if summary.error:
         typer.echo(f"Error: {for_people(conn.redact(summary.error))}", err=True)

@@ -5,7 +5,8 @@ Each command module (`ingest`, `label`, `duplicates`, `index`, `compare`, `quali
 ``typer.Typer()``; this module composes them under one root, and nothing imports it (Typer's
 one-file-per-command layout). Each command parses options, calls one library function and prints. Library
 errors (`EsdedupError`) are turned into one ``Error: ...`` line and an exit code in `common.handles_errors`,
-once: 0 ok, 1 failures in the data, 2 usage or configuration, 3 server or connection.
+once: 0 ok, 1 failures in the data, 2 usage or configuration, 3 server or connection, 4 a worker process of
+the run killed.
 """
 import logging
 from typing import Annotated, Any
@@ -16,6 +17,7 @@ from esdedup._version import __version__
 
 from . import compare, duplicates, index, ingest, kibana, label, pipeline, quality, review
 from .output import for_people
+from .start import EARLY_SIGTERM, run  # noqa: F401 - run: the entry point older installs name here
 
 app = typer.Typer(
     name="esdedup",
@@ -67,10 +69,13 @@ def _warnings_and_above(record: logging.LogRecord) -> bool:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens (to stderr).")] = False,
 ) -> None:
+    if ctx.invoked_subcommand != "ingest":  # ingest takes SIGTERM over (esdedup_cli.start), to stop as a run does
+        EARLY_SIGTERM.release()
     # Logging is configured here and nowhere in the library; jieba announces its dictionary on
     # every start, which is noise for a command-line user.
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -82,11 +87,6 @@ def main(
     logging.getLogger("jieba").addFilter(_warnings_and_above)
     for transport in ("elastic_transport", "opensearch"):  # the clients' request logs: each error is ours to say
         logging.getLogger(transport).setLevel(logging.INFO if verbose else logging.ERROR)
-
-
-def run() -> None:
-    """Console-script entry point."""
-    app()
 
 
 if __name__ == "__main__":  # pragma: no cover

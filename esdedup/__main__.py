@@ -3,6 +3,6 @@
 Python runs this file only when asked to run the package as a program; the library never imports it, so
 the library itself never imports the command line (tests/unit/test_layers.py checks both).
 """
-from esdedup_cli.main import run
+from esdedup_cli.start import run
 
 run()

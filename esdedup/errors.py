@@ -1,6 +1,7 @@
 """Typed errors. The library raises these; the CLI turns each into one line and an exit code.
 
-Exit codes (see the CLI): 1 = failures in the data, 2 = usage/config, 3 = server/connection.
+Exit codes (see the CLI): 1 = failures in the data, 2 = usage/config, 3 = server/connection, 4 = a process of
+the run was killed (`WorkerKilled`); a run stopped by a signal exits as the signal would end it (`Terminated`).
 """
 from __future__ import annotations
 
@@ -59,6 +60,20 @@ class Terminated(EsdedupError):
         super().__init__(message)
         self.summary = summary
         self.exit_code = 128 + int(getattr(signal, signal_name))
+
+
+class WorkerKilled(EsdedupError):
+    """A fingerprint worker process of an ingest ended abruptly (``signum``: the signal that killed it, most
+    often SIGKILL from the out-of-memory killer; ``exitcode``: its exit code when no signal did): the run
+    ended after the batch it was writing, as a stopped run does; ``summary`` counts what was done, with
+    ``summary.unwritten`` records read but not written (a resumed run reads them again)."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, *, pid: int, signum: int | None = None, exitcode: int | None = None,
+                 summary: Any = None) -> None:
+        super().__init__(message)
+        self.pid, self.signum, self.exitcode, self.summary = pid, signum, exitcode, summary
 
 
 class ConfigMismatchError(EsdedupError):

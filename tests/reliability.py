@@ -10,6 +10,8 @@ test_security.py) and bench/load.py.
 * `killed_on_exit`: the processes a test starts, none left running when it ends.
 * `wait_or_dump`: wait for a `start_cli` process to end; when it does not, the assertion carries a stack dump of
   every thread of it and of its worker processes (a hang seen once in CI is diagnosed from CI's log).
+* `stop_a_worker_while_it_sends_a_result`: an ingest worker caught and frozen (SIGSTOP) halfway through
+  sending a batch's result back; `in_kernel`, `pending_signal`, `running`: what a test reads of a process in /proc.
 * `index_ids`: every id of an index, via a point in time (works past 10,000 hits).
 * `open_files_in`: what this process holds open under a folder (a spilled temporary file is gone or not).
 """
@@ -73,8 +75,9 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def cli_cmd(*args: object) -> list[str]:
-    return [sys.executable, "-m", "esdedup", *(str(a) for a in args)]
+def cli_cmd(*args: object, module: str = "esdedup") -> list[str]:
+    """``python -m esdedup ARGS`` (``module``: esdedup_cli, as the ``esdedup`` command starts)."""
+    return [sys.executable, "-m", module, *(str(a) for a in args)]
 
 
 def run_cli(*args: object, env: dict[str, str] | None = None, timeout: float = 600,
@@ -90,9 +93,10 @@ def _child_setup() -> None:
 
 
 def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | None = None,
-              cwd: Path | None = None, new_session: bool = False) -> subprocess.Popen[bytes]:
+              cwd: Path | None = None, new_session: bool = False, module: str = "esdedup") -> subprocess.Popen[bytes]:
     """Start the CLI in the background with stdout/stderr going to files (no pipe to fill up).
-    ``new_session``: in a process group of its own, so ``os.killpg(p.pid, ...)`` reaches its workers.
+    ``new_session``: in a process group of its own, so ``os.killpg(p.pid, ...)`` reaches its workers;
+    ``module``: as `cli_cmd`.
 
     The CLI gets SIGINT's default action, as a program started from a terminal has: a test suite run in the
     background of a non-interactive shell (`cmd &`, as CI scripts do) inherits SIGINT *ignored*, the CLI
@@ -102,7 +106,7 @@ def start_cli(*args: object, stdout: Path, stderr: Path, env: dict[str, str] | N
     out = open(stdout, "wb")
     err = open(stderr, "wb")
     try:
-        return subprocess.Popen(cli_cmd(*args), env=cli_env({"PYTHONFAULTHANDLER": "1", **(env or {})}), stdout=out,
+        return subprocess.Popen(cli_cmd(*args, module=module), env=cli_env({"PYTHONFAULTHANDLER": "1", **(env or {})}), stdout=out,
                                 stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session,
                                 preexec_fn=_child_setup)
     finally:
@@ -152,7 +156,7 @@ def wait_or_dump(proc: subprocess.Popen[bytes], timeout: float, stderr: Path) ->
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGABRT)
     deadline = time.monotonic() + 10  # the dumps are written before each process ends
-    while time.monotonic() < deadline and (proc.poll() is None or any(_alive(pid) for pid in children)):
+    while time.monotonic() < deadline and (proc.poll() is None or any(running(pid) for pid in children)):
         time.sleep(0.1)
     for pid in (proc.pid, *children):
         with contextlib.suppress(ProcessLookupError):
@@ -164,12 +168,61 @@ def wait_or_dump(proc: subprocess.Popen[bytes], timeout: float, stderr: Path) ->
                          f"to faulthandler):\n{text[-20000:]}")
 
 
-def _alive(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether the process exists and has not ended (a zombie has)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return False
     return state not in ("Z", "X")
+
+
+def in_kernel(pid: int, what: str, *, thread: bool = False) -> bool:
+    """Whether a process (``thread``: any of its threads) is blocked in the kernel function ``what`` (a pipe's
+    read or write: ``pipe_read`` and ``anon_pipe_read`` as kernels name it)."""
+    paths = list(Path(f"/proc/{pid}/task").glob("*/wchan")) if thread else [Path(f"/proc/{pid}/wchan")]
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.read_text().endswith(what):
+                return True
+    return False
+
+
+def pending_signal(pid: int, signum: int) -> bool:
+    """Whether ``signum`` waits to be delivered to the process (a stopped one takes it when continued)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask >> (signum - 1) & 1 for mask in masks)
+
+
+def _keeps_reading(pid: int) -> bool:
+    """Whether a thread of the process is in a pipe's read at each of 5 looks over a second."""
+    for _ in range(5):
+        if not in_kernel(pid, "pipe_read", thread=True):
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def stop_a_worker_while_it_sends_a_result(proc: subprocess.Popen[bytes], deadline: float) -> int:
+    """SIGSTOP an ingest worker caught halfway through sending a batch's result back (megabytes through a pipe
+    of 64 KiB), with the parent holding part of it: what a worker the scheduler does not run for a while on a
+    busy machine looks like. Returns the stopped worker."""
+    while time.monotonic() < deadline and proc.poll() is None:
+        for pid in child_pids(proc.pid):
+            if in_kernel(pid, "pipe_write"):
+                os.kill(pid, signal.SIGSTOP)
+                # The parent reads what is in the pipe, then waits for the rest, for as long as the worker is
+                # stopped (a read of the other worker's result is over in a moment).
+                time.sleep(0.3)
+                if _keeps_reading(proc.pid):
+                    return pid
+                os.kill(pid, signal.SIGCONT)  # it had finished: try again
+        time.sleep(0.001)
+    raise AssertionError("never caught a worker sending a result back")
 
 
 def last_json(stdout: str) -> dict[str, Any]:

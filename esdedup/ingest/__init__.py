@@ -19,7 +19,8 @@ from esdedup.ingest.run import ingest
 from esdedup.ingest.runindex import MAX_PER_KEY
 from esdedup.ingest.service import Added, Ingester
 from esdedup.ingest.settle import settle_stored
+from esdedup.ingest.workers import Stop
 
 __all__ = ["BATCH", "BATCH_CHARS", "BY_THE_RUN", "LOOKUP_LIMIT", "MAX_PER_KEY", "ON_DUPLICATE", "SUMMARY_IDS", "Added",
-           "IngestOptions", "IngestSummary", "Ingester", "default_checkpoint", "default_dead_letter", "ids_for_texts",
+           "IngestOptions", "IngestSummary", "Ingester", "Stop", "default_checkpoint", "default_dead_letter", "ids_for_texts",
            "ingest", "settle_stored"]

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from esdedup.errors import OutputError, StoreError, Terminated
+from esdedup.errors import OutputError, StoreError, Terminated, WorkerKilled
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.checkpoint import default_checkpoint, lock_checkpoint, open_checkpoint
 from esdedup.ingest.deadletters import DeadLetters, default_dead_letter
@@ -51,7 +51,7 @@ from esdedup.util.fieldtypes import checked_args
 @checked_args
 def ingest(paths: Sequence[str | Path], store: LabelledStore, config: FingerprintConfig | None = None,
            options: IngestOptions | None = None,
-           progress: Callable[[IngestSummary], None] | None = None) -> IngestSummary:
+           progress: Callable[[IngestSummary], None] | None = None, stop: Stop | None = None) -> IngestSummary:
     """Read, fingerprint, label and write every record under ``paths`` into ``store``.
 
     ``config`` None means: the store's config if it exists, else the default config.
@@ -59,7 +59,13 @@ def ingest(paths: Sequence[str | Path], store: LabelledStore, config: Fingerprin
     with another config. A store failure mid-run (server gone) ends the run: the summary carries the
     error, in-flight records count as failed (dead-lettered as unconfirmed), and a re-run completes it.
     Raises Unsupported for a store without `esdedup.store.base.ClusterLabels`.
+
+    ``stop``: a `Stop` the caller holds (and may have given SIGTERM to, `Stop.handle`, before the call: a program
+    that takes it from its first line on); asked before the run reads anything, the run reads nothing and
+    raises `Terminated`. None: the run makes its own.
     """
+    stop = stop or Stop()
+    stop.refuse_if_asked()
     require(store, Capability.LABELS, "ingesting")
     opts = options or IngestOptions()
     check_inputs(paths)  # a mistyped path fails here, before the store (or an empty index) is opened
@@ -79,7 +85,7 @@ def ingest(paths: Sequence[str | Path], store: LabelledStore, config: Fingerprin
                                title_field=opts.title_field, max_record_bytes=opts.max_record_bytes,
                                skip=ckpt.skip if opts.resume else None,
                                skip_file=ckpt.done if opts.resume else None)
-        return _feed(records, run, progress)
+        return _feed(records, run, progress, stop)
     finally:
         if dead is not None:
             dead.close()
@@ -96,33 +102,42 @@ def named_files(opts: IngestOptions, store: LabelledStore, paths: Sequence[str |
     return checkpoint, dead_letter
 
 
-def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callable[[IngestSummary], None] | None) -> IngestSummary:
+def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callable[[IngestSummary], None] | None,
+          stop: Stop) -> IngestSummary:
     """Fingerprint ``records`` in the worker pool and feed the batches to ``run``, in input order, until the
-    input ends, the store fails or SIGTERM asks the run to stop."""
+    input ends, the store fails, SIGTERM asks the run to stop or a worker process dies."""
     started = time.monotonic()
     store, opts, summary = run.store, run.opts, run.summary
     workers = Workers(run.config, opts.workers or (os.cpu_count() or 1), encode=run.sharing.takes_json,
                       held=run.labeller.holds_run_keys, fingerprints=run.reads_fingerprints)
     retried_before = store.retried
-    stop = Stop()
     try:
         with stop.on_stop_signals(), fewer_collections():
-            for batch, results in workers.in_order(batches(records, opts.batch), stop):
-                run.feed(batch, results)
-                if progress:
-                    summary.seconds = time.monotonic() - started
-                    progress(summary)
-                if stop.asked:
-                    break
+            stop.refuse_if_asked(summary)  # asked while the run opened its files and the store
+            killed: WorkerKilled | None = None
+            try:
+                for batch, results in workers.in_order(batches(records, opts.batch), stop):
+                    run.feed(batch, results)
+                    if progress:
+                        summary.seconds = time.monotonic() - started
+                        progress(summary)
+                    if stop.asked:
+                        break
+            except WorkerKilled as exc:  # the run ends as a stopped one does: what was written is kept
+                killed = exc
             run.drain()
-            if stop.asked:
+            if stop.asked or killed:
                 summary.unwritten = workers.unwritten()
                 workers.close()
                 store.refresh()
-                raise Terminated(f"stopped by {stop.asked}: read {summary.read} = indexed {summary.indexed} + "
-                                 f"skipped {summary.skipped} + failed {summary.failed}; {summary.unwritten} more "
-                                 "records read were not written (a resumed run reads them again); the worker "
-                                 "processes were stopped", summary=summary, signal_name=stop.asked)
+                counts = (f"read {summary.read} = indexed {summary.indexed} + skipped {summary.skipped} + failed "
+                          f"{summary.failed}; {summary.unwritten} more records read were not written (a resumed run "
+                          "reads them again)")
+                if killed:
+                    raise WorkerKilled(f"{killed}; {counts}; the other worker processes were stopped", pid=killed.pid,
+                                       signum=killed.signum, exitcode=killed.exitcode, summary=summary)
+                raise Terminated(f"stopped by {stop.asked}: {counts}; the worker processes were stopped",
+                                 summary=summary, signal_name=stop.asked or "SIGTERM")
             run.finish()
     except (StoreError, OutputError) as exc:
         summary.error = str(exc)

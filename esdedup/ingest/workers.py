@@ -16,14 +16,18 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
+from concurrent.futures import wait as futures_wait
+from concurrent.futures.process import BrokenProcessPool
 from itertools import chain, pairwise, repeat
 from typing import Any
 
 import numpy as np
 
+from esdedup.errors import Terminated, WorkerKilled
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.values import Fingerprint, FingerprintColumns, zero_vector
@@ -33,6 +37,9 @@ from esdedup.schema import content_sha1, dedup_members_many
 
 #: Records as the run reads them, the rejected ones in their places: one task for a worker.
 Batch = list[Record | Rejected]
+
+#: Seconds the pool is given to see a worker's death itself (`Workers._killed`).
+_GRACE = 1.0
 
 #: A worker process's own Fingerprinter, built once by `_init_worker`.
 _WORKER: Fingerprinter | None = None
@@ -217,18 +224,33 @@ class Workers:
             self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
                                              initargs=(config.to_json(), os.getpid()))
         self._local = None if self._pool else Fingerprinter(config)
+        #: The pool's worker processes, by pid (`_submit`).
+        self._procs: dict[int, Any] = {}
         #: Records read from the input and handed to the workers, not yet given back (see `unwritten`).
         self._in_flight: deque[tuple[Batch, Future | Fingerprinted]] = deque()
 
     def _submit(self, batch: Batch) -> Future | Fingerprinted:
         texts = [r.text for r in batch if isinstance(r, Record)]
         if self._pool is not None:
-            return self._pool.submit(_fingerprint_batch, texts, self._encode, self._held, self._fingerprints)
+            try:
+                fut = self._pool.submit(_fingerprint_batch, texts, self._encode, self._held, self._fingerprints)
+            except BrokenProcessPool as exc:  # a worker died: this batch was read, and counts as in flight
+                fut = Future()
+                fut.set_exception(exc)
+            # concurrent.futures names no public way to its worker processes, which the run watches (`_next`):
+            # `_processes` (pid -> Process, since Python 3.7) is read after each submit, which starts them.
+            # tests/integration/test_worker_death.py fails when it is gone.
+            self._procs.update(getattr(self._pool, "_processes", None) or {})
+            return fut
         return fingerprint_with(self._local, texts, encode=self._encode, held=self._held,  # type: ignore[arg-type]
                                 fingerprints=self._fingerprints)
 
     def in_order(self, batches: Iterator[Batch], stop: Stop) -> Iterator[tuple[Batch, Fingerprinted]]:
-        """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked."""
+        """The batches with their fingerprints, in input order, until the input ends or ``stop`` is asked.
+
+        Raises:
+            WorkerKilled: a worker process ended (every worker has ended then; `unwritten` counts the batches
+                read and not given back)."""
         in_flight = self._in_flight
         for batch in batches:
             in_flight.append((batch, self._submit(batch)))
@@ -251,7 +273,15 @@ class Workers:
                     results = fut.result(timeout=0.25)
                     break
                 except TimeoutError:
-                    continue
+                    if not self._ended():
+                        continue
+                    killed = self._killed()
+                except BrokenProcessPool:
+                    killed = self._killed()
+                    if killed is None:  # broken by something else than a death: as the pool says
+                        raise
+                if killed is not None:
+                    raise killed from None
             else:
                 return None
         else:
@@ -260,6 +290,51 @@ class Workers:
             return None
         self._in_flight.popleft()
         return batch, results
+
+    def _ended(self) -> list[Any]:
+        """The worker processes that have ended (during a run, none ends unless something kills it)."""
+        return [p for p in self._procs.values() if p.exitcode is not None]
+
+    def _killed(self) -> WorkerKilled | None:
+        """The error for a worker process that ended during the run (None: none did), once every worker has
+        ended. The pool sees most deaths itself (each worker's sentinel), marks itself broken and ends the other
+        workers. Not a worker killed halfway through sending a result back: the pool's result thread then waits
+        for the rest of that message for ever (the other workers and this process hold the pipe's write end),
+        and this process's exit with it (`concurrent.futures` joins it at exit). When the pool has not seen the
+        death within `_GRACE` seconds (a future it holds is still pending), its thread is released: every worker
+        is killed and this process's copy of the write end closed, so that its read ends (the pool is then
+        broken, and its thread ends)."""
+        # A pool that sees the death fails every future it holds at once.
+        pending = [f for _, f in self._in_flight if isinstance(f, Future)]
+        stuck = bool(futures_wait(pending, timeout=_GRACE).not_done)
+        deadline = time.monotonic() + 10
+        while not (ended := self._ended()) and time.monotonic() < deadline:  # a death the pool saw first
+            time.sleep(0.05)
+        if stuck and self._pool is not None:
+            for p in self._procs.values():
+                p.kill()  # SIGKILL, which also ends a stopped worker
+            # Private, as `_processes` (`_submit`): concurrent.futures has no other way to it. Its thread, stuck
+            # in the read, touches it only once the read has ended.
+            writer = getattr(getattr(self._pool, "_result_queue", None), "_writer", None)
+            if writer is not None:
+                writer.close()
+        if not ended:
+            return None
+        # The first to die, not one the pool ended with SIGTERM after it.
+        dead = min(ended, key=lambda p: p.exitcode == -signal.SIGTERM)
+        if dead.exitcode >= 0:
+            return WorkerKilled(f"fingerprint worker process {dead.pid} exited with code {dead.exitcode}",
+                                pid=dead.pid, exitcode=dead.exitcode)
+        signum = -dead.exitcode
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = "unknown"
+        message = f"fingerprint worker process {dead.pid} was killed by signal {signum} ({name})"
+        if signum == signal.SIGKILL:
+            message += (", most likely by the kernel's out-of-memory killer (its log says: dmesg, journalctl -k): "
+                        "with the memory at hand, fingerprint with fewer workers or smaller batches")
+        return WorkerKilled(message, pid=dead.pid, signum=signum)
 
     def unwritten(self) -> int:
         """Records handed to the workers and never given back (when the run was stopped)."""
@@ -273,41 +348,52 @@ class Workers:
         for as long as this process takes to read it (long, on a busy machine), and one killed in the middle
         leaves the pool's result thread waiting for the rest for ever, and this process's exit waiting for that
         thread (`concurrent.futures` joins it at exit). Waiting costs at most a batch's fingerprinting; a
-        second SIGTERM still ends the run at once, and the kernel ends the workers with it (`_die_with`)."""
+        second SIGTERM still ends the run at once, and the kernel ends the workers with it (`_die_with`). A
+        worker that died (`_killed`) leaves none of them running."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+#: The signals that stop a run, with the handler each has by default (which a program may leave in place).
+_DEFAULTS: dict[int, Any] = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
 
 
 class Stop:
     """Whether the run was asked to stop: by SIGTERM or SIGINT (Ctrl-C), while `Stop.on_stop_signals` holds
     their handlers (in the main thread of a program that left their default handlers in place; elsewhere
-    they are the program's). The run then ends after the batch it is writing, its workers are stopped, and
-    `Terminated` says what was written and what was read but not written (a resumed run reads it again).
-    Asked a second time, the run stops at once, as the signal's default handler would."""
+    they are the program's, which may give them to `handle`). The run then ends after the batch it is
+    writing, its workers are stopped, and `Terminated` says what was written and what was read but not
+    written (a resumed run reads it again); asked before the run read anything, it reads nothing
+    (`refuse_if_asked`). Asked a second time, the run stops at once, as the signal's default handler would."""
 
     def __init__(self) -> None:
         self.asked: str | None = None
 
+    def handle(self, signum: int, frame: object) -> None:
+        """The handler of the signals that stop the run."""
+        if self.asked:  # asked twice: stop now
+            signal.signal(signum, _DEFAULTS[signum])
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), signum)
+        self.asked = signal.Signals(signum).name
+
+    def refuse_if_asked(self, summary: Any = None) -> None:
+        """Raise `Terminated` when the run was asked to stop before it read anything."""
+        if self.asked:
+            raise Terminated(f"stopped by {self.asked} before the run read anything: nothing was read or written",
+                             summary=summary, signal_name=self.asked)
+
     @contextlib.contextmanager
     def on_stop_signals(self) -> Iterator[Stop]:
-        defaults: dict[int, Any] = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        taken = [signum for signum, default in defaults.items() if signal.getsignal(signum) is default]
-
-        def handler(signum: int, frame: object) -> None:
-            if self.asked:  # asked twice: stop now
-                signal.signal(signum, defaults[signum])
-                if signum == signal.SIGINT:
-                    raise KeyboardInterrupt
-                os.kill(os.getpid(), signum)
-            self.asked = signal.Signals(signum).name
-
+        taken = [signum for signum, default in _DEFAULTS.items() if signal.getsignal(signum) is default]
         for signum in taken:
-            signal.signal(signum, handler)
+            signal.signal(signum, self.handle)
         try:
             yield self
         finally:
             for signum in taken:
-                signal.signal(signum, defaults[signum])
+                signal.signal(signum, _DEFAULTS[signum])

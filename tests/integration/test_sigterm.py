@@ -8,22 +8,24 @@ import contextlib
 import os
 import re
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from esdedup.store.local import LocalStore
-from tests.reliability import child_pids, last_json, run_cli, start_cli, wait_for, wait_or_dump, write_corpus
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+from tests.reliability import (
+    child_pids,
+    last_json,
+    pending_signal,
+    run_cli,
+    running,
+    start_cli,
+    stop_a_worker_while_it_sends_a_result,
+    wait_for,
+    wait_or_dump,
+    write_corpus,
+)
 
 
 def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_path):
@@ -45,10 +47,55 @@ def test_sigterm_stops_the_workers_and_accounts_for_the_records_in_flight(tmp_pa
     assert code == 143, err[-3000:]
     assert "more records read were not written" in err
     deadline = time.monotonic() + 20
-    while any(map(_running, workers)) and time.monotonic() < deadline:
+    while any(map(running, workers)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(map(_running, workers)), [p for p in workers if _running(p)]
+    assert not any(map(running, workers)), [p for p in workers if running(p)]
     _resume_writes_the_rest(err, args, docs, LocalStore("term", data))
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler of its own for ``signum``."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    [mask] = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")]
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.parametrize("module", ["esdedup", "esdedup_cli"])
+def test_sigterm_from_the_first_line_of_the_command_ends_it_with_one_line(tmp_path, module):
+    """SIGTERM while the command starts (its imports take a second on a busy machine, then it opens the store)
+    ends it as one during the run does: one line, exit 143, saying nothing was read (before, the default action
+    ended it without a word). It is taken from the command's first line, once the interpreter runs our code
+    (``python -m esdedup`` imports the library package before that, ``python -m esdedup_cli`` and the
+    ``esdedup`` command do not); each moment is counted from there."""
+    write_corpus(tmp_path / "in.jsonl", 3000, seed=65)
+    before = re.compile(r"Error: stopped by SIGTERM before the run read anything: nothing was read or written")
+    during = re.compile(r"Error: stopped by SIGTERM: read (\d+) = indexed (\d+) \+ skipped (\d+) \+ failed (\d+); \d+ "
+                        r"more records read were not written \(a resumed run reads them again\); the worker processes "
+                        r"were stopped")
+    lines = {}
+    for delay in (0.0, 0.2, 0.6):
+        proc = start_cli("ingest", tmp_path / "in.jsonl", "--index", "early", "--data-dir", tmp_path / "data",
+                         "--tokenizer", "rjieba", "--workers", "2", "--checkpoint", tmp_path / "ck.json", "--json",
+                         stdout=tmp_path / "out", stderr=tmp_path / "err", module=module)
+        try:
+            wait_for(lambda p=proc: _catches(p.pid, signal.SIGTERM) or p.poll() is not None, timeout=120,
+                     interval=0.002, what="SIGTERM taken")
+            time.sleep(delay)
+            proc.send_signal(signal.SIGTERM)
+            code = wait_or_dump(proc, 60, tmp_path / "err")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        err = (tmp_path / "err").read_text()
+        assert code == 143, (delay, err[-3000:])
+        [line] = err.splitlines()
+        m = during.fullmatch(line)
+        assert before.fullmatch(line) or (m and int(m[1]) == sum(map(int, m.groups()[1:]))), (delay, line)
+        lines[delay] = line
+    assert before.fullmatch(lines[0.0]), lines  # taken before the run started: it read nothing
 
 
 def _resume_writes_the_rest(err: str, args: tuple, docs: list, store: LocalStore) -> None:
@@ -91,60 +138,12 @@ def test_ctrl_c_reports_like_sigterm(tmp_path):
                         r"were stopped", line), line
     first_read = int(line.split("read ", 1)[1].split()[0])
     deadline = time.monotonic() + 20
-    while any(map(_running, workers)) and time.monotonic() < deadline:
+    while any(map(running, workers)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(map(_running, workers)), [p for p in workers if _running(p)]
+    assert not any(map(running, workers)), [p for p in workers if running(p)]
     r = run_cli(*args, "--resume", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert last_json(r.stdout)["read"] == len(docs) - first_read
-
-
-def _in_kernel(pid: int, what: str, *, thread: bool = False) -> bool:
-    """Whether a process (``thread``: any of its threads) is blocked in the kernel function ``what`` (a pipe's
-    read or write: ``pipe_read`` and ``anon_pipe_read`` as kernels name it)."""
-    paths = list(Path(f"/proc/{pid}/task").glob("*/wchan")) if thread else [Path(f"/proc/{pid}/wchan")]
-    for path in paths:
-        with contextlib.suppress(OSError):
-            if path.read_text().endswith(what):
-                return True
-    return False
-
-
-def _pending(pid: int, signum: int) -> bool:
-    """Whether ``signum`` waits to be delivered to the process (a stopped one takes it when continued)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
-    return any(mask >> (signum - 1) & 1 for mask in masks)
-
-
-def _keeps_reading(pid: int) -> bool:
-    """Whether a thread of the process is in a pipe's read at each of 5 looks over a second."""
-    for _ in range(5):
-        if not _in_kernel(pid, "pipe_read", thread=True):
-            return False
-        time.sleep(0.2)
-    return True
-
-
-def _stop_a_worker_while_it_sends_a_result(proc: subprocess.Popen[bytes], deadline: float) -> int:
-    """SIGSTOP an ingest worker caught halfway through sending a batch's result back (megabytes through a pipe
-    of 64 KiB), with the parent holding part of it: what a worker the scheduler does not run for a while on a
-    busy machine looks like. Returns the stopped worker."""
-    while time.monotonic() < deadline and proc.poll() is None:
-        for pid in child_pids(proc.pid):
-            if _in_kernel(pid, "pipe_write"):
-                os.kill(pid, signal.SIGSTOP)
-                # The parent reads what is in the pipe, then waits for the rest, for as long as the worker is
-                # stopped (a read of the other worker's result is over in a moment).
-                time.sleep(0.3)
-                if _keeps_reading(proc.pid):
-                    return pid
-                os.kill(pid, signal.SIGCONT)  # it had finished: try again
-        time.sleep(0.001)
-    raise AssertionError("never caught a worker sending a result back")
 
 
 def test_sigterm_while_a_worker_sends_its_result_back(tmp_path):
@@ -162,13 +161,13 @@ def test_sigterm_while_a_worker_sends_its_result_back(tmp_path):
         wait_for(lambda: ck.exists() and len(child_pids(proc.pid)) >= 2, timeout=300, interval=0.1,
                  what="the first batch written, with its workers running")
         workers = child_pids(proc.pid)
-        stopped = _stop_a_worker_while_it_sends_a_result(proc, time.monotonic() + 120)
+        stopped = stop_a_worker_while_it_sends_a_result(proc, time.monotonic() + 120)
         proc.send_signal(signal.SIGTERM)
         # The run stops its workers now. A stopped worker goes on only when continued, as the scheduler would
         # continue it: once a run that kills its workers has sent it SIGTERM (which then ends it), or after a
         # while for a run that waits for it.
         deadline = time.monotonic() + 10
-        while not _pending(stopped, signal.SIGTERM) and time.monotonic() < deadline:
+        while not pending_signal(stopped, signal.SIGTERM) and time.monotonic() < deadline:
             time.sleep(0.1)
         with contextlib.suppress(ProcessLookupError):
             os.kill(stopped, signal.SIGCONT)
@@ -206,9 +205,9 @@ def test_after_sigkill_the_workers_end_and_a_resume_runs_at_once(tmp_path, nativ
             proc.kill()
     try:
         deadline = time.monotonic() + 10
-        while any(map(_running, workers)) and time.monotonic() < deadline:
+        while any(map(running, workers)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(map(_running, workers)), [p for p in workers if _running(p)]
+        assert not any(map(running, workers)), [p for p in workers if running(p)]
     finally:
         for pid in workers:  # never leave one behind for the rest of the suite
             with contextlib.suppress(ProcessLookupError):

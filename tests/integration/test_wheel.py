@@ -148,7 +148,7 @@ def test_wheel_holds_every_module_and_data_file(installed: Installed) -> None:
     assert not missing, f"not in the wheel: {missing}"
     meta = zipfile.ZipFile(installed.wheel).read(
         next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
-    assert "esdedup = esdedup_cli.main:run" in meta
+    assert "esdedup = esdedup_cli.start:run" in meta
 
 
 def test_installed_resources(installed: Installed) -> None:

@@ -1,5 +1,6 @@
 """The command line as documentation: every command explains itself with an example, and the exit codes
-follow one policy (0 ok, 1 failures in the data, 2 usage or configuration, 3 server or connection), with
+follow one policy (0 ok, 1 failures in the data, 2 usage or configuration, 3 server or connection, 4 a worker
+process of the run killed), with
 one ``Error:`` line and never a traceback."""
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ def test_error_classes_follow_the_exit_code_policy() -> None:
     assert errors.ConfigError.exit_code == errors.ConfigMismatchError.exit_code == 2
     assert errors.IndexNotFound.exit_code == 2
     assert errors.StoreError.exit_code == errors.ConnectionFailed.exit_code == 3
+    assert errors.WorkerKilled.exit_code == 4
 
 
 def test_ok_is_0(clean_env: Path) -> None:

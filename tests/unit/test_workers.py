@@ -146,3 +146,43 @@ def test_a_batch_of_texts_without_terms_sends_no_vectors_and_they_come_back_as_o
     zero = got[0].vector
     assert all(fp.vector is zero for fp in got[:-1]) and not zero.flags.writeable and not zero.any()
     assert got[-1].vector.any() and got[-1].vector is not zero
+
+
+def _records(texts: list[str]) -> list[Any]:
+    from esdedup.readers import Record
+
+    return [Record(f"d{i}", text, None, {}, "in.jsonl", f"line {i + 1}", i, "utf-8") for i, text in enumerate(texts)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL of a worker process")
+def test_a_worker_killed_ends_the_batches_with_worker_killed_naming_it_and_every_worker_ends() -> None:
+    """A worker SIGKILLed while the run takes batches back: `Workers.in_order` raises `WorkerKilled` with its pid
+    and the signal, counts the batches read and not given back, and `close` returns with no worker left. The
+    pool's private names the run reads with defaults (`Workers._submit`, `Workers._killed`) exist: without them
+    the run would not see a worker killed halfway through sending a result, and would hang."""
+    import os
+    import signal
+
+    from esdedup.errors import WorkerKilled
+
+    pool = workers.Workers(FingerprintConfig(tokenizer="char", shingle=2), 2)
+    try:
+        text = "".join(d["text"] for d in make_corpus(40, 10)[0])
+        batches = iter([_records([text] * 20) for _ in range(200)])
+        taken = pool.in_order(batches, workers.Stop())
+        next(taken)
+        assert pool._pool is not None and isinstance(pool._pool._processes, dict)
+        assert pool._pool._result_queue._writer is not None
+        procs = list(pool._procs.values())
+        assert len(procs) == 2 and all(p.is_alive() for p in procs)
+        os.kill(procs[0].pid, signal.SIGKILL)
+        with pytest.raises(WorkerKilled) as caught:
+            for _ in taken:
+                pass
+        assert (caught.value.pid, caught.value.signum) == (procs[0].pid, signal.SIGKILL)
+        assert str(caught.value).startswith(f"fingerprint worker process {procs[0].pid} was killed by signal 9 "
+                                            "(SIGKILL), most likely by the kernel's out-of-memory killer")
+        assert pool.unwritten() > 0
+    finally:
+        pool.close()
+    assert not any(p.is_alive() for p in procs)
