@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
-from esdedup.schema import CHARS, DEDUP, SHINGLES, VECTOR, key_field
+from esdedup.schema import DEDUP, SHINGLES, VECTOR, key_field
 
 
 @functools.lru_cache(maxsize=1024)
@@ -151,7 +151,7 @@ def node_verified_body(probe: Mapping[str, Sequence[str]], params: Mapping[str, 
     def script(source: str) -> dict[str, Any]:
         return {"lang": "esdedup", "source": source, "params": dict(params)}
 
-    return {"size": size, "_source": False, "track_total_hits": False, "docvalue_fields": [SHINGLES, CHARS],
+    return {"size": size, "_source": False, "track_total_hits": False, "docvalue_fields": [SHINGLES],
             "query": {"script_score": {"query": band_query(probe), "script": script("near_duplicate"),
                                        "min_score": 1.0}},
             "script_fields": {m: {"script": script(m)} for m in NODE_MEASURES}}

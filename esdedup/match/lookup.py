@@ -18,7 +18,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.match.measures import Measures, hamming_of, measure_pairs, measured
 from esdedup.match.rule import EXACT_COPY, Sketch, decided_by, decided_by_many, exact_copies
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds, resolve_thresholds
-from esdedup.schema import CHARS, SHINGLES, band_fields, dedup_source, lsh_bands
+from esdedup.schema import SHINGLES, band_fields, dedup_source, lsh_bands
 from esdedup.store.base import Probe, StoreCore, StoredDoc, elasticsearch_backed
 from esdedup.util.fieldtypes import checked_args
 
@@ -298,10 +298,12 @@ def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds
         cosine = float(f["cosine"][0]) if config.stores_vector else None
         jaccard = float(f["jaccard"][0]) if both_signed else None
         containment = float(f["containment"][0]) if both_signed else None
-        # The node measures SimHash 0 of a text without terms as any other: no SimHash (`gets_terms`).
-        chars = (f.get(CHARS) or [None])[0]
-        simhashed = config.gets_terms(fp.chars) and (chars is None or config.gets_terms(int(chars)))
-        hamming = int(f["hamming"][0]) if simhashed else None
+        # The node answers null where a text carries no SimHash (it decides as `gets_terms` from the
+        # `vector_index` it is given). Not decided here again: a plugin built before it took that param would
+        # also misjudge and misrank those pairs on the node, which a client-side correction could not repair
+        # (rebuild the plugin from this tree).
+        ham = (f.get("hamming") or [None])[0]
+        hamming = None if ham is None else int(ham)
         out.append(Match(h["_id"], hamming, cosine, jaccard=jaccard, containment=containment,
                          decided_by=decided_by(t, hamming=hamming, cosine=cosine, jaccard=jaccard,
                                                containment=containment)))
@@ -310,11 +312,12 @@ def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds
 
 def _node_params(fp: Fingerprint, config: FingerprintConfig, t: Thresholds) -> dict[str, Any]:
     """The plugin script's parameters: the query's dedup object (its vector unrounded, as `verify` compares
-    it) and the rule's thresholds."""
+    it), the rule's thresholds, and the config values the node decides by: which texts are short
+    (``strategy``, ``short_text_chars``) and which carry a SimHash (with ``vector_index``: `gets_terms`)."""
     query = dedup_source(fp, config)
     query["vector"] = np.asarray(fp.vector, dtype=np.float64).tolist()
     return {"query": query, **t.to_dict(), "strategy": config.strategy,
-            "short_text_chars": config.short_text_chars}
+            "short_text_chars": config.short_text_chars, "vector_index": config.vector_index}
 
 
 def shared_bands(a: Fingerprint | Sequence[str], b: Sequence[str]) -> tuple[str, ...]:

@@ -264,23 +264,92 @@ def test_scripts_find_the_near_duplicates_the_python_rule_finds(plugin_es, corpu
             query["vector"] = np.asarray(fp.vector, dtype=np.float64).tolist()
         params = {"query": query, "hamming_k": t.hamming_k, "cosine": t.cosine, "jaccard": t.jaccard,
                   "containment": t.containment, "strategy": config.strategy,
-                  "short_text_chars": config.short_text_chars}
+                  "short_text_chars": config.short_text_chars, "vector_index": config.vector_index}
         resp = plugin_es.search(index=a, size=1000, query={"script_score": {
             "query": {"match_all": {}}, "script": _script("near_duplicate", params), "min_score": 1.0}},
             script_fields={"hamming": {"script": _script("hamming", params)},
                            "cosine": {"script": _script("cosine", params)}})
         server = {h["_id"]: (h["fields"]["hamming"][0], h["fields"]["cosine"][0]) for h in resp["hits"]["hits"]}
         client = {m.id: (m.hamming, m.cosine) for m in verify(fp, stored, config, t)}
-        # The node measures a short text's SimHash 0 as any other; the client shows none (`gets_terms`).
-        chars = {d.id: d.chars for d in stored}
-        server = {i: (h if config.gets_terms(fp.chars) and config.gets_terms(chars[i]) else None, c)
-                  for i, (h, c) in server.items()}
         assert server == client, text[:40]
         found_any += bool(client)
         # the score orders as esdedup does: by Hamming distance, then by cosine
         order = [h["_id"] for h in resp["hits"]["hits"] if server[h["_id"]][0] is not None]
         assert [server[i][0] for i in order] == sorted(server[i][0] for i in order)
     assert found_any >= len(queries) // 2
+
+
+@pytest.fixture(scope="module")
+def default_index(plugin_es, plugin_url, corpus, tmp_path_factory) -> Iterator[tuple[str, FingerprintConfig]]:
+    """The corpus written by `esdedup ingest` under the default config: no TF vector, so a short text is not
+    segmented and carries no SimHash (`FingerprintConfig.gets_terms`)."""
+    path, _ = corpus
+    name = f"plugin-default-{uuid.uuid4().hex[:8]}"
+    tmp = tmp_path_factory.mktemp("ingest-default")
+    result = CliRunner().invoke(app, ["ingest", str(path), "--index", name, "--es", plugin_url, "--workers", "1",
+                                      "--replicas", "0", "--dead-letter", str(tmp / "dl.jsonl"), "--json"])
+    assert result.exit_code == 0, result.output
+    config = ElasticStore(plugin_es, name).open().config
+    assert not config.stores_vector
+    yield name, config
+    plugin_es.indices.delete(index=name)
+
+
+def test_a_text_without_simhash_has_no_hamming_on_the_node(plugin_es, corpus, default_index):
+    """Where a side carries no SimHash, the scripts give no Hamming (field null, score 0), as the Python measures
+    do; near_duplicate decides and ranks such a pair as esdedup does (after any Hamming distance), and
+    `similar --server-side` shows what the client path shows."""
+    import elasticsearch
+
+    from esdedup.match.lookup import similar, similar_on_node
+
+    _, docs = corpus
+    name, config = default_index
+    store = ElasticStore(plugin_es, name)
+    store.open()
+    stored = [d for batch in store.scan() for d in batch]
+    fper = Fingerprinter(config)
+    t = Thresholds.from_config(config)
+    fps = {d["id"]: fper.fingerprint(d["text"]) for d in docs}
+    shorts = [d for d in docs if not fps[d["id"]].empty and not config.gets_terms(fps[d["id"]].chars)]
+    longs = [d for d in docs if config.gets_terms(fps[d["id"]].chars)]
+    assert len(shorts) >= 20 and len(longs) >= 20
+    without = with_ = 0
+    for d in shorts[::10] + longs[::10]:
+        fp = fps[d["id"]]
+        query = dedup_source(fp, config)
+        query["vector"] = np.asarray(fp.vector, dtype=np.float64).tolist()
+        params = {"query": query, **t.to_dict(), "strategy": config.strategy,
+                  "short_text_chars": config.short_text_chars, "vector_index": config.vector_index}
+        resp = plugin_es.search(index=name, size=1000, query={"script_score": {
+            "query": {"match_all": {}}, "script": _script("near_duplicate", params), "min_score": 1.0}},
+            script_fields={"hamming": {"script": _script("hamming", params)}})
+        server = {h["_id"]: h["fields"]["hamming"][0] for h in resp["hits"]["hits"]}
+        client = {m.id: m.hamming for m in verify(fp, stored, config, t)}
+        assert server == client, d["id"]
+        without += sum(h is None for h in server.values())
+        with_ += sum(h is not None for h in server.values())
+        # nearest by Hamming first, a pair without one after any distance
+        order = [server[h["_id"]] for h in resp["hits"]["hits"]]
+        assert order == sorted(order, key=lambda h: (h is None, h or 0)), d["id"]
+        # as a score, no SimHash is no evidence (as jaccard without signatures)
+        scored = plugin_es.search(index=name, size=1000, query={"script_score": {
+            "query": {"match_all": {}}, "script": _script("hamming", params)}})
+        chars = {s.id: s.chars for s in stored}
+        for h in scored["hits"]["hits"]:
+            if not (config.gets_terms(fp.chars) and config.gets_terms(chars[h["_id"]])):
+                assert h["_score"] == 0.0, (d["id"], h["_id"])
+        node = similar_on_node(store, fp, top=50, exclude=d["id"])
+        by_client = similar(store, [fp], top=50, exclude=[d["id"]])[0]
+        assert sorted((m.id, m.hamming, m.jaccard is None) for m in node) == \
+            sorted((m.id, m.hamming, m.jaccard is None) for m in by_client), d["id"]
+    assert without > 0 and with_ > 0
+    # without the vector_index the node cannot tell which texts carry a SimHash: refused, not guessed
+    params.pop("vector_index")
+    with pytest.raises(elasticsearch.BadRequestError) as refused:
+        plugin_es.search(index=name, size=1, query={"script_score": {
+            "query": {"match_all": {}}, "script": _script("hamming", params)}})
+    assert "params.vector_index" in json.dumps(refused.value.body)
 
 
 def test_pipeline_put_refuses_what_the_plugin_cannot_reproduce_in_one_line(plugin_es, plugin_url, indexes):

@@ -202,7 +202,7 @@ def test_scripts_find_the_near_duplicates_the_python_rule_finds(plugin_os, corpu
             query["vector"] = np.asarray(fp.vector, dtype=np.float64).tolist()
         params = {"query": query, "hamming_k": t.hamming_k, "cosine": t.cosine, "jaccard": t.jaccard,
                   "containment": t.containment, "strategy": config.strategy,
-                  "short_text_chars": config.short_text_chars}
+                  "short_text_chars": config.short_text_chars, "vector_index": config.vector_index}
         resp = plugin_os.search(index=a, body={
             "size": 1000,
             "query": {"script_score": {"query": {"match_all": {}}, "script": _script("near_duplicate", params),

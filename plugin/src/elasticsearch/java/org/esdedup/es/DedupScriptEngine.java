@@ -56,7 +56,7 @@ final class DedupScriptEngine implements ScriptEngine {
 
         @Override
         public ScoreScript.LeafFactory newFactory(Map<String, Object> params, SearchLookup lookup) {
-            Measure.Query query = Measure.Query.of(params);
+            Measure.Query query = measure.query(params);
             return new ScoreScript.LeafFactory() {
                 @Override
                 public boolean needs_score() {
@@ -89,7 +89,7 @@ final class DedupScriptEngine implements ScriptEngine {
 
         @Override
         public FieldScript.LeafFactory newFactory(Map<String, Object> params, SearchLookup lookup) {
-            Measure.Query query = Measure.Query.of(params);
+            Measure.Query query = measure.query(params);
             return (LeafReaderContext ctx) -> new FieldScript(params, lookup, ctx) {
                 @Override
                 public Object execute() {

@@ -25,8 +25,8 @@ class MeasureTest {
 
     private static Measure.Query query(String text) {
         Map<String, Object> params = new HashMap<>(Map.of("query", dedup(text), "hamming_k", 3, "cosine", 0.8,
-            "jaccard", 0.5, "containment", 0.8));
-        return Measure.Query.of(params);
+            "jaccard", 0.5, "containment", 0.8, "vector_index", "int8_flat"));
+        return Measure.NEAR_DUPLICATE.query(params);
     }
 
     @Test
@@ -63,6 +63,77 @@ class MeasureTest {
         assertEquals(Boolean.FALSE, Measure.NEAR_DUPLICATE.value(q, other));
         assertEquals(0.0, Measure.NEAR_DUPLICATE.score(q, null));
         assertEquals(null, Measure.JACCARD.value(q, null));
+    }
+
+    /** The default config (strategy auto, vector_index auto): a short text is not segmented and has no SimHash. */
+    private static final Fingerprinter PLAIN = FingerprintStep.fingerprinter(FingerprintConfig.fromMap(Map.of(), "0.42.1"));
+    private static final String SHORT_A = "今天天气很好，我们去公园散步，然后一起吃午饭。";
+    private static final String SHORT_B = "国务院总理在人民大会堂会见了来访的外国代表团。";
+
+    private static Map<String, Object> plain(String text) {
+        return DedupFields.source(PLAIN.fingerprint(text), PLAIN.config());
+    }
+
+    /** Script params as esdedup's client sends them for the default config, with the given thresholds. */
+    private static Map<String, Object> plainParams(String text, Map<String, Object> thresholds) {
+        Map<String, Object> params = new HashMap<>(thresholds);
+        params.putAll(Map.of("query", plain(text), "strategy", "auto", "short_text_chars", 200, "vector_index", "auto"));
+        return params;
+    }
+
+    @Test
+    void aShortTextUnderTheDefaultConfigHasNoHamming() {
+        Measure.Query q = Measure.Query.of(plainParams(SHORT_A, Map.of("hamming_k", 3, "jaccard", 0.5)));
+        DedupDoc other = DedupFields.read(plain(SHORT_B));
+        assertEquals("0000000000000000", plain(SHORT_B).get(DedupFields.SIMHASH)); // SimHash 0: no terms were read
+        assertEquals(null, Measure.HAMMING.value(q, other)); // not distance 0
+        assertEquals(0.0, Measure.HAMMING.score(q, other)); // no evidence, as jaccard without signatures
+        // a long text has its SimHash, but the pair still has no Hamming: the short side has none
+        DedupDoc longDoc = DedupFields.read(plain(SHORT_A.repeat(10)));
+        assertEquals(null, Measure.HAMMING.value(q, longDoc));
+        Measure.Query longQuery = Measure.Query.of(plainParams(SHORT_B.repeat(10), Map.of("hamming_k", 3)));
+        assertTrue(Measure.HAMMING.value(longQuery, longDoc) instanceof Integer d && d > 0);
+        assertEquals(64.0 - (Integer) Measure.HAMMING.value(longQuery, longDoc), Measure.HAMMING.score(longQuery, longDoc));
+    }
+
+    @Test
+    void aMissingSimHashPassesNoHammingTest() {
+        // The n-gram tests off and no cosine threshold: only the Hamming test could decide, and a pair without
+        // SimHashes cannot pass it (esdedup.match.rule.decide: a pair no test can answer is no near-duplicate).
+        Measure.Query q = Measure.Query.of(plainParams(SHORT_A, Map.of("hamming_k", 3)));
+        DedupDoc other = DedupFields.read(plain(SHORT_B));
+        assertEquals(Boolean.FALSE, Measure.NEAR_DUPLICATE.value(q, other));
+        assertEquals(0.0, Measure.NEAR_DUPLICATE.score(q, other));
+    }
+
+    @Test
+    void aNearDuplicateWithoutSimHashRanksAfterAnyDistance() {
+        // A short text and its copy: the n-grams decide; the score has no Hamming term (esdedup sorts a pair
+        // without Hamming after any distance), where a long pair's distance 0 counts bits + 1.
+        Measure.Query q = Measure.Query.of(plainParams(SHORT_A, Map.of("hamming_k", 3, "jaccard", 0.5)));
+        DedupDoc same = DedupFields.read(plain(SHORT_A));
+        assertEquals(Boolean.TRUE, Measure.NEAR_DUPLICATE.value(q, same));
+        assertEquals(1.0, Measure.NEAR_DUPLICATE.score(q, same)); // 1 + no Hamming term + cosine 0 (no vector)
+        String text = SHORT_A.repeat(10);
+        Measure.Query longQuery = Measure.Query.of(plainParams(text, Map.of("hamming_k", 3, "jaccard", 0.5)));
+        assertEquals(1.0 + 65.0, Measure.NEAR_DUPLICATE.score(longQuery, DedupFields.read(plain(text))));
+    }
+
+    @Test
+    void theMeasuresThatReadHammingNeedTheVectorIndex() {
+        Map<String, Object> params = plainParams(SHORT_A, Map.of("hamming_k", 3));
+        params.remove("vector_index");
+        for (Measure m : new Measure[] {Measure.HAMMING, Measure.NEAR_DUPLICATE}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> m.query(params));
+            assertTrue(e.getMessage().contains("params.vector_index"), e.getMessage());
+        }
+        DedupDoc same = DedupFields.read(plain(SHORT_A));
+        assertEquals(1.0, Measure.JACCARD.score(Measure.JACCARD.query(params), same)); // reads no Hamming
+        params.put("strategy", "simhash"); // every text carries its SimHash
+        assertEquals(Boolean.TRUE, Measure.NEAR_DUPLICATE.value(Measure.NEAR_DUPLICATE.query(params), same));
+        params.put("vector_index", "int8");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Measure.HAMMING.query(params));
+        assertTrue(e.getMessage().contains("int8_flat"), e.getMessage());
     }
 
     @Test

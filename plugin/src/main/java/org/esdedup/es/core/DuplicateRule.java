@@ -9,6 +9,11 @@ package org.esdedup.es.core;
  * <p>Documents that both carry a signature are judged on n-grams (Jaccard >= jaccard, or containment >=
  * containment); two short documents without signatures on the cosine alone; anything else on Hamming <=
  * hammingK and cosine >= cosine. A null threshold is switched off. An empty document matches nothing.
+ *
+ * <p>A text that nothing reads the terms of ({@link FingerprintConfig#getsTerms}: decided from its stored
+ * {@code chars} and the config's strategy, short_text_chars and vector_index) has SimHash 0, which is no SimHash:
+ * a pair with such a side has no Hamming distance, and the Hamming test does not apply to it (as
+ * {@code esdedup.match.rule.decide} reads a NaN distance); a pair that no test applies to is no near-duplicate.
  */
 public final class DuplicateRule {
     /** Containment is only trusted when the smaller text has this many distinct n-grams... */
@@ -22,9 +27,15 @@ public final class DuplicateRule {
     private final Double containment;
     private final String strategy;
     private final int shortTextChars;
+    private final String vectorIndex;
 
+    /**
+     * @param vectorIndex the config's vector_index, which decides with the strategy which texts carry a SimHash;
+     *                    null when unknown, for callers that read no Hamming distance ({@link #knowsSimhash}): every
+     *                    text then counts as carrying one
+     */
     public DuplicateRule(Integer hammingK, Double cosine, Double jaccard, Double containment, String strategy,
-                         int shortTextChars) {
+                         int shortTextChars, String vectorIndex) {
         if (hammingK == null && cosine == null) {
             throw new IllegalArgumentException("give a Hamming distance, a cosine threshold, or both");
         }
@@ -34,13 +45,34 @@ public final class DuplicateRule {
         this.containment = containment != null && containment <= 0.0 ? null : containment;
         this.strategy = strategy;
         this.shortTextChars = shortTextChars;
+        this.vectorIndex = vectorIndex;
     }
 
-    /** The measures of one pair; NaN Jaccard and containment when not both documents have signatures. */
-    public record Scores(int hamming, double cosine, boolean ngram, double jaccard, double containment) {}
+    public String strategy() {
+        return strategy;
+    }
+
+    /** Whether the rule knows which texts carry a SimHash: given the vector_index, or under strategy simhash (all do). */
+    public boolean knowsSimhash() {
+        return vectorIndex != null || strategy.equals("simhash");
+    }
+
+    /** Whether both documents carry a SimHash (every text does while the vector_index is unknown). */
+    public boolean bothSimhashed(DedupDoc q, DedupDoc d) {
+        return vectorIndex == null || (FingerprintConfig.getsTerms(strategy, vectorIndex, shortTextChars, q.chars())
+            && FingerprintConfig.getsTerms(strategy, vectorIndex, shortTextChars, d.chars()));
+    }
+
+    /**
+     * The measures of one pair; NaN Jaccard and containment when not both documents have signatures.
+     *
+     * @param simhash whether both carry a SimHash; {@code hamming} means nothing when not
+     */
+    public record Scores(int hamming, boolean simhash, double cosine, boolean ngram, double jaccard, double containment) {}
 
     public Scores score(DedupDoc q, DedupDoc d) {
         int ham = hamming(q.simhash(), d.simhash());
+        boolean simhash = bothSimhashed(q, d);
         double cos = cosine(q.vector(), d.vector());
         double jac = Double.NaN, cont = Double.NaN;
         boolean ngram;
@@ -55,7 +87,7 @@ public final class DuplicateRule {
         } else {
             ngram = false;
         }
-        return new Scores(ham, cos, ngram, jac, cont);
+        return new Scores(ham, simhash, cos, ngram, jac, cont);
     }
 
     /** As esdedup.match.rule: a float32 cosine within this much below the threshold reaches it (rounding). */
@@ -79,14 +111,20 @@ public final class DuplicateRule {
         if (s.ngram() && cosine != null) {
             return s.cosine() >= cosine - COSINE_TOLERANCE;
         }
-        if (hammingK != null && s.hamming() > hammingK) {
+        // Each test applies only where the pair has its measure (the cosine of a missing vector is 0, measured);
+        // a pair that neither applies to is no near-duplicate.
+        boolean hammingTested = hammingK != null && s.simhash();
+        if (hammingTested == false && cosine == null) {
+            return false;
+        }
+        if (hammingTested && s.hamming() > hammingK) {
             return false;
         }
         return (cosine != null && s.cosine() < cosine - COSINE_TOLERANCE) == false;
     }
 
     private boolean isShort(int chars) {
-        return strategy.equals("minhash") || (strategy.equals("auto") && chars < shortTextChars);
+        return FingerprintConfig.isShort(strategy, shortTextChars, chars);
     }
 
     public static int hamming(long[] a, long[] b) {

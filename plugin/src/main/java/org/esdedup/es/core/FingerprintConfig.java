@@ -38,6 +38,8 @@ public final class FingerprintConfig {
     public final double jaccardThreshold;
     public final double containmentThreshold;
     public final String vectorIndex;
+    /** The values of vector_index: auto (no vector unless the strategy reads one) or how a stored vector is indexed. */
+    public static final List<String> VECTOR_INDEXES = List.of("auto", "int8_flat", "flat", "int8_hnsw", "hnsw", "none");
 
     /** Every field Python's FingerprintConfig has, with its default (null: no default needed here). */
     private static final Map<String, Object> DEFAULTS = new LinkedHashMap<>();
@@ -101,8 +103,7 @@ public final class FingerprintConfig {
         vectorIndex = r.string("vector_index");
         refuseIrreproducible(r, jiebaVersion);
         validate();
-        check(List.of("auto", "int8_flat", "flat", "int8_hnsw", "hnsw", "none").contains(vectorIndex),
-            "vector_index must be one of auto, int8_flat, flat, int8_hnsw, hnsw, none");
+        check(VECTOR_INDEXES.contains(vectorIndex), "vector_index must be one of " + String.join(", ", VECTOR_INDEXES));
     }
 
     /**
@@ -119,6 +120,11 @@ public final class FingerprintConfig {
      * simhash, whose rule reads cosines; with the others only when vector_index is not auto.
      */
     public boolean storesVector() {
+        return storesVector(strategy, vectorIndex);
+    }
+
+    /** {@link #storesVector()} from the two config values it reads (the scripts have them as params). */
+    public static boolean storesVector(String strategy, String vectorIndex) {
         return strategy.equals("simhash") || vectorIndex.equals("auto") == false;
     }
 
@@ -223,15 +229,26 @@ public final class FingerprintConfig {
 
     /** True when documents of this many characters get no SimHash band keys (MinHash alone serves them). */
     public boolean isShort(int chars) {
+        return isShort(strategy, shortTextChars, chars);
+    }
+
+    /** {@link #isShort(int)} from the config values it reads. */
+    public static boolean isShort(String strategy, int shortTextChars, int chars) {
         return strategy.equals("minhash") || (strategy.equals("auto") && chars < shortTextChars);
     }
 
     /**
      * Whether a text of this many characters is segmented into terms, weighted and SimHashed
      * ({@code FingerprintConfig.gets_terms}): only when it gets SimHash band keys or documents store the vector.
+     * A text without terms has SimHash 0, which is no SimHash: its Hamming distances mean nothing.
      */
     public boolean getsTerms(int chars) {
-        return storesVector() || isShort(chars) == false;
+        return getsTerms(strategy, vectorIndex, shortTextChars, chars);
+    }
+
+    /** {@link #getsTerms(int)} from the config values it reads (the scripts have them as params). */
+    public static boolean getsTerms(String strategy, String vectorIndex, int shortTextChars, int chars) {
+        return storesVector(strategy, vectorIndex) || isShort(strategy, shortTextChars, chars) == false;
     }
 
     /** Typed access to the config map, defaults filled in. */
