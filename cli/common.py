@@ -26,6 +26,7 @@ from esdedup.errors import (
     NeedsElasticsearch,
     NoAnswer,
     NotElasticsearch,
+    RequestTimedOut,
     WorkerKilled,
 )
 from esdedup.match.thresholds import (
@@ -288,6 +289,8 @@ def flag_hint(exc: EsdedupError) -> str | None:
         return "give the server with --es URL (or ESDEDUP_ES_URL)"
     if isinstance(exc, IndexNotFound) and exc.index is not None:
         return f"create it with 'esdedup index create --index {exc.index}', or ingest into it"
+    if isinstance(exc, RequestTimedOut):
+        return "give a longer --es-timeout (or ESDEDUP_ES_TIMEOUT), up to 3600 seconds"
     if isinstance(exc, WorkerKilled):
         return ("rerun the same command with --resume to continue where the checkpoint stands"
                 + (" (with fewer --workers if memory ran out)" if exc.signum == signal.SIGKILL else ""))

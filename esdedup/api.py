@@ -79,7 +79,8 @@ def open_store(index: str, *, es_url: str | None = None, data_dir: str | Path | 
     else:  # the server says which, when the store is opened
         made = opensearch.ChosenByTheServer(settings, f"opening index ({settings.display_url}, index {index!r})")
     return ElasticStore(made, index, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
-                        display_url=settings.display_url, secrets=settings.secrets)
+                        display_url=settings.display_url, secrets=settings.secrets,
+                        request_timeout=settings.request_timeout)
 
 
 @checked_args

@@ -114,6 +114,11 @@ class NoAnswer(ConnectionFailed):
         self.timeout = timeout
 
 
+class RequestTimedOut(StoreError):
+    """The server took a request and did not answer it within the request timeout: the node is reachable,
+    the request outlasted the wait (a loaded node, or one request reading a large index whole)."""
+
+
 class CertificateError(ConnectionFailed):
     """TLS failed on a certificate: the server's is not trusted (``needs == "ca"``: give the CA that signed
     it) or the server asks for the client's (``needs == "client_cert"``)."""

@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 DEFAULT_REQUEST_TIMEOUT = 30.0
 #: The longest request timeout accepted.
 MAX_REQUEST_TIMEOUT = 3600.0
+#: Seconds an aggregation over a whole index may take (`aggregation_timeout`): the counts of a key field's
+#: shared values read every document's keys, minutes at ten million documents on a loaded cluster, which a
+#: bulk request's timeout would cut (and each retry would start again).
+AGGREGATION_TIMEOUT = 600.0
 #: The largest settings file read (a few keys: anything larger is not one).
 SETTINGS_FILE_LIMIT = 1 << 20
 
@@ -197,6 +201,16 @@ def _url_parts(url: str) -> SplitResult:
     if port == 0:
         raise bad("port 0")
     return parts
+
+
+def aggregation_timeout(request_timeout: float | None) -> float:
+    """The timeout of an aggregation over a whole index: the connection's request timeout (None: unknown, a
+    caller's own client), or `AGGREGATION_TIMEOUT` where that is longer.
+
+    >>> aggregation_timeout(30.0), aggregation_timeout(None), aggregation_timeout(3600.0)
+    (600.0, 600.0, 3600.0)
+    """
+    return max(request_timeout or 0.0, AGGREGATION_TIMEOUT)
 
 
 def client_kwargs(s: ConnectionSettings) -> dict[str, Any]:

@@ -84,7 +84,8 @@ def _es_error(exc: Exception) -> Exception:
     import opensearchpy.exceptions as ose
 
     if isinstance(exc, ose.ConnectionTimeout):
-        return es.ConnectionTimeout(f"connection timed out: {exc.info}")
+        return es.ConnectionTimeout(f"connection timed out: {exc.info}",
+                                    errors=(exc.info,) if isinstance(exc.info, Exception) else ())
     if isinstance(exc, ose.ConnectionError):  # SSLError too: its cause names CERTIFICATE_VERIFY_FAILED
         return es.ConnectionError(f"{type(exc.info).__name__}: {exc.info}")
     if isinstance(exc, ose.SerializationError):

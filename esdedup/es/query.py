@@ -106,14 +106,15 @@ def batch_lookup_body(keys: Mapping[str, Sequence[str]], *, size: int) -> dict[s
 
 
 def key_counts_body(keys: Sequence[str] | Mapping[str, Sequence[str]], *, min_count: int, size: int,
-                    shard_size: int | None = None, partition: tuple[int, int] = (0, 1)) -> dict[str, Any]:
+                    shard_size: int | None = None, partition: tuple[int, int] = (0, 1),
+                    shard_min_count: int | None = None) -> dict[str, Any]:
     """A count-only ``_search`` whose aggregation ``<field>`` lists, for each key field of ``keys``, the values
     held by at least ``min_count`` documents with their counts, most held first, at most ``size`` a field.
 
     ``keys`` names the fields (every value counts), or maps them to the values to count (only the documents
     holding one are read). ``partition`` (p, of n), with named fields: only the values in the p-th of n
     partitions of each field's values. ``shard_size``: how many values each shard sends (None: the node's
-    default).
+    default). ``shard_min_count``: a shard sends only the values it holds that many times or more.
 
     >>> key_counts_body({"dedup.band_0": ["0:ab", "0:cd"]}, min_count=3, size=1000)["aggs"]
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -127,6 +128,8 @@ def key_counts_body(keys: Sequence[str] | Mapping[str, Sequence[str]], *, min_co
         terms: dict[str, Any] = {"field": field, "min_doc_count": min_count, "size": size}
         if shard_size is not None:
             terms["shard_size"] = shard_size
+        if shard_min_count is not None:
+            terms["shard_min_doc_count"] = shard_min_count
         if isinstance(keys, Mapping):
             # "map": count the few matching documents' values, not the field's global ordinals (rebuilt after
             # each refresh of an index being written).

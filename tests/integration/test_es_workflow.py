@@ -247,6 +247,37 @@ def test_dups_lsh_join_store_gives_the_pairs_of_memory(es_url, es_client, fresh_
     assert store_queries > memory_queries
 
 
+def test_crowded_values_counted_in_parts_are_those_every_documents_keys_give(es_client, es_url, fresh_index, corpus_file,
+                                                                             tmp_path, monkeypatch, caplog):
+    """The values of a key field held by more than ``max_bucket`` documents, counted by the node in parts of at most
+    `DISTINCT_A_REQUEST` distinct values (a shard holds a bucket for every value it counts: a field counted whole
+    tripped a node's circuit breaker at ten million documents), each of the 2 shards sending only the values it
+    holds often enough, then counted exactly: the same values and counts as every document's keys, read one by
+    one."""
+    from collections import Counter
+
+    path, _, _ = corpus_file
+    assert _ingest(es_url, fresh_index, path, tmp_path, "--on-duplicate", "index").exit_code == 0
+    index = ElasticStore(es_client, fresh_index).index
+    index.open(None, create=False)
+    fields = index.key_fields(lsh=True)
+    held: dict[str, Counter[str]] = {f: Counter() for f in fields}
+    for hits in elastic_keys.scans.hit_pages(index, "reading keys", docvalue_fields=fields, source=False):
+        for h in hits:
+            for f in fields:
+                held[f].update(str(v) for v in h.get("fields", {}).get(f, ()))
+    monkeypatch.setattr(elastic_keys, "DISTINCT_A_REQUEST", 300)
+    for max_bucket in (1, 2, 3):
+        with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.keys"):
+            found = elastic_keys._crowded_values(index, fields, max_bucket)
+        want = {f: sorted((v, n) for v, n in held[f].items() if n > max_bucket) for f in fields}
+        assert {f: sorted(v) for f, v in found.items()} == want
+    assert sum(len(v) for v in want.values()) > 0  # held by 4 documents or more: the planted variants' keys
+    parts = [int(m[1]) for m in re.finditer(r"lsh_keys: \d+ distinct values, \d+ in all: (\d+) partitions",
+                                           caplog.text)]
+    assert parts and min(parts) >= 10
+
+
 def test_store_join_in_many_partitions_gives_the_pairs_of_memory(es_url, es_client, fresh_index, corpus_file,
                                                                    tmp_path, monkeypatch, caplog):
     """The store join reads each key field in many partitions (a few shared keys each), splits those whose
@@ -260,9 +291,10 @@ def test_store_join_in_many_partitions_gives_the_pairs_of_memory(es_url, es_clie
     assert memory and by_store == memory  # a key dropped loses pairs, a key read twice repeats them
     parts = [int(m[1]) for m in re.finditer(r"lsh_keys: \d+ distinct values, \d+ in all: (\d+) partitions",
                                            caplog.text)]
-    assert parts and parts[0] >= 10
+    # The crowded values first (one partition: few are held by more than --max-bucket), then every shared one.
+    assert parts and max(parts) >= 10
     # An estimate far too low (HyperLogLog errs, a little): one partition first, split until none is cut.
-    monkeypatch.setattr(elastic_keys, "key_stats", lambda index, field: (100, 108))
+    monkeypatch.setattr(elastic_keys, "key_stats", lambda index, field: (100, 108, 2))
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="esdedup.store.elastic.keys"):
         assert all_pairs(store, lsh_join="store").pairs == memory

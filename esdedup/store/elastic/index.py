@@ -12,6 +12,7 @@ import numpy as np
 
 from esdedup.errors import ConfigError, IndexNotFound, StoreError
 from esdedup.es import versions
+from esdedup.es.connect import aggregation_timeout
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash
 from esdedup.es.query import ids_body
@@ -34,12 +35,14 @@ class ElasticIndex:
         shards / replicas / text_analyzer: used when the index is created.
         display_url: the server as error messages name it (no credentials).
         secrets: strings to keep out of error messages (API key, password).
+        request_timeout: the client's request timeout in seconds (None: not known), which `aggregate` lengthens.
     """
 
     def __init__(self, client: Any, name: str, *, shards: int = 1, replicas: int | None = None,
                  text_analyzer: str | None = None, display_url: str = "Elasticsearch",
-                 secrets: Sequence[str | None] = ()) -> None:
+                 secrets: Sequence[str | None] = (), request_timeout: float | None = None) -> None:
         self.client = client
+        self.request_timeout = request_timeout
         self.name = validate_name(name)
         self.shards, self.replicas, self.text_analyzer = shards, replicas, text_analyzer
         self.display_url, self.secrets = display_url, list(secrets)
@@ -59,8 +62,18 @@ class ElasticIndex:
 
     def search(self, what: str, **body: Any) -> Any:
         """One search of this index, refused when partial (`complete`)."""
+        return self._search(self.client, what, body)
+
+    def aggregate(self, what: str, **body: Any) -> Any:
+        """`search` for an aggregation that reads a whole field of the index: with `aggregation_timeout`, and not
+        tried again after a timeout (an attempt that ran that long would run as long again)."""
+        client = self.client.options(request_timeout=aggregation_timeout(self.request_timeout),
+                                     retry_on_timeout=False)
+        return self._search(client, what, body)
+
+    def _search(self, client: Any, what: str, body: dict[str, Any]) -> Any:
         with self.errors(what):
-            resp = self.client.search(index=self.name, **body)
+            resp = client.search(index=self.name, **body)
         self.complete(resp, what)
         return resp
 

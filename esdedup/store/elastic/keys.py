@@ -27,28 +27,35 @@ log = logging.getLogger(__name__)
 
 #: Shared values one partition of a key field should return (`shared_values`).
 PARTITION_BUCKETS = 20_000
+#: Distinct values of a key field one request may count (`shared_values`): each shard holds a bucket for every
+#: distinct value it counts (about 50 bytes), whatever ``min_doc_count`` keeps, and a field counted whole at ten
+#: million documents tripped a 2 GB node's request circuit breaker; a field with more is counted in parts.
+DISTINCT_A_REQUEST = 4_000_000
 #: Most partitions of one key field (a partition split past this means the field cannot be cut).
 MAX_PARTITIONS = 1 << 20
 
 
-def key_stats(index: ElasticIndex, field: str) -> tuple[int, int]:
-    """Distinct values of a key field (HyperLogLog: exact up to 40,000, within a few percent above) and
-    values in all."""
+def key_stats(index: ElasticIndex, field: str) -> tuple[int, int, int]:
+    """Distinct values of a key field (HyperLogLog: exact up to 40,000, within a few percent above), values
+    in all, and the index's shards."""
     aggs = {"distinct": {"cardinality": {"field": field, "precision_threshold": 40_000}},
             "values": {"value_count": {"field": field}}}
-    resp = index.search("band aggregation", size=0, aggs=aggs)
-    return int(resp["aggregations"]["distinct"]["value"]), int(resp["aggregations"]["values"]["value"])
+    resp = index.aggregate("band aggregation", size=0, aggs=aggs)
+    return (int(resp["aggregations"]["distinct"]["value"]), int(resp["aggregations"]["values"]["value"]),
+            int(resp["_shards"]["total"]))
 
 
 def key_counts(index: ElasticIndex, keys: Sequence[str] | Mapping[str, Sequence[str]], what: str, *,
-               min_count: int, size: int, shard_size: int | None = None,
-               partition: tuple[int, int] = (0, 1)) -> dict[str, tuple[list[tuple[str, int]], bool]]:
+               min_count: int, size: int, shard_size: int | None = None, partition: tuple[int, int] = (0, 1),
+               shard_min_count: int | None = None) -> dict[str, tuple[list[tuple[str, int]], bool]]:
     """For each key field of ``keys``, its values held by ``min_count`` or more documents with their counts
     (`query.key_counts_body`; values as strings: the LSH keys field is numeric), and whether that answer is
     whole: False when it filled its size or a shard had more values than it could send (then some may be
     missing)."""
-    body = q.key_counts_body(keys, min_count=min_count, size=size, shard_size=shard_size, partition=partition)
-    resp = index.search(what, **body)
+    body = q.key_counts_body(keys, min_count=min_count, size=size, shard_size=shard_size, partition=partition,
+                             shard_min_count=shard_min_count)
+    # Named values: the few documents holding them are read; whole fields: every document's values.
+    resp = index.search(what, **body) if isinstance(keys, Mapping) else index.aggregate(what, **body)
     out = {}
     for field in keys:
         agg = resp["aggregations"][field]
@@ -61,21 +68,33 @@ def key_counts(index: ElasticIndex, keys: Sequence[str] | Mapping[str, Sequence[
 def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[list[tuple[str, int]]]:
     """Every value of a key field held by ``min_count`` or more documents, with its count, one partition of
     the field's values at a time: the node reads the field once a partition and sends only those values, not
-    the singletons. The partitions are as many as make each answer about `PARTITION_BUCKETS` values (the
-    field's value count less its distinct values bounds the values held twice or more); a partition whose
-    answer may be cut is asked again as two (values fall in partition ``hash % n``, so partition p of n is
-    partitions p and p + n of 2n)."""
-    distinct, values = key_stats(index, field)
-    parts = max(1, math.ceil(min(distinct, values - distinct) / PARTITION_BUCKETS))
+    the singletons. The partitions are as many as make each answer about `PARTITION_BUCKETS` values (values
+    held ``min_count`` times or more are at most the field's value count less its distinct values, over
+    ``min_count - 1``) and each count at most `DISTINCT_A_REQUEST` distinct values; a partition whose answer
+    may be cut is asked again as two (values fall in partition ``hash % n``, so partition p of n is
+    partitions p and p + n of 2n).
+
+    A value held ``min_count`` times is held ``ceil(min_count / shards)`` times by one shard at least: where
+    that is more than once, each shard sends only such values of its own (few, for a crowded count), whose
+    counts are then taken exactly (`key_counts` of the values); else each shard sends all of its values in
+    the partition, for the counts to add up."""
+    distinct, values, shards = key_stats(index, field)
+    answer = min(distinct, (values - distinct) // max(min_count - 1, 1))
+    parts = max(1, math.ceil(answer / PARTITION_BUCKETS), math.ceil(distinct / DISTINCT_A_REQUEST))
     log.debug("%s: %d distinct values, %d in all: %d partitions", field, distinct, values, parts)
     size = 2 * PARTITION_BUCKETS
-    # With several shards each must send all of its values in the partition for the counts to add up.
-    shard_size = max(size, math.ceil(1.5 * distinct / parts))
+    shard_min = -(-min_count // shards)
+    some = shard_min > 1 and shards > 1  # the shards send candidates, counted exactly afterwards
+    shard_size = size if shard_min > 1 else max(size, math.ceil(1.5 * distinct / parts))
     todo = [(p, parts) for p in reversed(range(parts))]
     while todo:
         part = todo.pop()
-        found, whole = key_counts(index, [field], "band aggregation", min_count=min_count, size=size,
-                                  shard_size=shard_size, partition=part)[field]
+        found, whole = key_counts(index, [field], "band aggregation", min_count=shard_min if some else min_count,
+                                  size=size, shard_size=shard_size, partition=part,
+                                  shard_min_count=shard_min if shard_min > 1 else None)[field]
+        if whole and some and found:
+            found = key_counts(index, {field: [v for v, _ in found]}, "band aggregation", min_count=min_count,
+                               size=len(found))[field][0]
         if whole:
             yield found
         elif part[1] >= MAX_PARTITIONS:
@@ -117,18 +136,9 @@ def _crowded_set(index: ElasticIndex, fields: Sequence[str], max_bucket: int) ->
 
 def _crowded_values(index: ElasticIndex, fields: Sequence[str], max_bucket: int
                     ) -> dict[str, list[tuple[str, int]]]:
-    """Per field, its values held by more than ``max_bucket`` documents with their counts (few: one request
-    a field, unless there are more than a page of them or several shards leave the answer uncertain)."""
-    out: dict[str, list[tuple[str, int]]] = {}
-    for field in fields:
-        # One field a request: a page of values from each of many fields could pass the node's
-        # search.max_buckets (65,536 by default).
-        found, whole = key_counts(index, [field], "band aggregation", min_count=max_bucket + 1, size=PAGE,
-                                  shard_size=PAGE)[field]
-        if not whole:
-            found = [v for part in shared_values(index, field, max_bucket + 1) for v in part]
-        out[field] = found
-    return out
+    """Per field, its values held by more than ``max_bucket`` documents with their counts (few: one field at a
+    time, in as many parts as its distinct values need, `shared_values`)."""
+    return {field: [v for part in shared_values(index, field, max_bucket + 1) for v in part] for field in fields}
 
 
 def key_batches(index: ElasticIndex, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
@@ -401,6 +411,6 @@ def _first_members(index: ElasticIndex, field: str, value: str, max_bucket: int)
 
 def crowded_keys(index: ElasticIndex, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
     """See `Store.crowded_keys`."""
-    found = [kn for field in index.key_fields(lsh=lsh)  # one field a request, as `_crowded_set`
-             for kn in key_counts(index, [field], "crowded band values", min_count=min_count, size=limit)[field][0]]
+    found = [kn for field in index.key_fields(lsh=lsh)  # one field at a time, as `_crowded_values`
+             for part in shared_values(index, field, min_count) for kn in part]
     return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]

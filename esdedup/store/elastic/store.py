@@ -67,9 +67,9 @@ class ElasticStore:
     def __init__(self, client: Any, name: str, *, shards: int = 1, replicas: int | None = None,
                  text_analyzer: str | None = None, chunk_size: int = 500, max_chunk_bytes: int = 10 * 2**20, max_retries: int = 8,
                  initial_backoff: float = 0.5, max_backoff: float = 30.0, display_url: str = "Elasticsearch",
-                 secrets: Sequence[str | None] = ()) -> None:
+                 secrets: Sequence[str | None] = (), request_timeout: float | None = None) -> None:
         self.index = ElasticIndex(client, name, shards=shards, replicas=replicas, text_analyzer=text_analyzer,
-                                  display_url=display_url, secrets=secrets)
+                                  display_url=display_url, secrets=secrets, request_timeout=request_timeout)
         self.bulk = Bulk(self.index, chunk_size=chunk_size, max_chunk_bytes=max_chunk_bytes,
                          max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
         #: What browsing read (`cluster_summary`, `browse.every_cluster`), each with the index's (indexing
