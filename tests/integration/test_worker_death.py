@@ -107,14 +107,14 @@ def _first_batch_written(proc: Any, ck: Path) -> list[int]:
     return child_pids(proc.pid)
 
 
-def test_a_worker_killed_while_it_fingerprints_ends_the_run_with_one_line(tmp_path, corpus):
+def _kill_a_worker(tmp_path, corpus, choose) -> None:
+    """Start an ingest, SIGKILL the worker ``choose(proc, workers)`` names once the first batch is written, and
+    check how the run ends and how ``--resume`` finishes it."""
     proc = _started(tmp_path, corpus[0])
     workers: list[int] = []
     try:
         workers = _first_batch_written(proc, tmp_path / "ck.json")
-        victim, deadline = workers[0], time.monotonic() + 60
-        while in_kernel(victim, "pipe_write") and time.monotonic() < deadline:  # not sending: the plain case
-            time.sleep(0.01)
+        victim = choose(proc, workers)
         os.kill(victim, signal.SIGKILL)
         code = wait_or_dump(proc, 60, tmp_path / "err")
     finally:
@@ -124,23 +124,21 @@ def test_a_worker_killed_while_it_fingerprints_ends_the_run_with_one_line(tmp_pa
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     _ends_with_one_line_then_resumes(tmp_path, corpus, victim, workers, code)
+
+
+def test_a_worker_killed_while_it_fingerprints_ends_the_run_with_one_line(tmp_path, corpus):
+    def not_sending(proc, workers):
+        deadline = time.monotonic() + 60
+        while in_kernel(workers[0], "pipe_write") and time.monotonic() < deadline:  # not sending: the plain case
+            time.sleep(0.01)
+        return workers[0]
+
+    _kill_a_worker(tmp_path, corpus, not_sending)
 
 
 def test_a_worker_killed_halfway_through_sending_its_result_back_ends_the_run_with_one_line(tmp_path, corpus):
     """The pool's result thread has read part of the killed worker's message and waits for the rest, which never
     comes (the other worker and this process hold the pipe's write end): the run must notice the death itself,
     and release that thread, or neither the run nor the process's exit would ever end."""
-    proc = _started(tmp_path, corpus[0])
-    workers: list[int] = []
-    try:
-        workers = _first_batch_written(proc, tmp_path / "ck.json")
-        victim = stop_a_worker_while_it_sends_a_result(proc, time.monotonic() + 120)
-        os.kill(victim, signal.SIGKILL)
-        code = wait_or_dump(proc, 60, tmp_path / "err")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        for pid in workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    _ends_with_one_line_then_resumes(tmp_path, corpus, victim, workers, code)
+    _kill_a_worker(tmp_path, corpus,
+                   lambda proc, workers: stop_a_worker_while_it_sends_a_result(proc, time.monotonic() + 120))
