@@ -11,6 +11,7 @@ from esdedup import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import content_sha1
 from esdedup.store.base import ClusterSize, NewDoc, Store
+from esdedup.store.elastic import keys as elastic_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 from tests.engines import BACKENDS, server_client
@@ -96,7 +97,12 @@ def test_the_summary_follows_a_change_of_labels(store):
     assert [c.cluster_id for c in store.cluster_page(offset=0, size=10)] == ["a0", "b0", "c0"]
 
 
-def test_top_keys_of_each_kind(store):
+@pytest.mark.parametrize("distinct_a_request", [None, 5])
+def test_top_keys_of_each_kind(store, monkeypatch, distinct_a_request):
+    """``distinct_a_request``: Elasticsearch counts each key field in parts of that many distinct values (a shard
+    holds a bucket for each value it counts), whose most held values are merged."""
+    if distinct_a_request is not None:
+        monkeypatch.setattr(elastic_keys, "DISTINCT_A_REQUEST", distinct_a_request)
     fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
     held: dict[tuple[bool, str], int] = {}
     for k, members in enumerate(CLUSTERS.values()):

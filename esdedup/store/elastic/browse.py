@@ -26,7 +26,7 @@ from esdedup.store.base import (
     TopKeys,
 )
 from esdedup.store.elastic.index import PAGE, ElasticIndex
-from esdedup.store.elastic.keys import key_counts
+from esdedup.store.elastic.keys import most_held
 from esdedup.store.names import id_variants
 
 #: Buckets one cluster aggregation returns at most (below the node's default ``search.max_buckets``, 65,536).
@@ -109,8 +109,7 @@ def cluster_sizes(index: ElasticIndex, cluster_ids: Sequence[str]) -> dict[str, 
 def top_keys(index: ElasticIndex, lsh: bool, limit: int) -> TopKeys:
     bands = index.key_fields(lsh=False)
     fields = [f for f in index.key_fields(lsh=True) if f not in bands] if lsh else bands
-    found = [kn for field in fields  # one field a request: each reads the field's global ordinals
-             for kn in key_counts(index, [field], "top key values", min_count=2, size=limit)[field][0]]
+    found = [kn for field in fields for kn in most_held(index, field, limit)]
     return TopKeys(sorted(found, key=lambda kn: (-kn[1], kn[0]))[:limit])
 
 

@@ -105,6 +105,16 @@ def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[l
             todo += [(part[0] + part[1], 2 * part[1]), (part[0], 2 * part[1])]
 
 
+def most_held(index: ElasticIndex, field: str, limit: int) -> list[tuple[str, int]]:
+    """The ``limit`` values of a key field held by the most documents (two or more), with their counts: the most
+    held of each part of the field's values (as many parts as `shared_values` makes for their memory), merged."""
+    distinct, _, _ = key_stats(index, field)
+    parts = max(1, math.ceil(distinct / DISTINCT_A_REQUEST))
+    found = [kn for p in range(parts) for kn in key_counts(index, [field], "top key values", min_count=2, size=limit,
+                                                           partition=(p, parts))[field][0]]
+    return sorted(found, key=lambda kn: (-kn[1], kn[0]))[:limit]
+
+
 #: Content SHA-1s a search for their documents asks for (a `terms` query takes at most 65,536 by default,
 #: ``index.max_terms_count``).
 COPY_TERMS = 10_000
