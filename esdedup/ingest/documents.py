@@ -19,7 +19,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.normalize import normalize
 from esdedup.ingest.options import BATCH_CHARS
 from esdedup.readers import Record, Rejected
-from esdedup.readers.records import has_lone_surrogate, id_size_reason, wide_int_reason
+from esdedup.readers.records import has_lone_surrogate, id_size_reason, wide_number_reason
 from esdedup.schema import DEDUP, INPUT_FIELDS, content_sha1
 from esdedup.store.base import NewDoc, Root, StoredDoc
 
@@ -105,8 +105,8 @@ def unstorable_reason(rec: Record) -> str | None:
     such a record is refused with a reason, on every store alike, before anything of it is labelled or
     written. A lone surrogate in its text, id, title, any field's name or value (UTF-8 cannot encode it);
     an id longer than Elasticsearch takes; fields that cannot be encoded as JSON (a circular reference, a
-    key that is not a string or number, a NaN where the JSON cannot say null); an integer beyond a signed
-    64 bits in a field."""
+    key that is not a string or number, a NaN where the JSON cannot say null); a number in a field beyond
+    Elasticsearch's (an integer beyond a signed 64 bits, a float beyond a 32-bit float)."""
     for name, value in (("text", rec.text), ("id", rec.id), ("title", rec.title)):
         if value is not None and has_lone_surrogate(value):
             return f"{name} has an unpaired surrogate"
@@ -114,7 +114,7 @@ def unstorable_reason(rec: Record) -> str | None:
         reason = id_size_reason(rec.id)
         if reason is not None:
             return reason
-    return _fields_reason(rec.fields) or wide_int_reason(rec.fields)
+    return _fields_reason(rec.fields) or wide_number_reason(rec.fields)
 
 
 def _fields_reason(fields: dict[str, Any]) -> str | None:

@@ -215,7 +215,7 @@ def _plain_line(data: bytes, offset: int, lineno: int, enc: LineCodec, source: s
     if obj is None:
         return None
     # No excerpt: a line that makes no record is read again the long way, which keeps one for its rejection.
-    record = build_record(obj, names, Where(source, f"line {lineno}", offset, enc.name, ""), narrow_ints=True)
+    record = build_record(obj, names, Where(source, f"line {lineno}", offset, enc.name, ""), narrow_numbers=True)
     if isinstance(record, Rejected):
         return None
     enc.read_line(data)
@@ -510,7 +510,7 @@ def _csv_rows(reader: Iterator[list[str]], feeder: _RowFeeder, header: list[str]
         if reason is not None:
             yield where.reject(reason)
         else:
-            yield build_record(dict(zip(header, row, strict=False)), opts.names, where, narrow_ints=True)
+            yield build_record(dict(zip(header, row, strict=False)), opts.names, where, narrow_numbers=True)
 
 
 # -- all files -------------------------------------------------------------------------------------

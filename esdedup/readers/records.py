@@ -3,7 +3,7 @@
 Every input yields either a :class:`Record` or a :class:`Rejected` describing exactly what was wrong
 and where, so a caller can make its counts add up. A record is accepted only when every later stage
 can carry it: its strings are valid Unicode (no unpaired surrogate anywhere, field names included), its
-numbers are finite and convertible, its fields' integers fit a signed 64 bits (`wide_int_reason`), its id
+numbers are finite and convertible, its fields' numbers fit Elasticsearch's (`wide_number_reason`), its id
 fits Elasticsearch's limit. What fails these rules is
 rejected here, at read time, with the line it came from, never later in a batch of good records.
 """
@@ -31,6 +31,10 @@ EXCERPT_CHARS = 200
 #: The integers a field may hold: Elasticsearch maps a JSON integer to a signed 64-bit ``long`` and refuses a
 #: document with one beyond it, which the embedded store would keep; so no store is given one.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: The largest finite 32-bit float, and the smallest number that rounds to an infinite one: Elasticsearch maps
+#: a new field's JSON float to ``float`` and refuses a document whose number would be infinite, which the
+#: embedded store would keep.
+FLOAT32_MAX, FLOAT32_OVERFLOW = 3.4028234663852886e38, (2 - 2**-24) * 2.0**127
 
 
 @dataclass  # not frozen: a frozen dataclass pays a setattr a field, per record
@@ -165,10 +169,12 @@ def _holds_float_or_wide_int(value: Any) -> bool:
     return False
 
 
-def wide_int_reason(fields: Mapping[str, Any]) -> str | None:
-    """The rejection reason for the first integer (in the fields' order, nested objects and arrays looked
-    into) that does not fit a signed 64 bits, naming its path (``a.b[2]``), or None. Such a record is
-    rejected on every store alike; its id and title are not fields here (they are kept as their digits)."""
+def wide_number_reason(fields: Mapping[str, Any]) -> str | None:
+    """The rejection reason for the first number (in the fields' order, nested objects and arrays looked
+    into) that Elasticsearch's mapping of a new field refuses, naming its path (``a.b[2]``), or None: an
+    integer that does not fit a signed 64 bits (``long``), a finite float beyond a 32-bit float's range
+    (``float``). Such a record is rejected on every store alike; its id and title are not fields here (they
+    are kept as their digits)."""
     todo: list[tuple[str, Any]] = [(str(k), v) for k, v in fields.items()][::-1]  # popped in order
     while todo:
         path, value = todo.pop()
@@ -184,6 +190,10 @@ def wide_int_reason(fields: Mapping[str, Any]) -> str | None:
             shown = digits if len(digits) <= 40 else f"{digits[:30]}... ({len(digits)} digits)"
             return (f"field {path!r} holds the integer {shown}, beyond a signed 64-bit integer ({INT64_MIN} to "
                     f"{INT64_MAX}), which Elasticsearch refuses: write it as a string (in quotes)")
+        elif isinstance(value, float) and abs(value) >= FLOAT32_OVERFLOW and not math.isinf(value):
+            return (f"field {path!r} holds the number {value!r}, beyond a 32-bit float (-{FLOAT32_MAX:.8g} to "
+                    f"{FLOAT32_MAX:.8g}), which Elasticsearch refuses in a new number field: write it as a string "
+                    "(in quotes)")
     return None
 
 
@@ -295,13 +305,14 @@ def _title(raw: Any, name: str) -> tuple[str | None, str | None]:
 
 
 def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
-                 escapes: bool = False, narrow_ints: bool = False) -> Record | Rejected:
+                 escapes: bool = False, narrow_numbers: bool = False) -> Record | Rejected:
     """Apply the field rules shared by JSON objects and CSV rows.
 
     ``escapes`` says the JSON text had a \\uD800-\\uDFFF escape, which may have produced an unpaired
     surrogate: such a string cannot be encoded (hashed, stored, sent to Elasticsearch) later, in whichever
-    field it sits, so the record is rejected now. ``narrow_ints`` says every integer of ``mapping`` is known
-    to fit a signed 64 bits (a CSV row, an object `plain_object` read), so `wide_int_reason` is not asked.
+    field it sits, so the record is rejected now. ``narrow_numbers`` says every number of ``mapping`` is known
+    to fit Elasticsearch's (a CSV row's strings; an object `plain_object` read: no float, no integer beyond a
+    signed 64 bits), so `wide_number_reason` is not asked.
     """
     reason = _text_reason(mapping, names.text)
     record_id = title = None
@@ -316,8 +327,8 @@ def build_record(mapping: dict[str, Any], names: FieldNames, where: Where, *,
     fields = dict(mapping)
     for key in (names.text, names.id, names.title):
         fields.pop(key, None)
-    if not narrow_ints and fields:
-        reason = wide_int_reason(fields)
+    if not narrow_numbers and fields:
+        reason = wide_number_reason(fields)
         if reason is not None:
             return where.reject(reason)
     return Record(id=record_id, text=mapping[names.text], title=title, fields=fields, source=where.source,

@@ -118,26 +118,29 @@ def test_an_add_the_store_refuses_leaves_no_ghost(es_client, fresh_index, tmp_pa
     ingester.close()
 
 
-def test_integers_beyond_a_signed_64_bits_in_a_file_are_refused_alike(stores, tmp_path):
+def test_numbers_beyond_elasticsearchs_in_a_file_are_refused_alike(stores, tmp_path):
     """The same file on both stores, the same outcome: a record whose fields hold an integer beyond a signed
-    64 bits (Elasticsearch's long), at any depth, is dead-lettered by the reader with the field's path and the
+    64 bits (Elasticsearch's long) or a float beyond a 32-bit float (a new field's ``float``), at any depth, is
+    dead-lettered by the reader with the field's path and the
     fix, where the node used to refuse it with its own reason and the embedded store kept it. An id or title of
     any size is kept, as its digits, and 2**63 - 1 is a field's integer like any other."""
     _, store = stores
     rows = ['"n": 9223372036854775808', '"n": 12345678901234567890123', '"deep": {"x": [1, -9223372036854775809]}',
-            '"n": 9223372036854775807, "m": -9223372036854775808']
+            '"n": 9223372036854775807, "m": -9223372036854775808', '"f": 1e300']
     lines = ['{"id": "w' + str(i) + '", "text": "' + TEXT[i:] + '", ' + row + "}" for i, row in enumerate(rows)]
     lines.append('{"id": 123456789012345678901234567890, "title": 18446744073709551616, "text": "' + NEAR + '"}')
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
     s = ingest([tmp_path / "in.jsonl"], store, CONFIG, IngestOptions(workers=1, dead_letter=tmp_path / "dl.jsonl"))
-    assert (s.read, s.indexed, s.failed, s.balanced) == (5, 2, 3, True), s
+    assert (s.read, s.indexed, s.failed, s.balanced) == (6, 2, 4, True), s
     letters = [json.loads(x) for x in (tmp_path / "dl.jsonl").read_text("utf-8").splitlines()]
     span = "beyond a signed 64-bit integer (-9223372036854775808 to 9223372036854775807), which Elasticsearch refuses"
     assert [(d["location"], d["reason"]) for d in letters] == [
         ("line 1", f"field 'n' holds the integer 9223372036854775808, {span}: write it as a string (in quotes)"),
         ("line 2", f"field 'n' holds the integer 12345678901234567890123, {span}: write it as a string (in quotes)"),
         ("line 3", f"field 'deep.x[1]' holds the integer -9223372036854775809, {span}: write it as a string "
-                   "(in quotes)")]
+                   "(in quotes)"),
+        ("line 5", "field 'f' holds the number 1e+300, beyond a 32-bit float (-3.4028235e+38 to 3.4028235e+38), which "
+                   "Elasticsearch refuses in a new number field: write it as a string (in quotes)")]
     store.refresh()
     big_id = "123456789012345678901234567890"
     assert store.count() == 2

@@ -143,6 +143,20 @@ def test_an_integer_beyond_a_signed_64_bits_in_any_field_is_rejected_naming_its_
         assert (items[4].id, items[4].title) == ("123456789012345678901234567890", "18446744073709551616")
 
 
+def test_a_float_beyond_a_32_bit_float_in_any_field_is_rejected_naming_its_path(tmp_path):
+    """Elasticsearch maps a new field's float to ``float`` and refuses a document whose number would be infinite
+    there; 3.4028235e38 rounds to the largest finite one and is kept, as are doubles inside the range."""
+    lines = ['{"id": "a", "text": "正文", "f": 3.4028235e38, "g": -1.5e-300}',
+             '{"id": "b", "text": "正文", "f": 1e300}',
+             '{"id": "c", "text": "正文", "deep": [{"g": -3.5e38}]}']
+    items = list(read_records([write(tmp_path / "f.jsonl", "\n".join(lines) + "\n")]))
+    assert [type(x).__name__ for x in items] == ["Record", "Rejected", "Rejected"]
+    assert items[0].fields == {"f": 3.4028235e38, "g": -1.5e-300}
+    span = "beyond a 32-bit float (-3.4028235e+38 to 3.4028235e+38), which Elasticsearch refuses in a new number field"
+    assert [x.reason for x in items[1:]] == [f"field 'f' holds the number 1e+300, {span}: {WIDE}",
+                                             f"field 'deep[0].g' holds the number -3.5e+38, {span}: {WIDE}"]
+
+
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
