@@ -1,10 +1,11 @@
 """Quality of near-duplicate detection against labelled pairs (`esdedup eval`).
 
-Labels are JSON lines ``{"a": id, "b": id, "label": 0 or 1}`` (the JSON integer: ``1.0`` and ``true`` are
-refused; optional ``kind`` and ``class``, as `esdedup.quality.synth` writes them). A labelled pair is
-*predicted* a duplicate when the store's all-pairs search finds it as a candidate (shared band / LSH key, or
-probed band key) and the rule (`esdedup.match.rule`) accepts it under a setting of the thresholds. Precision, recall and F1 are computed over the labelled
-pairs only (pairs nobody labelled count for nothing), overall and per length class.
+Labels are JSON lines ``{"a": id, "b": id, "label": 0 or 1}`` (the JSON integer, `is_label`: ``1.0`` and
+``true`` are refused; optional ``kind`` and ``class``, as `esdedup.quality.synth` writes them). A labelled pair
+is *predicted* a duplicate when the store's all-pairs search finds it as a candidate (shared band / LSH key, or
+probed band key) and the rule (`esdedup.match.rule`) accepts it under a setting of the thresholds. Precision,
+recall and F1 are computed over the labelled pairs only (pairs nobody labelled count for nothing), overall and
+per length class.
 
 The scoring functions are pure (sets, arrays, dataclasses in; numbers out); `run` is the one function that
 touches a store: it indexes the documents (optional), collects every candidate pair once with all its
@@ -50,6 +51,12 @@ class Label:
         return pair_key(self.a, self.b)
 
 
+def is_label(value: object) -> bool:
+    """Whether ``value`` is a label: the integer 0 or 1, as every writer here writes it (``int()`` would read
+    1.7, 1.0, "1" or true as one without a word)."""
+    return type(value) is int and value in (0, 1)
+
+
 def pair_key(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
@@ -66,9 +73,7 @@ def parse_labels(lines: Iterable[str], *, source: str = "labels") -> list[Label]
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{source} line {n}: expected {{\"a\", \"b\", \"label\"}}: {exc}", source=source,
                              location=f"line {n}") from None
-        # The JSON integer 0 or 1, as every writer here writes it: int() would read 1.7, 1.0, "1" or true
-        # as a label without a word.
-        if type(lab) is not int or lab not in (0, 1) or a == b:
+        if not is_label(lab) or a == b:
             raise InputError(f"{source} line {n}: label must be 0 or 1 (a JSON integer: 1, not 1.0 or true) "
                              f"between two different ids, got label {lab!r}", source=source, location=f"line {n}")
         item = Label(a, b, lab, str(d.get("kind", "")), str(d.get("class", "")))

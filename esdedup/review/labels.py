@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from esdedup.errors import ConfigError
-from esdedup.quality.evaluate import Label, pair_key, read_labels
+from esdedup.quality.evaluate import Label, is_label, pair_key, read_labels
 from esdedup.quality.labelsfile import labels_target, own_labels, write_labels
 
 __all__ = ["LabelsFile"]
@@ -69,7 +69,7 @@ class LabelsFile:
             ConfigError: a label other than 0 or 1, or a pair of one document with itself.
             OutputError: the file could not be written (the labels here, and on disk, are as they were).
         """
-        if type(label) is not int or label not in (0, 1):  # written as read back: the integer, not 1.0
+        if not is_label(label):  # written as read back: the integer, not 1.0
             raise ConfigError(f"a label is 0 (different) or 1 (same story), got {label!r}")
         if a == b:
             raise ConfigError(f"a pair needs two different documents, got {a!r} twice")
