@@ -109,8 +109,7 @@ def cluster_sizes(index: ElasticIndex, cluster_ids: Sequence[str]) -> dict[str, 
 def top_keys(index: ElasticIndex, lsh: bool, limit: int) -> TopKeys:
     bands = index.key_fields(lsh=False)
     fields = [f for f in index.key_fields(lsh=True) if f not in bands] if lsh else bands
-    found = [kn for field in fields for kn in most_held(index, field, limit)]
-    return TopKeys(sorted(found, key=lambda kn: (-kn[1], kn[0]))[:limit])
+    return TopKeys(most_held(index, fields, limit, "top key values"))
 
 
 def search_text(index: ElasticIndex, query: str, offset: int, size: int,

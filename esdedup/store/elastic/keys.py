@@ -80,7 +80,7 @@ def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[l
     the partition, for the counts to add up."""
     distinct, values, shards = key_stats(index, field)
     answer = min(distinct, (values - distinct) // max(min_count - 1, 1))
-    parts = max(1, math.ceil(answer / PARTITION_BUCKETS), math.ceil(distinct / DISTINCT_A_REQUEST))
+    parts = max(math.ceil(answer / PARTITION_BUCKETS), memory_parts(distinct))
     log.debug("%s: %d distinct values, %d in all: %d partitions", field, distinct, values, parts)
     size = 2 * PARTITION_BUCKETS
     shard_min = -(-min_count // shards)
@@ -105,13 +105,21 @@ def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[l
             todo += [(part[0] + part[1], 2 * part[1]), (part[0], 2 * part[1])]
 
 
-def most_held(index: ElasticIndex, field: str, limit: int) -> list[tuple[str, int]]:
-    """The ``limit`` values of a key field held by the most documents (two or more), with their counts: the most
-    held of each part of the field's values (as many parts as `shared_values` makes for their memory), merged."""
-    distinct, _, _ = key_stats(index, field)
-    parts = max(1, math.ceil(distinct / DISTINCT_A_REQUEST))
-    found = [kn for p in range(parts) for kn in key_counts(index, [field], "top key values", min_count=2, size=limit,
-                                                           partition=(p, parts))[field][0]]
+def memory_parts(distinct: int) -> int:
+    """The parts a key field of ``distinct`` values is counted in, for each request's buckets to fit a node's
+    memory (`DISTINCT_A_REQUEST` distinct values a part)."""
+    return max(1, math.ceil(distinct / DISTINCT_A_REQUEST))
+
+
+def most_held(index: ElasticIndex, fields: Sequence[str], limit: int, what: str, *,
+              min_count: int = 2) -> list[tuple[str, int]]:
+    """The ``limit`` values of ``fields`` held by the most documents (``min_count`` or more), with their counts,
+    most held first: the most held of each part of each field's values (`memory_parts`), merged."""
+    found = []
+    for field in fields:
+        parts = memory_parts(key_stats(index, field)[0])
+        found += [kn for p in range(parts) for kn in key_counts(index, [field], what, min_count=min_count,
+                                                                size=limit, partition=(p, parts))[field][0]]
     return sorted(found, key=lambda kn: (-kn[1], kn[0]))[:limit]
 
 
@@ -421,6 +429,4 @@ def _first_members(index: ElasticIndex, field: str, value: str, max_bucket: int)
 
 def crowded_keys(index: ElasticIndex, *, min_count: int, limit: int = 20, lsh: bool = True) -> list[tuple[str, int]]:
     """See `Store.crowded_keys`."""
-    found = [kn for field in index.key_fields(lsh=lsh)  # one field at a time, as `_crowded_values`
-             for part in shared_values(index, field, min_count) for kn in part]
-    return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
+    return most_held(index, index.key_fields(lsh=lsh), limit, "crowded band values", min_count=min_count)
