@@ -350,6 +350,12 @@ def test_a_text_without_simhash_has_no_hamming_on_the_node(plugin_es, corpus, de
         plugin_es.search(index=name, size=1, query={"script_score": {
             "query": {"match_all": {}}, "script": _script("hamming", params)}})
     assert "params.vector_index" in json.dumps(refused.value.body)
+    # nor does the rule run without a Hamming distance or a cosine threshold (Thresholds refuses them too)
+    params.update(vector_index=config.vector_index, hamming_k=None, cosine=None)
+    with pytest.raises(elasticsearch.BadRequestError) as refused:
+        plugin_es.search(index=name, size=1, query={"script_score": {
+            "query": {"match_all": {}}, "script": _script("near_duplicate", params)}})
+    assert "params.hamming_k, params.cosine" in json.dumps(refused.value.body)
 
 
 def test_pipeline_put_refuses_what_the_plugin_cannot_reproduce_in_one_line(plugin_es, plugin_url, indexes):

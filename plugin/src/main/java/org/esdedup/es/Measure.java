@@ -34,6 +34,11 @@ enum Measure {
 
     /** The script params read for this measure ({@link Query#of}); the script engines call this once a search. */
     Query query(Map<String, Object> params) {
+        if (this == NEAR_DUPLICATE && Query.number(params, "hamming_k") == null && Query.number(params, "cosine") == null) {
+            // As esdedup's Thresholds: with neither, a pair without MinHash signatures could never be near-duplicates.
+            throw new IllegalArgumentException("the esdedup script [near_duplicate] needs params.hamming_k, params.cosine "
+                + "or both: with neither, pairs without MinHash signatures could never be near-duplicates");
+        }
         Query q = Query.of(params);
         if (readsHamming() && q.rule.knowsSimhash() == false) {
             // Without it, a text with SimHash 0 (no terms read) would measure distance 0 to every other such text.
@@ -111,7 +116,7 @@ enum Measure {
             }
             Integer k = params.get("hamming_k") instanceof Number n ? n.intValue() : null;
             Double cosine = number(params, "cosine");
-            if (k == null && cosine == null) { // only the rule needs thresholds; measures alone run without them
+            if (k == null && cosine == null) { // measures alone run without thresholds (near_duplicate refuses that)
                 cosine = 0.0;
             }
             DuplicateRule rule = new DuplicateRule(k, cosine, number(params, "jaccard"), number(params, "containment"),
@@ -132,7 +137,7 @@ enum Measure {
             return (String) v;
         }
 
-        private static Double number(Map<String, Object> params, String key) {
+        static Double number(Map<String, Object> params, String key) {
             return params.get(key) instanceof Number n ? n.doubleValue() : null;
         }
     }

@@ -137,6 +137,17 @@ class MeasureTest {
     }
 
     @Test
+    void nearDuplicateNeedsAHammingDistanceOrACosine() {
+        Map<String, Object> params = plainParams(SHORT_A, Map.of("jaccard", 0.5));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Measure.NEAR_DUPLICATE.query(params));
+        assertTrue(e.getMessage().contains("params.hamming_k, params.cosine"), e.getMessage());
+        DedupDoc same = DedupFields.read(plain(SHORT_A));
+        assertEquals(1.0, Measure.JACCARD.score(Measure.JACCARD.query(params), same)); // a measure alone needs none
+        params.put("cosine", 0.8);
+        assertEquals(Boolean.TRUE, Measure.NEAR_DUPLICATE.value(Measure.NEAR_DUPLICATE.query(params), same));
+    }
+
+    @Test
     void unknownScriptsAndMissingQueriesAreClearErrors() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Measure.of("painless"));
         assertTrue(e.getMessage().contains("near_duplicate"));
