@@ -278,6 +278,44 @@ def test_crowded_values_counted_in_parts_are_those_every_documents_keys_give(es_
     assert parts and min(parts) >= 10
 
 
+def test_a_key_field_past_the_request_breaker_is_counted_in_parts_that_fit_it(es_client, fresh_index, monkeypatch):
+    """Counting a key field's values in one request tripped a node's request circuit breaker at ten million
+    documents (a shard holds a bucket for every distinct value it counts). With the breaker lowered until one
+    request over the whole field trips it (checked), the field counted in parts of `DISTINCT_A_REQUEST`
+    distinct values still gives every crowded value with its exact count, on 2 shards, for a crowded count of 2
+    (each shard sends its values) and of 3 (each sends its candidates, counted again)."""
+    from collections import Counter
+
+    from esdedup.errors import StoreError
+
+    store = ElasticStore(es_client, fresh_index, shards=2)
+    store.open(FingerprintConfig(tokenizer="rjieba"))
+    rng = random.Random(3)
+    # About 880,000 distinct values: counted in one request they need 10 to 20 MB of buckets on the node, while
+    # a request's fixed part (the distinct values' HyperLogLog, the answer's size) passes under 1.5 MB
+    keys = [[rng.randrange(1 << 40) if rng.random() < 0.9 else rng.randrange(20_000) for _ in range(16)]
+            for _ in range(60_000)]
+    body = [line for i, k in enumerate(keys) for line in ({"index": {"_id": f"k{i}"}}, {"dedup": {"lsh_keys": k}})]
+    for start in range(0, len(body), 20_000):
+        assert not es_client.bulk(index=fresh_index, operations=body[start:start + 20_000])["errors"]
+    es_client.indices.refresh(index=fresh_index)
+    held = Counter(str(v) for k in keys for v in set(k))
+    index = store.index
+    field = "dedup.lsh_keys"
+    es_client.cluster.put_settings(persistent={"indices.breaker.request.limit": "4mb"})
+    try:
+        monkeypatch.setattr(elastic_keys, "DISTINCT_A_REQUEST", 10**9)
+        with pytest.raises(StoreError, match="Data too large|circuit_breaking_exception"):
+            elastic_keys._crowded_values(index, [field], 1)
+        monkeypatch.setattr(elastic_keys, "DISTINCT_A_REQUEST", 50_000)
+        for max_bucket in (1, 2):
+            found = elastic_keys._crowded_values(index, [field], max_bucket)[field]
+            assert sorted(found) == sorted((v, n) for v, n in held.items() if n > max_bucket)
+    finally:
+        es_client.cluster.put_settings(persistent={"indices.breaker.request.limit": None})
+    assert sum(n > 2 for n in held.values()) > 1000
+
+
 def test_store_join_in_many_partitions_gives_the_pairs_of_memory(es_url, es_client, fresh_index, corpus_file,
                                                                    tmp_path, monkeypatch, caplog):
     """The store join reads each key field in many partitions (a few shared keys each), splits those whose
