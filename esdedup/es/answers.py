@@ -43,6 +43,15 @@ def asks_for_a_client_certificate(reason: str) -> bool:
     return "SSL certificate" in reason
 
 
+def with_memory_hint(reason: str) -> str:
+    """``reason``, and what to do when it is a node's circuit breaker refusing the memory a request needed (a
+    client cannot make the request smaller than esdedup already cuts it)."""
+    if "circuit_breaking_exception" not in reason and "Data too large" not in reason:
+        return reason
+    return (f"{reason} (a node's circuit breaker refused the memory this request needed: give the nodes a larger "
+            "heap, or run it when they are less busy)")
+
+
 def page_summary(body: str | bytes) -> str:
     """An answer that is not JSON (a web page) as one short line: its HTML title, else its first characters
     without the markup."""

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 
 from esdedup.errors import CertificateError, ConnectionFailed, IndexNotFound, RequestTimedOut, StoreError
 from esdedup.es import versions
-from esdedup.es.answers import api_reason, asks_for_a_client_certificate
+from esdedup.es.answers import api_reason, asks_for_a_client_certificate, with_memory_hint
 from esdedup.util.redact import redact
 
 
@@ -38,7 +38,7 @@ def es_errors(where: str, secrets: Sequence[str | None] = ()) -> Iterator[None]:
         if asks_for_a_client_certificate(reason):
             raise CertificateError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason} (the server "
                                    "requires a client certificate)", needs="client_cert") from None
-        raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: {reason}") from None
+        raise StoreError(f"{where}: Elasticsearch answered {exc.meta.status}: {with_memory_hint(reason)}") from None
     except es.ConnectionTimeout as exc:
         if read_timed_out(exc):
             raise timed_out(where) from None

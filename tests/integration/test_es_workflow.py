@@ -305,8 +305,9 @@ def test_a_key_field_past_the_request_breaker_is_counted_in_parts_that_fit_it(es
     es_client.cluster.put_settings(persistent={"indices.breaker.request.limit": "4mb"})
     try:
         monkeypatch.setattr(elastic_keys, "DISTINCT_A_REQUEST", 10**9)
-        with pytest.raises(StoreError, match="Data too large|circuit_breaking_exception"):
+        with pytest.raises(StoreError, match="Data too large|circuit_breaking_exception") as refused:
             elastic_keys._crowded_values(index, [field], 1)
+        assert "give the nodes a larger heap" in str(refused.value)
         monkeypatch.setattr(elastic_keys, "DISTINCT_A_REQUEST", 50_000)
         for max_bucket in (1, 2):
             found = elastic_keys._crowded_values(index, [field], max_bucket)[field]

@@ -88,3 +88,13 @@ def test_excerpt_keeps_short_text_and_cuts_long_text():
     assert excerpt("\x1b[31mred\u202e") == "\\x1b[31mred\\u202e"
     cut = excerpt("y" * 500)
     assert len(cut) == EXCERPT_CHARS and cut.endswith("...")
+
+
+@pytest.mark.parametrize("reason", ["[request] Data too large, data for [<reused_arrays>] would be [1.6gb], which is "
+                                    "larger than the limit of [1.1gb]", "circuit_breaking_exception"])
+def test_a_circuit_breaker_refusal_says_what_to_do_and_other_reasons_stay_as_they_are(reason):
+    from esdedup.es.answers import with_memory_hint
+
+    assert with_memory_hint(reason).startswith(reason)
+    assert "give the nodes a larger heap" in with_memory_hint(reason)
+    assert with_memory_hint("index_not_found_exception") == "index_not_found_exception"

@@ -12,6 +12,7 @@ import numpy as np
 
 from esdedup.errors import ConfigError, IndexNotFound, StoreError
 from esdedup.es import versions
+from esdedup.es.answers import with_memory_hint
 from esdedup.es.connect import aggregation_timeout
 from esdedup.es.errors import es_errors
 from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash
@@ -85,9 +86,9 @@ class ElasticIndex:
         if failed:
             reasons = {str((f.get("reason") or {}).get("type") or f.get("reason"))
                        for f in shards.get("failures", []) if isinstance(f, Mapping)}
+            reason = redact(', '.join(sorted(reasons)) or 'no reason given', self.secrets)
             raise StoreError(f"{what} on {self.name!r}: {failed} of {shards.get('total', '?')} shards failed "
-                             f"({redact(', '.join(sorted(reasons)) or 'no reason given', self.secrets)}); the "
-                             "results would be incomplete")
+                             f"({with_memory_hint(reason)}); the results would be incomplete")
 
     # -- lifecycle -------------------------------------------------------------------------------
     def open(self, config: FingerprintConfig | None = None, *, create: bool = True) -> OpenResult:
