@@ -272,7 +272,9 @@ def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds
     applies the rule to the band lookup's candidates (the esdedup plugin's script language, bit for bit the
     client's `verify`). Needs an Elasticsearch store whose nodes have the plugin. With ``sha1``, the text's
     content SHA-1, its exact copies come first, looked up by it (`Store.copies`) and verified here: the
-    node ranks a crowd of near-identical texts in its own order.
+    node ranks a crowd of near-identical texts in its own order. The matches come nearest first as `similar`
+    ranks them (`Match.rank`); when the node holds more than ``top`` near-duplicates, which ones it sends
+    follows its own score (Hamming, then cosine), where `similar` ranks pairs with signatures by Jaccard first.
 
     Raises:
         ConfigError: the store is not Elasticsearch.
@@ -307,7 +309,7 @@ def similar_on_node(store: StoreCore, fp: Fingerprint, *, thresholds: Thresholds
         out.append(Match(h["_id"], hamming, cosine, jaccard=jaccard, containment=containment,
                          decided_by=decided_by(t, hamming=hamming, cosine=cosine, jaccard=jaccard,
                                                containment=containment)))
-    return out[:top]
+    return sorted(out, key=Match.rank)[:top]
 
 
 def _node_params(fp: Fingerprint, config: FingerprintConfig, t: Thresholds) -> dict[str, Any]:
