@@ -177,26 +177,13 @@ class _DocColumns:
         self.append_row(self._fields(doc))
 
     def append_row(self, values: tuple[Any, ...]) -> None:
-        """Append the document whose fields, in `StoredDoc`'s order, are ``values``."""
-        p = len(self._rows)
-        row = list(values)
-        for c, at in enumerate(self._ARRAYS):
-            a = row[at]
-            row[at] = None
-            spec = self._spec[c]
-            if isinstance(a, np.ndarray) and spec is None:
-                spec = self._spec[c] = (a.shape, a.dtype)
-            if spec is None or not _fits(a, spec) or is_zero_vector(a):
-                self._own[c][p] = a
-                continue
-            blocks = self._blocks[c]
-            while len(blocks) <= p // self.BLOCK:  # the blocks before may hold no row (all kept by position)
-                blocks.append(np.empty((self.BLOCK, *a.shape), dtype=a.dtype))
-            blocks[p // self.BLOCK][p % self.BLOCK] = a
-        self._rows.append(tuple(row))
+        """Append the document whose fields, in `StoredDoc`'s order, are ``values`` (`append_rows` of one: the
+        documents a key crowds come one at a time, and they are few)."""
+        self.append_rows((values,))
 
     def append_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """`append_row` of each of ``rows`` in turn, the arrays that fit the blocks copied in one step a block."""
+        """Append the documents whose fields, in `StoredDoc`'s order, are ``rows``, the arrays that fit the blocks
+        copied in one step a block."""
         start = len(self._rows)
         lists = [list(values) for values in rows]
         for c, at in enumerate(self._ARRAYS):
