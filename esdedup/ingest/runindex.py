@@ -169,21 +169,32 @@ class _DocColumns:
         self._spec: list[tuple[tuple[int, ...], np.dtype] | None] = [None, None]
         self._blocks: list[list[np.ndarray]] = [[], []]
         self._own: list[dict[int, object]] = [{}, {}]
+        #: Rows appended and not yet copied into the columns (`_copy_pending`).
+        self._pending: list[tuple[Any, ...]] = []
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows) + len(self._pending)
 
     def append(self, doc: StoredDoc) -> None:
         self.append_row(self._fields(doc))
 
     def append_row(self, values: tuple[Any, ...]) -> None:
-        """Append the document whose fields, in `StoredDoc`'s order, are ``values`` (`append_rows` of one: the
-        documents a key crowds come one at a time, and they are few)."""
+        """Append the document whose fields, in `StoredDoc`'s order, are ``values``."""
         self.append_rows((values,))
 
     def append_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Append the documents whose fields, in `StoredDoc`'s order, are ``rows``, the arrays that fit the blocks
-        copied in one step a block."""
+        """Append the documents whose fields, in `StoredDoc`'s order, are ``rows`` (copied into the columns
+        with those appended before them, `_copy_pending`, a block at most at a time)."""
+        self._pending.extend(rows)
+        if len(self._pending) >= self.BLOCK:
+            self._copy_pending()
+
+    def _copy_pending(self) -> None:
+        """Copy the rows appended since the documents were last read into the columns, the arrays that fit
+        the blocks in one step a block. Done when a document is next read, not at each append: the documents
+        of a batch whose keys may crowd come one at a time (`RunIndex.add_row`), and a row's own numpy
+        steps cost some 20 µs a document."""
+        rows, self._pending = self._pending, []
         start = len(self._rows)
         lists = [list(values) for values in rows]
         for c, at in enumerate(self._ARRAYS):
@@ -216,6 +227,8 @@ class _DocColumns:
         self._rows.extend(map(tuple, lists))
 
     def __getitem__(self, p: int) -> StoredDoc:
+        if self._pending:
+            self._copy_pending()
         row = list(self._rows[p])
         for c, at in enumerate(self._ARRAYS):
             own = self._own[c]
@@ -223,7 +236,7 @@ class _DocColumns:
         return StoredDoc(*row)  # type: ignore[arg-type]
 
     def ids(self) -> list[str]:
-        return [row[self._ID] for row in self._rows]  # type: ignore[misc]
+        return [row[self._ID] for row in chain(self._rows, self._pending)]  # type: ignore[misc]
 
 
 class RunIndex:

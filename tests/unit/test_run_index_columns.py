@@ -113,3 +113,26 @@ def test_the_shared_zero_vector_is_kept_by_reference_one_by_one_or_together() ->
         for i in (0, 4097, 4098, 4099):
             (found,) = index.lookup([f"0:{i:x}"])
             assert _same(found, docs[i]) and (found.vector is zero) == (i < 4098)
+
+
+def test_documents_added_one_by_one_between_lookups_are_found_as_added() -> None:
+    """Documents added one by one are copied into the columns when the index is next read: lookups between
+    the adds, the ids read before any lookup, and the shared zero vector among them give each document back
+    at its own position."""
+    rng = np.random.default_rng(11)
+    zero = zero_vector(256)
+    docs = [_doc(i, rng) for i in range(300)]
+    for d in docs[::3]:
+        d.vector = zero
+    index = RunIndex(complete=True)
+    for i, d in enumerate(docs[:7]):
+        index.add_keys(d, [f"0:{i:x}"])
+    assert len(index.docs) == 7 and index.docs.ids() == [d.id for d in docs[:7]]  # read before any copy
+    for i, d in enumerate(docs[7:], 7):
+        index.add_keys(d, [f"0:{i:x}"])
+        if i % 5 == 0:
+            (found,) = index.lookup([f"0:{i - 3:x}"])
+            assert _same(found, docs[i - 3]) and (found.vector is zero) == ((i - 3) % 3 == 0)
+    for i in range(len(docs)):
+        (found,) = index.lookup([f"0:{i:x}"])
+        assert _same(found, docs[i]) and (found.vector is zero) == (i % 3 == 0)
