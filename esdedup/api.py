@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -264,7 +265,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     in_memory = lsh_in_memory(store) if lsh_join == "auto" else lsh_join == "memory" and store.config.gets_signatures
     pairs = sorted(find_pairs(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
                               in_memory=in_memory),
-                   key=lambda p: (p.a, p.b))
+                   key=attrgetter("a", "b"))
     groups = clusters(pairs)
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
     if write_clusters:
