@@ -9,7 +9,6 @@ are cut to that many and logged as a warning (see `KeyScans.crowded_keys`).
 from __future__ import annotations
 
 import logging
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -42,6 +41,7 @@ from esdedup.match.rule import (
     is_duplicate,
     reads_cosine,
 )
+from esdedup.match.seen import SeenPairs
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import KeyBatch, ScannableStore, StoredDoc
 from esdedup.store.columns import SignatureColumns, copy_rows, reads_copy_columns, reads_signature_columns
@@ -270,56 +270,6 @@ def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: in
     yield from scorer.score_pairs(copies.unpaired())
 
 
-class _SeenPairs:
-    """The candidate pairs measured so far, as (id, id): added one at a time, or as the rows of a join (ids
-    sorted, and index arrays), kept as numbers: a pair is looked up by the rows of its ids, and the join's tens
-    of thousands of pairs never become tuples of strings (a store of short texts looks up a few hundred)."""
-
-    #: Lookups by binary search of the ids before a table of each id's row is made (its cost: a few thousand).
-    SEARCHES = 4096
-
-    def __init__(self) -> None:
-        self._pairs: set[tuple[str, str]] = set()
-        self._rows: list[tuple[list[str], np.ndarray, np.ndarray]] = []
-        self._codes: list[set[int]] | None = None
-        self._row_of: list[dict[str, int]] | None = None
-        self._searches = 0
-
-    def add(self, pair: tuple[str, str]) -> None:
-        self._pairs.add(pair)
-
-    def add_rows(self, ids: list[str], left: np.ndarray, right: np.ndarray) -> None:
-        """The pairs (``ids[left[x]]``, ``ids[right[x]]``); ``ids`` sorted (`_Columns.ids`)."""
-        self._rows.append((ids, left, right))
-        self._codes = self._row_of = None
-
-    def __contains__(self, pair: tuple[str, str]) -> bool:
-        if pair in self._pairs:
-            return True
-        if not self._rows:
-            return False
-        if self._codes is None:  # each pair of rows as one number, left * n + right
-            self._codes = [set((left.astype(np.int64) * len(ids) + right).tolist()) for ids, left, right in self._rows]
-        self._searches += 1
-        if self._row_of is None and self._searches > self.SEARCHES:
-            self._row_of = [{i: x for x, i in enumerate(ids)} for ids, _, _ in self._rows]
-        a, b = pair
-        for k, (ids, _, _) in enumerate(self._rows):
-            if self._row_of is not None:
-                i, j = self._row_of[k].get(a), self._row_of[k].get(b)
-            else:
-                i, j = _position(ids, a), _position(ids, b)
-            if i is not None and j is not None and i * len(ids) + j in self._codes[k]:
-                return True
-        return False
-
-
-def _position(ids: list[str], item: str) -> int | None:
-    """Where ``item`` is in ``ids`` (sorted), None where it is not."""
-    x = bisect_left(ids, item)
-    return x if x < len(ids) and ids[x] == item else None
-
-
 class _PairScorer:
     """Measures candidate pairs once each: the pairs seen so far, and a bounded cache of fetched documents."""
 
@@ -327,7 +277,7 @@ class _PairScorer:
         self.store = store
         self.config: FingerprintConfig = store.config
         self.hamming_k = hamming_k
-        self.seen = _SeenPairs()
+        self.seen = SeenPairs()
         self.cache: dict[str, StoredDoc] = {}
 
     def fetch(self, ids: Iterable[str]) -> None:
@@ -529,7 +479,7 @@ def _lsh_join(store: ScannableStore, max_bucket: int, crowded: list[tuple[str, i
     return cols, left, right
 
 
-def _lsh_pairs(store: ScannableStore, seen: _SeenPairs, max_bucket: int,
+def _lsh_pairs(store: ScannableStore, seen: SeenPairs, max_bucket: int,
                crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
     """`scored_pairs` for the LSH bands, from one read of the columns: candidate pairs joined in memory and
     measured as `esdedup.match.measures.measure_pairs` measures them."""
@@ -545,7 +495,7 @@ def _lsh_pairs(store: ScannableStore, seen: _SeenPairs, max_bucket: int,
             yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
 
-def _lsh_duplicates(store: ScannableStore, seen: _SeenPairs, t: Thresholds, max_bucket: int,
+def _lsh_duplicates(store: ScannableStore, seen: SeenPairs, t: Thresholds, max_bucket: int,
                     crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[Pair]:
     """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order: the rule
     (`esdedup.match.rule.decide`) over each chunk's measures, a `Pair` made only for the pairs it keeps, with
