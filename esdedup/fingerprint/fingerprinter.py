@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 from itertools import chain, islice, repeat
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -152,9 +154,6 @@ class Fingerprinter:
         self._native_minhash = native_steps.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
         self._native_terms = native_steps.terms_step(self.config, self.resources.stopwords, self.resources.synonyms)
-        # The rjieba or jieba tokenizer inside the term step (tokens go from the cut to their codes without
-        # becoming Python str; a piece the core leaves is cut by self.tokenizer), else None.
-        self._native_cut = native_steps.cut_step(self.config, self.resources.user_words) if self._native_terms else None
         # The batch forms of normalisation's first step, its t2s conversion and its case folding and
         # whitespace in the extension, else None.
         self._native_clean = native_steps.clean_step()
@@ -162,6 +161,14 @@ class Fingerprinter:
         self._native_fold = native_steps.fold_step()
         # SimHash band keys of a batch in the extension, else None (`BandLayout.keys` text by text).
         self._native_bands = native_steps.band_keys_step(self.layout)
+
+    @cached_property
+    def _native_cut(self) -> Any:
+        """The rjieba or jieba tokenizer inside the term step (tokens go from the cut to their codes without
+        becoming Python str; a piece the core leaves is cut by self.tokenizer), else None. Loaded when a first
+        text is segmented: its dictionary is half of a Fingerprinter's start-up, and under the ``auto``
+        strategy a run of short texts segments none."""
+        return native_steps.cut_step(self.config, self.resources.user_words) if self._native_terms else None
 
     # -- text to terms ---------------------------------------------------------------------------
     def normalize(self, text: str) -> str:

@@ -218,8 +218,9 @@ class Workers:
         if workers > 1:
             context = multiprocessing.get_context()
             if context.get_start_method() == "fork":
-                # A forked worker inherits the tables a Fingerprinter is built from (dictionaries, character
-                # tables: cached per process), made here once instead of once in each worker.
+                # A forked worker inherits the tables a Fingerprinter is built from (character tables, stopwords:
+                # cached per process), made here once instead of once in each worker. The segmentation
+                # dictionary is not among them: a worker loads it when its first text is segmented.
                 Fingerprinter(config)
             self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
                                              initargs=(config.to_json(), os.getpid()))

@@ -10,6 +10,7 @@ from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
 from esdedup.schema import EMPTY
 from esdedup.store.base import StoredDoc
 from esdedup.store.elastic.index import PAGE, ElasticIndex
+from esdedup.util.prefetch import ahead
 
 
 def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
@@ -18,8 +19,15 @@ def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None
     """The raw hits of ``query`` (default: every document) as the index held them when the call started (a
     point in time, sorted by ``_shard_doc``, search_after paging), with the fingerprint's doc values and the
     signature/vector ``_source`` (``source`` False: doc values only); ``versions`` adds each hit's
-    ``_seq_no``/``_primary_term``."""
-    batch = min(batch, PAGE)
+    ``_seq_no``/``_primary_term``. The next page is asked for while the caller reads this one (`ahead`): the
+    nodes' search and the caller's work overlap instead of taking turns (a whole scan's wall time was their
+    sum)."""
+    return ahead(_pages(index, what, query, min(batch, PAGE), docvalue_fields, versions, keep_alive, source))
+
+
+def _pages(index: ElasticIndex, what: str, query: Mapping[str, Any] | None, batch: int,
+           docvalue_fields: Sequence[str], versions: bool, keep_alive: str,
+           source: bool) -> Iterator[list[dict[str, Any]]]:
     with index.errors("opening a point in time"):
         pit = index.client.open_point_in_time(index=index.name, keep_alive=keep_alive)["id"]
     try:
