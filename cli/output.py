@@ -37,8 +37,7 @@ _JSON = json.JSONEncoder(ensure_ascii=False)
 def json_text(obj: Any, *, indent: int | None = None) -> str:
     """JSON for programs: exact (it parses to the same values), non-ASCII text kept readable, and the
     characters a terminal acts on written as ``\\u`` escapes (json.dumps escapes only C0 controls)."""
-    text = _JSON.encode(obj) if indent is None else json.dumps(obj, ensure_ascii=False, indent=indent)
-    return _ACTIVE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _json_escapes(_JSON.encode(obj) if indent is None else json.dumps(obj, ensure_ascii=False, indent=indent))
 
 
 def _is_tty() -> bool:
@@ -127,19 +126,19 @@ class Printer:
 
     def pairs(self, report: Any, fmt: str) -> None:
         if self.json_out:
-            typer.echo(json_text({"pairs": [p.to_dict() for p in report.pairs],
-                                  "clusters": None if report.clusters is None else len(set(report.clusters.values())),
-                                  "crowded": [{"key": key, "documents": n} for key, n in report.crowded],
-                                  "labels_written": report.labels_written, "mended": report.mended}))
+            # `json_text` of the whole object, its pairs written as the JSON lines write them.
+            rest = json_text({"clusters": None if report.clusters is None else len(set(report.clusters.values())),
+                              "crowded": [{"key": key, "documents": n} for key, n in report.crowded],
+                              "labels_written": report.labels_written, "mended": report.mended})
+            _write_text(['{"pairs": [', *_joined(pair_json_lines(report.pairs), ", "), "], ", rest[1:], "\n"])
             return
         if fmt == "jsonl":
-            _echo_lines(json_text(p.to_dict()) for p in report.pairs)
+            _write_text(_joined(pair_json_lines(report.pairs), "\n", end="\n"))
         elif fmt == "csv":
-            _echo_lines(_csv_rows(report.pairs))
+            _write_text(_csv_rows(report.pairs))
         else:
             typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
-            _echo_lines(f"{for_people(p.a):<24} {for_people(p.b):<24} {'-' if p.hamming is None else p.hamming:>7} {_number(p.cosine):>7} "
-                        f"{_number(p.jaccard):>7} {_number(p.containment):>7}  {p.decided_by}" for p in report.pairs)
+            _echo_lines(_table_rows(report.pairs))
             clustered = "" if report.clusters is None else f" in {len(set(report.clusters.values()))} clusters"
             typer.echo(f"{len(report.pairs)} pairs{clustered}")
             typer.echo("hamming: SimHash bits apart (- where a text has none: a short text that is not segmented); "
@@ -201,6 +200,77 @@ class Printer:
                        "files alone to measure them anyway)")
 
 
+def pair_json_lines(pairs: Iterable[Any]) -> Iterator[str]:
+    """``json_text(p.to_dict())`` of each `esdedup.match.pairs.Pair`, written straight from its fields: the
+    keys and rounding of `esdedup.match.measures.measures_row`, and what the standard JSON encoder writes of
+    each value (the C string encoder, ``repr`` of a float, an int's digits), without a dict and an encoder's
+    pass a pair (they were most of the time `dups` took to print 67,000 pairs). Only the escapes of the
+    characters a terminal acts on are left to the caller (`_joined` writes them a chunk of lines at a time). A
+    pair whose values are of any other type is written by `json_text` itself."""
+    from esdedup.match.measures import COSINE_PLACES, ESTIMATE_PLACES, shown
+
+    # The JSON of each shown measure, by the value measured (a few thousand values in a large output). A zero
+    # is not looked up: 0.0 and -0.0 are one key, and are shown differently.
+    cosines: dict[float, str] = {}
+    estimates: dict[float, str] = {}
+
+    def text(value: float, places: int, seen: dict[float, str]) -> str:
+        out = _JSON.encode(shown(value, places))
+        if value and value == value and len(seen) < 1 << 16:
+            seen[value] = out
+        return out
+
+    string = _JSON_STRING
+    for p in pairs:
+        h, c, j, k, by = p.hamming, p.cosine, p.jaccard, p.containment, p.decided_by
+        if not (type(p.a) is str and type(p.b) is str and type(by) is str and (h is None or type(h) is int)
+                and (c is None or type(c) is float) and (j is None or type(j) is float)
+                and (k is None or type(k) is float)):
+            yield _JSON.encode(p.to_dict())
+            continue
+        line = (f'{{"a": {string(p.a)}, "b": {string(p.b)}, "hamming": {"null" if h is None else int.__repr__(h)}, '
+                f'"cosine": {"null" if c is None else cosines.get(c) or text(c, COSINE_PLACES, cosines)}')
+        if j is not None:
+            k = k or 0.0
+            line += (f', "jaccard": {estimates.get(j) or text(j, ESTIMATE_PLACES, estimates)}, '
+                     f'"containment": {estimates.get(k) or text(k, ESTIMATE_PLACES, estimates)}')
+        yield f'{line}, "decided_by": {string(by)}}}' if by else line + "}"
+
+
+#: What `_JSON` writes a string with (ensure_ascii off: the C encoder's ``encode_basestring``).
+_JSON_STRING: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def _joined(lines: Iterable[str], sep: str, *, end: str = "", chunk: int = 4096) -> Iterator[str]:
+    """``lines`` joined by ``sep`` (then ``end``, if there was a line), a chunk of lines at a time, with the
+    characters a terminal acts on written as ``\\u`` escapes as `json_text` writes them (the lines are JSON
+    text: only their strings can hold such characters, and the escape is the same whatever surrounds it)."""
+    batch: list[str] = []
+    first = True
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= chunk:
+            yield ("" if first else sep) + _json_escapes(sep.join(batch))
+            batch, first = [], False
+    if batch:
+        yield ("" if first else sep) + _json_escapes(sep.join(batch))
+        first = False
+    if not first:
+        yield end
+
+
+def _json_escapes(text: str) -> str:
+    if text.isascii() and "\x7f" not in text:  # two scans in C, several times faster than the pattern's
+        return text
+    return _ACTIVE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _write_text(parts: Iterable[str]) -> None:
+    """Write ``parts`` to standard output as they come (a large output in a few large writes)."""
+    for part in parts:
+        typer.echo(part, nl=False)
+
+
 def _echo_lines(lines: Iterable[str], chunk: int = 1000) -> None:
     """Print lines a chunk at a time: `typer.echo` asks the terminal about colours on every call, which
     cost more than the pairs of a large `dups` themselves."""
@@ -218,16 +288,53 @@ def _echo_lines(lines: Iterable[str], chunk: int = 1000) -> None:
 PAIR_COLUMNS = ("a", "b", "hamming", "cosine", "jaccard", "containment", "decided_by")
 
 
-def _csv_rows(pairs: Iterable[Any]) -> Iterator[str]:
-    """A header, then one row a pair; a measure not computed is an empty cell. Ids pass through `for_people`,
-    as in the table: a terminal the output reaches acts on none of their characters."""
+def _csv_rows(pairs: Iterable[Any], chunk: int = 4096) -> Iterator[str]:
+    """A header, then one row a pair, each line ending in a newline, a chunk of rows at a time; a measure not
+    computed is an empty cell. Ids pass through `for_people`, as in the table: a terminal the output reaches
+    acts on none of their characters."""
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="")
-    for row in [PAIR_COLUMNS, *([p.to_dict().get(c) for c in PAIR_COLUMNS] for p in pairs)]:
-        buf.seek(0)
-        buf.truncate()
-        writer.writerow("" if v is None else for_people(v) if isinstance(v, str) else v for v in row)
-        yield buf.getvalue()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(PAIR_COLUMNS)
+    rows: list[list[Any]] = []
+    for p in pairs:
+        row = list(map(p.to_dict().get, PAIR_COLUMNS))
+        if not all(_printable(v) for v in row):
+            row = ["" if v is None else for_people(v) if isinstance(v, str) else v for v in row]
+        rows.append(row)
+        if len(rows) >= chunk:
+            writer.writerows(rows)
+            rows = []
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    writer.writerows(rows)
+    yield buf.getvalue()
+
+
+def _printable(value: Any) -> bool:
+    """Whether `for_people` leaves ``value`` as it is, known without its pattern (a str no terminal acts on, a
+    number, None, which the CSV writer writes as the empty cell that `_csv_rows` writes for it)."""
+    return value.isprintable() if isinstance(value, str) else value is None or type(value) in (int, float)
+
+
+def _table_rows(pairs: Iterable[Any]) -> Iterator[str]:
+    """The table's row of each pair (`Printer.pairs`)."""
+    numbers: dict[float, str] = {}  # `_number` of each nonzero value seen (0.0 and -0.0 are one key)
+
+    def number(value: float | None) -> str:
+        out = numbers.get(value) if value else None  # type: ignore[arg-type]
+        if out is None:
+            out = _number(value)
+            if value and value == value and type(value) is float and len(numbers) < 1 << 16:
+                numbers[value] = out
+        return out
+
+    for p in pairs:
+        a, b = p.a, p.b
+        if not (type(a) is str and type(b) is str and (a + b).isprintable()):
+            a, b = for_people(a), for_people(b)
+        yield (f"{a:<24} {b:<24} {'-' if p.hamming is None else p.hamming:>7} {number(p.cosine):>7} "
+               f"{number(p.jaccard):>7} {number(p.containment):>7}  {p.decided_by}")
 
 
 def _number(value: float | None) -> str:

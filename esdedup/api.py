@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from esdedup.readers import read_text_file
 from esdedup.schema import content_sha1
 from esdedup.store.base import Capability, ScannableStore, Store, StoreCore, require
 from esdedup.store.partition import Partition
+from esdedup.util.collector import fewer_collections
 from esdedup.util.fieldtypes import checked_args
 
 
@@ -262,10 +264,13 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     crowded: list[tuple[str, int]] = []
     # Asked once: the search and the crowded report must agree. Without signatures there is nothing to join.
     in_memory = lsh_in_memory(store) if lsh_join == "auto" else lsh_join == "memory" and store.config.gets_signatures
-    pairs = sorted(find_pairs(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
-                              in_memory=in_memory),
-                   key=lambda p: (p.a, p.b))
-    groups = clusters(pairs)
+    # Every pair, and the exact copies' rows before them, are held until the clusters are made: collected
+    # less often meanwhile (the full collections alone were a tenth of `dups` on 100,000 short texts).
+    with fewer_collections():
+        pairs = sorted(find_pairs(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
+                                  in_memory=in_memory),
+                       key=attrgetter("a", "b"))
+        groups = clusters(pairs)
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
     if write_clusters:
         report.labels_written = _join_clusters(store, groups)

@@ -30,8 +30,8 @@ from esdedup.match.rule import (
 )
 from esdedup.match.thresholds import Thresholds
 
-__all__ = ["Measures", "SketchColumns", "hamming_of", "measure", "measure_pairs", "measured", "measures_row",
-           "minhash_estimates", "row_cosines"]
+__all__ = ["COSINE_PLACES", "ESTIMATE_PLACES", "Measures", "SketchColumns", "hamming_of", "measure", "measure_pairs",
+           "measured", "measures_row", "minhash_estimates", "row_cosines", "shown"]
 
 
 @dataclass
@@ -69,6 +69,33 @@ def hamming_of(value: Any) -> int | None:
     return None if np.isnan(value) else int(value)
 
 
+#: Decimal places a shown cosine and a shown MinHash estimate keep (`measures_row`).
+COSINE_PLACES, ESTIMATE_PLACES = 6, 4
+#: Values `shown` remembers for each number of places before it starts over.
+_SHOWN_MAX = 1 << 16
+_SHOWN: dict[int, dict[float, float]] = {}
+
+
+def shown(value: float, places: int) -> float:
+    """``round(value, places)``, remembered: the output of an all-pairs search rounds tens of thousands of
+    measures that take a few thousand values (a Jaccard estimate is a whole count over the signature's length),
+    and `round` converts through decimal digits each time. Only a nonzero float is remembered: ``-0.0`` equals
+    ``0.0`` and ``1`` equals ``1.0`` as keys, yet they round to numbers shown differently.
+
+    >>> shown(0.84375, 4), shown(0.84375, 4), shown(-0.0, 4), shown(1, 4)
+    (0.8438, 0.8438, -0.0, 1)
+    """
+    if type(value) is not float or not value or value != value:
+        return round(value, places)
+    seen = _SHOWN.setdefault(places, {})
+    out = seen.get(value)
+    if out is None:
+        if len(seen) >= _SHOWN_MAX:
+            seen.clear()
+        out = seen[value] = round(value, places)
+    return out
+
+
 def measures_row(hamming: int | None, cosine: float | None, jaccard: float | None, containment: float | None,
                  decided_by: str) -> dict[str, Any]:
     """A pair's measures as output shows them (`dups`, `similar`): Hamming None where a text has no SimHash
@@ -77,10 +104,10 @@ def measures_row(hamming: int | None, cosine: float | None, jaccard: float | Non
     >>> measures_row(3, None, 0.81234, None, "jaccard")
     {'hamming': 3, 'cosine': None, 'jaccard': 0.8123, 'containment': 0.0, 'decided_by': 'jaccard'}
     """
-    row: dict[str, Any] = {"hamming": hamming, "cosine": None if cosine is None else round(cosine, 6)}
+    row: dict[str, Any] = {"hamming": hamming, "cosine": None if cosine is None else shown(cosine, COSINE_PLACES)}
     if jaccard is not None:
-        row["jaccard"] = round(jaccard, 4)
-        row["containment"] = round(containment or 0.0, 4)
+        row["jaccard"] = shown(jaccard, ESTIMATE_PLACES)
+        row["containment"] = shown(containment or 0.0, ESTIMATE_PLACES)
     if decided_by:
         row["decided_by"] = decided_by
     return row

@@ -41,6 +41,7 @@ from esdedup.match.rule import (
     is_duplicate,
     reads_cosine,
 )
+from esdedup.match.seen import SeenPairs
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import KeyBatch, ScannableStore, StoredDoc
 from esdedup.store.columns import SignatureColumns, copy_rows, reads_copy_columns, reads_signature_columns
@@ -269,29 +270,6 @@ def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: in
     yield from scorer.score_pairs(copies.unpaired())
 
 
-class _SeenPairs:
-    """The candidate pairs measured so far, as (id, id): added one at a time, or as the rows of a join (ids
-    and index arrays, turned into pairs only when a later step first asks, which many stores never do: the
-    key groups of a store of short texts are empty)."""
-
-    def __init__(self) -> None:
-        self._pairs: set[tuple[str, str]] = set()
-        self._rows: list[tuple[list[str], np.ndarray, np.ndarray]] = []
-
-    def add(self, pair: tuple[str, str]) -> None:
-        self._pairs.add(pair)
-
-    def add_rows(self, ids: list[str], left: np.ndarray, right: np.ndarray) -> None:
-        """The pairs (``ids[left[x]]``, ``ids[right[x]]``)."""
-        self._rows.append((ids, left, right))
-
-    def __contains__(self, pair: tuple[str, str]) -> bool:
-        for ids, left, right in self._rows:
-            self._pairs.update(zip([ids[i] for i in left.tolist()], [ids[j] for j in right.tolist()], strict=True))
-        self._rows = []
-        return pair in self._pairs
-
-
 class _PairScorer:
     """Measures candidate pairs once each: the pairs seen so far, and a bounded cache of fetched documents."""
 
@@ -299,7 +277,7 @@ class _PairScorer:
         self.store = store
         self.config: FingerprintConfig = store.config
         self.hamming_k = hamming_k
-        self.seen = _SeenPairs()
+        self.seen = SeenPairs()
         self.cache: dict[str, StoredDoc] = {}
 
     def fetch(self, ids: Iterable[str]) -> None:
@@ -501,7 +479,7 @@ def _lsh_join(store: ScannableStore, max_bucket: int, crowded: list[tuple[str, i
     return cols, left, right
 
 
-def _lsh_pairs(store: ScannableStore, seen: _SeenPairs, max_bucket: int,
+def _lsh_pairs(store: ScannableStore, seen: SeenPairs, max_bucket: int,
                crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
     """`scored_pairs` for the LSH bands, from one read of the columns: candidate pairs joined in memory and
     measured as `esdedup.match.measures.measure_pairs` measures them."""
@@ -517,7 +495,7 @@ def _lsh_pairs(store: ScannableStore, seen: _SeenPairs, max_bucket: int,
             yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
 
-def _lsh_duplicates(store: ScannableStore, seen: _SeenPairs, t: Thresholds, max_bucket: int,
+def _lsh_duplicates(store: ScannableStore, seen: SeenPairs, t: Thresholds, max_bucket: int,
                     crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[Pair]:
     """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order: the rule
     (`esdedup.match.rule.decide`) over each chunk's measures, a `Pair` made only for the pairs it keeps, with
@@ -556,7 +534,11 @@ def _hamming_list(hamming: np.ndarray) -> list[int | None]:
     """Hamming distances of `Measures` as ints, None where a side carries no SimHash (`hamming_of`)."""
     if hamming.dtype.kind in "iu":
         return hamming.tolist()  # type: ignore[no-any-return]
-    return [hamming_of(h) for h in hamming]
+    missing = np.isnan(hamming)
+    if missing.all():  # texts too short for terms: every pair of a store of short texts
+        return [None] * len(hamming)
+    # One pass in numpy, not `hamming_of` a value (each a numpy call).
+    return [None if m else int(h) for h, m in zip(hamming.tolist(), missing.tolist(), strict=True)]
 
 
 def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int = 1000,

@@ -187,9 +187,10 @@ def decided_by_many(t: Thresholds, *, hamming: ArrayLike, cosine: ArrayLike, jac
                                 ~np.isnan(np.asarray(cosine, dtype=np.float64)), passed)
     # What the name depends on, as one number a pair: each of the few combinations named once.
     codes = sum(f.ravel().astype(np.int64) << k for k, f in enumerate(flags))
-    names = {code: _decided_by(t, *(bool(code >> k & 1) for k in range(len(flags))))
-             for code in np.unique(codes).tolist()}
-    return [names[c] for c in codes.tolist()]  # type: ignore[union-attr]
+    listed: list[int] = codes.tolist()  # type: ignore[union-attr]
+    # The distinct codes by a set of the list made anyway: `np.unique` would sort them, and imports numpy.ma.
+    names = {code: _decided_by(t, *(bool(code >> k & 1) for k in range(len(flags)))) for code in set(listed)}
+    return [names[c] for c in listed]
 
 
 def _decided_by(t: Thresholds, signed: bool, legacy_short: bool, hamming: bool, cosine: bool,

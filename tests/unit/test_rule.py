@@ -130,6 +130,33 @@ def test_union_returns_the_joined_root_and_find_adds_an_item():
     assert uf.union(3, 7) == 3 and uf.find(5) == 3
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_flattened_maps_every_item_to_its_sets_smallest_in_first_seen_order(seed):
+    """Against a plain search of the graph, over random pairs and long chains (path halving at work)."""
+    rng = random.Random(seed)
+    n = rng.randrange(2, 400)
+    pairs = [(rng.randrange(n), rng.randrange(n)) for _ in range(rng.randrange(1, 2 * n))]
+    pairs += [(i, i + 1) for i in range(n, n + rng.randrange(50, 300))][::rng.choice((1, -1))]  # a chain
+    uf = UnionFind[int]()
+    for a, b in pairs:
+        uf.union(a, b)
+    links: dict[int, set[int]] = {}
+    for a, b in pairs:
+        links.setdefault(a, set()).add(b)
+        links.setdefault(b, set()).add(a)
+    smallest: dict[int, int] = {}
+    for start in links:
+        if start not in smallest:
+            todo, group = [start], {start}
+            while todo:
+                for nxt in links[todo.pop()] - group:
+                    group.add(nxt)
+                    todo.append(nxt)
+            smallest.update(dict.fromkeys(group, min(group)))
+    first_seen = list(dict.fromkeys(x for p in pairs for x in p))
+    assert list(uf.flattened().items()) == [(x, smallest[x]) for x in first_seen]
+
+
 def test_union_groups_joins_cluster_roots_that_share_an_id():
     groups = [[(3, "c"), (1, "a")], [(2, "b")], [(1, "a"), (9, "z")], [(2, "b"), (4, "d")], [(7, "g")]]
     for order in itertools.permutations(groups):
