@@ -57,6 +57,9 @@ FETCH_BATCH = 2000
 PAIR_BATCH = 20_000
 #: Fingerprints kept in memory while verifying pairs before the cache starts over.
 CACHE_MAX = 200_000
+#: Pairs whose smallest shared key `_PairScorer.key_groups` remembers in a batch (found at a pair's first group
+#: there, not in each group of a key the two share: a fifth of a partition's job at scale) before it starts over.
+SMALLEST_KEYS_MAX = 1 << 18
 #: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one read of the
 #: store's `SignatureColumns`, a sort per band), for stores of up to this many documents (512 bytes each);
 #: larger ones use the store's key groups (`KeyScans.key_batches`). Both give the same pairs.
@@ -313,11 +316,12 @@ class _PairScorer:
             batches = self.store.key_batches(max_bucket=max_bucket, lsh=lsh)
         for batch in batches:
             known.update(batch.docs)
+            smallest: dict[tuple[str, str], str | None] = {}  # see SMALLEST_KEYS_MAX
             for key, count, ids in batch.groups:
                 if len(ids) >= max_bucket:
                     log.warning("band value %s is shared by %d or more documents; only %d were compared "
                                 "(boilerplate? see the index's crowded band values)", key, max_bucket, max_bucket)
-                owned = self._owned(key, ids, batch.keys, crowded_seen if count > max_bucket else None)
+                owned = self._owned(key, ids, batch.keys, crowded_seen if count > max_bucket else None, smallest)
                 if share is not None and count > max_bucket:
                     owned = (p for p in owned if pair_share(*p, share.count) == share.index)
                 pending += owned
@@ -329,22 +333,29 @@ class _PairScorer:
         yield from self.score_pairs(pending, known)
 
     def _owned(self, key: str, ids: list[str], keys: Mapping[str, frozenset[str]],
-               crowded_seen: set[tuple[str, str]] | None) -> Iterator[tuple[str, str]]:
+               crowded_seen: set[tuple[str, str]] | None,
+               smallest: dict[tuple[str, str], str | None]) -> Iterator[tuple[str, str]]:
         """The pairs of a key group (ids sorted) to measure here: those whose smallest shared key (not
-        crowded) is ``key``; for a crowded key (``crowded_seen`` given), those sharing no other key, once."""
+        crowded) is ``key``; for a crowded key (``crowded_seen`` given), those sharing no other key, once.
+        ``smallest``: pair -> its smallest shared key (None: none), as far as known."""
         none: frozenset[str] = frozenset()
+        if len(smallest) > SMALLEST_KEYS_MAX:
+            smallest.clear()
         for i, a in enumerate(ids[:-1]):
             mine = keys.get(a, none)
             for b in ids[i + 1:]:
-                if (a, b) in self.seen:  # joined in memory already (the LSH bands, or probing layouts)
+                pair = (a, b)
+                if pair in self.seen:  # joined in memory already (the LSH bands, or probing layouts)
                     continue
-                shared = mine & keys.get(b, none)
+                if pair not in smallest:
+                    smallest[pair] = min(mine & keys.get(b, none), default=None)
+                first = smallest[pair]
                 if crowded_seen is None:
-                    if not shared or min(shared) == key:
-                        yield a, b
-                elif not shared and (a, b) not in crowded_seen:
-                    crowded_seen.add((a, b))
-                    yield a, b
+                    if first is None or first == key:
+                        yield pair
+                elif first is None and pair not in crowded_seen:
+                    crowded_seen.add(pair)
+                    yield pair
 
     def score_pairs(self, pairs: list[tuple[str, str]],
                     known: Mapping[str, StoredDoc] | None = None) -> Iterator[ScoredPair]:

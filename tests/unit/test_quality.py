@@ -306,6 +306,28 @@ def test_all_pairs_in_memory_equals_store_key_groups(tmp_path, fper, monkeypatch
     store.drop()
 
 
+def test_store_key_groups_measure_each_pair_once_under_its_smallest_shared_key(tmp_path, fper, monkeypatch):
+    """Read from the store's key groups, a pair of near-duplicates turns up in the group of every key the two
+    share (a dozen LSH and band keys); it is measured under the smallest one alone: no pair twice, and the
+    pairs are those of the in-memory join."""
+    import esdedup.match.pairs as pairs_module
+    from tests.corpus import make_corpus
+
+    docs, _ = make_corpus(300, 60, seed=13, sentences=(1, 8))
+    store = LocalStore("once", tmp_path)
+    store.open(fper.config)
+    fps = fper.fingerprint_many([d["text"] for d in docs])
+    list(store.write(NewDoc(d["id"], fp, {"text": d["text"]}, "") for d, fp in zip(docs, fps, strict=True)))
+    in_memory = sorted((p.a, p.b) for p in scored_pairs(store))
+    monkeypatch.setattr(pairs_module, "LSH_IN_MEMORY_MAX", -1)
+    from_groups = [(p.a, p.b) for p in scored_pairs(store)]
+    lsh = {d["id"]: set(fp.lsh) for d, fp in zip(docs, fps, strict=True)}
+    shared = {(a, b) for a, b in from_groups if len(lsh[a] & lsh[b]) > 1}
+    assert len(from_groups) == len(set(from_groups)) and sorted(from_groups) == in_memory
+    assert len(shared) >= 20  # pairs that several groups hold
+    store.drop()
+
+
 def test_all_pairs_in_memory_measures_equal_measure_pair_by_pair(tmp_path, fper):
     """The in-memory LSH join measures its candidate pairs in bulk (`SketchColumns.measure`); every number must be
     the one `measure` gives the two stored documents, or `dups` would decide otherwise than `similar`."""
