@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import cast
 
+import numpy as np
 import pytest
 from esdedup_cli.main import app
 
@@ -20,7 +21,7 @@ from esdedup.match import partitioned
 from esdedup.match.clusters import clusters
 from esdedup.schema import DEDUP, LSH_KEYS, content_sha1
 from esdedup.store.base import Capability, NewDoc, Store, offers
-from esdedup.store.columns import CopyColumnsStore, copy_rows
+from esdedup.store.columns import CopyColumnsStore, SignatureColumns, SignatureColumnsStore, copy_rows
 from esdedup.store.elastic import keys as elastic_keys
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
@@ -206,6 +207,22 @@ def test_both_stores_read_the_copy_columns_a_scan_gives(store):
     holds the copies, not a row a document."""
     assert offers(store, Capability.COPY_COLUMNS)
     assert_copy_columns_are_the_copies(store)
+
+
+def test_both_stores_read_the_signature_columns_a_scan_gives(store):
+    """All-pairs search reads every signed document's sketch as columns on both stores, without a document
+    object each (on Elasticsearch four doc values, the signature and the vector a hit, not every field a scan
+    asks the nodes for): exactly `SignatureColumns.of` a scan, the texts without words and the short ones left
+    out."""
+    assert offers(store, Capability.SIGNATURE_COLUMNS)
+    config = store.config
+    read = cast(SignatureColumnsStore, store).signature_columns(config.minhash_perm)
+    scanned = SignatureColumns.of((d for batch in store.scan() for d in batch), config.minhash_perm, config.dims)
+    assert (read.ids, read.simhash, read.chars, read.shingles) == (scanned.ids, scanned.simhash, scanned.chars,
+                                                                   scanned.shingles)
+    assert read.sigs.dtype == scanned.sigs.dtype == np.uint32 and np.array_equal(read.sigs, scanned.sigs)
+    assert read.vectors().tobytes() == scanned.vectors().tobytes()
+    assert 0 < len(read.ids) < store.count()
 
 
 def test_the_copies_are_read_a_page_of_sha1s_at_a_time(fetching_store, monkeypatch):

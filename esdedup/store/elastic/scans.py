@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
-from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE
-from esdedup.schema import EMPTY
+import numpy as np
+
+from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE, hit_parts, parse_minhash, parse_simhash
+from esdedup.fingerprint.values import zero_vector
+from esdedup.schema import CHARS, EMPTY, SHINGLES, SIMHASH
 from esdedup.store.base import StoredDoc
+from esdedup.store.columns import SignatureColumns
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.util.prefetch import ahead
 
@@ -66,3 +71,40 @@ def scan_empty(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[Store
     """See `Store.scan_empty`: the documents without words, through a point in time."""
     for hits in hit_pages(index, "scanning documents without words", query={"term": {EMPTY: True}}, batch=batch):
         yield [index.doc(h) for h in hits]
+
+
+#: What all-pairs search reads of each document (`signature_columns`): four doc values of those a `scan` asks
+#: the nodes for, the signature and the vector from ``_source``.
+_SIGNATURE_DOCVALUES = (SIMHASH, EMPTY, CHARS, SHINGLES)
+_SIGNATURE_PARTS = ("simhash", "empty", "chars", "shingles", "minhash", "vector")
+
+
+def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
+    """See `esdedup.store.columns.SignatureColumnsStore`: `SignatureColumns.of` a `scan`, each part read as
+    `ElasticIndex.doc` reads it (the same values, the same refusals), without a `StoredDoc` a hit; the
+    signatures stacked a page at a time."""
+    config = index.config
+    zero = zero_vector(config.dims)
+    rows: list[tuple[str, int, int, int, int, np.ndarray]] = []  # id, SimHash, length, n-grams, row, vector
+    pages: list[np.ndarray] = []
+    for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
+        page: list[np.ndarray] = []
+        for h in hits:
+            p = hit_parts(h, _SIGNATURE_PARTS)
+            simhash = parse_simhash(p["simhash"] or "0", config.bits, h)
+            sig = parse_minhash(p["minhash"] or None, h)
+            shingles = int(p["shingles"] or 0)
+            if p["empty"] or sig is None or shingles <= 0 or len(sig) != perm:
+                continue
+            vec = p["vector"]
+            rows.append((h["_id"], simhash, int(p["chars"] or 0), shingles, len(rows),
+                         np.asarray(vec, dtype=np.float32) if vec is not None else zero))
+            page.append(sig)
+        if page:
+            pages.append(np.stack(page))
+    rows.sort(key=itemgetter(0))
+    sigs = np.concatenate(pages)[[r[4] for r in rows]] if rows else np.zeros((0, perm), dtype=np.uint32)
+    vectors = [r[5] for r in rows]
+    return SignatureColumns([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+                            sigs, lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
+                                           else np.zeros((0, config.dims), dtype=np.float32)))

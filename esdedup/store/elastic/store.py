@@ -30,6 +30,7 @@ from esdedup.store.base import (
     TopKeys,
     WriteResult,
 )
+from esdedup.store.columns import SignatureColumns
 from esdedup.store.elastic import browse, keys, lookup, scans
 from esdedup.store.elastic import labels as labelling
 from esdedup.store.elastic.index import PAGE, ElasticIndex
@@ -55,7 +56,7 @@ class ElasticStore:
 
     #: Every protocol of `Store`, and what only an index offers (`ElasticsearchBacked`).
     capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_KEYS, Capability.BROWSING,
-                              Capability.ELASTICSEARCH, Capability.COPY_COLUMNS})
+                              Capability.ELASTICSEARCH, Capability.COPY_COLUMNS, Capability.SIGNATURE_COLUMNS})
     #: Other writers' documents become visible only after a refresh: writers settle labels afterwards.
     settles = True
     #: Documents go out as JSON: ingest's workers encode the ``dedup`` fields (`NewDoc.dedup_json`).
@@ -186,6 +187,10 @@ class ElasticStore:
 
     def scan(self, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
         return scans.scan(self.index, batch=batch)
+
+    def signature_columns(self, perm: int) -> SignatureColumns:
+        """See `esdedup.store.columns.SignatureColumnsStore` (`scans.signature_columns`)."""
+        return scans.signature_columns(self.index, perm)
 
     def copy_columns(self) -> list[tuple[str, str, bool]]:
         """See `esdedup.store.columns.CopyColumnsStore` (`keys.copy_columns`: the copies only)."""
