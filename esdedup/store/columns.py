@@ -41,9 +41,9 @@ class SignatureColumns:
 
 
 class SignatureColumnsStore(Protocol):
-    """A store that reads its documents' signatures as columns without a `StoredDoc` each (the embedded
-    store): it declares `Capability.SIGNATURE_COLUMNS` (`reads_signature_columns` tells); all-pairs search
-    reads `SignatureColumns.of` a `KeyScans.scan` of any other."""
+    """A store that reads its documents' signatures as columns without a `StoredDoc` each (both stores): it
+    declares `Capability.SIGNATURE_COLUMNS` (`reads_signature_columns` tells); all-pairs search reads
+    `SignatureColumns.of` a `KeyScans.scan` of any other."""
 
     def signature_columns(self, perm: int) -> SignatureColumns:
         """`SignatureColumns.of` every stored document, read at once."""

@@ -25,8 +25,7 @@ def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None
     point in time, sorted by ``_shard_doc``, search_after paging), with the fingerprint's doc values and the
     signature/vector ``_source`` (``source`` False: doc values only); ``versions`` adds each hit's
     ``_seq_no``/``_primary_term``. The next page is asked for while the caller reads this one (`ahead`): the
-    nodes' search and the caller's work overlap instead of taking turns (a whole scan's wall time was their
-    sum)."""
+    nodes' search and the caller's work overlap instead of taking turns (a scan's wall time their sum)."""
     return ahead(_pages(index, what, query, min(batch, PAGE), docvalue_fields, versions, keep_alive, source))
 
 
