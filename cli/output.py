@@ -209,17 +209,8 @@ def pair_json_lines(pairs: Iterable[Any]) -> Iterator[str]:
     pair whose values are of any other type is written by `json_text` itself."""
     from esdedup.match.measures import COSINE_PLACES, ESTIMATE_PLACES, shown
 
-    # The JSON of each shown measure, by the value measured (a few thousand values in a large output). A zero
-    # is not looked up: 0.0 and -0.0 are one key, and are shown differently.
-    cosines: dict[float, str] = {}
-    estimates: dict[float, str] = {}
-
-    def text(value: float, places: int, seen: dict[float, str]) -> str:
-        out = _JSON.encode(shown(value, places))
-        if value and value == value and len(seen) < 1 << 16:
-            seen[value] = out
-        return out
-
+    cosine = _remembered(lambda value: _JSON.encode(shown(value, COSINE_PLACES)))
+    estimate = _remembered(lambda value: _JSON.encode(shown(value, ESTIMATE_PLACES)))
     string = _JSON_STRING
     for p in pairs:
         h, c, j, k, by = p.hamming, p.cosine, p.jaccard, p.containment, p.decided_by
@@ -229,12 +220,27 @@ def pair_json_lines(pairs: Iterable[Any]) -> Iterator[str]:
             yield _JSON.encode(p.to_dict())
             continue
         line = (f'{{"a": {string(p.a)}, "b": {string(p.b)}, "hamming": {"null" if h is None else int.__repr__(h)}, '
-                f'"cosine": {"null" if c is None else cosines.get(c) or text(c, COSINE_PLACES, cosines)}')
+                f'"cosine": {"null" if c is None else cosine(c)}')
         if j is not None:
-            k = k or 0.0
-            line += (f', "jaccard": {estimates.get(j) or text(j, ESTIMATE_PLACES, estimates)}, '
-                     f'"containment": {estimates.get(k) or text(k, ESTIMATE_PLACES, estimates)}')
+            line += f', "jaccard": {estimate(j)}, "containment": {estimate(k or 0.0)}'
         yield f'{line}, "decided_by": {string(by)}}}' if by else line + "}"
+
+
+def _remembered(show: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``show`` of each measure, remembered by the value (a large output shows tens of thousands of measures that
+    take a few thousand values), at most 65,536 of them. Only a nonzero float is remembered: 0.0 and -0.0 are
+    one key yet shown differently, NaN is equal to nothing, and 1 and 1.0 are one key."""
+    seen: dict[float, str] = {}
+
+    def remembered(value: Any) -> str:
+        out = seen.get(value) if value else None
+        if out is None:
+            out = show(value)
+            if value and value == value and type(value) is float and len(seen) < 1 << 16:
+                seen[value] = out
+        return out
+
+    return remembered
 
 
 #: What `_JSON` writes a string with (ensure_ascii off: the C encoder's ``encode_basestring``).
@@ -319,16 +325,7 @@ def _printable(value: Any) -> bool:
 
 def _table_rows(pairs: Iterable[Any]) -> Iterator[str]:
     """The table's row of each pair (`Printer.pairs`)."""
-    numbers: dict[float, str] = {}  # `_number` of each nonzero value seen (0.0 and -0.0 are one key)
-
-    def number(value: float | None) -> str:
-        out = numbers.get(value) if value else None  # type: ignore[arg-type]
-        if out is None:
-            out = _number(value)
-            if value and value == value and type(value) is float and len(numbers) < 1 << 16:
-                numbers[value] = out
-        return out
-
+    number = _remembered(_number)
     for p in pairs:
         a, b = p.a, p.b
         if not (type(a) is str and type(b) is str and (a + b).isprintable()):

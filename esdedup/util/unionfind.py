@@ -74,10 +74,7 @@ class UnionFind(Generic[T]):
         """
         parent = self._parent
         for item in parent:
-            root = item
-            while (up := parent[root]) != root:  # `find`, written out as in `union`
-                parent[root] = root = parent[up]
-            parent[item] = root
+            parent[item] = self.find(item)
         return parent
 
     def groups(self) -> list[list[T]]:
