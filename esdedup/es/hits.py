@@ -17,6 +17,7 @@ import numpy as np
 
 from esdedup.errors import InputError
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
+from esdedup.fingerprint.values import zero_vector
 from esdedup.schema import (
     CHARS,
     CLUSTER_ID,
@@ -99,6 +100,13 @@ def parse_simhash(raw: Any, bits: int, hit: Mapping[str, Any]) -> int:
         raise InputError(f"hit {hit.get('_id')!r}: {SIMHASH} {raw!r} is wider than {bits} bits"
                          + (" (is the index's config a 128-bit one?)" if bits == 64 else ""))
     return value
+
+
+def parse_vector(raw: Any, dims: int) -> np.ndarray:
+    """A hit's TF vector as float32; one shared read-only zero vector (`zero_vector`) for a document stored
+    without one (most short texts), as the embedded store reads them: a scan would otherwise make a kilobyte of
+    zeros a document."""
+    return np.asarray(raw, dtype=np.float32) if raw is not None else zero_vector(dims)
 
 
 def parse_minhash(raw: Any, hit: Mapping[str, Any], perm: int | None = None) -> np.ndarray | None:

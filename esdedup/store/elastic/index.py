@@ -8,17 +8,14 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from esdedup.errors import ConfigError, IndexNotFound, StoreError
 from esdedup.es import versions
 from esdedup.es.answers import with_memory_hint
 from esdedup.es.connect import aggregation_timeout
 from esdedup.es.errors import es_errors
-from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash
+from esdedup.es.hits import STORED_PARTS, hit_parts, hit_version, parse_minhash, parse_simhash, parse_vector
 from esdedup.es.query import ids_body
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.values import zero_vector
 from esdedup.schema import DEDUP, LSH_KEYS, config_from_meta, index_settings, key_fields, mapping_for
 from esdedup.store.base import OpenResult, StoredDoc
 from esdedup.store.names import mismatch_error, validate_name
@@ -227,13 +224,10 @@ class ElasticIndex:
         signature in ``_source``) as a `StoredDoc`."""
         config = self.config
         p = hit_parts(hit, STORED_PARTS)
-        vec = p["vector"]
-        # A document stored without a vector (most short texts) reads the shared read-only zero one, as the
-        # embedded store's do: a scan would otherwise make a kilobyte of zeros a document.
-        vector = np.asarray(vec, dtype=np.float32) if vec is not None else zero_vector(config.dims)
-        return StoredDoc(hit["_id"], parse_simhash(p["simhash"] or "0", config.bits, hit), vector,
-                         bool(p["empty"] or False), int(p["tokens"] or 0), int(p["chars"] or 0), p["cluster_id"],
-                         p["duplicate_of"], minhash=parse_minhash(p["minhash"] or None, hit),
+        return StoredDoc(hit["_id"], parse_simhash(p["simhash"] or "0", config.bits, hit),
+                         parse_vector(p["vector"], config.dims), bool(p["empty"] or False), int(p["tokens"] or 0),
+                         int(p["chars"] or 0), p["cluster_id"], p["duplicate_of"],
+                         minhash=parse_minhash(p["minhash"] or None, hit),
                          shingles=int(p["shingles"] or 0), seq=int(p["seq"] or 0),
                          cluster_seq=int(p["cluster_seq"] or 0), version=hit_version(hit),
                          content_sha1=p["content_sha1"])

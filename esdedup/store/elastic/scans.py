@@ -9,8 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.es.hits import FINGERPRINT_FIELDS, VECTOR_SOURCE, hit_parts, parse_minhash, parse_simhash
-from esdedup.fingerprint.values import zero_vector
+from esdedup.es.hits import (
+    FINGERPRINT_FIELDS,
+    VECTOR_SOURCE,
+    hit_parts,
+    parse_minhash,
+    parse_simhash,
+    parse_vector,
+)
 from esdedup.schema import CHARS, EMPTY, SHINGLES, SIMHASH
 from esdedup.store.base import StoredDoc
 from esdedup.store.columns import SignatureColumns
@@ -83,7 +89,6 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
     `ElasticIndex.doc` reads it (the same values, the same refusals), without a `StoredDoc` a hit; the
     signatures stacked a page at a time."""
     config = index.config
-    zero = zero_vector(config.dims)
     rows: list[tuple[str, int, int, int, int, np.ndarray]] = []  # id, SimHash, length, n-grams, row, vector
     pages: list[np.ndarray] = []
     for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
@@ -95,9 +100,8 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
             shingles = int(p["shingles"] or 0)
             if p["empty"] or sig is None or shingles <= 0 or len(sig) != perm:
                 continue
-            vec = p["vector"]
             rows.append((h["_id"], simhash, int(p["chars"] or 0), shingles, len(rows),
-                         np.asarray(vec, dtype=np.float32) if vec is not None else zero))
+                         parse_vector(p["vector"], config.dims)))
             page.append(sig)
         if page:
             pages.append(np.stack(page))
