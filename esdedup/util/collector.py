@@ -4,7 +4,7 @@ An ingest run holds a batch's records, fingerprints, labels and rows until the b
 every stored document before it joins their signatures. Python collects its youngest generation every 700
 allocations, and makes a full collection, which traverses every tracked object, whenever the objects that
 survived have grown by a quarter. Over such work those collections traverse the same live objects again and
-again and find no garbage: reference counting frees these objects. BENCHMARKS.md (All pairs) has what they cost.
+again and find no garbage: reference counting frees these objects.
 """
 from __future__ import annotations
 
