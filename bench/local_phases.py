@@ -46,6 +46,7 @@ STEPS = [
     (labels.BatchCandidates, "__init__", "candidates in the run's memory and the rule's verdicts (all)", False),
     (runindex.RunIndex, "_hold_queued", "... the batch before added to the run index", False),
     (labels.NearDuplicates, "many", "... the rule's verdicts", False),
+    (runindex.RunIndex, "lookup_many", "... the run index looked up (documents made)", False),
     (labels.Labeller, "_label", "labels record by record (clusters joined)", False),
     (labels.Labeller, "new_docs", "documents to write", False),
     (local_store.LocalStore, "_write_batch", "the write (rows, SQLite, commit)", False),
