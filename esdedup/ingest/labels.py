@@ -22,6 +22,7 @@ from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
+from esdedup.ingest.doccolumns import DocColumns
 from esdedup.ingest.documents import (
     FingerprintedRecord,
     Labels,
@@ -33,6 +34,7 @@ from esdedup.ingest.documents import (
 )
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys
+from esdedup.ingest.runverdicts import near_in_run
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
@@ -64,6 +66,12 @@ class NearDuplicates:
         """`among` of several texts, measured together: the positions of each one's near-duplicates in its
         candidates."""
         return near_positions(sketches, cands, self.config, self.thresholds, exclude=own_ids, sha1s=sha1s)
+
+    def in_run(self, docs: DocColumns, sketches: Sequence[Sketch], positions: Sequence[Sequence[int]],
+               own_ids: Sequence[str], sha1s: Sequence[str | None]) -> list[list[int]]:
+        """`many` of candidates in the run index (``positions`` in its ``docs``), measured from its columns:
+        each text's near-duplicates among them, as positions in ``docs``."""
+        return near_in_run(docs, sketches, positions, self.config, self.thresholds, exclude=own_ids, sha1s=sha1s)
 
 
 def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool) -> list[str]:
@@ -122,7 +130,13 @@ class BatchCandidates:
         self._hold_at = _offsets(holds.counts)
         self._probe_at = self._hold_at if probes is holds else _offsets(probes.counts)
         run_index = labeller.window.run_index
-        self._earlier = run_index.lookup_many(probes)
+        #: Each record's candidates in the run index as the batch began, by position in its documents (`docs`),
+        #: measured from its columns; a `StoredDoc` is made only of those labelling reads (`_run_doc`).
+        self._earlier = run_index.lookup_positions(probes)
+        self._docs = run_index.docs
+        self._run_docs: dict[int, StoredDoc] = {}
+        #: id() of every document `_run_doc` made (each one a near-duplicate of the record it was made for).
+        self._run_made: set[int] = set()
         #: Whether the run index holds every record added under every key it holds (`RunIndex.takes_all`): most
         #: batches, whose records then go into it together (`RunIndex.add_later`).
         self._later = run_index.takes_all(holds.hashes)
@@ -137,8 +151,7 @@ class BatchCandidates:
         self._items, self._rule = items, labeller.rule
         # One document a record, however many later records it is a peer of.
         peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
-        superset = [[*f, *e, *(peer_docs[j] for j in peers)]
-                    for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
+        superset = [[*f, *(peer_docs[j] for j in peers)] for f, peers in zip(found, self._peers, strict=True)]
         # Only the records with a candidate are measured: a record's verdicts are its pairs' alone, and one
         # without a candidate has none (most of a batch).
         todo = [r for r, cands in enumerate(superset) if cands]
@@ -147,15 +160,23 @@ class BatchCandidates:
                                                          [items[r].id for r in todo], [items[r].sha1 for r in todo]),
                                 strict=True):
             near[r] = positions
+        in_run = [r for r, e in enumerate(self._earlier) if e]
+        #: The positions of each record's near-duplicates among its candidates in the run index, in order.
+        self._near_run: list[list[int]] = [[]] * len(items)  # one empty list, never changed
+        for r, positions in zip(in_run, labeller.rule.in_run(self._docs, [items[r].fp for r in in_run],
+                                                             [self._earlier[r] for r in in_run],
+                                                             [items[r].id for r in in_run],
+                                                             [items[r].sha1 for r in in_run]), strict=True):
+            self._near_run[r] = positions
         # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
         self._near: list[Set[int]] = []
         self._near_peers: list[Set[int]] = []
-        for f, e, peers, cands, positions in zip(found, self._earlier, self._peers, superset, near, strict=True):
+        for f, peers, cands, positions in zip(found, self._peers, superset, near, strict=True):
             if not positions:  # most records: no near-duplicate at all
                 self._near.append(EMPTY)  # the rule pairs it with no candidate
                 self._near_peers.append(EMPTY)
                 continue
-            known = len(f) + len(e)
+            known = len(f)
             self._near.append({id(cands[p]) for p in positions if p < known})
             self._near_peers.append({peers[p - known] for p in positions if p >= known})
 
@@ -179,22 +200,32 @@ class BatchCandidates:
         (most records of a run: they are labelled without a candidate list)."""
         return not self._earlier[i] and not self._peers[i] and not (self._late and self._late_peers(i))
 
-    def candidates(self, i: int, found: list[StoredDoc], deleted: set[str]) -> list[StoredDoc]:
-        """Record ``i``'s candidates: the stored ones, then the run's documents sharing a run key with it (the
-        store's copy of a document wins: its labels may have moved since this run wrote it)."""
-        run = self._earlier[i]
+    def candidates(self, i: int, found: list[StoredDoc], deleted: set[str]) -> tuple[list[StoredDoc], int]:
+        """Record ``i``'s candidates that labelling reads as documents: the stored ones, then those of the
+        run's documents sharing a run key with it that the rule pairs with it, and the batch's records before
+        it that the run index holds under such a key (the store's copy of a document wins: its labels may have
+        moved since this run wrote it); and the latest write order (``seq``) among all its candidates, those
+        of the run index that are not documents here included."""
+        earlier, near_run = self._earlier[i], self._near_run[i]
+        run = [self._run_doc(p) for p in near_run]
         late = self._late_peers(i) if self._late else []
         if self._peers[i] or late:
-            run = list(run)
             probes = set(self._probed(i))
             for j in sorted({*self._peers[i], *late}):
                 doc = self._added_doc(j)
                 if doc is not None and probes.intersection(self._held(j)) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
-            return run
+            after = int(self._docs.seqs(np.array(earlier, dtype=np.int64)).max()) if earlier else 0
+            return run, max(after, max(map(_seq, run), default=0))
         seen = {c.id for c in found}
-        return [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
+        cands = [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
+        # The run index's candidates that are no document here count as they would in the list.
+        made = set(near_run)
+        counted = [p for p in earlier if p not in made and self._docs.id_at(p) not in seen
+                   and self._docs.id_at(p) not in deleted]
+        after = int(self._docs.seqs(np.array(counted, dtype=np.int64)).max()) if counted else 0
+        return cands, max(after, max(map(_seq, cands), default=0))
 
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
@@ -202,9 +233,10 @@ class BatchCandidates:
         late = self._late_peers(i) if self._late else []
         if late:
             peers = {*peers, *self._paired_late(i, late)}
-        if not near and not peers:
+        made = self._run_made
+        if not near and not peers and not made:
             return []
-        return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
+        return [c for c in cands if id(c) in near or id(c) in made or position_of.get(id(c), -1) in peers]
 
     def _held(self, i: int) -> list[int]:
         """The hashes of the run keys record ``i`` holds."""
@@ -213,6 +245,14 @@ class BatchCandidates:
     def _probed(self, i: int) -> list[int]:
         """The hashes of the run keys record ``i`` looks up."""
         return self._probes.flat[self._probe_at[i]:self._probe_at[i + 1]]
+
+    def _run_doc(self, p: int) -> StoredDoc:
+        """The run index's document at position ``p``, one object for the batch however often it is named."""
+        doc = self._run_docs.get(p)
+        if doc is None:
+            doc = self._run_docs[p] = self._docs[p]
+            self._run_made.add(id(doc))
+        return doc
 
     def _added_doc(self, j: int) -> StoredDoc | None:
         """The document record ``j`` went into the run index as (`add`), one object however often it is named;
@@ -445,9 +485,10 @@ class Labeller:
             seq = WRITE_CLOCK.next()
             return Labels(seq, (seq, d.id))
         self_doc = next((s for s in found if s.id == d.id), None) if found else None
-        cands = found if batch is None else batch.candidates(i, found, self.window.deleted)
+        cands, after = ((found, max(map(_seq, found), default=0)) if batch is None
+                        else batch.candidates(i, found, self.window.deleted))
         if self_doc is not None and not same_text(self_doc, d):
-            return self._labels_of_new_text(d, cands, [] if batch is None else batch.near(i, cands), self_doc)
+            return self._labels_of_new_text(d, after, [] if batch is None else batch.near(i, cands), self_doc)
         if batch is None:
             if self_doc is None:
                 seq = WRITE_CLOCK.next()
@@ -460,7 +501,7 @@ class Labeller:
             if self.on_duplicate == "skip":  # stored already: settling decides whether it stays
                 return Labels(seq, me, stored=self_doc)
         else:
-            seq = WRITE_CLOCK.next(after=max(map(_seq, cands), default=0))
+            seq = WRITE_CLOCK.next(after=after)
             me = (seq, d.id)
             if roots and self.on_duplicate == "skip":
                 return Labels(seq, me, skip_for=min(roots)[1])
@@ -470,14 +511,14 @@ class Labeller:
             self.ledger.cur.joins.append(roots | {me})
         return Labels(seq, self.join(roots | {me}), stored=self_doc)
 
-    def _labels_of_new_text(self, d: FingerprintedRecord, cands: list[StoredDoc], near: list[StoredDoc],
+    def _labels_of_new_text(self, d: FingerprintedRecord, after: int, near: list[StoredDoc],
                             old: StoredDoc) -> Labels:
-        """A new text under an id already stored (``cands``: its candidates, ``near``: the near-duplicates
-        among them): labelled as a new document, apart from the cluster the old text was in (whose label names
+        """A new text under an id already stored (``after``: the latest write order among its candidates,
+        ``near``: its near-duplicates among them): labelled as a new document, apart from the cluster the old text was in (whose label names
         the old text; `relabel_replaced` labels that one again after the write). ``skip``: a new text that
         duplicates another document is skipped, the old one stays."""
         self.window.roots.forget({d.id})
-        seq = WRITE_CLOCK.next(after=max(map(_seq, cands), default=0))
+        seq = WRITE_CLOCK.next(after=after)
         me = (seq, d.id)
         if self.on_duplicate == "index":
             return Labels(seq, me, replaces=old.root)

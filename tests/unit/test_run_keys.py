@@ -154,6 +154,17 @@ class _EveryThird:
     def many(self, sketches, cands, own_ids, sha1s):
         return [[p for p, c in enumerate(cs) if self.pairs(fp.simhash, c.id)] for fp, cs in zip(sketches, cands)]
 
+    def in_run(self, docs, sketches, positions, own_ids, sha1s):
+        return [[p for p in ps if self.pairs(fp.simhash, docs.id_at(p))] for fp, ps in zip(sketches, positions)]
+
+
+class _Every(_EveryThird):
+    """A rule that pairs a record with every candidate: labelling then reads each one as a document."""
+
+    @staticmethod
+    def pairs(n: int, candidate_id: str) -> bool:
+        return True
+
 
 @pytest.mark.parametrize("hashed", [False, True], ids=["keys", "hashes"])
 @pytest.mark.parametrize("switch", ["0", "1"])
@@ -176,20 +187,25 @@ def test_a_batch_s_candidates_are_the_run_index_lookups_as_it_is_labelled(before
         counted = dict(_CROWDED)
         _check_batch(before, batch, hashed=hashed)
         assert _CROWDED == counted
+        _check_batch(before, batch, hashed=hashed, rule=_Every)
+        assert _CROWDED == counted
 
 
 _CROWDED: dict[str, int] = {}
 
 
-def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool) -> list[list[str]]:
-    """Each record's candidates (ids), checked against the run index's lookups."""
+def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool,
+                 rule: type[_EveryThird] = _EveryThird) -> list[list[str]]:
+    """Each record's candidates (ids), checked against the run index's lookups: those labelling reads as
+    documents (the ones the rule pairs it with; with `_Every`, all of them), and the latest write order among
+    them all."""
     config = FingerprintConfig()
     index = RunIndex()
     # Ten or more: some key held by MAX_PER_KEY before the batch; else a few documents, and a batch that fills it.
     for n, keys in enumerate(before * (MAX_PER_KEY // len(before) + 1) if len(before) >= 10 else before):
         index.add_keys(_doc(n), keys)
     items = [_record(n, keys) for n, (keys, _) in enumerate(batch)]
-    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=_EveryThird())
+    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=rule())
     probes = KeyLists([run_keys(d, config, probing=True) for d in items])
     found: list[list[StoredDoc]] = [[] for _ in items]
     holds = KeyLists([run_keys(d, config, probing=False) for d in items])
@@ -201,12 +217,14 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
     seen: list[list[str]] = []
     for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
         expected = index.lookup(probes.keys_of(i))
-        got = cands.candidates(i, [], set())
+        got, after = cands.candidates(i, [], set())
         seen.append([c.id for c in got])
-        assert [c.id for c in got] == [c.id for c in expected]
-        assert [c.id for c in cands.near(i, got)] == [c.id for c in expected if _EveryThird.pairs(i, c.id)]
+        assert after == max((c.seq for c in expected), default=0)
+        assert [c.id for c in cands.near(i, got)] == [c.id for c in expected if rule.pairs(i, c.id)]
+        if rule is _Every:
+            assert [c.id for c in got] == [c.id for c in expected]
         if added:
-            cands.add(i, 0, (0, d.id), index)
+            cands.add(i, 1000 + i, (0, d.id), index)
     if hashed:  # a record's keys were named only where one of them was crowded
         assert all(set(holds_keys[r]) & set(index.crowded) for r in named)
     _CROWDED.clear()
