@@ -118,7 +118,7 @@ class DocColumns:
         self._rows.extend(map(tuple, lists))
 
     def __getitem__(self, p: int) -> StoredDoc:
-        self._settle()
+        self._settle(p)
         row = list(self._rows[p])
         for c, at in enumerate(self._ARRAYS):
             own = self._own[c]
@@ -156,7 +156,7 @@ class DocColumns:
 
     def seqs(self, positions: np.ndarray) -> np.ndarray:
         """The write order (``seq``) of the documents at ``positions``."""
-        self._settle()
+        self._settle_for(positions)
         out = self._scalars["seq"][positions]
         for x in self._odd_of(positions):
             out[x] = self[int(positions[x])].seq
@@ -164,21 +164,28 @@ class DocColumns:
 
     def empties(self, positions: np.ndarray) -> np.ndarray:
         """Whether each document of ``positions`` is a text without words."""
-        self._settle()
+        self._settle_for(positions)
         return self._scalars["empty"][positions]
 
     def id_hashes(self, positions: np.ndarray) -> np.ndarray:
         """Python's ``hash`` of each id of ``positions`` (equal ids, equal hashes; the converse is checked)."""
-        self._settle()
+        self._settle_for(positions)
         return self._scalars["idhash"][positions]
 
     def id_at(self, p: int) -> str:
-        self._settle()
+        self._settle(p)
         return self._rows[p][self._ID]  # type: ignore[return-value]
 
-    def _settle(self) -> None:
-        if self._pending:
+    def _settle(self, p: int) -> None:
+        """Copy the pending rows into the columns if position ``p`` is among them: a batch's labelling reads
+        the documents from before the batch while it appends its own (one at a time, each copy a few numpy
+        steps)."""
+        if self._pending and p >= len(self._rows):
             self._copy_pending()
+
+    def _settle_for(self, positions: np.ndarray) -> None:
+        if self._pending and len(positions):
+            self._settle(int(positions.max()))
 
     def _odd_of(self, positions: np.ndarray) -> list[int]:
         """Which of ``positions`` (their indexes in it) are odd (`_odd`)."""
@@ -190,7 +197,7 @@ class DocColumns:
     def sketches(self, positions: np.ndarray, perm: int) -> RunSketches:
         """What the rule reads of the documents at ``positions`` (distinct), as `RunSketches`: signatures of
         ``perm`` values (the config's length) as rows, zeros where a document carries none of that length."""
-        self._settle()
+        self._settle_for(positions)
         cols = self._scalars
         kept = self._kept[positions]
         simhash: list[int | None] = cols["simhash"][positions].tolist()

@@ -163,6 +163,8 @@ class BatchCandidates:
         in_run = [r for r, e in enumerate(self._earlier) if e]
         #: The positions of each record's near-duplicates among its candidates in the run index, in order.
         self._near_run: list[list[int]] = [[]] * len(items)  # one empty list, never changed
+        #: The latest write order among each record's candidates in the run index (0: none).
+        self._run_after = _latest(self._docs, self._earlier)
         for r, positions in zip(in_run, labeller.rule.in_run(self._docs, [items[r].fp for r in in_run],
                                                              [self._earlier[r] for r in in_run],
                                                              [items[r].id for r in in_run],
@@ -216,8 +218,7 @@ class BatchCandidates:
                 if doc is not None and probes.intersection(self._held(j)) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
-            after = int(self._docs.seqs(np.array(earlier, dtype=np.int64)).max()) if earlier else 0
-            return run, max(after, max(map(_seq, run), default=0))
+            return run, max(self._run_after[i], max(map(_seq, run), default=0))
         seen = {c.id for c in found}
         cands = [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
         # The run index's candidates that are no document here count as they would in the list.
@@ -276,6 +277,18 @@ class BatchCandidates:
     def _as_peer(self, j: int) -> StoredDoc:
         """Record ``j`` as a candidate the rule measures (its fingerprint; its labels are not decided yet)."""
         return as_stored(self._items[j], 0, (0, self._items[j].id))
+
+
+def _latest(docs: DocColumns, positions: list[list[int]]) -> list[int]:
+    """The latest write order (``seq``) among the documents of each list of ``positions`` (0 for none)."""
+    counts = np.fromiter(map(len, positions), dtype=np.int64, count=len(positions))
+    if not counts.any():
+        return [0] * len(positions)
+    seqs = docs.seqs(np.fromiter(chain.from_iterable(positions), dtype=np.int64, count=int(counts.sum())))
+    out = np.zeros(len(positions), dtype=np.int64)
+    held = counts > 0
+    out[held] = np.maximum.reduceat(seqs, (np.cumsum(counts) - counts)[held])
+    return out.tolist()  # type: ignore[no-any-return]
 
 
 def _offsets(counts: list[int]) -> list[int]:
