@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from esdedup.fingerprint.values import is_zero_vector
-from esdedup.store.base import StoredDoc
+from esdedup.store.base import Root, StoredDoc, root_of
 
 
 def _fits(a: object, spec: tuple[tuple[int, ...], np.dtype]) -> bool:
@@ -37,6 +37,7 @@ class DocColumns:
     _NAMES = tuple(f.name for f in fields(StoredDoc))
     _ARRAYS = (_NAMES.index("vector"), _NAMES.index("minhash"))
     _ID = _NAMES.index("id")
+    _ROOT = tuple(map(_NAMES.index, ("id", "seq", "cluster_id", "cluster_seq")))
     #: The fields kept as arrays, and ``idhash``: Python's ``hash`` of the id, to find a record's own id
     #: among its candidates without reading theirs.
     _SCALARS = (("simhash", np.uint64), ("chars", np.int64), ("shingles", np.int64), ("empty", np.bool_),
@@ -171,6 +172,12 @@ class DocColumns:
         """Python's ``hash`` of each id of ``positions`` (equal ids, equal hashes; the converse is checked)."""
         self._settle_for(positions)
         return self._scalars["idhash"][positions]
+
+    def root_at(self, p: int) -> Root:
+        """`StoredDoc.root` of the document at position ``p``, read from its row (no document made)."""
+        self._settle(p)
+        row = self._rows[p]
+        return root_of(*(row[at] for at in self._ROOT))  # type: ignore[arg-type]
 
     def id_at(self, p: int) -> str:
         self._settle(p)

@@ -131,12 +131,10 @@ class BatchCandidates:
         self._probe_at = self._hold_at if probes is holds else _offsets(probes.counts)
         run_index = labeller.window.run_index
         #: Each record's candidates in the run index as the batch began, by position in its documents (`docs`),
-        #: measured from its columns; a `StoredDoc` is made only of those labelling reads (`_run_doc`).
+        #: measured from its columns: labelling reads of them only the latest write order and the clusters of
+        #: the near-duplicates (`candidates`), and no `StoredDoc` is made of them.
         self._earlier = run_index.lookup_positions(probes)
         self._docs = run_index.docs
-        self._run_docs: dict[int, StoredDoc] = {}
-        #: id() of every document `_run_doc` made (each one a near-duplicate of the record it was made for).
-        self._run_made: set[int] = set()
         #: Whether the run index holds every record added under every key it holds (`RunIndex.takes_all`): most
         #: batches, whose records then go into it together (`RunIndex.add_later`).
         self._later = run_index.takes_all(holds.hashes)
@@ -202,14 +200,16 @@ class BatchCandidates:
         (most records of a run: they are labelled without a candidate list)."""
         return not self._earlier[i] and not self._peers[i] and not (self._late and self._late_peers(i))
 
-    def candidates(self, i: int, found: list[StoredDoc], deleted: set[str]) -> tuple[list[StoredDoc], int]:
-        """Record ``i``'s candidates that labelling reads as documents: the stored ones, then those of the
-        run's documents sharing a run key with it that the rule pairs with it, and the batch's records before
-        it that the run index holds under such a key (the store's copy of a document wins: its labels may have
-        moved since this run wrote it); and the latest write order (``seq``) among all its candidates, those
-        of the run index that are not documents here included."""
+    def candidates(self, i: int, found: list[StoredDoc],
+                   deleted: set[str]) -> tuple[list[StoredDoc], int, list[Root]]:
+        """Record ``i``'s candidates: the stored ones, the run's documents sharing a run key with it, and the
+        batch's records before it that the run index holds under such a key (the store's copy of a document
+        wins: its labels may have moved since this run wrote it). Returned as what labelling reads of them:
+        the stored ones and the batch's as documents (`near` picks the near-duplicates among them), the latest
+        write order (``seq``) among them all, and the clusters (`StoredDoc.root`) of the run index's documents
+        that the rule pairs with the record."""
         earlier, near_run = self._earlier[i], self._near_run[i]
-        run = [self._run_doc(p) for p in near_run]
+        run: list[StoredDoc] = []
         late = self._late_peers(i) if self._late else []
         if self._peers[i] or late:
             probes = set(self._probed(i))
@@ -217,16 +217,17 @@ class BatchCandidates:
                 doc = self._added_doc(j)
                 if doc is not None and probes.intersection(self._held(j)) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
+        docs = self._docs
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
-            return run, max(self._run_after[i], max(map(_seq, run), default=0))
+            return (run, max(self._run_after[i], max(map(_seq, run), default=0)),
+                    [docs.root_at(p) for p in near_run] if near_run else [])
         seen = {c.id for c in found}
         cands = [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
-        # The run index's candidates that are no document here count as they would in the list.
-        made = set(near_run)
-        counted = [p for p in earlier if p not in made and self._docs.id_at(p) not in seen
-                   and self._docs.id_at(p) not in deleted]
-        after = int(self._docs.seqs(np.array(counted, dtype=np.int64)).max()) if counted else 0
-        return cands, max(after, max(map(_seq, cands), default=0))
+        counted = [p for p in earlier if docs.id_at(p) not in seen and docs.id_at(p) not in deleted]
+        after = int(docs.seqs(np.array(counted, dtype=np.int64)).max()) if counted else 0
+        kept = set(counted)
+        return (cands, max(after, max(map(_seq, cands), default=0)),
+                [docs.root_at(p) for p in near_run if p in kept])
 
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
@@ -234,10 +235,9 @@ class BatchCandidates:
         late = self._late_peers(i) if self._late else []
         if late:
             peers = {*peers, *self._paired_late(i, late)}
-        made = self._run_made
-        if not near and not peers and not made:
+        if not near and not peers:
             return []
-        return [c for c in cands if id(c) in near or id(c) in made or position_of.get(id(c), -1) in peers]
+        return [c for c in cands if id(c) in near or position_of.get(id(c), -1) in peers]
 
     def _held(self, i: int) -> list[int]:
         """The hashes of the run keys record ``i`` holds."""
@@ -246,14 +246,6 @@ class BatchCandidates:
     def _probed(self, i: int) -> list[int]:
         """The hashes of the run keys record ``i`` looks up."""
         return self._probes.flat[self._probe_at[i]:self._probe_at[i + 1]]
-
-    def _run_doc(self, p: int) -> StoredDoc:
-        """The run index's document at position ``p``, one object for the batch however often it is named."""
-        doc = self._run_docs.get(p)
-        if doc is None:
-            doc = self._run_docs[p] = self._docs[p]
-            self._run_made.add(id(doc))
-        return doc
 
     def _added_doc(self, j: int) -> StoredDoc | None:
         """The document record ``j`` went into the run index as (`add`), one object however often it is named;
@@ -498,16 +490,18 @@ class Labeller:
             seq = WRITE_CLOCK.next()
             return Labels(seq, (seq, d.id))
         self_doc = next((s for s in found if s.id == d.id), None) if found else None
-        cands, after = ((found, max(map(_seq, found), default=0)) if batch is None
-                        else batch.candidates(i, found, self.window.deleted))
+        cands, after, run_near = ((found, max(map(_seq, found), default=0), []) if batch is None
+                                  else batch.candidates(i, found, self.window.deleted))
+        # The clusters of its near-duplicates: those of the candidates read as documents, and of the run's.
+        near = [] if batch is None else [*(c.root for c in batch.near(i, cands)), *run_near]
         if self_doc is not None and not same_text(self_doc, d):
-            return self._labels_of_new_text(d, after, [] if batch is None else batch.near(i, cands), self_doc)
+            return self._labels_of_new_text(d, after, near, self_doc)
         if batch is None:
             if self_doc is None:
                 seq = WRITE_CLOCK.next()
                 return Labels(seq, (seq, d.id))
             return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root, stored=self_doc)
-        roots = {self.find(c.root) for c in batch.near(i, cands)}
+        roots = {self.find(r) for r in near}
         if self_doc is not None:
             me = self.find(self_doc.root)
             seq = self_doc.seq or WRITE_CLOCK.next()
@@ -524,18 +518,18 @@ class Labeller:
             self.ledger.cur.joins.append(roots | {me})
         return Labels(seq, self.join(roots | {me}), stored=self_doc)
 
-    def _labels_of_new_text(self, d: FingerprintedRecord, after: int, near: list[StoredDoc],
-                            old: StoredDoc) -> Labels:
+    def _labels_of_new_text(self, d: FingerprintedRecord, after: int, near: list[Root], old: StoredDoc) -> Labels:
         """A new text under an id already stored (``after``: the latest write order among its candidates,
-        ``near``: its near-duplicates among them): labelled as a new document, apart from the cluster the old text was in (whose label names
-        the old text; `relabel_replaced` labels that one again after the write). ``skip``: a new text that
-        duplicates another document is skipped, the old one stays."""
+        ``near``: the clusters of its near-duplicates among them): labelled as a new document, apart from the
+        cluster the old text was in (whose label names the old text; `relabel_replaced` labels that one again
+        after the write). ``skip``: a new text that duplicates another document is skipped, the old one
+        stays."""
         self.window.roots.forget({d.id})
         seq = WRITE_CLOCK.next(after=after)
         me = (seq, d.id)
         if self.on_duplicate == "index":
             return Labels(seq, me, replaces=old.root)
-        roots = {r for r in (self.find(c.root) for c in near) if r[1] != d.id}
+        roots = {r for r in map(self.find, near) if r[1] != d.id}
         if roots and self.on_duplicate == "skip":
             return Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
         if len(roots) > 1:

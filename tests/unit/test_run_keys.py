@@ -197,8 +197,8 @@ _CROWDED: dict[str, int] = {}
 def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool,
                  rule: type[_EveryThird] = _EveryThird) -> list[list[str]]:
     """Each record's candidates (ids), checked against the run index's lookups: those labelling reads as
-    documents (the ones the rule pairs it with; with `_Every`, all of them), and the latest write order among
-    them all."""
+    documents (the batch's records before it), the clusters of those the rule pairs it with (with `_Every`,
+    all of them), and the latest write order among them all."""
     config = FingerprintConfig()
     index = RunIndex()
     # Ten or more: some key held by MAX_PER_KEY before the batch; else a few documents, and a batch that fills it.
@@ -217,12 +217,13 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
     seen: list[list[str]] = []
     for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
         expected = index.lookup(probes.keys_of(i))
-        got, after = cands.candidates(i, [], set())
+        got, after, run_near = cands.candidates(i, [], set())
         seen.append([c.id for c in got])
         assert after == max((c.seq for c in expected), default=0)
-        assert [c.id for c in cands.near(i, got)] == [c.id for c in expected if rule.pairs(i, c.id)]
-        if rule is _Every:
-            assert [c.id for c in got] == [c.id for c in expected]
+        # The run index's near-duplicates come as their clusters (each document its own here), then the batch's.
+        near = [root[1] for root in run_near] + [c.id for c in cands.near(i, got)]
+        assert near == [c.id for c in expected if rule.pairs(i, c.id)]
+        assert [c.id for c in got] == [c.id for c in expected if c.seq >= 1000]  # the batch's records
         if added:
             cands.add(i, 1000 + i, (0, d.id), index)
     if hashed:  # a record's keys were named only where one of them was crowded

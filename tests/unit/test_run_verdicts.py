@@ -49,8 +49,11 @@ def _docs(config: FingerprintConfig, n: int, seed: int) -> list[StoredDoc]:
             vector = vector.astype(np.float64)
         elif kind == 6:  # a signature but no n-gram count: not signed
             shingles = 0
-        out.append(StoredDoc(f"d{i}", sim, vector, empty, 10, chars, f"d{i}", None, minhash=minhash,
-                             shingles=shingles, seq=i + 1, cluster_seq=i + 1, content_sha1=sha1))
+        # Some in another's cluster, some without labels (written before esdedup kept them).
+        cluster = None if kind == 7 else f"d{i - 1}" if kind == 8 and i else f"d{i}"
+        out.append(StoredDoc(f"d{i}", sim, vector, empty, 10, chars, cluster, None, minhash=minhash,
+                             shingles=shingles, seq=i + 1, cluster_seq=i if cluster != f"d{i}" else i + 1,
+                             content_sha1=sha1))
     return out
 
 
@@ -95,7 +98,7 @@ def test_verdicts_from_columns_are_those_of_the_documents(name: str, seed: int) 
     assert any(queries[r].empty and near for r, near in enumerate(got))
 
 
-def test_the_seq_column_and_ids_read_back() -> None:
+def test_write_orders_ids_and_clusters_read_back() -> None:
     config = FingerprintConfig(bits=128, strategy="simhash")
     stored = _docs(config, 40, 3)
     docs = DocColumns()
@@ -104,5 +107,6 @@ def test_the_seq_column_and_ids_read_back() -> None:
     assert docs.seqs(at).tolist() == [stored[p].seq for p in at.tolist()]
     assert [docs.id_at(p) for p in at.tolist()] == [stored[p].id for p in at.tolist()]
     assert docs.empties(at).tolist() == [stored[p].empty for p in at.tolist()]
+    assert [docs.root_at(p) for p in range(len(stored))] == [d.root for d in stored]
     sketches = docs.sketches(at, config.minhash_perm)
     assert sketches.simhash == [stored[p].simhash for p in at.tolist()]  # wider than 64 bits: read from the row
