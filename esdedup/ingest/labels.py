@@ -220,14 +220,14 @@ class BatchCandidates:
         docs = self._docs
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
             return (run, max(self._run_after[i], max(map(_seq, run), default=0)),
-                    [docs.root_at(p) for p in near_run] if near_run else [])
+                    docs.roots(near_run) if near_run else [])
         seen = {c.id for c in found}
         cands = [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
         counted = [p for p in earlier if docs.id_at(p) not in seen and docs.id_at(p) not in deleted]
         after = int(docs.seqs(np.array(counted, dtype=np.int64)).max()) if counted else 0
         kept = set(counted)
         return (cands, max(after, max(map(_seq, cands), default=0)),
-                [docs.root_at(p) for p in near_run if p in kept])
+                docs.roots([p for p in near_run if p in kept]))
 
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
@@ -493,7 +493,7 @@ class Labeller:
         cands, after, run_near = ((found, max(map(_seq, found), default=0), []) if batch is None
                                   else batch.candidates(i, found, self.window.deleted))
         # The clusters of its near-duplicates: those of the candidates read as documents, and of the run's.
-        near = [] if batch is None else [*(c.root for c in batch.near(i, cands)), *run_near]
+        near = run_near if batch is None or not cands else [c.root for c in batch.near(i, cands)] + run_near
         if self_doc is not None and not same_text(self_doc, d):
             return self._labels_of_new_text(d, after, near, self_doc)
         if batch is None:

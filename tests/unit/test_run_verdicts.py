@@ -107,6 +107,6 @@ def test_write_orders_ids_and_clusters_read_back() -> None:
     assert docs.seqs(at).tolist() == [stored[p].seq for p in at.tolist()]
     assert [docs.id_at(p) for p in at.tolist()] == [stored[p].id for p in at.tolist()]
     assert docs.empties(at).tolist() == [stored[p].empty for p in at.tolist()]
-    assert [docs.root_at(p) for p in range(len(stored))] == [d.root for d in stored]
+    assert docs.roots(range(len(stored))) == [d.root for d in stored]
     sketches = docs.sketches(at, config.minhash_perm)
     assert sketches.simhash == [stored[p].simhash for p in at.tolist()]  # wider than 64 bits: read from the row
