@@ -241,6 +241,29 @@ def test_a_record_past_the_batch_s_first_holders_of_a_key_is_found_when_those_be
     assert found[-1] == [f"r{n}" for n in range(10, MAX_PER_KEY + 7)]
 
 
+@pytest.mark.parametrize("rule", [_Every, _EveryThird])
+def test_the_store_s_copy_of_a_run_document_wins_and_deleted_ids_are_no_candidates(rule) -> None:
+    """A document of the run index that the store holds too (``found``: its labels may have moved since) is
+    the store's copy alone, and a deleted one is no candidate: neither's cluster is joined nor its write
+    order counted from the run index's columns."""
+    config = FingerprintConfig()
+    index = RunIndex()
+    for n in range(1, 7):
+        index.add_keys(_doc(n), [KEYS[0]])
+    items = [_record(0, [KEYS[0]])]
+    keys = KeyLists([run_keys(d, config, probing=False) for d in items])
+    copy = StoredDoc("d2", 2, np.zeros(1, dtype=np.float32), False, 1, 1, "d1", "d1", seq=2, cluster_seq=1)
+    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=rule())
+    cands = BatchCandidates(labeller, items, [[copy]], keys, keys)  # type: ignore[arg-type]
+    got, after, run_near = cands.candidates(0, [copy], {"d5", "d6"})
+    assert got == [copy] and after == 4  # d1, d3, d4 and the store's d2; not d5, d6
+    paired = [n for n in (1, 3, 4) if rule.pairs(0, f"d{n}")]
+    assert run_near == [(0, f"d{n}") for n in paired]
+    assert cands.near(0, got) == ([copy] if rule.pairs(0, "d2") else [])
+    got, after, run_near = cands.candidates(0, [], set())
+    assert got == [] and after == 6 and run_near == [(0, f"d{n}") for n in range(1, 7) if rule.pairs(0, f"d{n}")]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40) |
        st.lists(st.lists(st.integers(0, 4), max_size=3, unique=True), min_size=40, max_size=120),
