@@ -111,12 +111,15 @@ def connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredD
 
 class BatchCandidates:
     """One batch's candidates in this run's memory, and the rule's verdicts on them, found before the batch is
-    labelled record by record (where a record's labels depend on those before it), so that every pair is
-    measured in one call (`NearDuplicates.many`).
+    labelled record by record (where a record's labels depend on those before it), so that the pairs are
+    measured together: those with the run index's documents from its columns (`NearDuplicates.in_run`), the
+    others as documents (`NearDuplicates.many`).
 
     A record's candidates are its stored ones (``found``), the documents of the run index as the batch began
     that share a run key with it, and the records of the batch before it that the run index then holds under
-    such a key: `candidates` gives exactly what a lookup of the run index would at that point. The verdicts
+    such a key: `candidates` gives what labelling reads of exactly what a lookup of the run index would give
+    at that point (of the run index's documents, their latest write order and the clusters of those the rule
+    pairs with the record, so that none is made a `StoredDoc`). The verdicts
     are measured beforehand over a superset: the earlier records of the batch among the first `MAX_PER_KEY` to
     hold a key of the same hash (the run index holds no more under a key, so a batch of copies of one text
     costs a few pairs a record, not one per earlier copy). A record past those that the run index still
