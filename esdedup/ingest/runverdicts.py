@@ -6,6 +6,7 @@ and most are no near-duplicate). The measures and the decision are the rule's ow
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def near_in_run(docs: DocColumns, fps: Sequence[Sketch], positions: Sequence[Seq
     near-duplicates by the rule, in the order given: what `near_positions` decides of the same documents
     (a text without words: its exact copies, rule 0; a text with words: each candidate with words but the one
     of id ``exclude[i]``, measured `VERIFY_BATCH` pairs at a time)."""
-    out: list[list[int]] = [[] for _ in fps]
+    out: list[list[int]] = [[]] * len(fps)  # one empty list, never changed: each answer is a list of its own
     todo: list[int] = []
     pairs = 0
     for i, (fp, found) in enumerate(zip(fps, positions, strict=True)):
@@ -55,7 +56,7 @@ def _judge(docs: DocColumns, fps: Sequence[Sketch], positions: Sequence[Sequence
            config: FingerprintConfig, t: Thresholds, exclude: Sequence[str], out: list[list[int]]) -> None:
     """Measure the texts ``todo`` (with words) against their candidates and add the near ones to ``out``."""
     counts = [len(positions[i]) for i in todo]
-    flat = np.fromiter((p for i in todo for p in positions[i]), dtype=np.int64, count=sum(counts))
+    flat = np.fromiter(chain.from_iterable(positions[i] for i in todo), dtype=np.int64, count=sum(counts))
     owner = np.repeat(np.arange(len(todo)), counts)  # the pair's text, by its place in todo
     uniq, right = np.unique(flat, return_inverse=True)
     run = docs.sketches(uniq, config.minhash_perm)

@@ -218,14 +218,22 @@ class SketchColumns:
         signatures as an (n, perm) uint32 array (zeros where not ``full``), whether each is signed
         (`has_signature`) and of the config's length, the n-gram counts, the lengths or None, whether each
         carries a vector, and what reads the vectors (``read_vectors_now``: call it here)."""
-        has_simhash = np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash))
-        known = [0 if c is None else c for c in chars]
-        bands = config.gets_simhash_bands_many(known)
+        n = len(chars)
+        # A step a text only where some value is missing (None): most callers miss none.
+        some_simhash = None in simhash
+        has_simhash = (np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash)) if some_simhash
+                       else np.ones(len(simhash), dtype=bool))
+        if None in chars:
+            known = [0 if c is None else c for c in chars]
+            unknown = np.fromiter((c is None for c in chars), dtype=bool, count=n)
+        else:
+            known, unknown = list(chars), np.zeros(n, dtype=bool)  # type: ignore[arg-type]
+        # A text of unknown length is taken for one with bands and terms.
+        banded = unknown | np.array(config.gets_simhash_bands_many(known), dtype=bool).reshape(n)
         # A text without terms has SimHash 0, which is no SimHash (`FingerprintConfig.gets_terms`).
-        has_simhash &= np.fromiter((c is None or x for c, x in zip(chars, config.gets_terms_many(known), strict=True)),
-                                   dtype=bool, count=len(chars))
-        banded = np.fromiter((c is None or b for c, b in zip(chars, bands, strict=True)), dtype=bool, count=len(chars))
-        return cls(simhash_words([h or 0 for h in simhash], config.bits), vectors() if read_vectors_now else vectors,
+        has_simhash &= unknown | np.array(config.gets_terms_many(known), dtype=bool).reshape(n)
+        words = simhash_words([h or 0 for h in simhash] if some_simhash else simhash, config.bits)  # type: ignore[arg-type]
+        return cls(words, vectors() if read_vectors_now else vectors,
                    sigs, np.array(shingles, dtype=np.int64).reshape(-1), signed, full, banded,
                    None if has_simhash.all() else has_simhash, None if has_vector.all() else has_vector)
 
