@@ -28,6 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import corpora  # noqa: E402
 from steps import cpu, install, spent  # noqa: E402
 
+import esdedup.ingest.doccolumns as doccolumns  # noqa: E402
 import esdedup.ingest.driver as driver  # noqa: E402
 import esdedup.ingest.labels as labels  # noqa: E402
 import esdedup.ingest.run as run  # noqa: E402
@@ -44,9 +45,11 @@ STEPS = [
     (driver.IngestRun, "_accept", "records accepted (ids, counts)", False),
     (labels, "run_key_lists", "run keys of the batch", False),
     (labels.BatchCandidates, "__init__", "candidates in the run's memory and the rule's verdicts (all)", False),
+    (runindex.RunIndex, "lookup_positions", "... run index looked up (positions)", False),
     (runindex.RunIndex, "_hold_queued", "... the batch before added to the run index", False),
+    (doccolumns.DocColumns, "_copy_pending", "the run index's new rows copied into its columns", False),
     (labels.NearDuplicates, "many", "... the rule's verdicts", False),
-    (runindex.RunIndex, "lookup_many", "... the run index looked up (documents made)", False),
+    (labels.NearDuplicates, "in_run", "... of those on the run index's candidates, from its columns", False),
     (labels.Labeller, "_label", "labels record by record (clusters joined)", False),
     (labels.Labeller, "new_docs", "documents to write", False),
     (local_store.LocalStore, "_write_batch", "the write (rows, SQLite, commit)", False),

@@ -22,6 +22,7 @@ from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
+from esdedup.ingest.doccolumns import DocColumns
 from esdedup.ingest.documents import (
     FingerprintedRecord,
     Labels,
@@ -33,6 +34,7 @@ from esdedup.ingest.documents import (
 )
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys
+from esdedup.ingest.runverdicts import near_in_run
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
@@ -64,6 +66,12 @@ class NearDuplicates:
         """`among` of several texts, measured together: the positions of each one's near-duplicates in its
         candidates."""
         return near_positions(sketches, cands, self.config, self.thresholds, exclude=own_ids, sha1s=sha1s)
+
+    def in_run(self, docs: DocColumns, sketches: Sequence[Sketch], positions: Sequence[Sequence[int]],
+               own_ids: Sequence[str], sha1s: Sequence[str | None]) -> list[list[int]]:
+        """`many` of candidates in the run index (``positions`` in its ``docs``), measured from its columns:
+        each text's near-duplicates among them, as positions in ``docs``."""
+        return near_in_run(docs, sketches, positions, self.config, self.thresholds, exclude=own_ids, sha1s=sha1s)
 
 
 def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool) -> list[str]:
@@ -103,12 +111,15 @@ def connected(docs: list[StoredDoc], matches: Callable[[StoredDoc], list[StoredD
 
 class BatchCandidates:
     """One batch's candidates in this run's memory, and the rule's verdicts on them, found before the batch is
-    labelled record by record (where a record's labels depend on those before it), so that every pair is
-    measured in one call (`NearDuplicates.many`).
+    labelled record by record (where a record's labels depend on those before it), so that the pairs are
+    measured together: those with the run index's documents from its columns (`NearDuplicates.in_run`), the
+    others as documents (`NearDuplicates.many`).
 
     A record's candidates are its stored ones (``found``), the documents of the run index as the batch began
     that share a run key with it, and the records of the batch before it that the run index then holds under
-    such a key: `candidates` gives exactly what a lookup of the run index would at that point. The verdicts
+    such a key: `candidates` gives what labelling reads of exactly what a lookup of the run index would give
+    at that point (of the run index's documents, their latest write order and the clusters of those the rule
+    pairs with the record, so that none is made a `StoredDoc`). The verdicts
     are measured beforehand over a superset: the earlier records of the batch among the first `MAX_PER_KEY` to
     hold a key of the same hash (the run index holds no more under a key, so a batch of copies of one text
     costs a few pairs a record, not one per earlier copy). A record past those that the run index still
@@ -122,7 +133,11 @@ class BatchCandidates:
         self._hold_at = _offsets(holds.counts)
         self._probe_at = self._hold_at if probes is holds else _offsets(probes.counts)
         run_index = labeller.window.run_index
-        self._earlier = run_index.lookup_many(probes)
+        #: Each record's candidates in the run index as the batch began, by position in its documents (`docs`),
+        #: measured from its columns: labelling reads of them only the latest write order and the clusters of
+        #: the near-duplicates (`candidates`), and no `StoredDoc` is made of them.
+        self._earlier = run_index.lookup_positions(probes)
+        self._docs = run_index.docs
         #: Whether the run index holds every record added under every key it holds (`RunIndex.takes_all`): most
         #: batches, whose records then go into it together (`RunIndex.add_later`).
         self._later = run_index.takes_all(holds.hashes)
@@ -137,8 +152,7 @@ class BatchCandidates:
         self._items, self._rule = items, labeller.rule
         # One document a record, however many later records it is a peer of.
         peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
-        superset = [[*f, *e, *(peer_docs[j] for j in peers)]
-                    for f, e, peers in zip(found, self._earlier, self._peers, strict=True)]
+        superset = [[*f, *(peer_docs[j] for j in peers)] for f, peers in zip(found, self._peers, strict=True)]
         # Only the records with a candidate are measured: a record's verdicts are its pairs' alone, and one
         # without a candidate has none (most of a batch).
         todo = [r for r, cands in enumerate(superset) if cands]
@@ -147,15 +161,25 @@ class BatchCandidates:
                                                          [items[r].id for r in todo], [items[r].sha1 for r in todo]),
                                 strict=True):
             near[r] = positions
+        in_run = [r for r, e in enumerate(self._earlier) if e]
+        #: The positions of each record's near-duplicates among its candidates in the run index, in order.
+        self._near_run: list[list[int]] = [[]] * len(items)  # one empty list, never changed
+        #: The latest write order among each record's candidates in the run index (0: none).
+        self._run_after = _latest(self._docs, self._earlier)
+        for r, positions in zip(in_run, labeller.rule.in_run(self._docs, [items[r].fp for r in in_run],
+                                                             [self._earlier[r] for r in in_run],
+                                                             [items[r].id for r in in_run],
+                                                             [items[r].sha1 for r in in_run]), strict=True):
+            self._near_run[r] = positions
         # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
         self._near: list[Set[int]] = []
         self._near_peers: list[Set[int]] = []
-        for f, e, peers, cands, positions in zip(found, self._earlier, self._peers, superset, near, strict=True):
+        for f, peers, cands, positions in zip(found, self._peers, superset, near, strict=True):
             if not positions:  # most records: no near-duplicate at all
                 self._near.append(EMPTY)  # the rule pairs it with no candidate
                 self._near_peers.append(EMPTY)
                 continue
-            known = len(f) + len(e)
+            known = len(f)
             self._near.append({id(cands[p]) for p in positions if p < known})
             self._near_peers.append({peers[p - known] for p in positions if p >= known})
 
@@ -179,22 +203,34 @@ class BatchCandidates:
         (most records of a run: they are labelled without a candidate list)."""
         return not self._earlier[i] and not self._peers[i] and not (self._late and self._late_peers(i))
 
-    def candidates(self, i: int, found: list[StoredDoc], deleted: set[str]) -> list[StoredDoc]:
-        """Record ``i``'s candidates: the stored ones, then the run's documents sharing a run key with it (the
-        store's copy of a document wins: its labels may have moved since this run wrote it)."""
-        run = self._earlier[i]
+    def candidates(self, i: int, found: list[StoredDoc],
+                   deleted: set[str]) -> tuple[list[StoredDoc], int, list[Root]]:
+        """Record ``i``'s candidates: the stored ones, the run's documents sharing a run key with it, and the
+        batch's records before it that the run index holds under such a key (the store's copy of a document
+        wins: its labels may have moved since this run wrote it). Returned as what labelling reads of them:
+        the stored ones and the batch's as documents (`near` picks the near-duplicates among them), the latest
+        write order (``seq``) among them all, and the clusters (`StoredDoc.root`) of the run index's documents
+        that the rule pairs with the record."""
+        earlier, near_run = self._earlier[i], self._near_run[i]
+        run: list[StoredDoc] = []
         late = self._late_peers(i) if self._late else []
         if self._peers[i] or late:
-            run = list(run)
             probes = set(self._probed(i))
             for j in sorted({*self._peers[i], *late}):
                 doc = self._added_doc(j)
                 if doc is not None and probes.intersection(self._held(j)) - self._crowded_out.get(j, frozenset()):
                     run.append(doc)
+        docs = self._docs
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
-            return run
+            return (run, max(self._run_after[i], max(map(_seq, run), default=0)),
+                    docs.roots(near_run) if near_run else [])
         seen = {c.id for c in found}
-        return [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
+        cands = [c for c in [*found, *(c for c in run if c.id not in seen)] if c.id not in deleted]
+        counted = [p for p in earlier if docs.id_at(p) not in seen and docs.id_at(p) not in deleted]
+        after = int(docs.seqs(np.array(counted, dtype=np.int64)).max()) if counted else 0
+        kept = set(counted)
+        return (cands, max(after, max(map(_seq, cands), default=0)),
+                docs.roots([p for p in near_run if p in kept]))
 
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
@@ -236,6 +272,18 @@ class BatchCandidates:
     def _as_peer(self, j: int) -> StoredDoc:
         """Record ``j`` as a candidate the rule measures (its fingerprint; its labels are not decided yet)."""
         return as_stored(self._items[j], 0, (0, self._items[j].id))
+
+
+def _latest(docs: DocColumns, positions: list[list[int]]) -> list[int]:
+    """The latest write order (``seq``) among the documents of each list of ``positions`` (0 for none)."""
+    counts = np.fromiter(map(len, positions), dtype=np.int64, count=len(positions))
+    if not counts.any():
+        return [0] * len(positions)
+    seqs = docs.seqs(np.fromiter(chain.from_iterable(positions), dtype=np.int64, count=int(counts.sum())))
+    out = np.zeros(len(positions), dtype=np.int64)
+    held = counts > 0
+    out[held] = np.maximum.reduceat(seqs, (np.cumsum(counts) - counts)[held])
+    return out.tolist()  # type: ignore[no-any-return]
 
 
 def _offsets(counts: list[int]) -> list[int]:
@@ -445,22 +493,25 @@ class Labeller:
             seq = WRITE_CLOCK.next()
             return Labels(seq, (seq, d.id))
         self_doc = next((s for s in found if s.id == d.id), None) if found else None
-        cands = found if batch is None else batch.candidates(i, found, self.window.deleted)
+        cands, after, run_near = ((found, max(map(_seq, found), default=0), []) if batch is None
+                                  else batch.candidates(i, found, self.window.deleted))
+        # The clusters of its near-duplicates: those of the candidates read as documents, and of the run's.
+        near = run_near if batch is None or not cands else [c.root for c in batch.near(i, cands)] + run_near
         if self_doc is not None and not same_text(self_doc, d):
-            return self._labels_of_new_text(d, cands, [] if batch is None else batch.near(i, cands), self_doc)
+            return self._labels_of_new_text(d, after, near, self_doc)
         if batch is None:
             if self_doc is None:
                 seq = WRITE_CLOCK.next()
                 return Labels(seq, (seq, d.id))
             return Labels(self_doc.seq or WRITE_CLOCK.next(), self_doc.root, stored=self_doc)
-        roots = {self.find(c.root) for c in batch.near(i, cands)}
+        roots = {self.find(r) for r in near}
         if self_doc is not None:
             me = self.find(self_doc.root)
             seq = self_doc.seq or WRITE_CLOCK.next()
             if self.on_duplicate == "skip":  # stored already: settling decides whether it stays
                 return Labels(seq, me, stored=self_doc)
         else:
-            seq = WRITE_CLOCK.next(after=max(map(_seq, cands), default=0))
+            seq = WRITE_CLOCK.next(after=after)
             me = (seq, d.id)
             if roots and self.on_duplicate == "skip":
                 return Labels(seq, me, skip_for=min(roots)[1])
@@ -470,18 +521,18 @@ class Labeller:
             self.ledger.cur.joins.append(roots | {me})
         return Labels(seq, self.join(roots | {me}), stored=self_doc)
 
-    def _labels_of_new_text(self, d: FingerprintedRecord, cands: list[StoredDoc], near: list[StoredDoc],
-                            old: StoredDoc) -> Labels:
-        """A new text under an id already stored (``cands``: its candidates, ``near``: the near-duplicates
-        among them): labelled as a new document, apart from the cluster the old text was in (whose label names
-        the old text; `relabel_replaced` labels that one again after the write). ``skip``: a new text that
-        duplicates another document is skipped, the old one stays."""
+    def _labels_of_new_text(self, d: FingerprintedRecord, after: int, near: list[Root], old: StoredDoc) -> Labels:
+        """A new text under an id already stored (``after``: the latest write order among its candidates,
+        ``near``: the clusters of its near-duplicates among them): labelled as a new document, apart from the
+        cluster the old text was in (whose label names the old text; `relabel_replaced` labels that one again
+        after the write). ``skip``: a new text that duplicates another document is skipped, the old one
+        stays."""
         self.window.roots.forget({d.id})
-        seq = WRITE_CLOCK.next(after=max(map(_seq, cands), default=0))
+        seq = WRITE_CLOCK.next(after=after)
         me = (seq, d.id)
         if self.on_duplicate == "index":
             return Labels(seq, me, replaces=old.root)
-        roots = {r for r in (self.find(c.root) for c in near) if r[1] != d.id}
+        roots = {r for r in map(self.find, near) if r[1] != d.id}
         if roots and self.on_duplicate == "skip":
             return Labels(seq, me, skip_for=f"{min(roots)[1]} (the document stored under this id keeps its text)")
         if len(roots) > 1:

@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import fields
 from functools import cached_property
 from itertools import chain, islice, repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from esdedup.errors import OutputError
 from esdedup.fingerprint.minhash import mix64
-from esdedup.fingerprint.values import is_zero_vector
 from esdedup.ingest import native_keys
+from esdedup.ingest.doccolumns import DocColumns
 from esdedup.store.base import Root, StoredDoc
 
 #: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
@@ -134,109 +132,9 @@ class _KeyTable:
 EMPTY: frozenset[int] = frozenset()
 
 
-def _fits(a: object, spec: tuple[tuple[int, ...], np.dtype]) -> bool:
-    """Whether ``a`` is an array of the shape and dtype ``spec`` (a dtype is compared by identity first: numpy's
-    ``==`` of two dtypes costs a microsecond, a row's whole copy half that)."""
-    return (isinstance(a, np.ndarray) and a.shape == spec[0]
-            and (a.dtype is spec[1] or a.dtype == spec[1]))
-
-
 def _key_table() -> _KeyTable | native_keys.RunKeysTable:
     table = native_keys.run_keys(MAX_PER_KEY)
     return _KeyTable(MAX_PER_KEY) if table is None else table
-
-
-class _DocColumns:
-    """The run index's documents by position, as columns: each document's MinHash signature and TF vector a row
-    of a few large arrays, and its other fields one tuple; `StoredDoc` made again when a lookup names it.
-    A `StoredDoc` with its two small arrays takes about 3.8 KB a poem, these rows and the tuple about 2 KB: at
-    `esdedup.ingest.window.RUN_INDEX_MAX_DOCS` documents, the window is where a run's memory peaks.
-
-    A document whose array is missing (no signature) or of another shape or dtype than the first one's keeps
-    its own, by position, and so does one whose vector is the shared zero one (`zero_vector`: a text without
-    terms), by reference: a block would copy a kilobyte of zeros a document."""
-
-    #: Rows a block of arrays holds (4 MB of 256-dimension vectors).
-    BLOCK = 4096
-    _NAMES = tuple(f.name for f in fields(StoredDoc))
-    _ARRAYS = (_NAMES.index("vector"), _NAMES.index("minhash"))
-    _ID = _NAMES.index("id")
-    _fields = staticmethod(attrgetter(*_NAMES))
-
-    def __init__(self) -> None:
-        self._rows: list[tuple[object, ...]] = []
-        #: Per array field: its (shape, dtype) in the blocks, the blocks, and the arrays kept by position.
-        self._spec: list[tuple[tuple[int, ...], np.dtype] | None] = [None, None]
-        self._blocks: list[list[np.ndarray]] = [[], []]
-        self._own: list[dict[int, object]] = [{}, {}]
-        #: Rows appended and not yet copied into the columns (`_copy_pending`).
-        self._pending: list[tuple[Any, ...]] = []
-
-    def __len__(self) -> int:
-        return len(self._rows) + len(self._pending)
-
-    def append(self, doc: StoredDoc) -> None:
-        self.append_row(self._fields(doc))
-
-    def append_row(self, values: tuple[Any, ...]) -> None:
-        """Append the document whose fields, in `StoredDoc`'s order, are ``values``."""
-        self.append_rows((values,))
-
-    def append_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Append the documents whose fields, in `StoredDoc`'s order, are ``rows`` (copied into the columns
-        with those appended before them, `_copy_pending`, a block at most at a time)."""
-        self._pending.extend(rows)
-        if len(self._pending) >= self.BLOCK:
-            self._copy_pending()
-
-    def _copy_pending(self) -> None:
-        """Copy the rows appended since the documents were last read into the columns, the arrays that fit
-        the blocks in one step a block. Done when a document is next read, not at each append: the documents
-        of a batch whose keys may crowd come one at a time (`RunIndex.add_row`), and a row's own numpy
-        steps cost some 20 µs a document."""
-        rows, self._pending = self._pending, []
-        start = len(self._rows)
-        lists = [list(values) for values in rows]
-        for c, at in enumerate(self._ARRAYS):
-            arrays = [row[at] for row in lists]
-            for row in lists:
-                row[at] = None
-            spec = self._spec[c]
-            if spec is None:
-                first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
-                if first is not None:
-                    spec = self._spec[c] = (first.shape, first.dtype)
-            fit = [] if spec is None else [k for k, a in enumerate(arrays) if _fits(a, spec) and not is_zero_vector(a)]
-            if len(fit) < len(arrays):
-                fitting = set(fit)
-                self._own[c].update((start + k, a) for k, a in enumerate(arrays) if k not in fitting)
-            if not fit:
-                continue
-            assert spec is not None
-            blocks = self._blocks[c]
-            # 1-D arrays (vectors, signatures) joined end to end: np.stack costs twice as much a row.
-            stacked = (np.concatenate([arrays[k] for k in fit]).reshape(len(fit), *spec[0]) if len(spec[0]) == 1
-                       else np.stack([arrays[k] for k in fit]))
-            at_rows = np.array(fit) + start
-            while len(blocks) <= int(at_rows[-1]) // self.BLOCK:
-                blocks.append(np.empty((self.BLOCK, *spec[0]), dtype=spec[1]))
-            of_block = at_rows // self.BLOCK
-            for b in range(int(of_block[0]), int(of_block[-1]) + 1):
-                these = of_block == b
-                blocks[b][at_rows[these] % self.BLOCK] = stacked[these]
-        self._rows.extend(map(tuple, lists))
-
-    def __getitem__(self, p: int) -> StoredDoc:
-        if self._pending:
-            self._copy_pending()
-        row = list(self._rows[p])
-        for c, at in enumerate(self._ARRAYS):
-            own = self._own[c]
-            row[at] = own[p] if p in own else self._blocks[c][p // self.BLOCK][p % self.BLOCK]
-        return StoredDoc(*row)  # type: ignore[arg-type]
-
-    def ids(self) -> list[str]:
-        return [row[self._ID] for row in chain(self._rows, self._pending)]  # type: ignore[misc]
 
 
 class RunIndex:
@@ -249,7 +147,7 @@ class RunIndex:
     only share candidates, which the rule then verifies."""
 
     def __init__(self, complete: bool = False, crowded: dict[str, int] | None = None) -> None:
-        self.docs = _DocColumns()
+        self.docs = DocColumns()
         self._table = _key_table()
         #: True when the store holds nothing this run did not write and that this index (with the run's
         #: frozen keys, if any) does not know.
@@ -267,7 +165,7 @@ class RunIndex:
         """Hold ``doc`` under the keys whose `key_hashes` are ``hashes`` (``names()``: those keys, in the same
         order, asked for only when a crowded key is counted); returns the hashes of those it is not held under
         (each held by `MAX_PER_KEY` documents already)."""
-        return self.add_row(_DocColumns._fields(doc), hashes, names)
+        return self.add_row(DocColumns._fields(doc), hashes, names)
 
     def add_row(self, row: tuple[Any, ...], hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
         """`add` of the document whose fields, in `StoredDoc`'s order, are ``row`` (no object made for it)."""
@@ -337,6 +235,11 @@ class RunIndex:
         docs = self.docs
         return [[docs[p] for p in found] for found in self._table.lookup_many(keys.flat, keys.counts)]
 
+    def lookup_positions(self, keys: KeyLists) -> list[list[int]]:
+        """`lookup_many` as the documents' positions in `docs`, ascending (no document made)."""
+        self._hold_queued()
+        return self._table.lookup_many(keys.flat, keys.counts)
+
     def release(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
@@ -344,7 +247,7 @@ class RunIndex:
         sort and merge that follow, where a roll's memory peaks, hold neither (bench/roll_memory.py)."""
         self._hold_queued()
         ids = self.docs.ids()
-        self.docs = _DocColumns()
+        self.docs = DocColumns()
         hashes, positions = self._table.entries()
         self._table = _key_table()
         return ids, hashes, positions

@@ -31,7 +31,8 @@ from esdedup.match.rule import (
 from esdedup.match.thresholds import Thresholds
 
 __all__ = ["COSINE_PLACES", "ESTIMATE_PLACES", "Measures", "SketchColumns", "hamming_of", "measure", "measure_pairs",
-           "measured", "measures_row", "minhash_estimates", "row_cosines", "shown"]
+           "measure_column_pairs", "measured", "measures_row", "minhash_estimates", "row_cosines", "shown",
+           "stacked_vectors"]
 
 
 @dataclass
@@ -149,12 +150,20 @@ def measure_pairs(docs: Sequence[Sketch], left: np.ndarray, right: np.ndarray, c
     no vector (no cosine is shown) and ``t`` reads none of these pairs' (`reads_cosine`), the cosines are
     left NaN and no vector is read."""
     cols = SketchColumns.of(docs, config, read_vectors=t is None or config.stores_vector)
+    return measure_column_pairs(cols, left, right, config, t, lambda x: (docs[int(left[x])], docs[int(right[x])]))
+
+
+def measure_column_pairs(cols: SketchColumns, left: np.ndarray, right: np.ndarray, config: FingerprintConfig,
+                         t: Thresholds | None, pair: Callable[[int], tuple[Sketch, Sketch]]) -> Measures:
+    """`measure_pairs` of rows of ``cols`` already made (the ingest's run index keeps its documents as
+    columns); ``pair(x)``: the two texts of pair x, for the few whose signatures are of another length."""
     cosine = t is None or config.stores_vector or reads_cosine(
         t, all_signed=bool(cols.full[left].all() and cols.full[right].all()))
     m = cols.measure(left, right, cosine=cosine)
     # Signatures of another length (written under an older config): measured one pair at a time.
     for x in np.flatnonzero(cols.signed[left] & cols.signed[right] & ~(cols.full[left] & cols.full[right])):
-        one = measure(docs[int(left[x])], [docs[int(right[x])]], config)
+        a, b = pair(int(x))
+        one = measure(a, [b], config)
         m.jaccard[x], m.containment[x] = one.jaccard[0], one.containment[0]
     return m
 
@@ -195,7 +204,8 @@ class SketchColumns:
         return cls.from_parts(config, simhash=[d.simhash for d in docs], sigs=sigs, signed=signed, full=full,
                               shingles=[d.shingles for d in docs], chars=[d.chars for d in docs],
                               has_vector=has_vector,
-                              vectors=(lambda: _stacked_vectors(docs, has_vector, config)) if vectors is None
+                              vectors=(lambda: stacked_vectors([d.vector for d in docs], has_vector, config))
+                              if vectors is None
                               else vectors, read_vectors_now=vectors is None and read_vectors)
 
     @classmethod
@@ -208,14 +218,22 @@ class SketchColumns:
         signatures as an (n, perm) uint32 array (zeros where not ``full``), whether each is signed
         (`has_signature`) and of the config's length, the n-gram counts, the lengths or None, whether each
         carries a vector, and what reads the vectors (``read_vectors_now``: call it here)."""
-        has_simhash = np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash))
-        known = [0 if c is None else c for c in chars]
-        bands = config.gets_simhash_bands_many(known)
+        n = len(chars)
+        # A step a text only where some value is missing (None): most callers miss none.
+        some_simhash = None in simhash
+        has_simhash = (np.fromiter((h is not None for h in simhash), dtype=bool, count=len(simhash)) if some_simhash
+                       else np.ones(len(simhash), dtype=bool))
+        if None in chars:
+            known = [0 if c is None else c for c in chars]
+            unknown = np.fromiter((c is None for c in chars), dtype=bool, count=n)
+        else:
+            known, unknown = list(chars), np.zeros(n, dtype=bool)  # type: ignore[arg-type]
+        # A text of unknown length is taken for one with bands and terms.
+        banded = unknown | np.array(config.gets_simhash_bands_many(known), dtype=bool).reshape(n)
         # A text without terms has SimHash 0, which is no SimHash (`FingerprintConfig.gets_terms`).
-        has_simhash &= np.fromiter((c is None or x for c, x in zip(chars, config.gets_terms_many(known), strict=True)),
-                                   dtype=bool, count=len(chars))
-        banded = np.fromiter((c is None or b for c, b in zip(chars, bands, strict=True)), dtype=bool, count=len(chars))
-        return cls(simhash_words([h or 0 for h in simhash], config.bits), vectors() if read_vectors_now else vectors,
+        has_simhash &= unknown | np.array(config.gets_terms_many(known), dtype=bool).reshape(n)
+        words = simhash_words([h or 0 for h in simhash] if some_simhash else simhash, config.bits)  # type: ignore[arg-type]
+        return cls(words, vectors() if read_vectors_now else vectors,
                    sigs, np.array(shingles, dtype=np.int64).reshape(-1), signed, full, banded,
                    None if has_simhash.all() else has_simhash, None if has_vector.all() else has_vector)
 
@@ -289,12 +307,13 @@ class SketchColumns:
         return Measures(ham, cos, jac, cont, short[left] & short[right])
 
 
-def _stacked_vectors(docs: Sequence[PartialSketch], present: np.ndarray, config: FingerprintConfig) -> np.ndarray:
-    """The texts' vectors as an (n, dims) float32 array, zeros where a text has none."""
-    given = [d.vector for d in docs if d.vector is not None]
-    if len(given) == len(docs):
+def stacked_vectors(vectors: Sequence[Any], present: np.ndarray, config: FingerprintConfig) -> np.ndarray:
+    """Texts' vectors (None where a text has none: ``present`` False) as an (n, dims) float32 array, zeros
+    where a text has none."""
+    given = [v for v in vectors if v is not None]
+    if len(given) == len(vectors):
         return (np.stack(given).astype(np.float32) if given else np.zeros((0, config.dims), dtype=np.float32))
-    out = np.zeros((len(docs), len(given[0]) if given else config.dims), dtype=np.float32)
+    out = np.zeros((len(vectors), len(given[0]) if given else config.dims), dtype=np.float32)
     if given:
         out[present] = np.stack(given)
     return out

@@ -65,9 +65,14 @@ class StoredDoc:
     @property
     def root(self) -> Root:
         """The representative of this document's cluster (itself when it has no label)."""
-        if self.cluster_id is None:
-            return (self.seq, self.id)
-        return (self.cluster_seq, self.cluster_id)
+        return root_of(self.id, self.seq, self.cluster_id, self.cluster_seq)
+
+
+def root_of(doc_id: str, seq: int, cluster_id: str | None, cluster_seq: int) -> Root:
+    """`StoredDoc.root` of a document with these fields (the ingest's run index reads them from its columns)."""
+    if cluster_id is None:
+        return (seq, doc_id)
+    return (cluster_seq, cluster_id)
 
 
 def band_keys(doc: StoredDoc, config: FingerprintConfig) -> list[str]:

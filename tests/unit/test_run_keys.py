@@ -154,6 +154,17 @@ class _EveryThird:
     def many(self, sketches, cands, own_ids, sha1s):
         return [[p for p, c in enumerate(cs) if self.pairs(fp.simhash, c.id)] for fp, cs in zip(sketches, cands)]
 
+    def in_run(self, docs, sketches, positions, own_ids, sha1s):
+        return [[p for p in ps if self.pairs(fp.simhash, docs.id_at(p))] for fp, ps in zip(sketches, positions)]
+
+
+class _Every(_EveryThird):
+    """A rule that pairs a record with every candidate: labelling then reads each one as a document."""
+
+    @staticmethod
+    def pairs(n: int, candidate_id: str) -> bool:
+        return True
+
 
 @pytest.mark.parametrize("hashed", [False, True], ids=["keys", "hashes"])
 @pytest.mark.parametrize("switch", ["0", "1"])
@@ -176,20 +187,25 @@ def test_a_batch_s_candidates_are_the_run_index_lookups_as_it_is_labelled(before
         counted = dict(_CROWDED)
         _check_batch(before, batch, hashed=hashed)
         assert _CROWDED == counted
+        _check_batch(before, batch, hashed=hashed, rule=_Every)
+        assert _CROWDED == counted
 
 
 _CROWDED: dict[str, int] = {}
 
 
-def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool) -> list[list[str]]:
-    """Each record's candidates (ids), checked against the run index's lookups."""
+def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *, hashed: bool,
+                 rule: type[_EveryThird] = _EveryThird) -> list[list[str]]:
+    """Each record's candidates (ids), checked against the run index's lookups: those labelling reads as
+    documents (the batch's records before it), the clusters of those the rule pairs it with (with `_Every`,
+    all of them), and the latest write order among them all."""
     config = FingerprintConfig()
     index = RunIndex()
     # Ten or more: some key held by MAX_PER_KEY before the batch; else a few documents, and a batch that fills it.
     for n, keys in enumerate(before * (MAX_PER_KEY // len(before) + 1) if len(before) >= 10 else before):
         index.add_keys(_doc(n), keys)
     items = [_record(n, keys) for n, (keys, _) in enumerate(batch)]
-    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=_EveryThird())
+    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=rule())
     probes = KeyLists([run_keys(d, config, probing=True) for d in items])
     found: list[list[StoredDoc]] = [[] for _ in items]
     holds = KeyLists([run_keys(d, config, probing=False) for d in items])
@@ -201,12 +217,15 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
     seen: list[list[str]] = []
     for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
         expected = index.lookup(probes.keys_of(i))
-        got = cands.candidates(i, [], set())
+        got, after, run_near = cands.candidates(i, [], set())
         seen.append([c.id for c in got])
-        assert [c.id for c in got] == [c.id for c in expected]
-        assert [c.id for c in cands.near(i, got)] == [c.id for c in expected if _EveryThird.pairs(i, c.id)]
+        assert after == max((c.seq for c in expected), default=0)
+        # The run index's near-duplicates come as their clusters (each document its own here), then the batch's.
+        near = [root[1] for root in run_near] + [c.id for c in cands.near(i, got)]
+        assert near == [c.id for c in expected if rule.pairs(i, c.id)]
+        assert [c.id for c in got] == [c.id for c in expected if c.seq >= 1000]  # the batch's records
         if added:
-            cands.add(i, 0, (0, d.id), index)
+            cands.add(i, 1000 + i, (0, d.id), index)
     if hashed:  # a record's keys were named only where one of them was crowded
         assert all(set(holds_keys[r]) & set(index.crowded) for r in named)
     _CROWDED.clear()
@@ -220,6 +239,29 @@ def test_a_record_past_the_batch_s_first_holders_of_a_key_is_found_when_those_be
     batch = [([KEYS[0]], n >= 10) for n in range(MAX_PER_KEY + 8)]
     found = _check_batch([], batch, hashed=False)
     assert found[-1] == [f"r{n}" for n in range(10, MAX_PER_KEY + 7)]
+
+
+@pytest.mark.parametrize("rule", [_Every, _EveryThird])
+def test_the_store_s_copy_of_a_run_document_wins_and_deleted_ids_are_no_candidates(rule) -> None:
+    """A document of the run index that the store holds too (``found``: its labels may have moved since) is
+    the store's copy alone, and a deleted one is no candidate: neither's cluster is joined nor its write
+    order counted from the run index's columns."""
+    config = FingerprintConfig()
+    index = RunIndex()
+    for n in range(1, 7):
+        index.add_keys(_doc(n), [KEYS[0]])
+    items = [_record(0, [KEYS[0]])]
+    keys = KeyLists([run_keys(d, config, probing=False) for d in items])
+    copy = StoredDoc("d2", 2, np.zeros(1, dtype=np.float32), False, 1, 1, "d1", "d1", seq=2, cluster_seq=1)
+    labeller = SimpleNamespace(config=config, window=SimpleNamespace(run_index=index), rule=rule())
+    cands = BatchCandidates(labeller, items, [[copy]], keys, keys)  # type: ignore[arg-type]
+    got, after, run_near = cands.candidates(0, [copy], {"d5", "d6"})
+    assert got == [copy] and after == 4  # d1, d3, d4 and the store's d2; not d5, d6
+    paired = [n for n in (1, 3, 4) if rule.pairs(0, f"d{n}")]
+    assert run_near == [(0, f"d{n}") for n in paired]
+    assert cands.near(0, got) == ([copy] if rule.pairs(0, "d2") else [])
+    got, after, run_near = cands.candidates(0, [], set())
+    assert got == [] and after == 6 and run_near == [(0, f"d{n}") for n in range(1, 7) if rule.pairs(0, f"d{n}")]
 
 
 @settings(max_examples=200, deadline=None)

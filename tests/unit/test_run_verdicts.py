@@ -1,0 +1,112 @@
+"""`esdedup.ingest.runverdicts.near_in_run` measures a batch's candidates in the run index from its columns
+(`esdedup.ingest.doccolumns.DocColumns.sketches`): it must decide exactly what `near_positions` decides of the
+same documents made as `StoredDoc`, whatever the documents hold (signatures of another length or none, texts
+without words, the shared zero vector, vectors of another dtype, SimHashes wider than 64 bits, the record's own
+id among its candidates) and across blocks of rows."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.values import zero_vector
+from esdedup.ingest.doccolumns import DocColumns
+from esdedup.ingest.runverdicts import near_in_run
+from esdedup.match.lookup import near_positions
+from esdedup.match.thresholds import Thresholds, resolve_thresholds
+from esdedup.store.base import StoredDoc
+
+BASES = 4
+
+
+def _docs(config: FingerprintConfig, n: int, seed: int) -> list[StoredDoc]:
+    """Noisy variants of a few texts: most pairs of one base near, of two bases not; every odd case mixed in."""
+    perm, dims, bits = config.minhash_perm, config.dims, config.bits
+    rng = np.random.default_rng(0)  # the same texts for every seed: its variants differ
+    sims = [int(rng.integers(0, 2**62)) << (bits - 62) for _ in range(BASES)]
+    vecs = [rng.normal(size=dims) for _ in range(BASES)]
+    sigs = [rng.integers(0, 2**32, perm, dtype=np.uint32) for _ in range(BASES)]
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        b, kind = int(rng.integers(BASES)), i % 11
+        sim = sims[b] ^ sum(1 << int(x) for x in rng.integers(0, bits, int(rng.integers(0, 6))))
+        vec = vecs[b] + rng.normal(scale=float(rng.choice([0.05, 0.6])), size=dims)
+        vector = (vec / np.linalg.norm(vec)).astype(np.float32)
+        sig = sigs[b].copy()
+        sig[rng.integers(0, perm, int(rng.integers(0, perm // 2)))] = rng.integers(0, 2**32, dtype=np.uint32)
+        minhash: np.ndarray | None = sig
+        shingles, chars, empty, sha1 = int(rng.integers(5, 60)), int(rng.choice([30, 150, 400])), False, f"s{i}"
+        if kind == 1:  # no signature
+            minhash, shingles = None, 0
+        elif kind == 2:  # a signature of another length (an older config)
+            minhash = np.resize(sig, perm // 2)
+        elif kind == 3:  # a text without words: an exact copy of some others
+            sim, vector, minhash, shingles, empty, sha1 = 0, zero_vector(dims), None, 0, True, f"e{b}"
+        elif kind == 4:  # no terms: the shared zero vector
+            vector = zero_vector(dims)
+        elif kind == 5:
+            vector = vector.astype(np.float64)
+        elif kind == 6:  # a signature but no n-gram count: not signed
+            shingles = 0
+        # Some in another's cluster, some without labels (written before esdedup kept them).
+        cluster = None if kind == 7 else f"d{i - 1}" if kind == 8 and i else f"d{i}"
+        out.append(StoredDoc(f"d{i}", sim, vector, empty, 10, chars, cluster, None, minhash=minhash,
+                             shingles=shingles, seq=i + 1, cluster_seq=i if cluster != f"d{i}" else i + 1,
+                             content_sha1=sha1))
+    return out
+
+
+def _comparable(a: StoredDoc, b: StoredDoc) -> bool:
+    """Two signatures of different lengths cannot be compared (neither path measures such a pair: an index
+    holds the signatures of one config)."""
+    return a.minhash is None or b.minhash is None or len(a.minhash) == len(b.minhash)
+
+
+CONFIGS = {
+    "auto": (FingerprintConfig(), None),
+    "auto, cosine alone": (FingerprintConfig(), {"jaccard": None, "containment": None}),
+    "simhash": (FingerprintConfig(strategy="simhash"), None),
+    "128 bits": (FingerprintConfig(strategy="simhash", bits=128), None),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("seed", [1, 2])
+def test_verdicts_from_columns_are_those_of_the_documents(name: str, seed: int) -> None:
+    config, overrides = CONFIGS[name]
+    t = resolve_thresholds(None, config) if overrides is None else Thresholds.from_config(config, **overrides)
+    stored = _docs(config, 300, seed)
+    docs = DocColumns()
+    docs.BLOCK = 64  # several blocks of rows
+    for d in stored[:150]:
+        docs.append(d)
+    docs.append_rows([DocColumns._fields(d) for d in stored[150:]])
+    rng = np.random.default_rng(seed + 10)
+    queries = _docs(config, 120, seed + 20)
+    positions = [[p for p in sorted(set(rng.integers(0, len(stored), int(rng.integers(0, 40))).tolist()))
+                  if _comparable(q, stored[p])] for q in queries]
+    own = [q.id if r % 3 else f"d{positions[r][0]}" if positions[r] else q.id for r, q in enumerate(queries)]
+    sha1s = [q.content_sha1 if r % 5 else None for r, q in enumerate(queries)]
+    got = near_in_run(docs, queries, positions, config, t, exclude=own, sha1s=sha1s)
+    expected = near_positions(queries, [[docs[p] for p in ps] for ps in positions], config, t, exclude=own,
+                              sha1s=sha1s)
+    assert got == [[ps[j] for j in near] for ps, near in zip(positions, expected, strict=True)]
+    assert sum(map(len, got)) > 20  # near-duplicates among them (and not all)
+    assert sum(map(len, got)) < sum(map(len, positions)) / 2
+    # Texts without words find their exact copies by content SHA-1.
+    assert any(queries[r].empty and near for r, near in enumerate(got))
+
+
+def test_write_orders_ids_and_clusters_read_back() -> None:
+    config = FingerprintConfig(bits=128, strategy="simhash")
+    stored = _docs(config, 40, 3)
+    docs = DocColumns()
+    docs.append_rows([DocColumns._fields(d) for d in stored])
+    at = np.array([3, 0, 39, 17])
+    assert docs.seqs(at).tolist() == [stored[p].seq for p in at.tolist()]
+    assert [docs.id_at(p) for p in at.tolist()] == [stored[p].id for p in at.tolist()]
+    assert docs.empties(at).tolist() == [stored[p].empty for p in at.tolist()]
+    assert docs.roots(range(len(stored))) == [d.root for d in stored]
+    sketches = docs.sketches(at, config.minhash_perm)
+    assert sketches.simhash == [stored[p].simhash for p in at.tolist()]  # wider than 64 bits: read from the row
