@@ -131,7 +131,11 @@ def measure(a: Sketch, docs: Sequence[Sketch], config: FingerprintConfig) -> Mea
     cont = np.full(n, np.nan)
     legacy = np.zeros(n, dtype=bool)
     if has_signature(a):
-        sel = np.flatnonzero(np.fromiter((has_signature(d) for d in docs), dtype=bool, count=n))
+        # Only signatures of ``a``'s length are compared: a pair of two lengths (a document another config or
+        # client wrote) has no n-gram estimate, and is decided as a pair that does not carry two signatures.
+        width = len(a.minhash)  # type: ignore[arg-type]
+        sel = np.flatnonzero(np.fromiter((has_signature(d) and len(d.minhash) == width  # type: ignore[arg-type]
+                                          for d in docs), dtype=bool, count=n))
         if len(sel):
             sigs = np.stack([docs[int(i)].minhash for i in sel])  # type: ignore[misc]
             jac[sel], cont[sel] = minhash_estimates(a.minhash, a.shingles, sigs,  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from esdedup.fingerprint.values import zero_vector
 from esdedup.ingest.doccolumns import DocColumns
 from esdedup.ingest.runverdicts import near_in_run
 from esdedup.match.lookup import near_positions
+from esdedup.match.measures import measure, measure_pairs
 from esdedup.match.thresholds import Thresholds, resolve_thresholds
 from esdedup.store.base import StoredDoc
 
@@ -57,12 +58,6 @@ def _docs(config: FingerprintConfig, n: int, seed: int) -> list[StoredDoc]:
     return out
 
 
-def _comparable(a: StoredDoc, b: StoredDoc) -> bool:
-    """Two signatures of different lengths cannot be compared (neither path measures such a pair: an index
-    holds the signatures of one config)."""
-    return a.minhash is None or b.minhash is None or len(a.minhash) == len(b.minhash)
-
-
 CONFIGS = {
     "auto": (FingerprintConfig(), None),
     "auto, cosine alone": (FingerprintConfig(), {"jaccard": None, "containment": None}),
@@ -84,8 +79,7 @@ def test_verdicts_from_columns_are_those_of_the_documents(name: str, seed: int) 
     docs.append_rows([DocColumns._fields(d) for d in stored[150:]])
     rng = np.random.default_rng(seed + 10)
     queries = _docs(config, 120, seed + 20)
-    positions = [[p for p in sorted(set(rng.integers(0, len(stored), int(rng.integers(0, 40))).tolist()))
-                  if _comparable(q, stored[p])] for q in queries]
+    positions = [sorted(set(rng.integers(0, len(stored), int(rng.integers(0, 40))).tolist())) for _ in queries]
     own = [q.id if r % 3 else f"d{positions[r][0]}" if positions[r] else q.id for r, q in enumerate(queries)]
     sha1s = [q.content_sha1 if r % 5 else None for r, q in enumerate(queries)]
     got = near_in_run(docs, queries, positions, config, t, exclude=own, sha1s=sha1s)
@@ -110,3 +104,19 @@ def test_write_orders_ids_and_clusters_read_back() -> None:
     assert docs.roots(range(len(stored))) == [d.root for d in stored]
     sketches = docs.sketches(at, config.minhash_perm)
     assert sketches.simhash == [stored[p].simhash for p in at.tolist()]  # wider than 64 bits: read from the row
+
+
+def test_two_signatures_of_different_lengths_get_no_ngram_estimate_and_are_decided_without_one() -> None:
+    """A pair whose signatures differ in length (a document another config or client wrote) is measured as a pair
+    that does not carry two signatures, on both paths (one text against others, and pairs of rows), instead of
+    failing; pairs of one length beside it keep their estimates."""
+    config = FingerprintConfig()
+    t = resolve_thresholds(None, config)
+    full, half, other_full = (d for d in _docs(config, 3, 1))
+    half.minhash = np.resize(full.minhash, config.minhash_perm // 2)
+    other_full.minhash = full.minhash.copy()
+    m = measure(full, [half, other_full], config)
+    assert np.isnan(m.jaccard[0]) and np.isnan(m.containment[0]) and m.jaccard[1] == 1.0
+    pairs = measure_pairs([full, half, other_full], np.array([0, 1, 0]), np.array([1, 2, 2]), config, t)
+    assert np.isnan(pairs.jaccard[:2]).all() and pairs.jaccard[2] == 1.0
+    assert pairs.decide(t).tolist()[2] is True
