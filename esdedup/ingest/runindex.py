@@ -231,9 +231,8 @@ class RunIndex:
 
     def lookup_many(self, keys: KeyLists) -> list[list[StoredDoc]]:
         """`lookup` of each record's keys."""
-        self._hold_queued()
         docs = self.docs
-        return [[docs[p] for p in found] for found in self._table.lookup_many(keys.flat, keys.counts)]
+        return [[docs[p] for p in found] for found in self.lookup_positions(keys)]
 
     def lookup_positions(self, keys: KeyLists) -> list[list[int]]:
         """`lookup_many` as the documents' positions in `docs`, ascending (no document made)."""

@@ -13,8 +13,8 @@ import numpy as np
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest.doccolumns import DocColumns
 from esdedup.match.lookup import VERIFY_BATCH
-from esdedup.match.measures import SketchColumns, measure_column_pairs, stacked_vectors
-from esdedup.match.rule import Sketch, exact_copies, has_signature
+from esdedup.match.measures import SketchColumns, measure_column_pairs, signature_rows, stacked_vectors
+from esdedup.match.rule import Sketch, exact_copies
 from esdedup.match.thresholds import Thresholds
 
 
@@ -73,12 +73,7 @@ def _judge(docs: DocColumns, fps: Sequence[Sketch], positions: Sequence[Sequence
     left = np.searchsorted(texts, owner)
     right = right + len(texts)
     q = [fps[todo[int(k)]] for k in texts]
-    query_signed = np.array([has_signature(f) for f in q], dtype=bool)
-    query_full = query_signed & np.array([f.minhash is not None and len(f.minhash) == config.minhash_perm for f in q],
-                                         dtype=bool)
-    query_sigs = np.zeros((len(q), config.minhash_perm), dtype=np.uint32)
-    if query_full.any():
-        query_sigs[query_full] = np.stack([f.minhash for f, x in zip(q, query_full, strict=True) if x])  # type: ignore[misc]
+    query_sigs, query_signed, query_full = signature_rows(q, config.minhash_perm)
     query_vector = np.array([f.vector is not None for f in q], dtype=bool)
     has_vector = np.concatenate((query_vector, run.has_vector))
 

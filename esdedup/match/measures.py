@@ -32,7 +32,7 @@ from esdedup.match.thresholds import Thresholds
 
 __all__ = ["COSINE_PLACES", "ESTIMATE_PLACES", "Measures", "SketchColumns", "hamming_of", "measure", "measure_pairs",
            "measure_column_pairs", "measured", "measures_row", "minhash_estimates", "row_cosines", "shown",
-           "stacked_vectors"]
+           "signature_rows", "stacked_vectors"]
 
 
 @dataclass
@@ -197,14 +197,8 @@ class SketchColumns:
         short one. ``vectors``: what reads the texts' vectors as an (n, dims) float32 array (any values
         where a text has none), called once, when a cosine is first wanted; default: ``d.vector`` stacked,
         here (``read_vectors`` False: when first wanted, for a caller that may want none)."""
-        n, perm = len(docs), config.minhash_perm
-        signed = np.fromiter((has_signature(d) for d in docs), dtype=bool, count=n)
-        full = signed & np.fromiter((d.minhash is not None and len(d.minhash) == perm for d in docs),
-                                    dtype=bool, count=n)
-        sigs = np.zeros((n, perm), dtype=np.uint32)
-        if full.any():
-            sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
-        has_vector = np.fromiter((d.vector is not None for d in docs), dtype=bool, count=n)
+        sigs, signed, full = signature_rows(docs, config.minhash_perm)
+        has_vector = np.fromiter((d.vector is not None for d in docs), dtype=bool, count=len(docs))
         return cls.from_parts(config, simhash=[d.simhash for d in docs], sigs=sigs, signed=signed, full=full,
                               shingles=[d.shingles for d in docs], chars=[d.chars for d in docs],
                               has_vector=has_vector,
@@ -309,6 +303,18 @@ class SketchColumns:
         # Rule 2 of the module docstring: both short, neither signed.
         short = ~self.signed & ~self.banded
         return Measures(ham, cos, jac, cont, short[left] & short[right])
+
+
+def signature_rows(docs: Sequence[PartialSketch], perm: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The texts' signatures as `SketchColumns` holds them: an (n, perm) uint32 array (zeros where a text has
+    none of ``perm`` values), whether each is signed (`has_signature`), and whether it is of that length."""
+    n = len(docs)
+    signed = np.fromiter((has_signature(d) for d in docs), dtype=bool, count=n)
+    full = signed & np.fromiter((d.minhash is not None and len(d.minhash) == perm for d in docs), dtype=bool, count=n)
+    sigs = np.zeros((n, perm), dtype=np.uint32)
+    if full.any():
+        sigs[full] = np.stack([d.minhash for d, f in zip(docs, full, strict=True) if f])  # type: ignore[misc]
+    return sigs, signed, full
 
 
 def stacked_vectors(vectors: Sequence[Any], present: np.ndarray, config: FingerprintConfig) -> np.ndarray:
