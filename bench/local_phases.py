@@ -8,8 +8,8 @@ The steps of the run are wrapped (each call's thread CPU time, `time.thread_time
 that calls another counts it too, so the rows overlap) and one ingest of the input, with every default (the
 CLI's: default config, label mode, one worker a core), runs into a fresh embedded store. Printed: the wall
 time, the CPU of the main thread, of this process (its other threads: the worker pool's, which unpickle the
-batches, and the store's checkpointer) and of the fingerprint workers, each a text, then each step's main-thread
-CPU a text. With ``--rounds`` the round whose main thread took least is printed (the machine may be shared).
+batches, the store's checkpointer and the extension's writer of rows) and of the fingerprint workers, each a
+text, then each step's main-thread CPU a text. With ``--rounds`` the round whose main thread took least is printed (the machine may be shared).
 """
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ STEPS = [
     (labels.NearDuplicates, "in_run", "... of those on the run index's candidates, from its columns", False),
     (labels.Labeller, "_label", "labels record by record (clusters joined)", False),
     (labels.Labeller, "new_docs", "documents to write", False),
-    (local_store.LocalStore, "_write_batch", "the write (rows, SQLite, commit)", False),
+    (local_store.LocalStore, "start_write", "the write started (rows built and handed to the extension's writer)",
+     False),
     (local_store, "doc_rows", "... rows built", False),
     (driver.IngestRun, "_after_write", "after the write (dead letters, checkpoint)", False),
     (driver.IngestRun, "feed", "every step of a batch after reading (all)", False),

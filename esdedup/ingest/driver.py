@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from itertools import repeat
 
 from esdedup.errors import OutputError, StoreError
@@ -23,10 +24,10 @@ from esdedup.ingest.settle import Settler
 from esdedup.ingest.sharing import StoreSharing, open_for_ingest
 from esdedup.ingest.window import RUN_INDEX_MAX_DOCS, MemoryWindow
 from esdedup.ingest.workers import Batch, Fingerprinted
-from esdedup.ingest.writer import OverlappedWriter, write_all
+from esdedup.ingest.writer import OverlappedWriter
 from esdedup.match.thresholds import lookup_thresholds
 from esdedup.readers import Rejected
-from esdedup.store.base import LabelledStore
+from esdedup.store.base import LabelledStore, write_outcome, writes_in_background
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,8 @@ _DELETED_AGAIN = "near-duplicate of {}, written at the same time by another writ
 class IngestRun:
     """One ingest run (a batch run over files, or the calls of one `esdedup.ingest.service.Ingester`): the
     driver that takes each batch through its steps. `process` does them in turn; `feed` overlaps a batch's
-    write with the next one's labelling where the store allows it (`drain` waits for the write)."""
+    write with the reading of the next one (a store that writes in the background) or with its labelling
+    (Elasticsearch), where the store allows it (`drain` waits for the write)."""
 
     def __init__(self, store: LabelledStore, config: FingerprintConfig, opts: IngestOptions, *, sharing: StoreSharing,
                  window: MemoryWindow, ledger: Ledger, checkpoint: Checkpoint | None) -> None:
@@ -48,8 +50,14 @@ class IngestRun:
         thresholds = lookup_thresholds(opts.thresholds, config)
         self.labeller = Labeller(store, config, thresholds, opts.on_duplicate, window, ledger)
         self.settler = Settler(store, config, self.labeller.rule, self.labeller)
-        overlap = sharing.overlaps_writes and window.remember and opts.on_duplicate != "skip"
+        overlap = window.remember and (writes_in_background(store) or (sharing.overlaps_writes
+                                                                         and opts.on_duplicate != "skip"))
         self.writer = OverlappedWriter(store) if overlap else None
+        #: The store's write lock, held from a batch's labelling until its write in the background is
+        #: accounted for (`_label_and_start`).
+        self._held: contextlib.ExitStack | None = None
+        #: Called once each batch is accounted for (its write, joins, dead letters, checkpoint).
+        self.after_batch: Callable[[], None] | None = None
 
     @property
     def summary(self) -> IngestSummary:
@@ -73,19 +81,26 @@ class IngestRun:
                 self.window.not_alone()
             state.labelled = self.labeller.label(items)
             sent = self.labeller.new_docs(state.labelled)
-            written = self.ledger.count_writes(sent, *write_all(self.store, [new for new, _ in sent]))
+            written = self.ledger.count_writes(sent, *write_outcome(self.store, [new for new, _ in sent]))
             self._join_clusters()
             self.labeller.relabel_replaced(self.sharing.make_visible)
         return self._after_write(written)
 
     def feed(self, batch: Batch, results: Fingerprinted) -> None:
-        """Take one batch in: with overlapped writes, label it while the batch before is written, then
-        account for that one (write results, joins, settling, checkpoint) and start writing this one; else
-        `process` it. Either way a batch is checkpointed only once it is written and accounted for."""
+        """Take one batch in. A store that writes in the background: account for the batch before (write
+        results, joins, checkpoint; its write ran while this batch was read), then label this one and start
+        writing it, holding the store's write lock from its labelling until it is accounted for. Other
+        overlapped writes: label it while the batch before is written, then account for that one (with
+        settling) and start writing this one. Else `process` it. Either way a batch is checkpointed only once
+        it is written and accounted for."""
         if self.writer is None:
             self.process(batch, results)
             return
         self._roll_window_if_full(batch, results)
+        if self.writer.background is not None:
+            self.drain()
+            self._label_and_start(batch, results)
+            return
         try:
             state = self.ledger.enter(BatchState(batch))
             items = self._accept(batch, results)
@@ -102,14 +117,34 @@ class IngestRun:
         self.ledger.enter(state)
         self.writer.start(state, self.labeller.new_docs(state.labelled))
 
+    def _label_and_start(self, batch: Batch, results: Fingerprinted) -> None:
+        """Label ``batch`` under the store's write lock and start writing it in the background; the lock stays
+        held until `drain` has accounted for it."""
+        state = self.ledger.enter(BatchState(batch))
+        items = self._accept(batch, results)
+        held = contextlib.ExitStack()
+        try:
+            if held.enter_context(self.store.write_lock()):
+                self.window.not_alone()
+            state.labelled = self.labeller.label(items)
+            assert self.writer is not None
+            self.writer.start(state, self.labeller.new_docs(state.labelled))
+        except BaseException:
+            held.close()
+            raise
+        self._held = held
+
     def drain(self) -> None:
         """Wait for the batch being written, if any, and account for it."""
         taken = self.writer.take() if self.writer is not None else None
+        held, self._held = self._held, None
         if taken is None:
+            if held is not None:
+                held.close()
             return
         sending, (results, error) = taken
         self.ledger.enter(sending.state)
-        with self.store.write_lock():
+        with held or self.store.write_lock():
             written = self.ledger.count_writes(sending.sent, results, error)
             self._join_clusters()
             self.labeller.relabel_replaced(self.sharing.make_visible)
@@ -133,9 +168,12 @@ class IngestRun:
                         MAX_PER_KEY, key, n, MAX_PER_KEY)
 
     def close(self) -> None:
-        """Stop the writer thread (after the write it may be running) and let the window go."""
+        """Stop the writer (after the write it may be making) and let the window go."""
         if self.writer is not None:
             self.writer.close()
+        if self._held is not None:
+            self._held.close()
+            self._held = None
         self.window.close()
 
     # -- the steps ----------------------------------------------------------------------------------
@@ -200,6 +238,8 @@ class IngestRun:
         self.ledger.dead.commit()
         self.progress.advance(batch)
         self.window.forget_batch()
+        if self.after_batch is not None:
+            self.after_batch()
         return written
 
     def _settle(self, written: list[FingerprintedRecord]) -> list[FingerprintedRecord]:

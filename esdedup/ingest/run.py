@@ -15,7 +15,8 @@ the earlier one). A document already stored under the same id with the same cont
 and labels, so running the same ingest twice changes nothing.
 
 Several writers (processes, threads with an `Ingester` each, machines) may write one index at once. On the
-embedded store a lock makes each batch's lookup, labelling and write one step. On Elasticsearch, where a
+embedded store a lock makes each batch's lookup, labelling and write one step (a batch run writes it in
+the background while it reads the next batch). On Elasticsearch, where a
 document is found by other writers only after a refresh, each writer settles the labels of a batch after
 writing it (`esdedup.ingest.settle`; how a run shares its store is chosen once, `esdedup.ingest.sharing`).
 With ``skip``, the later document of a pair written at the same time is deleted again (skipped when it was
@@ -59,6 +60,8 @@ def ingest(paths: Sequence[str | Path], store: LabelledStore, config: Fingerprin
     with another config. A store failure mid-run (server gone) ends the run: the summary carries the
     error, in-flight records count as failed (dead-lettered as unconfirmed), and a re-run completes it.
     Raises Unsupported for a store without `esdedup.store.base.ClusterLabels`.
+
+    ``progress``: called with the summary once each batch is written and accounted for (and checkpointed).
 
     ``stop``: a `Stop` the caller holds (and may have given SIGTERM to, `Stop.handle`, before the call: a program
     that takes it from its first line on); asked before the run reads anything, the run reads nothing and
@@ -111,6 +114,11 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
     workers = Workers(run.config, opts.workers or (os.cpu_count() or 1), encode=run.sharing.takes_json,
                       held=run.labeller.holds_run_keys, fingerprints=run.reads_fingerprints)
     retried_before = store.retried
+    if progress is not None:
+        def report() -> None:
+            summary.seconds = time.monotonic() - started
+            progress(summary)
+        run.after_batch = report
     try:
         with stop.on_stop_signals(), fewer_collections():
             stop.refuse_if_asked(summary)  # asked while the run opened its files and the store
@@ -118,9 +126,6 @@ def _feed(records: Iterable[Record | Rejected], run: IngestRun, progress: Callab
             try:
                 for batch, results in workers.in_order(batches(records, opts.batch), stop):
                     run.feed(batch, results)
-                    if progress:
-                        summary.seconds = time.monotonic() - started
-                        progress(summary)
                     if stop.asked:
                         break
             except WorkerKilled as exc:  # the run ends as a stopped one does: what was written is kept

@@ -1,7 +1,8 @@
 """How a run shares its store with other writers, decided once when the run opens the store.
 
-The embedded store serialises its writers: one lock makes each batch's lookup, labelling and write one step,
-and what any writer wrote is found at once (`LockStepWrites`). Elasticsearch has no lock across clients, and
+The embedded store serialises its writers: one lock makes each batch's lookup, labelling and write one step
+(held while the batch is written in the background and the next one read), and what any writer wrote is found
+at once (`LockStepWrites`). Elasticsearch has no lock across clients, and
 finds another client's document only after a refresh, so each writer settles the labels of a batch after
 writing it (`SettledWrites`, with `esdedup.ingest.settle`). Why not one lock for all writers there: a lock
 document would serialise every writer on one shard, and a writer that dies holding it would stop all the

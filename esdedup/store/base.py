@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from esdedup.errors import Unsupported
+from esdedup.errors import StoreError, Unsupported
 from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
@@ -245,6 +245,8 @@ class Capability(enum.Enum):
     PARTITIONED_KEYS = "partitioned key scans"
     #: `esdedup.store.partition.PartitionedPairs`: a share of the candidate pairs, read from every shared key.
     PARTITIONED_PAIRS = "partitioned candidate pairs"
+    #: `BackgroundWrites`: a batch written while the caller goes on with the next one.
+    BACKGROUND_WRITES = "background writes"
 
 
 class StoreCore(Protocol):
@@ -326,6 +328,38 @@ class StoreCore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+#: What a write gives back: the results the store gave, and the error that stopped it (the rest unconfirmed).
+Outcome = tuple[list[WriteResult], StoreError | None]
+
+
+def write_outcome(store: StoreCore, docs: list[NewDoc]) -> Outcome:
+    """Write ``docs``; the results the store gave, and the error that stopped it (the rest unconfirmed)."""
+    out: list[WriteResult] = []
+    try:
+        out.extend(store.write(docs))
+    except StoreError as exc:
+        return out, exc
+    return out, None
+
+
+class PendingWrite(Protocol):
+    """A write under way (`BackgroundWrites.start_write`)."""
+
+    def result(self) -> Outcome:
+        """Wait for the write to end; what it gave back."""
+        ...
+
+
+class BackgroundWrites(Protocol):
+    """A batch written in the background while the caller reads the next one: declared by a store whose write
+    holds the GIL for little of its time (the embedded store's is SQLite's, on a thread of its own)."""
+
+    def start_write(self, docs: list[NewDoc]) -> PendingWrite:
+        """Start writing ``docs`` (as `StoreCore.write` does); its outcome is taken with `PendingWrite.result`,
+        before anything else reads or writes the store (the caller holds the write lock meanwhile)."""
+        ...
 
 
 class ClusterLabels(Protocol):
@@ -527,6 +561,11 @@ class ElasticsearchBackedStore(Store, ElasticsearchBacked, Protocol):
 def elasticsearch_backed(store: StoreCore) -> TypeGuard[ElasticsearchBackedStore]:
     """Whether ``store`` declares `Capability.ELASTICSEARCH` (and with it every other protocol)."""
     return Capability.ELASTICSEARCH in store.capabilities
+
+
+def writes_in_background(store: StoreCore) -> TypeGuard[BackgroundWrites]:
+    """Whether ``store`` declares `Capability.BACKGROUND_WRITES`."""
+    return Capability.BACKGROUND_WRITES in store.capabilities
 
 
 def shared_keys(store: KeyScans, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[tuple[str, list[str]]]:

@@ -28,6 +28,7 @@ mod runkeys;
 mod segment;
 mod shingles;
 mod spaced;
+mod sqlrows;
 mod t2s;
 mod termrules;
 mod terms;
@@ -44,7 +45,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 9;
+const API_VERSION: u32 = 10;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -357,6 +358,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fold::FoldCore>()?;
     m.add_class::<t2s::OpenccCore>()?;
     m.add_class::<runkeys::RunKeys>()?;
+    m.add_class::<sqlrows::RowWriter>()?;
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;
     m.add_function(wrap_pyfunction!(documents::dedup_members, m)?)?;

@@ -8,16 +8,21 @@ RELIABILITY.md; the ``slow`` tests take minutes each.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
+import sqlite3
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import esdedup.store.local.store as local_store
 from tests.es_node import EARLY_STARTS, LocalCluster
 from tests.reliability import (
     balanced,
@@ -459,7 +464,20 @@ def test_rejected_lines_are_not_read_again_on_resume(tmp_path):
 
 
 
-def test_interrupted_batch_dead_letters_are_written_once(tmp_path):
+def _failing_rows(batch: int, error: BaseException) -> Callable[..., list[tuple]]:
+    """`esdedup.store.local.rows.doc_rows` that raises ``error`` for the ``batch``-th batch it is asked for."""
+    from esdedup.store.local.rows import doc_rows
+
+    asked = itertools.count(1)
+
+    def rows(*args: Any, **kwargs: Any) -> list[tuple]:
+        if next(asked) == batch:
+            raise error
+        return doc_rows(*args, **kwargs)
+    return rows
+
+
+def test_interrupted_batch_dead_letters_are_written_once(tmp_path, monkeypatch):
     """Ctrl-C inside a batch (after its rejected lines were seen, before the store confirmed it): that batch
     is not checkpointed, so the resumed run reads it again; its dead letters must not be in the file twice."""
     from esdedup.fingerprint.config import FingerprintConfig
@@ -474,19 +492,14 @@ def test_interrupted_batch_dead_letters_are_written_once(tmp_path):
     ck, dl = tmp_path / "ck.json", tmp_path / "dl.jsonl"
     config = FingerprintConfig(tokenizer="rjieba")
 
-    class InterruptedStore(LocalStore):
-        writes = 0
-
-        def write(self, docs):
-            InterruptedStore.writes += 1
-            if InterruptedStore.writes == 2:  # the second batch: lines 6-10, holding both broken lines
-                raise KeyboardInterrupt
-            return super().write(docs)
-
-    store = InterruptedStore("rej", tmp_path / "data")
+    # The second batch's rows (lines 6-10, holding both broken lines) are never made, whether the batch is written
+    # at once or in the background.
+    monkeypatch.setattr(local_store, "doc_rows", _failing_rows(2, KeyboardInterrupt()))
+    store = LocalStore("rej", tmp_path / "data")
     with pytest.raises(KeyboardInterrupt):
         ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, dead_letter=dl))
     store.close()
+    monkeypatch.undo()
     assert dead_letters(dl) == []  # the interrupted batch was not accounted for, so nothing of it is reported
     store = LocalStore("rej", tmp_path / "data")
     s = ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, resume=True,
@@ -661,10 +674,11 @@ def test_an_alias_without_a_write_index_is_a_refusal(es_url, es_client, fresh_in
     assert s2.error is None and s2.read == s2.indexed == len(docs), s2
 
 
-def test_a_resumed_run_takes_its_records_off_the_unconfirmed_list(tmp_path):
-    """The store fails in the middle of a run (its records are dead-lettered as unconfirmed); the resumed
-    run writes them, and the dead-letter file then lists none of them as unconfirmed (the rejected line
-    stays)."""
+@pytest.mark.parametrize("failure", ["rows", "sqlite"])
+def test_a_resumed_run_takes_its_records_off_the_unconfirmed_list(tmp_path, monkeypatch, failure):
+    """The store fails in the middle of a run (its records are dead-lettered as unconfirmed): before the third
+    batch's rows are made, or in SQLite's write of them (a trigger refuses one); the resumed run writes them,
+    and the dead-letter file then lists none of them as unconfirmed (the rejected line stays)."""
     from esdedup.errors import StoreError
     from esdedup.fingerprint.config import FingerprintConfig
     from esdedup.ingest.run import IngestOptions, ingest
@@ -678,18 +692,23 @@ def test_a_resumed_run_takes_its_records_off_the_unconfirmed_list(tmp_path):
     ck, dl = tmp_path / "ck.json", tmp_path / "dl.jsonl"
     config = FingerprintConfig(tokenizer="rjieba")
 
-    class FailingStore(LocalStore):
-        writes = 0
-
-        def write(self, docs):
-            FailingStore.writes += 1
-            if FailingStore.writes == 3:
-                raise StoreError("the disk is gone")
-            return super().write(docs)
-
-    store = FailingStore("unc", tmp_path / "data")
+    store = LocalStore("unc", tmp_path / "data")
+    if failure == "rows":
+        monkeypatch.setattr(local_store, "doc_rows", _failing_rows(3, StoreError("the disk is gone")))
+    else:
+        store.open(config)
+        db = sqlite3.connect(store.path)
+        db.execute(f"CREATE TRIGGER gone BEFORE INSERT ON docs WHEN NEW.id = '{docs[12]['id']}' "
+                   "BEGIN SELECT RAISE(ABORT, 'the disk is gone'); END")
+        db.commit()
     s1 = ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, dead_letter=dl))
     store.close()
+    monkeypatch.undo()
+    if failure == "sqlite":
+        db.execute("DROP TRIGGER gone")
+        db.commit()
+        db.close()
+    assert "the disk is gone" in (s1.error or "")
     assert s1.error and any(d["kind"] == "unconfirmed" for d in dead_letters(dl)), s1
     store = LocalStore("unc", tmp_path / "data")
     s2 = ingest([path], store, config, IngestOptions(batch=5, workers=1, checkpoint=ck, dead_letter=dl,

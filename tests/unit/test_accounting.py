@@ -15,10 +15,10 @@ from esdedup.ingest.accounting import BatchState, Ledger
 from esdedup.ingest.deadletters import DeadLetters
 from esdedup.ingest.documents import FingerprintedRecord
 from esdedup.ingest.options import IngestSummary
-from esdedup.ingest.writer import OverlappedWriter, write_all
+from esdedup.ingest.writer import OverlappedWriter
 from esdedup.readers import Record
 from esdedup.schema import content_sha1
-from esdedup.store.base import NewDoc, WriteResult
+from esdedup.store.base import NewDoc, WriteResult, write_outcome
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 
@@ -83,25 +83,25 @@ def test_a_write_the_store_stops_fails_the_unconfirmed_records_and_raises(books,
     assert [(x["kind"], x["id"]) for x in _dead_letters(tmp_path)] == [("unconfirmed", f"d{i}") for i in (1, 2, 3)]
 
 
-def test_write_all_gives_every_result_in_order(tmp_path):
+def test_write_outcome_gives_every_result_in_order(tmp_path):
     store = LocalStore("books", tmp_path / "data")
     store.open(CONFIG)
     items = _items()
-    results, error = write_all(store, [_new(d) for d in items[:2]])
+    results, error = write_outcome(store, [_new(d) for d in items[:2]])
     assert error is None and [(r.id, r.ok, r.created) for r in results] == [("d0", True, True), ("d1", True, True)]
-    results, error = write_all(store, [_new(d) for d in reversed(items)])
+    results, error = write_outcome(store, [_new(d) for d in reversed(items)])
     assert error is None and [(r.id, r.created) for r in results] == [("d3", True), ("d2", True), ("d1", False),
                                                                        ("d0", False)]
 
 
 @pytest.mark.es
 def test_the_overlapped_writer_writes_one_batch_at_a_time_in_its_thread(es_client):
-    """Only on Elasticsearch, whose client may be used from two threads (the embedded store's connection
-    belongs to one, and ingest never overlaps its writes)."""
+    """Elasticsearch's client may be used from two threads: its batch is written in one of the writer's own
+    (the embedded store writes in the background itself, `test_local_background_writes.py`)."""
     store = ElasticStore(es_client, f"esdedup-writer-{uuid.uuid4().hex[:10]}", shards=1, replicas=0)
     store.open(CONFIG)
     items = _items()
-    assert write_all(store, [_new(items[0])])[1] is None
+    assert write_outcome(store, [_new(items[0])])[1] is None
     writer = OverlappedWriter(store)
     try:
         assert writer.take() is None

@@ -13,6 +13,7 @@ import pytest
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.ingest import Ingester, IngestOptions, ingest
+from esdedup.store.base import Capability
 from esdedup.store.local import LocalStore
 from tests.corpus import make_corpus
 
@@ -36,7 +37,10 @@ def test_no_function_in_ingest_is_longer_than_sixty_lines(module):
 
 class _RetryingStore(LocalStore):
     """A local store that reports one re-sent document per write call, as the Elasticsearch store does
-    when a bulk item comes back with 429 (the count is part of the `Store` protocol)."""
+    when a bulk item comes back with 429 (the count is part of the `Store` protocol); every batch through
+    `write`, as the Elasticsearch store's are."""
+
+    capabilities = LocalStore.capabilities - {Capability.BACKGROUND_WRITES}
 
     def write(self, docs):
         self.retried += 1

@@ -19,7 +19,10 @@ in one pass. An all-pairs search that joins LSH bands in memory (`esdedup.match.
 Several processes may use one collection. SQLite serialises their transactions (each write transaction
 takes the write lock at its start, and waits up to `BUSY_SECONDS` for it); ingest also holds
 `LocalStore.write_lock`, a lock file next to the database, for each batch, so that a batch's lookup,
-labelling and write happen as one step for every writer (and labels need no settling afterwards). A
+labelling and write happen as one step for every writer (and labels need no settling afterwards). A batch
+run writes each batch in the background (`LocalStore.start_write`: the extension's writer, on a connection
+and a thread of its own, the GIL released) while it reads the next one, the lock held until the write is
+accounted for. A
 store that cannot be written (a read-only file or folder) is still read: keys of documents not yet
 indexed are then indexed in temporary tables of the connection only.
 

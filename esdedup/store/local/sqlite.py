@@ -10,8 +10,10 @@ import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from esdedup.errors import ConfigError, StoreError
+from esdedup.store.local.native_rows import open_row_writer
 from esdedup.store.local.rows import DOC_COLUMNS
 
 SCHEMA = """
@@ -100,6 +102,12 @@ def switch_to_wal(db: sqlite3.Connection, wait: float = BUSY_SECONDS) -> None:
         time.sleep(WAL_RETRY_SECONDS)
 
 
+#: What a connection that writes sets first. Band keys are random, so every insert walks the band index from
+#: its root: a page cache large enough for the index's upper levels keeps them in memory instead of reading
+#: them again (SQLite's default is 2 MB; negative = KiB).
+CONNECTION_PRAGMAS = ("PRAGMA synchronous=NORMAL", f"PRAGMA wal_autocheckpoint={WAL_PAGES}", "PRAGMA cache_size=-65536")
+
+
 class Database:
     """The file ``path`` of the collection ``name``, connected on first use.
 
@@ -114,6 +122,9 @@ class Database:
         self.doc_columns = DOC_COLUMNS
         self._db: sqlite3.Connection | None = None
         self._checkpointer: _Checkpointer | None = None
+        #: The extension's writer of rows on a connection of its own (`row_writer`), None before it is asked
+        #: for, False where there is none.
+        self._row_writer: Any = None
         #: The file has no index of content SHA-1s yet: "created" (this connection created the file and left
         #: it for `build_deferred_index`), "missing" (found so: its creator stopped first; the next write
         #: builds it, `build_missing_index`), or None (it has one).
@@ -141,6 +152,16 @@ class Database:
             with self.errors():
                 self._db = self._open()
         return self._db
+
+    def row_writer(self) -> Any | None:
+        """The extension's writer of rows (`esdedup.store.local.native_rows`) on a connection of its own to the
+        file, opened on first use; None where there is none (or the file cannot be written)."""
+        if self._row_writer is None:
+            self.connect()  # the file, its schema and its log mode first
+            with self.errors():
+                writer = None if self.read_only else open_row_writer(self.path, BUSY_SECONDS, CONNECTION_PRAGMAS)
+            self._row_writer = writer if writer is not None else False
+        return self._row_writer or None
 
     def checkpoint_soon(self) -> None:
         """Have what was just committed copied from the write-ahead log into the file by a thread of its own
@@ -171,6 +192,9 @@ class Database:
         self._sha1_pending = None
 
     def close(self) -> None:
+        if self._row_writer:  # after the write it may be making
+            self._row_writer.close()
+        self._row_writer = None
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):  # the next connection to write to the file builds it then
                 self.build_deferred_index()
@@ -204,12 +228,8 @@ class Database:
             self.read_only = True
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open local store {self.path}: {exc}") from exc
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-        # Band keys are random, so every insert walks the band index from its root: a page cache large enough
-        # for the index's upper levels keeps them in memory instead of reading them again (SQLite's default
-        # is 2 MB; negative = KiB).
-        db.execute("PRAGMA cache_size=-65536")
+        for pragma in CONNECTION_PRAGMAS:
+            db.execute(pragma)
         have = {r[1] for r in db.execute("PRAGMA table_info(docs)")}
         if have and "seq" not in have:
             db.close()

@@ -25,17 +25,20 @@ from esdedup.store.base import (
     KeyBatch,
     NewDoc,
     OpenResult,
+    Outcome,
     Probe,
     Root,
     SearchPage,
     StoredDoc,
     TopKeys,
     WriteResult,
+    write_outcome,
 )
 from esdedup.store.columns import SignatureColumns
 from esdedup.store.local import labels as cluster_labels
 from esdedup.store.local.browse import ClusterSizes, sample
 from esdedup.store.local.keys import KeyTables
+from esdedup.store.local.native_rows import sqlite_error
 from esdedup.store.local.rows import INSERT_DOC, doc_rows, stored_docs
 from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
@@ -94,7 +97,7 @@ class LocalStore:
     #: Every protocol of `Store`, and its signatures read as columns (`signature_columns`).
     capabilities = frozenset({Capability.LABELS, Capability.KEY_SCANS, Capability.PARTITIONED_PAIRS,
                               Capability.BROWSING, Capability.SIGNATURE_COLUMNS,
-                              Capability.COPY_COLUMNS})
+                              Capability.COPY_COLUMNS, Capability.BACKGROUND_WRITES})
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         self.name = validate_name(name)
@@ -208,12 +211,28 @@ class LocalStore:
         if batch:
             yield from self._write_batch(db, config, batch)
 
+    def start_write(self, docs: list[NewDoc]) -> PendingRows | Written:
+        """See `esdedup.store.base.BackgroundWrites`: the rows are written in one transaction by the extension's
+        writer (`Database.row_writer`), the GIL released. Written at once, as `write` writes, where there is no
+        such writer, where a document replaces a stored one (its key rows are deleted in the same
+        transaction) and where a value is not one the writer binds (``sqlite3`` then says what is wrong)."""
+        try:
+            with self._database.errors():
+                writer = self._database.row_writer()
+                if writer is not None and docs and not _existing(self._database.connect(), [d.id for d in docs]):
+                    self._database.build_missing_index()
+                    with contextlib.suppress(ValueError):
+                        writer.start(INSERT_DOC, doc_rows(docs, self.config.bits, self.config.stores_vector))
+                        return PendingRows(self._database, writer, [WriteResult(d.id, True, created=True)
+                                                                    for d in docs])
+        except StoreError as exc:
+            return Written(([], exc))
+        return Written(write_outcome(self, docs))
+
     def _write_batch(self, db: sqlite3.Connection, config: FingerprintConfig, batch: list[NewDoc]) -> list[WriteResult]:
         """Write one transaction's documents, the key rows of the stored ones they replace deleted first."""
         ids = [d.id for d in batch]
-        existing: set[str] = set()
-        for chunk in chunks(ids, MAX_PARAMS):
-            existing.update(r[0] for r in db.execute(f"SELECT id FROM docs WHERE id IN ({marks(len(chunk))})", chunk))
+        existing = _existing(db, ids)
         old = [i for i in ids if i in existing]
         old_keys = self._keys.indexed_keys(old) if old else []
         self._database.build_missing_index()
@@ -443,3 +462,39 @@ def _stored_meta(value: Any, path: Path) -> Any:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"local index {path} holds an esdedup config that is not JSON ({exc}); restore the "
                           "file from a backup, or ingest into a new local index") from None
+
+
+def _existing(db: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    """Those of ``ids`` stored already."""
+    found: set[str] = set()
+    for chunk in chunks(list(ids), MAX_PARAMS):
+        found.update(r[0] for r in db.execute(f"SELECT id FROM docs WHERE id IN ({marks(len(chunk))})", chunk))
+    return found
+
+
+class PendingRows:
+    """A batch the extension's writer is writing (`LocalStore.start_write`)."""
+
+    def __init__(self, database: Database, writer: Any, results: list[WriteResult]) -> None:
+        self._database, self._writer, self._results = database, writer, results
+
+    def result(self) -> Outcome:
+        failure = self._writer.wait()
+        if failure is None:
+            self._database.checkpoint_soon()
+            return self._results, None
+        try:
+            with self._database.errors():
+                raise sqlite_error(*failure)
+        except StoreError as exc:
+            return [], exc
+
+
+class Written:
+    """A batch written before `LocalStore.start_write` returned."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+
+    def result(self) -> Outcome:
+        return self._outcome

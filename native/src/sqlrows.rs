@@ -1,0 +1,393 @@
+//! Rows written into an SQLite file with the GIL released, on a thread of their own: the embedded store's
+//! batch write (`esdedup.store.local.background`), which Python's `executemany` would make under the GIL, a
+//! row at a time, while the run has the next batch to read.
+//!
+//! The SQLite library is the one Python's own `sqlite3` module uses, found through that module's shared
+//! object (`dlopen` of a library already loaded, then `dlsym` over its dependencies), never a second copy:
+//! two copies of SQLite in one process do not see each other's POSIX locks on a file, and one closing the
+//! file would drop the other's. Where the module's symbols cannot be found so, or the library is not of
+//! the version Python reports, no writer is made and the store writes through Python.
+//!
+//! The statement, the pragmas and the rows come from Python (`esdedup/store/local/rows.py` defines them);
+//! this only binds each row's values (None, int, str, bytes, as `sqlite3` binds them) and steps the statement,
+//! all rows in one transaction (`BEGIN IMMEDIATE`, rolled back on any error).
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
+
+const SQLITE_OK: c_int = 0;
+const SQLITE_DONE: c_int = 101;
+const SQLITE_ROW: c_int = 100;
+const SQLITE_OPEN_READWRITE: c_int = 0x0000_0002;
+
+type Open = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, *const c_char) -> c_int;
+type WithDb = unsafe extern "C" fn(*mut c_void) -> c_int;
+type BusyTimeout = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+type Exec =
+    unsafe extern "C" fn(*mut c_void, *const c_char, *const c_void, *mut c_void, *mut *mut c_char) -> c_int;
+type Prepare =
+    unsafe extern "C" fn(*mut c_void, *const c_char, c_int, *mut *mut c_void, *mut *const c_char) -> c_int;
+type BindNull = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+type BindInt64 = unsafe extern "C" fn(*mut c_void, c_int, i64) -> c_int;
+type BindBytes = unsafe extern "C" fn(*mut c_void, c_int, *const c_void, c_int, *const c_void) -> c_int;
+type WithStmt = unsafe extern "C" fn(*mut c_void) -> c_int;
+type ErrMsg = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type Version = unsafe extern "C" fn() -> c_int;
+
+/// The functions of the SQLite library Python's `sqlite3` uses.
+struct Api {
+    open_v2: Open,
+    close_v2: WithDb,
+    busy_timeout: BusyTimeout,
+    exec: Exec,
+    prepare_v2: Prepare,
+    bind_null: BindNull,
+    bind_int64: BindInt64,
+    bind_text: BindBytes,
+    bind_blob: BindBytes,
+    bind_parameter_count: WithStmt,
+    step: WithStmt,
+    reset: WithStmt,
+    finalize: WithStmt,
+    errmsg: ErrMsg,
+    extended_errcode: WithDb,
+}
+
+impl Api {
+    /// The functions, looked up from the shared object `module` (already loaded) and its dependencies; None
+    /// when it is not loaded or one of them is not found.
+    fn of(module: &str) -> Option<(Api, c_int)> {
+        let path = CString::new(module).ok()?;
+        // SAFETY: RTLD_NOLOAD only returns a handle to an object this process has loaded already (it loads
+        // nothing); the handle is never closed, as Python never unloads its extension modules.
+        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        if handle.is_null() {
+            return None;
+        }
+        macro_rules! find {
+            ($name:literal as $kind:ty) => {{
+                // SAFETY: the name is NUL-terminated; the symbol, when found, is SQLite's function of that
+                // name, whose C signature the type it is transmuted to spells out.
+                let symbol = unsafe { libc::dlsym(handle, concat!($name, "\0").as_ptr() as *const c_char) };
+                if symbol.is_null() {
+                    return None;
+                }
+                unsafe { std::mem::transmute::<*mut c_void, $kind>(symbol) }
+            }};
+        }
+        let version = find!("sqlite3_libversion_number" as Version);
+        let api = Api {
+            open_v2: find!("sqlite3_open_v2" as Open),
+            close_v2: find!("sqlite3_close_v2" as WithDb),
+            busy_timeout: find!("sqlite3_busy_timeout" as BusyTimeout),
+            exec: find!("sqlite3_exec" as Exec),
+            prepare_v2: find!("sqlite3_prepare_v2" as Prepare),
+            bind_null: find!("sqlite3_bind_null" as BindNull),
+            bind_int64: find!("sqlite3_bind_int64" as BindInt64),
+            bind_text: find!("sqlite3_bind_text" as BindBytes),
+            bind_blob: find!("sqlite3_bind_blob" as BindBytes),
+            bind_parameter_count: find!("sqlite3_bind_parameter_count" as WithStmt),
+            step: find!("sqlite3_step" as WithStmt),
+            reset: find!("sqlite3_reset" as WithStmt),
+            finalize: find!("sqlite3_finalize" as WithStmt),
+            errmsg: find!("sqlite3_errmsg" as ErrMsg),
+            extended_errcode: find!("sqlite3_extended_errcode" as WithDb),
+        };
+        // SAFETY: takes no argument and reads a constant.
+        Some((api, unsafe { version() }))
+    }
+}
+
+/// One value of a row, as `sqlite3` binds a Python value: a str or bytes read in place (its UTF-8 is the one
+/// `sqlite3` would bind), the object held until the write is waited for.
+enum Value {
+    Null,
+    Int(i64),
+    Text(PyBackedStr),
+    Blob(PyBackedBytes),
+}
+
+/// A batch's rows, given back by its thread so that the objects they hold are let go of with the GIL held.
+type Rows = Vec<Vec<Value>>;
+
+/// SQLite's error: its extended result code and message.
+type Failure = (c_int, String);
+
+/// A connection of its own to the file; used by one thread at a time (the writer's `Mutex`).
+struct Connection {
+    api: Arc<Api>,
+    db: *mut c_void,
+}
+
+// SAFETY: the connection is only ever used under the writer's Mutex, one thread at a time, which SQLite
+// allows in every threading mode but single-thread (never Python's build: its module checks threads itself).
+unsafe impl Send for Connection {}
+
+impl Connection {
+    fn failure(&self, code: c_int) -> Failure {
+        // SAFETY: `db` is open; errmsg returns a NUL-terminated string SQLite owns until the next call.
+        let (extended, message) = unsafe {
+            (
+                (self.api.extended_errcode)(self.db),
+                CStr::from_ptr((self.api.errmsg)(self.db)),
+            )
+        };
+        (
+            if extended != 0 { extended } else { code },
+            message.to_string_lossy().into_owned(),
+        )
+    }
+
+    fn exec(&self, sql: &str) -> Result<(), Failure> {
+        let sql = CString::new(sql).map_err(|_| (1, "a NUL character in the statement".to_string()))?;
+        // SAFETY: `db` is open, `sql` NUL-terminated; no callback, no error string asked for.
+        let rc = unsafe {
+            (self.api.exec)(
+                self.db,
+                sql.as_ptr(),
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        if rc == SQLITE_OK {
+            Ok(())
+        } else {
+            Err(self.failure(rc))
+        }
+    }
+
+    /// Every row through `sql` in one transaction; on an error the transaction is rolled back.
+    fn write(&self, sql: &str, rows: &[Vec<Value>]) -> Result<(), Failure> {
+        self.exec("BEGIN IMMEDIATE")?;
+        let done = self.insert(sql, rows).and_then(|()| self.exec("COMMIT"));
+        if done.is_err() {
+            // Its own failure would say less than the one that made it necessary.
+            let _ = self.exec("ROLLBACK");
+        }
+        done
+    }
+
+    fn insert(&self, sql: &str, rows: &[Vec<Value>]) -> Result<(), Failure> {
+        let api = &self.api;
+        let sql = CString::new(sql).map_err(|_| (1, "a NUL character in the statement".to_string()))?;
+        let mut stmt: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `db` is open, `sql` NUL-terminated (-1: read up to the NUL).
+        let rc = unsafe { (api.prepare_v2)(self.db, sql.as_ptr(), -1, &mut stmt, std::ptr::null_mut()) };
+        if rc != SQLITE_OK {
+            return Err(self.failure(rc));
+        }
+        let outcome = (|| {
+            // SAFETY: `stmt` was prepared above and is finalized below, after its last use.
+            let params = unsafe { (api.bind_parameter_count)(stmt) } as usize;
+            for row in rows {
+                if row.len() != params {
+                    return Err((
+                        25,
+                        format!("a row of {} values for {params} parameters", row.len()),
+                    ));
+                }
+                for (i, value) in row.iter().enumerate() {
+                    let at = i as c_int + 1;
+                    // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor);
+                    // lengths were checked to fit an int when the rows were read.
+                    let rc = unsafe {
+                        match value {
+                            Value::Null => (api.bind_null)(stmt, at),
+                            Value::Int(v) => (api.bind_int64)(stmt, at, *v),
+                            Value::Text(s) => (api.bind_text)(
+                                stmt,
+                                at,
+                                s.as_ptr().cast(),
+                                s.len() as c_int,
+                                std::ptr::null(),
+                            ),
+                            Value::Blob(b) => (api.bind_blob)(
+                                stmt,
+                                at,
+                                b.as_ptr().cast(),
+                                b.len() as c_int,
+                                std::ptr::null(),
+                            ),
+                        }
+                    };
+                    if rc != SQLITE_OK {
+                        return Err(self.failure(rc));
+                    }
+                }
+                // SAFETY: every parameter is bound.
+                let rc = unsafe { (api.step)(stmt) };
+                if rc != SQLITE_DONE && rc != SQLITE_ROW {
+                    return Err(self.failure(rc));
+                }
+                // SAFETY: as above; a failed step's code was taken before this reset.
+                unsafe { (api.reset)(stmt) };
+            }
+            Ok(())
+        })();
+        // SAFETY: prepared above, not used again.
+        unsafe { (api.finalize)(stmt) };
+        outcome
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // SAFETY: opened by `RowWriter::new`; close_v2 waits for nothing and frees what is left.
+        unsafe { (self.api.close_v2)(self.db) };
+    }
+}
+
+/// A connection to one SQLite file that writes a batch of rows at a time on a thread of its own (`start`,
+/// then `wait`), at most one batch at a time.
+#[pyclass(module = "esdedup_native")]
+pub struct RowWriter {
+    connection: Option<Arc<Mutex<Connection>>>,
+    pending: Option<JoinHandle<(Result<(), Failure>, Rows)>>,
+}
+
+#[pymethods]
+impl RowWriter {
+    /// A connection to the file `path` through the SQLite of the shared object `module` (the path of
+    /// Python's `_sqlite3`), which must report `version` (`sqlite3.sqlite_version_info` as one number,
+    /// major * 1000000 + minor * 1000 + patch); `busy_ms`: how long a write waits for another connection's
+    /// transaction; `setup`: statements run once connected (pragmas). None when that library's functions
+    /// cannot be found or it is of another version.
+    #[staticmethod]
+    fn open(
+        module: &str,
+        version: c_int,
+        path: &str,
+        busy_ms: c_int,
+        setup: Vec<String>,
+    ) -> PyResult<Option<Self>> {
+        let Some((api, found)) = Api::of(module) else {
+            return Ok(None);
+        };
+        if found != version {
+            return Ok(None);
+        }
+        let api = Arc::new(api);
+        let file =
+            CString::new(path).map_err(|_| PyValueError::new_err("a NUL character in the file's path"))?;
+        let mut db: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `file` is NUL-terminated; a handle is returned even on failure, closed by the Connection.
+        let rc = unsafe { (api.open_v2)(file.as_ptr(), &mut db, SQLITE_OPEN_READWRITE, std::ptr::null()) };
+        if db.is_null() {
+            return Err(PyRuntimeError::new_err(format!(
+                "SQLite could not open {path} (code {rc})"
+            )));
+        }
+        let connection = Connection { api: api.clone(), db };
+        if rc != SQLITE_OK {
+            let (code, message) = connection.failure(rc);
+            return Err(PyRuntimeError::new_err(format!(
+                "SQLite could not open {path}: {message} (code {code})"
+            )));
+        }
+        // SAFETY: `db` is open.
+        unsafe { (api.busy_timeout)(db, busy_ms) };
+        for statement in &setup {
+            if let Err((code, message)) = connection.exec(statement) {
+                return Err(PyRuntimeError::new_err(format!(
+                    "{statement}: {message} (code {code})"
+                )));
+            }
+        }
+        Ok(Some(RowWriter {
+            connection: Some(Arc::new(Mutex::new(connection))),
+            pending: None,
+        }))
+    }
+
+    /// Start writing `rows` (a list of tuples of None, int, str and bytes, one value per parameter of
+    /// `sql`) on a thread of its own, in one transaction. Raises ValueError for a value it does not bind
+    /// as `sqlite3` would (another type, an int beyond 64 bits, a str with a lone surrogate, a value of 2 GB
+    /// or more; nothing is written then), RuntimeError while a batch is being written or after `close`.
+    fn start(&mut self, sql: String, rows: &Bound<'_, PyList>) -> PyResult<()> {
+        if self.pending.is_some() {
+            return Err(PyRuntimeError::new_err(
+                "a batch is being written: wait for it first",
+            ));
+        }
+        let Some(connection) = self.connection.clone() else {
+            return Err(PyRuntimeError::new_err("the writer is closed"));
+        };
+        let values = read_rows(rows)?;
+        self.pending = Some(std::thread::spawn(move || {
+            let connection = connection.lock().unwrap_or_else(|e| e.into_inner());
+            (connection.write(&sql, &values), values)
+        }));
+        Ok(())
+    }
+
+    /// Wait for the batch being written (the GIL released): None when it was written (or none was), else
+    /// SQLite's extended result code and message (nothing of it was written).
+    fn wait(&mut self, py: Python<'_>) -> Option<(c_int, String)> {
+        let pending = self.pending.take()?;
+        match py.detach(|| pending.join()) {
+            Ok((done, rows)) => {
+                drop(rows); // here, with the GIL
+                done.err()
+            }
+            Err(_) => Some((2, "the writer thread panicked".to_string())),
+        }
+    }
+
+    /// Wait for the batch being written, then close the connection.
+    fn close(&mut self, py: Python<'_>) {
+        let _ = self.wait(py);
+        self.connection = None;
+    }
+}
+
+fn read_rows(rows: &Bound<'_, PyList>) -> PyResult<Vec<Vec<Value>>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows.iter() {
+        let row = row
+            .cast_into::<PyTuple>()
+            .map_err(|_| PyValueError::new_err("a row is not a tuple"))?;
+        let mut values = Vec::with_capacity(row.len());
+        for value in row.iter() {
+            values.push(read_value(&value)?);
+        }
+        out.push(values);
+    }
+    Ok(out)
+}
+
+fn read_value(value: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let too_long = |n: usize| -> PyResult<()> {
+        if n > c_int::MAX as usize {
+            Err(PyValueError::new_err("a value of 2 GB or more"))
+        } else {
+            Ok(())
+        }
+    };
+    if value.is_none() {
+        Ok(Value::Null)
+    } else if let Ok(s) = value.cast::<PyString>() {
+        let s = PyBackedStr::try_from(s.clone())?;
+        too_long(s.len())?;
+        Ok(Value::Text(s))
+    } else if let Ok(b) = value.cast::<PyBytes>() {
+        too_long(b.as_bytes().len())?;
+        Ok(Value::Blob(PyBackedBytes::from(b.clone())))
+    } else if let Ok(i) = value.cast::<PyInt>() {
+        Ok(Value::Int(
+            i.extract::<i64>()
+                .map_err(|_| PyValueError::new_err("an int beyond 64 bits"))?,
+        ))
+    } else {
+        Err(PyValueError::new_err(format!(
+            "a value of type {}",
+            value.get_type().name()?
+        )))
+    }
+}

@@ -1,0 +1,137 @@
+"""The embedded store's writes in the background (`LocalStore.start_write`): the extension's writer
+(`esdedup_native.RowWriter`, through the SQLite library of Python's ``sqlite3``) writes the rows ``write``
+writes, the same bytes in every column; a batch it cannot write is written as ``write`` writes it; a failure
+is SQLite's own error as a `StoreError`, with nothing of the batch written; and a run whose batches are
+written so labels and counts as one whose batches are written at once (ESDEDUP_NATIVE=0). The tests of the
+writer itself skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (tests/unit/conftest.py)."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from esdedup import FingerprintConfig
+from esdedup.errors import StoreError
+from esdedup.fingerprint import native
+from esdedup.fingerprint.fingerprinter import Fingerprinter
+from esdedup.ingest import IngestOptions, ingest
+from esdedup.schema import content_sha1
+from esdedup.store.base import NewDoc, writes_in_background
+from esdedup.store.local import LocalStore
+from esdedup.store.local.store import PendingRows, Written
+
+CONFIG = FingerprintConfig(tokenizer="char", shingle=2)
+TEXTS = ["今天北京的天气很好，适合出门散步。", "上海的地铁越来越挤，早高峰尤其如此。", "", "广州的早茶很有名。",
+         "今天北京的天气很好，适合出门散步！"]
+#: Every column but the write order the file gives each row.
+COLUMNS = ("id, simhash, vector, tokens, chars, empty, content_sha1, cluster_id, duplicate_of, source, minhash, "
+           "shingles, banded, wseq, cluster_seq")
+
+
+def _docs(prefix: str = "d") -> list[NewDoc]:
+    fps = Fingerprinter(CONFIG).fingerprint_many(TEXTS)
+    return [NewDoc(f"{prefix}{i}", fp, {"id": f"{prefix}{i}", "text": t, "n": i, "tag": None}, content_sha1(t),
+                   cluster_id=f"{prefix}0", duplicate_of=None if i == 0 else f"{prefix}0", seq=1_700_000_000_000_000_000 + i,
+                   cluster_seq=1_700_000_000_000_000_000) for i, (t, fp) in enumerate(zip(TEXTS, fps, strict=True))]
+
+
+def _rows(store: LocalStore) -> list[tuple]:
+    db = sqlite3.connect(store.path)
+    try:
+        return db.execute(f"SELECT {COLUMNS} FROM docs ORDER BY seq").fetchall()
+    finally:
+        db.close()
+
+
+def _store(tmp_path, name: str) -> LocalStore:
+    store = LocalStore(name, tmp_path / "data")
+    store.open(CONFIG)
+    return store
+
+
+def test_the_writer_writes_the_rows_write_writes(extension, switch_on, tmp_path):
+    assert writes_in_background(LocalStore("x", tmp_path / "data"))
+    background, at_once = _store(tmp_path, "background"), _store(tmp_path, "at-once")
+    pending = background.start_write(_docs())
+    assert isinstance(pending, PendingRows)
+    results, error = pending.result()
+    assert error is None and [(r.id, r.ok, r.created) for r in results] == [(f"d{i}", True, True) for i in range(5)]
+    assert [(r.id, r.created) for r in at_once.write(_docs())] == [(f"d{i}", True) for i in range(5)]
+    written = _rows(background)
+    assert written == _rows(at_once) and len(written) == 5
+    # Read back through the store: the documents written are the ones given.
+    assert background.get(["d3"])["d3"].cluster_id == "d0" and json.loads(written[3][9])["n"] == 3
+    background.close()
+    at_once.close()
+
+
+def test_a_batch_that_replaces_stored_documents_is_written_at_once(extension, switch_on, tmp_path):
+    store = _store(tmp_path, "replaced")
+    assert store.start_write(_docs()[:2]).result()[1] is None
+    pending = store.start_write(_docs())  # d0 and d1 are stored: their key rows go in the same transaction
+    assert isinstance(pending, Written)
+    results, error = pending.result()
+    assert error is None and [r.created for r in results] == [False, False, True, True, True]
+    assert store.count() == 5
+    store.close()
+
+
+def test_a_value_the_writer_does_not_bind_is_written_by_sqlite3_which_names_it(extension, switch_on, tmp_path):
+    store = _store(tmp_path, "wide")
+    docs = _docs()
+    docs[1].seq = 2**70  # no SQLite integer
+    with pytest.raises(OverflowError):
+        store.start_write(docs)
+    assert store.count() == 0
+    store.close()
+
+
+def test_a_failed_write_is_sqlite_s_error_and_writes_nothing(extension, switch_on, tmp_path):
+    store = _store(tmp_path, "refused")
+    db = sqlite3.connect(store.path)
+    db.execute("CREATE TRIGGER refuse BEFORE INSERT ON docs WHEN NEW.id = 'd3' BEGIN SELECT RAISE(ABORT, 'no d3'); END")
+    db.commit()
+    db.close()
+    pending = store.start_write(_docs())
+    assert isinstance(pending, PendingRows)
+    results, error = pending.result()
+    assert results == [] and isinstance(error, StoreError) and "no d3" in str(error)
+    assert store.count() == 0  # the whole transaction was rolled back
+    # What `write` says of the same batch.
+    with pytest.raises(StoreError, match="no d3"):
+        list(store.write(_docs()))
+    store.close()
+
+
+def test_without_the_extension_a_batch_is_written_at_once(tmp_path, monkeypatch):
+    monkeypatch.setenv(native.ENV_SWITCH, "0")
+    store = _store(tmp_path, "python")
+    pending = store.start_write(_docs())
+    assert isinstance(pending, Written) and pending.result()[1] is None and store.count() == 5
+    store.close()
+
+
+def test_a_run_written_in_the_background_labels_as_one_written_at_once(extension, tmp_path, monkeypatch):
+    """Several batches of near-duplicates across batch boundaries, progress seen after each batch is accounted
+    for: the same labels, counts and progress with the writer as without it."""
+    texts = [f"第{i % 7}号通知：明天上午九点在三楼会议室开会，请各部门负责人准时参加。{'!' * (i // 7)}" for i in range(40)]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"id": f"n{i:02d}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(texts)), "utf-8")
+
+    def run(switch: str) -> tuple[list[tuple], list[tuple[int, int]], object]:
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        store = LocalStore(f"run{switch}", tmp_path / "data")
+        seen: list[tuple[int, int]] = []
+        summary = ingest([path], store, CONFIG, IngestOptions(batch=6, workers=1, checkpoint=None, dead_letter=None),
+                         progress=lambda s: seen.append((s.read, s.indexed + s.skipped + s.failed)))
+        labels = sorted(store._database.connect().execute("SELECT id, cluster_id, duplicate_of FROM docs"))
+        store.close()
+        return labels, seen, summary
+
+    labels, seen, summary = run("1")
+    assert (labels, seen) == run("0")[:2]
+    assert summary.balanced and summary.indexed == 40 and summary.error is None  # type: ignore[attr-defined]
+    assert seen[-1] == (40, 40) and all(read == done for read, done in seen)  # each batch accounted for when seen
+    assert len({c for _, c, _ in labels}) < 40
