@@ -197,25 +197,24 @@ impl Connection {
                     let at = i as c_int + 1;
                     // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor);
                     // lengths were checked to fit an int when the rows were read.
-                    let rc = unsafe {
-                        match value {
-                            Value::Null => (api.bind_null)(stmt, at),
-                            Value::Int(v) => (api.bind_int64)(stmt, at, *v),
-                            Value::Text(s) => (api.bind_text)(
+                    let bytes = |bind: BindBytes, data: &[u8]| {
+                        // SAFETY: as below; the length was checked to fit an int when the rows were read.
+                        unsafe {
+                            bind(
                                 stmt,
                                 at,
-                                s.as_ptr().cast(),
-                                s.len() as c_int,
+                                data.as_ptr().cast(),
+                                data.len() as c_int,
                                 std::ptr::null(),
-                            ),
-                            Value::Blob(b) => (api.bind_blob)(
-                                stmt,
-                                at,
-                                b.as_ptr().cast(),
-                                b.len() as c_int,
-                                std::ptr::null(),
-                            ),
+                            )
                         }
+                    };
+                    // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor).
+                    let rc = match value {
+                        Value::Null => unsafe { (api.bind_null)(stmt, at) },
+                        Value::Int(v) => unsafe { (api.bind_int64)(stmt, at, *v) },
+                        Value::Text(s) => bytes(api.bind_text, s.as_bytes()),
+                        Value::Blob(b) => bytes(api.bind_blob, b),
                     };
                     if rc != SQLITE_OK {
                         return Err(self.failure(rc));

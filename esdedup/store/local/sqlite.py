@@ -106,6 +106,10 @@ def switch_to_wal(db: sqlite3.Connection, wait: float = BUSY_SECONDS) -> None:
 #: its root: a page cache large enough for the index's upper levels keeps them in memory instead of reading
 #: them again (SQLite's default is 2 MB; negative = KiB).
 CONNECTION_PRAGMAS = ("PRAGMA synchronous=NORMAL", f"PRAGMA wal_autocheckpoint={WAL_PAGES}", "PRAGMA cache_size=-65536")
+#: The same for the extension's writer of document rows (`Database.row_writer`), with a smaller page cache: it
+#: inserts into the ``docs`` table and its two indexes only, never the band keys' tables, and its cache would
+#: add to a run's peak memory beside the main connection's.
+ROW_WRITER_PRAGMAS = (*CONNECTION_PRAGMAS[:2], "PRAGMA cache_size=-16384")
 
 
 class Database:
@@ -159,7 +163,7 @@ class Database:
         if self._row_writer is None:
             self.connect()  # the file, its schema and its log mode first
             with self.errors():
-                writer = None if self.read_only else open_row_writer(self.path, BUSY_SECONDS, CONNECTION_PRAGMAS)
+                writer = None if self.read_only else open_row_writer(self.path, BUSY_SECONDS, ROW_WRITER_PRAGMAS)
             self._row_writer = writer if writer is not None else False
         return self._row_writer or None
 
