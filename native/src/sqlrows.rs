@@ -62,6 +62,12 @@ struct Api {
 impl Api {
     /// The functions, looked up from the shared object `module` (already loaded) and its dependencies; None
     /// when it is not loaded or one of them is not found.
+    #[cfg(not(unix))]
+    fn of(_module: &str) -> Option<(Api, c_int)> {
+        None // no dlopen: the store writes through sqlite3
+    }
+
+    #[cfg(unix)]
     fn of(module: &str) -> Option<(Api, c_int)> {
         let path = CString::new(module).ok()?;
         // SAFETY: RTLD_NOLOAD only returns a handle to an object this process has loaded already (it loads
