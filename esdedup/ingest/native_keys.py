@@ -26,13 +26,15 @@ class RunKeysTable:
     def __init__(self, table: Any) -> None:
         self._table = table
         self.add = table.add
-        self.lookup_many = table.lookup_many
 
     def held_counts(self, hashes: np.ndarray) -> np.ndarray:
         return np.frombuffer(self._table.held_counts(_le_bytes(hashes)), dtype="<u4").astype(np.uint32)
 
     def add_many(self, positions: Sequence[int], hashes: np.ndarray, counts: Sequence[int]) -> list[tuple[int, int]]:
         return self._table.add_many(list(positions), _le_bytes(hashes), list(counts))  # type: ignore[no-any-return]
+
+    def lookup_many(self, hashes: np.ndarray, counts: Sequence[int]) -> list[list[int]]:
+        return self._table.lookup_many(_le_bytes(hashes), list(counts))  # type: ignore[no-any-return]
 
     def entries(self) -> tuple[np.ndarray, np.ndarray]:
         hashes, positions = self._table.entries()

@@ -102,9 +102,9 @@ class _KeyTable:
         return [(r, x) for r, (p, n) in enumerate(zip(positions, counts, strict=True))
                 for x in self.add(p, list(islice(flat, n)))]
 
-    def lookup_many(self, hashes: list[int], counts: list[int]) -> list[list[int]]:
+    def lookup_many(self, hashes: np.ndarray, counts: Sequence[int]) -> list[list[int]]:
         out = []
-        flat = iter(hashes)
+        flat = iter(hashes.tolist())
         first, more = self.first, self.more
         for n in counts:
             keys = list(islice(flat, n))
@@ -237,7 +237,7 @@ class RunIndex:
     def lookup_positions(self, keys: KeyLists) -> list[list[int]]:
         """`lookup_many` as the documents' positions in `docs`, ascending (no document made)."""
         self._hold_queued()
-        return self._table.lookup_many(keys.flat, keys.counts)
+        return self._table.lookup_many(keys.hashes, keys.counts)
 
     def release(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for

@@ -116,8 +116,17 @@ impl RunKeys {
     }
 
     /// For each record, the positions (ascending, each once) holding any of its hashes: record r's hashes
-    /// are the next `counts[r]` of `hashes`.
-    fn lookup_many(&self, hashes: Vec<u64>, counts: Vec<usize>) -> Vec<Vec<u32>> {
+    /// are the next `counts[r]` of `hashes` (little-endian uint64 bytes).
+    fn lookup_many(&self, hashes: &[u8], counts: Vec<usize>) -> PyResult<Vec<Vec<u32>>> {
+        if counts.iter().sum::<usize>() * 8 != hashes.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "lookup_many: 8 bytes a hash, as many as the counts add up to",
+            ));
+        }
+        let hashes: Vec<u64> = hashes
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .collect();
         let mut out = Vec::with_capacity(counts.len());
         let mut at = 0;
         for n in counts {
@@ -135,7 +144,7 @@ impl RunKeys {
             out.push(found);
             at += n;
         }
-        out
+        Ok(out)
     }
 
     /// Every (hash, position) held, as little-endian uint64 and uint32 bytes (in no particular order).

@@ -64,8 +64,9 @@ def _same_tables(ops: list[tuple[bool, list[int]]], per_key: int) -> None:
             assert table.add(position, hashes) == reference.add(position, hashes)
             position += 1
         else:
-            assert table.lookup_many(hashes, [len(hashes) // 2, len(hashes) - len(hashes) // 2]) == \
-                reference.lookup_many(hashes, [len(hashes) // 2, len(hashes) - len(hashes) // 2])
+            looked_up = np.array(hashes, dtype=np.uint64)
+            assert table.lookup_many(looked_up, [len(hashes) // 2, len(hashes) - len(hashes) // 2]) == \
+                reference.lookup_many(looked_up, [len(hashes) // 2, len(hashes) - len(hashes) // 2])
     assert len(table) == len(reference)
     got, want = table.entries(), reference.entries()
     assert sorted(zip(*(a.tolist() for a in got))) == sorted(zip(*(a.tolist() for a in want)))
