@@ -63,12 +63,12 @@ impl Api {
     /// The functions, looked up from the shared object `module` (already loaded) and its dependencies; None
     /// when it is not loaded or one of them is not found.
     #[cfg(not(unix))]
-    fn of(_module: &str) -> Option<(Api, c_int)> {
+    fn of(_module: &[u8]) -> Option<(Api, c_int)> {
         None // no dlopen: the store writes through sqlite3
     }
 
     #[cfg(unix)]
-    fn of(module: &str) -> Option<(Api, c_int)> {
+    fn of(module: &[u8]) -> Option<(Api, c_int)> {
         let path = CString::new(module).ok()?;
         // SAFETY: RTLD_NOLOAD only returns a handle to an object this process has loaded already (it loads
         // nothing); the handle is never closed, as Python never unloads its extension modules.
@@ -260,15 +260,15 @@ pub struct RowWriter {
 #[pymethods]
 impl RowWriter {
     /// A connection to the file `path` through the SQLite of the shared object `module` (the path of
-    /// Python's `_sqlite3`), which must report `version` (`sqlite3.sqlite_version_info` as one number,
+    /// Python's `_sqlite3`; both paths as the file system's bytes, `os.fsencode`), which must report `version` (`sqlite3.sqlite_version_info` as one number,
     /// major * 1000000 + minor * 1000 + patch); `busy_ms`: how long a write waits for another connection's
     /// transaction; `setup`: statements run once connected (pragmas). None when that library's functions
     /// cannot be found or it is of another version.
     #[staticmethod]
     fn open(
-        module: &str,
+        module: &[u8],
         version: c_int,
-        path: &str,
+        path: &[u8],
         busy_ms: c_int,
         setup: Vec<String>,
     ) -> PyResult<Option<Self>> {
@@ -281,6 +281,7 @@ impl RowWriter {
         let api = Arc::new(api);
         let file =
             CString::new(path).map_err(|_| PyValueError::new_err("a NUL character in the file's path"))?;
+        let path = String::from_utf8_lossy(path);
         let mut db: *mut c_void = std::ptr::null_mut();
         // SAFETY: `file` is NUL-terminated; a handle is returned even on failure, closed by the Connection.
         let rc = unsafe { (api.open_v2)(file.as_ptr(), &mut db, SQLITE_OPEN_READWRITE, std::ptr::null()) };

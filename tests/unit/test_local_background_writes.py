@@ -7,6 +7,7 @@ writer itself skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (tests/
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -64,6 +65,17 @@ def test_the_writer_writes_the_rows_write_writes(extension, switch_on, tmp_path)
     assert background.get(["d3"])["d3"].cluster_id == "d0" and json.loads(written[3][9])["n"] == 3
     background.close()
     at_once.close()
+
+
+def test_a_folder_whose_name_is_not_utf8_is_written_by_the_writer(extension, switch_on, tmp_path):
+    """The paths reach SQLite as the file system's bytes, as ``sqlite3`` gives them (GBK bytes here)."""
+    folder = tmp_path / os.fsdecode("\u4e2d\u6587".encode("gbk"))
+    store = LocalStore("gbk", folder)
+    store.open(CONFIG)
+    pending = store.start_write(_docs())
+    assert isinstance(pending, PendingRows) and pending.result()[1] is None
+    assert len(_rows(store)) == 5 and store.path.parent == folder
+    store.close()
 
 
 def test_a_batch_that_replaces_stored_documents_is_written_at_once(extension, switch_on, tmp_path):

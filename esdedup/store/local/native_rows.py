@@ -6,6 +6,7 @@ process); where the extension cannot find it so, the store writes through ``sqli
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -33,9 +34,9 @@ def open_row_writer(path: Path, busy_seconds: float, setup: Sequence[str]) -> An
     if library is None:
         return None
     major, minor, patch = sqlite3.sqlite_version_info
-    try:
-        return native.loaded().RowWriter.open(library, major * 1_000_000 + minor * 1000 + patch, str(path),
-                                              round(busy_seconds * 1000), list(setup))
+    try:  # the paths as the file system's bytes: a folder's name need not be UTF-8
+        return native.loaded().RowWriter.open(os.fsencode(library), major * 1_000_000 + minor * 1000 + patch,
+                                              os.fsencode(path), round(busy_seconds * 1000), list(setup))
     except RuntimeError as exc:
         raise sqlite3.OperationalError(str(exc)) from None
 
