@@ -122,26 +122,20 @@ class IngestRun:
         held until `drain` has accounted for it."""
         state = self.ledger.enter(BatchState(batch))
         items = self._accept(batch, results)
-        held = contextlib.ExitStack()
-        try:
+        with contextlib.ExitStack() as held:  # released here if labelling or the start fails
             if held.enter_context(self.store.write_lock()):
                 self.window.not_alone()
             state.labelled = self.labeller.label(items)
             assert self.writer is not None
             self.writer.start(state, self.labeller.new_docs(state.labelled))
-        except BaseException:
-            held.close()
-            raise
-        self._held = held
+            self._held = held.pop_all()
 
     def drain(self) -> None:
         """Wait for the batch being written, if any, and account for it."""
         taken = self.writer.take() if self.writer is not None else None
-        held, self._held = self._held, None
         if taken is None:
-            if held is not None:
-                held.close()
             return
+        held, self._held = self._held, None
         sending, (results, error) = taken
         self.ledger.enter(sending.state)
         with held or self.store.write_lock():

@@ -244,7 +244,7 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        // SAFETY: opened by `RowWriter::new`; close_v2 waits for nothing and frees what is left.
+        // SAFETY: opened by `RowWriter::open`; close_v2 waits for nothing and frees what is left.
         unsafe { (self.api.close_v2)(self.db) };
     }
 }
@@ -260,10 +260,11 @@ pub struct RowWriter {
 #[pymethods]
 impl RowWriter {
     /// A connection to the file `path` through the SQLite of the shared object `module` (the path of
-    /// Python's `_sqlite3`; both paths as the file system's bytes, `os.fsencode`), which must report `version` (`sqlite3.sqlite_version_info` as one number,
-    /// major * 1000000 + minor * 1000 + patch); `busy_ms`: how long a write waits for another connection's
-    /// transaction; `setup`: statements run once connected (pragmas). None when that library's functions
-    /// cannot be found or it is of another version.
+    /// Python's `_sqlite3`; both paths as the file system's bytes, `os.fsencode`), which must report
+    /// `version` (`sqlite3.sqlite_version_info` as one number, major * 1000000 + minor * 1000 + patch);
+    /// `busy_ms`: how long a write waits for another connection's transaction; `setup`: statements run
+    /// once connected (pragmas). None when that library's functions cannot be found or it is of another
+    /// version.
     #[staticmethod]
     fn open(
         module: &[u8],
