@@ -130,6 +130,31 @@ class _TermWeights(Mapping[str, float]):
 
 
 @dataclass(frozen=True, eq=False)
+class FingerprintBlock:
+    """A batch's fingerprints as the arrays they travelled between processes in, by row: row r's fields are
+    those of the batch's r-th `Fingerprint` as the receiving process made it (its vector the shared
+    `zero_vector` where ``vector_row[r]`` is -1, its signature None where ``sig_row[r]`` is -1): what a
+    consumer of many of them copies in one step a field, without reading each `Fingerprint`."""
+
+    simhash: np.ndarray  # uint64
+    lengths: np.ndarray  # int64
+    chars: np.ndarray  # int64
+    shingles: np.ndarray  # int64
+    empties: np.ndarray  # bool
+    #: The rows that have a vector, stacked (None: no row has one), and each row's place in it (-1: none).
+    vectors: np.ndarray | None = field(repr=False)
+    vector_row: np.ndarray = field(repr=False)
+    #: The zero vector of the rows without one.
+    zero: np.ndarray = field(repr=False)
+    #: The signatures, stacked (None: no row has one), and each row's place in it (-1: none).
+    sigs: np.ndarray | None = field(repr=False)
+    sig_row: np.ndarray = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.simhash)
+
+
+@dataclass(frozen=True, eq=False)
 class FingerprintColumns:
     """The fingerprints of a batch of texts as columns: entry i of each list (row i of ``vectors``) is text
     i's `Fingerprint` field of that name (``empties`` its ``empty``), ``bits`` theirs all; each text's exact

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from itertools import chain
-from operator import attrgetter
+from itertools import groupby, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 
-from esdedup.fingerprint.values import is_zero_vector
+from esdedup.fingerprint.values import FingerprintBlock, is_zero_vector
 from esdedup.store.base import Root, StoredDoc, root_of
+
+#: A document appended by its batch's fingerprint arrays rather than its fields: the block, its row there, and
+#: its id, content SHA-1, write order and cluster (`DocColumns.append_rows`). A row of fields starts with the id.
+BlockRow = tuple[FingerprintBlock, int, str, str, int, Root]
+
+
+def _is_block_row(row: tuple[Any, ...]) -> bool:
+    return type(row[0]) is FingerprintBlock
 
 
 def _fits(a: object, spec: tuple[tuple[int, ...], np.dtype]) -> bool:
@@ -59,7 +67,7 @@ class DocColumns:
         self._blocks: list[list[np.ndarray]] = [[], []]
         self._own: list[dict[int, object]] = [{}, {}]
         #: Rows appended and not yet copied into the columns (`_copy_pending`).
-        self._pending: list[tuple[Any, ...]] = []
+        self._pending: list[tuple[Any, ...] | BlockRow] = []
         #: What the rule reads of each document, and its write order, one array a field (`_SCALARS`), grown
         #: by doubling; ``_kept[:, c]``: the array field c is kept by position (`_own`), not in the blocks.
         self._scalars = {name: np.zeros(0, dtype=dtype) for name, dtype in self._SCALARS}
@@ -78,9 +86,10 @@ class DocColumns:
         """Append the document whose fields, in `StoredDoc`'s order, are ``values``."""
         self.append_rows((values,))
 
-    def append_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Append the documents whose fields, in `StoredDoc`'s order, are ``rows`` (copied into the columns
-        with those appended before them, `_copy_pending`, a block at most at a time)."""
+    def append_rows(self, rows: Sequence[tuple[Any, ...] | BlockRow]) -> None:
+        """Append the documents whose fields, in `StoredDoc`'s order, are ``rows``, or whose fingerprints are
+        rows of their batch's arrays (`BlockRow`): copied into the columns with those appended before them,
+        `_copy_pending`, a block at most at a time."""
         self._pending.extend(rows)
         if len(self._pending) >= self.BLOCK:
             self._copy_pending()
@@ -90,7 +99,16 @@ class DocColumns:
         the blocks in one step a block. Done when a document is next read, not at each append: the documents
         of a batch whose keys may crowd come one at a time (`RunIndex.add_row`), and a row's own numpy
         steps cost some 20 µs a document."""
-        rows, self._pending = self._pending, []
+        pending, self._pending = self._pending, []
+        for from_block, run in groupby(pending, key=_is_block_row):
+            if not from_block:
+                self._copy_rows(list(run))
+                continue
+            for block, rows in groupby(run, key=itemgetter(0)):
+                self._copy_block(block, list(rows))  # type: ignore[arg-type]
+
+    def _copy_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Copy documents given by their fields (see `_copy_pending`)."""
         start = len(self._rows)
         self._copy_scalars(rows, start)
         lists = [list(values) for values in rows]
@@ -108,21 +126,74 @@ class DocColumns:
                 fitting = set(fit)
                 self._kept[start:start + len(arrays), c] = [k not in fitting for k in range(len(arrays))]
                 self._own[c].update((start + k, a) for k, a in enumerate(arrays) if k not in fitting)
-            if not fit:
-                continue
-            assert spec is not None
-            blocks = self._blocks[c]
-            # 1-D arrays (vectors, signatures) joined end to end: np.stack costs twice as much a row.
-            stacked = (np.concatenate([arrays[k] for k in fit]).reshape(len(fit), *spec[0]) if len(spec[0]) == 1
-                       else np.stack([arrays[k] for k in fit]))
-            at_rows = np.array(fit) + start
-            while len(blocks) <= int(at_rows[-1]) // self.BLOCK:
-                blocks.append(np.empty((self.BLOCK, *spec[0]), dtype=spec[1]))
-            of_block = at_rows // self.BLOCK
-            for b in range(int(of_block[0]), int(of_block[-1]) + 1):
-                these = of_block == b
-                blocks[b][at_rows[these] % self.BLOCK] = stacked[these]
+            if fit:
+                # 1-D arrays (vectors, signatures) joined end to end: np.stack costs twice as much a row.
+                assert spec is not None
+                stacked = (np.concatenate([arrays[k] for k in fit]).reshape(len(fit), *spec[0]) if len(spec[0]) == 1
+                           else np.stack([arrays[k] for k in fit]))
+                self._put(c, np.array(fit) + start, stacked)
         self._rows.extend(map(tuple, lists))
+
+    def _copy_block(self, block: FingerprintBlock, rows: list[BlockRow]) -> None:
+        """Copy documents whose fingerprints are rows of one batch's arrays (see `_copy_pending`): each field
+        in one step, the same values `_copy_rows` copies from the `Fingerprint` made of that row."""
+        start, n = len(self._rows), len(rows)
+        _, places, ids, sha1s, seqs, roots = zip(*rows, strict=True)
+        at = np.array(places, dtype=np.int64)
+        self._grow(start + n)
+        cols, end = self._scalars, start + n
+        self._kept[start:end] = False
+        cols["idhash"][start:end] = list(map(hash, ids))
+        cols["seq"][start:end] = seqs
+        simhash, chars, shingles, empty = block.simhash[at], block.chars[at], block.shingles[at], block.empties[at]
+        cols["simhash"][start:end] = simhash
+        cols["chars"][start:end] = chars
+        cols["shingles"][start:end] = shingles
+        cols["empty"][start:end] = empty
+        for c, (stacked, where, missing) in enumerate(((block.vectors, block.vector_row[at], block.zero),
+                                                       (block.sigs, block.sig_row[at], None))):
+            spec = self._spec[c]
+            if spec is None and stacked is not None and len(stacked):
+                spec = self._spec[c] = (stacked.shape[1:], stacked.dtype)
+            has = where >= 0
+            if stacked is None or spec is None or stacked.shape[1:] != spec[0] or stacked.dtype != spec[1]:
+                has[:] = False  # none of the shape the blocks hold: each kept by position
+            kept = np.flatnonzero(~has)
+            if len(kept):
+                self._kept[start + kept, c] = True
+                none = where[kept] < 0
+                self._own[c].update(zip((start + kept).tolist(), repeat(missing)) if none.all() else
+                                    ((start + k, missing if n else stacked[where[k]])  # type: ignore[index]
+                                     for k, n in zip(kept.tolist(), none.tolist(), strict=True)))
+            if has.any():
+                rows_of = where[has]
+                # A view where the rows are consecutive in the batch's array (most batches: every one of them).
+                values = (stacked[rows_of[0]:rows_of[-1] + 1] if rows_of[-1] - rows_of[0] + 1 == len(rows_of)  # type: ignore[index]
+                          else stacked[rows_of])  # type: ignore[index]
+                self._put(c, np.flatnonzero(has) + start, values)
+        root_ids = [root[1] for root in roots]
+        self._rows.extend(zip(ids, simhash.tolist(), repeat(None), empty.tolist(), block.lengths[at].tolist(),
+                              chars.tolist(), root_ids, [None if r == i else r for r, i in zip(root_ids, ids, strict=True)],
+                              repeat(None), shingles.tolist(), seqs, [root[0] for root in roots], repeat(None),
+                              sha1s))
+
+    def _put(self, c: int, at_rows: np.ndarray, values: np.ndarray) -> None:
+        """Write ``values`` (stacked) into array field ``c``'s blocks at positions ``at_rows`` (ascending)."""
+        spec = self._spec[c]
+        assert spec is not None
+        blocks = self._blocks[c]
+        while len(blocks) <= int(at_rows[-1]) // self.BLOCK:
+            blocks.append(np.empty((self.BLOCK, *spec[0]), dtype=spec[1]))
+        first, last = int(at_rows[0]), int(at_rows[-1])
+        if last - first + 1 == len(at_rows):  # consecutive positions: copied a slice a block
+            for b in range(first // self.BLOCK, last // self.BLOCK + 1):
+                lo, hi = max(first, b * self.BLOCK), min(last + 1, (b + 1) * self.BLOCK)
+                blocks[b][lo - b * self.BLOCK:hi - b * self.BLOCK] = values[lo - first:hi - first]
+            return
+        of_block = at_rows // self.BLOCK
+        for b in range(int(of_block[0]), int(of_block[-1]) + 1):
+            these = of_block == b
+            blocks[b][at_rows[these] % self.BLOCK] = values[these]
 
     def __getitem__(self, p: int) -> StoredDoc:
         self._settle(p)
@@ -133,20 +204,14 @@ class DocColumns:
         return StoredDoc(*row)  # type: ignore[arg-type]
 
     def ids(self) -> list[str]:
-        return [row[self._ID] for row in chain(self._rows, self._pending)]  # type: ignore[misc]
+        if self._pending:
+            self._copy_pending()
+        return [row[self._ID] for row in self._rows]  # type: ignore[misc]
 
     def _copy_scalars(self, rows: Sequence[tuple[Any, ...]], start: int) -> None:
         """Copy the scalar fields of ``rows`` (positions from ``start``) into their arrays."""
         end = start + len(rows)
-        if end > len(self._kept):
-            size = max(end, 2 * len(self._kept), 1024)
-            for name, col in self._scalars.items():
-                grown = np.zeros(size, dtype=col.dtype)
-                grown[:len(col)] = col
-                self._scalars[name] = grown
-            kept = np.zeros((size, 2), dtype=bool)
-            kept[:len(self._kept)] = self._kept
-            self._kept = kept
+        self._grow(end)
         self._kept[start:end] = False
         cols = self._scalars
         cols["idhash"][start:end] = [hash(row[self._ID]) for row in rows]
@@ -160,6 +225,19 @@ class DocColumns:
                     except (OverflowError, TypeError, ValueError):
                         cols[name][start + k] = 0
                         self._odd.add(start + k)
+
+    def _grow(self, end: int) -> None:
+        """Make room in the scalar arrays for ``end`` documents (doubling)."""
+        if end <= len(self._kept):
+            return
+        size = max(end, 2 * len(self._kept), 1024)
+        for name, col in self._scalars.items():
+            grown = np.zeros(size, dtype=col.dtype)
+            grown[:len(col)] = col
+            self._scalars[name] = grown
+        kept = np.zeros((size, 2), dtype=bool)
+        kept[:len(self._kept)] = self._kept
+        self._kept = kept
 
     def seqs(self, positions: np.ndarray) -> np.ndarray:
         """The write order (``seq``) of the documents at ``positions``."""

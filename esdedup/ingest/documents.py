@@ -17,6 +17,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency; still work wit
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.normalize import normalize
+from esdedup.fingerprint.values import FingerprintBlock
 from esdedup.ingest.options import BATCH_CHARS
 from esdedup.readers import Record, Rejected
 from esdedup.readers.records import has_lone_surrogate, id_size_reason, wide_number_reason
@@ -47,6 +48,10 @@ class FingerprintedRecord:
     #: The `esdedup.ingest.runindex.key_hashes` of its `esdedup.ingest.runindex.held_keys` (uint64), when the
     #: worker made them.
     held_hashes: np.ndarray | None = None
+    #: The arrays its batch's fingerprints came in (`esdedup.ingest.workers.Fingerprinted.block`), and its row
+    #: there, when the batch came from a worker process.
+    block: FingerprintBlock | None = None
+    row: int = 0
 
     @property
     def fp(self) -> Fingerprint:

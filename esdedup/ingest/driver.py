@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from itertools import repeat
+from itertools import count, repeat
 
 from esdedup.errors import OutputError, StoreError
 from esdedup.fingerprint.config import FingerprintConfig
@@ -176,20 +176,21 @@ class IngestRun:
         items: list[FingerprintedRecord] = []
         summary = self.summary
         fps = results.fingerprints() if results.has_fingerprints else repeat(None)
+        block = results.block() if results.has_fingerprints else None
         it = zip(fps, results.simhashes, results.sha1s, results.dedup_json or repeat(None), results.held_hashes(),
-                 strict=False)
+                 count(), strict=False)
         for rec in batch:
             summary.read += 1
             if isinstance(rec, Rejected):
                 self.ledger.fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
                 continue
-            fp, simhash, sha1, dedup_json, held = next(it)
+            fp, simhash, sha1, dedup_json, held, row = next(it)
             clash = field_clash(rec)
             if clash is not None:
                 self.ledger.fail(rec, "rejected", clash, doc_id=rec.id)
                 continue
             summary.bytes += len(rec.text.encode("utf-8", "surrogatepass"))
-            items.append(FingerprintedRecord(rec, fp, simhash, sha1, doc_id(rec, sha1), dedup_json, held))
+            items.append(FingerprintedRecord(rec, fp, simhash, sha1, doc_id(rec, sha1), dedup_json, held, block, row))
         return items
 
     def _roll_window_if_full(self, batch: Batch, results: Fingerprinted) -> None:

@@ -142,8 +142,8 @@ class BatchCandidates:
         #: batches, whose records then go into it together (`RunIndex.add_later`).
         self._later = run_index.takes_all(holds.hashes)
         self._peers, self._past_first = batch_peers(probes, self.holds)
-        #: Position in the batch -> the document the run index holds for it (its row until `_added_doc` makes
-        #: it), and the hashes of the run keys it is not held under (crowded).
+        #: Position in the batch -> the document the run index holds for it (its write order and cluster until
+        #: `_added_doc` makes it), and the hashes of the run keys it is not held under (crowded).
         self._added: dict[int, StoredDoc | tuple[Any, ...]] = {}
         self._crowded_out: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
@@ -185,8 +185,10 @@ class BatchCandidates:
 
     def add(self, i: int, seq: int, root: Root, run_index: RunIndex) -> None:
         """Record ``i`` goes into the run index with write order ``seq`` in cluster ``root``."""
-        row = stored_row(self._items[i], seq, root)
-        self._added[i] = row  # its StoredDoc is made when a later record of the batch names it (`_added_doc`)
+        d = self._items[i]
+        self._added[i] = (seq, root)  # its StoredDoc is made when a later record of the batch names it (`_added_doc`)
+        # Copied from its batch's arrays, where it has them, with the documents added with it.
+        row = stored_row(d, seq, root) if d.block is None else (d.block, d.row, d.id, d.sha1, seq, root)
         if self._later:  # held under every key: nothing crowded out, no late peer
             run_index.add_later(row, self.holds.hashes[self._hold_at[i]:self._hold_at[i + 1]])
             return
@@ -255,7 +257,7 @@ class BatchCandidates:
         None when it was not added."""
         doc = self._added.get(j)
         if type(doc) is tuple:
-            doc = self._added[j] = StoredDoc(*doc)
+            doc = self._added[j] = as_stored(self._items[j], *doc)
             self._position_of[id(doc)] = j
         return doc  # type: ignore[return-value]
 

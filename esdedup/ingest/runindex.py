@@ -168,7 +168,8 @@ class RunIndex:
         return self.add_row(DocColumns._fields(doc), hashes, names)
 
     def add_row(self, row: tuple[Any, ...], hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
-        """`add` of the document whose fields, in `StoredDoc`'s order, are ``row`` (no object made for it)."""
+        """`add` of the document whose fields, in `StoredDoc`'s order, are ``row`` (no object made for it), or
+        of a `esdedup.ingest.doccolumns.BlockRow`."""
         self._hold_queued()
         crowded_out = self._table.add(len(self.docs), hashes)
         self.docs.append_row(row)
@@ -202,7 +203,8 @@ class RunIndex:
     def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
         """`add_row` of a document of a batch that `takes_all` let through (it is held under every key, so
         there is nothing to return), done with the rest of its batch when the index is next read: one call
-        into the key table for a batch, not one for each document."""
+        into the key table for a batch, not one for each document. ``row`` may also be a
+        `esdedup.ingest.doccolumns.BlockRow`: the document is then copied from its batch's arrays."""
         self._queued.append((row, hashes))
 
     def _hold_queued(self) -> None:

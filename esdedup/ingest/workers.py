@@ -30,7 +30,7 @@ import numpy as np
 from esdedup.errors import Terminated, WorkerKilled
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.fingerprint.values import Fingerprint, FingerprintColumns, zero_vector
+from esdedup.fingerprint.values import Fingerprint, FingerprintBlock, FingerprintColumns, zero_vector
 from esdedup.ingest.runindex import held_keys, key_hashes
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members_many
@@ -124,6 +124,8 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
         self._columns: list[FingerprintColumns] | None = columns if fingerprints else None
         self._packed: tuple[Any, ...] = ()
         self._fps: list[Fingerprint] | None = None
+        #: `block`, once made (False: there is none).
+        self._block: FingerprintBlock | bool | None = None
 
     def __len__(self) -> int:
         return len(self.sha1s)
@@ -146,6 +148,15 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
                 self._fps = _unpack_fingerprints(self.simhashes, self._packed)
         return self._fps
 
+    def block(self) -> FingerprintBlock | None:
+        """The fingerprints as the arrays this batch travelled in (`FingerprintBlock`), row r for the r-th of
+        `fingerprints`, which are made from the same arrays. None for a batch made in this process (its
+        fingerprints are the Fingerprinter's own objects), one without fingerprints, or SimHashes wider than
+        64 bits."""
+        if self._block is None and self.has_fingerprints and self._columns is None and self._packed:
+            self._block = _block_of(self.simhashes, self._packed)
+        return self._block if isinstance(self._block, FingerprintBlock) else None
+
     def held_hashes(self) -> Iterator[np.ndarray | None]:
         """Each text's part of `held` (views), or None for each when the hashes were not made."""
         if self.held is None:
@@ -156,7 +167,8 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
     def __getstate__(self) -> dict[str, Any]:
         packed = self._packed if self._columns is None else _pack_columns(self._columns)
         return {"sha1s": self.sha1s, "simhashes": self.simhashes, "dedup_json": self.dedup_json, "held": self.held,
-                "has_fingerprints": self.has_fingerprints, "_columns": None, "_packed": packed, "_fps": None}
+                "has_fingerprints": self.has_fingerprints, "_columns": None, "_packed": packed, "_fps": None,
+                "_block": None}
 
 
 def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
@@ -182,6 +194,23 @@ def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
             batches[0].bits if n else 64, vectors, has_vector, np.stack(sigs) if sigs else None,
             [s is not None for s in minhashes], list(map(len, bands)), list(chain.from_iterable(bands)),
             list(map(len, lsh)), list(chain.from_iterable(lsh)))
+
+
+def _block_of(simhashes: list[int], columns: tuple[Any, ...]) -> FingerprintBlock | bool:
+    """The `FingerprintBlock` of packed columns (`_pack_columns`), False where the SimHashes are wider than 64
+    bits (a block keeps them as unsigned 64-bit integers)."""
+    lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, *_ = columns
+    if bits > 64 or vectors is None:
+        return False
+    n = len(simhashes)
+    vector_row = (np.arange(n, dtype=np.int64) if has_vector is None
+                  else np.where(has_vector, np.cumsum(has_vector) - 1, -1))
+    signed_mask = np.array(signed, dtype=bool).reshape(n)
+    sig_row = np.where(signed_mask, np.cumsum(signed_mask) - 1, -1)
+    return FingerprintBlock(np.array(simhashes, dtype=np.uint64).reshape(n),
+                            np.array(lengths, dtype=np.int64).reshape(n), np.array(chars, dtype=np.int64).reshape(n),
+                            np.array(shingles, dtype=np.int64).reshape(n), np.array(empties, dtype=bool).reshape(n),
+                            vectors, vector_row, zero_vector(vectors.shape[1], vectors.dtype), sigs, sig_row)
 
 
 def _unpack_fingerprints(simhashes: list[int], columns: tuple[Any, ...]) -> list[Fingerprint]:

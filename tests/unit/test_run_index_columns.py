@@ -136,3 +136,68 @@ def test_documents_added_one_by_one_between_lookups_are_found_as_added() -> None
     for i in range(len(docs)):
         (found,) = index.lookup([f"0:{i:x}"])
         assert _same(found, docs[i]) and (found.vector is zero) == (i % 3 == 0)
+
+
+def test_documents_copied_from_their_batch_arrays_are_those_added_by_their_fields() -> None:
+    """A batch that came from a worker process carries its fingerprints as arrays (`Fingerprinted.block`):
+    the run index copies its documents from them (`BlockRow`) and gives back, at every position, what it
+    gives for the same documents added by their fields (`stored_row` of each `Fingerprint`): texts without
+    words (no signature, the shared zero vector), short texts without terms and long ones with a vector,
+    across blocks of rows, with batches of rows between batches of arrays."""
+    import pickle
+
+    from esdedup.fingerprint.config import FingerprintConfig
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
+    from esdedup.ingest.documents import FingerprintedRecord, stored_row
+    from esdedup.ingest.workers import fingerprint_with
+    from esdedup.readers import Record
+
+    rng = np.random.default_rng(13)
+    alphabet = "天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏閏餘成歲律呂調陽雲騰致雨露結為霜"
+    texts = []
+    for i in range(4500):
+        kind = i % 9
+        if kind == 0:
+            texts.append("！？。" * (i % 3))  # no words
+        elif kind == 1:
+            texts.append("".join(rng.choice(list(alphabet), 400)))  # long: terms and a vector
+        else:
+            texts.append("".join(rng.choice(list(alphabet), 30 + i % 40)))
+    fper = Fingerprinter(FingerprintConfig())
+    by_fields, by_block = RunIndex(complete=True), RunIndex(complete=True)
+    seq = 0
+    for start in range(0, len(texts), 1000):
+        part = texts[start:start + 1000]
+        sent = pickle.loads(pickle.dumps(fingerprint_with(fper, part)))  # as a worker sends it
+        block = sent.block()
+        assert block is not None
+        fps = sent.fingerprints()
+        for r, text in enumerate(part):
+            seq += 1
+            doc_id = f"t{start + r:05d}"
+            root = (seq, doc_id) if r % 4 else (seq - 1, f"t{start + r - 1:05d}")  # some join the one before
+            d = FingerprintedRecord(Record(doc_id, None, text, {}, "t", str(r), 0, "utf-8"), fps[r], sent.simhashes[r], sent.sha1s[r], doc_id,
+                                    block=block, row=r)
+            key = key_hashes([f"0:{start + r:x}"])  # one key each: the copies of one text would crowd theirs
+            by_fields.add_later(stored_row(d, seq, root), key)
+            if start == 2000:  # a batch of rows between batches of arrays
+                by_block.add_later(stored_row(d, seq, root), key)
+            else:
+                by_block.add_later((block, r, doc_id, d.sha1, seq, root), key)
+        assert by_fields.lookup(["none"]) == by_block.lookup(["none"]) == []  # read: the batch goes in
+    a, b = by_fields.docs, by_block.docs
+    everything = np.arange(len(texts))
+    assert len(a) == len(b) == len(texts) and a.ids() == b.ids()
+    for p in range(len(texts)):
+        assert _same(a[p], b[p]) and (a[p].vector is b[p].vector) == (a[p].vector is zero_vector(256)), p
+    assert np.array_equal(a.seqs(everything), b.seqs(everything))
+    assert np.array_equal(a.id_hashes(everything), b.id_hashes(everything))
+    assert np.array_equal(a.empties(everything), b.empties(everything)) and a.empties(everything).any()
+    assert a.roots(list(range(len(texts)))) == b.roots(list(range(len(texts))))
+    sa, sb = a.sketches(everything, 128), b.sketches(everything, 128)
+    for name in ("simhash", "chars"):
+        assert getattr(sa, name) == getattr(sb, name)
+    for name in ("shingles", "empty", "sigs", "signed", "full", "has_vector"):
+        assert np.array_equal(getattr(sa, name), getattr(sb, name)), name
+    assert all(x is y or np.array_equal(x, y) for x, y in zip(sa.vectors(), sb.vectors(), strict=True))
+    assert sum(v is not zero_vector(256) for v in sa.vectors()) >= len(texts) // 9  # the long ones' vectors
