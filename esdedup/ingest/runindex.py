@@ -352,8 +352,7 @@ class FrozenKeys:
         at = np.searchsorted(self._hashes, hashes, side="right")
         for start in range(0, m, _MERGE_CHUNK):  # in place: no second array of m positions
             at[start:start + _MERGE_CHUNK] += np.arange(start, min(start + _MERGE_CHUNK, m))
-        self._hashes.resize(n + m)  # refcheck: raises rather than free memory a view still reads
-        self._ords.resize(n + m)
+        self._hashes, self._ords = _grown(self._hashes, n + m), _grown(self._ords, n + m)
         for end in range(n, 0, -_MERGE_CHUNK):
             start = max(end - _MERGE_CHUNK, 0)
             moved_hashes, moved_ords = self._hashes[start:end].copy(), self._ords[start:end].copy()
@@ -393,6 +392,19 @@ class FrozenKeys:
         for r, start, end in zip(records.tolist(), starts, ends, strict=True):
             out[r].append(self._blob[start:end].decode("utf-8", "surrogatepass"))
         return out
+
+
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` with room for ``size`` entries: the same array, reallocated in place, unless something else still
+    holds it (numpy's reference check: a view, or a tracer such as a debugger or a line profiler keeping a
+    frame's values), which a reallocation would leave reading freed memory; then a grown copy."""
+    try:
+        a.resize(size)
+    except ValueError:
+        grown = np.zeros(size, dtype=a.dtype)
+        grown[:len(a)] = a
+        return grown
+    return a
 
 
 #: Table entries moved at a time when a window is merged into `FrozenKeys` (bounds the temporary arrays).

@@ -93,6 +93,22 @@ def test_a_key_of_every_window_finds_its_earliest_documents() -> None:
     assert frozen.docs == 21
 
 
+def test_a_window_merges_while_something_else_holds_the_table() -> None:
+    """The table grows in place, unless something else holds it (a view; a debugger or line profiler keeping
+    a frame's values): numpy then refuses to reallocate it, and it grows by a copy, the view left reading
+    the old table."""
+    windows = [[["shared", f"w{w}"], ["shared"], ["shared", "x"]] for w in range(3)]
+    ids = [i for w in _ids(windows) for i in w]
+    frozen = _frozen(windows[:2])
+    held = frozen._hashes[:4]  # a view of the table
+    before = held.copy()
+    frozen.add(_ids(windows)[2], [k for doc in windows[2] for k in doc],
+               np.array([i for i, doc in enumerate(windows[2]) for _ in doc], dtype=np.uint32))
+    assert np.array_equal(held, before)
+    (x, w2) = frozen.lookup(KeyLists([["x"], ["w2"]]))
+    assert x == [ids[2], ids[5], ids[8]] and w2 == [ids[6]] and frozen.docs == 9
+
+
 def test_the_caps_hold_on_a_crowded_key() -> None:
     """100 documents hold key "a", each also a key of its own: a record asking for "a" gets the first
     ``per_key`` of them; asking for every key, the first ``per_record``."""
