@@ -216,7 +216,9 @@ class BatchCandidates:
         earlier, near_run = self._earlier[i], self._near_run[i]
         run: list[StoredDoc] = []
         late = self._late_peers(i) if self._late else []
-        if self._peers[i] or late:
+        if self._later:  # each peer is held under every key, one of which the record looks up (`batch_peers`)
+            run = [doc for doc in map(self._added_doc, self._peers[i]) if doc is not None]
+        elif self._peers[i] or late:
             probes = set(self._probed(i))
             for j in sorted({*self._peers[i], *late}):
                 doc = self._added_doc(j)

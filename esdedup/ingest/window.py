@@ -105,7 +105,9 @@ class MemoryWindow:
             if r[1] in self.own_roots:
                 self.own_roots.discard(r[1])
                 demoted += 1
-            elif self.earlier.take_root(r[1]):
+            # An id of this window is none of the earlier windows' (a record under such an id is a repeat):
+            # their file is asked only for the others (the record being labelled is always one of this window).
+            elif r[1] not in self.written and self.earlier.take_root(r[1]):
                 demoted += 1
         return top, demoted
 
