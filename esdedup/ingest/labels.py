@@ -150,8 +150,8 @@ class BatchCandidates:
         #: Hash -> the late peers held under it (see the class docstring), and what measuring them needs.
         self._late: dict[int, list[int]] = {}
         self._items, self._rule = items, labeller.rule
-        # One document a record, however many later records it is a peer of.
-        peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
+        #: One document a record, however many later records it is a peer of (`_added_doc` labels it later).
+        self._peer_docs = peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
         superset = [[*f, *(peer_docs[j] for j in peers)] for f, peers in zip(found, self._peers, strict=True)]
         # Only the records with a candidate are measured: a record's verdicts are its pairs' alone, and one
         # without a candidate has none (most of a batch).
@@ -259,7 +259,14 @@ class BatchCandidates:
         None when it was not added."""
         doc = self._added.get(j)
         if type(doc) is tuple:
-            doc = self._added[j] = as_stored(self._items[j], *doc)
+            seq, root = doc
+            doc = self._peer_docs.get(j)
+            if doc is None:
+                doc = as_stored(self._items[j], seq, root)
+            else:  # the document its verdicts were measured on (`_as_peer`), labelled now
+                doc.seq, doc.cluster_seq, doc.cluster_id = seq, root[0], root[1]
+                doc.duplicate_of = root[1] if root[1] != doc.id else None
+            self._added[j] = doc
             self._position_of[id(doc)] = j
         return doc  # type: ignore[return-value]
 
