@@ -244,7 +244,9 @@ class RunIndex:
     def release(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
-        (key, document). The documents go once their ids are read and the table once its entries are: the
+        (key, document), a hash's positions in the order held, never going down (the order `FrozenKeys.add_index` takes them in,
+        which both key tables give: a hash's first position, then the later ones as they were added). The
+        documents go once their ids are read and the table once its entries are: the
         sort and merge that follow, where a roll's memory peaks, hold neither (bench/roll_memory.py)."""
         self._hold_queued()
         ids = self.docs.ids()
@@ -324,12 +326,15 @@ class FrozenKeys:
     def add_index(self, index: RunIndex) -> None:
         """Freeze a closed window's run index, which this empties (`RunIndex.release`): it is merged in
         without the window's documents and keys held beside the table, where a roll peaks."""
-        self._add_entries(*index.release())
+        self._add_entries(*index.release(), in_order=True)
 
-    def _add_entries(self, ids: Sequence[str], hashes: np.ndarray, positions: np.ndarray) -> None:
+    def _add_entries(self, ids: Sequence[str], hashes: np.ndarray, positions: np.ndarray, *,
+                     in_order: bool = False) -> None:
         """``hashes`` (uint64) and ``positions`` (uint32), each entry's key hash and position in ``ids``, are
-        sorted in place: the merge holds them once (they belong to this call)."""
-        order = np.lexsort((positions, hashes))
+        sorted in place: the merge holds them once (they belong to this call). ``in_order``: each hash's
+        entries come in ascending position already (as a run index releases them), so a stable sort by hash
+        alone orders them, in a third of the time a sort by both takes."""
+        order = np.argsort(hashes, kind="stable") if in_order else np.lexsort((positions, hashes))
         hashes[:] = hashes[order]
         positions[:] = positions[order]
         del order

@@ -147,7 +147,8 @@ impl RunKeys {
         Ok(out)
     }
 
-    /// Every (hash, position) held, as little-endian uint64 and uint32 bytes (in no particular order).
+    /// Every (hash, position) held, as little-endian uint64 and uint32 bytes: the hashes in no particular
+    /// order, and each hash's positions never going down (its first, then those of `more` in the order held).
     fn entries<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
         let mut hashes = Vec::with_capacity(self.len() * 8);
         let mut positions = Vec::with_capacity(self.len() * 4);

@@ -71,6 +71,10 @@ def _same_tables(ops: list[tuple[bool, list[int]]], per_key: int) -> None:
     got, want = table.entries(), reference.entries()
     assert sorted(zip(*(a.tolist() for a in got))) == sorted(zip(*(a.tolist() for a in want)))
     assert got[0].dtype == np.uint64 and got[1].dtype == np.uint32
+    for hashes, positions in (got, want):  # a hash's positions never go down (`FrozenKeys.add_index` sorts by hash)
+        order = np.argsort(hashes, kind="stable")
+        same = hashes[order][1:] == hashes[order][:-1]
+        assert np.all(positions[order][1:][same] >= positions[order][:-1][same])
 
 
 batches_st = st.lists(st.lists(st.lists(st.integers(0, 6), max_size=4), max_size=12), max_size=12)
