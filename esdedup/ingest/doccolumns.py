@@ -163,19 +163,20 @@ class DocColumns:
                 self._kept[start + kept, c] = True
                 none = where[kept] < 0
                 self._own[c].update(zip((start + kept).tolist(), repeat(missing)) if none.all() else
-                                    ((start + k, missing if n else stacked[where[k]])  # type: ignore[index]
-                                     for k, n in zip(kept.tolist(), none.tolist(), strict=True)))
+                                    ((start + k, missing if lacks else stacked[where[k]])  # type: ignore[index]
+                                     for k, lacks in zip(kept.tolist(), none.tolist(), strict=True)))
             if has.any():
+                assert stacked is not None
                 rows_of = where[has]
+                first, last = int(rows_of[0]), int(rows_of[-1])
                 # A view where the rows are consecutive in the batch's array (most batches: every one of them).
-                values = (stacked[rows_of[0]:rows_of[-1] + 1] if rows_of[-1] - rows_of[0] + 1 == len(rows_of)  # type: ignore[index]
-                          else stacked[rows_of])  # type: ignore[index]
+                values = stacked[first:last + 1] if last - first + 1 == len(rows_of) else stacked[rows_of]
                 self._put(c, np.flatnonzero(has) + start, values)
         root_ids = [root[1] for root in roots]
+        duplicate_of = [None if r == i else r for r, i in zip(root_ids, ids, strict=True)]
         self._rows.extend(zip(ids, simhash.tolist(), repeat(None), empty.tolist(), block.lengths[at].tolist(),
-                              chars.tolist(), root_ids, [None if r == i else r for r, i in zip(root_ids, ids, strict=True)],
-                              repeat(None), shingles.tolist(), seqs, [root[0] for root in roots], repeat(None),
-                              sha1s))
+                              chars.tolist(), root_ids, duplicate_of, repeat(None), shingles.tolist(), seqs,
+                              [root[0] for root in roots], repeat(None), sha1s))
 
     def _put(self, c: int, at_rows: np.ndarray, values: np.ndarray) -> None:
         """Write ``values`` (stacked) into array field ``c``'s blocks at positions ``at_rows`` (ascending)."""

@@ -244,10 +244,10 @@ class RunIndex:
     def release(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
-        (key, document), a hash's positions in the order held, never going down (the order `FrozenKeys.add_index` takes them in,
-        which both key tables give: a hash's first position, then the later ones as they were added). The
-        documents go once their ids are read and the table once its entries are: the
-        sort and merge that follow, where a roll's memory peaks, hold neither (bench/roll_memory.py)."""
+        (key, document), each hash's positions never going down (both key tables give a hash's first position,
+        then the later ones as they were added; `FrozenKeys.add_index` sorts them by hash alone). The documents
+        go once their ids are read and the table once its entries are: the sort and merge that follow, where a
+        roll's memory peaks, hold neither (bench/roll_memory.py)."""
         self._hold_queued()
         ids = self.docs.ids()
         self.docs = DocColumns()
@@ -332,7 +332,7 @@ class FrozenKeys:
                      in_order: bool = False) -> None:
         """``hashes`` (uint64) and ``positions`` (uint32), each entry's key hash and position in ``ids``, are
         sorted in place: the merge holds them once (they belong to this call). ``in_order``: each hash's
-        entries come in ascending position already (as a run index releases them), so a stable sort by hash
+        entries come in position order already (as a run index releases them), so a stable sort by hash
         alone orders them, in a third of the time a sort by both takes."""
         order = np.argsort(hashes, kind="stable") if in_order else np.lexsort((positions, hashes))
         hashes[:] = hashes[order]

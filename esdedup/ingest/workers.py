@@ -197,8 +197,8 @@ def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
 
 
 def _block_of(simhashes: list[int], columns: tuple[Any, ...]) -> FingerprintBlock | bool:
-    """The `FingerprintBlock` of packed columns (`_pack_columns`), False where the SimHashes are wider than 64
-    bits (a block keeps them as unsigned 64-bit integers)."""
+    """The `FingerprintBlock` of packed columns (`_pack_columns`); False for no texts, or SimHashes wider than
+    64 bits (a block keeps them as unsigned 64-bit integers)."""
     lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, *_ = columns
     if bits > 64 or vectors is None:
         return False
