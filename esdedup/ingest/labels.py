@@ -20,6 +20,7 @@ import numpy as np
 
 from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.values import FingerprintBlock
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.doccolumns import DocColumns
@@ -34,7 +35,7 @@ from esdedup.ingest.documents import (
 )
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
 from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys
-from esdedup.ingest.runverdicts import near_in_run
+from esdedup.ingest.runverdicts import near_in_batch, near_in_run
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
@@ -66,6 +67,13 @@ class NearDuplicates:
         """`among` of several texts, measured together: the positions of each one's near-duplicates in its
         candidates."""
         return near_positions(sketches, cands, self.config, self.thresholds, exclude=own_ids, sha1s=sha1s)
+
+    def in_batch(self, block: FingerprintBlock, items: Sequence[FingerprintedRecord], peers: Sequence[Sequence[int]],
+                 todo: Sequence[int]) -> list[list[int]]:
+        """`many` of the records ``todo`` of a batch against their peers in it (``peers[i]``: positions in
+        ``items``, which came in ``block``), measured from its arrays: positions in each one's peers."""
+        return near_in_batch(block, [d.row for d in items], peers, todo, self.config, self.thresholds,
+                             ids=[d.id for d in items], sha1s=[d.sha1 for d in items], fps=lambda i: items[i].fp)
 
     def in_run(self, docs: DocColumns, sketches: Sequence[Sketch], positions: Sequence[Sequence[int]],
                own_ids: Sequence[str], sha1s: Sequence[str | None]) -> list[list[int]]:
@@ -151,16 +159,8 @@ class BatchCandidates:
         self._late: dict[int, list[int]] = {}
         self._items, self._rule = items, labeller.rule
         #: One document a record, however many later records it is a peer of (`_added_doc` labels it later).
-        self._peer_docs = peer_docs = {j: self._as_peer(j) for j in set(chain.from_iterable(self._peers))}
-        superset = [[*f, *(peer_docs[j] for j in peers)] for f, peers in zip(found, self._peers, strict=True)]
-        # Only the records with a candidate are measured: a record's verdicts are its pairs' alone, and one
-        # without a candidate has none (most of a batch).
-        todo = [r for r, cands in enumerate(superset) if cands]
-        near: list[list[int]] = [[]] * len(items)  # one empty list, never changed
-        for r, positions in zip(todo, labeller.rule.many([items[r].fp for r in todo], [superset[r] for r in todo],
-                                                         [items[r].id for r in todo], [items[r].sha1 for r in todo]),
-                                strict=True):
-            near[r] = positions
+        self._peer_docs: dict[int, StoredDoc] = {}
+        near = self._measured(found)
         in_run = [r for r, e in enumerate(self._earlier) if e]
         #: The positions of each record's near-duplicates among its candidates in the run index, in order.
         self._near_run: list[list[int]] = [[]] * len(items)  # one empty list, never changed
@@ -174,14 +174,37 @@ class BatchCandidates:
         # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
         self._near: list[Set[int]] = []
         self._near_peers: list[Set[int]] = []
-        for f, peers, cands, positions in zip(found, self._peers, superset, near, strict=True):
+        for f, peers, positions in zip(found, self._peers, near, strict=True):
             if not positions:  # most records: no near-duplicate at all
                 self._near.append(EMPTY)  # the rule pairs it with no candidate
                 self._near_peers.append(EMPTY)
                 continue
-            known = len(f)
-            self._near.append({id(cands[p]) for p in positions if p < known})
+            known = len(f)  # its candidates: the stored ones, then its peers
+            self._near.append({id(f[p]) for p in positions if p < known})
             self._near_peers.append({peers[p - known] for p in positions if p >= known})
+
+    def _measured(self, found: list[list[StoredDoc]]) -> list[list[int]]:
+        """The rule's verdicts on each record's stored candidates (``found``) and its peers, as positions in
+        their list (the stored ones, then the peers). Only the records with a candidate are measured: a
+        record's verdicts are its pairs' alone, and one without a candidate has none (most of a batch). Those
+        with peers alone, in a batch that came in one block of arrays, are measured from them; the others
+        against their candidates as documents."""
+        items, peers = self._items, self._peers
+        block = _one_block(items)
+        from_block = ([r for r, (f, p) in enumerate(zip(found, peers, strict=True)) if p and not f]
+                      if block is not None else [])
+        as_docs = [r for r, (f, p) in enumerate(zip(found, peers, strict=True)) if f or (p and block is None)]
+        self._peer_docs.update((j, self._as_peer(j)) for r in as_docs for j in peers[r])
+        near: list[list[int]] = [[]] * len(items)  # one empty list, never changed
+        for r, positions in zip(as_docs, self._rule.many(
+                [items[r].fp for r in as_docs], [[*found[r], *map(self._peer_docs.__getitem__, peers[r])]
+                                                 for r in as_docs],
+                [items[r].id for r in as_docs], [items[r].sha1 for r in as_docs]), strict=True):
+            near[r] = positions
+        if block is not None and from_block:
+            for r, positions in zip(from_block, self._rule.in_batch(block, items, peers, from_block), strict=True):
+                near[r] = positions
+        return near
 
     def add(self, i: int, seq: int, root: Root, run_index: RunIndex) -> None:
         """Record ``i`` goes into the run index with write order ``seq`` in cluster ``root``."""
@@ -283,6 +306,12 @@ class BatchCandidates:
     def _as_peer(self, j: int) -> StoredDoc:
         """Record ``j`` as a candidate the rule measures (its fingerprint; its labels are not decided yet)."""
         return as_stored(self._items[j], 0, (0, self._items[j].id))
+
+
+def _one_block(items: Sequence[FingerprintedRecord]) -> FingerprintBlock | None:
+    """The block of arrays every record of a batch came in, if one did (`FingerprintedRecord.block`)."""
+    block = items[0].block if items else None
+    return block if block is not None and all(d.block is block for d in items) else None
 
 
 def _latest(docs: DocColumns, positions: list[list[int]]) -> list[int]:

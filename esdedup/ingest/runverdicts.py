@@ -5,12 +5,13 @@ and most are no near-duplicate). The measures and the decision are the rule's ow
 `Measures.decide`); only where the numbers come from differs."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.values import FingerprintBlock
 from esdedup.ingest.doccolumns import DocColumns
 from esdedup.match.lookup import VERIFY_BATCH
 from esdedup.match.measures import SketchColumns, measure_column_pairs, signature_rows, stacked_vectors
@@ -95,3 +96,64 @@ def _judge(docs: DocColumns, fps: Sequence[Sketch], positions: Sequence[Sequence
         by_text.setdefault(todo[k], set()).add(p)
     for i, chosen in by_text.items():
         out[i] = [p for p in positions[i] if p in chosen]
+
+
+def near_in_batch(block: FingerprintBlock, rows: Sequence[int], peers: Sequence[Sequence[int]], todo: Sequence[int],
+                  config: FingerprintConfig, t: Thresholds, *, ids: Sequence[str], sha1s: Sequence[str],
+                  fps: Callable[[int], Sketch]) -> list[list[int]]:
+    """Which of each text's peers are its near-duplicates by the rule, as positions in its list of them: what
+    `near_positions` decides of each text of ``todo`` against its peers made as documents, measured from the
+    arrays the batch came in. Texts and peers are positions in one batch: ``rows[i]``, text i's row in
+    ``block``; ``peers[i]``, its peers; ``ids``, ``sha1s``, each text's id and content SHA-1; ``fps(i)``, its
+    fingerprint (for a pair of signatures of two lengths, which one config does not make)."""
+    out: list[list[int]] = [[] for _ in todo]
+    row = np.asarray(rows, dtype=np.int64)
+    empty = block.empties[row]  # by batch position
+    counts = [len(peers[i]) for i in todo]
+    owner = np.repeat(np.arange(len(todo)), counts)  # the pair's text, by its place in todo
+    text = np.asarray(todo, dtype=np.int64)[owner]
+    peer = np.fromiter(chain.from_iterable(peers[i] for i in todo), dtype=np.int64, count=sum(counts))
+    position = np.arange(len(peer)) - np.repeat(np.cumsum(counts) - counts, counts)  # in the text's peers
+    for k in np.flatnonzero(empty[np.asarray(todo, dtype=np.int64)]).tolist():  # rule 0: exact copies alone
+        i = todo[k]
+        out[k] = [p for p, j in enumerate(peers[i]) if empty[j] and sha1s[i] and sha1s[j] == sha1s[i] and ids[j] != ids[i]]
+    # Measured: a text with words against each peer with words but one of its own id (hashes first).
+    keep = ~empty[text] & ~empty[peer]
+    id_hash = np.array([hash(i) for i in ids], dtype=np.int64)
+    for x in np.flatnonzero(keep & (id_hash[text] == id_hash[peer])).tolist():
+        keep[x] = ids[int(text[x])] != ids[int(peer[x])]
+    owner, text, peer, position = owner[keep], text[keep], peer[keep], position[keep]
+    if not len(text):
+        return out
+    both = np.unique(np.concatenate((text, peer)))
+    left, right = np.searchsorted(both, text), np.searchsorted(both, peer)
+    cols = _block_sketches(block, row[both], config)
+    m = measure_column_pairs(cols, left, right, config, t, lambda x: (fps(int(text[x])), fps(int(peer[x]))))
+    for x in np.flatnonzero(m.decide(t)).tolist():
+        out[int(owner[x])].append(int(position[x]))
+    for found in out:
+        found.sort()
+    return out
+
+
+def _block_sketches(block: FingerprintBlock, rows: np.ndarray, config: FingerprintConfig) -> SketchColumns:
+    """`SketchColumns.of` the fingerprints of ``rows`` of ``block``, from its arrays."""
+    perm = config.minhash_perm
+    sig_row, shingles = block.sig_row[rows], block.shingles[rows]
+    signed = (sig_row >= 0) & (shingles > 0)
+    full = signed & (block.sigs is not None and block.sigs.shape[1] == perm)
+    sigs = np.zeros((len(rows), perm), dtype=np.uint32)
+    if full.any():
+        assert block.sigs is not None
+        sigs[full] = block.sigs[sig_row[full]]
+    vector_row = block.vector_row[rows]
+
+    def vectors() -> np.ndarray:
+        out = np.zeros((len(rows), len(block.zero)), dtype=np.float32)
+        if block.vectors is not None and (vector_row >= 0).any():
+            out[vector_row >= 0] = block.vectors[vector_row[vector_row >= 0]]
+        return out
+
+    return SketchColumns.from_parts(config, simhash=block.simhash[rows].tolist(), sigs=sigs, signed=signed,
+                                    full=full, shingles=shingles.tolist(), chars=block.chars[rows].tolist(),
+                                    has_vector=np.ones(len(rows), dtype=bool), vectors=vectors)

@@ -120,3 +120,52 @@ def test_two_signatures_of_different_lengths_get_no_ngram_estimate_and_are_decid
     pairs = measure_pairs([full, half, other_full], np.array([0, 1, 0]), np.array([1, 2, 2]), config, t)
     assert np.isnan(pairs.jaccard[:2]).all() and pairs.jaccard[2] == 1.0
     assert pairs.decide(t).tolist()[2] is True
+
+
+def test_verdicts_on_a_batch_s_peers_from_its_arrays_are_those_of_the_documents() -> None:
+    """`near_in_batch` measures a batch's records against their peers in it from the arrays the batch came in
+    from a worker (`Fingerprinted.block`): it decides what `near_positions` decides of the same peers made as
+    documents (`BatchCandidates._as_peer`), for near and far variants, texts without words (exact copies by
+    their content SHA-1), short texts without terms and long ones with vectors, and a repeated id."""
+    import pickle
+
+    from esdedup.ingest.documents import FingerprintedRecord, as_stored
+    from esdedup.ingest.labels import batch_peers, run_key_lists
+    from esdedup.ingest.runverdicts import near_in_batch
+    from esdedup.ingest.workers import fingerprint_with
+    from esdedup.fingerprint.fingerprinter import Fingerprinter
+    from esdedup.readers import Record
+
+    config = FingerprintConfig()
+    t = resolve_thresholds(None, config)
+    rng = np.random.default_rng(17)
+    alphabet = list("天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏閏餘成歲律呂調陽雲騰致雨露結為霜金生麗水玉出崑岡")
+    bases = ["".join(rng.choice(alphabet, int(n))) for n in rng.choice([25, 60, 120, 500], 40)]
+    texts = []
+    for k in range(600):
+        base = bases[int(rng.integers(len(bases)))]
+        chars = list(base)
+        for _ in range(int(rng.integers(0, max(2, len(chars) // 4)))):  # near or far variants
+            chars[int(rng.integers(len(chars)))] = str(rng.choice(alphabet))
+        texts.append("！？" if k % 50 == 0 else "。。" if k % 50 == 1 else "".join(chars))
+    texts[311] = texts[310]
+    ids = [f"r{k}" if k != 311 else "r310" for k in range(len(texts))]  # r310 twice, one text: no pair
+    sent = pickle.loads(pickle.dumps(fingerprint_with(Fingerprinter(config), texts, held=True)))
+    block = sent.block()
+    assert block is not None
+    fps, held = sent.fingerprints(), list(sent.held_hashes())
+    items = [FingerprintedRecord(Record(ids[k], None, x, {}, "t", str(k), 0, "utf-8"), fps[k], sent.simhashes[k],
+                                 sent.sha1s[k], ids[k], held_hashes=held[k], block=block, row=k)
+             for k, x in enumerate(texts)]
+    peers, _ = batch_peers(*run_key_lists(items, config))
+    todo = [i for i, p in enumerate(peers) if p]
+    got = near_in_batch(block, [d.row for d in items], peers, todo, config, t, ids=ids, sha1s=sent.sha1s,
+                        fps=lambda i: items[i].fp)
+    want = near_positions([items[i].fp for i in todo],
+                          [[as_stored(items[j], 0, (0, items[j].id)) for j in peers[i]] for i in todo], config, t,
+                          exclude=[ids[i] for i in todo], sha1s=[sent.sha1s[i] for i in todo])
+    assert got == want
+    near = sum(map(len, got))
+    assert near > 200 and sum(len(p) for p in peers) > near  # near and far peers both
+    assert any(got[k] for k, i in enumerate(todo) if fps[i].empty)  # exact copies of a text without words
+    assert 310 in peers[311] and peers[311].index(310) not in got[todo.index(311)]  # its own id: not paired
