@@ -1,5 +1,6 @@
 """The rule's verdicts on a batch's candidates in the run index, measured from the index's columns
-(`esdedup.ingest.doccolumns.DocColumns.sketches`): the decisions `esdedup.match.lookup.near_positions` takes of
+(`esdedup.ingest.doccolumns.DocColumns.sketches`), and on its records' peers in the batch, measured from the
+arrays the batch came in (`near_in_batch`): the decisions `esdedup.match.lookup.near_positions` takes of
 the same texts and documents, without a `StoredDoc` made for each candidate (a batch names thousands of them,
 and most are no near-duplicate). The measures and the decision are the rule's own (`measure_column_pairs`,
 `Measures.decide`); only where the numbers come from differs."""

@@ -4,14 +4,20 @@ added (arrays of another shape, or none, included), and a poem's document costs 
 from __future__ import annotations
 
 import gc
+import pickle
 import tracemalloc
 from dataclasses import fields
 from operator import attrgetter
 
 import numpy as np
 
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.values import zero_vector
+from esdedup.ingest.documents import FingerprintedRecord, stored_row
 from esdedup.ingest.runindex import RunIndex, key_hashes
+from esdedup.ingest.workers import fingerprint_with
+from esdedup.readers import Record
 from esdedup.store.base import StoredDoc
 
 
@@ -144,14 +150,6 @@ def test_documents_copied_from_their_batch_arrays_are_those_added_by_their_field
     gives for the same documents added by their fields (`stored_row` of each `Fingerprint`): texts without
     words (no signature, the shared zero vector), short texts without terms and long ones with a vector,
     across blocks of rows, with batches of rows between batches of arrays."""
-    import pickle
-
-    from esdedup.fingerprint.config import FingerprintConfig
-    from esdedup.fingerprint.fingerprinter import Fingerprinter
-    from esdedup.ingest.documents import FingerprintedRecord, stored_row
-    from esdedup.ingest.workers import fingerprint_with
-    from esdedup.readers import Record
-
     rng = np.random.default_rng(13)
     alphabet = "天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏閏餘成歲律呂調陽雲騰致雨露結為霜"
     texts = []

@@ -2,19 +2,27 @@
 (`esdedup.ingest.doccolumns.DocColumns.sketches`): it must decide exactly what `near_positions` decides of the
 same documents made as `StoredDoc`, whatever the documents hold (signatures of another length or none, texts
 without words, the shared zero vector, vectors of another dtype, SimHashes wider than 64 bits, the record's own
-id among its candidates) and across blocks of rows."""
+id among its candidates) and across blocks of rows; and `near_in_batch`, a batch's records against their peers
+in it, from the arrays the batch came in."""
 from __future__ import annotations
+
+import pickle
 
 import numpy as np
 import pytest
 
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.values import zero_vector
 from esdedup.ingest.doccolumns import DocColumns
-from esdedup.ingest.runverdicts import near_in_run
+from esdedup.ingest.documents import FingerprintedRecord, as_stored
+from esdedup.ingest.labels import batch_peers, run_key_lists
+from esdedup.ingest.runverdicts import near_in_batch, near_in_run
+from esdedup.ingest.workers import fingerprint_with
 from esdedup.match.lookup import near_positions
 from esdedup.match.measures import measure, measure_pairs
 from esdedup.match.thresholds import Thresholds, resolve_thresholds
+from esdedup.readers import Record
 from esdedup.store.base import StoredDoc
 
 BASES = 4
@@ -127,15 +135,6 @@ def test_verdicts_on_a_batch_s_peers_from_its_arrays_are_those_of_the_documents(
     from a worker (`Fingerprinted.block`): it decides what `near_positions` decides of the same peers made as
     documents (`BatchCandidates._as_peer`), for near and far variants, texts without words (exact copies by
     their content SHA-1), short texts without terms and long ones with vectors, and a repeated id."""
-    import pickle
-
-    from esdedup.ingest.documents import FingerprintedRecord, as_stored
-    from esdedup.ingest.labels import batch_peers, run_key_lists
-    from esdedup.ingest.runverdicts import near_in_batch
-    from esdedup.ingest.workers import fingerprint_with
-    from esdedup.fingerprint.fingerprinter import Fingerprinter
-    from esdedup.readers import Record
-
     config = FingerprintConfig()
     t = resolve_thresholds(None, config)
     rng = np.random.default_rng(17)
