@@ -16,7 +16,7 @@ from esdedup.fingerprint.values import FingerprintBlock
 from esdedup.ingest.doccolumns import DocColumns
 from esdedup.match.lookup import VERIFY_BATCH
 from esdedup.match.measures import SketchColumns, measure_column_pairs, signature_rows, stacked_vectors
-from esdedup.match.rule import Sketch, exact_copies
+from esdedup.match.rule import CopyOf, Sketch, exact_copies
 from esdedup.match.thresholds import Thresholds
 
 
@@ -117,7 +117,8 @@ def near_in_batch(block: FingerprintBlock, rows: Sequence[int], peers: Sequence[
     position = np.arange(len(peer)) - np.repeat(np.cumsum(counts) - counts, counts)  # in the text's peers
     for k in np.flatnonzero(empty[np.asarray(todo, dtype=np.int64)]).tolist():  # rule 0: exact copies alone
         i = todo[k]
-        out[k] = [p for p, j in enumerate(peers[i]) if empty[j] and sha1s[i] and sha1s[j] == sha1s[i] and ids[j] != ids[i]]
+        out[k] = exact_copies(True, sha1s[i], [CopyOf(ids[j], bool(empty[j]), sha1s[j]) for j in peers[i]],
+                              exclude=ids[i])
     # Measured: a text with words against each peer with words but one of its own id (hashes first).
     keep = ~empty[text] & ~empty[peer]
     id_hash = np.array([hash(i) for i in ids], dtype=np.int64)

@@ -33,6 +33,7 @@ from esdedup.match.measures import (
 )
 from esdedup.match.rule import (
     EXACT_COPY,
+    CopyOf,
     are_duplicates,
     decided_by,
     decided_by_many,
@@ -210,20 +211,11 @@ class CopyGroups:
         for sha1, empty, ids in self.groups:
             if not empty:
                 continue
-            docs = [_Copy(i, True, sha1) for i in ids]
+            docs = [CopyOf(i, True, sha1) for i in ids]
             for i, a in enumerate(docs[:-1]):
                 rest = docs[i + 1:]
                 yield from (Pair(a.id, rest[j].id, 0, None, decided_by=EXACT_COPY)
                             for j in exact_copies(a.empty, a.content_sha1, rest))
-
-
-@dataclass(frozen=True)
-class _Copy:
-    """A member of a group of copies, as rule 0 reads it (`esdedup.match.rule.Copy`)."""
-
-    id: str
-    empty: bool
-    content_sha1: str
 
 
 def empty_copy_pairs(store: ScannableStore, *, max_bucket: int = 1000) -> Iterator[Pair]:

@@ -42,6 +42,7 @@ no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -73,6 +74,16 @@ class Copy(Protocol):
     def empty(self) -> bool: ...
     @property
     def content_sha1(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class CopyOf:
+    """What rule 0 reads of a text that no stored document stands for (`Copy`): a member of a group of
+    copies, or a record of the batch being labelled."""
+
+    id: str
+    empty: bool
+    content_sha1: str | None
 
 
 def exact_copies(empty: bool, sha1: str | None, docs: Sequence[Copy], *, exclude: str | None = None) -> list[int]:
