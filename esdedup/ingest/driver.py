@@ -27,7 +27,7 @@ from esdedup.ingest.workers import Batch, Fingerprinted
 from esdedup.ingest.writer import OverlappedWriter
 from esdedup.match.thresholds import lookup_thresholds
 from esdedup.readers import Rejected
-from esdedup.store.base import LabelledStore, write_outcome, writes_in_background
+from esdedup.store.base import LabelledStore, NewDoc, Outcome, write_outcome, writes_in_background
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +77,8 @@ class IngestRun:
         state = self.ledger.enter(BatchState(batch))
         items = self._accept(batch, results)
         with self.store.write_lock() as others_wrote:
-            if others_wrote:
-                self.window.not_alone()
-            state.labelled = self.labeller.label(items)
-            sent = self.labeller.new_docs(state.labelled)
-            written = self.ledger.count_writes(sent, *write_outcome(self.store, [new for new, _ in sent]))
-            self._join_clusters()
-            self.labeller.relabel_replaced(self.sharing.make_visible)
+            sent = self._label(state, items, others_wrote)
+            written = self._account(sent, write_outcome(self.store, [new for new, _ in sent]))
         return self._after_write(written)
 
     def feed(self, batch: Batch, results: Fingerprinted) -> None:
@@ -123,11 +118,9 @@ class IngestRun:
         state = self.ledger.enter(BatchState(batch))
         items = self._accept(batch, results)
         with contextlib.ExitStack() as held:  # released here if labelling or the start fails
-            if held.enter_context(self.store.write_lock()):
-                self.window.not_alone()
-            state.labelled = self.labeller.label(items)
+            sent = self._label(state, items, held.enter_context(self.store.write_lock()))
             assert self.writer is not None
-            self.writer.start(state, self.labeller.new_docs(state.labelled))
+            self.writer.start(state, sent)
             self._held = held.pop_all()
 
     def drain(self) -> None:
@@ -139,9 +132,7 @@ class IngestRun:
         sending, (results, error) = taken
         self.ledger.enter(sending.state)
         with held or self.store.write_lock():
-            written = self.ledger.count_writes(sending.sent, results, error)
-            self._join_clusters()
-            self.labeller.relabel_replaced(self.sharing.make_visible)
+            written = self._account(sending.sent, (results, error))
         self._after_write(written)
 
     def finish(self) -> None:
@@ -171,6 +162,24 @@ class IngestRun:
         self.window.close()
 
     # -- the steps ----------------------------------------------------------------------------------
+    def _label(self, state: BatchState, items: list[FingerprintedRecord],
+               others_wrote: bool) -> list[tuple[NewDoc, FingerprintedRecord]]:
+        """Label a batch's records, under the store's write lock (``others_wrote``: what taking it said), into
+        ``state``; the documents to write."""
+        if others_wrote:
+            self.window.not_alone()
+        state.labelled = self.labeller.label(items)
+        return self.labeller.new_docs(state.labelled)
+
+    def _account(self, sent: list[tuple[NewDoc, FingerprintedRecord]],
+                 outcome: Outcome) -> list[FingerprintedRecord]:
+        """Count a batch's write, still under the store's write lock, and join the clusters it joined; the
+        records written."""
+        written = self.ledger.count_writes(sent, *outcome)
+        self._join_clusters()
+        self.labeller.relabel_replaced(self.sharing.make_visible)
+        return written
+
     def _accept(self, batch: Batch, results: Fingerprinted) -> list[FingerprintedRecord]:
         """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
         items: list[FingerprintedRecord] = []
