@@ -3,6 +3,12 @@ dies, so a killed process never leaves a stale lock behind. A process forked whi
 closes its copy of the descriptor at once: the lock stays its parent's alone, and does not outlive the parent
 in a child that is still running.
 
+Waiters are served in turn. ``flock`` itself promises no order, and a holder that lets the lock go between
+two batches and takes it again a millisecond later would keep it from a waiter that only looks now and then.
+So a process that finds the lock held waits in line: it holds a second file, the queue (``<path>.queue``),
+while it waits; and every process, the holder too, takes the lock only after the queue (or while holding
+it). The holder taking the lock again finds the queue held and waits behind the waiter.
+
 Where ``flock`` does not exist (Windows) the lock is a no-op: SQLite's own locking still serialises the
 embedded store's transactions.
 """
@@ -27,13 +33,15 @@ _HELD: weakref.WeakSet[FileLock] = weakref.WeakSet()
 
 
 def _close_in_child() -> None:
-    """In a forked child: close the inherited descriptors of the parent's locks. ``flock`` belongs to the open
-    file, which the parent still holds open: closing the child's copy does not release the parent's lock."""
+    """In a forked child: close the inherited descriptors of the parent's locks (and of a queue it waits in).
+    ``flock`` belongs to the open file, which the parent still holds open: closing the child's copy does not
+    release the parent's lock."""
     for lock in list(_HELD):
-        if lock._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(lock._fd)
-            lock._fd = None
+        for fd in (lock._fd, lock._queue_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        lock._fd = lock._queue_fd = None
     _HELD.clear()
 
 
@@ -57,27 +65,36 @@ class FileLock:
     def __init__(self, path: str | Path, *, busy: EsdedupError, wait: float = 0.0) -> None:
         self.path, self.busy, self.wait = Path(path), busy, wait
         self._fd: int | None = None
+        #: The queue's descriptor while this lock waits in line (see the module docstring).
+        self._queue_fd: int | None = None
 
     def acquire(self) -> FileLock:
         if fcntl is None:  # pragma: no cover
             return self
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(f"cannot create the lock file {self.path}: {exc.strerror}") from None
         deadline = time.monotonic() + self.wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._fd = fd
-                _HELD.add(self)
+        fd = self._open(self.path)
+        _HELD.add(self)  # a child forked while this waits closes its copies of both descriptors
+        try:
+            self._queue_fd = self._open(self.path.with_name(self.path.name + ".queue"))
+            # In line first (at once, when nobody waits), then the lock itself.
+            if _wait_for(self._queue_fd, deadline) and _wait_for(fd, deadline):
+                self._fd, fd = fd, -1
                 return self
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise self.busy from None
-                time.sleep(0.05)
+            raise self.busy from None
+        finally:
+            if self._queue_fd is not None:
+                os.close(self._queue_fd)  # leaves the line
+                self._queue_fd = None
+            if fd != -1:
+                os.close(fd)
+                _HELD.discard(self)
+
+    def _open(self, path: Path) -> int:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot create the lock file {path}: {exc.strerror}") from None
 
     def release(self) -> None:
         if self._fd is not None:
@@ -90,3 +107,21 @@ class FileLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+#: How often a waiter looks at a held file again, in seconds: a holder between two batches lets go for about
+#: a millisecond, and the waiter first in line must see it within a batch or two.
+_POLL_SECONDS = 0.005
+
+
+def _wait_for(fd: int, deadline: float) -> bool:
+    """Take ``flock`` on ``fd``, looking again until ``deadline`` (`time.monotonic`); whether it was taken."""
+    assert fcntl is not None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_SECONDS)
