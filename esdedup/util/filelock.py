@@ -7,7 +7,8 @@ Waiters are served in turn. ``flock`` itself promises no order, and a holder tha
 two batches and takes it again a millisecond later would keep it from a waiter that only looks now and then.
 So a process that finds the lock held waits in line: it holds a second file, the queue (``<path>.queue``),
 while it waits; and every process, the holder too, takes the lock only after the queue (or while holding
-it). The holder taking the lock again finds the queue held and waits behind the waiter.
+it). The holder taking the lock again finds the queue held and waits behind the waiter. A taker that does not
+wait at all (``wait`` 0) does not queue.
 
 Where ``flock`` does not exist (Windows) the lock is a no-op: SQLite's own locking still serialises the
 embedded store's transactions.
@@ -75,9 +76,11 @@ class FileLock:
         fd = self._open(self.path)
         _HELD.add(self)  # a child forked while this waits closes its copies of both descriptors
         try:
-            self._queue_fd = self._open(self.path.with_name(self.path.name + ".queue"))
-            # In line first (at once, when nobody waits), then the lock itself.
-            if _wait_for(self._queue_fd, deadline) and _wait_for(fd, deadline):
+            # In line first (at once, when nobody waits), then the lock itself. A taker that does not wait
+            # (``wait`` 0: a checkpoint's lock) takes the lock or fails at once, and leaves no queue file.
+            if self.wait > 0:
+                self._queue_fd = self._open(self.path.with_name(self.path.name + ".queue"))
+            if (self._queue_fd is None or _wait_for(self._queue_fd, deadline)) and _wait_for(fd, deadline):
                 self._fd, fd = fd, -1
                 return self
             raise self.busy from None

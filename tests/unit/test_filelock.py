@@ -67,3 +67,9 @@ def test_a_waiter_that_gives_up_leaves_the_line(tmp_path):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError when still held
         finally:
             os.close(fd)
+
+
+def test_a_taker_that_does_not_wait_leaves_no_queue_file(tmp_path):
+    """A checkpoint's lock (``wait`` 0) takes the lock file alone: nothing else appears beside the checkpoint."""
+    _lock(tmp_path / "ck.json.lock").acquire().release()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.json.lock"]
