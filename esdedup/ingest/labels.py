@@ -259,6 +259,20 @@ class BatchCandidates:
         return (cands, max(after, max(map(_seq, cands), default=0)),
                 docs.roots([p for p in near_run if p in kept]))
 
+    def near_roots(self, i: int, found: list[StoredDoc], deleted: set[str]) -> tuple[int, list[Root]]:
+        """What labelling reads of record ``i``'s candidates (`candidates`): the latest write order among them,
+        and the clusters of those the rule pairs with it. A record of a batch the run index takes whole, with
+        no stored candidate (a fresh run's), reads its peers' write orders and clusters as they were added: no
+        document is made of them."""
+        if not (self._later and not found and not deleted):
+            cands, after, run_near = self.candidates(i, found, deleted)
+            return after, [c.root for c in self.near(i, cands)] + run_near if cands else run_near
+        added = self._added
+        after = max(self._run_after[i], max((_labels_added(added[j])[0] for j in self._peers[i] if j in added),
+                                            default=0))
+        run_near = self._docs.roots(self._near_run[i]) if self._near_run[i] else []
+        return after, [_labels_added(added[j])[1] for j in self._near_peers[i] if j in added] + run_near
+
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
         near, peers, position_of = self._near[i], self._near_peers[i], self._position_of
@@ -394,6 +408,14 @@ def _stable_order(values: np.ndarray) -> np.ndarray:
 
 
 _seq = attrgetter("seq")
+
+
+def _labels_added(added: StoredDoc | tuple[Any, ...]) -> tuple[int, Root]:
+    """The write order and cluster a record of the batch went into the run index with (`BatchCandidates.add`),
+    whether or not its document was made since (`BatchCandidates._added_doc`)."""
+    if type(added) is tuple:
+        return added  # type: ignore[return-value]
+    return added.seq, (added.cluster_seq, added.cluster_id)  # type: ignore[union-attr, return-value]
 
 
 def _dup_of(doc_id: str, root: Root) -> str | None:
@@ -533,10 +555,9 @@ class Labeller:
             seq = WRITE_CLOCK.next()
             return Labels(seq, (seq, d.id))
         self_doc = next((s for s in found if s.id == d.id), None) if found else None
-        cands, after, run_near = ((found, max(map(_seq, found), default=0), []) if batch is None
-                                  else batch.candidates(i, found, self.window.deleted))
-        # The clusters of its near-duplicates: those of the candidates read as documents, and of the run's.
-        near = run_near if batch is None or not cands else [c.root for c in batch.near(i, cands)] + run_near
+        # The latest write order among its candidates, and the clusters of its near-duplicates among them.
+        after, near = ((max(map(_seq, found), default=0), []) if batch is None
+                       else batch.near_roots(i, found, self.window.deleted))
         if self_doc is not None and not same_text(self_doc, d):
             return self._labels_of_new_text(d, after, near, self_doc)
         if batch is None:

@@ -203,7 +203,8 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
                  rule: type[_EveryThird] = _EveryThird) -> list[list[str]]:
     """Each record's candidates (ids), checked against the run index's lookups: those labelling reads as
     documents (the batch's records before it), the clusters of those the rule pairs it with (with `_Every`,
-    all of them), and the latest write order among them all."""
+    all of them), and the latest write order among them all; and `BatchCandidates.near_roots`, the write
+    order and clusters read of them, the same."""
     config = FingerprintConfig()
     index = RunIndex()
     # Ten or more: some key held by MAX_PER_KEY before the batch; else a few documents, and a batch that fills it.
@@ -222,7 +223,12 @@ def _check_batch(before: list[list[str]], batch: list[tuple[list[str], bool]], *
     seen: list[list[str]] = []
     for i, (d, (_, added)) in enumerate(zip(items, batch, strict=True)):
         expected = index.lookup(probes.keys_of(i))
+        # What labelling reads (made without documents where the batch goes into the run index whole), before
+        # `candidates` makes documents of the batch's records, and its parts from `candidates` and `near`.
+        read_after, read_roots = cands.near_roots(i, [], set())
         got, after, run_near = cands.candidates(i, [], set())
+        assert read_after == after
+        assert sorted(read_roots) == sorted([*run_near, *(c.root for c in cands.near(i, got))])
         seen.append([c.id for c in got])
         assert after == max((c.seq for c in expected), default=0)
         # The run index's near-duplicates come as their clusters (each document its own here), then the batch's.
