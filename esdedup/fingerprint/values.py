@@ -141,6 +141,8 @@ class FingerprintBlock:
     chars: np.ndarray  # int64
     shingles: np.ndarray  # int64
     empties: np.ndarray  # bool
+    #: Whether the row has SimHash band keys (bool).
+    banded: np.ndarray
     #: The rows that have a vector, stacked (None: no row has one), and each row's place in it (-1: none).
     vectors: np.ndarray | None = field(repr=False)
     vector_row: np.ndarray = field(repr=False)

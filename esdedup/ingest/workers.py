@@ -199,7 +199,7 @@ def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
 def _block_of(simhashes: list[int], columns: tuple[Any, ...]) -> FingerprintBlock | bool:
     """The `FingerprintBlock` of packed columns (`_pack_columns`); False for no texts, or SimHashes wider than
     64 bits (a block keeps them as unsigned 64-bit integers)."""
-    lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, *_ = columns
+    lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, *_ = columns
     if bits > 64 or vectors is None:
         return False
     n = len(simhashes)
@@ -210,7 +210,7 @@ def _block_of(simhashes: list[int], columns: tuple[Any, ...]) -> FingerprintBloc
     return FingerprintBlock(np.array(simhashes, dtype=np.uint64).reshape(n),
                             np.array(lengths, dtype=np.int64).reshape(n), np.array(chars, dtype=np.int64).reshape(n),
                             np.array(shingles, dtype=np.int64).reshape(n), np.array(empties, dtype=bool).reshape(n),
-                            vectors, vector_row, zero_vector(vectors.shape[1], vectors.dtype), sigs, sig_row)
+                            np.array(n_bands, dtype=np.int64).reshape(n) > 0, vectors, vector_row, zero_vector(vectors.shape[1], vectors.dtype), sigs, sig_row)
 
 
 def _unpack_fingerprints(simhashes: list[int], columns: tuple[Any, ...]) -> list[Fingerprint]:

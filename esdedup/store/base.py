@@ -22,6 +22,7 @@ from esdedup.errors import StoreError, Unsupported
 from esdedup.es.hits import FINGERPRINT_FIELDS
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint
+from esdedup.fingerprint.values import FingerprintBlock
 
 #: A lookup: band name (a SimHash band field, or an LSH band ``lsh_<i>`` of the field ``lsh_keys``; see
 #: `esdedup.schema.key_field`) -> band keys to match in that band.
@@ -110,6 +111,10 @@ class NewDoc:
     #: braces, when they were encoded in advance (ingest does it in its worker processes): a store that
     #: sends JSON uses them instead of encoding ``fingerprint`` again.
     dedup_json: bytes | None = None
+    #: The arrays ``fingerprint`` came in between processes (`FingerprintBlock`), and its row there, when it
+    #: did: a store may write a batch of documents of one block from its arrays.
+    block: FingerprintBlock | None = field(default=None, repr=False, compare=False)
+    row: int = 0
 
     def __post_init__(self) -> None:
         if self.fingerprint is None and self.dedup_json is None:

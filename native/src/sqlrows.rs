@@ -10,7 +10,9 @@
 //!
 //! The statement, the pragmas and the rows come from Python (`esdedup/store/local/rows.py` defines them);
 //! this only binds each row's values (None, int, str, bytes, as `sqlite3` binds them) and steps the statement,
-//! all rows in one transaction (`BEGIN IMMEDIATE`, rolled back on any error).
+//! all rows in one transaction (`BEGIN IMMEDIATE`, rolled back on any error). A batch whose rows read most of
+//! their values from a few arrays (`RowWriter::start_block`) comes as those arrays and a short tuple a row:
+//! each parameter says where its value is, and the values are made on the writer's thread.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Arc, Mutex};
@@ -117,6 +119,22 @@ enum Value {
     Int(i64),
     Text(PyBackedStr),
     Blob(PyBackedBytes),
+    /// Text made here (`Param::Hex`).
+    Owned(String),
+    /// A stretch of an array's bytes (`Param::Blob`): `len` bytes from `start`.
+    Shared(Arc<[u8]>, usize, usize),
+}
+
+/// Where one parameter of a block's rows (`RowWriter::start_block`) takes its value, for the document of
+/// block row `r`: the `k`-th value of its own tuple, or an array of the block.
+enum Param {
+    Doc(usize),
+    /// `values[r]`.
+    Int(Vec<i64>),
+    /// `values[r]` as lowercase hex, zero-padded to `width` digits.
+    Hex(Vec<u64>, usize),
+    /// Row `at[r]` of a matrix of rows of `width` bytes; NULL where `at[r]` is negative.
+    Blob(Arc<[u8]>, usize, Vec<i64>),
 }
 
 /// A batch's rows, given back by its thread so that the objects they hold are let go of with the GIL held.
@@ -221,6 +239,8 @@ impl Connection {
                         Value::Int(v) => unsafe { (api.bind_int64)(stmt, at, *v) },
                         Value::Text(s) => bytes(api.bind_text, s.as_bytes()),
                         Value::Blob(b) => bytes(api.bind_blob, b),
+                        Value::Owned(s) => bytes(api.bind_text, s.as_bytes()),
+                        Value::Shared(data, start, len) => bytes(api.bind_blob, &data[*start..*start + *len]),
                     };
                     if rc != SQLITE_OK {
                         return Err(self.failure(rc));
@@ -334,6 +354,62 @@ impl RowWriter {
         Ok(())
     }
 
+    /// Start writing the rows of documents whose values are mostly in arrays of one block, as `start` does:
+    /// `docs` holds a tuple of values a document, `rows` each document's row in the block's arrays, and
+    /// `params` where each parameter of `sql` is: `("doc", k)` (the k-th value of the document's tuple),
+    /// `("int", values)` (little-endian int64 bytes, one a block row), `("hex", values, width)` (little-endian
+    /// uint64 bytes, bound as zero-padded lowercase hex text of `width` digits), or `("blob", matrix, width,
+    /// at)` (row `at[r]` of a matrix of `width`-byte rows, NULL where it is negative; `at`: int64 bytes).
+    /// The array values are made on the writer's thread. Raises ValueError as `start` does, and for arrays
+    /// that do not fit the rows.
+    fn start_block(
+        &mut self,
+        sql: String,
+        docs: &Bound<'_, PyList>,
+        rows: Vec<usize>,
+        params: &Bound<'_, PyList>,
+    ) -> PyResult<()> {
+        if self.pending.is_some() {
+            return Err(PyRuntimeError::new_err(
+                "a batch is being written: wait for it first",
+            ));
+        }
+        let Some(connection) = self.connection.clone() else {
+            return Err(PyRuntimeError::new_err("the writer is closed"));
+        };
+        if rows.len() != docs.len() {
+            return Err(PyValueError::new_err("start_block: one block row a document"));
+        }
+        let own = read_rows(docs)?;
+        let params = read_params(params, rows.iter().copied().max())?;
+        let taken: Vec<usize> = params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Doc(k) => Some(*k),
+                _ => None,
+            })
+            .collect();
+        if let Some(&k) = taken
+            .iter()
+            .find(|&&k| own.iter().any(|values| values.len() <= k))
+        {
+            return Err(PyValueError::new_err(format!(
+                "start_block: a document without value {k}"
+            )));
+        }
+        if (1..taken.len()).any(|i| taken[..i].contains(&taken[i])) {
+            return Err(PyValueError::new_err(
+                "start_block: a document's value taken twice",
+            ));
+        }
+        self.pending = Some(std::thread::spawn(move || {
+            let values = block_rows(own, &rows, &params);
+            let connection = connection.lock().unwrap_or_else(|e| e.into_inner());
+            (connection.write(&sql, &values), values)
+        }));
+        Ok(())
+    }
+
     /// Wait for the batch being written (the GIL released): None when it was written (or none was), else
     /// SQLite's extended result code and message (nothing of it was written).
     fn wait(&mut self, py: Python<'_>) -> Option<(c_int, String)> {
@@ -352,6 +428,94 @@ impl RowWriter {
         let _ = self.wait(py);
         self.connection = None;
     }
+}
+
+/// The rows of a block (`RowWriter::start_block`): each parameter's value for each document.
+fn block_rows(own: Rows, rows: &[usize], params: &[Param]) -> Rows {
+    own.into_iter()
+        .zip(rows)
+        .map(|(mut values, &r)| {
+            params
+                .iter()
+                .map(|param| match param {
+                    Param::Doc(k) => std::mem::replace(&mut values[*k], Value::Null),
+                    Param::Int(v) => Value::Int(v[r]),
+                    Param::Hex(v, width) => Value::Owned(format!("{:0width$x}", v[r], width = *width)),
+                    Param::Blob(data, width, at) => match usize::try_from(at[r]) {
+                        Ok(row) => Value::Shared(data.clone(), row * width, *width),
+                        Err(_) => Value::Null,
+                    },
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `start_block`'s `params`, checked against the block's rows (`last`: the highest row a document reads).
+fn read_params(params: &Bound<'_, PyList>, last: Option<usize>) -> PyResult<Vec<Param>> {
+    let bad = |what: &str| PyValueError::new_err(format!("start_block: {what}"));
+    let rows_of = |n: usize, what: &str| -> PyResult<()> {
+        match last {
+            Some(r) if r >= n => Err(bad(&format!("{what} has {n} rows, a document reads row {r}"))),
+            _ => Ok(()),
+        }
+    };
+    let words = |b: &[u8], what: &str| -> PyResult<Vec<[u8; 8]>> {
+        if !b.len().is_multiple_of(8) {
+            return Err(bad(&format!("{what} is not 8 bytes a value")));
+        }
+        Ok(b.chunks_exact(8)
+            .map(|w| w.try_into().expect("8 bytes"))
+            .collect())
+    };
+    let mut out = Vec::with_capacity(params.len());
+    for param in params.iter() {
+        let param = param
+            .cast_into::<PyTuple>()
+            .map_err(|_| bad("a parameter is not a tuple"))?;
+        let kind: String = param.get_item(0)?.extract()?;
+        out.push(match kind.as_str() {
+            "doc" => Param::Doc(param.get_item(1)?.extract()?),
+            "int" => {
+                let values: Vec<i64> = words(param.get_item(1)?.extract::<&[u8]>()?, "an int column")?
+                    .into_iter()
+                    .map(i64::from_le_bytes)
+                    .collect();
+                rows_of(values.len(), "an int column")?;
+                Param::Int(values)
+            }
+            "hex" => {
+                let values: Vec<u64> = words(param.get_item(1)?.extract::<&[u8]>()?, "a hex column")?
+                    .into_iter()
+                    .map(u64::from_le_bytes)
+                    .collect();
+                rows_of(values.len(), "a hex column")?;
+                Param::Hex(values, param.get_item(2)?.extract()?)
+            }
+            "blob" => {
+                let data: Arc<[u8]> = Arc::from(param.get_item(1)?.extract::<&[u8]>()?);
+                let width: usize = param.get_item(2)?.extract()?;
+                let at: Vec<i64> = words(param.get_item(3)?.extract::<&[u8]>()?, "a blob column's rows")?
+                    .into_iter()
+                    .map(i64::from_le_bytes)
+                    .collect();
+                rows_of(at.len(), "a blob column")?;
+                let held = data.len().checked_div(width).unwrap_or(0);
+                if (width == 0 && !data.is_empty())
+                    || (width > 0 && !data.len().is_multiple_of(width))
+                    || width > c_int::MAX as usize
+                {
+                    return Err(bad("a blob matrix is not rows of its width"));
+                }
+                if width > 0 && at.iter().any(|&a| a >= 0 && a as usize >= held) {
+                    return Err(bad("a blob column names a row its matrix does not have"));
+                }
+                Param::Blob(data, width, at)
+            }
+            other => return Err(bad(&format!("a parameter of kind {other:?}"))),
+        });
+    }
+    Ok(out)
 }
 
 fn read_rows(rows: &Bound<'_, PyList>) -> PyResult<Vec<Vec<Value>>> {

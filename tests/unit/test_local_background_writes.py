@@ -6,8 +6,10 @@ written so labels and counts as one whose batches are written at once (ESDEDUP_N
 writer itself skip without the extension unless ESDEDUP_REQUIRE_NATIVE=1 (tests/unit/conftest.py)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import pickle
 import sqlite3
 
 import pytest
@@ -17,9 +19,11 @@ from esdedup.errors import StoreError
 from esdedup.fingerprint import native
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
+from esdedup.ingest.workers import fingerprint_with
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc, writes_in_background
 from esdedup.store.local import LocalStore
+from esdedup.store.local.rows import block_params
 from esdedup.store.local.store import PendingRows, Written
 
 CONFIG = FingerprintConfig(tokenizer="char", shingle=2)
@@ -65,6 +69,55 @@ def test_the_writer_writes_the_rows_write_writes(extension, switch_on, tmp_path)
     assert background.get(["d3"])["d3"].cluster_id == "d0" and json.loads(written[3][9])["n"] == 3
     background.close()
     at_once.close()
+
+
+@pytest.mark.parametrize("config", [CONFIG, FingerprintConfig(tokenizer="char", shingle=2, vector_index="hnsw"),
+                                    FingerprintConfig(strategy="simhash")], ids=["default", "vectors", "simhash"])
+def test_documents_of_one_block_are_written_from_its_arrays_as_write_writes_them(extension, switch_on, tmp_path,
+                                                                                  config):
+    """A batch whose fingerprints came from a worker process in one block of arrays (`NewDoc.block`) is
+    written from the arrays (`block_params`, `RowWriter.start_block`): the same bytes in every column as
+    ``write`` writes from each fingerprint, with vectors stored or not, the zero vector of a text without
+    terms, texts without words (no signature, no vector), long texts with SimHash band keys, the SimHash strategy,
+    and documents that leave some of the block's rows out."""
+    texts = [*TEXTS, "！？。", "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。" * 12, "短", "上海的地铁"]
+    sent = pickle.loads(pickle.dumps(fingerprint_with(Fingerprinter(config), texts)))  # as a worker sends it
+    block, fps = sent.block(), sent.fingerprints()
+    assert block is not None and block.banded.any() and not block.banded.all() and (block.sig_row < 0).any()
+    # A text with words and a zero vector (none of these configs gives one; another config's texts could):
+    # its row reads the block's zero vector.
+    at = block.vector_row.copy()
+    at[7] = -1
+    block = dataclasses.replace(block, vector_row=at)
+    fps[7] = dataclasses.replace(fps[7], vector=block.zero)
+
+    def docs() -> list[NewDoc]:
+        return [NewDoc(f"b{r}", fps[r], {"text": texts[r], "n": r}, sent.sha1s[r], cluster_id="b0",
+                       duplicate_of=None if r == 0 else "b0", seq=1_700_000_000_000_000_000 + r,
+                       cluster_seq=1_700_000_000_000_000_000, block=block, row=r)
+                for r in range(len(texts)) if r != 3]
+
+    assert block_params(docs(), config.bits, config.stores_vector) is not None
+    background, at_once = (LocalStore(name, tmp_path / "data") for name in ("background", "at-once"))
+    for store in (background, at_once):
+        store.open(config)
+    results, error = background.start_write(docs()).result()
+    assert error is None and len(results) == len(texts) - 1
+    assert len(list(at_once.write(docs()))) == len(texts) - 1
+    written = _rows(background)
+    assert written == _rows(at_once) and len(written) == len(texts) - 1
+    assert any(row[2] is not None for row in written) == config.stores_vector
+    background.close()
+    at_once.close()
+
+
+def test_documents_of_several_blocks_are_written_row_by_row(tmp_path):
+    """Documents that did not all come in one block have no block parameters: they are written as rows."""
+    sent = [pickle.loads(pickle.dumps(fingerprint_with(Fingerprinter(CONFIG), TEXTS))) for _ in range(2)]
+    docs = [NewDoc(f"{k}{r}", s.fingerprints()[r], {"text": t}, s.sha1s[r], block=s.block(), row=r)
+            for k, s in enumerate(sent) for r, t in enumerate(TEXTS)]
+    assert block_params(docs, CONFIG.bits, CONFIG.stores_vector) is None
+    assert block_params(docs[:5], CONFIG.bits, CONFIG.stores_vector) is not None
 
 
 def test_a_folder_whose_name_is_not_utf8_is_written_by_the_writer(extension, switch_on, tmp_path):

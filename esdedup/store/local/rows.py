@@ -36,6 +36,41 @@ def doc_rows(docs: Sequence[NewDoc], bits: int, stores_vector: bool) -> list[tup
              d.cluster_seq) for d, fp in zip(docs, fps, strict=True)]
 
 
+def block_params(docs: Sequence[NewDoc], bits: int, stores_vector: bool) -> tuple[list[tuple], list[int],
+                                                                                 list[tuple]] | None:
+    """`doc_rows` of documents whose fingerprints came in one block of arrays (`NewDoc.block`), as the
+    extension's writer takes them (`RowWriter.start_block`): a short tuple a document (id, content SHA-1,
+    cluster, duplicate of, source, write orders), each document's row in the block, and where each parameter
+    of `INSERT_DOC` is (the block's arrays: SimHash, vector, counts, signature). The same values as
+    `doc_rows`; None when the documents did not come in one block."""
+    block = docs[0].block if docs else None
+    if block is None or any(d.block is not block for d in docs):
+        return None
+    own = [(d.id, d.content_sha1, d.cluster_id, d.duplicate_of, source_json(d.source), d.seq, d.cluster_seq)
+           for d in docs]
+    n = len(block)
+    if stores_vector and block.vectors is not None:
+        # The rows without a vector of their own read the zero vector, put after the others; an empty text's
+        # vector is not stored.
+        vectors = _rounded(np.vstack([block.vectors, block.zero[np.newaxis]]))
+        at = np.where(block.empties, -1, np.where(block.vector_row >= 0, block.vector_row, len(block.vectors)))
+        vector = ("blob", vectors.tobytes(), vectors.shape[1] * vectors.itemsize, _le(at))
+    else:
+        vector = ("blob", b"", 0, _le(np.full(n, -1)))
+    sigs = np.zeros((0, 0), dtype=SIGNATURE_DTYPE) if block.sigs is None else block.sigs.astype(SIGNATURE_DTYPE)
+    params = [("doc", 0), ("hex", block.simhash.astype("<u8").tobytes(), bits // 4), vector,
+              ("int", _le(block.lengths)), ("int", _le(block.chars)), ("int", _le(block.empties)), ("doc", 1),
+              ("doc", 2), ("doc", 3), ("doc", 4), ("blob", sigs.tobytes(), sigs.shape[1] * sigs.itemsize,
+                                                   _le(block.sig_row)),
+              ("int", _le(block.shingles)), ("int", _le(block.banded)), ("doc", 5), ("doc", 6)]
+    return own, [d.row for d in docs], params
+
+
+def _le(values: np.ndarray) -> bytes:
+    """Integers (or booleans) as little-endian int64 bytes, as the extension's writer reads them."""
+    return np.ascontiguousarray(values, dtype="<i8").tobytes()
+
+
 def stored_docs(rows: Iterable[tuple], dims: int) -> Iterator[StoredDoc]:
     """The documents of rows of `DOC_COLUMNS` (a document stored without a vector reads a zero one). The
     vectors are read-only, as the stored ones read from their bytes are: the documents without one share

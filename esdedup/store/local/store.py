@@ -39,7 +39,7 @@ from esdedup.store.local import labels as cluster_labels
 from esdedup.store.local.browse import ClusterSizes, sample
 from esdedup.store.local.keys import KeyTables
 from esdedup.store.local.native_rows import sqlite_error
-from esdedup.store.local.rows import INSERT_DOC, doc_rows, stored_docs
+from esdedup.store.local.rows import INSERT_DOC, block_params, doc_rows, stored_docs
 from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
     MAX_PARAMS,
@@ -213,16 +213,23 @@ class LocalStore:
 
     def start_write(self, docs: list[NewDoc]) -> PendingRows | Written:
         """See `esdedup.store.base.BackgroundWrites`: the rows are written in one transaction by the extension's
-        writer (`Database.row_writer`), the GIL released. Written at once, as `write` writes, where there is no
-        such writer, where a document replaces a stored one (its key rows are deleted in the same
-        transaction) and where a value is not one the writer binds (``sqlite3`` then says what is wrong)."""
+        writer (`Database.row_writer`), the GIL released; the rows of documents that came in one block of
+        arrays are made from the arrays on the writer's thread (`block_params`). Written at once, as `write`
+        writes, where there is no such writer, where a document replaces a stored one (its key rows are
+        deleted in the same transaction) and where a value is not one the writer binds (``sqlite3`` then says
+        what is wrong)."""
         try:
             with self._database.errors():
                 writer = self._database.row_writer()
                 if writer is not None and docs and not _existing(self._database.connect(), [d.id for d in docs]):
                     self._database.build_missing_index()
                     with contextlib.suppress(ValueError):
-                        writer.start(INSERT_DOC, doc_rows(docs, self.config.bits, self.config.stores_vector))
+                        config = self.config
+                        block = block_params(docs, config.bits, config.stores_vector)
+                        if block is not None:
+                            writer.start_block(INSERT_DOC, *block)
+                        else:
+                            writer.start(INSERT_DOC, doc_rows(docs, config.bits, config.stores_vector))
                         return PendingRows(self._database, writer, [WriteResult(d.id, True, created=True)
                                                                     for d in docs])
         except StoreError as exc:
