@@ -11,9 +11,10 @@ import numpy as np
 from esdedup.fingerprint.simhash import to_hex
 
 
-# Not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, a cost paid for every
-# text fingerprinted. Read-only all the same: nothing assigns to its fields.
-@dataclass(eq=False)
+# Not frozen, and slotted: a frozen dataclass's __init__ sets each field through object.__setattr__, and an
+# object without slots carries a dict of its own, costs paid for every text fingerprinted. Read-only all the
+# same: nothing assigns to its fields.
+@dataclass(eq=False, slots=True)
 class Fingerprint:
     """What esdedup stores and compares for one text.
 

@@ -31,7 +31,7 @@ from esdedup.store.base import NewDoc, Root, StoredDoc
 FILLED_FIELDS = ("id", "title", "text", DEDUP)
 
 
-@dataclass  # not frozen: see esdedup.store.base.StoredDoc
+@dataclass(slots=True)  # not frozen: see esdedup.store.base.StoredDoc
 class FingerprintedRecord:
     """A record with its fingerprint, as it comes back from a worker (compact: no exact TF table)."""
 
@@ -62,7 +62,7 @@ class FingerprintedRecord:
         return self.fingerprint
 
 
-@dataclass  # not frozen: see esdedup.store.base.StoredDoc
+@dataclass(slots=True)  # not frozen: see esdedup.store.base.StoredDoc
 class Labels:
     """What labelling decided for one record: its write order and cluster, or that it is skipped."""
 

@@ -24,7 +24,7 @@ _CHUNK_BYTES = 1 << 20
 HEAD_BYTES = 4 * EXCERPT_CHARS
 
 
-# Not frozen: a frozen dataclass pays a setattr a field, per record.
+# Not frozen (a frozen dataclass pays a setattr a field, per record) and slotted (no dict an object).
 @dataclass(slots=True)
 class Line:
     offset: int  # file offset of the line's first byte

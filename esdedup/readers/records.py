@@ -37,7 +37,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 FLOAT32_MAX, FLOAT32_OVERFLOW = 3.4028234663852886e38, (2 - 2**-24) * 2.0**127
 
 
-@dataclass  # not frozen: a frozen dataclass pays a setattr a field, per record
+@dataclass(slots=True)  # not frozen: a frozen dataclass pays a setattr a field, per record
 class Record:
     """One input document."""
 
@@ -82,7 +82,7 @@ class FieldNames:
     title: str = "title"
 
 
-@dataclass  # not frozen: a frozen dataclass pays a setattr a field, per record
+@dataclass(slots=True)  # not frozen: a frozen dataclass pays a setattr a field, per record
 class Where:
     """Where a record came from: file, location, offset, codec, and the raw excerpt for a rejection."""
 

@@ -32,11 +32,12 @@ Probe = Mapping[str, Sequence[str]]
 Root = tuple[int, str]
 
 
-# Not frozen, like the other values ingest makes once a record (`NewDoc`, `WriteResult`, `Record` with its
-# `Line` and `Where`, `Fingerprint`, `FingerprintedRecord`, `Labels`): a frozen dataclass's __init__ sets each
-# field through object.__setattr__, a cost paid for every record of every run. They are read-only all the
-# same: nothing assigns to their fields.
-@dataclass
+# Not frozen, and slotted, like the other values ingest makes once a record (`NewDoc`, `WriteResult`,
+# `Record` with its `Line` and `Where`, `Fingerprint`, `FingerprintedRecord`, `Labels`): a frozen dataclass's
+# __init__ sets each field through object.__setattr__, and an object without slots carries a dict of its own,
+# costs paid for every record of every run. They are read-only all the same: nothing assigns to their fields
+# but labelling, which gives a peer its labels once they are decided.
+@dataclass(slots=True)
 class StoredDoc:
     """The parts of a stored document that lookups and verification need (never the full text).
 
@@ -93,7 +94,7 @@ def lsh_signature(doc: StoredDoc, config: FingerprintConfig) -> np.ndarray | Non
     return doc.minhash[:width]
 
 
-@dataclass  # not frozen: see StoredDoc
+@dataclass(slots=True)  # not frozen: see StoredDoc
 class NewDoc:
     """A document to write: its id, fingerprint, article fields, dedup labels and write order."""
 
@@ -133,7 +134,7 @@ class NewDoc:
         return self.fingerprint
 
 
-@dataclass  # not frozen: see StoredDoc
+@dataclass(slots=True)  # not frozen: see StoredDoc
 class WriteResult:
     """One document's outcome: ``ok`` (created or updated), or the reason it was rejected."""
 

@@ -1,6 +1,7 @@
 """Tests of esdedup.readers.files: canonical source names and file ids, input checks, reading one file whole."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -92,7 +93,7 @@ def test_file_name_that_is_not_utf8_is_carried_as_escapes(tmp_path):
     assert record.source == f"{tmp_path}/d/\\xd6\\xd0\\xce\\xc4.txt"
     assert rejected.source == f"{tmp_path}/e/\\xd6\\xd0\\xce\\xc4.txt"
     for item in items:
-        json.dumps(item.__dict__, ensure_ascii=False).encode("utf-8")  # what the dead-letter file does
+        json.dumps(dataclasses.asdict(item), ensure_ascii=False).encode("utf-8")  # what the dead-letter file does
     assert [i.source for i in read_records([tmp_path / "d", tmp_path / "e"])] == [i.source for i in items]
     assert source_name(empty) == rejected.source
 

@@ -1,6 +1,7 @@
 """Tests of esdedup.readers.formats: one bad line costs one record, JSON files, files without an extension."""
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import random
@@ -173,7 +174,7 @@ def test_unpaired_surrogate_in_any_field_is_rejected_at_read_time(tmp_path, line
     assert kinds(items) == [("Record", "line 1"), ("Rejected", "line 2"), ("Record", "line 3")]
     assert items[1].reason == reason
     for item in items:  # every later stage encodes text as UTF-8
-        json.dumps(item.__dict__, ensure_ascii=False).encode("utf-8")
+        json.dumps(dataclasses.asdict(item), ensure_ascii=False).encode("utf-8")
 
 
 def test_paired_surrogate_escapes_are_fine_everywhere(tmp_path):
