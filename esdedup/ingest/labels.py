@@ -153,6 +153,8 @@ class BatchCandidates:
         #: Position in the batch -> the document the run index holds for it (its write order and cluster until
         #: `_added_doc` makes it), and the hashes of the run keys it is not held under (crowded).
         self._added: dict[int, StoredDoc | tuple[Any, ...]] = {}
+        #: Records added to a batch the run index takes whole, with their rows, until `added_all`.
+        self._added_rows: list[tuple[int, tuple[Any, ...]]] = []
         self._crowded_out: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
         #: Hash -> the late peers held under it (see the class docstring), and what measuring them needs.
@@ -212,8 +214,8 @@ class BatchCandidates:
         self._added[i] = (seq, root)  # its StoredDoc is made when a later record of the batch names it (`_added_doc`)
         # Copied from its batch's arrays, where it has them, with the documents added with it.
         row = stored_row(d, seq, root) if d.block is None else (d.block, d.row, d.id, d.sha1, seq, root)
-        if self._later:  # held under every key: nothing crowded out, no late peer
-            run_index.add_later(row, self.holds.hashes[self._hold_at[i]:self._hold_at[i + 1]])
+        if self._later:  # held under every key: nothing crowded out, no late peer; added with the batch
+            self._added_rows.append((i, row))
             return
         crowded_out = run_index.add_row(row, self._held(i), lambda: self.holds.keys_of(i))
         if crowded_out:
@@ -222,6 +224,19 @@ class BatchCandidates:
         if past_first:
             for h in past_first - crowded_out:
                 self._late.setdefault(h, []).append(i)
+
+    def added_all(self, run_index: RunIndex) -> None:
+        """The batch is labelled: the records `add` took in a batch the run index takes whole go into it, in
+        the order they were added."""
+        if not self._added_rows:
+            return
+        at = [i for i, _ in self._added_rows]
+        taken = np.zeros(len(self._items), dtype=bool)
+        taken[at] = True
+        counts = self.holds.counts
+        run_index.add_all_later([row for _, row in self._added_rows], self.holds.hashes[np.repeat(taken, counts)],
+                                [counts[i] for i in at])
+        self._added_rows = []
 
     def none_in_run(self, i: int) -> bool:
         """Record ``i`` shares no run key with the run's documents nor with the batch's records before it
@@ -522,6 +537,8 @@ class Labeller:
             cur.clusters[id(d.record)] = (d.id, labels.root)
             if batch is not None:
                 batch.add(i, labels.seq, labels.root, window.run_index)
+        if batch is not None:
+            batch.added_all(window.run_index)
         return labelled
 
     def _count_replaced(self, d: FingerprintedRecord, labels: Labels) -> None:

@@ -158,8 +158,9 @@ class RunIndex:
         self._carried = bool(self.crowded)
         #: The hashes of the keys of `crowded` (a key's string is made only when it is counted).
         self._crowded_hashes: set[int] = set(key_hashes(list(self.crowded)).tolist()) if self.crowded else set()
-        #: Documents added by `add_later`, held once the index is next read (`_hold_queued`).
-        self._queued: list[tuple[tuple[Any, ...], np.ndarray]] = []
+        #: Documents added by `add_later`, held once the index is next read (`_hold_queued`): rows, their hashes
+        #: flat, and how many hashes each.
+        self._queued: list[tuple[list[tuple[Any, ...]], np.ndarray, Sequence[int]]] = []
 
     def add(self, doc: StoredDoc, hashes: Sequence[int], names: Callable[[], Sequence[str]]) -> frozenset[int]:
         """Hold ``doc`` under the keys whose `key_hashes` are ``hashes`` (``names()``: those keys, in the same
@@ -205,19 +206,24 @@ class RunIndex:
         there is nothing to return), done with the rest of its batch when the index is next read: one call
         into the key table for a batch, not one for each document. ``row`` may also be a
         `esdedup.ingest.doccolumns.BlockRow`: the document is then copied from its batch's arrays."""
-        self._queued.append((row, hashes))
+        self.add_all_later([row], hashes, [len(hashes)])
+
+    def add_all_later(self, rows: list[tuple[Any, ...]], hashes: np.ndarray, counts: Sequence[int]) -> None:
+        """`add_later` of several documents in turn: ``hashes`` are theirs, flat, ``counts[d]`` of them each."""
+        self._queued.append((rows, hashes, counts))
 
     def _hold_queued(self) -> None:
         """Add the documents `add_later` queued, in the order it queued them."""
         if not self._queued:
             return
         queued, self._queued = self._queued, []
+        rows = [row for chunk, _, _ in queued for row in chunk]
         start = len(self.docs)
-        crowded = self._table.add_many(range(start, start + len(queued)), np.concatenate([h for _, h in queued]),
-                                       [len(h) for _, h in queued])
+        crowded = self._table.add_many(range(start, start + len(rows)), np.concatenate([h for _, h, _ in queued]),
+                                       [n for _, _, counts in queued for n in counts])
         if crowded:  # takes_all let a batch through that crowds a key: the run index would be wrong
             raise AssertionError(f"{len(crowded)} keys of documents added later were crowded")
-        self.docs.append_rows([row for row, _ in queued])
+        self.docs.append_rows(rows)
 
     def add_keys(self, doc: StoredDoc, keys: Sequence[str]) -> frozenset[int]:
         """`add` of ``doc`` under ``keys``, hashed here."""

@@ -81,7 +81,8 @@ def test_a_poem_costs_about_two_kb_in_the_run_index() -> None:
 
 def test_documents_added_together_are_the_documents_added_one_by_one() -> None:
     """`add_later` (a batch's documents, whose arrays are copied a block at a time) keeps what `add_keys` keeps:
-    across blocks, with arrays of another shape or dtype, or none, among them, the first document's included."""
+    across blocks, with arrays of another shape or dtype, or none, among them, the first document's included;
+    and so does `add_all_later`, a batch's documents at once with their keys flat (one or two each)."""
     rng = np.random.default_rng(3)
     docs = [_doc(i, rng) for i in range(5000)]
     docs[0] = _doc(0, rng, perm=None)  # the first has no signature: the signatures' shape is the next one's
@@ -89,15 +90,25 @@ def test_documents_added_together_are_the_documents_added_one_by_one() -> None:
     docs[4096].vector = docs[4096].vector.astype(np.float64)
     row = attrgetter(*(f.name for f in fields(StoredDoc)))
     one_by_one, together = RunIndex(complete=True), RunIndex(complete=True)
+    def keys(i: int) -> list[str]:
+        return [f"0:{i:x}", f"1:{i:x}"] if i % 3 == 0 else [f"0:{i:x}"]
+
     for start in range(0, len(docs), 1500):  # batches across the first block's end
-        for i, d in enumerate(docs[start:start + 1500], start):
-            one_by_one.add_keys(d, [f"0:{i:x}"])
-            together.add_later(row(d), key_hashes([f"0:{i:x}"]))
+        part = list(enumerate(docs[start:start + 1500], start))
+        for i, d in part:
+            one_by_one.add_keys(d, keys(i))
+        if start // 1500 % 2:
+            together.add_all_later([row(d) for _, d in part], key_hashes([k for i, _ in part for k in keys(i)]),
+                                   [len(keys(i)) for i, _ in part])
+        else:
+            for i, d in part:
+                together.add_later(row(d), key_hashes(keys(i)))
         assert together.lookup(["none"]) == []  # read: the batch goes in
     for i in range(len(docs)):
-        (a,) = one_by_one.lookup([f"0:{i:x}"])
-        (b,) = together.lookup([f"0:{i:x}"])
-        assert _same(a, b) and _same(b, docs[i])
+        for key in keys(i):
+            (a,) = one_by_one.lookup([key])
+            (b,) = together.lookup([key])
+            assert _same(a, b) and _same(b, docs[i])
 
 
 def test_the_shared_zero_vector_is_kept_by_reference_one_by_one_or_together() -> None:
