@@ -54,7 +54,8 @@ STEPS = [
     (labels.Labeller, "new_docs", "documents to write", False),
     (local_store.LocalStore, "start_write", "the write started (rows built and handed to the extension's writer)",
      False),
-    (local_store, "doc_rows", "... rows built", False),
+    (local_store, "block_params", "... rows built (a tuple a document, the rest from the batch's arrays)", False),
+    (local_store, "doc_rows", "... rows built (a batch made in this process: every value)", False),
     (driver.IngestRun, "_after_write", "after the write (dead letters, checkpoint)", False),
     (driver.IngestRun, "feed", "every step of a batch after reading (all)", False),
 ]
