@@ -460,10 +460,13 @@ fn read_params(params: &Bound<'_, PyList>, last: Option<usize>) -> PyResult<Vec<
             _ => Ok(()),
         }
     };
-    let words = |b: &[u8], what: &str| -> PyResult<Vec<[u8; 8]>> {
+    // A column of 8-byte little-endian values, one a block row.
+    let words = |item: Bound<'_, PyAny>, what: &str| -> PyResult<Vec<[u8; 8]>> {
+        let b = item.extract::<&[u8]>()?;
         if !b.len().is_multiple_of(8) {
             return Err(bad(&format!("{what} is not 8 bytes a value")));
         }
+        rows_of(b.len() / 8, what)?;
         Ok(b.chunks_exact(8)
             .map(|w| w.try_into().expect("8 bytes"))
             .collect())
@@ -476,30 +479,26 @@ fn read_params(params: &Bound<'_, PyList>, last: Option<usize>) -> PyResult<Vec<
         let kind: String = param.get_item(0)?.extract()?;
         out.push(match kind.as_str() {
             "doc" => Param::Doc(param.get_item(1)?.extract()?),
-            "int" => {
-                let values: Vec<i64> = words(param.get_item(1)?.extract::<&[u8]>()?, "an int column")?
+            "int" => Param::Int(
+                words(param.get_item(1)?, "an int column")?
                     .into_iter()
                     .map(i64::from_le_bytes)
-                    .collect();
-                rows_of(values.len(), "an int column")?;
-                Param::Int(values)
-            }
-            "hex" => {
-                let values: Vec<u64> = words(param.get_item(1)?.extract::<&[u8]>()?, "a hex column")?
+                    .collect(),
+            ),
+            "hex" => Param::Hex(
+                words(param.get_item(1)?, "a hex column")?
                     .into_iter()
                     .map(u64::from_le_bytes)
-                    .collect();
-                rows_of(values.len(), "a hex column")?;
-                Param::Hex(values, param.get_item(2)?.extract()?)
-            }
+                    .collect(),
+                param.get_item(2)?.extract()?,
+            ),
             "blob" => {
                 let data: Arc<[u8]> = Arc::from(param.get_item(1)?.extract::<&[u8]>()?);
                 let width: usize = param.get_item(2)?.extract()?;
-                let at: Vec<i64> = words(param.get_item(3)?.extract::<&[u8]>()?, "a blob column's rows")?
+                let at: Vec<i64> = words(param.get_item(3)?, "a blob column's rows")?
                     .into_iter()
                     .map(i64::from_le_bytes)
                     .collect();
-                rows_of(at.len(), "a blob column")?;
                 let held = data.len().checked_div(width).unwrap_or(0);
                 if (width == 0 && !data.is_empty())
                     || (width > 0 && !data.len().is_multiple_of(width))

@@ -12,6 +12,7 @@ import os
 import pickle
 import sqlite3
 
+import numpy as np
 import pytest
 
 from esdedup import FingerprintConfig
@@ -109,6 +110,29 @@ def test_documents_of_one_block_are_written_from_its_arrays_as_write_writes_them
     assert any(row[2] is not None for row in written) == config.stores_vector
     background.close()
     at_once.close()
+
+
+def test_block_parameters_that_do_not_fit_the_rows_are_refused_before_anything_is_written(extension, switch_on,
+                                                                                          tmp_path):
+    """`RowWriter.start_block` checks what it is given against the documents' rows and says what does not fit
+    (the store then writes the batch with ``sqlite3``); nothing is written."""
+    store = _store(tmp_path, "refused")
+    writer = store._database.row_writer()
+    sql = "INSERT INTO meta VALUES (?, ?)"
+    ints = np.arange(2, dtype="<i8").tobytes()
+    for rows, params, message in [
+            ([0, 2], [("doc", 0), ("int", ints)], "an int column has 2 rows, a document reads row 2"),
+            ([0, 1], [("doc", 0), ("doc", 0)], "a document's value taken twice"),
+            ([0, 1], [("doc", 0), ("doc", 1)], "a document without value 1"),
+            ([0, 1], [("doc", 0), ("hex", b"1234567", 16)], "a hex column is not 8 bytes a value"),
+            ([0, 1], [("doc", 0), ("blob", b"abc", 2, ints)], "a blob matrix is not rows of its width"),
+            ([0, 1], [("doc", 0), ("blob", b"ab", 2, ints)], "a blob column names a row its matrix does not have"),
+            ([0, 1], [("doc", 0), ("float", ints)], 'a parameter of kind "float"')]:
+        with pytest.raises(ValueError, match=message):
+            writer.start_block(sql, [("k0",), ("k1",)], rows, params)
+    assert writer.wait() is None  # nothing was started
+    assert sqlite3.connect(store.path).execute("SELECT count(*) FROM meta WHERE key IN ('k0', 'k1')").fetchone() == (0,)
+    store.close()
 
 
 def test_documents_of_several_blocks_are_written_row_by_row(tmp_path):
