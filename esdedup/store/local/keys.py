@@ -46,6 +46,14 @@ TOP_KEYS_EXACT_MAX = 100_000
 TOP_KEYS_SAMPLE = 2000
 
 
+#: The documents after a mark (``seq > ?``) that hold keys of each table, as `KeyTables.keys_of` reads them
+#: (`KEY_COLUMNS`), with the one column of the two a key is made from that the table reads: a text without
+#: SimHash band keys (one under 200 characters, by default: most of a corpus of short texts) is not read for
+#: the ``bands`` table, nor its signature.
+_KEYED = {"bands": "SELECT seq, id, simhash, NULL, banded FROM docs WHERE seq > ? AND empty = 0 AND banded != 0",
+          "lsh": "SELECT seq, id, NULL, minhash, banded FROM docs WHERE seq > ? AND empty = 0 AND minhash IS NOT NULL"}
+
+
 def key_table(band: str) -> str:
     """The table that holds a probe band's keys: ``lsh`` for the MinHash LSH bands (whose keys live in the
     one field `esdedup.schema.LSH_KEYS` on Elasticsearch), ``bands`` for the SimHash bands."""
@@ -101,8 +109,7 @@ class KeyTables:
                    "PRIMARY KEY (key, id)) WITHOUT ROWID")
         db.execute(f"CREATE TEMP VIEW IF NOT EXISTS {table} AS SELECT key, id FROM main.{table} "
                    f"UNION ALL SELECT key, id FROM temp.{table}_tail")
-        while rows := db.execute(f"SELECT {KEY_COLUMNS} FROM docs WHERE seq > ? AND empty = 0 "
-                                 f"ORDER BY seq LIMIT {chunk}", (mark,)).fetchall():
+        while rows := db.execute(f"{_KEYED[table]} ORDER BY seq LIMIT {chunk}", (mark,)).fetchall():
             db.executemany(f"INSERT OR IGNORE INTO temp.{table}_tail VALUES (?, ?)", self.keys_of(rows, table))
             mark = rows[-1][0]
         self._tail_marks[table] = max(mark, top)
@@ -114,8 +121,7 @@ class KeyTables:
             # statement: SQLite sorts them faster than Python, and sorted inserts fill B-tree pages in turn.
             db.execute("CREATE TEMP TABLE IF NOT EXISTS merging (key TEXT NOT NULL, id TEXT NOT NULL)")
             while True:
-                rows = db.execute(f"SELECT {KEY_COLUMNS} FROM docs WHERE seq > ? AND "
-                                  f"empty = 0 ORDER BY seq LIMIT {chunk}", (mark,)).fetchall()
+                rows = db.execute(f"{_KEYED[table]} ORDER BY seq LIMIT {chunk}", (mark,)).fetchall()
                 if not rows:
                     break
                 db.executemany("INSERT INTO temp.merging VALUES (?, ?)", self.keys_of(rows, table))
