@@ -430,7 +430,7 @@ def _labels_added(added: StoredDoc | tuple[Any, ...]) -> tuple[int, Root]:
     whether or not its document was made since (`BatchCandidates._added_doc`)."""
     if type(added) is tuple:
         return added  # type: ignore[return-value]
-    return added.seq, (added.cluster_seq, added.cluster_id)  # type: ignore[union-attr, return-value]
+    return added.seq, added.root  # type: ignore[union-attr]
 
 
 def _dup_of(doc_id: str, root: Root) -> str | None:

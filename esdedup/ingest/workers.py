@@ -210,7 +210,8 @@ def _block_of(simhashes: list[int], columns: tuple[Any, ...]) -> FingerprintBloc
     return FingerprintBlock(np.array(simhashes, dtype=np.uint64).reshape(n),
                             np.array(lengths, dtype=np.int64).reshape(n), np.array(chars, dtype=np.int64).reshape(n),
                             np.array(shingles, dtype=np.int64).reshape(n), np.array(empties, dtype=bool).reshape(n),
-                            np.array(n_bands, dtype=np.int64).reshape(n) > 0, vectors, vector_row, zero_vector(vectors.shape[1], vectors.dtype), sigs, sig_row)
+                            np.array(n_bands, dtype=np.int64).reshape(n) > 0, vectors, vector_row,
+                            zero_vector(vectors.shape[1], vectors.dtype), sigs, sig_row)
 
 
 def _unpack_fingerprints(simhashes: list[int], columns: tuple[Any, ...]) -> list[Fingerprint]:

@@ -5,10 +5,9 @@ in a child that is still running.
 
 Waiters are served in turn. ``flock`` itself promises no order, and a holder that lets the lock go between
 two batches and takes it again a millisecond later would keep it from a waiter that only looks now and then.
-So a process that finds the lock held waits in line: it holds a second file, the queue (``<path>.queue``),
-while it waits; and every process, the holder too, takes the lock only after the queue (or while holding
-it). The holder taking the lock again finds the queue held and waits behind the waiter. A taker that does not
-wait at all (``wait`` 0) does not queue.
+So a taker that may wait first takes a second file, the queue (``<path>.queue``), and holds it while it
+waits for the lock. The holder taking the lock again between batches is such a taker too: it finds the queue
+held by a waiter and waits behind it. A taker that does not wait at all (``wait`` 0) does not queue.
 
 Where ``flock`` does not exist (Windows) the lock is a no-op: SQLite's own locking still serialises the
 embedded store's transactions.

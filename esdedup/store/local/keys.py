@@ -50,8 +50,10 @@ TOP_KEYS_SAMPLE = 2000
 #: (`KEY_COLUMNS`), with the one column of the two a key is made from that the table reads: a text without
 #: SimHash band keys (one under 200 characters, by default: most of a corpus of short texts) is not read for
 #: the ``bands`` table, nor its signature.
-_KEYED = {"bands": "SELECT seq, id, simhash, NULL, banded FROM docs WHERE seq > ? AND empty = 0 AND banded != 0",
-          "lsh": "SELECT seq, id, NULL, minhash, banded FROM docs WHERE seq > ? AND empty = 0 AND minhash IS NOT NULL"}
+_KEYED = {
+    "bands": "SELECT seq, id, simhash, NULL, banded FROM docs WHERE seq > ? AND empty = 0 AND banded != 0",
+    "lsh": "SELECT seq, id, NULL, minhash, banded FROM docs WHERE seq > ? AND empty = 0 AND minhash IS NOT NULL",
+}
 
 
 def key_table(band: str) -> str:
