@@ -30,6 +30,9 @@ class RunKeysTable:
     def held_counts(self, hashes: np.ndarray) -> np.ndarray:
         return np.frombuffer(self._table.held_counts(_le_bytes(hashes)), dtype="<u4").astype(np.uint32)
 
+    def fits(self, hashes: np.ndarray) -> bool:
+        return self._table.fits(_le_bytes(hashes))  # type: ignore[no-any-return]
+
     def add_many(self, positions: Sequence[int], hashes: np.ndarray, counts: Sequence[int]) -> list[tuple[int, int]]:
         return self._table.add_many(list(positions), _le_bytes(hashes), list(counts))  # type: ignore[no-any-return]
 

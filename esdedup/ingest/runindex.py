@@ -97,6 +97,12 @@ class _KeyTable:
         first, more = self.first, self.more
         return np.array([1 + len(more.get(h, ())) if h in first else 0 for h in hashes.tolist()], dtype=np.uint32)
 
+    def fits(self, hashes: np.ndarray) -> bool:
+        """Whether documents holding ``hashes`` (a hash as often as they hold it) would each be held under
+        every one: no hash's positions held now and its count in ``hashes`` come to more than ``per_key``."""
+        distinct, occurrences = np.unique(hashes, return_counts=True)
+        return bool(np.all(self.held_counts(distinct).astype(np.int64) + occurrences <= self.per_key))
+
     def add_many(self, positions: Sequence[int], hashes: np.ndarray, counts: Sequence[int]) -> list[tuple[int, int]]:
         flat = iter(hashes.tolist())
         return [(r, x) for r, (p, n) in enumerate(zip(positions, counts, strict=True))
@@ -198,8 +204,7 @@ class RunIndex:
             return True
         if self._carried and not self._crowded_hashes.isdisjoint(hashes.tolist()):
             return False
-        distinct, occurrences = np.unique(hashes, return_counts=True)
-        return bool(np.all(self._table.held_counts(distinct).astype(np.int64) + occurrences <= MAX_PER_KEY))
+        return self._table.fits(hashes)
 
     def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
         """`add_row` of a document of a batch that `takes_all` let through (it is held under every key, so

@@ -21,6 +21,7 @@ mod diversify;
 mod documents;
 mod esbulk;
 mod fold;
+mod hashslots;
 mod hmm;
 mod kernels;
 mod pairs;
@@ -45,7 +46,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 12;
+const API_VERSION: u32 = 13;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
+use crate::hashslots::{Slots, AHEAD};
 use crate::kernels::mix64;
 
 const LENGTH_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -44,9 +45,26 @@ pub fn key_hashes<'py>(py: Python<'py>, keys: Vec<String>) -> Bound<'py, PyBytes
 /// in `more`.
 #[pyclass(module = "esdedup_native")]
 pub struct RunKeys {
-    first: FxHashMap<u64, u32>,
+    first: Slots,
     more: FxHashMap<u64, Vec<u32>>,
     per_key: usize,
+}
+
+/// Little-endian uint64 bytes as hashes.
+fn words(hashes: &[u8]) -> Vec<u64> {
+    hashes
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+        .collect()
+}
+
+fn not_words(hashes: &[u8], what: &str) -> PyResult<()> {
+    if !hashes.len().is_multiple_of(8) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{what}: 8 bytes a hash"
+        )));
+    }
+    Ok(())
 }
 
 #[pymethods]
@@ -54,7 +72,7 @@ impl RunKeys {
     #[new]
     fn new(per_key: usize) -> Self {
         RunKeys {
-            first: FxHashMap::default(),
+            first: Slots::default(),
             more: FxHashMap::default(),
             per_key,
         }
@@ -63,6 +81,7 @@ impl RunKeys {
     /// Hold `position` under each of `hashes` that has fewer than `per_key` positions; returns the indices
     /// (into `hashes`) of those it is not held under.
     fn add(&mut self, position: u32, hashes: Vec<u64>) -> Vec<usize> {
+        self.first.reserve(hashes.len());
         let mut crowded = Vec::new();
         for (x, &h) in hashes.iter().enumerate() {
             if !self.hold(position, h) {
@@ -74,17 +93,38 @@ impl RunKeys {
 
     /// How many positions each hash (little-endian uint64 bytes) is held under, as little-endian uint32 bytes
     /// (`per_key` at most): what a batch's records would find before they are added.
-    fn held_counts<'py>(&self, py: Python<'py>, hashes: &[u8]) -> Bound<'py, PyBytes> {
-        let mut out = Vec::with_capacity(hashes.len() / 2);
-        for word in hashes.chunks_exact(8) {
-            let h = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-            let held = match self.first.get(&h) {
-                None => 0,
-                Some(_) => 1 + self.more.get(&h).map_or(0, Vec::len),
-            };
-            out.extend_from_slice(&(held as u32).to_le_bytes());
+    fn held_counts<'py>(&self, py: Python<'py>, hashes: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        not_words(hashes, "held_counts")?;
+        let hashes = words(hashes);
+        let mut out = Vec::with_capacity(hashes.len() * 4);
+        for (x, &h) in hashes.iter().enumerate() {
+            if let Some(&ahead) = hashes.get(x + AHEAD) {
+                self.first.prefetch(ahead, false);
+            }
+            out.extend_from_slice(&(self.held(h) as u32).to_le_bytes());
         }
-        PyBytes::new(py, &out)
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Whether documents holding `hashes` (little-endian uint64 bytes; a hash as often as documents hold
+    /// it) would each be held under every one of them: each hash's positions held now, and its count in
+    /// `hashes`, come to `per_key` at most.
+    fn fits(&self, hashes: &[u8]) -> PyResult<bool> {
+        not_words(hashes, "fits")?;
+        let mut occurrences: FxHashMap<u64, usize> = FxHashMap::default();
+        for h in words(hashes) {
+            *occurrences.entry(h).or_default() += 1;
+        }
+        let distinct: Vec<(u64, usize)> = occurrences.into_iter().collect();
+        for (x, &(h, n)) in distinct.iter().enumerate() {
+            if let Some(&(ahead, _)) = distinct.get(x + AHEAD) {
+                self.first.prefetch(ahead, false);
+            }
+            if self.held(h) + n > self.per_key {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// `add` of several documents in turn: `positions[r]` under the next `counts[r]` of `hashes` (little-endian
@@ -101,16 +141,20 @@ impl RunKeys {
                 "add_many: one count a position, and 8 bytes a hash",
             ));
         }
+        let hashes = words(hashes);
+        self.first.reserve(hashes.len());
         let mut crowded = Vec::new();
-        let mut words = hashes
-            .chunks_exact(8)
-            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        let mut at = 0;
         for (r, (&position, &n)) in positions.iter().zip(&counts).enumerate() {
-            for (x, h) in words.by_ref().take(n).enumerate() {
-                if !self.hold(position, h) {
+            for x in 0..n {
+                if let Some(&ahead) = hashes.get(at + x + AHEAD) {
+                    self.first.prefetch(ahead, true);
+                }
+                if !self.hold(position, hashes[at + x]) {
                     crowded.push((r, x));
                 }
             }
+            at += n;
         }
         Ok(crowded)
     }
@@ -123,18 +167,19 @@ impl RunKeys {
                 "lookup_many: 8 bytes a hash, as many as the counts add up to",
             ));
         }
-        let hashes: Vec<u64> = hashes
-            .chunks_exact(8)
-            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
-            .collect();
+        let hashes = words(hashes);
         let mut out = Vec::with_capacity(counts.len());
         let mut at = 0;
         for n in counts {
             let mut found = Vec::new();
-            for h in &hashes[at..at + n] {
-                if let Some(&p) = self.first.get(h) {
+            for x in at..at + n {
+                if let Some(&ahead) = hashes.get(x + AHEAD) {
+                    self.first.prefetch(ahead, false);
+                }
+                let h = hashes[x];
+                if let Some(p) = self.first.get(h) {
                     found.push(p);
-                    if let Some(more) = self.more.get(h) {
+                    if let Some(more) = self.more.get(&h) {
                         found.extend_from_slice(more);
                     }
                 }
@@ -152,12 +197,11 @@ impl RunKeys {
     fn entries<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
         let mut hashes = Vec::with_capacity(self.len() * 8);
         let mut positions = Vec::with_capacity(self.len() * 4);
-        let held = self.first.iter().map(|(&h, &p)| (h, p));
         let further = self
             .more
             .iter()
             .flat_map(|(&h, ps)| ps.iter().map(move |&p| (h, p)));
-        for (h, p) in held.chain(further) {
+        for (h, p) in self.first.iter().chain(further) {
             hashes.extend_from_slice(&h.to_le_bytes());
             positions.extend_from_slice(&p.to_le_bytes());
         }
@@ -171,9 +215,10 @@ impl RunKeys {
 }
 
 impl RunKeys {
-    /// Hold `position` under `h` unless `per_key` positions hold it already (false: crowded out).
+    /// Hold `position` under `h` unless `per_key` positions hold it already (false: crowded out). Room
+    /// must have been made in `first`.
     fn hold(&mut self, position: u32, h: u64) -> bool {
-        let first = *self.first.entry(h).or_insert(position);
+        let first = self.first.get_or_insert(h, position);
         if first == position {
             return true;
         }
@@ -183,6 +228,14 @@ impl RunKeys {
             return true;
         }
         false
+    }
+
+    /// How many positions hold `h`.
+    fn held(&self, h: u64) -> usize {
+        match self.first.get(h) {
+            None => 0,
+            Some(_) => 1 + self.more.get(&h).map_or(0, Vec::len),
+        }
     }
 
     fn len(&self) -> usize {

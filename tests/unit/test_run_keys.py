@@ -82,7 +82,8 @@ batches_st = st.lists(st.lists(st.lists(st.integers(0, 6), max_size=4), max_size
 
 def test_adding_a_batch_at_once_is_adding_its_documents_in_turn_on_both_paths(extension, switch_on) -> None:
     """`add_many` (a batch's documents with their positions) holds what `add` of each in turn holds, and says
-    which keys crowded which document out as `add` does; `held_counts` counts the positions of each hash."""
+    which keys crowded which document out as `add` does; `held_counts` counts the positions of each hash, and
+    `fits` says whether a batch would crowd none."""
     @settings(max_examples=150, deadline=None)
     @given(batches_st, st.integers(1, 5))
     def check(batches: list[list[list[int]]], per_key: int) -> None:
@@ -94,6 +95,9 @@ def test_adding_a_batch_at_once_is_adding_its_documents_in_turn_on_both_paths(ex
             probe = np.unique(hashes)
             assert native_table.held_counts(probe).tolist() == reference.held_counts(probe).tolist() == \
                 [1 + len(one_by_one.more.get(h, ())) if h in one_by_one.first else 0 for h in probe.tolist()]
+            held = dict(zip(probe.tolist(), reference.held_counts(probe).tolist(), strict=True))
+            fits = all(held[h] + n <= per_key for h, n in zip(*np.unique(hashes, return_counts=True), strict=True))
+            assert native_table.fits(hashes) == reference.fits(hashes) == fits
             positions = list(range(position, position + len(batch)))
             counts = [len(values) for values in batch]
             crowded = [(r, x) for r, p in enumerate(positions) for x in one_by_one.add(p, hashes[
