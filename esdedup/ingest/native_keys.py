@@ -1,6 +1,6 @@
 """The native steps of ingest (in the extension that `esdedup.fingerprint.native` loads), beside
-`esdedup.ingest.runindex`, whose Python table stays the definition: the run index's key table (`run_keys`)
-and the run keys' hashes (`key_hashes`).
+`esdedup.ingest.runindex`, whose Python tables stay the definition: the run index's key table (`run_keys`),
+the run keys' hashes (`key_hashes`) and the lookup of the frozen keys (`frozen_lookup`).
 """
 from __future__ import annotations
 
@@ -63,3 +63,28 @@ def key_hashes(keys: Sequence[str]) -> np.ndarray | None:
     except UnicodeEncodeError:
         return None
     return np.frombuffer(hashed, dtype="<u8").astype(np.uint64)
+
+
+def in_use() -> bool:
+    """Whether the extension is in use."""
+    return native.enabled()
+
+
+def bucket_starts(hashes: np.ndarray) -> np.ndarray:
+    """Where each bucket of the sorted uint64 table ``hashes`` starts, and its end (uint64): the buckets that
+    `frozen_lookup` reads a table through."""
+    starts = native.loaded().bucket_starts(np.ascontiguousarray(hashes, dtype=np.uint64))
+    return np.frombuffer(starts, dtype="<u8").astype(np.uint64)
+
+
+def frozen_lookup(hashes: np.ndarray, ords: np.ndarray, starts: np.ndarray, queries: np.ndarray,
+                  counts: Sequence[int], per_key: int, per_record: int) -> tuple[np.ndarray, np.ndarray]:
+    """`esdedup.ingest.runindex.FrozenKeys._pairs` in the extension: the (record, ordinal) pairs of a lookup of
+    the frozen table (``hashes``, ``ords``, its `bucket_starts` ``starts``) by ``queries`` (``counts[r]`` of
+    record r's), as int64 and uint64 arrays."""
+    records, ordinals = native.loaded().frozen_lookup(
+        np.ascontiguousarray(hashes, dtype=np.uint64), np.ascontiguousarray(ords, dtype=np.uint32),
+        np.ascontiguousarray(starts, dtype=np.uint64), np.ascontiguousarray(queries, dtype=np.uint64),
+        list(counts), max(per_key, 0), max(per_record, 0))
+    return (np.frombuffer(records, dtype="<i8").astype(np.int64),
+            np.frombuffer(ordinals, dtype="<u4").astype(np.uint64))

@@ -310,7 +310,8 @@ class FrozenKeys:
     ordinal), and ordinal -> id. Each `RunIndex` is merged in when its window closes (`add_index`); `lookup` finds
     the ids of the documents holding a record's keys as the run index that kept every document would (the
     first `MAX_PER_KEY` documents of each key, in the order they were written), at most ``per_record`` of
-    them, with one binary search per key however many windows were frozen.
+    them, with one search per key however many windows were frozen (in the extension, of a bucket of about
+    eight entries: `native_keys.bucket_starts`).
 
     About 12 bytes per key a document holds (16 to 20) plus its id (`nbytes`).
 
@@ -323,12 +324,16 @@ class FrozenKeys:
         self._ords = np.zeros(0, dtype=np.uint32)  # the ordinal of each entry's document
         self._blob = bytearray()  # the ids' UTF-8 bytes, in write order
         self._offsets = np.zeros(1, dtype=np.uint64)  # where each ordinal's id starts in `_blob`, and the end
+        #: The table's buckets as the extension reads it (`native_keys.bucket_starts`), made at the first
+        #: lookup after a merge (None: not made, or the extension is not in use).
+        self._starts: np.ndarray | None = None
         self.docs = 0
 
     @property
     def nbytes(self) -> int:
         """Memory the tables hold, in bytes."""
-        return self._hashes.nbytes + self._ords.nbytes + len(self._blob) + self._offsets.nbytes
+        return (self._hashes.nbytes + self._ords.nbytes + len(self._blob) + self._offsets.nbytes
+                + (0 if self._starts is None else self._starts.nbytes))
 
     def add(self, ids: Sequence[str], keys: Sequence[str], positions: np.ndarray) -> None:
         """Freeze one window: its documents' ``ids``, and each (key, position in ``ids``) of its index."""
@@ -350,6 +355,7 @@ class FrozenKeys:
         positions[:] = positions[order]
         del order
         positions += np.uint32(self.docs)  # the ordinals: each window's above those of the windows before
+        self._starts = None
         self._merge(hashes, positions)
         encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
         ends = self._offsets[-1] + np.cumsum([len(e) for e in encoded], dtype=np.uint64)
@@ -383,6 +389,27 @@ class FrozenKeys:
     def lookup(self, key_lists: KeyLists, *, per_key: int = MAX_PER_KEY, per_record: int = 100) -> list[list[str]]:
         """For each record's keys, the ids of the documents holding any of them: of each key its first
         ``per_key`` documents, of those the first ``per_record``, in the order they were written."""
+        starts = self._buckets()
+        records, ords = (self._pairs(key_lists, per_key, per_record) if starts is None else
+                         native_keys.frozen_lookup(self._hashes, self._ords, starts, key_lists.hashes,
+                                                   key_lists.counts, per_key, per_record))
+        out: list[list[str]] = [[] for _ in key_lists.counts]
+        starts, ends = self._offsets[ords].tolist(), self._offsets[ords + np.uint64(1)].tolist()
+        for r, start, end in zip(records.tolist(), starts, ends, strict=True):
+            out[r].append(self._blob[start:end].decode("utf-8", "surrogatepass"))
+        return out
+
+    def _buckets(self) -> np.ndarray | None:
+        """The table's `native_keys.bucket_starts`, made once a merge (None: the extension is not in use)."""
+        if not native_keys.in_use():
+            return None
+        if self._starts is None:
+            self._starts = native_keys.bucket_starts(self._hashes)
+        return self._starts
+
+    def _pairs(self, key_lists: KeyLists, per_key: int, per_record: int) -> tuple[np.ndarray, np.ndarray]:
+        """`lookup` as (record, ordinal) pairs, by record, then ordinal: the records as int64, the ordinals as
+        uint64 (the extension's `frozen_lookup` finds the same with fewer reads of the table)."""
         hashes = key_lists.hashes
         record_of = np.repeat(np.arange(len(key_lists.counts)), key_lists.counts)
         by_hash = np.argsort(hashes)  # sorted queries: each binary search starts where the last one ended
@@ -402,12 +429,7 @@ class FrozenKeys:
         pairs = np.unique((records << np.uint64(32)) | self._ords[at].astype(np.uint64))
         records, ords = (pairs >> np.uint64(32)).astype(np.int64), pairs & np.uint64(0xFFFFFFFF)
         keep = _rank_in_runs(records) < per_record
-        records, ords = records[keep], ords[keep]
-        out: list[list[str]] = [[] for _ in key_lists.counts]
-        starts, ends = self._offsets[ords].tolist(), self._offsets[ords + np.uint64(1)].tolist()
-        for r, start, end in zip(records.tolist(), starts, ends, strict=True):
-            out[r].append(self._blob[start:end].decode("utf-8", "surrogatepass"))
-        return out
+        return records[keep], ords[keep]
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:

@@ -361,6 +361,8 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runkeys::RunKeys>()?;
     m.add_class::<sqlrows::RowWriter>()?;
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(runkeys::frozen_lookup, m)?)?;
+    m.add_function(wrap_pyfunction!(runkeys::bucket_starts, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;
     m.add_function(wrap_pyfunction!(documents::dedup_members, m)?)?;
     m.add_function(wrap_pyfunction!(esbulk::bulk_document_lines, m)?)?;

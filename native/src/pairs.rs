@@ -52,7 +52,10 @@ impl<'a> Rows<'a> {
 
 /// The values of a C-contiguous buffer, in place: valid as long as `buffer` is held (the caller's array is
 /// not written meanwhile: it is esdedup's own, made for the call).
-fn values_of<'a, T: pyo3::buffer::Element>(buffer: &'a PyBuffer<T>, what: &str) -> PyResult<&'a [T]> {
+pub(crate) fn values_of<'a, T: pyo3::buffer::Element>(
+    buffer: &'a PyBuffer<T>,
+    what: &str,
+) -> PyResult<&'a [T]> {
     let slice: NonNull<[T]> = buffer
         .as_slice_ptr()
         .ok_or_else(|| PyValueError::new_err(format!("{what} must be a C-contiguous array")))?;

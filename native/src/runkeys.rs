@@ -7,12 +7,14 @@
 //! bytes (less trailing NUL bytes), then `h = mix64(h ^ w)` for each little-endian 64-bit word of those
 //! bytes, the last one zero-padded.
 
+use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
 use crate::hashslots::{Slots, AHEAD};
 use crate::kernels::mix64;
+use crate::pairs::values_of;
 
 const LENGTH_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -241,4 +243,98 @@ impl RunKeys {
     fn len(&self) -> usize {
         self.first.len() + self.more.values().map(Vec::len).sum::<usize>()
     }
+}
+
+/// The base-2 logarithm of the number of buckets `bucket_starts` cuts a table of `n` hashes into: about
+/// eight hashes a bucket.
+fn bucket_bits(n: usize) -> u32 {
+    (usize::BITS - n.leading_zeros()).saturating_sub(3)
+}
+
+#[inline(always)]
+fn bucket_of(h: u64, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        (h >> (64 - bits)) as usize
+    }
+}
+
+/// Where each bucket of the sorted table `hashes` starts, and its end (little-endian uint64 bytes): bucket
+/// b holds the hashes whose top bits are b, as many bits as make about eight hashes a bucket. Hashes are
+/// spread evenly over 64 bits, so a lookup (`frozen_lookup`) reads a bucket's start and searches a few
+/// entries, where a binary search of a table of millions reads some 24 entries far apart.
+#[pyfunction]
+pub fn bucket_starts<'py>(py: Python<'py>, hashes: PyBuffer<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    let table = values_of(&hashes, "hashes")?;
+    let bits = bucket_bits(table.len());
+    let mut starts = Vec::with_capacity(((1usize << bits) + 1) * 8);
+    let mut at = 0;
+    for b in 0..1usize << bits {
+        while at < table.len() && bucket_of(table[at], bits) < b {
+            at += 1;
+        }
+        starts.extend_from_slice(&(at as u64).to_le_bytes());
+    }
+    starts.extend_from_slice(&(table.len() as u64).to_le_bytes());
+    Ok(PyBytes::new(py, &starts))
+}
+
+/// `esdedup.ingest.runindex.FrozenKeys.lookup` of a batch, without the ids: `hashes` is the frozen table
+/// (sorted; a hash's entries in write order), `ords` each entry's document ordinal and `starts` its
+/// `bucket_starts`; record r looks up the next `counts[r]` of `queries`. Of each query its first `per_key`
+/// entries, of a record's ordinals (ascending, each once) the first `per_record`. Returns the (record,
+/// ordinal) pairs as little-endian int64 and uint32 bytes, by record, then ordinal.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn frozen_lookup<'py>(
+    py: Python<'py>,
+    hashes: PyBuffer<u64>,
+    ords: PyBuffer<u32>,
+    starts: PyBuffer<u64>,
+    queries: PyBuffer<u64>,
+    counts: Vec<usize>,
+    per_key: usize,
+    per_record: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let table = values_of(&hashes, "hashes")?;
+    let of = values_of(&ords, "ords")?;
+    let starts = values_of(&starts, "starts")?;
+    let asked = values_of(&queries, "queries")?;
+    let bits = bucket_bits(table.len());
+    if table.len() != of.len()
+        || counts.iter().sum::<usize>() != asked.len()
+        || starts.len() != (1usize << bits) + 1
+        || starts.last() != Some(&(table.len() as u64))
+    {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "frozen_lookup: one ordinal an entry, the table's bucket_starts, and as many queries as the counts \
+             add up to",
+        ));
+    }
+    let (mut records, mut ordinals) = (Vec::new(), Vec::new());
+    let mut found: Vec<u32> = Vec::new();
+    let mut at = 0;
+    for (r, &n) in counts.iter().enumerate() {
+        found.clear();
+        for &q in &asked[at..at + n] {
+            let b = bucket_of(q, bits);
+            let (lo, hi) = (starts[b] as usize, starts[b + 1] as usize);
+            let first = lo + table[lo..hi].partition_point(|&h| h < q);
+            let held = table[first..hi]
+                .iter()
+                .take(per_key)
+                .take_while(|&&h| h == q)
+                .count();
+            found.extend_from_slice(&of[first..first + held]);
+        }
+        at += n;
+        found.sort_unstable();
+        found.dedup();
+        for &o in found.iter().take(per_record) {
+            records.extend_from_slice(&(r as i64).to_le_bytes());
+            ordinals.extend_from_slice(&o.to_le_bytes());
+        }
+    }
+    Ok((PyBytes::new(py, &records), PyBytes::new(py, &ordinals)))
 }

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from esdedup.fingerprint import native
 from esdedup.ingest import runindex as runindex
 from esdedup.ingest.runindex import MAX_PER_KEY, FrozenKeys, KeyLists, RunIndex, key_hashes
 from esdedup.store.base import StoredDoc
@@ -153,3 +154,35 @@ def test_key_hashes_do_not_depend_on_the_keys_hashed_with() -> None:
     assert len(set(key_hashes(["ab", "ab\x01", "ac"]).tolist())) == 3
     assert int(alone[0]) == 0x40AD0678C6525E95
     assert key_hashes([]).dtype == np.uint64 and len(key_hashes([])) == 0
+
+
+@pytest.mark.parametrize("spread", ["even", "skewed"])
+def test_the_extension_s_bucketed_lookup_finds_what_the_binary_search_finds(extension, monkeypatch, spread) -> None:
+    """A table of 200,000 entries in four windows (the extension cuts it into buckets of about eight): hashes
+    spread evenly as key hashes are, or all in a few buckets (the top bits of most equal: buckets of
+    thousands), with 0, 1 and 2**64 - 1 among them and keys held by many documents. Both paths find the same
+    ids for a batch of queries that hit, miss, and ask for the extremes."""
+    rng = np.random.default_rng(7)
+    frozen = FrozenKeys()
+    held = []
+    for w in range(4):
+        n = 50_000
+        hashes = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+        if spread == "skewed":
+            hashes >>= np.uint64(40)  # the top 40 bits zero: a few buckets hold nearly everything
+        hashes[:3] = np.array([0, 1, 2**64 - 1], dtype=np.uint64)
+        hashes[3:300] = hashes[3]  # one key held by 297 documents of each window
+        frozen._add_entries([f"w{w}-{i}" for i in range(n)], hashes, np.arange(n, dtype=np.uint32) // 2)
+        held.append(hashes)
+    table = np.concatenate(held)
+    queries = np.concatenate([rng.choice(table, 3000), rng.integers(0, 2**64, 3000, dtype=np.uint64, endpoint=False),
+                              np.array([0, 1, 2, 2**64 - 2, 2**64 - 1], dtype=np.uint64)])
+    counts = [1000] * 6 + [len(queries) - 6000]
+    lists = KeyLists.hashed(queries, counts, lambda r: [])
+    monkeypatch.setenv(native.ENV_SWITCH, "1")
+    got = frozen.lookup(lists, per_key=40, per_record=10**6), frozen.lookup(lists, per_key=3, per_record=50)
+    assert frozen._starts is not None and len(frozen._starts) > 2**10
+    monkeypatch.setenv(native.ENV_SWITCH, "0")
+    want = frozen.lookup(lists, per_key=40, per_record=10**6), frozen.lookup(lists, per_key=3, per_record=50)
+    assert got == want
+    assert sum(map(len, want[0])) > 3000 and len(want[1][0]) == 50
