@@ -1,10 +1,23 @@
 //! A map from 64-bit key hashes to u32 positions, by open addressing with linear probing: the first holder
 //! of each key of the run index's table (`runkeys.rs`). A run's table outgrows the caches, so each key's
 //! slot is a miss to memory; the batch calls ask for the slot of a key some keys ahead (`prefetch`) while
-//! they work on the current one, so those misses overlap instead of following one another.
+//! they work on the current one, so those misses overlap instead of following one another (the lookups of
+//! the frozen keys too).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+
+/// Ask the CPU to bring the cache line of `value` in: a hint, which changes nothing the program sees.
+#[inline(always)]
+pub fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the address of a live value; a prefetch reads nothing the program sees.
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
 
 /// How many keys ahead a batch call asks for a slot.
 pub const AHEAD: usize = 16;
@@ -53,19 +66,11 @@ impl Slots {
     /// what the table holds.
     #[inline(always)]
     pub fn prefetch(&self, key: u64, value: bool) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let at = self.home(key);
-            // SAFETY: hints with valid addresses; they read nothing the program sees.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(self.keys.as_ptr().add(at).cast::<i8>());
-                if value {
-                    _mm_prefetch::<_MM_HINT_T0>(self.values.as_ptr().add(at).cast::<i8>());
-                }
-            }
+        let at = self.home(key);
+        prefetch(&self.keys[at]);
+        if value {
+            prefetch(&self.values[at]);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (key, value);
     }
 
     pub fn get(&self, key: u64) -> Option<u32> {

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
-use crate::hashslots::{Slots, AHEAD};
+use crate::hashslots::{prefetch, Slots, AHEAD};
 use crate::kernels::mix64;
 use crate::pairs::values_of;
 
@@ -314,12 +314,26 @@ pub fn frozen_lookup<'py>(
     }
     let (mut records, mut ordinals) = (Vec::new(), Vec::new());
     let mut found: Vec<u32> = Vec::new();
+    let mut buckets: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
     for (r, &n) in counts.iter().enumerate() {
         found.clear();
-        for &q in &asked[at..at + n] {
+        buckets.clear();
+        // A record's queries in three passes, so that the misses to memory of each pass overlap: its
+        // buckets' starts asked for, then read (their first entries asked for), then searched.
+        let asks = &asked[at..at + n];
+        for &q in asks {
+            prefetch(&starts[bucket_of(q, bits)]);
+        }
+        for &q in asks {
             let b = bucket_of(q, bits);
             let (lo, hi) = (starts[b] as usize, starts[b + 1] as usize);
+            if lo < hi {
+                prefetch(&table[lo]);
+            }
+            buckets.push((lo, hi));
+        }
+        for (&q, &(lo, hi)) in asks.iter().zip(&buckets) {
             let first = lo + table[lo..hi].partition_point(|&h| h < q);
             let held = table[first..hi]
                 .iter()
