@@ -256,7 +256,8 @@ class RunIndex:
         """Empty this index (its window closed; ``crowded`` and ``complete`` stay) and return what it held, for
         `FrozenKeys.add_index`: its documents' ids, and the hash (`key_hashes`) and position in `docs` of every
         (key, document), each hash's positions never going down (both key tables give a hash's first position,
-        then the later ones as they were added; `FrozenKeys.add_index` sorts them by hash alone). The documents
+        then the later ones as they were added; `FrozenKeys.add_index` sorts them by hash alone, unless they
+        come sorted, as the extension's table gives them). The documents
         go once their ids are read and the table once its entries are: the sort and merge that follow, where a
         roll's memory peaks, hold neither (bench/roll_memory.py)."""
         self._hold_queued()
@@ -350,10 +351,11 @@ class FrozenKeys:
         sorted in place: the merge holds them once (they belong to this call). ``in_order``: each hash's
         entries come in position order already (as a run index releases them), so a stable sort by hash
         alone orders them, in a third of the time a sort by both takes."""
-        order = np.argsort(hashes, kind="stable") if in_order else np.lexsort((positions, hashes))
-        hashes[:] = hashes[order]
-        positions[:] = positions[order]
-        del order
+        if not (in_order and _ascending(hashes)):  # the extension's table gives its entries sorted
+            order = np.argsort(hashes, kind="stable") if in_order else np.lexsort((positions, hashes))
+            hashes[:] = hashes[order]
+            positions[:] = positions[order]
+            del order
         positions += np.uint32(self.docs)  # the ordinals: each window's above those of the windows before
         self._starts = None
         self._merge(hashes, positions)
@@ -430,6 +432,11 @@ class FrozenKeys:
         records, ords = (pairs >> np.uint64(32)).astype(np.int64), pairs & np.uint64(0xFFFFFFFF)
         keep = _rank_in_runs(records) < per_record
         return records[keep], ords[keep]
+
+
+def _ascending(values: np.ndarray) -> bool:
+    """Whether ``values`` never go down."""
+    return bool(np.all(values[1:] >= values[:-1]))
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:

@@ -194,16 +194,18 @@ impl RunKeys {
         Ok(out)
     }
 
-    /// Every (hash, position) held, as little-endian uint64 and uint32 bytes: the hashes in no particular
-    /// order, and each hash's positions never going down (its first, then those of `more` in the order held).
+    /// Every (hash, position) held, as little-endian uint64 and uint32 bytes, sorted by hash, then position
+    /// (the order `esdedup.ingest.runindex.FrozenKeys` keeps, which then need not sort them).
     fn entries<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
-        let mut hashes = Vec::with_capacity(self.len() * 8);
-        let mut positions = Vec::with_capacity(self.len() * 4);
         let further = self
             .more
             .iter()
             .flat_map(|(&h, ps)| ps.iter().map(move |&p| (h, p)));
-        for (h, p) in self.first.iter().chain(further) {
+        let mut held: Vec<(u64, u32)> = self.first.iter().chain(further).collect();
+        held.sort_unstable();
+        let mut hashes = Vec::with_capacity(held.len() * 8);
+        let mut positions = Vec::with_capacity(held.len() * 4);
+        for (h, p) in held {
             hashes.extend_from_slice(&h.to_le_bytes());
             positions.extend_from_slice(&p.to_le_bytes());
         }
