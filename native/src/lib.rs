@@ -29,6 +29,7 @@ mod runkeys;
 mod segment;
 mod shingles;
 mod spaced;
+mod sqlread;
 mod sqlrows;
 mod t2s;
 mod termrules;
@@ -363,6 +364,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(runkeys::frozen_lookup, m)?)?;
     m.add_function(wrap_pyfunction!(runkeys::bucket_starts, m)?)?;
+    m.add_function(wrap_pyfunction!(sqlread::read_signature_columns, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;
     m.add_function(wrap_pyfunction!(documents::dedup_members, m)?)?;
     m.add_function(wrap_pyfunction!(esbulk::bulk_document_lines, m)?)?;

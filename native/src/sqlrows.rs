@@ -23,9 +23,9 @@ use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
-const SQLITE_OK: c_int = 0;
-const SQLITE_DONE: c_int = 101;
-const SQLITE_ROW: c_int = 100;
+pub const SQLITE_OK: c_int = 0;
+pub const SQLITE_DONE: c_int = 101;
+pub const SQLITE_ROW: c_int = 100;
 const SQLITE_OPEN_READWRITE: c_int = 0x0000_0002;
 
 type Open = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, *const c_char) -> c_int;
@@ -40,10 +40,13 @@ type BindInt64 = unsafe extern "C" fn(*mut c_void, c_int, i64) -> c_int;
 type BindBytes = unsafe extern "C" fn(*mut c_void, c_int, *const c_void, c_int, *const c_void) -> c_int;
 type WithStmt = unsafe extern "C" fn(*mut c_void) -> c_int;
 type ErrMsg = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type ColumnInt64 = unsafe extern "C" fn(*mut c_void, c_int) -> i64;
+type ColumnPtr = unsafe extern "C" fn(*mut c_void, c_int) -> *const c_void;
+type ColumnInt = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 type Version = unsafe extern "C" fn() -> c_int;
 
 /// The functions of the SQLite library Python's `sqlite3` uses.
-struct Api {
+pub struct Api {
     open_v2: Open,
     close_v2: WithDb,
     busy_timeout: BusyTimeout,
@@ -59,6 +62,11 @@ struct Api {
     finalize: WithStmt,
     errmsg: ErrMsg,
     extended_errcode: WithDb,
+    pub column_int64: ColumnInt64,
+    pub column_text: ColumnPtr,
+    pub column_blob: ColumnPtr,
+    pub column_bytes: ColumnInt,
+    pub column_type: ColumnInt,
 }
 
 impl Api {
@@ -106,6 +114,11 @@ impl Api {
             finalize: find!("sqlite3_finalize" as WithStmt),
             errmsg: find!("sqlite3_errmsg" as ErrMsg),
             extended_errcode: find!("sqlite3_extended_errcode" as WithDb),
+            column_int64: find!("sqlite3_column_int64" as ColumnInt64),
+            column_text: find!("sqlite3_column_text" as ColumnPtr),
+            column_blob: find!("sqlite3_column_blob" as ColumnPtr),
+            column_bytes: find!("sqlite3_column_bytes" as ColumnInt),
+            column_type: find!("sqlite3_column_type" as ColumnInt),
         };
         // SAFETY: takes no argument and reads a constant.
         Some((api, unsafe { version() }))
@@ -141,12 +154,12 @@ enum Param {
 type Rows = Vec<Vec<Value>>;
 
 /// SQLite's error: its extended result code and message.
-type Failure = (c_int, String);
+pub type Failure = (c_int, String);
 
 /// A connection of its own to the file; used by one thread at a time (the writer's `Mutex`).
-struct Connection {
-    api: Arc<Api>,
-    db: *mut c_void,
+pub struct Connection {
+    pub api: Arc<Api>,
+    pub db: *mut c_void,
 }
 
 // SAFETY: the connection is only ever used under the writer's Mutex, one thread at a time, which SQLite
@@ -154,7 +167,70 @@ struct Connection {
 unsafe impl Send for Connection {}
 
 impl Connection {
-    fn failure(&self, code: c_int) -> Failure {
+    /// A connection to the file `path` through the SQLite of the shared object `module` (see
+    /// `RowWriter::open`), with `busy_ms` and the statements `setup` run once connected; None when that
+    /// library's functions cannot be found or it is not of `version`.
+    pub fn open(
+        module: &[u8],
+        version: c_int,
+        path: &[u8],
+        busy_ms: c_int,
+        setup: &[String],
+    ) -> PyResult<Option<Connection>> {
+        let Some((api, found)) = Api::of(module) else {
+            return Ok(None);
+        };
+        if found != version {
+            return Ok(None);
+        }
+        let api = Arc::new(api);
+        let file =
+            CString::new(path).map_err(|_| PyValueError::new_err("a NUL character in the file's path"))?;
+        let path = String::from_utf8_lossy(path);
+        let mut db: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `file` is NUL-terminated; a handle is returned even on failure, closed by the Connection.
+        let rc = unsafe { (api.open_v2)(file.as_ptr(), &mut db, SQLITE_OPEN_READWRITE, std::ptr::null()) };
+        if db.is_null() {
+            return Err(PyRuntimeError::new_err(format!(
+                "SQLite could not open {path} (code {rc})"
+            )));
+        }
+        let connection = Connection { api: api.clone(), db };
+        if rc != SQLITE_OK {
+            let (code, message) = connection.failure(rc);
+            return Err(PyRuntimeError::new_err(format!(
+                "SQLite could not open {path}: {message} (code {code})"
+            )));
+        }
+        // SAFETY: `db` is open.
+        unsafe { (api.busy_timeout)(db, busy_ms) };
+        for statement in setup {
+            if let Err((code, message)) = connection.exec(statement) {
+                return Err(PyRuntimeError::new_err(format!(
+                    "{statement}: {message} (code {code})"
+                )));
+            }
+        }
+        Ok(Some(connection))
+    }
+
+    /// `sql` prepared (finalized when the statement is dropped).
+    pub fn prepare(&self, sql: &str) -> Result<Statement<'_>, Failure> {
+        let text = CString::new(sql).map_err(|_| (1, "a NUL character in the statement".to_string()))?;
+        let mut stmt: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `db` is open, `text` NUL-terminated (-1: read up to the NUL).
+        let rc =
+            unsafe { (self.api.prepare_v2)(self.db, text.as_ptr(), -1, &mut stmt, std::ptr::null_mut()) };
+        if rc != SQLITE_OK {
+            return Err(self.failure(rc));
+        }
+        Ok(Statement {
+            connection: self,
+            stmt,
+        })
+    }
+
+    pub fn failure(&self, code: c_int) -> Failure {
         // SAFETY: `db` is open; errmsg returns a NUL-terminated string SQLite owns until the next call.
         let (extended, message) = unsafe {
             (
@@ -168,7 +244,7 @@ impl Connection {
         )
     }
 
-    fn exec(&self, sql: &str) -> Result<(), Failure> {
+    pub fn exec(&self, sql: &str) -> Result<(), Failure> {
         let sql = CString::new(sql).map_err(|_| (1, "a NUL character in the statement".to_string()))?;
         // SAFETY: `db` is open, `sql` NUL-terminated; no callback, no error string asked for.
         let rc = unsafe {
@@ -262,6 +338,41 @@ impl Connection {
     }
 }
 
+/// A prepared statement of a `Connection`, read a row at a time (`step`, then the `column_*` of `Api`).
+pub struct Statement<'c> {
+    pub connection: &'c Connection,
+    pub stmt: *mut c_void,
+}
+
+impl Statement<'_> {
+    pub fn bind_int(&self, at: c_int, value: i64) -> Result<(), Failure> {
+        // SAFETY: `stmt` is prepared and not finalized.
+        let rc = unsafe { (self.connection.api.bind_int64)(self.stmt, at, value) };
+        if rc == SQLITE_OK {
+            Ok(())
+        } else {
+            Err(self.connection.failure(rc))
+        }
+    }
+
+    /// The next row: true when there is one, false when the statement is done.
+    pub fn step(&self) -> Result<bool, Failure> {
+        // SAFETY: `stmt` is prepared and its parameters bound.
+        match unsafe { (self.connection.api.step)(self.stmt) } {
+            SQLITE_ROW => Ok(true),
+            SQLITE_DONE => Ok(false),
+            rc => Err(self.connection.failure(rc)),
+        }
+    }
+}
+
+impl Drop for Statement<'_> {
+    fn drop(&mut self) {
+        // SAFETY: prepared by `Connection::prepare`, not used again.
+        unsafe { (self.connection.api.finalize)(self.stmt) };
+    }
+}
+
 impl Drop for Connection {
     fn drop(&mut self) {
         // SAFETY: opened by `RowWriter::open`; close_v2 waits for nothing and frees what is left.
@@ -293,44 +404,12 @@ impl RowWriter {
         busy_ms: c_int,
         setup: Vec<String>,
     ) -> PyResult<Option<Self>> {
-        let Some((api, found)) = Api::of(module) else {
-            return Ok(None);
-        };
-        if found != version {
-            return Ok(None);
-        }
-        let api = Arc::new(api);
-        let file =
-            CString::new(path).map_err(|_| PyValueError::new_err("a NUL character in the file's path"))?;
-        let path = String::from_utf8_lossy(path);
-        let mut db: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `file` is NUL-terminated; a handle is returned even on failure, closed by the Connection.
-        let rc = unsafe { (api.open_v2)(file.as_ptr(), &mut db, SQLITE_OPEN_READWRITE, std::ptr::null()) };
-        if db.is_null() {
-            return Err(PyRuntimeError::new_err(format!(
-                "SQLite could not open {path} (code {rc})"
-            )));
-        }
-        let connection = Connection { api: api.clone(), db };
-        if rc != SQLITE_OK {
-            let (code, message) = connection.failure(rc);
-            return Err(PyRuntimeError::new_err(format!(
-                "SQLite could not open {path}: {message} (code {code})"
-            )));
-        }
-        // SAFETY: `db` is open.
-        unsafe { (api.busy_timeout)(db, busy_ms) };
-        for statement in &setup {
-            if let Err((code, message)) = connection.exec(statement) {
-                return Err(PyRuntimeError::new_err(format!(
-                    "{statement}: {message} (code {code})"
-                )));
-            }
-        }
-        Ok(Some(RowWriter {
-            connection: Some(Arc::new(Mutex::new(connection))),
-            pending: None,
-        }))
+        Ok(
+            Connection::open(module, version, path, busy_ms, &setup)?.map(|connection| RowWriter {
+                connection: Some(Arc::new(Mutex::new(connection))),
+                pending: None,
+            }),
+        )
     }
 
     /// Start writing `rows` (a list of tuples of None, int, str and bytes, one value per parameter of

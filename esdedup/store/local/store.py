@@ -38,7 +38,7 @@ from esdedup.store.columns import SignatureColumns
 from esdedup.store.local import labels as cluster_labels
 from esdedup.store.local.browse import ClusterSizes, sample
 from esdedup.store.local.keys import KeyTables
-from esdedup.store.local.native_rows import sqlite_error
+from esdedup.store.local.native_rows import read_signature_columns, sqlite_error
 from esdedup.store.local.rows import INSERT_DOC, block_params, doc_rows, stored_docs
 from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
@@ -59,6 +59,37 @@ from esdedup.util.filelock import FileLock
 WRITE_BATCH = 2000
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _signature_rows(db: sqlite3.Connection, count: str, rows: str, size: int, perm: int,
+                    vectors: bool) -> tuple[np.ndarray, list[str], list[int], list[int], list[int], list[bytes | None]]:
+    """`LocalStore.signature_columns`'s rows read through ``db``: the signatures (a row each), ids, SimHashes,
+    chars, shingles and (with ``vectors``) the vectors' blobs."""
+    # A chunk of rows at a time into one array: the rows of a million documents held at once, their
+    # signatures joined and then widened, were three copies of the signatures (1.4 GB at 1M documents).
+    # The array has a row for every document, which the count of the signed ones would have read every row
+    # once more to know (a fifth of this read): the pages of the rows never written are never touched, so
+    # they take no memory, and the signatures are the written rows, a view of its start. One read
+    # transaction, so that the count and the rows agree while writers commit.
+    with _read_snapshot(db):
+        sigs = np.empty((db.execute(count).fetchone()[0], perm), dtype=np.uint32)
+        cur = db.execute(rows, (size,))
+        ids: list[str] = []
+        simhash: list[int] = []
+        chars: list[int] = []
+        shingles: list[int] = []
+        blobs: list[bytes | None] = []
+        while got := cur.fetchmany(1 << 14):
+            at = len(ids)
+            sigs[at:at + len(got)] = np.frombuffer(b"".join(r[4] for r in got), dtype=SIGNATURE_DTYPE
+                                                   ).reshape(len(got), perm)
+            ids += (r[0] for r in got)
+            simhash += (from_hex(r[1]) for r in got)
+            chars += (r[2] or 0 for r in got)
+            shingles += (r[3] for r in got)
+            if vectors:
+                blobs += (r[5] for r in got)
+    return sigs[:len(ids)], ids, simhash, chars, shingles, blobs
 
 
 @contextlib.contextmanager
@@ -369,36 +400,21 @@ class LocalStore:
     def signature_columns(self, perm: int) -> SignatureColumns:
         """See `esdedup.store.columns.SignatureColumnsStore` (the documents `stored_docs` reads, the same values)."""
         dims, vectors = self.config.dims, self.config.stores_vector
-        signed = "FROM docs WHERE empty = 0 AND minhash IS NOT NULL AND shingles > 0 AND length(minhash) = ?"
-        size = (perm * np.dtype(SIGNATURE_DTYPE).itemsize,)
         db = self._database.connect()
-        # A chunk of rows at a time into one array: the rows of a million documents held at once, their
-        # signatures joined and then widened, were three copies of the signatures (1.4 GB at 1M documents).
-        # The array has a row for every document, which the count of the signed ones would have read every row
-        # once more to know (a fifth of this read): the pages of the rows never written are never touched, so
-        # they take no memory, and the signatures are the written rows, a view of its start. One read
-        # transaction, so that the count and the rows agree while writers commit.
-        with _read_snapshot(db):
-            sigs = np.empty((db.execute("SELECT count(*) FROM docs").fetchone()[0], perm), dtype=np.uint32)
-            cur = db.execute(f"SELECT id, simhash, chars, shingles, minhash{', vector' if vectors else ''} "
-                             f"{signed} ORDER BY id", size)
-            ids: list[str] = []
-            simhash: list[int] = []
-            chars: list[int] = []
-            shingles: list[int] = []
-            blobs: list[bytes | None] = []
-            while rows := cur.fetchmany(1 << 14):
-                at = len(ids)
-                sigs[at:at + len(rows)] = np.frombuffer(b"".join(r[4] for r in rows), dtype=SIGNATURE_DTYPE
-                                                        ).reshape(len(rows), perm)
-                ids += (r[0] for r in rows)
-                simhash += (from_hex(r[1]) for r in rows)
-                chars += (r[2] or 0 for r in rows)
-                shingles += (r[3] for r in rows)
-                if vectors:
-                    blobs += (r[5] for r in rows)
+        count = "SELECT count(*) FROM docs"
+        rows = (f"SELECT id, simhash, chars, shingles, minhash{', vector' if vectors else ''} FROM docs WHERE "
+                "empty = 0 AND minhash IS NOT NULL AND shingles > 0 AND length(minhash) = ? ORDER BY id")
+        size = perm * np.dtype(SIGNATURE_DTYPE).itemsize
+        # The extension reads the rows without a tuple each, on a connection of its own: not inside this
+        # connection's transaction, whose writes that one would not see, nor the vectors.
+        read = (None if vectors or db.in_transaction or self._database.read_only else
+                read_signature_columns(self._database.path, BUSY_SECONDS, count, rows, size, perm))
+        blobs: list[bytes | None] = []
+        if read is not None:
+            sigs, ids, simhash, chars, shingles = read
+        else:
+            sigs, ids, simhash, chars, shingles, blobs = _signature_rows(db, count, rows, size, perm, vectors)
         n = len(ids)
-        sigs = sigs[:n]
         if any(a > b for a, b in zip(ids, itertools.islice(ids, 1, None), strict=False)):
             # SQLite's order is the bytes of the ids' UTF-8, which is Python's order of str; an id stored as
             # another type would not be: sorted here as `SignatureColumns.of` sorts.
