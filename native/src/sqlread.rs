@@ -72,21 +72,38 @@ pub fn read_signature_columns<'py>(
         return Ok(None);
     };
     connection.exec("BEGIN").map_err(|f| failed("BEGIN", f))?;
-    let read = read_rows(py, &connection, count_sql, rows_sql, size, perm, allocate);
+    let query = Query {
+        count_sql,
+        rows_sql,
+        size,
+        perm,
+    };
+    let read = read_rows(py, &connection, &query, allocate);
     // A read transaction: nothing to keep or undo, whatever the read did.
     let _ = connection.exec("COMMIT");
     read
 }
 
+/// What `read_signature_columns` was asked to read.
+struct Query<'a> {
+    count_sql: &'a str,
+    rows_sql: &'a str,
+    size: i64,
+    perm: usize,
+}
+
 fn read_rows<'py>(
     py: Python<'py>,
     connection: &Connection,
-    count_sql: &str,
-    rows_sql: &str,
-    size: i64,
-    perm: usize,
+    query: &Query<'_>,
     allocate: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Columns<'py>>> {
+    let Query {
+        count_sql,
+        rows_sql,
+        size,
+        perm,
+    } = *query;
     let api = &connection.api;
     let counted = connection.prepare(count_sql).map_err(|f| failed(count_sql, f))?;
     if !counted.step().map_err(|f| failed(count_sql, f))? {
