@@ -22,14 +22,11 @@ const SQLITE_NULL: c_int = 5;
 /// The types of a row's columns that this reads as Python's `sqlite3` would (another type: the caller reads
 /// the rows): id and SimHash text, chars an integer or NULL, shingles an integer, the signature a blob.
 fn of_types(rows: &Statement<'_>) -> bool {
-    let api = &rows.connection.api;
-    // SAFETY: a row is current; columns 0 to 4 exist in the statement the caller gave.
-    let kind = |at| unsafe { (api.column_type)(rows.stmt, at) };
-    kind(0) == SQLITE_TEXT
-        && kind(1) == SQLITE_TEXT
-        && matches!(kind(2), SQLITE_INTEGER | SQLITE_NULL)
-        && kind(3) == SQLITE_INTEGER
-        && kind(4) == SQLITE_BLOB
+    rows.kind(0) == SQLITE_TEXT
+        && rows.kind(1) == SQLITE_TEXT
+        && matches!(rows.kind(2), SQLITE_INTEGER | SQLITE_NULL)
+        && rows.kind(3) == SQLITE_INTEGER
+        && rows.kind(4) == SQLITE_BLOB
 }
 
 /// What `read_signature_columns` gives: the signatures' array, the ids, the SimHash, character and shingle
@@ -104,13 +101,11 @@ fn read_rows<'py>(
         size,
         perm,
     } = *query;
-    let api = &connection.api;
     let counted = connection.prepare(count_sql).map_err(|f| failed(count_sql, f))?;
     if !counted.step().map_err(|f| failed(count_sql, f))? {
         return Err(PyValueError::new_err(format!("{count_sql} gave no row")));
     }
-    // SAFETY: a row is current; column 0 exists in a count.
-    let count = unsafe { (api.column_int64)(counted.stmt, 0) }.max(0) as usize;
+    let count = counted.int(0).max(0) as usize;
     drop(counted);
     let array = allocate.call1((count,))?;
     let buffer = PyBuffer::<u32>::get(&array)?;
@@ -143,28 +138,21 @@ fn read_rows<'py>(
         if !of_types(&rows) {
             return Ok(None);
         }
-        let Some(id) = text(&rows, 0).and_then(|b| std::str::from_utf8(b).ok()) else {
+        let Some(id) = rows.text(0).and_then(|b| std::str::from_utf8(b).ok()) else {
             return Ok(None);
         };
-        let Some(hash) = text(&rows, 1).and_then(hex) else {
+        let Some(hash) = rows.text(1).and_then(hex) else {
             return Ok(None);
         };
-        let signature = blob(&rows, 4);
+        let signature = rows.blob(4).unwrap_or_default();
         if signature.len() != 2 * perm {
             return Ok(None);
         }
         ids.append(PyString::new(py, id))?;
         simhash.extend_from_slice(&hash.to_le_bytes());
-        // SAFETY: a row is current; columns 2 and 3 exist in the statement the caller gave.
-        let (c, s) = unsafe {
-            let null = (api.column_type)(rows.stmt, 2) == SQLITE_NULL;
-            (
-                if null { 0 } else { (api.column_int64)(rows.stmt, 2) },
-                (api.column_int64)(rows.stmt, 3),
-            )
-        };
-        chars.extend_from_slice(&c.to_le_bytes());
-        shingles.extend_from_slice(&s.to_le_bytes());
+        // chars NULL reads 0, as `sqlite3`'s `r[2] or 0` gives it.
+        chars.extend_from_slice(&rows.int(2).to_le_bytes());
+        shingles.extend_from_slice(&rows.int(3).to_le_bytes());
         for (out, value) in values[n * perm..(n + 1) * perm]
             .iter_mut()
             .zip(signature.chunks_exact(2))
@@ -182,35 +170,6 @@ fn read_rows<'py>(
         PyBytes::new(py, &shingles),
         n,
     )))
-}
-
-/// Column `at` of the current row as text (None: NULL), valid until the next step.
-fn text<'s>(rows: &'s Statement<'_>, at: c_int) -> Option<&'s [u8]> {
-    let api = &rows.connection.api;
-    // SAFETY: a row is current; the pointer is SQLite's, valid until the statement steps again, and its
-    // length is asked for after the text (the order SQLite documents).
-    unsafe {
-        let start = (api.column_text)(rows.stmt, at);
-        if start.is_null() {
-            return None;
-        }
-        let len = (api.column_bytes)(rows.stmt, at) as usize;
-        Some(std::slice::from_raw_parts(start.cast::<u8>(), len))
-    }
-}
-
-/// Column `at` of the current row as a blob (empty for NULL), valid until the next step.
-fn blob<'s>(rows: &'s Statement<'_>, at: c_int) -> &'s [u8] {
-    let api = &rows.connection.api;
-    // SAFETY: as `text`, for a blob.
-    unsafe {
-        let start = (api.column_blob)(rows.stmt, at);
-        if start.is_null() {
-            return &[];
-        }
-        let len = (api.column_bytes)(rows.stmt, at) as usize;
-        std::slice::from_raw_parts(start.cast::<u8>(), len)
-    }
 }
 
 /// The value of 1 to 16 hex digits, as Python's `int(text, 16)` reads them (None for anything else).

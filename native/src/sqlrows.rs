@@ -23,9 +23,9 @@ use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
-pub const SQLITE_OK: c_int = 0;
-pub const SQLITE_DONE: c_int = 101;
-pub const SQLITE_ROW: c_int = 100;
+const SQLITE_OK: c_int = 0;
+const SQLITE_DONE: c_int = 101;
+const SQLITE_ROW: c_int = 100;
 const SQLITE_OPEN_READWRITE: c_int = 0x0000_0002;
 
 type Open = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, *const c_char) -> c_int;
@@ -46,7 +46,7 @@ type ColumnInt = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 type Version = unsafe extern "C" fn() -> c_int;
 
 /// The functions of the SQLite library Python's `sqlite3` uses.
-pub struct Api {
+struct Api {
     open_v2: Open,
     close_v2: WithDb,
     busy_timeout: BusyTimeout,
@@ -62,11 +62,11 @@ pub struct Api {
     finalize: WithStmt,
     errmsg: ErrMsg,
     extended_errcode: WithDb,
-    pub column_int64: ColumnInt64,
-    pub column_text: ColumnPtr,
-    pub column_blob: ColumnPtr,
-    pub column_bytes: ColumnInt,
-    pub column_type: ColumnInt,
+    column_int64: ColumnInt64,
+    column_text: ColumnPtr,
+    column_blob: ColumnPtr,
+    column_bytes: ColumnInt,
+    column_type: ColumnInt,
 }
 
 impl Api {
@@ -158,8 +158,8 @@ pub type Failure = (c_int, String);
 
 /// A connection of its own to the file; used by one thread at a time (the writer's `Mutex`).
 pub struct Connection {
-    pub api: Arc<Api>,
-    pub db: *mut c_void,
+    api: Arc<Api>,
+    db: *mut c_void,
 }
 
 // SAFETY: the connection is only ever used under the writer's Mutex, one thread at a time, which SQLite
@@ -230,7 +230,7 @@ impl Connection {
         })
     }
 
-    pub fn failure(&self, code: c_int) -> Failure {
+    fn failure(&self, code: c_int) -> Failure {
         // SAFETY: `db` is open; errmsg returns a NUL-terminated string SQLite owns until the next call.
         let (extended, message) = unsafe {
             (
@@ -276,72 +276,57 @@ impl Connection {
 
     fn insert(&self, sql: &str, rows: &[Vec<Value>]) -> Result<(), Failure> {
         let api = &self.api;
-        let sql = CString::new(sql).map_err(|_| (1, "a NUL character in the statement".to_string()))?;
-        let mut stmt: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `db` is open, `sql` NUL-terminated (-1: read up to the NUL).
-        let rc = unsafe { (api.prepare_v2)(self.db, sql.as_ptr(), -1, &mut stmt, std::ptr::null_mut()) };
-        if rc != SQLITE_OK {
-            return Err(self.failure(rc));
-        }
-        let outcome = (|| {
-            // SAFETY: `stmt` was prepared above and is finalized below, after its last use.
-            let params = unsafe { (api.bind_parameter_count)(stmt) } as usize;
-            for row in rows {
-                if row.len() != params {
-                    return Err((
-                        25,
-                        format!("a row of {} values for {params} parameters", row.len()),
-                    ));
-                }
-                for (i, value) in row.iter().enumerate() {
-                    let at = i as c_int + 1;
-                    // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor);
-                    // lengths were checked to fit an int when the rows were read.
-                    let bytes = |bind: BindBytes, data: &[u8]| {
-                        // SAFETY: as below; the length was checked to fit an int when the rows were read.
-                        unsafe {
-                            bind(
-                                stmt,
-                                at,
-                                data.as_ptr().cast(),
-                                data.len() as c_int,
-                                std::ptr::null(),
-                            )
-                        }
-                    };
-                    // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor).
-                    let rc = match value {
-                        Value::Null => unsafe { (api.bind_null)(stmt, at) },
-                        Value::Int(v) => unsafe { (api.bind_int64)(stmt, at, *v) },
-                        Value::Text(s) => bytes(api.bind_text, s.as_bytes()),
-                        Value::Blob(b) => bytes(api.bind_blob, b),
-                        Value::Owned(s) => bytes(api.bind_text, s.as_bytes()),
-                        Value::Shared(data, start, len) => bytes(api.bind_blob, &data[*start..*start + *len]),
-                    };
-                    if rc != SQLITE_OK {
-                        return Err(self.failure(rc));
+        let statement = self.prepare(sql)?;
+        let stmt = statement.stmt;
+        // SAFETY: `stmt` is prepared, and finalized when `statement` is dropped, after its last use.
+        let params = unsafe { (api.bind_parameter_count)(stmt) } as usize;
+        for row in rows {
+            if row.len() != params {
+                return Err((
+                    25,
+                    format!("a row of {} values for {params} parameters", row.len()),
+                ));
+            }
+            for (i, value) in row.iter().enumerate() {
+                let at = i as c_int + 1;
+                let bytes = |bind: BindBytes, data: &[u8]| {
+                    // SAFETY: the value outlives the step that reads it (SQLITE_STATIC: null destructor);
+                    // the length was checked to fit an int when the rows were read.
+                    unsafe {
+                        bind(
+                            stmt,
+                            at,
+                            data.as_ptr().cast(),
+                            data.len() as c_int,
+                            std::ptr::null(),
+                        )
                     }
-                }
-                // SAFETY: every parameter is bound.
-                let rc = unsafe { (api.step)(stmt) };
-                if rc != SQLITE_DONE && rc != SQLITE_ROW {
+                };
+                // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor).
+                let rc = match value {
+                    Value::Null => unsafe { (api.bind_null)(stmt, at) },
+                    Value::Int(v) => unsafe { (api.bind_int64)(stmt, at, *v) },
+                    Value::Text(s) => bytes(api.bind_text, s.as_bytes()),
+                    Value::Blob(b) => bytes(api.bind_blob, b),
+                    Value::Owned(s) => bytes(api.bind_text, s.as_bytes()),
+                    Value::Shared(data, start, len) => bytes(api.bind_blob, &data[*start..*start + *len]),
+                };
+                if rc != SQLITE_OK {
                     return Err(self.failure(rc));
                 }
-                // SAFETY: as above; a failed step's code was taken before this reset.
-                unsafe { (api.reset)(stmt) };
             }
-            Ok(())
-        })();
-        // SAFETY: prepared above, not used again.
-        unsafe { (api.finalize)(stmt) };
-        outcome
+            statement.step()?;
+            // SAFETY: as above; a failed step's code was taken before this reset.
+            unsafe { (api.reset)(stmt) };
+        }
+        Ok(())
     }
 }
 
 /// A prepared statement of a `Connection`, read a row at a time (`step`, then the `column_*` of `Api`).
 pub struct Statement<'c> {
-    pub connection: &'c Connection,
-    pub stmt: *mut c_void,
+    connection: &'c Connection,
+    stmt: *mut c_void,
 }
 
 impl Statement<'_> {
@@ -362,6 +347,42 @@ impl Statement<'_> {
             SQLITE_ROW => Ok(true),
             SQLITE_DONE => Ok(false),
             rc => Err(self.connection.failure(rc)),
+        }
+    }
+
+    /// The type of column `at` of the current row (SQLite's `SQLITE_INTEGER` ... `SQLITE_NULL`). The
+    /// column readers below need a current row (`step` gave true) and a column the statement has.
+    pub fn kind(&self, at: c_int) -> c_int {
+        // SAFETY: a row is current and the column exists (the caller's statement).
+        unsafe { (self.connection.api.column_type)(self.stmt, at) }
+    }
+
+    /// Column `at` of the current row as an integer (0 for NULL, as SQLite converts).
+    pub fn int(&self, at: c_int) -> i64 {
+        // SAFETY: as `kind`.
+        unsafe { (self.connection.api.column_int64)(self.stmt, at) }
+    }
+
+    /// Column `at` of the current row as text (None: NULL), valid until the next step.
+    pub fn text(&self, at: c_int) -> Option<&[u8]> {
+        self.bytes(at, self.connection.api.column_text)
+    }
+
+    /// Column `at` of the current row as a blob (None: NULL or empty), valid until the next step.
+    pub fn blob(&self, at: c_int) -> Option<&[u8]> {
+        self.bytes(at, self.connection.api.column_blob)
+    }
+
+    fn bytes(&self, at: c_int, read: ColumnPtr) -> Option<&[u8]> {
+        // SAFETY: as `kind`; the pointer is SQLite's, valid until the statement steps again, and its length
+        // is asked for after it (the order SQLite documents).
+        unsafe {
+            let start = read(self.stmt, at);
+            if start.is_null() {
+                return None;
+            }
+            let len = (self.connection.api.column_bytes)(self.stmt, at) as usize;
+            Some(std::slice::from_raw_parts(start.cast::<u8>(), len))
         }
     }
 }
