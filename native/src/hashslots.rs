@@ -20,7 +20,7 @@ pub fn prefetch<T>(value: &T) {
 }
 
 /// How many keys ahead a batch call asks for a slot.
-pub const AHEAD: usize = 16;
+const AHEAD: usize = 16;
 
 /// The key of an empty slot; a key of this value is kept apart (`Slots::zero`).
 const EMPTY: u64 = 0;
@@ -70,6 +70,15 @@ impl Slots {
         prefetch(&self.keys[at]);
         if value {
             prefetch(&self.values[at]);
+        }
+    }
+
+    /// `prefetch` of the key `AHEAD` keys after the `x`-th of `keys`, if there is one: what a batch call
+    /// asks for before it works on key `x`.
+    #[inline(always)]
+    pub fn prefetch_ahead(&self, keys: &[u64], x: usize, value: bool) {
+        if let Some(&ahead) = keys.get(x + AHEAD) {
+            self.prefetch(ahead, value);
         }
     }
 

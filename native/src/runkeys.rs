@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
-use crate::hashslots::{prefetch, Slots, AHEAD};
+use crate::hashslots::{prefetch, Slots};
 use crate::kernels::mix64;
 use crate::pairs::values_of;
 
@@ -100,9 +100,7 @@ impl RunKeys {
         let hashes = words(hashes);
         let mut out = Vec::with_capacity(hashes.len() * 4);
         for (x, &h) in hashes.iter().enumerate() {
-            if let Some(&ahead) = hashes.get(x + AHEAD) {
-                self.first.prefetch(ahead, false);
-            }
+            self.first.prefetch_ahead(&hashes, x, false);
             out.extend_from_slice(&(self.held(h) as u32).to_le_bytes());
         }
         Ok(PyBytes::new(py, &out))
@@ -117,11 +115,9 @@ impl RunKeys {
         for h in words(hashes) {
             *occurrences.entry(h).or_default() += 1;
         }
-        let distinct: Vec<(u64, usize)> = occurrences.into_iter().collect();
-        for (x, &(h, n)) in distinct.iter().enumerate() {
-            if let Some(&(ahead, _)) = distinct.get(x + AHEAD) {
-                self.first.prefetch(ahead, false);
-            }
+        let (distinct, counts): (Vec<u64>, Vec<usize>) = occurrences.into_iter().unzip();
+        for (x, (&h, &n)) in distinct.iter().zip(&counts).enumerate() {
+            self.first.prefetch_ahead(&distinct, x, false);
             if self.held(h) + n > self.per_key {
                 return Ok(false);
             }
@@ -149,9 +145,7 @@ impl RunKeys {
         let mut at = 0;
         for (r, (&position, &n)) in positions.iter().zip(&counts).enumerate() {
             for x in 0..n {
-                if let Some(&ahead) = hashes.get(at + x + AHEAD) {
-                    self.first.prefetch(ahead, true);
-                }
+                self.first.prefetch_ahead(&hashes, at + x, true);
                 if !self.hold(position, hashes[at + x]) {
                     crowded.push((r, x));
                 }
@@ -175,9 +169,7 @@ impl RunKeys {
         for n in counts {
             let mut found = Vec::new();
             for x in at..at + n {
-                if let Some(&ahead) = hashes.get(x + AHEAD) {
-                    self.first.prefetch(ahead, false);
-                }
+                self.first.prefetch_ahead(&hashes, x, false);
                 let h = hashes[x];
                 if let Some(p) = self.first.get(h) {
                     found.push(p);
