@@ -391,9 +391,9 @@ class FrozenKeys:
     def lookup(self, key_lists: KeyLists, *, per_key: int = MAX_PER_KEY, per_record: int = 100) -> list[list[str]]:
         """For each record's keys, the ids of the documents holding any of them: of each key its first
         ``per_key`` documents, of those the first ``per_record``, in the order they were written."""
-        starts = self._buckets()
-        records, ords = (self._pairs(key_lists, per_key, per_record) if starts is None else
-                         native_keys.frozen_lookup(self._hashes, self._ords, starts, key_lists.hashes,
+        buckets = self._buckets()
+        records, ords = (self._pairs(key_lists, per_key, per_record) if buckets is None else
+                         native_keys.frozen_lookup(self._hashes, self._ords, buckets, key_lists.hashes,
                                                    key_lists.counts, per_key, per_record))
         out: list[list[str]] = [[] for _ in key_lists.counts]
         starts, ends = self._offsets[ords].tolist(), self._offsets[ords + np.uint64(1)].tolist()
