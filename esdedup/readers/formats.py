@@ -54,7 +54,7 @@ from esdedup.readers.records import (
     id_size_reason,
     json_error,
     json_type,
-    plain_object,
+    plain_record,
     strict_json,
 )
 from esdedup.util.fieldtypes import checked_args
@@ -163,26 +163,24 @@ def _read_jsonl(found: Found, opts: _Options) -> Iterator[Record | Rejected]:
             if not opts.skipped(source, 0):
                 yield enc
             return
+        names, skipped = opts.names, opts.skipped
         for lineno, line in enumerate(split_lines(f, enc.bom, enc.newline, limit), 1):
-            item = _jsonl_line(line, lineno, enc, found, opts)
+            # Most lines of a UTF-8 file are read from their bytes; a resumed run skips a line after it is read.
+            if line.data is not None and enc.codec == "utf-8":
+                record = _plain_line(line.data, line.offset, lineno, enc, source, names)
+                if record is not None:
+                    if not skipped(source, line.offset):
+                        yield record
+                    continue
+            item = _decoded_line(line, lineno, enc, found, opts)
             if item is not None:
                 yield item
 
 
-def _jsonl_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Options
-                ) -> Record | Rejected | None:
-    """One JSONL line as a record or a rejection; None for a blank line or one a resumed run skips
-    (asked before the JSON is parsed, but for a line `_plain_line` reads)."""
-    if line.data is not None and enc.codec == "utf-8":
-        record = _plain_line(line.data, line.offset, lineno, enc, found.source, opts.names)
-        if record is not None:
-            return None if opts.skipped(found.source, line.offset) else record
-    return _decoded_line(line, lineno, enc, found, opts)
-
-
 def _decoded_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Options
                   ) -> Record | Rejected | None:
-    """`_jsonl_line` the long way: any line of any encoding, decoded, then read by `_json_record`."""
+    """A JSONL line as a record or a rejection, the long way: any line of any encoding, decoded, then read by
+    `_json_record`; None for a blank line or one a resumed run skips."""
     source, location, limit = found.source, f"line {lineno}", opts.max_record_bytes
     rejected = None
     if line.data is None:
@@ -207,18 +205,12 @@ def _decoded_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _
 
 def _plain_line(data: bytes, offset: int, lineno: int, enc: LineCodec, source: str,
                 names: FieldNames) -> Record | None:
-    """The record of most lines of a UTF-8 file: an object that orjson reads from the bytes as they are
-    (`plain_object`) and that makes a record (`build_record`), read without decoding the line.
-    None for any other line, which `_jsonl_line` reads the long way, for its record or the reason it makes
-    none."""
-    obj = plain_object(data)
-    if obj is None:
-        return None
-    # No excerpt: a line that makes no record is read again the long way, which keeps one for its rejection.
-    record = build_record(obj, names, Where(source, f"line {lineno}", offset, enc.name, ""), narrow_numbers=True)
-    if isinstance(record, Rejected):
-        return None
-    enc.read_line(data)
+    """The record of most lines of a UTF-8 file, read from the bytes as they are (`plain_record`), without
+    decoding the line. None for any other line, which `_decoded_line` reads the long way, for its record or the
+    reason it makes none (and an excerpt for its rejection)."""
+    record = plain_record(data, names, source, f"line {lineno}", offset, enc.name)
+    if record is not None:
+        enc.read_line(data)
     return record
 
 

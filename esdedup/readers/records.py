@@ -125,14 +125,49 @@ def strict_json(text: str) -> Any:
     return STRICT_JSON.decode(text) if value is _NOT_READ else value
 
 
-def plain_object(data: bytes) -> dict[str, Any] | None:
-    """The JSON object that the UTF-8 bytes ``data`` hold when orjson reads it as `strict_json` would read
-    their text, else None: the caller then decodes the text and reads it with `strict_json`, for its value
-    or its error (a blank line, a byte-order mark, bytes that are not UTF-8, anything orjson refuses, a
-    value holding a float or an integer beyond a signed 64 bits, one that is not an object). orjson refuses
-    lone surrogates, escaped or not, and raw control characters, so an object it reads has neither."""
-    value = _orjson_value(data)
-    return value if type(value) is dict else None
+def plain_record(data: bytes, names: FieldNames, source: str, location: str, offset: int,
+                 encoding: str) -> Record | None:
+    """The record of the UTF-8 bytes ``data`` when orjson reads them as `strict_json` would read their text
+    and `build_record` makes a record of the object, else None: the caller then decodes the text and reads it
+    the long way, for its record or the reason it makes none (a blank line, a byte-order mark, bytes that are
+    not UTF-8, anything orjson refuses, a value holding a float or an integer beyond a signed 64 bits, one that
+    is not an object, one `build_record` rejects). orjson refuses lone surrogates, escaped or not, and raw
+    control characters, so an object it reads has neither. `build_record`'s rules, spelt out for the common
+    object (string values, a string or integer id): a JSONL file's lines are read here, one call a line."""
+    if orjson is None:
+        return None
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict:
+        return None
+    top = INT64_MAX
+    for value in obj.values():
+        kind = type(value)
+        if kind is not str and (kind is float or (kind is int and value > top)
+                                or ((kind is dict or kind is list) and _holds_float_or_wide_int(value))):
+            return None
+    text = obj.get(names.text)
+    if type(text) is not str or not text or text.isspace():
+        return None
+    raw_id = obj.get(names.id)
+    if type(raw_id) is str:
+        record_id: str | None = raw_id or None
+    elif type(raw_id) is int or raw_id is None:
+        record_id = None if raw_id is None else str(raw_id)
+    else:
+        return None
+    if record_id is not None and id_size_reason(record_id) is not None:
+        return None
+    title = obj.get(names.title)
+    if title is not None and type(title) is not str:
+        if type(title) is not int:  # a float was refused above; a bool, a list or an object makes no title
+            return None
+        title = str(title)
+    for key in (names.text, names.id, names.title):
+        obj.pop(key, None)  # the rest are the record's fields
+    return Record(record_id, text, title or None, obj, source, location, offset, encoding)
 
 
 #: What `_orjson_value` gives for a text it leaves to `STRICT_JSON`.

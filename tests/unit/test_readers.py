@@ -882,6 +882,14 @@ JSONL_LINES = [
     b'{"text": "x", "v": NaN}',
     b'{"text": "x", "extra": {"deep": [1, {"a": "b"}]}}',
     b'{"txt": "no text field"}',
+    b'{"id": -5, "text": "x", "title": 0, "a": {"b": [true, null, -3]}}',
+    b'{"id": 9223372036854775808, "text": "x"}',
+    b'{"id": 1.0, "text": "x"}',
+    b'{"text": "x", "title": false}',
+    b'{"text": "x", "title": null, "id": null}',
+    b'{"text": 5}',
+    b'{"text": "x", "deep": [[[2.5]]]}',
+    b'{"title": "t", "text": "x", "id": "z", "text2": "y"}',
 ]
 
 
