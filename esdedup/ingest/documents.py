@@ -86,11 +86,22 @@ def ids_for_texts(texts: Sequence[str], config: FingerprintConfig) -> list[str]:
 _DOTTED_DEDUP = DEDUP + "."
 
 
-def _own_filled(fields: dict[str, Any]) -> list[str]:
+#: `_own_filled` of the key tuples met so far (the records of a file mostly share theirs), at most `_KEY_SETS`.
+_own_filled_of: dict[tuple[Any, ...], tuple[str, ...]] = {}
+_KEY_SETS = 4096
+
+
+def _own_filled(fields: dict[str, Any]) -> tuple[str, ...]:
     """The record's keys that would land on a field ingest fills: those of `FILLED_FIELDS`, and dotted keys
     under ``dedup`` (``"dedup.cluster_id"``: Elasticsearch expands the dots, and the document would carry a
     second cluster id beside the one ingest writes)."""
-    return [k for k in fields if k in FILLED_FIELDS or k.startswith(_DOTTED_DEDUP)]
+    keys = tuple(fields)
+    own = _own_filled_of.get(keys)
+    if own is None:
+        own = tuple(k for k in keys if k in FILLED_FIELDS or k.startswith(_DOTTED_DEDUP))
+        if len(_own_filled_of) < _KEY_SETS:
+            _own_filled_of[keys] = own
+    return own
 
 
 def field_clash(rec: Record) -> str | None:
@@ -109,7 +120,8 @@ def unstorable_reason(rec: Record) -> str | None:
     file (`esdedup.readers`), for a record a program made itself (`esdedup.ingest.service.Ingester`), so that
     such a record is refused with a reason, on every store alike, before anything of it is labelled or
     written. A lone surrogate in its text, id, title, any field's name or value (UTF-8 cannot encode it);
-    an id longer than Elasticsearch takes; fields that cannot be encoded as JSON (a circular reference, a
+    an id longer than Elasticsearch takes; a field named by anything but a string (a reader's fields are named
+    by the file's strings); fields that cannot be encoded as JSON (a circular reference, a
     key that is not a string or number, a NaN where the JSON cannot say null); a number in a field beyond
     Elasticsearch's (an integer beyond a signed 64 bits, a float beyond a 32-bit float)."""
     for name, value in (("text", rec.text), ("id", rec.id), ("title", rec.title)):
@@ -119,6 +131,9 @@ def unstorable_reason(rec: Record) -> str | None:
         reason = id_size_reason(rec.id)
         if reason is not None:
             return reason
+    named = next((k for k in rec.fields if type(k) is not str), None)
+    if named is not None:
+        return f"field name {named!r} is not a string (a JSON object's names are strings): name it by a string"
     return _fields_reason(rec.fields) or wide_number_reason(rec.fields)
 
 

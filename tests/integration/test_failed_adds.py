@@ -59,6 +59,17 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Store, Store
     return _stores(request, tmp_path)
 
 
+def test_a_field_named_by_anything_but_a_string_fails_with_its_name(tmp_path):
+    """A program's article whose field is named by a number (which no keyword argument can be) is refused with
+    the name, not dropped into the store under a name JSON made up, nor raised as an error of the library."""
+    ingester = Ingester(LocalStore("svc", tmp_path / "data"), CONFIG, dead_letter=tmp_path / "dl.jsonl")
+    got, kept = ingester.add_many([{"text": TEXT, "id": "a", 1: "x"}, {"text": NEAR, "id": "b", "n": 1}])
+    assert (got.status, got.reason) == ("failed", "field name 1 is not a string (a JSON object's names are strings): "
+                                                  "name it by a string")
+    assert (kept.status, kept.cluster_id) == ("indexed", "b")
+    ingester.close()
+
+
 def test_an_article_no_store_can_carry_fails_and_leaves_nothing_behind(stores, tmp_path):
     """Each such article is ``failed`` with its reason (no exception), dead-lettered, not stored, and the
     near-duplicate added next is indexed as its own cluster's representative: no ghost of the failed one."""
