@@ -152,6 +152,9 @@ class FingerprintBlock:
     #: The signatures, stacked (None: no row has one), and each row's place in it (-1: none).
     sigs: np.ndarray | None = field(repr=False)
     sig_row: np.ndarray = field(repr=False)
+    #: Row r's `Fingerprint`, made from the columns the block came in when a consumer first reads it (most
+    #: rows of a batch are written from the arrays and never read as objects); None where there is no maker.
+    fingerprint_of: Callable[[int], Fingerprint] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.simhash)

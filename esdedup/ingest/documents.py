@@ -36,8 +36,9 @@ class FingerprintedRecord:
     """A record with its fingerprint, as it comes back from a worker (compact: no exact TF table)."""
 
     record: Record
-    #: None when the run reads none (`esdedup.ingest.driver.IngestRun.reads_fingerprints`): its workers
-    #: sent back the SimHash and the encoded ``dedup`` fields only.
+    #: None until it is first read (`fp`) where its batch's block makes it (`FingerprintBlock.fingerprint_of`),
+    #: and when the run reads none (`esdedup.ingest.driver.IngestRun.reads_fingerprints`): its workers sent
+    #: back the SimHash and the encoded ``dedup`` fields only.
     fingerprint: Fingerprint | None
     #: The text's SimHash (`same_text` reads it where a stored document has no content SHA-1).
     simhash: int
@@ -56,6 +57,8 @@ class FingerprintedRecord:
     @property
     def fp(self) -> Fingerprint:
         """The fingerprint, for the steps that read it (labelling in every mode but ``index``, settling)."""
+        if self.fingerprint is None and self.block is not None and self.block.fingerprint_of is not None:
+            self.fingerprint = self.block.fingerprint_of(self.row)
         if self.fingerprint is None:
             raise ValueError(f"record {self.id!r} came from the workers without its fingerprint: the run said it "
                              "would read none")

@@ -184,8 +184,9 @@ class IngestRun:
         """Count what was read; rejected records fail here, the rest pair up with their fingerprints."""
         items: list[FingerprintedRecord] = []
         summary = self.summary
-        fps = results.fingerprints() if results.has_fingerprints else repeat(None)
         block = results.block() if results.has_fingerprints else None
+        # A batch's block makes each record's fingerprint when labelling first reads it (most never do).
+        fps = results.fingerprints() if results.has_fingerprints and block is None else repeat(None)
         it = zip(fps, results.simhashes, results.sha1s, results.dedup_json or repeat(None), results.held_hashes(),
                  count(), strict=False)
         for rec in batch:

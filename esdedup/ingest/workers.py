@@ -197,40 +197,64 @@ def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
 
 
 def _block_of(simhashes: list[int], columns: tuple[Any, ...]) -> FingerprintBlock | bool:
-    """The `FingerprintBlock` of packed columns (`_pack_columns`); False for no texts, or SimHashes wider than
-    64 bits (a block keeps them as unsigned 64-bit integers)."""
-    lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, *_ = columns
+    """The `FingerprintBlock` of packed columns (`_pack_columns`), which makes a row's fingerprint when it is
+    read (`RowFingerprints`); False for no texts, or SimHashes wider than 64 bits (a block keeps them as
+    unsigned 64-bit integers)."""
+    lengths, chars, shingles, empties, bits, vectors, _, sigs, _, n_bands, *_ = columns
     if bits > 64 or vectors is None:
         return False
     n = len(simhashes)
-    vector_row = (np.arange(n, dtype=np.int64) if has_vector is None
-                  else np.where(has_vector, np.cumsum(has_vector) - 1, -1))
-    signed_mask = np.array(signed, dtype=bool).reshape(n)
-    sig_row = np.where(signed_mask, np.cumsum(signed_mask) - 1, -1)
+    rows = RowFingerprints(simhashes, columns)
     return FingerprintBlock(np.array(simhashes, dtype=np.uint64).reshape(n),
                             np.array(lengths, dtype=np.int64).reshape(n), np.array(chars, dtype=np.int64).reshape(n),
                             np.array(shingles, dtype=np.int64).reshape(n), np.array(empties, dtype=bool).reshape(n),
-                            np.array(n_bands, dtype=np.int64).reshape(n) > 0, vectors, vector_row,
-                            zero_vector(vectors.shape[1], vectors.dtype), sigs, sig_row)
+                            np.array(n_bands, dtype=np.int64).reshape(n) > 0, vectors, rows.vector_row,
+                            zero_vector(vectors.shape[1], vectors.dtype), sigs, rows.sig_row, rows)
 
 
 def _unpack_fingerprints(simhashes: list[int], columns: tuple[Any, ...]) -> list[Fingerprint]:
-    lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, bands, n_lsh, lsh = columns
-    out: list[Fingerprint] = []
-    sig_rows = iter(sigs if sigs is not None else ())
-    vector_rows: Iterator[np.ndarray] = iter(vectors if vectors is not None else ())
-    if has_vector is not None:  # the documents without a vector share one zero vector
-        zero = zero_vector(vectors.shape[1], vectors.dtype)
-        kept = iter(vectors)
-        vector_rows = (next(kept) if v else zero for v in has_vector.tolist())
-    b = l = 0  # noqa: E741 - positions in the flat band and LSH lists
-    for simhash, length, n_chars, n_shingles, empty, has_sig, nb, nl in zip(
-            simhashes, lengths, chars, shingles, empties, signed, n_bands, n_lsh, strict=True):
+    """Every row's `Fingerprint`, in order (`RowFingerprints` makes one)."""
+    rows = RowFingerprints(simhashes, columns)
+    return [rows(r) for r in range(len(simhashes))]
+
+
+class RowFingerprints:
+    """One row's `Fingerprint` at a time from packed columns (`_pack_columns`), as many as a consumer reads:
+    the rows without a vector of their own share one zero vector. Holds the columns, not the batch (no cycle
+    through a batch's block, which holds it)."""
+
+    def __init__(self, simhashes: list[int], columns: tuple[Any, ...]) -> None:
+        lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, bands, n_lsh, lsh = columns
+        self._scalars = simhashes, lengths, chars, shingles, empties
+        self._bits, self._bands, self._lsh, self._vectors, self._sigs = bits, bands, lsh, vectors, sigs
+        self._band_at, self._lsh_at = _starts(n_bands), _starts(n_lsh)
+        n = len(simhashes)
+        self._zero: Any = None if vectors is None else zero_vector(vectors.shape[1], vectors.dtype)
+        #: Each row's place among the vectors and among the signatures (-1: none), as a block keeps them.
+        self.vector_row = (np.arange(n, dtype=np.int64) if has_vector is None
+                           else np.where(has_vector, np.cumsum(has_vector) - 1, -1))
+        signed_mask = np.array(signed, dtype=bool).reshape(n)
+        self.sig_row = np.where(signed_mask, np.cumsum(signed_mask) - 1, -1)
+        self._vector_at, self._sig_at = self.vector_row.tolist(), self.sig_row.tolist()
+
+    def __call__(self, r: int) -> Fingerprint:
+        simhashes, lengths, chars, shingles, empties = self._scalars
+        v, s = self._vector_at[r], self._sig_at[r]
+        b, lsh_at = self._band_at, self._lsh_at
         # By position: a call by keyword costs twice as much, once a record.
-        out.append(Fingerprint(simhash, bands[b:b + nb], next(vector_rows), {}, length, empty, lsh[l:l + nl],
-                               next(sig_rows) if has_sig else None, n_chars, bits, n_shingles))
-        b, l = b + nb, l + nl  # noqa: E741
-    return out
+        return Fingerprint(simhashes[r], self._bands[b[r]:b[r + 1]], self._zero if v < 0 else self._vectors[v], {},
+                           lengths[r], empties[r], self._lsh[lsh_at[r]:lsh_at[r + 1]],
+                           None if s < 0 else self._sigs[s], chars[r], self._bits, shingles[r])
+
+
+def _starts(counts: list[int]) -> list[int]:
+    """Where each of consecutive runs of ``counts`` starts in their flat list, and the end."""
+    at = [0] * (len(counts) + 1)
+    total = 0
+    for i, c in enumerate(counts, 1):
+        total += c
+        at[i] = total
+    return at
 
 
 class Workers:

@@ -11,7 +11,7 @@ other programs' documents) is the `ElasticsearchBacked` protocol.
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
@@ -118,16 +118,25 @@ class NewDoc:
     row: int = 0
 
     def __post_init__(self) -> None:
-        if self.fingerprint is None and self.dedup_json is None:
+        if self.fingerprint is None and self.dedup_json is None and self._maker is None:
             raise ValueError(f"document {self.id!r} has neither a fingerprint nor its dedup fields encoded")
 
     @property
+    def _maker(self) -> Callable[[int], Fingerprint] | None:
+        """What makes the fingerprint from ``block`` when it is read (`FingerprintBlock.fingerprint_of`)."""
+        return None if self.block is None else self.block.fingerprint_of
+
+    @property
     def fp(self) -> Fingerprint:
-        """The fingerprint, for a store that encodes the ``dedup`` fields itself.
+        """The fingerprint, for a store that encodes the ``dedup`` fields itself (made from ``block`` where the
+        document came with none of its own).
 
         Raises:
             ValueError: the document carries its fields encoded only, which such a store cannot read.
         """
+        make = self._maker if self.fingerprint is None else None
+        if make is not None:
+            self.fingerprint = make(self.row)
         if self.fingerprint is None:
             raise ValueError(f"document {self.id!r} carries its dedup fields encoded only, without the fingerprint "
                              "this store encodes them from")

@@ -55,6 +55,17 @@ def test_fingerprints_cross_from_the_workers_as_columns_and_come_back_equal(
         assert a.minhash is None or np.array_equal(a.minhash, b.minhash)
         if encode:
             assert got.dedup_json[i] == dedup_members(b, config, sha)
+    # The batch's block makes each row's fingerprint on its own, as it is first read: the same values, of the
+    # same types, as those made all at once.
+    block = got.block()
+    assert (block is None) == (config.bits > 64)
+    for i, a in enumerate(got.fingerprints() if block is not None else ()):
+        c = block.fingerprint_of(i)
+        fields = ("simhash", "bands", "lsh", "length", "chars", "empty", "shingles", "bits", "tf")
+        assert [(getattr(c, f), type(getattr(c, f))) for f in fields] == [(getattr(a, f), type(getattr(a, f)))
+                                                                          for f in fields]
+        assert c.vector.dtype == a.vector.dtype and np.array_equal(c.vector, a.vector)
+        assert (c.minhash is None) == (a.minhash is None) and (a.minhash is None or np.array_equal(c.minhash, a.minhash))
     empty = pickle.loads(pickle.dumps(workers._fingerprint_batch([], encode, encode, True)))
     assert len(empty) == 0 and empty.fingerprints() == [] and empty.dedup_json == ([] if encode else None)
     assert (list(empty.held_hashes()) == []) if encode else empty.held is None
