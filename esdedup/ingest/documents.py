@@ -7,8 +7,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a dependency; still work without it
@@ -19,6 +17,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint
 from esdedup.fingerprint.normalize import normalize
 from esdedup.fingerprint.values import FingerprintBlock
 from esdedup.ingest.options import BATCH_CHARS
+from esdedup.ingest.runindex import HeldHashes
 from esdedup.readers import Record, Rejected
 from esdedup.readers.records import has_lone_surrogate, id_size_reason, wide_number_reason
 from esdedup.schema import DEDUP, INPUT_FIELDS, content_sha1
@@ -46,11 +45,11 @@ class FingerprintedRecord:
     id: str
     #: The ``dedup`` fields encoded by the worker (`NewDoc.dedup_json`), when the store takes them.
     dedup_json: bytes | None = None
-    #: The `esdedup.ingest.runindex.key_hashes` of its `esdedup.ingest.runindex.held_keys` (uint64), when the
-    #: worker made them.
-    held_hashes: np.ndarray | None = None
-    #: The arrays its batch's fingerprints came in (`esdedup.ingest.workers.Fingerprinted.block`), and its row
-    #: there, when the batch came from a worker process.
+    #: The `esdedup.ingest.runindex.key_hashes` of its batch's `esdedup.ingest.runindex.held_keys`, when the
+    #: worker made them (its own at ``row``).
+    held: HeldHashes | None = None
+    #: The arrays its batch's fingerprints came in (`esdedup.ingest.workers.Fingerprinted.block`), when the batch
+    #: came from a worker process; its row there, and in ``held``.
     block: FingerprintBlock | None = None
     row: int = 0
 

@@ -187,14 +187,14 @@ class IngestRun:
         block = results.block() if results.has_fingerprints else None
         # A batch's block makes each record's fingerprint when labelling first reads it (most never do).
         fps = results.fingerprints() if results.has_fingerprints and block is None else repeat(None)
-        it = zip(fps, results.simhashes, results.sha1s, results.dedup_json or repeat(None), results.held_hashes(),
-                 count(), strict=False)
+        held = results.held
+        it = zip(fps, results.simhashes, results.sha1s, results.dedup_json or repeat(None), count(), strict=False)
         for rec in batch:
             summary.read += 1
             if isinstance(rec, Rejected):
                 self.ledger.fail(rec, "rejected", rec.reason, excerpt=rec.excerpt)
                 continue
-            fp, simhash, sha1, dedup_json, held, row = next(it)
+            fp, simhash, sha1, dedup_json, row = next(it)
             clash = field_clash(rec)
             if clash is not None:
                 self.ledger.fail(rec, "rejected", clash, doc_id=rec.id)

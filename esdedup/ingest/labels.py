@@ -93,11 +93,11 @@ def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool
 def run_key_lists(items: list[FingerprintedRecord], config: FingerprintConfig) -> tuple[KeyLists, KeyLists]:
     """The `run_keys` each record of a batch probes and holds: one list for both where the band layout probes
     no neighbouring keys (a record then looks up the keys it holds). The hashes of the keys held come from the
-    workers when they made them (`FingerprintedRecord.held_hashes`)."""
-    held = [d.held_hashes for d in items if d.held_hashes is not None]
-    if items and len(held) == len(items):
-        holds = KeyLists.hashed(np.concatenate(held), [len(h) for h in held],
-                                lambda r: run_keys(items[r], config, probing=False))
+    workers when they made them (`FingerprintedRecord.held`)."""
+    held = items[0].held if items else None
+    if held is not None and all(d.held is held for d in items):
+        hashes, counts = held.of_rows([d.row for d in items])
+        holds = KeyLists.hashed(hashes, counts, lambda r: run_keys(items[r], config, probing=False))
     else:
         holds = KeyLists([run_keys(d, config, probing=False) for d in items])
     if not config.band_layout().radius:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, islice, repeat
 from typing import Any
@@ -38,6 +39,34 @@ def held_keys(bands: list[str], lsh: list[str], empty: bool, sha1: str) -> list[
     text without words, which has none, its content SHA-1, since its exact copies are its only duplicates
     (rule 0 of `esdedup.match.rule`)."""
     return [f"content_sha1:{sha1}"] if empty else bands + lsh
+
+
+@dataclass(frozen=True, eq=False)
+class HeldHashes:
+    """The `key_hashes` of each text's `held_keys` for a batch of texts, flat, and where each text's start (one
+    more: the end): made where the texts were fingerprinted, one for the batch, each record knowing its row."""
+
+    hashes: np.ndarray  # uint64
+    offsets: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, per_text: Sequence[np.ndarray]) -> HeldHashes:
+        offsets = np.zeros(len(per_text) + 1, dtype=np.int64)
+        np.cumsum([len(h) for h in per_text], out=offsets[1:])
+        return cls(np.concatenate(per_text) if per_text else np.zeros(0, dtype=np.uint64), offsets)
+
+    def of_rows(self, rows: Sequence[int]) -> tuple[np.ndarray, list[int]]:
+        """The hashes of the texts at ``rows``, flat in that order, and how many each has."""
+        at = np.asarray(rows, dtype=np.int64)
+        starts = self.offsets[at]
+        counts = self.offsets[at + 1] - starts
+        if len(at) == len(self.offsets) - 1 and (at == np.arange(len(at))).all():  # the whole batch (most)
+            return self.hashes, counts.tolist()
+        flat = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+        return self.hashes[flat], counts.tolist()
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
 
 
 class KeyLists:

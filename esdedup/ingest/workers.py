@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
 from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
-from itertools import chain, pairwise, repeat
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from esdedup.errors import Terminated, WorkerKilled
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.values import Fingerprint, FingerprintBlock, FingerprintColumns, zero_vector
-from esdedup.ingest.runindex import held_keys, key_hashes
+from esdedup.ingest.runindex import HeldHashes, held_keys, key_hashes
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members_many
 
@@ -91,15 +91,15 @@ def fingerprint_with(fper: Fingerprinter, texts: list[str], *, encode: bool = Fa
                          held_key_hashes(columns, sha1s) if held else None, fingerprints=fingerprints)
 
 
-def held_key_hashes(columns: list[FingerprintColumns], sha1s: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The `esdedup.ingest.runindex.key_hashes` of each text's `esdedup.ingest.runindex.held_keys`, flat, and
-    the offset where each text's hashes start (one more: the end), as the run would hash them itself."""
+def held_key_hashes(columns: list[FingerprintColumns], sha1s: list[str]) -> HeldHashes:
+    """The `esdedup.ingest.runindex.key_hashes` of each text's `esdedup.ingest.runindex.held_keys`, as the run
+    would hash them itself."""
     keys = [held_keys(bands, lsh, empty, sha1) for bands, lsh, empty, sha1 in zip(
         chain.from_iterable(c.bands for c in columns), chain.from_iterable(c.lsh for c in columns),
         chain.from_iterable(c.empties for c in columns), sha1s, strict=True)]
     offsets = np.zeros(len(keys) + 1, dtype=np.int64)
     np.cumsum([len(k) for k in keys], out=offsets[1:])
-    return key_hashes([k for ks in keys for k in ks]), offsets
+    return HeldHashes(key_hashes([k for ks in keys for k in ks]), offsets)
 
 
 class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
@@ -113,7 +113,7 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
     (``index`` mode on Elasticsearch), which spares both processes most of what a batch pickles."""
 
     def __init__(self, columns: list[FingerprintColumns], sha1s: list[str], dedup_json: list[bytes] | None = None,
-                 held: tuple[np.ndarray, np.ndarray] | None = None, *, fingerprints: bool = True) -> None:
+                 held: HeldHashes | None = None, *, fingerprints: bool = True) -> None:
         self.sha1s = sha1s
         self.simhashes: list[int] = list(chain.from_iterable(c.simhashes for c in columns))
         self.dedup_json = dedup_json
@@ -156,13 +156,6 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
         if self._block is None and self.has_fingerprints and self._columns is None and self._packed:
             self._block = _block_of(self.simhashes, self._packed)
         return self._block if isinstance(self._block, FingerprintBlock) else None
-
-    def held_hashes(self) -> Iterator[np.ndarray | None]:
-        """Each text's part of `held` (views), or None for each when the hashes were not made."""
-        if self.held is None:
-            return repeat(None)
-        hashes, offsets = self.held
-        return (hashes[a:b] for a, b in pairwise(offsets.tolist()))
 
     def __getstate__(self) -> dict[str, Any]:
         packed = self._packed if self._columns is None else _pack_columns(self._columns)

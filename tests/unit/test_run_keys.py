@@ -22,7 +22,15 @@ from esdedup.fingerprint import native
 from esdedup.ingest import native_keys
 from esdedup.ingest.documents import FingerprintedRecord
 from esdedup.ingest.labels import BatchCandidates, _stable_order, batch_peers, run_keys
-from esdedup.ingest.runindex import MAX_PER_KEY, KeyLists, RunIndex, _hash_chunk, _KeyTable, key_hashes
+from esdedup.ingest.runindex import (
+    MAX_PER_KEY,
+    HeldHashes,
+    KeyLists,
+    RunIndex,
+    _hash_chunk,
+    _KeyTable,
+    key_hashes,
+)
 from esdedup.store.base import StoredDoc
 
 KEYS = [f"{band}:{value}" for band in range(3) for value in range(4)]
@@ -340,9 +348,13 @@ def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
         probes, holds = run_key_lists(items, config)
         want = [run_keys(d, config, probing=False) for d in items]
         assert probes is holds and [holds.keys_of(r) for r in range(len(items))] == want
-        # Where the workers made the hashes of the keys held, the lists are the same.
-        for d, keys in zip(items, want, strict=True):
-            d.held_hashes = key_hashes(keys)
-        probes, holds = run_key_lists(items, config)
-        assert probes is holds and [holds.keys_of(r) for r in range(len(items))] == want
-        assert holds.hashes.tolist() == key_hashes([k for ks in want for k in ks]).tolist()
+        # Where the workers made the hashes of the keys held, the lists are the same: of the whole batch, and of
+        # the records left of it (others were rejected), in any order.
+        held = HeldHashes.of([key_hashes(keys) for keys in want])
+        for r, d in enumerate(items):
+            d.held, d.row = held, r
+        for kept in ([0, 1, 2], [2, 0], [1]):
+            probes, holds = run_key_lists([items[r] for r in kept], config)
+            assert probes is holds and [holds.keys_of(x) for x in range(len(kept))] == [want[r] for r in kept]
+            assert holds.hashes.tolist() == key_hashes([k for r in kept for k in want[r]]).tolist()
+            assert holds.counts == [len(want[r]) for r in kept]

@@ -152,9 +152,9 @@ def test_verdicts_on_a_batch_s_peers_from_its_arrays_are_those_of_the_documents(
     sent = pickle.loads(pickle.dumps(fingerprint_with(Fingerprinter(config), texts, held=True)))
     block = sent.block()
     assert block is not None
-    fps, held = sent.fingerprints(), list(sent.held_hashes())
+    fps = sent.fingerprints()
     items = [FingerprintedRecord(Record(ids[k], None, x, {}, "t", str(k), 0, "utf-8"), fps[k], sent.simhashes[k],
-                                 sent.sha1s[k], ids[k], held_hashes=held[k], block=block, row=k)
+                                 sent.sha1s[k], ids[k], held=sent.held, block=block, row=k)
              for k, x in enumerate(texts)]
     peers, _ = batch_peers(*run_key_lists(items, config))
     todo = [i for i, p in enumerate(peers) if p]
