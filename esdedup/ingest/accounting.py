@@ -25,7 +25,8 @@ class BatchState:
     (`esdedup.ingest.writer`), the next batch is labelled while this one is written, and each keeps its own."""
 
     batch: Batch
-    #: What became of each record (by object id) and the cluster each one joined.
+    #: What became of each record (by object id) and the cluster each one joined, where the ledger keeps them
+    #: (`Ledger.keeps_fates`).
     fates: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     clusters: dict[int, tuple[str, Root]] = field(default_factory=dict)
     #: Clusters the batch joined that the store must join too (`Store.merge_clusters`).
@@ -41,11 +42,14 @@ class BatchState:
 
 class Ledger:
     """Counts and dead letters: every record that does not end up written goes through `fail` or `skip`,
-    so ``read == indexed + skipped + failed`` holds by construction. ``cur`` is the batch they go to."""
+    so ``read == indexed + skipped + failed`` holds by construction. ``cur`` is the batch they go to.
+    ``keeps_fates``: each record's fate and cluster are kept in its batch (`BatchState.fates`, ``clusters``)
+    for a caller that answers record by record (a service); a batch run counts them only."""
 
-    def __init__(self, summary: IngestSummary, dead: DeadLetters) -> None:
+    def __init__(self, summary: IngestSummary, dead: DeadLetters, *, keeps_fates: bool = False) -> None:
         self.summary = summary
         self.dead = dead
+        self.keeps_fates = keeps_fates
         self.cur = BatchState([])
 
     def enter(self, state: BatchState) -> BatchState:
@@ -58,7 +62,8 @@ class Ledger:
              excerpt: str | None = None) -> None:
         """Count one record as failed and dead-letter it."""
         self.summary.failed += 1
-        self.cur.fates[id(at)] = ("failed", reason)
+        if self.keeps_fates:
+            self.cur.fates[id(at)] = ("failed", reason)
         self.dead.accounted(at.source, at.location)
         self.dead.write(source=at.source, location=at.location, kind=kind, id=doc_id, reason=reason,
                         excerpt=excerpt)
@@ -67,12 +72,14 @@ class Ledger:
         """Count one record as indexed without a write: the store holds it already, as it is."""
         self.summary.indexed += 1
         self.summary.unchanged += 1
-        self.cur.fates[id(item.record)] = ("indexed", None)
+        if self.keeps_fates:
+            self.cur.fates[id(item.record)] = ("indexed", None)
 
     def skip(self, item: FingerprintedRecord, reason: str, *, listed: bool = True) -> None:
         """Count one record as skipped and dead-letter it; ``listed``: name it in ``skipped_ids``."""
         self.summary.skipped += 1
-        self.cur.fates[id(item.record)] = ("skipped", reason)
+        if self.keeps_fates:
+            self.cur.fates[id(item.record)] = ("skipped", reason)
         self.dead.accounted(item.record.source, item.record.location)
         if listed and len(self.summary.skipped_ids) < SUMMARY_IDS:
             self.summary.skipped_ids.append(item.id)
@@ -104,6 +111,7 @@ class Ledger:
         confirmed, ``error``, fail as unconfirmed). Returns the records written."""
         where = {new.id: d for new, d in sent}
         written: list[FingerprintedRecord] = []
+        fates = self.cur.fates if self.keeps_fates else None
         for res in results:
             d = where.pop(res.id)
             if not res.ok:
@@ -111,7 +119,8 @@ class Ledger:
                           excerpt=d.record.text[:200])
                 continue
             self.summary.indexed += 1
-            self.cur.fates[id(d.record)] = ("indexed", None)
+            if fates is not None:
+                fates[id(d.record)] = ("indexed", None)
             self.dead.accounted(d.record.source, d.record.location)
             if res.created:
                 self.summary.created += 1

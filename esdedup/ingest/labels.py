@@ -515,6 +515,7 @@ class Labeller:
                batch: BatchCandidates | None) -> list[tuple[FingerprintedRecord, Labels]]:
         labelled: list[tuple[FingerprintedRecord, Labels]] = []
         window, summary, cur = self.window, self.ledger.summary, self.ledger.cur
+        clusters = cur.clusters if self.ledger.keeps_fates else None
         earlier = window.earlier.get([d.id for d in items])
         for i, (d, found) in enumerate(zip(items, stored, strict=True)):
             first_sha1 = window.written.get(d.id) or earlier.get(d.id)
@@ -534,7 +535,8 @@ class Labeller:
             if labels.replaces is not None:
                 self._count_replaced(d, labels)
             labelled.append((d, labels))
-            cur.clusters[id(d.record)] = (d.id, labels.root)
+            if clusters is not None:
+                clusters[id(d.record)] = (d.id, labels.root)
             if batch is not None:
                 batch.add(i, labels.seq, labels.root, window.run_index)
         if batch is not None:

@@ -40,7 +40,7 @@ def _new(d: FingerprintedRecord) -> NewDoc:
 def books(tmp_path):
     summary = IngestSummary()
     dead = DeadLetters(tmp_path / "dead.jsonl", fresh=True)
-    ledger = Ledger(summary, dead)
+    ledger = Ledger(summary, dead, keeps_fates=True)
     yield summary, dead, ledger
     dead.close()
 
@@ -118,3 +118,19 @@ def test_the_overlapped_writer_writes_one_batch_at_a_time_in_its_thread(es_clien
     store.refresh()
     assert store.count() == 4
     store.drop()
+
+
+def test_a_batch_run_counts_each_fate_without_keeping_it(tmp_path):
+    """Only a caller that answers record by record (a service) keeps each record's fate; a batch run's books
+    count the same and hold none."""
+    summary, dead = IngestSummary(), DeadLetters(tmp_path / "dead.jsonl", fresh=True)
+    ledger = Ledger(summary, dead)
+    items = _items()
+    state = ledger.enter(BatchState([]))
+    ledger.count_writes([(_new(d), d) for d in items[:2]], [WriteResult("d0", True, created=True),
+                                                            WriteResult("d1", False, error="x", status=400)], None)
+    ledger.skip(items[2], "near-duplicate of d0")
+    ledger.unchanged(items[3])
+    dead.close()
+    assert (summary.indexed, summary.failed, summary.skipped, summary.unchanged) == (2, 1, 1, 1)
+    assert state.fates == {} and state.clusters == {}
