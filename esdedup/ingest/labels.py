@@ -21,6 +21,7 @@ import numpy as np
 from esdedup.errors import StoreError
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.values import FingerprintBlock
+from esdedup.ingest import native_keys
 from esdedup.ingest.accounting import Ledger
 from esdedup.ingest.clock import WRITE_CLOCK
 from esdedup.ingest.doccolumns import DocColumns
@@ -366,7 +367,14 @@ def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dic
     """For each record of a batch, the earlier records (positions, ascending) among the first `MAX_PER_KEY` of
     the batch to hold a key of the same hash as one it probes: a superset of those the run index can hold under
     a key it shares, as long as it takes every record (see `BatchCandidates`). And for each record past the
-    first `MAX_PER_KEY` of some hash, those hashes."""
+    first `MAX_PER_KEY` of some hash, those hashes. In the extension when it is in use (one pass over a table
+    of the batch's keys), else `_batch_peers` in numpy; the two give the same."""
+    found = native_keys.batch_peers(probes.hashes, probes.counts, holds.hashes, holds.counts, MAX_PER_KEY)
+    return found if found is not None else _batch_peers(probes, holds)
+
+
+def _batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
+    """`batch_peers` in numpy: the holders of each hash found by sorting the batch's hashes."""
     n = len(probes.counts)
     order = _stable_order(holds.hashes)  # the holders of a hash in batch order
     hold_hash, hold_of = holds.hashes[order], np.repeat(np.arange(n), holds.counts)[order]

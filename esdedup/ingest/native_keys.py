@@ -88,3 +88,23 @@ def frozen_lookup(hashes: np.ndarray, ords: np.ndarray, starts: np.ndarray, quer
         list(counts), max(per_key, 0), max(per_record, 0))
     return (np.frombuffer(records, dtype="<i8").astype(np.int64),
             np.frombuffer(ordinals, dtype="<u4").astype(np.uint64))
+
+
+def batch_peers(probes: np.ndarray, probe_counts: Sequence[int], holds: np.ndarray, hold_counts: Sequence[int],
+                per_key: int) -> tuple[list[list[int]], dict[int, frozenset[int]]] | None:
+    """`esdedup.ingest.labels.batch_peers` in the extension (the records' probed and held key hashes, flat,
+    with each record's count), or None when the extension is not in use."""
+    if not native.enabled():
+        return None
+    peers, records, keys = native.loaded().batch_peers(_le_bytes_array(probes), list(probe_counts),
+                                                       _le_bytes_array(holds), list(hold_counts), per_key)
+    past_first: dict[int, set[int]] = {}
+    for r, h in zip(np.frombuffer(records, dtype="<u4").tolist(), np.frombuffer(keys, dtype="<u8").tolist(),
+                    strict=True):
+        past_first.setdefault(r, set()).add(h)
+    return peers, {r: frozenset(hs) for r, hs in past_first.items()}
+
+
+def _le_bytes_array(hashes: np.ndarray) -> np.ndarray:
+    """uint64 hashes as a C-contiguous array the extension reads in place."""
+    return np.ascontiguousarray(hashes, dtype=np.uint64)

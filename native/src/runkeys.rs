@@ -346,3 +346,131 @@ pub fn frozen_lookup<'py>(
     }
     Ok((PyBytes::new(py, &records), PyBytes::new(py, &ordinals)))
 }
+
+/// One key's holders among a batch's records: a chain through `Holders::next`, in record order.
+#[derive(Clone, Copy)]
+struct Holding {
+    head: u32,
+    tail: u32,
+    /// Distinct records that hold the key, counted past `per_key` too.
+    count: u32,
+    last: u32,
+}
+
+/// The first `per_key` distinct records of a batch holding each key, chained in record order.
+struct Holders {
+    groups: Vec<Holding>,
+    record: Vec<u32>,
+    next: Vec<u32>,
+}
+
+const END: u32 = u32::MAX;
+
+impl Holders {
+    /// The records that hold key group `g`, in record order.
+    fn of(&self, g: usize) -> impl Iterator<Item = u32> + '_ {
+        let mut at = self.groups[g].head;
+        std::iter::from_fn(move || {
+            (at != END).then(|| {
+                let r = self.record[at as usize];
+                at = self.next[at as usize];
+                r
+            })
+        })
+    }
+}
+
+/// Each record's peers, and the (record, key) pairs past a key's first holders (`batch_peers`).
+type BatchPeers<'py> = (Vec<Vec<u32>>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// `esdedup.ingest.labels.batch_peers` in the core: record r of a batch holds the next `hold_counts[r]` of
+/// `holds` and probes the next `probe_counts[r]` of `probes` (key hashes). For each record, the earlier
+/// records (ascending, each once) among the first `per_key` distinct records of the batch holding a key it
+/// probes; and each (record, key) where the record is past the first `per_key` holders of the key. Returns
+/// the peers as one list a record, and the records and keys past the first as little-endian uint32 and
+/// uint64 bytes.
+#[pyfunction]
+pub fn batch_peers<'py>(
+    py: Python<'py>,
+    probes: PyBuffer<u64>,
+    probe_counts: Vec<usize>,
+    holds: PyBuffer<u64>,
+    hold_counts: Vec<usize>,
+    per_key: usize,
+) -> PyResult<BatchPeers<'py>> {
+    let probed = values_of(&probes, "probes")?;
+    let held = values_of(&holds, "holds")?;
+    if probe_counts.len() != hold_counts.len()
+        || probe_counts.iter().sum::<usize>() != probed.len()
+        || hold_counts.iter().sum::<usize>() != held.len()
+        || hold_counts.len() >= END as usize
+    {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "batch_peers: as many probe counts as hold counts, each adding up to its hashes",
+        ));
+    }
+    let mut slots = Slots::default();
+    slots.reserve(held.len());
+    let mut holders = Holders {
+        groups: Vec::new(),
+        record: Vec::with_capacity(held.len()),
+        next: Vec::with_capacity(held.len()),
+    };
+    let (mut past_records, mut past_keys) = (Vec::new(), Vec::new());
+    let mut at = 0;
+    for (r, &n) in hold_counts.iter().enumerate() {
+        let r = r as u32;
+        for &h in &held[at..at + n] {
+            let g = slots.get_or_insert(h, holders.groups.len() as u32) as usize;
+            if g == holders.groups.len() {
+                holders.groups.push(Holding {
+                    head: END,
+                    tail: END,
+                    count: 0,
+                    last: END,
+                });
+            }
+            let group = &mut holders.groups[g];
+            if group.last == r {
+                continue; // a key a record holds twice
+            }
+            group.last = r;
+            group.count += 1;
+            if group.count as usize > per_key {
+                past_records.extend_from_slice(&r.to_le_bytes());
+                past_keys.extend_from_slice(&h.to_le_bytes());
+                continue;
+            }
+            let entry = holders.record.len() as u32;
+            holders.record.push(r);
+            holders.next.push(END);
+            if group.tail == END {
+                group.head = entry;
+            } else {
+                holders.next[group.tail as usize] = entry;
+            }
+            group.tail = entry;
+        }
+        at += n;
+    }
+    let mut peers = Vec::with_capacity(probe_counts.len());
+    let mut found: Vec<u32> = Vec::new();
+    at = 0;
+    for (p, &n) in probe_counts.iter().enumerate() {
+        found.clear();
+        for &h in &probed[at..at + n] {
+            if let Some(g) = slots.get(h) {
+                found.extend(holders.of(g as usize).take_while(|&j| (j as usize) < p));
+            }
+        }
+        at += n;
+        found.sort_unstable();
+        found.dedup();
+        peers.push(found.clone());
+    }
+    Ok((
+        peers,
+        PyBytes::new(py, &past_records),
+        PyBytes::new(py, &past_keys),
+    ))
+}

@@ -8,6 +8,7 @@ tests/unit/conftest.py).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from operator import attrgetter
 from types import SimpleNamespace
@@ -21,7 +22,7 @@ from esdedup import FingerprintConfig
 from esdedup.fingerprint import native
 from esdedup.ingest import native_keys
 from esdedup.ingest.documents import FingerprintedRecord
-from esdedup.ingest.labels import BatchCandidates, _stable_order, batch_peers, run_keys
+from esdedup.ingest.labels import BatchCandidates, _batch_peers, _stable_order, batch_peers, run_keys
 from esdedup.ingest.runindex import (
     MAX_PER_KEY,
     HeldHashes,
@@ -288,22 +289,41 @@ def test_the_store_s_copy_of_a_run_document_wins_and_deleted_ids_are_no_candidat
     assert got == [] and after == 6 and run_near == [(0, f"d{n}") for n in range(1, 7) if rule.pairs(0, f"d{n}")]
 
 
+HELD_ST = (st.lists(st.lists(st.integers(0, 30), max_size=5), max_size=40) |
+           st.lists(st.lists(st.integers(0, 4), max_size=3), min_size=40, max_size=120))
+PROBED_ST = st.lists(st.lists(st.integers(0, 30), max_size=5), max_size=40)
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40) |
-       st.lists(st.lists(st.integers(0, 4), max_size=3, unique=True), min_size=40, max_size=120),
-       st.lists(st.lists(st.integers(0, 30), max_size=5, unique=True), max_size=40))
+@given(HELD_ST, PROBED_ST)
 def test_a_record_s_batch_peers_are_the_earlier_records_holding_a_hash_it_probes(held, probed) -> None:
     """`batch_peers` against the definition, pair by pair: for one key list serving as both (the default band
-    layout, where only hashes held twice are looked at) and for separate probe lists. A record's peers are the
-    earlier records among the first MAX_PER_KEY to hold a hash it probes; those past them are named with the
-    hashes they are past the first of."""
+    layout, where only hashes held twice are looked at) and for separate probe lists, a hash listed twice by
+    a record among them. A record's peers are the earlier records among the first MAX_PER_KEY to hold a hash
+    it probes; those past them are named with the hashes they are past the first of. Value 0 hashes to 0."""
+    _same_peers(batch_peers, held, probed)
+    _same_peers(_batch_peers, held, probed)
+
+
+def test_the_native_batch_peers_are_the_definition(extension, switch_on) -> None:
+    """The extension's `batch_peers` (its own table of the batch's keys, 0 kept apart), against the same
+    definition."""
+    def native_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]] | None:
+        return native_keys.batch_peers(probes.hashes, probes.counts, holds.hashes, holds.counts, MAX_PER_KEY)
+
+    settings(max_examples=200, deadline=None)(given(HELD_ST, PROBED_ST)(
+        lambda held, probed: _same_peers(native_peers, held, probed)))()
+
+
+def _same_peers(peers_of: Callable[[KeyLists, KeyLists], object], held: list[list[int]],
+                probed: list[list[int]]) -> None:
     def lists(values: list[list[int]]) -> KeyLists:
         return KeyLists.hashed(np.array([v * 0x9E3779B97F4A7C15 % 2**64 for vs in values for v in vs],
                                         dtype=np.uint64), [len(vs) for vs in values], lambda r: [])
 
     holders: dict[int, list[int]] = {}
     for j, values in enumerate(held):
-        for v in values:
+        for v in dict.fromkeys(values):
             holders.setdefault(v, []).append(j)
     first = {v: set(js[:MAX_PER_KEY]) for v, js in holders.items()}
     past = {}
@@ -316,10 +336,10 @@ def test_a_record_s_batch_peers_are_the_earlier_records_holding_a_hash_it_probes
                 {j: frozenset(hs) for j, hs in past.items()})
 
     holds = lists(held)
-    assert batch_peers(holds, holds) == wanted(held)
     probed = (probed + [[]] * len(held))[:len(held)]
-    assert batch_peers(lists(probed), holds) == wanted(probed)
-    assert batch_peers(lists(held), holds) == wanted(held)  # the same lists, as two objects
+    assert peers_of(holds, holds) == wanted(held)
+    assert peers_of(lists(probed), holds) == wanted(probed)
+    assert peers_of(lists(held), holds) == wanted(held)  # the same lists, as two objects
 
 
 @settings(max_examples=300, deadline=None)
