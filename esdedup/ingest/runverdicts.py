@@ -131,10 +131,12 @@ def near_in_batch(block: FingerprintBlock, rows: Sequence[int], peers: Sequence[
     left, right = np.searchsorted(both, text), np.searchsorted(both, peer)
     cols = _block_sketches(block, row[both], config)
     m = measure_column_pairs(cols, left, right, config, t, lambda x: (fps(int(text[x])), fps(int(peer[x]))))
-    for x in np.flatnonzero(m.decide(t)).tolist():
-        out[int(owner[x])].append(int(position[x]))
-    for found in out:
-        found.sort()
+    near = np.flatnonzero(m.decide(t))
+    # The pairs come by text, each text's by position in its peers: each text's near ones are one run of them.
+    owners, positions = owner[near], position[near].tolist()
+    starts = np.flatnonzero(np.diff(owners, prepend=-1)).tolist()
+    for k, a, b in zip(owners[starts].tolist(), starts, [*starts[1:], len(positions)][:len(starts)], strict=True):
+        out[k] = positions[a:b]
     return out
 
 

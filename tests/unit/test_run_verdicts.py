@@ -168,3 +168,6 @@ def test_verdicts_on_a_batch_s_peers_from_its_arrays_are_those_of_the_documents(
     assert near > 200 and sum(len(p) for p in peers) > near  # near and far peers both
     assert any(got[k] for k, i in enumerate(todo) if fps[i].empty)  # exact copies of a text without words
     assert 310 in peers[311] and peers[311].index(310) not in got[todo.index(311)]  # its own id: not paired
+    far = [i for k, i in enumerate(todo) if not want[k]]  # a call whose texts pair with none of their peers
+    assert far and near_in_batch(block, [d.row for d in items], peers, far, config, t, ids=ids, sha1s=sent.sha1s,
+                                 fps=lambda i: items[i].fp) == [[] for _ in far]
