@@ -151,9 +151,11 @@ class BatchCandidates:
         #: batches, whose records then go into it together (`RunIndex.add_later`).
         self._later = run_index.takes_all(holds.hashes)
         self._peers, self._past_first = batch_peers(probes, self.holds)
-        #: Position in the batch -> the document the run index holds for it (its write order and cluster until
-        #: `_added_doc` makes it), and the hashes of the run keys it is not held under (crowded).
-        self._added: dict[int, StoredDoc | tuple[Any, ...]] = {}
+        #: Position in the batch -> the write order and cluster it went into the run index with (`add`), the
+        #: document made of it once a later record names it (`_added_doc`), and the hashes of the run keys it
+        #: is not held under (crowded).
+        self._added: dict[int, tuple[int, Root]] = {}
+        self._added_docs: dict[int, StoredDoc] = {}
         #: Records added to a batch the run index takes whole, with their rows, until `added_all`.
         self._added_rows: list[tuple[int, tuple[Any, ...]]] = []
         self._crowded_out: dict[int, frozenset[int]] = {}
@@ -284,10 +286,10 @@ class BatchCandidates:
             cands, after, run_near = self.candidates(i, found, deleted)
             return after, [c.root for c in self.near(i, cands)] + run_near if cands else run_near
         added = self._added
-        after = max(self._run_after[i], max((_labels_added(added[j])[0] for j in self._peers[i] if j in added),
-                                            default=0))
+        seqs = [added[j][0] for j in self._peers[i] if j in added]
+        after = max(self._run_after[i], max(seqs)) if seqs else self._run_after[i]
         run_near = self._docs.roots(self._near_run[i]) if self._near_run[i] else []
-        return after, [_labels_added(added[j])[1] for j in self._near_peers[i] if j in added] + run_near
+        return after, [added[j][1] for j in self._near_peers[i] if j in added] + run_near
 
     def near(self, i: int, cands: list[StoredDoc]) -> list[StoredDoc]:
         """Those of ``cands`` (from `candidates`) that the rule pairs with record ``i``."""
@@ -310,18 +312,18 @@ class BatchCandidates:
     def _added_doc(self, j: int) -> StoredDoc | None:
         """The document record ``j`` went into the run index as (`add`), one object however often it is named;
         None when it was not added."""
-        doc = self._added.get(j)
-        if type(doc) is tuple:
-            seq, root = doc
+        doc = self._added_docs.get(j)
+        if doc is None and j in self._added:
+            seq, root = self._added[j]
             doc = self._peer_docs.get(j)
             if doc is None:
                 doc = as_stored(self._items[j], seq, root)
             else:  # the document its verdicts were measured on (`_as_peer`), labelled now
                 doc.seq, doc.cluster_seq, doc.cluster_id = seq, root[0], root[1]
                 doc.duplicate_of = root[1] if root[1] != doc.id else None
-            self._added[j] = doc
+            self._added_docs[j] = doc
             self._position_of[id(doc)] = j
-        return doc  # type: ignore[return-value]
+        return doc
 
     def _late_peers(self, i: int) -> list[int]:
         """The late peers of record ``i`` held under a hash it probes that its measured peers leave out."""
@@ -431,14 +433,6 @@ def _stable_order(values: np.ndarray) -> np.ndarray:
 
 
 _seq = attrgetter("seq")
-
-
-def _labels_added(added: StoredDoc | tuple[Any, ...]) -> tuple[int, Root]:
-    """The write order and cluster a record of the batch went into the run index with (`BatchCandidates.add`),
-    whether or not its document was made since (`BatchCandidates._added_doc`)."""
-    if type(added) is tuple:
-        return added  # type: ignore[return-value]
-    return added.seq, added.root  # type: ignore[union-attr]
 
 
 def _dup_of(doc_id: str, root: Root) -> str | None:
