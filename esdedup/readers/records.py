@@ -134,12 +134,7 @@ def plain_record(data: bytes, names: FieldNames, source: str, location: str, off
     is not an object, one `build_record` rejects). orjson refuses lone surrogates, escaped or not, and raw
     control characters, so an object it reads has neither. `build_record`'s rules, spelt out for the common
     object (string values, a string or integer id): a JSONL file's lines are read here, one call a line."""
-    if orjson is None:
-        return None
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
+    obj = _orjson_loads(data)
     if type(obj) is not dict:
         return None
     top = INT64_MAX
@@ -176,13 +171,18 @@ _NOT_READ = object()
 
 def _orjson_value(text: str | bytes) -> Any:
     """orjson's value of ``text`` where it is `STRICT_JSON`'s too (see `strict_json`), else `_NOT_READ`."""
+    value = _orjson_loads(text)
+    return _NOT_READ if value is _NOT_READ or _holds_float_or_wide_int(value) else value
+
+
+def _orjson_loads(text: str | bytes) -> Any:
+    """orjson's value of ``text``, or `_NOT_READ` where orjson refuses it (or is not installed)."""
     if orjson is None:
         return _NOT_READ
     try:
-        value = orjson.loads(text)
+        return orjson.loads(text)
     except orjson.JSONDecodeError:
         return _NOT_READ
-    return _NOT_READ if _holds_float_or_wide_int(value) else value
 
 
 def _holds_float_or_wide_int(value: Any) -> bool:
