@@ -274,5 +274,5 @@ def open_run(store: LabelledStore, config: FingerprintConfig | None, opts: Inges
     a service keeps nothing from one call to the next."""
     opened, sharing = open_for_ingest(store, config)
     window = MemoryWindow(created=opened.created, remember=remember, max_docs=window_docs)
-    return IngestRun(store, opened.config, opts, sharing=sharing, window=window, ledger=Ledger(summary, dead, keeps_fates=not remember),
-                     checkpoint=checkpoint)
+    return IngestRun(store, opened.config, opts, sharing=sharing, window=window,
+                     ledger=Ledger(summary, dead, keeps_fates=not remember), checkpoint=checkpoint)

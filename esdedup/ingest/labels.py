@@ -35,7 +35,7 @@ from esdedup.ingest.documents import (
     stored_row,
 )
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
-from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys
+from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys, run_starts
 from esdedup.ingest.runverdicts import near_in_batch, near_in_run
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
@@ -139,8 +139,8 @@ class BatchCandidates:
                  probes: KeyLists, holds: KeyLists) -> None:
         self.holds, self._probes = holds, probes
         #: Where each record's hashes start in ``holds.flat`` and ``probes.flat`` (and the end).
-        self._hold_at = _offsets(holds.counts)
-        self._probe_at = self._hold_at if probes is holds else _offsets(probes.counts)
+        self._hold_at = run_starts(holds.counts).tolist()
+        self._probe_at = self._hold_at if probes is holds else run_starts(probes.counts).tolist()
         run_index = labeller.window.run_index
         #: Each record's candidates in the run index as the batch began, by position in its documents (`docs`),
         #: measured from its columns: labelling reads of them only the latest write order and the clusters of
@@ -356,13 +356,6 @@ def _latest(docs: DocColumns, positions: list[list[int]]) -> list[int]:
     held = counts > 0
     out[held] = np.maximum.reduceat(seqs, (np.cumsum(counts) - counts)[held])
     return out.tolist()  # type: ignore[no-any-return]
-
-
-def _offsets(counts: list[int]) -> list[int]:
-    """Where each of consecutive runs of ``counts`` starts, and the end."""
-    at = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=at[1:])
-    return at.tolist()  # type: ignore[no-any-return]
 
 
 def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:

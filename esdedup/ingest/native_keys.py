@@ -96,15 +96,12 @@ def batch_peers(probes: np.ndarray, probe_counts: Sequence[int], holds: np.ndarr
     with each record's count), or None when the extension is not in use."""
     if not native.enabled():
         return None
-    peers, records, keys = native.loaded().batch_peers(_le_bytes_array(probes), list(probe_counts),
-                                                       _le_bytes_array(holds), list(hold_counts), per_key)
+    peers, records, keys = native.loaded().batch_peers(np.ascontiguousarray(probes, dtype=np.uint64), list(probe_counts),
+                                                       np.ascontiguousarray(holds, dtype=np.uint64), list(hold_counts),
+                                                       per_key)
     past_first: dict[int, set[int]] = {}
     for r, h in zip(np.frombuffer(records, dtype="<u4").tolist(), np.frombuffer(keys, dtype="<u8").tolist(),
                     strict=True):
         past_first.setdefault(r, set()).add(h)
     return peers, {r: frozenset(hs) for r, hs in past_first.items()}
 
-
-def _le_bytes_array(hashes: np.ndarray) -> np.ndarray:
-    """uint64 hashes as a C-contiguous array the extension reads in place."""
-    return np.ascontiguousarray(hashes, dtype=np.uint64)

@@ -41,6 +41,13 @@ def held_keys(bands: list[str], lsh: list[str], empty: bool, sha1: str) -> list[
     return [f"content_sha1:{sha1}"] if empty else bands + lsh
 
 
+def run_starts(counts: Sequence[int]) -> np.ndarray:
+    """Where each of consecutive runs of ``counts`` items starts in their flat list, and the end (int64)."""
+    at = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=at[1:])
+    return at
+
+
 @dataclass(frozen=True, eq=False)
 class HeldHashes:
     """The `key_hashes` of each text's `held_keys` for a batch of texts, flat, and where each text's start (one
@@ -50,10 +57,9 @@ class HeldHashes:
     offsets: np.ndarray  # int64
 
     @classmethod
-    def of(cls, per_text: Sequence[np.ndarray]) -> HeldHashes:
-        offsets = np.zeros(len(per_text) + 1, dtype=np.int64)
-        np.cumsum([len(h) for h in per_text], out=offsets[1:])
-        return cls(np.concatenate(per_text) if per_text else np.zeros(0, dtype=np.uint64), offsets)
+    def counted(cls, hashes: np.ndarray, counts: Sequence[int]) -> HeldHashes:
+        """The hashes of texts holding ``counts[t]`` of ``hashes`` each, in turn."""
+        return cls(hashes, run_starts(counts))
 
     def of_rows(self, rows: Sequence[int]) -> tuple[np.ndarray, list[int]]:
         """The hashes of the texts at ``rows``, flat in that order, and how many each has."""

@@ -31,7 +31,7 @@ from esdedup.errors import Terminated, WorkerKilled
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.values import Fingerprint, FingerprintBlock, FingerprintColumns, zero_vector
-from esdedup.ingest.runindex import HeldHashes, held_keys, key_hashes
+from esdedup.ingest.runindex import HeldHashes, held_keys, key_hashes, run_starts
 from esdedup.readers import Record, Rejected
 from esdedup.schema import content_sha1, dedup_members_many
 
@@ -97,9 +97,7 @@ def held_key_hashes(columns: list[FingerprintColumns], sha1s: list[str]) -> Held
     keys = [held_keys(bands, lsh, empty, sha1) for bands, lsh, empty, sha1 in zip(
         chain.from_iterable(c.bands for c in columns), chain.from_iterable(c.lsh for c in columns),
         chain.from_iterable(c.empties for c in columns), sha1s, strict=True)]
-    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum([len(k) for k in keys], out=offsets[1:])
-    return HeldHashes(key_hashes([k for ks in keys for k in ks]), offsets)
+    return HeldHashes.counted(key_hashes([k for ks in keys for k in ks]), [len(k) for k in keys])
 
 
 class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
@@ -220,7 +218,7 @@ class RowFingerprints:
         lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, bands, n_lsh, lsh = columns
         self._scalars = simhashes, lengths, chars, shingles, empties
         self._bits, self._bands, self._lsh, self._vectors, self._sigs = bits, bands, lsh, vectors, sigs
-        self._band_at, self._lsh_at = _starts(n_bands), _starts(n_lsh)
+        self._band_at, self._lsh_at = run_starts(n_bands).tolist(), run_starts(n_lsh).tolist()
         n = len(simhashes)
         self._zero: Any = None if vectors is None else zero_vector(vectors.shape[1], vectors.dtype)
         #: Each row's place among the vectors and among the signatures (-1: none), as a block keeps them.
@@ -238,16 +236,6 @@ class RowFingerprints:
         return Fingerprint(simhashes[r], self._bands[b[r]:b[r + 1]], self._zero if v < 0 else self._vectors[v], {},
                            lengths[r], empties[r], self._lsh[lsh_at[r]:lsh_at[r + 1]],
                            None if s < 0 else self._sigs[s], chars[r], self._bits, shingles[r])
-
-
-def _starts(counts: list[int]) -> list[int]:
-    """Where each of consecutive runs of ``counts`` starts in their flat list, and the end."""
-    at = [0] * (len(counts) + 1)
-    total = 0
-    for i, c in enumerate(counts, 1):
-        total += c
-        at[i] = total
-    return at
 
 
 class Workers:

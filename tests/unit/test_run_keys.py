@@ -370,7 +370,7 @@ def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
         assert probes is holds and [holds.keys_of(r) for r in range(len(items))] == want
         # Where the workers made the hashes of the keys held, the lists are the same: of the whole batch, and of
         # the records left of it (others were rejected), in any order.
-        held = HeldHashes.of([key_hashes(keys) for keys in want])
+        held = HeldHashes.counted(key_hashes([k for keys in want for k in keys]), [len(keys) for keys in want])
         for r, d in enumerate(items):
             d.held, d.row = held, r
         for kept in ([0, 1, 2], [2, 0], [1]):
