@@ -1,7 +1,8 @@
 //! The run index's key table (`esdedup.ingest.runindex.RunIndex`): the 64-bit hash of a run key
 //! (`key_hashes`) -> the positions of the run's documents holding it, at most `per_key` of them, the first
 //! ones added. `esdedup/ingest/runindex.py` keeps the same table in dicts when the extension is not in use
-//! (`_KeyTable`); `tests/unit/test_native_runkeys.py` checks the two agree.
+//! (`_KeyTable`); `tests/unit/test_run_keys.py` checks the two agree. Beside it, the lookup of the frozen
+//! keys (`frozen_lookup`) and a batch's own table of its keys (`batch_peers`).
 //!
 //! A key's hash is `key_hashes`'s: `h = mix64(len ^ 0x9E3779B97F4A7C15)` over the key's UTF-8 length in
 //! bytes (less trailing NUL bytes), then `h = mix64(h ^ w)` for each little-endian 64-bit word of those
@@ -403,7 +404,7 @@ pub fn batch_peers<'py>(
     if probe_counts.len() != hold_counts.len()
         || probe_counts.iter().sum::<usize>() != probed.len()
         || hold_counts.iter().sum::<usize>() != held.len()
-        || hold_counts.len() >= END as usize
+        || hold_counts.len().max(held.len()) >= END as usize
     {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "batch_peers: as many probe counts as hold counts, each adding up to its hashes",
