@@ -52,6 +52,10 @@ class Ledger:
         self.keeps_fates = keeps_fates
         self.cur = BatchState([])
 
+    def _keep_fate(self, at: Record | Rejected, fate: str, reason: str | None) -> None:
+        if self.keeps_fates:
+            self.cur.fates[id(at)] = (fate, reason)
+
     def enter(self, state: BatchState) -> BatchState:
         """Make ``state`` the batch that counts, labels and dead letters go to."""
         self.cur = state
@@ -62,8 +66,7 @@ class Ledger:
              excerpt: str | None = None) -> None:
         """Count one record as failed and dead-letter it."""
         self.summary.failed += 1
-        if self.keeps_fates:
-            self.cur.fates[id(at)] = ("failed", reason)
+        self._keep_fate(at, "failed", reason)
         self.dead.accounted(at.source, at.location)
         self.dead.write(source=at.source, location=at.location, kind=kind, id=doc_id, reason=reason,
                         excerpt=excerpt)
@@ -72,14 +75,12 @@ class Ledger:
         """Count one record as indexed without a write: the store holds it already, as it is."""
         self.summary.indexed += 1
         self.summary.unchanged += 1
-        if self.keeps_fates:
-            self.cur.fates[id(item.record)] = ("indexed", None)
+        self._keep_fate(item.record, "indexed", None)
 
     def skip(self, item: FingerprintedRecord, reason: str, *, listed: bool = True) -> None:
         """Count one record as skipped and dead-letter it; ``listed``: name it in ``skipped_ids``."""
         self.summary.skipped += 1
-        if self.keeps_fates:
-            self.cur.fates[id(item.record)] = ("skipped", reason)
+        self._keep_fate(item.record, "skipped", reason)
         self.dead.accounted(item.record.source, item.record.location)
         if listed and len(self.summary.skipped_ids) < SUMMARY_IDS:
             self.summary.skipped_ids.append(item.id)
@@ -111,7 +112,6 @@ class Ledger:
         confirmed, ``error``, fail as unconfirmed). Returns the records written."""
         where = {new.id: d for new, d in sent}
         written: list[FingerprintedRecord] = []
-        fates = self.cur.fates if self.keeps_fates else None
         for res in results:
             d = where.pop(res.id)
             if not res.ok:
@@ -119,8 +119,7 @@ class Ledger:
                           excerpt=d.record.text[:200])
                 continue
             self.summary.indexed += 1
-            if fates is not None:
-                fates[id(d.record)] = ("indexed", None)
+            self._keep_fate(d.record, "indexed", None)
             self.dead.accounted(d.record.source, d.record.location)
             if res.created:
                 self.summary.created += 1

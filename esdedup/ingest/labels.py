@@ -35,7 +35,15 @@ from esdedup.ingest.documents import (
     stored_row,
 )
 from esdedup.ingest.options import LOOKUP_LIMIT, SUMMARY_IDS
-from esdedup.ingest.runindex import EMPTY, MAX_PER_KEY, KeyLists, RunIndex, held_keys, run_starts
+from esdedup.ingest.runindex import (
+    EMPTY,
+    MAX_PER_KEY,
+    KeyLists,
+    RunIndex,
+    held_keys,
+    run_positions,
+    run_starts,
+)
 from esdedup.ingest.runverdicts import near_in_batch, near_in_run
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
@@ -398,9 +406,7 @@ def _batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], di
     lo = np.searchsorted(hold_hash, probe_hash, side="left")
     count = np.searchsorted(hold_hash, probe_hash, side="right") - lo
     prober = np.repeat(probe_of, count)
-    # The holders of each probe are hold_hash[lo:lo + count]: position x of the flat result is entry
-    # x - (where its probe's run starts) + lo of that probe.
-    holder = hold_of[np.arange(len(prober)) + np.repeat(lo - np.cumsum(count) + count, count)]
+    holder = hold_of[run_positions(lo, count)]  # the holders of each probe: hold_hash[lo:lo + count]
     earlier = holder < prober
     pairs = np.unique(prober[earlier].astype(np.int64) * n + holder[earlier])
     out: list[list[int]] = [[] for _ in range(n)]

@@ -96,12 +96,11 @@ def batch_peers(probes: np.ndarray, probe_counts: Sequence[int], holds: np.ndarr
     with each record's count), or None when the extension is not in use."""
     if not native.enabled():
         return None
-    peers, records, keys = native.loaded().batch_peers(np.ascontiguousarray(probes, dtype=np.uint64), list(probe_counts),
-                                                       np.ascontiguousarray(holds, dtype=np.uint64), list(hold_counts),
-                                                       per_key)
+    peers, records, keys = native.loaded().batch_peers(
+        np.ascontiguousarray(probes, dtype=np.uint64), list(probe_counts),
+        np.ascontiguousarray(holds, dtype=np.uint64), list(hold_counts), per_key)
     past_first: dict[int, set[int]] = {}
     for r, h in zip(np.frombuffer(records, dtype="<u4").tolist(), np.frombuffer(keys, dtype="<u8").tolist(),
                     strict=True):
         past_first.setdefault(r, set()).add(h)
     return peers, {r: frozenset(hs) for r, hs in past_first.items()}
-

@@ -48,6 +48,12 @@ def run_starts(counts: Sequence[int]) -> np.ndarray:
     return at
 
 
+def run_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i]``, ``starts[i] + 1``, ... of ``counts[i]`` items each, one run after the other,
+    flat: where runs picked out of a flat list are, to gather them in one step."""
+    return np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(np.sum(counts)))
+
+
 @dataclass(frozen=True, eq=False)
 class HeldHashes:
     """The `key_hashes` of each text's `held_keys` for a batch of texts, flat, and where each text's start (one
@@ -68,8 +74,7 @@ class HeldHashes:
         counts = self.offsets[at + 1] - starts
         if len(at) == len(self.offsets) - 1 and (at == np.arange(len(at))).all():  # the whole batch (most)
             return self.hashes, counts.tolist()
-        flat = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
-        return self.hashes[flat], counts.tolist()
+        return self.hashes[run_positions(starts, counts)], counts.tolist()
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

@@ -135,7 +135,8 @@ def near_in_batch(block: FingerprintBlock, rows: Sequence[int], peers: Sequence[
     # The pairs come by text, each text's by position in its peers: each text's near ones are one run of them.
     owners, positions = owner[near], position[near].tolist()
     starts = np.flatnonzero(np.diff(owners, prepend=-1)).tolist()
-    for k, a, b in zip(owners[starts].tolist(), starts, [*starts[1:], len(positions)][:len(starts)], strict=True):
+    ends = [*starts[1:], len(positions)] if starts else []
+    for k, a, b in zip(owners[starts].tolist(), starts, ends, strict=True):
         out[k] = positions[a:b]
     return out
 
