@@ -16,7 +16,7 @@ from esdedup.ingest.documents import FingerprintedRecord, Labels
 from esdedup.ingest.options import SUMMARY_IDS, IngestSummary
 from esdedup.ingest.workers import Batch
 from esdedup.readers import Record, Rejected
-from esdedup.store.base import NewDoc, Root, WriteResult
+from esdedup.store.base import AllCreated, NewDoc, Root, WriteResult
 
 
 @dataclass(eq=False)
@@ -106,10 +106,13 @@ class Ledger:
         with contextlib.suppress(OutputError):  # the file that failed may fail again
             self.dead.commit()
 
-    def count_writes(self, sent: Sequence[tuple[NewDoc, FingerprintedRecord]], results: list[WriteResult],
+    def count_writes(self, sent: Sequence[tuple[NewDoc, FingerprintedRecord]], results: Sequence[WriteResult],
                 error: StoreError | None) -> list[FingerprintedRecord]:
         """Count each written document's outcome (a document the store rejects fails; those it never
         confirmed, ``error``, fail as unconfirmed). Returns the records written."""
+        if (error is None and isinstance(results, AllCreated)
+                and results.ids == [new.id for new, _ in sent]):
+            return self._count_created([d for _, d in sent])
         where = {new.id: d for new, d in sent}
         written: list[FingerprintedRecord] = []
         for res in results:
@@ -130,6 +133,17 @@ class Ledger:
         if error is not None:
             self.fail_unconfirmed(where.values(), error, "not confirmed by the store")
             raise error
+        return written
+
+    def _count_created(self, written: list[FingerprintedRecord]) -> list[FingerprintedRecord]:
+        """`count_writes` of a batch the store created whole: what it counts of each document, a batch at once."""
+        self.summary.indexed += len(written)
+        self.summary.created += len(written)
+        self.cur.created.update(d.id for d in written)
+        if self.keeps_fates or self.dead.has_unconfirmed:
+            for d in written:
+                self._keep_fate(d.record, "indexed", None)
+                self.dead.accounted(d.record.source, d.record.location)
         return written
 
     def unwrite(self, d: FingerprintedRecord, reason: str) -> None:

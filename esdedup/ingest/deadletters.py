@@ -67,6 +67,12 @@ class DeadLetters:
                "excerpt": excerpt}
         self._pending.append(json.dumps(rec, ensure_ascii=False) + "\n")
 
+    @property
+    def has_unconfirmed(self) -> bool:
+        """Whether a line of the file says a record was not confirmed (a resumed run's), which `accounted` may
+        supersede."""
+        return bool(self._unconfirmed)
+
     def accounted(self, source: str, location: str) -> None:
         """A record this run accounted for (written, skipped or failed): an earlier ``unconfirmed`` line of
         it is superseded once its batch is committed."""

@@ -112,11 +112,25 @@ impl RunKeys {
     /// `hashes`, come to `per_key` at most.
     fn fits(&self, hashes: &[u8]) -> PyResult<bool> {
         not_words(hashes, "fits")?;
-        let mut occurrences: FxHashMap<u64, usize> = FxHashMap::default();
-        for h in words(hashes) {
-            *occurrences.entry(h).or_default() += 1;
+        if hashes.len() / 8 >= u32::MAX as usize {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "fits: fewer than 2^32 - 1 hashes at a time",
+            ));
         }
-        let (distinct, counts): (Vec<u64>, Vec<usize>) = occurrences.into_iter().unzip();
+        // Each distinct hash's count, in the order first seen: the batch's own table of them, sized once (a
+        // growing map rehashes a batch's keys several times, which cost three times the lookups).
+        let mut first_at = Slots::default();
+        first_at.reserve(hashes.len() / 8);
+        let (mut distinct, mut counts): (Vec<u64>, Vec<usize>) = (Vec::new(), Vec::new());
+        for h in words(hashes) {
+            let at = first_at.get_or_insert(h, distinct.len() as u32) as usize;
+            if at == distinct.len() {
+                distinct.push(h);
+                counts.push(1);
+            } else {
+                counts[at] += 1;
+            }
+        }
         for (x, (&h, &n)) in distinct.iter().zip(&counts).enumerate() {
             self.first.prefetch_ahead(&distinct, x, false);
             if self.held(h) + n > self.per_key {

@@ -18,7 +18,7 @@ from esdedup.ingest.options import IngestSummary
 from esdedup.ingest.writer import OverlappedWriter
 from esdedup.readers import Record
 from esdedup.schema import content_sha1
-from esdedup.store.base import NewDoc, WriteResult, write_outcome
+from esdedup.store.base import AllCreated, NewDoc, WriteResult, write_outcome
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.local import LocalStore
 
@@ -134,3 +134,39 @@ def test_a_batch_run_counts_each_fate_without_keeping_it(tmp_path):
     dead.close()
     assert (summary.indexed, summary.failed, summary.skipped, summary.unchanged) == (2, 1, 1, 1)
     assert state.fates == {} and state.clusters == {}
+
+
+@pytest.mark.parametrize("keeps_fates", [False, True])
+def test_a_batch_created_whole_counts_as_its_results_one_by_one(tmp_path, keeps_fates):
+    """`AllCreated` (the embedded store's background write) is counted a batch at once: the same counts, created
+    ids, fates and superseded unconfirmed lines as the same results given one by one; results that name other
+    ids than the batch sent are counted one by one."""
+    items = _items()
+    unconfirmed = json.dumps({"kind": "unconfirmed", "source": "in.jsonl", "location": "line 2", "id": "d1"})
+
+    def books(name: str, results_of) -> tuple:
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(unconfirmed + "\n", "utf-8")
+        summary, dead = IngestSummary(), DeadLetters(path, supersede=True)
+        ledger = Ledger(summary, dead, keeps_fates=keeps_fates)
+        state = ledger.enter(BatchState([]))
+        sent = [(_new(d), d) for d in items[:3]]
+        written = ledger.count_writes(sent, results_of(sent), None)
+        dead.commit()
+        dead.close()
+        return ([d.id for d in written], summary.to_dict(), sorted(state.created), sorted(state.fates.values()),
+                dead._superseded)
+
+    whole = books("whole", lambda sent: AllCreated([new.id for new, _ in sent]))
+    one_by_one = books("one", lambda sent: [WriteResult(new.id, True, created=True) for new, _ in sent])
+    assert whole == one_by_one
+    assert whole[0] == ["d0", "d1", "d2"] and whole[1]["created"] == 3 and whole[4] == {("in.jsonl", "line 2")}
+    assert len(whole[3]) == (3 if keeps_fates else 0)
+    other_order = books("other", lambda sent: AllCreated([new.id for new, _ in reversed(sent)]))
+    assert other_order[0] == ["d2", "d1", "d0"] and other_order[1:] == whole[1:]
+
+
+def test_all_created_reads_as_its_results():
+    results = AllCreated(["a", "b", "c"])
+    assert len(results) == 3 and results[1] == WriteResult("b", True, created=True)
+    assert list(results) == [WriteResult(i, True, created=True) for i in "abc"] and results[1:] == list(results)[1:]

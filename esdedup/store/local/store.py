@@ -19,6 +19,7 @@ from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.simhash import from_hex
 from esdedup.schema import META_KEY, config_from_meta, meta_for
 from esdedup.store.base import (
+    AllCreated,
     Capability,
     ClusterSize,
     ClusterSummary,
@@ -261,8 +262,7 @@ class LocalStore:
                             writer.start_block(INSERT_DOC, *block)
                         else:
                             writer.start(INSERT_DOC, doc_rows(docs, config.bits, config.stores_vector))
-                        return PendingRows(self._database, writer, [WriteResult(d.id, True, created=True)
-                                                                    for d in docs])
+                        return PendingRows(self._database, writer, AllCreated([d.id for d in docs]))
         except StoreError as exc:
             return Written(([], exc))
         return Written(write_outcome(self, docs))
@@ -498,7 +498,7 @@ def _existing(db: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
 class PendingRows:
     """A batch the extension's writer is writing (`LocalStore.start_write`)."""
 
-    def __init__(self, database: Database, writer: Any, results: list[WriteResult]) -> None:
+    def __init__(self, database: Database, writer: Any, results: AllCreated) -> None:
         self._database, self._writer, self._results = database, writer, results
 
     def result(self) -> Outcome:
