@@ -41,6 +41,10 @@ Batch = list[Record | Rejected]
 #: Seconds the pool is given to see a worker's death itself (`Workers._killed`).
 _GRACE = 1.0
 
+#: What separates a text's LSH keys as a batch carries them (`_pack_columns`): a key is a decimal number
+#: (`esdedup.fingerprint.minhash.lsh_keys`), never a line break.
+LSH_SEPARATOR = "\n"
+
 #: A worker process's own Fingerprinter, built once by `_init_worker`.
 _WORKER: Fingerprinter | None = None
 
@@ -164,8 +168,10 @@ class Fingerprinted(Sequence[tuple[Fingerprint, str]]):
 
 def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
     """The fingerprints of some batches of columns as the columns a batch travels as (`_unpack_fingerprints`
-    reads them): per-document scalars in lists, the vectors and the signatures stacked in arrays, band and
-    LSH keys in flat lists with a count per document. The SimHash values travel beside them
+    reads them): per-document scalars in lists, the vectors and the signatures stacked in arrays, band keys
+    in a flat list with a count per document, and each document's LSH keys in one string (`LSH_SEPARATOR`
+    between them; a text of 16 keys is then one object to pickle, unpickle and free, not 16, and a row whose
+    fingerprint is never read never has its keys made again). The SimHash values travel beside them
     (`Fingerprinted.simhashes`). Only the vectors that are not all zero travel, with a mask of the documents
     they belong to (None: every document's): a text without terms (`FingerprintConfig.gets_terms`: most short
     texts) has a zero vector, which would be half of what a batch of them sends."""
@@ -184,7 +190,7 @@ def _pack_columns(batches: list[FingerprintColumns]) -> tuple[Any, ...]:
     return (flat("lengths"), flat("chars"), flat("shingles"), flat("empties"),
             batches[0].bits if n else 64, vectors, has_vector, np.stack(sigs) if sigs else None,
             [s is not None for s in minhashes], list(map(len, bands)), list(chain.from_iterable(bands)),
-            list(map(len, lsh)), list(chain.from_iterable(lsh)))
+            list(map(LSH_SEPARATOR.join, lsh)))
 
 
 def _block_of(simhashes: list[int], columns: tuple[Any, ...]) -> FingerprintBlock | bool:
@@ -215,10 +221,10 @@ class RowFingerprints:
     through a batch's block, which holds it)."""
 
     def __init__(self, simhashes: list[int], columns: tuple[Any, ...]) -> None:
-        lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, bands, n_lsh, lsh = columns
+        lengths, chars, shingles, empties, bits, vectors, has_vector, sigs, signed, n_bands, bands, lsh = columns
         self._scalars = simhashes, lengths, chars, shingles, empties
         self._bits, self._bands, self._lsh, self._vectors, self._sigs = bits, bands, lsh, vectors, sigs
-        self._band_at, self._lsh_at = run_starts(n_bands).tolist(), run_starts(n_lsh).tolist()
+        self._band_at = run_starts(n_bands).tolist()
         n = len(simhashes)
         self._zero: Any = None if vectors is None else zero_vector(vectors.shape[1], vectors.dtype)
         #: Each row's place among the vectors and among the signatures (-1: none), as a block keeps them.
@@ -230,11 +236,10 @@ class RowFingerprints:
 
     def __call__(self, r: int) -> Fingerprint:
         simhashes, lengths, chars, shingles, empties = self._scalars
-        v, s = self._vector_at[r], self._sig_at[r]
-        b, lsh_at = self._band_at, self._lsh_at
+        v, s, b, lsh = self._vector_at[r], self._sig_at[r], self._band_at, self._lsh[r]
         # By position: a call by keyword costs twice as much, once a record.
         return Fingerprint(simhashes[r], self._bands[b[r]:b[r + 1]], self._zero if v < 0 else self._vectors[v], {},
-                           lengths[r], empties[r], self._lsh[lsh_at[r]:lsh_at[r + 1]],
+                           lengths[r], empties[r], lsh.split(LSH_SEPARATOR) if lsh else [],
                            None if s < 0 else self._sigs[s], chars[r], self._bits, shingles[r])
 
 
