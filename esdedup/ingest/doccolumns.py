@@ -364,5 +364,5 @@ class RunSketches:
     signed: np.ndarray
     full: np.ndarray
     has_vector: np.ndarray
-    #: The vectors (None where a document has none), read when a cosine is first wanted.
-    vectors: Callable[[], list[np.ndarray | None]]
+    #: The vectors (None where a document has none), or one array of them, read when a cosine is first wanted.
+    vectors: Callable[[], list[np.ndarray | None] | np.ndarray]

@@ -44,7 +44,7 @@ from esdedup.ingest.runindex import (
     run_positions,
     run_starts,
 )
-from esdedup.ingest.runverdicts import near_in_batch, near_in_run
+from esdedup.ingest.runverdicts import QueryTexts, near_in_batch, near_in_run
 from esdedup.ingest.window import MemoryWindow
 from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_exact_copies
 from esdedup.match.rule import Sketch
@@ -84,11 +84,16 @@ class NearDuplicates:
         return near_in_batch(block, [d.row for d in items], peers, todo, self.config, self.thresholds,
                              ids=[d.id for d in items], sha1s=[d.sha1 for d in items], fps=lambda i: items[i].fp)
 
-    def in_run(self, docs: DocColumns, sketches: Sequence[Sketch], positions: Sequence[Sequence[int]],
-               own_ids: Sequence[str], sha1s: Sequence[str | None]) -> list[list[int]]:
-        """`many` of candidates in the run index (``positions`` in its ``docs``), measured from its columns:
-        each text's near-duplicates among them, as positions in ``docs``."""
-        return near_in_run(docs, sketches, positions, self.config, self.thresholds, exclude=own_ids, sha1s=sha1s)
+    def in_run(self, docs: DocColumns, items: Sequence[FingerprintedRecord], positions: Sequence[Sequence[int]]
+               ) -> list[list[int]]:
+        """`many` of records (``items``) against candidates in the run index (``positions`` in its ``docs``),
+        measured from its columns and, for records that came in one block of arrays, from those: each
+        record's near-duplicates among them, as positions in ``docs``."""
+        block = _one_block(items)
+        queries = (QueryTexts.of([d.fp for d in items], self.config) if block is None else
+                   QueryTexts.in_block(block, [d.row for d in items], lambda i: items[i].fp, self.config))
+        return near_in_run(docs, queries, positions, self.config, self.thresholds, exclude=[d.id for d in items],
+                           sha1s=[d.sha1 for d in items])
 
 
 def run_keys(d: FingerprintedRecord, config: FingerprintConfig, *, probing: bool) -> list[str]:
@@ -179,22 +184,19 @@ class BatchCandidates:
         self._near_run: list[list[int]] = [[]] * len(items)  # one empty list, never changed
         #: The latest write order among each record's candidates in the run index (0: none).
         self._run_after = _latest(self._docs, self._earlier)
-        for r, positions in zip(in_run, labeller.rule.in_run(self._docs, [items[r].fp for r in in_run],
-                                                             [self._earlier[r] for r in in_run],
-                                                             [items[r].id for r in in_run],
-                                                             [items[r].sha1 for r in in_run]), strict=True):
+        for r, positions in zip(in_run, labeller.rule.in_run(self._docs, [items[r] for r in in_run],
+                                                             [self._earlier[r] for r in in_run]), strict=True):
             self._near_run[r] = positions
-        # The verdicts: on the candidates found by now by identity, on the batch's own records by position.
-        self._near: list[Set[int]] = []
-        self._near_peers: list[Set[int]] = []
-        for f, peers, positions in zip(found, self._peers, near, strict=True):
-            if not positions:  # most records: no near-duplicate at all
-                self._near.append(EMPTY)  # the rule pairs it with no candidate
-                self._near_peers.append(EMPTY)
-                continue
-            known = len(f)  # its candidates: the stored ones, then its peers
-            self._near.append({id(f[p]) for p in positions if p < known})
-            self._near_peers.append({peers[p - known] for p in positions if p >= known})
+        # The verdicts: on the candidates found by now by identity, on the batch's own records by position (most
+        # records: no near-duplicate at all, one shared empty set).
+        self._near: list[Set[int]] = [EMPTY] * len(items)
+        self._near_peers: list[Set[int]] = [EMPTY] * len(items)
+        for r, positions in enumerate(near):
+            if positions:
+                f, peers = found[r], self._peers[r]
+                known = len(f)  # its candidates: the stored ones, then its peers
+                self._near[r] = {id(f[p]) for p in positions if p < known}
+                self._near_peers[r] = {peers[p - known] for p in positions if p >= known}
 
     def _measured(self, found: list[list[StoredDoc]]) -> list[list[int]]:
         """The rule's verdicts on each record's stored candidates (``found``) and its peers, as positions in

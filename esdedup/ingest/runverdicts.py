@@ -7,41 +7,79 @@ and most are no near-duplicate). The measures and the decision are the rule's ow
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
 
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.values import FingerprintBlock
-from esdedup.ingest.doccolumns import DocColumns
+from esdedup.ingest.doccolumns import DocColumns, RunSketches
 from esdedup.match.lookup import VERIFY_BATCH
 from esdedup.match.measures import SketchColumns, measure_column_pairs, signature_rows, stacked_vectors
 from esdedup.match.rule import CopyOf, Sketch, exact_copies
 from esdedup.match.thresholds import Thresholds
 
 
-def near_in_run(docs: DocColumns, fps: Sequence[Sketch], positions: Sequence[Sequence[int]], config: FingerprintConfig,
+@dataclass(frozen=True)
+class QueryTexts:
+    """The texts `near_in_run` measures against their candidates: whether each has no words (``empty``), what
+    the rule reads of some of them (``sketches``, by position), and each one's fingerprint (``fp``), read only
+    for a pair the columns cannot decide (two signatures of different lengths)."""
+
+    empty: Sequence[bool]
+    sketches: Callable[[list[int]], RunSketches]
+    fp: Callable[[int], Sketch]
+
+    @classmethod
+    def of(cls, fps: Sequence[Sketch], config: FingerprintConfig) -> QueryTexts:
+        """Texts given by their fingerprints."""
+        def sketches(at: list[int]) -> RunSketches:
+            q = [fps[i] for i in at]
+            sigs, signed, full = signature_rows(q, config.minhash_perm)
+            return RunSketches([f.simhash for f in q], [f.chars for f in q], np.array([f.shingles for f in q]),
+                               np.array([f.empty for f in q], dtype=bool), sigs, signed, full,
+                               np.array([f.vector is not None for f in q], dtype=bool), lambda: [f.vector for f in q])
+
+        return cls([f.empty for f in fps], sketches, fps.__getitem__)
+
+    @classmethod
+    def in_block(cls, block: FingerprintBlock, rows: Sequence[int], fp: Callable[[int], Sketch],
+                 config: FingerprintConfig) -> QueryTexts:
+        """Texts given as ``rows`` of the arrays their batch came in (`FingerprintBlock`), read from them: no
+        fingerprint is made of a text for this (``fp(i)``: text i's, for the rare pair that needs it)."""
+        at_rows = np.asarray(rows, dtype=np.int64)
+
+        def sketches(at: list[int]) -> RunSketches:
+            cols = _block_parts(block, at_rows[at], config.minhash_perm)
+            return RunSketches(cols.simhash, cols.chars, cols.shingles, cols.empty, cols.sigs, cols.signed,
+                               cols.full, cols.has_vector, cols.vectors)
+
+        return cls(block.empties[at_rows].tolist(), sketches, fp)
+
+
+def near_in_run(docs: DocColumns, queries: QueryTexts, positions: Sequence[Sequence[int]], config: FingerprintConfig,
                 t: Thresholds, *, exclude: Sequence[str], sha1s: Sequence[str | None]) -> list[list[int]]:
     """Which of each text's candidates in the run index (``positions[i]``: positions in ``docs``) are its
     near-duplicates by the rule, in the order given: what `near_positions` decides of the same documents
     (a text without words: its exact copies, rule 0; a text with words: each candidate with words but the one
     of id ``exclude[i]``, measured `VERIFY_BATCH` pairs at a time)."""
-    out: list[list[int]] = [[]] * len(fps)  # one empty list, never changed: each answer is a list of its own
+    out: list[list[int]] = [[]] * len(positions)  # one empty list, never changed: each answer is a list of its own
     todo: list[int] = []
     pairs = 0
-    for i, (fp, found) in enumerate(zip(fps, positions, strict=True)):
+    for i, (empty, found) in enumerate(zip(queries.empty, positions, strict=True)):
         if not found:
             continue
-        if fp.empty:
+        if empty:
             out[i] = _copies(docs, found, exclude[i], sha1s[i])
             continue
         todo.append(i)
         pairs += len(found)
         if pairs >= VERIFY_BATCH:
-            _judge(docs, fps, positions, todo, config, t, exclude, out)
+            _judge(docs, queries, positions, todo, config, t, exclude, out)
             todo, pairs = [], 0
     if todo:
-        _judge(docs, fps, positions, todo, config, t, exclude, out)
+        _judge(docs, queries, positions, todo, config, t, exclude, out)
     return out
 
 
@@ -54,7 +92,7 @@ def _copies(docs: DocColumns, found: Sequence[int], own_id: str, sha1: str | Non
     return [empty[x] for x in exact_copies(True, sha1, [docs[p] for p in empty], exclude=own_id)]
 
 
-def _judge(docs: DocColumns, fps: Sequence[Sketch], positions: Sequence[Sequence[int]], todo: list[int],
+def _judge(docs: DocColumns, queries: QueryTexts, positions: Sequence[Sequence[int]], todo: list[int],
            config: FingerprintConfig, t: Thresholds, exclude: Sequence[str], out: list[list[int]]) -> None:
     """Measure the texts ``todo`` (with words) against their candidates and add the near ones to ``out``."""
     counts = [len(positions[i]) for i in todo]
@@ -74,21 +112,20 @@ def _judge(docs: DocColumns, fps: Sequence[Sketch], positions: Sequence[Sequence
     texts = np.unique(owner)
     left = np.searchsorted(texts, owner)
     right = right + len(texts)
-    q = [fps[todo[int(k)]] for k in texts]
-    query_sigs, query_signed, query_full = signature_rows(q, config.minhash_perm)
-    query_vector = np.array([f.vector is not None for f in q], dtype=bool)
-    has_vector = np.concatenate((query_vector, run.has_vector))
+    measured = [todo[k] for k in texts.tolist()]
+    q = queries.sketches(measured)
+    has_vector = np.concatenate((q.has_vector, run.has_vector))
 
     def vectors() -> np.ndarray:
-        return stacked_vectors([*(f.vector for f in q), *run.vectors()], has_vector, config)
+        return stacked_vectors([*q.vectors(), *run.vectors()], has_vector, config)
 
     cols = SketchColumns.from_parts(
-        config, simhash=[*(f.simhash for f in q), *run.simhash], sigs=np.concatenate((query_sigs, run.sigs)),
-        signed=np.concatenate((query_signed, run.signed)), full=np.concatenate((query_full, run.full)),
-        shingles=[*(f.shingles for f in q), *run.shingles.tolist()], chars=[*(f.chars for f in q), *run.chars],
+        config, simhash=[*q.simhash, *run.simhash], sigs=np.concatenate((q.sigs, run.sigs)),
+        signed=np.concatenate((q.signed, run.signed)), full=np.concatenate((q.full, run.full)),
+        shingles=[*q.shingles.tolist(), *run.shingles.tolist()], chars=[*q.chars, *run.chars],
         has_vector=has_vector, vectors=vectors)
     m = measure_column_pairs(cols, left, right, config, t,
-                             lambda x: (q[int(left[x])], docs[int(flat[x])]))
+                             lambda x: (queries.fp(measured[int(left[x])]), docs[int(flat[x])]))
     near = np.flatnonzero(m.decide(t))
     if not len(near):
         return
@@ -143,7 +180,15 @@ def near_in_batch(block: FingerprintBlock, rows: Sequence[int], peers: Sequence[
 
 def _block_sketches(block: FingerprintBlock, rows: np.ndarray, config: FingerprintConfig) -> SketchColumns:
     """`SketchColumns.of` the fingerprints of ``rows`` of ``block``, from its arrays."""
-    perm = config.minhash_perm
+    p = _block_parts(block, rows, config.minhash_perm)
+    return SketchColumns.from_parts(config, simhash=p.simhash, sigs=p.sigs, signed=p.signed, full=p.full,
+                                    shingles=p.shingles.tolist(), chars=p.chars, has_vector=p.has_vector,
+                                    vectors=lambda: np.asarray(p.vectors()))
+
+
+def _block_parts(block: FingerprintBlock, rows: np.ndarray, perm: int) -> RunSketches:
+    """What the rule reads of the fingerprints of ``rows`` of ``block``, from its arrays: what a `Fingerprint`
+    made of each row holds (a row without a vector of its own reads the zero vector)."""
     sig_row, shingles = block.sig_row[rows], block.shingles[rows]
     signed = (sig_row >= 0) & (shingles > 0)
     full = signed & (block.sigs is not None and block.sigs.shape[1] == perm)
@@ -159,6 +204,5 @@ def _block_sketches(block: FingerprintBlock, rows: np.ndarray, config: Fingerpri
             out[vector_row >= 0] = block.vectors[vector_row[vector_row >= 0]]
         return out
 
-    return SketchColumns.from_parts(config, simhash=block.simhash[rows].tolist(), sigs=sigs, signed=signed,
-                                    full=full, shingles=shingles.tolist(), chars=block.chars[rows].tolist(),
-                                    has_vector=np.ones(len(rows), dtype=bool), vectors=vectors)
+    return RunSketches(block.simhash[rows].tolist(), block.chars[rows].tolist(), shingles, block.empties[rows], sigs,
+                       signed, full, np.ones(len(rows), dtype=bool), vectors)

@@ -172,8 +172,8 @@ class _EveryThird:
     def many(self, sketches, cands, own_ids, sha1s):
         return [[p for p, c in enumerate(cs) if self.pairs(fp.simhash, c.id)] for fp, cs in zip(sketches, cands)]
 
-    def in_run(self, docs, sketches, positions, own_ids, sha1s):
-        return [[p for p in ps if self.pairs(fp.simhash, docs.id_at(p))] for fp, ps in zip(sketches, positions)]
+    def in_run(self, docs, items, positions):
+        return [[p for p in ps if self.pairs(d.fp.simhash, docs.id_at(p))] for d, ps in zip(items, positions)]
 
 
 class _Every(_EveryThird):

@@ -17,7 +17,7 @@ from esdedup.fingerprint.values import zero_vector
 from esdedup.ingest.doccolumns import DocColumns
 from esdedup.ingest.documents import FingerprintedRecord, as_stored
 from esdedup.ingest.labels import batch_peers, run_key_lists
-from esdedup.ingest.runverdicts import near_in_batch, near_in_run
+from esdedup.ingest.runverdicts import QueryTexts, near_in_batch, near_in_run
 from esdedup.ingest.workers import fingerprint_with
 from esdedup.match.lookup import near_positions
 from esdedup.match.measures import measure, measure_pairs
@@ -90,7 +90,7 @@ def test_verdicts_from_columns_are_those_of_the_documents(name: str, seed: int) 
     positions = [sorted(set(rng.integers(0, len(stored), int(rng.integers(0, 40))).tolist())) for _ in queries]
     own = [q.id if r % 3 else f"d{positions[r][0]}" if positions[r] else q.id for r, q in enumerate(queries)]
     sha1s = [q.content_sha1 if r % 5 else None for r, q in enumerate(queries)]
-    got = near_in_run(docs, queries, positions, config, t, exclude=own, sha1s=sha1s)
+    got = near_in_run(docs, QueryTexts.of(queries, config), positions, config, t, exclude=own, sha1s=sha1s)
     expected = near_positions(queries, [[docs[p] for p in ps] for ps in positions], config, t, exclude=own,
                               sha1s=sha1s)
     assert got == [[ps[j] for j in near] for ps, near in zip(positions, expected, strict=True)]
@@ -171,3 +171,18 @@ def test_verdicts_on_a_batch_s_peers_from_its_arrays_are_those_of_the_documents(
     far = [i for k, i in enumerate(todo) if not want[k]]  # a call whose texts pair with none of their peers
     assert far and near_in_batch(block, [d.row for d in items], peers, far, config, t, ids=ids, sha1s=sent.sha1s,
                                  fps=lambda i: items[i].fp) == [[] for _ in far]
+    # The same records measured against the run index's documents (the first 300 of them, written there), as
+    # rows of their block: what they decide as fingerprints, and no fingerprint is made of a record for it.
+    docs = DocColumns()
+    docs.BLOCK = 64
+    docs.append_rows([DocColumns._fields(as_stored(d, k + 1, (k + 1, d.id))) for k, d in enumerate(items[:300])])
+    later = items[300:]
+    positions = [sorted(set(rng.integers(0, 300, int(rng.integers(0, 30))).tolist())) for _ in later]
+    fresh = [FingerprintedRecord(d.record, None, d.simhash, d.sha1, d.id, held=d.held, block=block, row=d.row)
+             for d in later]
+    from_block = near_in_run(docs, QueryTexts.in_block(block, [d.row for d in fresh], lambda i: fresh[i].fp, config),
+                             positions, config, t, exclude=[d.id for d in later], sha1s=[d.sha1 for d in later])
+    assert all(d.fingerprint is None for d in fresh)
+    assert from_block == near_in_run(docs, QueryTexts.of([d.fp for d in later], config), positions, config, t,
+                                     exclude=[d.id for d in later], sha1s=[d.sha1 for d in later])
+    assert sum(map(len, from_block)) > 20 and any(from_block[k] for k, d in enumerate(later) if d.fp.empty)
