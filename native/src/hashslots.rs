@@ -127,6 +127,22 @@ impl Slots {
         }
     }
 
+    /// Hold `value` under `key`, which is held already (its value changes).
+    pub fn replace(&mut self, key: u64, value: u32) {
+        if key == EMPTY {
+            debug_assert!(self.zero.is_some());
+            self.zero = Some(value);
+            return;
+        }
+        let mask = self.keys.len() - 1;
+        let mut at = self.home(key);
+        while self.keys[at] != key {
+            debug_assert!(self.keys[at] != EMPTY, "replace: the key is not held");
+            at = (at + 1) & mask;
+        }
+        self.values[at] = value;
+    }
+
     /// Make room for `more` keys beyond those held, at most four fifths of the slots in use (a key not
     /// held is then told, at the fullest, after some thirteen slots on average: two cache lines).
     pub fn reserve(&mut self, more: usize) {

@@ -11,7 +11,6 @@
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rustc_hash::FxHashMap;
 
 use crate::hashslots::{prefetch, Slots};
 use crate::kernels::mix64;
@@ -44,13 +43,82 @@ pub fn key_hashes<'py>(py: Python<'py>, keys: Vec<String>) -> Bound<'py, PyBytes
     PyBytes::new(py, &out)
 }
 
-/// Key hash -> positions of the documents holding it: the first in `first`, the next `per_key - 1` (rare)
-/// in `more`.
+/// Key hash -> positions of the documents holding it: the first in `first`, the next `per_key - 1` in
+/// `more`.
 #[pyclass(module = "esdedup_native")]
 pub struct RunKeys {
     first: Slots,
-    more: FxHashMap<u64, Vec<u32>>,
+    more: Further,
     per_key: usize,
+}
+
+/// The positions holding a key after its first: each key's in one block of `arena`, `[count, room,
+/// positions...]`, found by `at` (key -> the block's offset). A full block is copied to one twice its room at
+/// the arena's end, and the old one left unused. No allocation a key: a map of one `Vec` a key allocated one
+/// for each key a second document held (most keys of a run of copies), and rehashed them all as it grew.
+#[derive(Default)]
+struct Further {
+    at: Slots,
+    arena: Vec<u32>,
+    /// Positions held, over all keys.
+    held: usize,
+}
+
+/// The room of a key's first block in `Further`.
+const FIRST_ROOM: usize = 3;
+
+impl Further {
+    /// The positions after the first that hold `h`, in the order they were added.
+    fn of(&self, h: u64) -> &[u32] {
+        match self.at.get(h) {
+            None => &[],
+            Some(at) => {
+                let at = at as usize;
+                &self.arena[at + 2..at + 2 + self.arena[at] as usize]
+            }
+        }
+    }
+
+    /// Hold `position` under `h` unless `most` positions hold it here already; whether it was held.
+    fn push(&mut self, h: u64, position: u32, most: usize) -> bool {
+        if most == 0 {
+            return false;
+        }
+        let end =
+            u32::try_from(self.arena.len()).expect("the run index's key table holds fewer than 2^32 entries");
+        self.at.reserve(1);
+        let at = self.at.get_or_insert(h, end) as usize;
+        if at == end as usize {
+            let room = FIRST_ROOM.min(most);
+            self.arena.extend([1, room as u32, position]);
+            self.arena.resize(self.arena.len() + room - 1, 0);
+        } else {
+            let (count, room) = (self.arena[at] as usize, self.arena[at + 1] as usize);
+            if count >= most {
+                return false;
+            }
+            if count < room {
+                self.arena[at + 2 + count] = position;
+                self.arena[at] += 1;
+            } else {
+                let grown = (2 * room).min(most);
+                self.arena.extend([count as u32 + 1, grown as u32]);
+                self.arena.extend_from_within(at + 2..at + 2 + count);
+                self.arena.push(position);
+                self.arena.resize(self.arena.len() + grown - count - 1, 0);
+                self.at.replace(h, end);
+            }
+        }
+        self.held += 1;
+        true
+    }
+
+    /// Every (key, position) held here, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.at
+            .iter()
+            .flat_map(move |(h, _)| self.of(h).iter().map(move |&p| (h, p)))
+    }
 }
 
 /// Little-endian uint64 bytes as hashes.
@@ -76,7 +144,7 @@ impl RunKeys {
     fn new(per_key: usize) -> Self {
         RunKeys {
             first: Slots::default(),
-            more: FxHashMap::default(),
+            more: Further::default(),
             per_key,
         }
     }
@@ -188,9 +256,7 @@ impl RunKeys {
                 let h = hashes[x];
                 if let Some(p) = self.first.get(h) {
                     found.push(p);
-                    if let Some(more) = self.more.get(&h) {
-                        found.extend_from_slice(more);
-                    }
+                    found.extend_from_slice(self.more.of(h));
                 }
             }
             found.sort_unstable();
@@ -204,11 +270,7 @@ impl RunKeys {
     /// Every (hash, position) held, as little-endian uint64 and uint32 bytes, sorted by hash, then position
     /// (the order `esdedup.ingest.runindex.FrozenKeys` keeps, which then need not sort them).
     fn entries<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
-        let further = self
-            .more
-            .iter()
-            .flat_map(|(&h, ps)| ps.iter().map(move |&p| (h, p)));
-        let mut held: Vec<(u64, u32)> = self.first.iter().chain(further).collect();
+        let mut held: Vec<(u64, u32)> = self.first.iter().chain(self.more.iter()).collect();
         held.sort_unstable();
         let mut hashes = Vec::with_capacity(held.len() * 8);
         let mut positions = Vec::with_capacity(held.len() * 4);
@@ -233,24 +295,19 @@ impl RunKeys {
         if first == position {
             return true;
         }
-        let more = self.more.entry(h).or_default();
-        if more.len() + 1 < self.per_key {
-            more.push(position);
-            return true;
-        }
-        false
+        self.more.push(h, position, self.per_key.saturating_sub(1))
     }
 
     /// How many positions hold `h`.
     fn held(&self, h: u64) -> usize {
         match self.first.get(h) {
             None => 0,
-            Some(_) => 1 + self.more.get(&h).map_or(0, Vec::len),
+            Some(_) => 1 + self.more.of(h).len(),
         }
     }
 
     fn len(&self) -> usize {
-        self.first.len() + self.more.values().map(Vec::len).sum::<usize>()
+        self.first.len() + self.more.held
     }
 }
 

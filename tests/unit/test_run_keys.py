@@ -94,7 +94,7 @@ def test_adding_a_batch_at_once_is_adding_its_documents_in_turn_on_both_paths(ex
     which keys crowded which document out as `add` does; `held_counts` counts the positions of each hash, and
     `fits` says whether a batch would crowd none."""
     @settings(max_examples=150, deadline=None)
-    @given(batches_st, st.integers(1, 5))
+    @given(batches_st, st.integers(1, 5) | st.sampled_from([8, 33, 40]))  # a key's positions outgrow blocks
     def check(batches: list[list[list[int]]], per_key: int) -> None:
         native_table, reference, one_by_one = native_keys.run_keys(per_key), _KeyTable(per_key), _KeyTable(per_key)
         assert native_table is not None
