@@ -600,6 +600,10 @@ class Labeller:
                 return Labels(seq, me, skip_for=min(roots)[1])
         if not roots:  # a cluster of its own, or its stored one: nothing to join
             return Labels(seq, me, stored=self_doc)
+        if self_doc is None and len(roots) == 1:  # a new document near one cluster (most near-duplicates)
+            (top,) = roots
+            if top < me:
+                return Labels(seq, self.window.join_new(me, top))
         if len(roots - {me}) > (0 if self_doc is not None else 1):  # clusters already stored that this joins
             self.ledger.cur.joins.append(roots | {me})
         return Labels(seq, self.join(roots | {me}), stored=self_doc)

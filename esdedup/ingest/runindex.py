@@ -540,6 +540,10 @@ class ClusterRoots:
         """Join the clusters of ``roots``; returns their representative."""
         return self.union(roots)[0]
 
+    def attach(self, root: Root, top: Root) -> None:
+        """`union` of ``root``, a representative, with ``top``, an earlier one: ``root`` points at ``top``."""
+        self._parent[root[1]] = top
+
     def forget(self, ids: set[str]) -> None:
         """Drop what this run knows of the clusters of ``ids`` (the store now labels them afresh)."""
         self._parent = {k: v for k, v in self._parent.items() if k not in ids and v[1] not in ids}

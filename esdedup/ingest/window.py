@@ -111,6 +111,15 @@ class MemoryWindow:
                 demoted += 1
         return top, demoted
 
+    def join_new(self, me: Root, top: Root) -> Root:
+        """`join` of a new document's own cluster ``me`` (its id written in this window, of a write order after
+        every one it was compared with) and one representative ``top`` earlier than it: ``me`` joins ``top``,
+        and none of this run's representatives is demoted (``me`` was not one yet). Most near-duplicates are
+        labelled so, without the sets `join` makes."""
+        assert top < me and me[1] in self.written and me[1] not in self.own_roots
+        self.roots.attach(me, top)
+        return top
+
     def forget_batch(self) -> None:
         """A service: nothing of this batch is needed for the next (it finds them in the store, with the
         cluster merges written in their labels), whether the batch was written or failed."""

@@ -32,6 +32,7 @@ from esdedup.ingest.runindex import (
     _KeyTable,
     key_hashes,
 )
+from esdedup.ingest.window import MemoryWindow
 from esdedup.store.base import StoredDoc
 
 KEYS = [f"{band}:{value}" for band in range(3) for value in range(4)]
@@ -378,3 +379,28 @@ def test_without_neighbour_probes_a_record_looks_up_the_keys_it_holds() -> None:
             assert probes is holds and [holds.keys_of(x) for x in range(len(kept))] == [want[r] for r in kept]
             assert holds.hashes.tolist() == key_hashes([k for r in kept for k in want[r]]).tolist()
             assert holds.counts == [len(want[r]) for r in kept]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=15), st.integers(0, 11))
+def test_a_new_document_joining_one_cluster_is_a_join_of_the_two(links, near) -> None:
+    """`MemoryWindow.join_new` (a new document near one cluster: most near-duplicates) leaves the run's view of
+    the clusters as `MemoryWindow.join` of the two does, demotes no representative, and returns the same."""
+    def window() -> MemoryWindow:
+        w = MemoryWindow(created=True)
+        for k in range(12):
+            w.written[f"d{k}"] = f"s{k}"
+            w.own_roots.add(f"d{k}")
+        for a, b in links:  # some clusters of the twelve documents
+            w.join({w.roots.find((a + 1, f"d{a}")), w.roots.find((b + 1, f"d{b}"))})
+        return w
+
+    whole, fast = window(), window()
+    top = whole.roots.find((near + 1, f"d{near}"))
+    me = (100, "new")
+    for w in (whole, fast):
+        w.written["new"] = "s"
+    assert fast.join_new(me, top) == top
+    assert whole.join({top, me}) == (top, 0)
+    assert fast.roots._parent == whole.roots._parent and fast.own_roots == whole.own_roots
+    assert fast.roots.find(me) == top
