@@ -458,18 +458,28 @@ def _has_sha1_index(path) -> bool:
         db.close()
 
 
-def test_a_new_collection_indexes_its_content_sha1s_once_its_first_writes_are_done(tmp_path):
+def test_a_new_collection_indexes_its_content_sha1s_when_first_read_by_them(tmp_path):
     """A collection created by this connection is written without its index of content SHA-1s (random
-    keys, a B-tree insert a row); `refresh` builds it in one pass, as does an exact-copy lookup that comes
-    first, and a connection that finds the file without it (its creator died first) builds it before it
-    writes, not when it opens the file to read it. The rows are the same either way."""
+    keys, a B-tree insert a row), refreshed or not (an ingest refreshes at each roll of its window); the
+    first lookup by content SHA-1 builds it in one pass (an exact-copy lookup, the copy groups of all-pairs
+    search), and so does closing the store; a connection that finds the file without it (its creator died
+    first) builds it before it writes, not when it opens the file to read it. The rows are the same either
+    way."""
     config = FingerprintConfig(tokenizer="rjieba")
     docs = _docs(config)
+    closed = LocalStore("closed", tmp_path)
+    closed.open(config)
+    assert all(r.ok for r in closed.write(docs))
+    closed.refresh()
+    assert not _has_sha1_index(closed.path)
+    closed.close()
+    assert _has_sha1_index(closed.path)
     s = LocalStore("deferred", tmp_path)
     s.open(config)
     assert all(r.ok for r in s.write(docs))
-    assert not _has_sha1_index(s.path)
     s.refresh()
+    assert not _has_sha1_index(s.path)
+    assert s.copy_columns() == []  # no two texts alike
     assert _has_sha1_index(s.path)
     plan = s._database.connect().execute("EXPLAIN QUERY PLAN SELECT id FROM docs WHERE content_sha1 = 'x'")
     assert "docs_sha1" in " ".join(str(r) for r in plan)
@@ -495,6 +505,7 @@ def test_a_new_collection_indexes_its_content_sha1s_once_its_first_writes_are_do
     again.open()
     assert [[d.id for d in found] for found in again.copies([docs[0].content_sha1])] == [["d0"]]
     again.refresh()
+    again.copy_columns()
     assert not _has_sha1_index(died.path)
     assert all(r.ok for r in again.write(docs[:1]))
     assert _has_sha1_index(died.path)

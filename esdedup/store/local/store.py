@@ -201,9 +201,11 @@ class LocalStore:
 
     @_sql_errors
     def refresh(self) -> None:
-        """Every write is visible at once (the text index catches up when it is searched); a file this store
-        created gets its index of content SHA-1s now (`Database.build_deferred_index`)."""
-        self._database.build_deferred_index()
+        """Every write is visible at once (the text index catches up when it is searched). A file this store
+        created gets its index of content SHA-1s when a lookup first reads it, or when the store closes
+        (`Database.build_deferred_index`), not here: an ingest refreshes at each roll of its window, and every
+        row written after the index is a random B-tree insert in it (the writer then took 2.5 times as long a
+        batch, and the ingest waited for it)."""
 
     def alone(self) -> bool:
         """Writers never settle here (`write_lock` serialises them), so this does not matter: True."""
@@ -391,6 +393,7 @@ class LocalStore:
     def copy_columns(self) -> list[tuple[str, str, bool]]:
         """See `esdedup.store.columns.CopyColumnsStore` (the rows `copy_rows` reads of `scan`'s documents,
         those whose content SHA-1 another document holds too: grouped by the SHA-1 index, not in memory)."""
+        self._database.build_deferred_index()
         rows = self._database.connect().execute(
             "SELECT id, content_sha1, empty FROM docs WHERE content_sha1 IN (SELECT content_sha1 FROM docs "
             "WHERE content_sha1 IS NOT NULL AND content_sha1 != '' GROUP BY content_sha1 HAVING count(*) > 1)")
