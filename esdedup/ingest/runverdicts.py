@@ -50,12 +50,8 @@ class QueryTexts:
         fingerprint is made of a text for this (``fp(i)``: text i's, for the rare pair that needs it)."""
         at_rows = np.asarray(rows, dtype=np.int64)
 
-        def sketches(at: list[int]) -> RunSketches:
-            cols = _block_parts(block, at_rows[at], config.minhash_perm)
-            return RunSketches(cols.simhash, cols.chars, cols.shingles, cols.empty, cols.sigs, cols.signed,
-                               cols.full, cols.has_vector, cols.vectors)
-
-        return cls(block.empties[at_rows].tolist(), sketches, fp)
+        return cls(block.empties[at_rows].tolist(),
+                   lambda at: _block_parts(block, at_rows[at], config.minhash_perm), fp)
 
 
 def near_in_run(docs: DocColumns, queries: QueryTexts, positions: Sequence[Sequence[int]], config: FingerprintConfig,
