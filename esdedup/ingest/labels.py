@@ -375,7 +375,19 @@ def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dic
     first `MAX_PER_KEY` of some hash, those hashes. In the extension when it is in use (one pass over a table
     of the batch's keys), else `_batch_peers` in numpy; the two give the same."""
     found = native_keys.batch_peers(probes.hashes, probes.counts, holds.hashes, holds.counts, MAX_PER_KEY)
-    return found if found is not None else _batch_peers(probes, holds)
+    if found is None:
+        return _batch_peers(probes, holds)
+    peers, records, keys = found
+    return peers, _past_first(records, keys)
+
+
+def _past_first(records: np.ndarray, hashes: np.ndarray) -> dict[int, frozenset[int]]:
+    """Each record's hashes among (``records[x]``, ``hashes[x]``): the keys it holds past their first
+    `MAX_PER_KEY` holders in the batch."""
+    past_first: dict[int, set[int]] = {}
+    for r, h in zip(records.tolist(), hashes.tolist(), strict=True):
+        past_first.setdefault(r, set()).add(h)
+    return {r: frozenset(hs) for r, hs in past_first.items()}
 
 
 def _batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
@@ -391,9 +403,7 @@ def _batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], di
     starts = np.flatnonzero(new_hash)
     rank = np.arange(len(hold_hash)) - np.repeat(starts, np.diff(np.append(starts, len(hold_hash))))
     past = rank >= MAX_PER_KEY
-    past_first: dict[int, set[int]] = {}
-    for r, h in zip(hold_of[past].tolist(), hold_hash[past].tolist(), strict=True):
-        past_first.setdefault(r, set()).add(h)
+    past_first = _past_first(hold_of[past], hold_hash[past])
     if probes is holds:
         # A record probes the keys it holds: a hash held once is probed by its holder alone and pairs no
         # two records, so only the hashes held twice or more are looked at (a few of a batch's).
@@ -414,7 +424,7 @@ def _batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], di
     out: list[list[int]] = [[] for _ in range(n)]
     for i, j in zip((pairs // max(n, 1)).tolist(), (pairs % max(n, 1)).tolist(), strict=True):  # n = 0: none
         out[i].append(j)
-    return out, {r: frozenset(hs) for r, hs in past_first.items()}
+    return out, past_first
 
 
 def _stable_order(values: np.ndarray) -> np.ndarray:

@@ -91,16 +91,13 @@ def frozen_lookup(hashes: np.ndarray, ords: np.ndarray, starts: np.ndarray, quer
 
 
 def batch_peers(probes: np.ndarray, probe_counts: Sequence[int], holds: np.ndarray, hold_counts: Sequence[int],
-                per_key: int) -> tuple[list[list[int]], dict[int, frozenset[int]]] | None:
+                per_key: int) -> tuple[list[list[int]], np.ndarray, np.ndarray] | None:
     """`esdedup.ingest.labels.batch_peers` in the extension (the records' probed and held key hashes, flat,
-    with each record's count), or None when the extension is not in use."""
+    with each record's count): each record's peers, and the records and key hashes of each (record, key) past
+    the key's first holders; None when the extension is not in use."""
     if not native.enabled():
         return None
     peers, records, keys = native.loaded().batch_peers(
         np.ascontiguousarray(probes, dtype=np.uint64), list(probe_counts),
         np.ascontiguousarray(holds, dtype=np.uint64), list(hold_counts), per_key)
-    past_first: dict[int, set[int]] = {}
-    for r, h in zip(np.frombuffer(records, dtype="<u4").tolist(), np.frombuffer(keys, dtype="<u8").tolist(),
-                    strict=True):
-        past_first.setdefault(r, set()).add(h)
-    return peers, {r: frozenset(hs) for r, hs in past_first.items()}
+    return peers, np.frombuffer(records, dtype="<u4"), np.frombuffer(keys, dtype="<u8")

@@ -22,7 +22,14 @@ from esdedup import FingerprintConfig
 from esdedup.fingerprint import native
 from esdedup.ingest import native_keys
 from esdedup.ingest.documents import FingerprintedRecord
-from esdedup.ingest.labels import BatchCandidates, _batch_peers, _stable_order, batch_peers, run_keys
+from esdedup.ingest.labels import (
+    BatchCandidates,
+    _batch_peers,
+    _past_first,
+    _stable_order,
+    batch_peers,
+    run_keys,
+)
 from esdedup.ingest.runindex import (
     MAX_PER_KEY,
     HeldHashes,
@@ -309,8 +316,11 @@ def test_a_record_s_batch_peers_are_the_earlier_records_holding_a_hash_it_probes
 def test_the_native_batch_peers_are_the_definition(extension, switch_on) -> None:
     """The extension's `batch_peers` (its own table of the batch's keys, 0 kept apart), against the same
     definition."""
-    def native_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]] | None:
-        return native_keys.batch_peers(probes.hashes, probes.counts, holds.hashes, holds.counts, MAX_PER_KEY)
+    def native_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
+        found = native_keys.batch_peers(probes.hashes, probes.counts, holds.hashes, holds.counts, MAX_PER_KEY)
+        assert found is not None
+        peers, records, keys = found
+        return peers, _past_first(records, keys)
 
     settings(max_examples=200, deadline=None)(given(HELD_ST, PROBED_ST)(
         lambda held, probed: _same_peers(native_peers, held, probed)))()
