@@ -199,7 +199,6 @@ class LocalStore:
         self._texts.drop()
         self._database.drop()
 
-    @_sql_errors
     def refresh(self) -> None:
         """Every write is visible at once (the text index catches up when it is searched). A file this store
         created gets its index of content SHA-1s when a lookup first reads it, or when the store closes
