@@ -243,7 +243,8 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     only the labels that change are written (`PairsReport.labels_written`), and running ingests may write
     meanwhile (`esdedup.ingest.settle.join_stored`).
 
-    ``lsh_join``: ``memory`` joins the LSH bands in numpy after one scan of the signatures (about 512 bytes
+    ``lsh_join``: ``memory`` joins the LSH bands (and the SimHash band keys, where every document holding one has
+    a signature: `esdedup.match.joins.joins_bands`) after one scan of the signatures (about 512 bytes
     a document), ``store`` reads the store's key groups (`Store.key_batches`: on Elasticsearch a ``terms``
     aggregation of the keys held by two documents or more, a partition of the keys at a time), ``auto`` is memory up to `esdedup.match.pairs.LSH_IN_MEMORY_MAX` documents. The pairs are the
     same either way; it is a choice of memory against time.

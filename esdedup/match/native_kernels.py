@@ -1,7 +1,7 @@
 """The native steps of matching (in the extension that `esdedup.fingerprint.native` loads), each beside the
 Python step it replaces: the equal positions of MinHash signatures (`esdedup.match.measures.equal_positions`,
 `esdedup.match.measures.pair_equal_positions`) and the LSH join of all-pairs search
-(`esdedup.match.pairs.lsh_pair_indices`), with the GIL released. Each gives None when the native core is not
+(`esdedup.match.joins.lsh_pair_indices`), with the GIL released. Each gives None when the native core is not
 in use, and its caller then computes the same in numpy.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ LshJoin = tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]], int]
 
 
 def lsh_pairs(sigs: np.ndarray, bands: int, rows: int, max_bucket: int) -> LshJoin | None:
-    """The LSH join of `esdedup.match.pairs.lsh_pair_indices` (``sigs``: a (rows, perm) array of uint32
+    """The LSH join of `esdedup.match.joins.lsh_pair_indices` (``sigs``: a (rows, perm) array of uint32
     signatures; ``bands`` and ``rows`` already checked against it) by the extension, with the GIL released:
     the sorted pairs (int64 arrays), the crowded band values by band then first row, and how many band
     values were cut; None when the native core is not in use."""

@@ -19,11 +19,9 @@ import numpy as np
 from esdedup.errors import ConfigError
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
-from esdedup.fingerprint.minhash import lsh_keys
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
-from esdedup.match import native_kernels
+from esdedup.match.joins import CROWDED_BAND_KEY, MemoryJoin, join_in_memory
 from esdedup.match.measures import (
-    SketchColumns,
     hamming_of,
     measure,
     measure_pairs,
@@ -45,9 +43,8 @@ from esdedup.match.rule import (
 from esdedup.match.seen import SeenPairs
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thresholds
 from esdedup.store.base import KeyBatch, ScannableStore, StoredDoc
-from esdedup.store.columns import SignatureColumns, copy_rows, reads_copy_columns, reads_signature_columns
+from esdedup.store.columns import copy_rows, reads_copy_columns
 from esdedup.store.partition import Partition, pair_share
-from esdedup.util.collector import fewer_collections
 from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)
@@ -61,9 +58,10 @@ CACHE_MAX = 200_000
 #: Pairs whose smallest shared key `_PairScorer.key_groups` remembers in a batch (found at a pair's first group
 #: there, not in each group of a key the two share: a fifth of a partition's job at scale) before it starts over.
 SMALLEST_KEYS_MAX = 1 << 18
-#: All-pairs search groups the MinHash LSH bands in memory, from the stored signatures (one read of the
-#: store's `SignatureColumns`, a sort per band), for stores of up to this many documents (512 bytes each);
-#: larger ones use the store's key groups (`KeyScans.key_batches`). Both give the same pairs.
+#: All-pairs search groups the MinHash LSH bands in memory (and the SimHash band keys with them:
+#: `esdedup.match.joins`), from the stored signatures (one read of the store's `SignatureColumns`, a sort per
+#: band), for stores of up to this many documents (512 bytes each); larger ones use the store's key groups
+#: (`KeyScans.key_batches`). Both give the same pairs.
 LSH_IN_MEMORY_MAX = 2_000_000
 
 
@@ -145,11 +143,18 @@ def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverr
         in_memory = lsh_in_memory(store)
     copies = CopyGroups.of(store, max_bucket=max_bucket)
     scorer = _PairScorer(store, t.hamming_k)
+    bands_joined = False
     if in_memory:
-        # The candidates of the LSH bands judged as arrays, without an object a candidate.
-        yield from copies.noting(_lsh_duplicates(store, scorer.seen, t, max_bucket, crowded))
+        # The candidates of the LSH bands (and of the band keys, where they were joined too) judged as arrays,
+        # without an object a candidate. Only the generator holds the join: it lets the signatures go once
+        # they are judged.
+        joined = join_in_memory(store, max_bucket, crowded)
+        bands_joined = joined.bands
+        judged = _lsh_duplicates(joined, store.config.stores_vector, scorer.seen, t)
+        del joined
+        yield from copies.noting(judged)
     batch: list[ScoredPair] = []
-    for p in scorer.stored_keys(max_bucket, lsh=not in_memory):
+    for p in _stored_keys(scorer, max_bucket, in_memory=in_memory, bands_joined=bands_joined):
         batch.append(p)
         if len(batch) >= VERDICT_BATCH:
             yield from copies.noting(_duplicates(batch, t, store.config.stores_vector))
@@ -257,11 +262,14 @@ def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: in
     if in_memory is None:
         in_memory = lsh_in_memory(store)
     copies = CopyGroups.of(store, max_bucket=max_bucket)
+    bands_joined = False
     if in_memory:
-        # The LSH bands joined in memory, every candidate scored in bulk: what the key groups below would
-        # give for the lsh_<i> keys, without a Python step per group.
-        yield from copies.noting(_lsh_pairs(store, scorer.seen, max_bucket, crowded))
-    yield from copies.noting(scorer.stored_keys(max_bucket, lsh=not in_memory))
+        # The LSH bands (and the band keys, where `joins_bands` says so) joined in memory, every candidate
+        # scored in bulk: what the key groups below would give for those keys, without a Python step per group.
+        joined = join_in_memory(store, max_bucket, crowded)
+        bands_joined = joined.bands
+        yield from copies.noting(_lsh_pairs(joined, scorer.seen))
+    yield from copies.noting(_stored_keys(scorer, max_bucket, in_memory=in_memory, bands_joined=bands_joined))
     yield from scorer.score_pairs(copies.unpaired())
 
 
@@ -311,8 +319,7 @@ class _PairScorer:
             smallest: dict[tuple[str, str], str | None] = {}  # see SMALLEST_KEYS_MAX
             for key, count, ids in batch.groups:
                 if len(ids) >= max_bucket:
-                    log.warning("band value %s is shared by %d or more documents; only %d were compared "
-                                "(boilerplate? see the index's crowded band values)", key, max_bucket, max_bucket)
+                    log.warning(CROWDED_BAND_KEY, key, max_bucket, max_bucket)
                 owned = self._owned(key, ids, batch.keys, crowded_seen if count > max_bucket else None, smallest)
                 if share is not None and count > max_bucket:
                     owned = (p for p in owned if pair_share(*p, share.count) == share.index)
@@ -441,52 +448,19 @@ def crowded_values(store: ScannableStore, found_in_memory: Sequence[tuple[str, i
     return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
 
 
-@dataclass
-class _Columns:
-    """The stored documents with a MinHash signature (of the config's length), ids sorted: their ids and
-    lengths, and their sketches as arrays (the documents themselves are not kept; their vectors are stacked
-    only when a cosine is wanted)."""
-
-    ids: list[str]
-    chars: list[int]
-    sketches: SketchColumns
-
-    @classmethod
-    def of(cls, store: ScannableStore) -> _Columns:
-        config = store.config
-        with fewer_collections():  # every stored document is read and held before the join
-            if reads_signature_columns(store):
-                read = store.signature_columns(config.minhash_perm)
-            else:
-                read = SignatureColumns.of((d for batch in store.scan() for d in batch), config.minhash_perm,
-                                           config.dims)
-        every = np.ones(len(read.ids), dtype=bool)
-        sketches = SketchColumns.from_parts(config, simhash=read.simhash, sigs=read.sigs, signed=every, full=every,
-                                            shingles=read.shingles, chars=read.chars, has_vector=every,
-                                            vectors=read.vectors)
-        return cls(read.ids, read.chars, sketches)
+def _stored_keys(scorer: _PairScorer, max_bucket: int, *, in_memory: bool, bands_joined: bool
+                 ) -> Iterator[ScoredPair]:
+    """The candidates of the store's key groups that the join in memory left to them: none when it joined the
+    band keys too (`esdedup.match.joins.MemoryJoin.bands`), the band keys' when it joined the LSH bands alone,
+    every key's when there was none (``in_memory`` false)."""
+    if not bands_joined:
+        yield from scorer.stored_keys(max_bucket, lsh=not in_memory)
 
 
-def _lsh_join(store: ScannableStore, max_bucket: int, crowded: list[tuple[str, int]] | None
-              ) -> tuple[_Columns, np.ndarray, np.ndarray]:
-    """The columns of the store's signed documents (read at once) and the candidate pairs of their LSH bands
-    (`lsh_pair_indices`); ``crowded`` receives the crowded LSH values, as (key, documents)."""
-    config = store.config
-    cols = _Columns.of(store)
-    sigs = cols.sketches.sigs
-    groups: list[tuple[int, int, int]] = []
-    left, right = lsh_pair_indices(sigs, config.minhash_bands, config.minhash_rows, max_bucket=max_bucket,
-                                   crowded=groups)
-    if crowded is not None:
-        crowded.extend((lsh_keys(sigs[row], config.minhash_bands, config.minhash_rows)[band], n) for band, row, n in groups)
-    return cols, left, right
-
-
-def _lsh_pairs(store: ScannableStore, seen: SeenPairs, max_bucket: int,
-               crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
-    """`scored_pairs` for the LSH bands, from one read of the columns: candidate pairs joined in memory and
-    measured as `esdedup.match.measures.measure_pairs` measures them."""
-    cols, left, right = _lsh_join(store, max_bucket, crowded)
+def _lsh_pairs(joined: MemoryJoin, seen: SeenPairs, chunk: int = 1 << 16) -> Iterator[ScoredPair]:
+    """`scored_pairs` for the keys joined in memory: the candidate pairs of ``joined``, measured as
+    `esdedup.match.measures.measure_pairs` measures them."""
+    cols, left, right = joined.cols, joined.left, joined.right
     ids = cols.ids
     seen.add_rows(ids, left, right)
     for lo in range(0, len(left), chunk):
@@ -498,17 +472,17 @@ def _lsh_pairs(store: ScannableStore, seen: SeenPairs, max_bucket: int,
             yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
 
-def _lsh_duplicates(store: ScannableStore, seen: SeenPairs, t: Thresholds, max_bucket: int,
-                    crowded: list[tuple[str, int]] | None = None, chunk: int = 1 << 16) -> Iterator[Pair]:
+def _lsh_duplicates(joined: MemoryJoin, shown: bool, seen: SeenPairs, t: Thresholds, chunk: int = 1 << 16
+                    ) -> Iterator[Pair]:
     """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order: the rule
     (`esdedup.match.rule.decide`) over each chunk's measures, a `Pair` made only for the pairs it keeps, with
     what `ScoredPair.to_pair` reports. The cosines are measured only when the rule reads them or the pairs
     show them. Every chunk is judged before the first pair is made, and the signatures are let go then: the
     caller holds every pair (all-pairs search sorts them), and both at once were the peak of its memory."""
-    cols, left, right = _lsh_join(store, max_bucket, crowded)
+    cols, left, right = joined.cols, joined.left, joined.right
+    del joined
     ids = cols.ids
     seen.add_rows(ids, left, right)
-    shown = store.config.stores_vector
     # Every candidate carries two signatures of the config's length.
     read = reads_cosine(t, all_signed=True)
     kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, list[str]]] = []
@@ -542,91 +516,6 @@ def _hamming_list(hamming: np.ndarray) -> list[int | None]:
         return [None] * len(hamming)
     # One pass in numpy, not `hamming_of` a value (each a numpy call).
     return [None if m else int(h) for h, m in zip(hamming.tolist(), missing.tolist(), strict=True)]
-
-
-def lsh_pair_indices(sigs: np.ndarray, bands: int, rows: int, *, max_bucket: int = 1000,
-                     crowded: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, whose signatures (a (rows, perm)
-    uint32 array) agree on every row of at least one LSH band (``bands`` bands of ``rows`` values, as
-    `esdedup.fingerprint.minhash.lsh_key_values` cuts them): the all-pairs form of looking up each LSH key.
-    Per band value only its first ``max_bucket`` rows are paired (logged), as `esdedup.store.base.shared_keys`
-    cuts a group. ``crowded`` receives (band, first row, rows) of each band value held by ``max_bucket`` rows
-    or more, by band then first row. By the native core when it is in use (`esdedup.match.native_kernels.lsh_pairs`),
-    else in numpy; the two give the same pairs."""
-    n, perm = sigs.shape
-    empty = np.zeros(0, dtype=np.int64)
-    if n < 2:
-        return empty, empty
-    if bands < 1 or rows < 1 or bands * rows > perm:
-        raise ValueError(f"{bands} bands of {rows} rows need {bands * rows} signature values, the signatures "
-                         f"have {perm}")
-    joined = native_kernels.lsh_pairs(sigs, bands, rows, max_bucket)
-    if joined is not None:
-        left, right, found, capped = joined
-    else:
-        left, right, found, capped = _lsh_join_numpy(sigs, bands, rows, max_bucket)
-    if crowded is not None:
-        crowded.extend(found)
-    if capped:
-        log.warning("%d LSH band values are shared by more than %d documents; only %d of each were compared "
-                    "(boilerplate? see the index's crowded band values)", capped, max_bucket, max_bucket)
-    return left, right
-
-
-def _band_groups(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of a band's values (``block``, one row a signature, uint32) ordered by value, rows ascending
-    within a value (stable), and a key of each in that order: equal exactly where their values are."""
-    n, width = block.shape
-    bits = 16 if int(block.max(initial=0)) <= 0xFFFF else 32
-    key: np.ndarray
-    if width * bits <= 64:
-        # The band's values packed into one integer.
-        key = np.zeros(n, dtype=np.uint64)
-        for r in range(width):
-            key |= block[:, r].astype(np.uint64) << np.uint64(bits * r)
-    else:
-        values = np.ascontiguousarray(block, dtype="<u4").view(np.dtype((np.void, 4 * width))).ravel()
-        key = np.unique(values, return_inverse=True)[1].ravel()
-    order = np.argsort(key, kind="stable")
-    return order, key[order]
-
-
-def _lsh_join_numpy(sigs: np.ndarray, bands: int, rows: int, max_bucket: int
-                    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]], int]:
-    """`lsh_pair_indices` in numpy: the pairs, the crowded values and how many band values were cut."""
-    n = sigs.shape[0]
-    codes: list[np.ndarray] = []
-    crowded: list[tuple[int, int, int]] = []
-    capped = 0
-    for band in range(bands):
-        order, group = _band_groups(sigs[:, band * rows:(band + 1) * rows])
-        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-        sizes = np.diff(np.r_[starts, n])
-        shared = sizes > 1
-        if not shared.any():
-            continue
-        keep = np.repeat(shared, sizes)
-        members = order[keep]
-        starts, sizes = np.cumsum(np.r_[0, sizes[shared][:-1]]), sizes[shared]
-        capped += int((sizes > max_bucket).sum())
-        many = np.flatnonzero(sizes >= max_bucket)
-        crowded.extend(sorted((band, int(members[starts[g]]), int(sizes[g])) for g in many))
-        pos = np.arange(len(members)) - np.repeat(starts, sizes)  # rank of each member in its group
-        size_of = np.repeat(np.minimum(sizes, max_bucket), sizes)
-        live = pos < size_of
-        # Pair each member with the one `step` places later in its group, for every step the group has.
-        for step in range(1, int(size_of.max())):
-            left = np.flatnonzero(live & (pos + step < size_of))
-            if not len(left):
-                break
-            codes.append(members[left].astype(np.int64) * n + members[left + step].astype(np.int64))
-        if len(codes) > 64:
-            codes = [np.unique(np.concatenate(codes))]
-    if not codes:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, crowded, capped
-    left, right = np.divmod(np.unique(np.concatenate(codes)), n)
-    return left, right, crowded, capped
 
 
 def probe_pairs(layout: BandLayout, simhashes: Sequence[int], *, max_bucket: int = 1000

@@ -80,9 +80,15 @@ def root_of(doc_id: str, seq: int, cluster_id: str | None, cluster_seq: int) -> 
 def band_keys(doc: StoredDoc, config: FingerprintConfig) -> list[str]:
     """The SimHash band keys the store holds for ``doc`` (none for a text without words or too short for bands):
     what ingest indexed, from the stored fingerprint."""
-    if doc.empty or not config.gets_simhash_bands(doc.chars):
+    if not holds_band_keys(doc.empty, doc.chars, config):
         return []
     return config.band_layout().keys(doc.simhash)
+
+
+def holds_band_keys(empty: bool, chars: int, config: FingerprintConfig) -> bool:
+    """Whether the store holds SimHash band keys (`band_keys`) for a document: a text with words (not ``empty``)
+    of ``chars`` normalised characters, long enough for them."""
+    return not empty and config.gets_simhash_bands(chars)
 
 
 def lsh_signature(doc: StoredDoc, config: FingerprintConfig) -> np.ndarray | None:

@@ -9,7 +9,8 @@ from typing import Protocol, TypeGuard
 
 import numpy as np
 
-from esdedup.store.base import Capability, StoreCore, StoredDoc
+from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.store.base import Capability, StoreCore, StoredDoc, holds_band_keys
 
 
 @dataclass(frozen=True)
@@ -23,21 +24,30 @@ class SignatureColumns:
     chars: list[int]
     shingles: list[int]
     sigs: np.ndarray  # (n, perm) uint32
+    #: The stored documents holding SimHash band keys (`esdedup.store.base.holds_band_keys`) that are not among
+    #: these (no signature of this length): all-pairs search joins the band keys in memory only when there are
+    #: none (`esdedup.match.joins.joins_bands`).
+    banded_elsewhere: int
     vectors: Callable[[], np.ndarray] = field(repr=False)
 
     @classmethod
-    def of(cls, docs: Iterable[StoredDoc], perm: int, dims: int) -> SignatureColumns:
-        """The columns of those of ``docs`` (any order) that have words and a signature of ``perm`` values."""
-        kept = sorted((d for d in docs
-                       if not d.empty and d.minhash is not None and d.shingles > 0 and len(d.minhash) == perm),
-                      key=lambda d: d.id)
+    def of(cls, docs: Iterable[StoredDoc], config: FingerprintConfig) -> SignatureColumns:
+        """The columns of those of ``docs`` (any order) that have words and a signature of the config's length."""
+        perm, elsewhere = config.minhash_perm, 0
+        kept: list[StoredDoc] = []
+        for d in docs:
+            if not d.empty and d.minhash is not None and d.shingles > 0 and len(d.minhash) == perm:
+                kept.append(d)
+            elif holds_band_keys(d.empty, d.chars, config):
+                elsewhere += 1
+        kept.sort(key=lambda d: d.id)
         sigs = (np.stack([d.minhash for d in kept]).astype(np.uint32, copy=False) if kept  # type: ignore[misc]
                 else np.zeros((0, perm), dtype=np.uint32))
         vectors = [d.vector for d in kept]
         return cls([d.id for d in kept], [d.simhash for d in kept], [d.chars for d in kept],
-                   [d.shingles for d in kept], sigs,
+                   [d.shingles for d in kept], sigs, elsewhere,
                    lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
-                            else np.zeros((0, dims), dtype=np.float32)))
+                            else np.zeros((0, config.dims), dtype=np.float32)))
 
 
 class SignatureColumnsStore(Protocol):

@@ -217,9 +217,9 @@ def test_both_stores_read_the_signature_columns_a_scan_gives(store):
     assert offers(store, Capability.SIGNATURE_COLUMNS)
     config = store.config
     read = cast(SignatureColumnsStore, store).signature_columns(config.minhash_perm)
-    scanned = SignatureColumns.of((d for batch in store.scan() for d in batch), config.minhash_perm, config.dims)
-    assert (read.ids, read.simhash, read.chars, read.shingles) == (scanned.ids, scanned.simhash, scanned.chars,
-                                                                   scanned.shingles)
+    scanned = SignatureColumns.of((d for batch in store.scan() for d in batch), config)
+    assert (read.ids, read.simhash, read.chars, read.shingles, read.banded_elsewhere) == (
+        scanned.ids, scanned.simhash, scanned.chars, scanned.shingles, scanned.banded_elsewhere)
     assert read.sigs.dtype == scanned.sigs.dtype == np.uint32 and np.array_equal(read.sigs, scanned.sigs)
     assert read.vectors().tobytes() == scanned.vectors().tobytes()
     assert 0 < len(read.ids) < store.count()

@@ -20,12 +20,14 @@ import pytest
 from esdedup import FingerprintConfig
 from esdedup.errors import ConfigError
 from esdedup.fingerprint import native
+from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.fingerprinter import Fingerprinter
-from esdedup.match import lookup
+from esdedup.match import joins, lookup
 from esdedup.match import pairs as P
+from esdedup.match.joins import lsh_pair_indices
 from esdedup.match.lookup import VERIFY_BATCH, Match
 from esdedup.match.measures import hamming_of, measure, measured, pair_equal_positions
-from esdedup.match.pairs import Pair, find_pairs, lsh_pair_indices, scored_pairs, verdicts
+from esdedup.match.pairs import Pair, find_pairs, scored_pairs, verdicts
 from esdedup.match.rule import decided_by, decided_by_many
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
 from esdedup.schema import content_sha1
@@ -89,10 +91,47 @@ def test_lsh_join_logs_the_band_values_it_cut(monkeypatch, caplog, extension):
     for switch in ("1", "0"):
         monkeypatch.setenv(native.ENV_SWITCH, switch)
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger=P.__name__):
+        with caplog.at_level(logging.WARNING, logger=joins.__name__):
             left, _ = lsh_pair_indices(sigs, 2, 3, max_bucket=4)
         assert len(left) == 6
         assert "2 LSH band values are shared by more than 4 documents" in caplog.text
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("layout", [BandLayout.pigeonhole(64, 3), BandLayout.multi_table(64, 1, 3),
+                                    BandLayout(64, 0, 1, 1, 0), BandLayout.pigeonhole(128, 3)],
+                         ids=["4x16", "3x43", "1x64", "128-bit"])
+def test_band_join_is_the_brute_force_join_on_both_paths(seed, layout, monkeypatch, caplog, extension):
+    """The SimHash band keys joined in memory: the rows with band keys that share a key of a table, the first
+    max_bucket of a key paired, a key held by max_bucket rows or more logged by name, as the store's key groups
+    give them. Keys of 16, 43 and 64 bits (two 32-bit values a key past 32) and 128-bit SimHashes."""
+    rng = random.Random(seed)
+    bases = [rng.getrandbits(layout.bits) for _ in range(4)]
+    # Near copies of a few bases (one bit flipped in one block at most) and unrelated ones: crowded keys too.
+    simhashes = [rng.choice(bases) ^ (1 << rng.randrange(layout.bits)) if rng.random() < 0.6 else
+                 rng.getrandbits(layout.bits) for _ in range(rng.randrange(20, 90))]
+    banded = np.array([rng.random() < 0.8 for _ in simhashes])
+    max_bucket = rng.randrange(2, 12)
+    want: set[tuple[int, int]] = set()
+    crowded = set()
+    for t in range(layout.n_tables):
+        groups: dict[int, list[int]] = defaultdict(list)
+        for x, h in enumerate(simhashes):
+            if banded[x]:
+                groups[layout.key_values(h)[t]].append(x)
+        for value, members in groups.items():
+            if len(members) >= max_bucket:
+                crowded.add(layout.format_key(t, value))
+            want.update(itertools.combinations(members[:max_bucket], 2))
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=joins.__name__):
+            left, right = joins.band_pair_indices(layout, simhashes, banded, max_bucket=max_bucket)
+        assert left.dtype == right.dtype == np.int64
+        assert (np.diff(left * len(simhashes) + right) > 0).all(), "sorted, each pair once"
+        assert set(zip(left.tolist(), right.tolist(), strict=True)) == want
+        assert {r.args[0] for r in caplog.records} == crowded
 
 
 @pytest.mark.parametrize("high", [1 << 16, 1 << 32])
@@ -183,8 +222,7 @@ def test_the_embedded_store_reads_the_columns_a_scan_gives(corpus_store):
     config = corpus_store.config
     assert reads_signature_columns(corpus_store)
     read = corpus_store.signature_columns(config.minhash_perm)
-    scanned = SignatureColumns.of((d for batch in corpus_store.scan(batch=7) for d in batch), config.minhash_perm,
-                                  config.dims)
+    scanned = SignatureColumns.of((d for batch in corpus_store.scan(batch=7) for d in batch), config)
     assert (read.ids, read.simhash, read.chars, read.shingles) == (scanned.ids, scanned.simhash, scanned.chars,
                                                                    scanned.shingles)
     assert read.sigs.dtype == scanned.sigs.dtype == np.uint32
@@ -216,7 +254,7 @@ def test_the_embedded_store_groups_the_exact_copies_a_scan_gives(corpus_store, t
         assert len(rows) < len(scanned)  # the singletons are left in the store
         groups = P.CopyGroups.of(s).groups
         with monkeypatch.context() as m:
-            m.setattr(P, "reads_signature_columns", lambda _store: False)  # as a store without columns
+            m.setattr(joins, "reads_signature_columns", lambda _store: False)  # as a store without columns
             m.setattr(P, "reads_copy_columns", lambda _store: False)
             assert P.CopyGroups.of(s).groups == groups
             scanned = list(find_pairs(s))

@@ -262,7 +262,7 @@ def test_probing_find_pairs_on_elasticsearch(es_client, fresh_index):
 def test_lsh_pair_indices_equal_brute_force():
     """Pairs of rows equal on every row of some band, each once, left < right; a crowded band value
     contributes only its first max_bucket rows."""
-    from esdedup.match.pairs import lsh_pair_indices
+    from esdedup.match.joins import lsh_pair_indices
 
     rng = np.random.default_rng(3)
     sigs = rng.integers(0, 3, size=(120, 16), dtype=np.uint32)  # few values: many collisions

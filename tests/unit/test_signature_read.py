@@ -46,7 +46,8 @@ def _columns(store: LocalStore, switch: str, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _same(a: SignatureColumns, b: SignatureColumns) -> None:
-    assert (a.ids, a.simhash, a.chars, a.shingles) == (b.ids, b.simhash, b.chars, b.shingles)
+    assert (a.ids, a.simhash, a.chars, a.shingles, a.banded_elsewhere) == (b.ids, b.simhash, b.chars, b.shingles,
+                                                                            b.banded_elsewhere)
     assert a.sigs.dtype == b.sigs.dtype == np.uint32 and np.array_equal(a.sigs, b.sigs)
 
 
@@ -64,8 +65,7 @@ def test_the_extension_reads_the_columns_sqlite3_reads(extension, tmp_path, monk
     by_sqlite3, read = _columns(store, "0", monkeypatch)
     assert not read
     _same(by_extension, by_sqlite3)
-    scanned = SignatureColumns.of((d for batch in store.scan() for d in batch), store.config.minhash_perm,
-                                  store.config.dims)
+    scanned = SignatureColumns.of((d for batch in store.scan() for d in batch), store.config)
     _same(by_extension, scanned)
     assert by_extension.ids == sorted(by_extension.ids) and len(by_extension.ids) == 5
     assert by_extension.chars[by_extension.ids.index("b")] == 0

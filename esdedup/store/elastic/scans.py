@@ -18,7 +18,7 @@ from esdedup.es.hits import (
     parse_vector,
 )
 from esdedup.schema import CHARS, EMPTY, SHINGLES, SIMHASH
-from esdedup.store.base import StoredDoc
+from esdedup.store.base import StoredDoc, holds_band_keys
 from esdedup.store.columns import SignatureColumns
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.util.prefetch import ahead
@@ -91,16 +91,19 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
     config = index.config
     rows: list[tuple[str, int, int, int, int, np.ndarray]] = []  # id, SimHash, length, n-grams, row, vector
     pages: list[np.ndarray] = []
+    elsewhere = 0  # documents with band keys left out
     for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
         page: list[np.ndarray] = []
         for h in hits:
             p = hit_parts(h, _SIGNATURE_PARTS)
             simhash = parse_simhash(p["simhash"] or "0", config.bits, h)
             sig = parse_minhash(p["minhash"] or None, h)
-            shingles = int(p["shingles"] or 0)
+            shingles, chars = int(p["shingles"] or 0), int(p["chars"] or 0)
             if p["empty"] or sig is None or shingles <= 0 or len(sig) != perm:
+                if holds_band_keys(bool(p["empty"]), chars, config):
+                    elsewhere += 1
                 continue
-            rows.append((h["_id"], simhash, int(p["chars"] or 0), shingles, len(rows),
+            rows.append((h["_id"], simhash, chars, shingles, len(rows),
                          parse_vector(p["vector"], config.dims)))
             page.append(sig)
         if page:
@@ -109,5 +112,5 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
     sigs = np.concatenate(pages)[[r[4] for r in rows]] if rows else np.zeros((0, perm), dtype=np.uint32)
     vectors = [r[5] for r in rows]
     return SignatureColumns([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-                            sigs, lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
+                            sigs, elsewhere, lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
                                            else np.zeros((0, config.dims), dtype=np.float32)))

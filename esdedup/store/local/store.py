@@ -404,8 +404,12 @@ class LocalStore:
         dims, vectors = self.config.dims, self.config.stores_vector
         db = self._database.connect()
         count = "SELECT count(*) FROM docs"
-        rows = (f"SELECT id, simhash, chars, shingles, minhash{', vector' if vectors else ''} FROM docs WHERE "
-                "empty = 0 AND minhash IS NOT NULL AND shingles > 0 AND length(minhash) = ? ORDER BY id")
+        signed = "minhash IS NOT NULL AND shingles > 0 AND length(minhash) = ?1"
+        # The documents this store holds band keys for (its key tables' rule) and no such signature come in the
+        # same pass, as rows of shingles -1 (a signature of zeros): counted, not kept (`banded_elsewhere`).
+        rows = (f"SELECT id, simhash, chars, CASE WHEN {signed} THEN shingles ELSE -1 END, CASE WHEN {signed} THEN "
+                f"minhash ELSE zeroblob(?1) END{', vector' if vectors else ''} FROM docs WHERE empty = 0 AND "
+                f"({signed} OR banded != 0) ORDER BY id")
         size = perm * np.dtype(SIGNATURE_DTYPE).itemsize
         # The extension reads the rows without a tuple each, on a connection of its own: not inside this
         # connection's transaction, whose writes that one would not see, nor the vectors.
@@ -416,15 +420,18 @@ class LocalStore:
             sigs, ids, simhash, chars, shingles = read
         else:
             sigs, ids, simhash, chars, shingles, blobs = _signature_rows(db, count, rows, size, perm, vectors)
-        n = len(ids)
-        if any(a > b for a, b in zip(ids, itertools.islice(ids, 1, None), strict=False)):
+        elsewhere = sum(1 for k in shingles if k < 0)
+        unsorted = any(a > b for a, b in zip(ids, itertools.islice(ids, 1, None), strict=False))
+        if elsewhere or unsorted:
             # SQLite's order is the bytes of the ids' UTF-8, which is Python's order of str; an id stored as
             # another type would not be: sorted here as `SignatureColumns.of` sorts.
-            order = sorted(range(n), key=ids.__getitem__)
+            order = [i for i in (sorted(range(len(ids)), key=ids.__getitem__) if unsorted else range(len(ids)))
+                     if shingles[i] >= 0]
             ids = [ids[i] for i in order]
             simhash, chars, shingles = ([col[i] for i in order] for col in (simhash, chars, shingles))
             blobs = [blobs[i] for i in order] if vectors else []
             sigs = sigs[order]
+        n = len(ids)
 
         def read_vectors() -> np.ndarray:
             out = np.zeros((n, dims), dtype=np.float32)
@@ -433,7 +440,7 @@ class LocalStore:
                     out[i] = np.frombuffer(blob, dtype="<f4")
             return out
 
-        return SignatureColumns(ids, simhash, chars, shingles, sigs, read_vectors)
+        return SignatureColumns(ids, simhash, chars, shingles, sigs, elsewhere, read_vectors)
 
     @_sql_errors
     def key_batches(self, *, max_bucket: int = 1000, lsh: bool = True) -> Iterator[KeyBatch]:
