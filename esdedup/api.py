@@ -19,6 +19,7 @@ from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
 from esdedup.ingest.settle import join_stored
 from esdedup.match.clusters import clusters
+from esdedup.match.joins import JoinedCrowds
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.measures import measures_row
 from esdedup.match.pairs import Pair, check_max_bucket, crowded_values, find_pairs, lsh_in_memory
@@ -262,7 +263,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
         raise ConfigError(f"lsh_join must be one of {', '.join(LSH_JOINS)}, got {lsh_join!r}")
     store.open(None, create=False)
     store.refresh()
-    crowded: list[tuple[str, int]] = []
+    crowded = JoinedCrowds()
     # Asked once: the search and the crowded report must agree. Without signatures there is nothing to join.
     in_memory = lsh_in_memory(store) if lsh_join == "auto" else lsh_join == "memory" and store.config.gets_signatures
     # Every pair, and the exact copies' rows before them, are held until the clusters are made: collected
@@ -357,7 +358,8 @@ def pairs_of_partition(store: Store, partition: Partition | str, *,
         else:
             for _ in found:  # each pair goes to the file, and no further
                 pass
-        report = PartitionReport(pairs, stats, crowded_values(store, [], min_count=max_bucket, in_memory=False),
+        report = PartitionReport(pairs, stats,
+                                 crowded_values(store, JoinedCrowds(), min_count=max_bucket, in_memory=False),
                                  groups)
         if groups is not None and write_clusters:
             report.labels_written = _join_clusters(store, groups)

@@ -5,7 +5,7 @@ key groups (`esdedup.store.base.KeyScans.key_batches`) give the same pairs, a Py
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,6 +54,16 @@ class SignedColumns:
         return cls(read.ids, read.chars, read.simhash, sketches, read.banded_elsewhere)
 
 
+@dataclass
+class JoinedCrowds:
+    """The crowded keys an all-pairs search met joining keys in memory, as (key, documents holding it): those of
+    the LSH bands, and with ``bands`` (it joined the band keys too) those of the band keys, which the store then
+    need not count (`esdedup.match.pairs.crowded_values`)."""
+
+    keys: list[tuple[str, int]] = field(default_factory=list)
+    bands: bool = False
+
+
 @dataclass(frozen=True)
 class MemoryJoin:
     """The signed documents' columns and the candidate pairs among them (rows ``left[x] < right[x]``, sorted,
@@ -66,11 +76,10 @@ class MemoryJoin:
     bands: bool
 
 
-def join_in_memory(store: ScannableStore, max_bucket: int, crowded: list[tuple[str, int]] | None) -> MemoryJoin:
+def join_in_memory(store: ScannableStore, max_bucket: int, crowded: JoinedCrowds | None) -> MemoryJoin:
     """The columns of the store's signed documents (read at once) and the candidate pairs of their LSH bands
     (`lsh_pair_indices`), and of their SimHash band keys where `joins_bands` says so (`band_pair_indices`);
-    ``crowded`` receives the crowded LSH values, as (key, documents) (the store counts its crowded band keys
-    itself: `esdedup.store.base.KeyScans.crowded_keys`)."""
+    ``crowded`` receives the crowded keys of what was joined."""
     config = store.config
     cols = SignedColumns.of(store)
     sigs = cols.sketches.sigs
@@ -78,10 +87,14 @@ def join_in_memory(store: ScannableStore, max_bucket: int, crowded: list[tuple[s
     left, right = lsh_pair_indices(sigs, config.minhash_bands, config.minhash_rows, max_bucket=max_bucket,
                                    crowded=groups)
     if crowded is not None:
-        crowded.extend((lsh_keys(sigs[row], config.minhash_bands, config.minhash_rows)[band], n) for band, row, n in groups)
+        crowded.keys.extend((lsh_keys(sigs[row], config.minhash_bands, config.minhash_rows)[band], n)
+                            for band, row, n in groups)
     bands = joins_bands(config, cols.banded_elsewhere)
     if bands:
-        more = band_pair_indices(config.band_layout(), cols.simhash, cols.sketches.banded, max_bucket=max_bucket)
+        more = band_pair_indices(config.band_layout(), cols.simhash, cols.sketches.banded, max_bucket=max_bucket,
+                                 crowded=None if crowded is None else crowded.keys)
+        if crowded is not None:
+            crowded.bands = True
         codes = np.union1d(left * len(cols.ids) + right, more[0] * len(cols.ids) + more[1])
         left, right = np.divmod(codes, len(cols.ids)) if len(codes) else (left, right)
     return MemoryJoin(cols, left, right, bands)
@@ -95,13 +108,13 @@ def joins_bands(config: FingerprintConfig, banded_elsewhere: int) -> bool:
     return config.band_layout().radius == 0 and banded_elsewhere == 0
 
 
-def band_pair_indices(layout: BandLayout, simhashes: list[int], banded: np.ndarray, *, max_bucket: int = 1000
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def band_pair_indices(layout: BandLayout, simhashes: list[int], banded: np.ndarray, *, max_bucket: int = 1000,
+                      crowded: list[tuple[str, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Row pairs ``(left[x], right[x])``, left < right, sorted, each once, of the rows with SimHash band keys
     (``banded``) that share one: the key of a table is its blocks of the SimHash (`BandLayout.key_values_many`),
     joined as a band of `lsh_pair_indices` is (two rows of 32 bits for a key wider than 32). Per key only its
     first ``max_bucket`` rows are paired, and a key held by that many or more is logged, as the store's key
-    groups are (`esdedup.match.pairs._PairScorer.key_groups`)."""
+    groups are (`esdedup.match.pairs._PairScorer.key_groups`); ``crowded`` receives those, as (key, rows)."""
     rows = np.flatnonzero(banded)
     empty = np.zeros(0, dtype=np.int64)
     if len(rows) < 2:
@@ -113,8 +126,11 @@ def band_pair_indices(layout: BandLayout, simhashes: list[int], banded: np.ndarr
     values = (np.ascontiguousarray(keys, dtype="<u8").view("<u4").reshape(len(rows), 2 * layout.n_tables) if wide
               else keys.astype(np.uint32))
     left, right, found, _ = _equal_bands(values, layout.n_tables, 2 if wide else 1, max_bucket)
-    for table, row, _n in found:
-        log.warning(CROWDED_BAND_KEY, layout.format_key(table, int(keys[row, table])), max_bucket, max_bucket)
+    for table, row, n in found:
+        key = layout.format_key(table, int(keys[row, table]))
+        log.warning(CROWDED_BAND_KEY, key, max_bucket, max_bucket)
+        if crowded is not None:
+            crowded.append((key, n))
     return rows[left], rows[right]
 
 

@@ -20,7 +20,7 @@ from esdedup.errors import ConfigError
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.simhash import hamming_rows, simhash_words
-from esdedup.match.joins import CROWDED_BAND_KEY, MemoryJoin, join_in_memory
+from esdedup.match.joins import CROWDED_BAND_KEY, JoinedCrowds, MemoryJoin, join_in_memory
 from esdedup.match.measures import (
     hamming_of,
     measure,
@@ -132,7 +132,7 @@ def check_max_bucket(max_bucket: int) -> None:
 
 @checked_args
 def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
-               crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
+               crowded: JoinedCrowds | None = None, in_memory: bool | None = None) -> Iterator[Pair]:
     """Every near-duplicate pair of a store, found from band collisions and verified by the rule
     (thresholds default to the index's), in the order `scored_pairs` gives the candidates, then the exact
     copies (`CopyGroups`): those without words, and those with words that no band value brought together
@@ -246,7 +246,7 @@ def _duplicates(pairs: list[ScoredPair], t: Thresholds, vectors: bool) -> Iterat
 
 
 def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: int | None = None,
-                 crowded: list[tuple[str, int]] | None = None, in_memory: bool | None = None) -> Iterator[ScoredPair]:
+                 crowded: JoinedCrowds | None = None, in_memory: bool | None = None) -> Iterator[ScoredPair]:
     """Every candidate pair of a store (documents sharing a band or LSH key, or, with a probing layout,
     whose band keys are within the probe radius), once each, with all its measures; then the exact copies
     with words that no key brought together (`CopyGroups.unpaired`).
@@ -435,16 +435,17 @@ def lsh_in_memory(store: ScannableStore) -> bool:
     return store.config.gets_signatures and store.count() <= LSH_IN_MEMORY_MAX
 
 
-def crowded_values(store: ScannableStore, found_in_memory: Sequence[tuple[str, int]], *, min_count: int,
+def crowded_values(store: ScannableStore, found_in_memory: JoinedCrowds, *, min_count: int,
                    limit: int = 10, in_memory: bool | None = None) -> list[tuple[str, int]]:
-    """The most crowded band values of a store after an all-pairs search: the store's own count, plus the
-    LSH values the search collected itself when it joined the LSH bands in memory (``crowded`` of
-    `scored_pairs`; ``in_memory``: what the search was told, else `lsh_in_memory` asked again)."""
+    """The most crowded band values of a store after an all-pairs search: the keys the search collected itself
+    when it joined them in memory (``crowded`` of `scored_pairs`; ``in_memory``: what the search was told, else
+    `lsh_in_memory` asked again), and the store's own count of the others (none when it joined the band keys
+    too: their key tables are then not indexed for this)."""
     if in_memory is None:
         in_memory = lsh_in_memory(store)
-    found = store.crowded_keys(min_count=min_count, limit=limit, lsh=not in_memory)
+    found = [] if found_in_memory.bands else store.crowded_keys(min_count=min_count, limit=limit, lsh=not in_memory)
     if in_memory:
-        found += [(k, n) for k, n in found_in_memory if n >= min_count]
+        found += [(k, n) for k, n in found_in_memory.keys if n >= min_count]
     return sorted(found, key=lambda x: (-x[1], x[0]))[:limit]
 
 

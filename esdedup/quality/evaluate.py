@@ -26,6 +26,7 @@ import numpy as np
 
 from esdedup.errors import ConfigError, InputError
 from esdedup.fingerprint.config import FingerprintConfig
+from esdedup.match.joins import JoinedCrowds
 from esdedup.match.pairs import ScoredPair, crowded_values, empty_copy_pairs, lsh_in_memory, scored_pairs
 from esdedup.match.rule import decide
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds
@@ -359,7 +360,7 @@ def run(store: Store, labels: Sequence[Label], *, docs: Sequence[str | Path] = (
     wanted = {lab.key for lab in labels}
     found: dict[tuple[str, str], ScoredPair] = {}
     n_cand = 0
-    crowded: list[tuple[str, int]] = []
+    crowded = JoinedCrowds()
     in_memory = lsh_in_memory(store)
     for p in scored_pairs(store, max_bucket=max_bucket, hamming_k=cfg.hamming_k, crowded=crowded,
                           in_memory=in_memory):

@@ -1,11 +1,12 @@
 """All-pairs search joins the SimHash band keys in memory with the LSH bands (`esdedup.match.joins`), on both
 stores: the same pairs, with the same measures, as the store's key groups give, crowded keys included; and
 where a document holding band keys has no signature (so is not among the columns joined), the store's key
-groups are read as before."""
+groups are read as before (and count its crowds)."""
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import random
 import uuid
 from typing import cast
@@ -14,9 +15,11 @@ import numpy as np
 import pytest
 
 from esdedup import FingerprintConfig
+from esdedup.api import all_pairs
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match import joins
-from esdedup.match.pairs import find_pairs, scored_pairs
+from esdedup.match.joins import JoinedCrowds
+from esdedup.match.pairs import crowded_values, find_pairs, scored_pairs
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc, Store
 from esdedup.store.columns import SignatureColumns, SignatureColumnsStore
@@ -78,6 +81,26 @@ def test_the_band_keys_joined_in_memory_give_the_pairs_of_the_key_groups(store, 
         sorted((p.a, p.b) for p in scored_pairs(store, max_bucket=MAX_BUCKET, in_memory=False))
 
 
+def test_the_crowded_band_keys_of_the_join_in_memory_are_the_stores_count(store, monkeypatch, caplog):
+    """`dups`' report of the most crowded keys: the join in memory counts the band keys it joined itself, the
+    same keys and counts as the store's key tables give, which it then does not index (on the embedded store
+    that indexing is a second of the first `dups` after a million-document ingest)."""
+    from esdedup.store.local import keys
+
+    monkeypatch.setattr(keys, "NOTICE_DOCS", 1)  # the embedded store says when it indexes a key table
+    found = JoinedCrowds()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=keys.__name__):
+        assert list(find_pairs(store, max_bucket=MAX_BUCKET, crowded=found, in_memory=True))
+        by_memory = crowded_values(store, found, min_count=MAX_BUCKET, limit=1000, in_memory=True)
+    assert found.bands
+    assert not [r for r in caplog.records if r.getMessage().startswith("indexing the ")]
+    assert by_memory == store.crowded_keys(min_count=MAX_BUCKET, limit=1000, lsh=True)  # every key, as stored
+    assert any(":" in key for key, _ in by_memory)  # band keys ("<table>:<hex>"), not only LSH values
+    assert all_pairs(store, max_bucket=MAX_BUCKET, lsh_join="memory").crowded == \
+        all_pairs(store, max_bucket=MAX_BUCKET, lsh_join="store").crowded
+
+
 def test_a_document_with_band_keys_and_no_signature_leaves_the_band_keys_to_the_store(store):
     # A near copy of a stored text (one more full stop: the same terms, so the same band keys; another SHA-1):
     # it is a candidate of that text through those keys alone.
@@ -97,3 +120,6 @@ def test_a_document_with_band_keys_and_no_signature_leaves_the_band_keys_to_the_
     assert candidates[0] == candidates[1]
     assert any("unsigned" in pair for pair in candidates[0])
     assert _pairs(store, True) == _pairs(store, False)
+    found = JoinedCrowds()
+    assert list(find_pairs(store, max_bucket=MAX_BUCKET, crowded=found, in_memory=True))
+    assert not found.bands  # the band keys' crowds are the store's to count

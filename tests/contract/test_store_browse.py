@@ -220,13 +220,13 @@ def test_a_large_local_store_chooses_its_top_keys_among_a_sample(tmp_path, monke
 
 
 def test_a_large_deferred_key_indexing_says_why_the_command_waits(tmp_path, monkeypatch, caplog):
-    """An ingest that writes alone leaves its keys to the first read of them (here `dups`'s count of the crowded
-    band keys): above `NOTICE_DOCS` documents that read says what it is doing (a minute or more at a million
-    documents), once; below it, nothing."""
+    """An ingest that writes alone leaves its keys to the first read of them (here `dups --lsh-join store`'s):
+    above `NOTICE_DOCS` documents that read says what it is doing (a minute or more at a million documents),
+    once; below it, nothing."""
     import logging
 
-    from esdedup.api import all_pairs
     from esdedup.ingest import IngestOptions, ingest
+    from esdedup.match.pairs import find_pairs
     from esdedup.store.local import keys
 
     path = tmp_path / "poems.jsonl"
@@ -241,8 +241,8 @@ def test_a_large_deferred_key_indexing_says_why_the_command_waits(tmp_path, monk
         store.open(None, create=False)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="esdedup.store.local.keys"):
-            pairs = all_pairs(store).pairs
-            again = all_pairs(store).pairs
+            pairs = list(find_pairs(store, in_memory=False))
+            again = list(find_pairs(store, in_memory=False))
         notes = [r.getMessage() for r in caplog.records]
         assert pairs and again == pairs
         assert bool(notes) is said, notes
