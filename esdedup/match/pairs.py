@@ -252,10 +252,11 @@ def scored_pairs(store: ScannableStore, *, max_bucket: int = 1000, hamming_k: in
     with words that no key brought together (`CopyGroups.unpaired`).
 
     ``hamming_k`` drops pairs on the SimHash path farther apart than that early (they cannot pass the rule).
-    ``crowded``, when given, receives the LSH band values held by ``max_bucket`` or more documents when the
-    LSH bands are joined in memory (`lsh_in_memory`); the store's `KeyScans.crowded_keys` cannot see those
-    without indexing every LSH key first. ``in_memory`` is `lsh_in_memory` of the store, when the caller
-    has asked already (so that `crowded_values` is told the same answer).
+    ``crowded``, when given, receives the keys held by ``max_bucket`` or more documents that the search joined
+    in memory (`lsh_in_memory`: the LSH values, and the band keys where it joined those too: `JoinedCrowds`);
+    the store's `KeyScans.crowded_keys` cannot see those without indexing every such key first. ``in_memory``
+    is `lsh_in_memory` of the store, when the caller has asked already (so that `crowded_values` is told the
+    same answer).
     """
     check_max_bucket(max_bucket)
     scorer = _PairScorer(store, hamming_k)
