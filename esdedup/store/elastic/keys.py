@@ -75,9 +75,12 @@ def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[l
     partitions p and p + n of 2n).
 
     A value held ``min_count`` times is held ``ceil(min_count / shards)`` times by one shard at least: where
-    that is more than once, each shard sends only such values of its own (few, for a crowded count), whose
-    counts are then taken exactly (`key_counts` of the values); else each shard sends all of its values in
-    the partition, for the counts to add up."""
+    that is more than once on an index of several shards, each shard sends only such values of its own (few,
+    for a crowded count), whose counts are then taken exactly (`key_counts` of the values); else each shard
+    sends all of its values in the partition, for the counts to add up. An index of one shard is never asked
+    for its own minimum (``shard_min_doc_count``), which ``min_doc_count`` makes of no use there: on a field few
+    documents hold, spread over several segments, Elasticsearch 8.19 then counted a value's holders short and
+    left out values held twice (817 of 1,342 at 120,000 documents, 6,000 of them holding it)."""
     distinct, values, shards = key_stats(index, field)
     answer = min(distinct, (values - distinct) // max(min_count - 1, 1))
     parts = max(math.ceil(answer / PARTITION_BUCKETS), memory_parts(distinct))
@@ -91,7 +94,7 @@ def shared_values(index: ElasticIndex, field: str, min_count: int) -> Iterator[l
         part = todo.pop()
         found, whole = key_counts(index, [field], "band aggregation", min_count=shard_min if some else min_count,
                                   size=size, shard_size=shard_size, partition=part,
-                                  shard_min_count=shard_min if shard_min > 1 else None)[field]
+                                  shard_min_count=shard_min if some else None)[field]
         if whole and some and found:
             found = key_counts(index, {field: [v for v, _ in found]}, "band aggregation", min_count=min_count,
                                size=len(found))[field][0]

@@ -1,0 +1,34 @@
+"""The shared values of a key field on an index of one shard (`esdedup.store.elastic.keys.shared_values`, what the
+store's key groups are read from): every value held twice or more, with its count, when few documents hold the
+field and they lie in several segments (a band field: only the texts long enough for band keys hold one)."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from elasticsearch import helpers
+
+from esdedup import FingerprintConfig
+from esdedup.store.elastic import keys as elastic_keys
+from esdedup.store.elastic.store import ElasticStore
+
+pytestmark = pytest.mark.es
+
+
+def test_a_sparse_key_field_over_several_segments_gives_every_shared_value(es_client, fresh_index):
+    store = ElasticStore(es_client, fresh_index, shards=1, replicas=0)
+    store.open(FingerprintConfig(tokenizer="rjieba"))
+    rng = random.Random(1)
+    held = {i: f"0:{rng.randrange(1 << 13):04x}" for i in range(120_000) if rng.random() < 0.05}
+    field = "dedup.band_0"
+    for part in range(6):  # a refresh after each part: six segments
+        lo, hi = part * 20_000, (part + 1) * 20_000
+        helpers.bulk(es_client, ({"_index": fresh_index, "_id": str(i), "dedup": {"band_0": held[i]} if i in held
+                                  else {}} for i in range(lo, hi)))
+        es_client.indices.refresh(index=fresh_index)
+    assert len(es_client.indices.segments(index=fresh_index)["indices"][fresh_index]["shards"]["0"][0]["segments"]) > 1
+    want = sorted((v, n) for v, n in Counter(held.values()).items() if n >= 2)
+    got = sorted(v for part in elastic_keys.shared_values(store.index, field, 2) for v in part)
+    assert got == want
+    assert len(want) > 1000
