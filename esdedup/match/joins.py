@@ -91,12 +91,13 @@ def join_in_memory(store: ScannableStore, max_bucket: int, crowded: JoinedCrowds
                             for band, row, n in groups)
     bands = joins_bands(config, cols.banded_elsewhere)
     if bands:
-        more = band_pair_indices(config.band_layout(), cols.simhash, cols.sketches.banded, max_bucket=max_bucket,
-                                 crowded=None if crowded is None else crowded.keys)
+        band_left, band_right = band_pair_indices(config.band_layout(), cols.simhash, cols.sketches.banded,
+                                                  max_bucket=max_bucket,
+                                                  crowded=None if crowded is None else crowded.keys)
         if crowded is not None:
             crowded.bands = True
-        codes = np.union1d(left * len(cols.ids) + right, more[0] * len(cols.ids) + more[1])
-        left, right = np.divmod(codes, len(cols.ids)) if len(codes) else (left, right)
+        n = len(cols.ids)
+        left, right = np.divmod(np.union1d(left * n + right, band_left * n + band_right), n)
     return MemoryJoin(cols, left, right, bands)
 
 
