@@ -160,18 +160,21 @@ class BatchCandidates:
         #: the near-duplicates (`candidates`), and no `StoredDoc` is made of them.
         self._earlier = run_index.lookup_positions(probes)
         self._docs = run_index.docs
-        #: Whether the run index holds every record added under every key it holds (`RunIndex.takes_all`): most
-        #: batches, whose records then go into it together (`RunIndex.add_later`).
-        self._later = run_index.takes_all(holds.hashes)
-        self._peers, self._past_first = batch_peers(probes, self.holds)
+        #: The hashes of the keys the run index holds `MAX_PER_KEY` documents under already, which crowd out
+        #: every record of the batch that holds one, when it holds the records under every other key they hold
+        #: (`RunIndex.takes_whole`): most batches, whose records then go into it together
+        #: (`RunIndex.add_all_later`). None for a batch it does not take whole.
+        self._crowded_out = run_index.takes_whole(holds.hashes)
+        self._later = self._crowded_out is not None
+        self._peers, self._past_first = batch_peers(probes, self.holds, self._crowded_out)
         #: Position in the batch -> the write order and cluster it went into the run index with (`add`), the
-        #: document made of it once a later record names it (`_added_doc`), and the hashes of the run keys it
-        #: is not held under (crowded).
+        #: document made of it once a later record names it (`_added_doc`), and, in a batch not taken whole, the
+        #: hashes of the run keys it is not held under (crowded).
         self._added: dict[int, tuple[int, Root]] = {}
         self._added_docs: dict[int, StoredDoc] = {}
         #: Records added to a batch the run index takes whole, with their rows, until `added_all`.
         self._added_rows: list[tuple[int, tuple[Any, ...]]] = []
-        self._crowded_out: dict[int, frozenset[int]] = {}
+        self._crowded_of: dict[int, frozenset[int]] = {}
         self._position_of: dict[int, int] = {}
         #: Hash -> the late peers held under it (see the class docstring), and what measuring them needs.
         self._late: dict[int, list[int]] = {}
@@ -232,7 +235,7 @@ class BatchCandidates:
             return
         crowded_out = run_index.add_row(row, self._held(i), lambda: self.holds.keys_of(i))
         if crowded_out:
-            self._crowded_out[i] = crowded_out
+            self._crowded_of[i] = crowded_out
         past_first = self._past_first.get(i)
         if past_first:
             for h in past_first - crowded_out:
@@ -246,9 +249,10 @@ class BatchCandidates:
         at = [i for i, _ in self._added_rows]
         taken = np.zeros(len(self._items), dtype=bool)
         taken[at] = True
-        counts = self.holds.counts
-        run_index.add_all_later([row for _, row in self._added_rows], self.holds.hashes[np.repeat(taken, counts)],
-                                [counts[i] for i in at])
+        counts, holds, crowded_out = self.holds.counts, self.holds, self._crowded_out
+        assert crowded_out is not None  # records are added later only in a batch taken whole
+        run_index.add_all_later([row for _, row in self._added_rows], holds.hashes[np.repeat(taken, counts)],
+                                [counts[i] for i in at], crowded_out, lambda d: holds.keys_of(at[d]))
         self._added_rows = []
 
     def none_in_run(self, i: int) -> bool:
@@ -273,7 +277,7 @@ class BatchCandidates:
             probes = set(self._probed(i))
             for j in sorted({*self._peers[i], *late}):
                 doc = self._added_doc(j)
-                if doc is not None and probes.intersection(self._held(j)) - self._crowded_out.get(j, frozenset()):
+                if doc is not None and probes.intersection(self._held(j)) - self._crowded_of.get(j, frozenset()):
                     run.append(doc)
         docs = self._docs
         if not found and not deleted:  # an index this run created, and nothing deleted again by settling
@@ -368,17 +372,29 @@ def _latest(docs: DocColumns, positions: list[list[int]]) -> list[int]:
     return out.tolist()  # type: ignore[no-any-return]
 
 
-def batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
+def batch_peers(probes: KeyLists, holds: KeyLists, crowded_out: np.ndarray | None = None
+                ) -> tuple[list[list[int]], dict[int, frozenset[int]]]:
     """For each record of a batch, the earlier records (positions, ascending) among the first `MAX_PER_KEY` of
     the batch to hold a key of the same hash as one it probes: a superset of those the run index can hold under
     a key it shares, as long as it takes every record (see `BatchCandidates`). And for each record past the
-    first `MAX_PER_KEY` of some hash, those hashes. In the extension when it is in use (one pass over a table
-    of the batch's keys), else `_batch_peers` in numpy; the two give the same."""
+    first `MAX_PER_KEY` of some hash, those hashes. No record is held under a hash of ``crowded_out`` (the run
+    index holds `MAX_PER_KEY` documents under it already). In the extension when it is in use (one pass over a
+    table of the batch's keys), else `_batch_peers` in numpy; the two give the same."""
+    if crowded_out is not None and len(crowded_out):
+        holds = _held_but(holds, crowded_out)
     found = native_keys.batch_peers(probes.hashes, probes.counts, holds.hashes, holds.counts, MAX_PER_KEY)
     if found is None:
         return _batch_peers(probes, holds)
     peers, records, keys = found
     return peers, _past_first(records, keys)
+
+
+def _held_but(holds: KeyLists, hashes: np.ndarray) -> KeyLists:
+    """The hashes of ``holds`` but those of ``hashes``, each record's that are left, for `batch_peers` (which reads
+    the hashes alone: the key names stay those of ``holds``)."""
+    kept = ~np.isin(holds.hashes, hashes)
+    counts = np.bincount(np.repeat(np.arange(len(holds.counts)), holds.counts)[kept], minlength=len(holds.counts))
+    return KeyLists.hashed(holds.hashes[kept], counts.tolist(), holds.keys_of)
 
 
 def _past_first(records: np.ndarray, hashes: np.ndarray) -> dict[int, frozenset[int]]:

@@ -176,6 +176,9 @@ class _KeyTable:
 
 #: The empty set the run's memory and labelling give for no hashes and no verdicts: one object, not one a record.
 EMPTY: frozenset[int] = frozenset()
+#: No key hashes (uint64), one array: never written to.
+_NO_HASHES = np.zeros(0, dtype=np.uint64)
+_NO_HASHES.flags.writeable = False
 
 
 def _key_table() -> _KeyTable | native_keys.RunKeysTable:
@@ -224,38 +227,69 @@ class RunIndex:
         if not crowded_out and not carried:
             return EMPTY
         keys = names()
-        for x in crowded_out:
-            self.crowded[keys[x]] = self.crowded.get(keys[x], MAX_PER_KEY) + 1
-            self._crowded_hashes.add(hashes[x])
-        if carried:
-            out = set(crowded_out)
-            for x, k in enumerate(keys):
-                if x not in out and k in self.crowded:
-                    self.crowded[k] += 1
+        out = set(crowded_out)
+        for x in range(len(keys)) if carried else crowded_out:
+            self._count_crowded(keys[x], hashes[x], x in out)
         return frozenset(hashes[x] for x in crowded_out) if crowded_out else EMPTY
 
-    def takes_all(self, hashes: np.ndarray) -> bool:
+    def _count_crowded(self, key: str, key_hash: int, crowded_out: bool) -> None:
+        """Count a document added under ``key`` in `crowded`: one crowded out of it, or one held under a key
+        crowded in the run's earlier run indexes (a key not crowded is not counted)."""
+        if crowded_out:
+            self.crowded[key] = self.crowded.get(key, MAX_PER_KEY) + 1
+            self._crowded_hashes.add(key_hash)
+        elif key in self.crowded:
+            self.crowded[key] += 1
+
+    def takes_whole(self, hashes: np.ndarray) -> np.ndarray | None:
         """Whether documents holding ``hashes`` (uint64: a batch's, flat, each hash as often as its documents
-        hold it) would each be held under every one of their keys, however many of them are added and in
-        whatever order: no key reaches `MAX_PER_KEY` documents, and none is a crowded key carried over from the
-        run's earlier run indexes (whose counts an `add` moves). Then `add_later` may add them."""
+        hold it) may be added together (`add_all_later`), however many of them are added and in whatever order:
+        the hashes of the keys they are all crowded out of, those held by `MAX_PER_KEY` documents already (often
+        empty); None when some other key would reach more than `MAX_PER_KEY` documents with them (which of them
+        it holds then depends on which are added: they are added one at a time, `add_row`)."""
         self._hold_queued()
-        if not len(hashes):
-            return True
-        if self._carried and not self._crowded_hashes.isdisjoint(hashes.tolist()):
-            return False
-        return self._table.fits(hashes)
+        if not len(hashes) or self._table.fits(hashes):
+            return _NO_HASHES
+        distinct, occurrences = np.unique(hashes, return_counts=True)
+        held = self._table.held_counts(distinct).astype(np.int64)
+        full = held >= MAX_PER_KEY
+        return distinct[full] if bool(np.all(full | (held + occurrences <= MAX_PER_KEY))) else None
 
     def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
-        """`add_row` of a document of a batch that `takes_all` let through (it is held under every key, so
-        there is nothing to return), done with the rest of its batch when the index is next read: one call
-        into the key table for a batch, not one for each document. ``row`` may also be a
+        """`add_row` of a document of a batch that `takes_whole` let through with no key to crowd it out of (it
+        is held under every key, so there is nothing to return), done with the rest of its batch when the index
+        is next read: one call into the key table for a batch, not one for each document. ``row`` may also be a
         `esdedup.ingest.doccolumns.BlockRow`: the document is then copied from its batch's arrays."""
         self.add_all_later([row], hashes, [len(hashes)])
 
-    def add_all_later(self, rows: list[tuple[Any, ...]], hashes: np.ndarray, counts: Sequence[int]) -> None:
-        """`add_later` of several documents in turn: ``hashes`` are theirs, flat, ``counts[d]`` of them each."""
+    def add_all_later(self, rows: list[tuple[Any, ...]], hashes: np.ndarray, counts: Sequence[int],
+                      crowded_out: np.ndarray = _NO_HASHES, names: Callable[[int], Sequence[str]] | None = None
+                      ) -> None:
+        """`add_later` of several documents in turn: ``hashes`` are theirs, flat, ``counts[d]`` of them each,
+        ``crowded_out`` the hashes `takes_whole` gave for them: those are counted in `crowded` and not held
+        (``names(d)``: document d's keys, in the order of its hashes, asked for only where a key is counted, as
+        `add_row` counts them)."""
+        watched = self._counted(hashes, crowded_out)
+        if watched is not None:
+            assert names is not None, "the keys of documents crowded out of some are named"
+            starts = run_starts(counts)
+            out = np.isin(hashes, crowded_out)
+            of_doc = np.searchsorted(starts, watched, side="right") - 1
+            for x, d in zip(watched.tolist(), of_doc.tolist(), strict=True):
+                self._count_crowded(names(d)[x - int(starts[d])], int(hashes[x]), bool(out[x]))
+            held = ~out
+            counts = np.bincount(np.repeat(np.arange(len(counts)), counts)[held], minlength=len(counts)).tolist()
+            hashes = hashes[held]
         self._queued.append((rows, hashes, counts))
+
+    def _counted(self, hashes: np.ndarray, crowded_out: np.ndarray) -> np.ndarray | None:
+        """Where in ``hashes`` a document is counted in `crowded` (`_count_crowded`): those of ``crowded_out``,
+        and those of keys crowded in the run's earlier run indexes; None for none."""
+        counted = np.isin(hashes, crowded_out) if len(crowded_out) else None
+        if self._carried and not self._crowded_hashes.isdisjoint(hashes.tolist()):
+            carried = np.isin(hashes, np.fromiter(self._crowded_hashes, dtype=np.uint64))
+            counted = carried if counted is None else counted | carried
+        return None if counted is None or not counted.any() else np.flatnonzero(counted)
 
     def _hold_queued(self) -> None:
         """Add the documents `add_later` queued, in the order it queued them."""
@@ -266,7 +300,7 @@ class RunIndex:
         start = len(self.docs)
         crowded = self._table.add_many(range(start, start + len(rows)), np.concatenate([h for _, h, _ in queued]),
                                        [n for _, _, counts in queued for n in counts])
-        if crowded:  # takes_all let a batch through that crowds a key: the run index would be wrong
+        if crowded:  # takes_whole let a batch through that crowds a key: the run index would be wrong
             raise AssertionError(f"{len(crowded)} keys of documents added later were crowded")
         self.docs.append_rows(rows)
 

@@ -128,22 +128,25 @@ def test_adding_a_batch_at_once_is_adding_its_documents_in_turn_on_both_paths(ex
     check()
 
 
-def test_a_batch_that_crowds_no_key_goes_in_at_once(monkeypatch) -> None:
-    """`RunIndex.takes_all`: a batch is let through only when no key of it can reach MAX_PER_KEY documents;
-    what `add_later` queued is held once the index is read, as `add` would have held it."""
+def test_a_batch_goes_in_at_once_unless_it_would_crowd_a_key_itself(monkeypatch) -> None:
+    """`RunIndex.takes_whole`: a batch is let through only when no key of it can reach more than MAX_PER_KEY
+    documents with it, or holds MAX_PER_KEY already (every record is crowded out of it); what `add_later` queued is
+    held once the index is read, as `add` would have held it."""
     for switch in ("0", "1"):
         monkeypatch.setenv(native.ENV_SWITCH, switch)
         index = RunIndex()
         for n in range(MAX_PER_KEY - 2):
             index.add_keys(_doc(n), ["shared", f"own-{n}"])
         two = key_hashes(["shared", "shared"])
-        assert index.takes_all(two) and not index.takes_all(key_hashes(["shared"] * 3))
+        assert index.takes_whole(two).tolist() == []  # type: ignore[union-attr]
+        assert index.takes_whole(key_hashes(["shared"] * 3)) is None  # which is crowded out depends on which come
         row = attrgetter(*(f.name for f in fields(StoredDoc)))
         later = [_doc(n) for n in range(MAX_PER_KEY - 2, MAX_PER_KEY)]
         for d in later:
             index.add_later(row(d), key_hashes(["shared"]))
         assert index.lookup(["shared"])[-2:] == later  # read: the queued documents are held first
-        assert not index.takes_all(key_hashes(["shared"]))  # the key is full now
+        full = index.takes_whole(key_hashes(["shared", "shared", "shared", "other"]))
+        assert full is not None and full.tolist() == key_hashes(["shared"]).tolist()  # the key is full now
 
 
 def test_a_crowded_key_holds_the_first_documents_on_both_paths(monkeypatch) -> None:
