@@ -250,10 +250,8 @@ class RunIndex:
         self._hold_queued()
         if not len(hashes) or self._table.fits(hashes):
             return _NO_HASHES
-        distinct, occurrences = np.unique(hashes, return_counts=True)
-        held = self._table.held_counts(distinct).astype(np.int64)
-        full = held >= MAX_PER_KEY
-        return distinct[full] if bool(np.all(full | (held + occurrences <= MAX_PER_KEY))) else None
+        full = self._table.held_counts(hashes) >= MAX_PER_KEY
+        return np.unique(hashes[full]) if self._table.fits(hashes[~full]) else None
 
     def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
         """`add_row` of a document of a batch that `takes_whole` let through with no key to crowd it out of (it
@@ -275,8 +273,11 @@ class RunIndex:
             starts = run_starts(counts)
             out = np.isin(hashes, crowded_out)
             of_doc = np.searchsorted(starts, watched, side="right") - 1
+            named, keys = -1, ()  # type: tuple[int, Sequence[str]]
             for x, d in zip(watched.tolist(), of_doc.tolist(), strict=True):
-                self._count_crowded(names(d)[x - int(starts[d])], int(hashes[x]), bool(out[x]))
+                if d != named:  # a document's keys are named once
+                    named, keys = d, names(d)
+                self._count_crowded(keys[x - int(starts[d])], int(hashes[x]), bool(out[x]))
             held = ~out
             counts = np.bincount(np.repeat(np.arange(len(counts)), counts)[held], minlength=len(counts)).tolist()
             hashes = hashes[held]
