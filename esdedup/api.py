@@ -17,7 +17,6 @@ from esdedup.es.connect import ConnectionSettings, check_client, make_client, re
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.simhash import hamming
-from esdedup.ingest.settle import join_stored
 from esdedup.match.clusters import clusters
 from esdedup.match.joins import JoinedCrowds
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
@@ -374,6 +373,9 @@ def _join_clusters(store: Store, groups: dict[str, str]) -> int:
     writers join clusters (`join_stored`: the earliest-written root represents each, only labels that change are
     written, safe beside running ingests), not as labels computed here and written over whatever the writers
     wrote since the pairs were read. Returns the labels written."""
+    # Imported here: a process that only reads pairs (`dups`) does not load the ingest pipeline.
+    from esdedup.ingest.settle import join_stored
+
     members: dict[str, list[str]] = {}
     for doc, root in groups.items():
         members.setdefault(root, []).append(doc)
