@@ -40,6 +40,7 @@ from esdedup.ingest.runindex import (
     MAX_PER_KEY,
     KeyLists,
     RunIndex,
+    counts_kept,
     held_keys,
     run_positions,
     run_starts,
@@ -393,8 +394,7 @@ def _held_but(holds: KeyLists, hashes: np.ndarray) -> KeyLists:
     """The hashes of ``holds`` but those of ``hashes``, each record's that are left, for `batch_peers` (which reads
     the hashes alone: the key names stay those of ``holds``)."""
     kept = ~np.isin(holds.hashes, hashes)
-    counts = np.bincount(np.repeat(np.arange(len(holds.counts)), holds.counts)[kept], minlength=len(holds.counts))
-    return KeyLists.hashed(holds.hashes[kept], counts.tolist(), holds.keys_of)
+    return KeyLists.hashed(holds.hashes[kept], counts_kept(holds.counts, kept), holds.keys_of)
 
 
 def _past_first(records: np.ndarray, hashes: np.ndarray) -> dict[int, frozenset[int]]:

@@ -54,6 +54,11 @@ def run_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(np.sum(counts)))
 
 
+def counts_kept(counts: Sequence[int], kept: np.ndarray) -> list[int]:
+    """How many of each of consecutive runs of ``counts`` items the mask ``kept`` (of their flat list) keeps."""
+    return np.bincount(np.repeat(np.arange(len(counts)), counts)[kept], minlength=len(counts)).tolist()  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True, eq=False)
 class HeldHashes:
     """The `key_hashes` of each text's `held_keys` for a batch of texts, flat, and where each text's start (one
@@ -273,14 +278,13 @@ class RunIndex:
             starts = run_starts(counts)
             out = np.isin(hashes, crowded_out)
             of_doc = np.searchsorted(starts, watched, side="right") - 1
-            named, keys = -1, ()  # type: tuple[int, Sequence[str]]
+            named = int(of_doc[0])
+            keys = names(named)
             for x, d in zip(watched.tolist(), of_doc.tolist(), strict=True):
                 if d != named:  # a document's keys are named once
                     named, keys = d, names(d)
                 self._count_crowded(keys[x - int(starts[d])], int(hashes[x]), bool(out[x]))
-            held = ~out
-            counts = np.bincount(np.repeat(np.arange(len(counts)), counts)[held], minlength=len(counts)).tolist()
-            hashes = hashes[held]
+            counts, hashes = counts_kept(counts, ~out), hashes[~out]
         self._queued.append((rows, hashes, counts))
 
     def _counted(self, hashes: np.ndarray, crowded_out: np.ndarray) -> np.ndarray | None:
