@@ -272,25 +272,26 @@ class RunIndex:
         ``crowded_out`` the hashes `takes_whole` gave for them: those are counted in `crowded` and not held
         (``names(d)``: document d's keys, in the order of its hashes, asked for only where a key is counted, as
         `add_row` counts them)."""
-        watched = self._counted(hashes, crowded_out)
+        out = np.isin(hashes, crowded_out) if len(crowded_out) else None
+        watched = self._counted(hashes, out)
         if watched is not None:
             assert names is not None, "the keys of documents crowded out of some are named"
             starts = run_starts(counts)
-            out = np.isin(hashes, crowded_out)
             of_doc = np.searchsorted(starts, watched, side="right") - 1
             named = int(of_doc[0])
             keys = names(named)
             for x, d in zip(watched.tolist(), of_doc.tolist(), strict=True):
                 if d != named:  # a document's keys are named once
                     named, keys = d, names(d)
-                self._count_crowded(keys[x - int(starts[d])], int(hashes[x]), bool(out[x]))
+                self._count_crowded(keys[x - int(starts[d])], int(hashes[x]), out is not None and bool(out[x]))
+        if out is not None:
             counts, hashes = counts_kept(counts, ~out), hashes[~out]
         self._queued.append((rows, hashes, counts))
 
-    def _counted(self, hashes: np.ndarray, crowded_out: np.ndarray) -> np.ndarray | None:
-        """Where in ``hashes`` a document is counted in `crowded` (`_count_crowded`): those of ``crowded_out``,
-        and those of keys crowded in the run's earlier run indexes; None for none."""
-        counted = np.isin(hashes, crowded_out) if len(crowded_out) else None
+    def _counted(self, hashes: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
+        """Where in ``hashes`` a document is counted in `crowded` (`_count_crowded`): where ``out`` says it is
+        crowded out, and at the keys crowded in the run's earlier run indexes; None for none."""
+        counted = out
         if self._carried and not self._crowded_hashes.isdisjoint(hashes.tolist()):
             carried = np.isin(hashes, np.fromiter(self._crowded_hashes, dtype=np.uint64))
             counted = carried if counted is None else counted | carried

@@ -14,7 +14,8 @@ inserts cost more than the document itself). Keys are indexed lazily: ``docs.seq
 each key table is indexed, and the first read that needs a table (lookup, shared keys, crowded keys) computes
 the keys of the newer documents from their stored SimHash and MinHash signature, sorts them and inserts them
 in one pass. An all-pairs search that joins LSH bands in memory (`esdedup.match.joins`) never needs the
-``lsh`` table (nor the ``bands`` table, where it joins the band keys too). Overwriting a document deletes its old key rows, recomputed the same way.
+``lsh`` table (nor the ``bands`` table, where it joins the band keys too). Overwriting a document deletes its
+old key rows, recomputed the same way.
 
 Several processes may use one collection. SQLite serialises their transactions (each write transaction
 takes the write lock at its start, and waits up to `BUSY_SECONDS` for it); ingest also holds
