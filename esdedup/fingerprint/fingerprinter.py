@@ -31,6 +31,7 @@ from esdedup.fingerprint.tokenize import PIECE_CHARS, Tokenizer, iter_pieces
 # Re-exported: this module is where a program has always imported them from.
 from esdedup.fingerprint.values import Fingerprint as Fingerprint
 from esdedup.fingerprint.values import FingerprintColumns as FingerprintColumns
+from esdedup.util.arrays import unique_sorted
 from esdedup.util.fieldtypes import checked_args
 
 #: The term table is cleared when it grows past this many terms (bounds memory on endless streams).
@@ -519,12 +520,12 @@ def _distinct_ngrams(chars: str, n: int) -> np.ndarray:
     distinct n-grams. The hashes are 32-bit values, kept as uint32 here (half the memory of uint64)."""
     acc, pending, size = _NO_HASHES.astype(np.uint32), [], 0
     for start in range(0, len(chars) - n + 1, _SHINGLE_CHUNK):
-        part = mh.unique_sorted(mh.ngram_hashes(chars[start:start + _SHINGLE_CHUNK + n - 1], n).astype(np.uint32))
+        part = unique_sorted(mh.ngram_hashes(chars[start:start + _SHINGLE_CHUNK + n - 1], n).astype(np.uint32))
         pending.append(part)
         size += len(part)
         if size > max(len(acc), _SHINGLE_CHUNK):
-            acc, pending, size = mh.unique_sorted(np.concatenate([acc, *pending])), [], 0
-    return mh.unique_sorted(np.concatenate([acc, *pending])) if pending else acc
+            acc, pending, size = unique_sorted(np.concatenate([acc, *pending])), [], 0
+    return unique_sorted(np.concatenate([acc, *pending])) if pending else acc
 
 
 def _shingle_sets(word_chars: Sequence[str], n: int) -> list[np.ndarray]:
@@ -549,7 +550,7 @@ def _shingle_sets(word_chars: Sequence[str], n: int) -> list[np.ndarray]:
     # A text shorter than n is one n-gram: itself.
     for k in np.flatnonzero(lengths < n).tolist():
         keys.append(np.array([(k << 32) | int(mh.ngram_hashes(word_chars[batch[k]], n)[0])], dtype=np.uint64))
-    uniq = mh.unique_sorted(np.concatenate(keys))  # sorted by text, then hash
+    uniq = unique_sorted(np.concatenate(keys))  # sorted by text, then hash
     docs = (uniq >> np.uint64(32)).astype(np.int64)
     cuts = np.flatnonzero(np.diff(docs)) + 1
     for k, part in zip(docs[np.r_[0, cuts]].tolist(), np.split(uniq & np.uint64(0xFFFFFFFF), cuts), strict=True):

@@ -38,6 +38,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from esdedup.util.arrays import unique_sorted
+
 _PERSON = b"esdedup-mh-v2"
 _SEED = np.uint64(0x6573646564757032)  # "esdedup2"
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -97,17 +99,6 @@ def shingle_hashes(shingles: Iterable[str]) -> np.ndarray:
         cps = code_points("".join(group)).reshape(len(group), length)
         parts.append(_fold((cps[:, j] for j in range(length)), len(group)))
     return unique_sorted(np.concatenate(parts))
-
-
-def unique_sorted(values: np.ndarray) -> np.ndarray:
-    """The distinct values of an integer array, sorted, by one sort: what ``np.unique`` returns, without the
-    hash table numpy 2.3+ builds first (which costs far more than the sort on large uint64 arrays).
-
-    >>> unique_sorted(np.array([5, 1, 5, 3], dtype=np.uint64)).tolist()
-    [1, 3, 5]
-    """
-    ordered = np.sort(values)
-    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
 def _fold(columns: Iterable[np.ndarray], count: int) -> np.ndarray:

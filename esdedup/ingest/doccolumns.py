@@ -13,6 +13,7 @@ import numpy as np
 
 from esdedup.fingerprint.values import FingerprintBlock, is_zero_vector
 from esdedup.store.base import Root, StoredDoc, root_of
+from esdedup.util.arrays import unique_sorted
 
 #: A document appended by its batch's fingerprint arrays rather than its fields: the block, its row there, and
 #: its id, content SHA-1, write order and cluster (`DocColumns.append_rows`). A row of fields starts with the id.
@@ -335,7 +336,7 @@ class DocColumns:
         assert spec is not None
         out = np.empty((len(positions), *spec[0]), dtype=spec[1])
         block = positions // self.BLOCK
-        for b in np.unique(block).tolist():
+        for b in unique_sorted(block).tolist():
             these = block == b
             out[these] = self._blocks[c][b][positions[these] % self.BLOCK]
         return out

@@ -51,6 +51,7 @@ from esdedup.match.lookup import lookup_keys, near_positions, probe_for, with_ex
 from esdedup.match.rule import Sketch
 from esdedup.match.thresholds import Thresholds
 from esdedup.store.base import LabelledStore, NewDoc, Root, StoredDoc
+from esdedup.util.arrays import member_of, unique_sorted
 from esdedup.util.unionfind import UnionFind
 
 log = logging.getLogger(__name__)
@@ -393,7 +394,7 @@ def batch_peers(probes: KeyLists, holds: KeyLists, crowded_out: np.ndarray | Non
 def _held_but(holds: KeyLists, hashes: np.ndarray) -> KeyLists:
     """The hashes of ``holds`` but those of ``hashes``, each record's that are left, for `batch_peers` (which reads
     the hashes alone: the key names stay those of ``holds``)."""
-    kept = ~np.isin(holds.hashes, hashes)
+    kept = ~member_of(holds.hashes, hashes)
     return KeyLists.hashed(holds.hashes[kept], counts_kept(holds.counts, kept), holds.keys_of)
 
 
@@ -436,7 +437,7 @@ def _batch_peers(probes: KeyLists, holds: KeyLists) -> tuple[list[list[int]], di
     prober = np.repeat(probe_of, count)
     holder = hold_of[run_positions(lo, count)]  # the holders of each probe: hold_hash[lo:lo + count]
     earlier = holder < prober
-    pairs = np.unique(prober[earlier].astype(np.int64) * n + holder[earlier])
+    pairs = unique_sorted(prober[earlier].astype(np.int64) * n + holder[earlier])
     out: list[list[int]] = [[] for _ in range(n)]
     for i, j in zip((pairs // max(n, 1)).tolist(), (pairs % max(n, 1)).tolist(), strict=True):  # n = 0: none
         out[i].append(j)

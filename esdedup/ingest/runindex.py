@@ -27,6 +27,7 @@ from esdedup.fingerprint.minhash import mix64
 from esdedup.ingest import native_keys
 from esdedup.ingest.doccolumns import DocColumns
 from esdedup.store.base import Root, StoredDoc
+from esdedup.util.arrays import member_of, unique_sorted
 
 #: Documents of a run the in-run index keeps per band key. A key held by more (boilerplate, or thousands of
 #: copies of one text) is crowded: its first documents stand for it. Near-duplicates share several keys,
@@ -256,7 +257,7 @@ class RunIndex:
         if not len(hashes) or self._table.fits(hashes):
             return _NO_HASHES
         full = self._table.held_counts(hashes) >= MAX_PER_KEY
-        return np.unique(hashes[full]) if self._table.fits(hashes[~full]) else None
+        return unique_sorted(hashes[full]) if self._table.fits(hashes[~full]) else None
 
     def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
         """`add_row` of a document of a batch that `takes_whole` let through with no key to crowd it out of (it
@@ -272,7 +273,7 @@ class RunIndex:
         ``crowded_out`` the hashes `takes_whole` gave for them: those are counted in `crowded` and not held
         (``names(d)``: document d's keys, in the order of its hashes, asked for only where a key is counted, as
         `add_row` counts them)."""
-        out = np.isin(hashes, crowded_out) if len(crowded_out) else None
+        out = member_of(hashes, crowded_out) if len(crowded_out) else None
         watched = self._counted(hashes, out)
         if watched is not None:
             assert names is not None, "the keys of documents crowded out of some are named"
@@ -293,7 +294,7 @@ class RunIndex:
         crowded out, and at the keys crowded in the run's earlier run indexes; None for none."""
         counted = out
         if self._carried and not self._crowded_hashes.isdisjoint(hashes.tolist()):
-            carried = np.isin(hashes, np.fromiter(self._crowded_hashes, dtype=np.uint64))
+            carried = member_of(hashes, np.fromiter(self._crowded_hashes, dtype=np.uint64))
             counted = carried if counted is None else counted | carried
         return None if counted is None or not counted.any() else np.flatnonzero(counted)
 
@@ -508,7 +509,7 @@ class FrozenKeys:
         query = np.repeat(np.arange(len(queries)), held)
         at = np.repeat(first, held) + _rank_in_runs(query)
         records = record_of[by_hash[query]].astype(np.uint64)
-        pairs = np.unique((records << np.uint64(32)) | self._ords[at].astype(np.uint64))
+        pairs = unique_sorted((records << np.uint64(32)) | self._ords[at].astype(np.uint64))
         records, ords = (pairs >> np.uint64(32)).astype(np.int64), pairs & np.uint64(0xFFFFFFFF)
         keep = _rank_in_runs(records) < per_record
         return records[keep], ords[keep]

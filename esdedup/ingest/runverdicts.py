@@ -19,6 +19,7 @@ from esdedup.match.lookup import VERIFY_BATCH
 from esdedup.match.measures import SketchColumns, measure_column_pairs, signature_rows, stacked_vectors
 from esdedup.match.rule import CopyOf, Sketch, exact_copies
 from esdedup.match.thresholds import Thresholds
+from esdedup.util.arrays import unique_sorted
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def _judge(docs: DocColumns, queries: QueryTexts, positions: Sequence[Sequence[i
     if not len(flat):
         return
     # Rows: the texts measured, then the candidates.
-    texts = np.unique(owner)
+    texts = unique_sorted(owner)
     left = np.searchsorted(texts, owner)
     right = right + len(texts)
     measured = [todo[k] for k in texts.tolist()]
@@ -160,7 +161,7 @@ def near_in_batch(block: FingerprintBlock, rows: Sequence[int], peers: Sequence[
     owner, text, peer, position = owner[keep], text[keep], peer[keep], position[keep]
     if not len(text):
         return out
-    both = np.unique(np.concatenate((text, peer)))
+    both = unique_sorted(np.concatenate((text, peer)))
     left, right = np.searchsorted(both, text), np.searchsorted(both, peer)
     cols = _block_sketches(block, row[both], config)
     m = measure_column_pairs(cols, left, right, config, t, lambda x: (fps(int(text[x])), fps(int(peer[x]))))

@@ -16,6 +16,7 @@ from esdedup.match import native_kernels
 from esdedup.match.measures import SketchColumns
 from esdedup.store.base import ScannableStore
 from esdedup.store.columns import SignatureColumns, reads_signature_columns
+from esdedup.util.arrays import union_sorted, unique_sorted
 from esdedup.util.collector import fewer_collections
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ def join_in_memory(store: ScannableStore, max_bucket: int, crowded: JoinedCrowds
         if crowded is not None:
             crowded.bands = True
         n = len(cols.ids)
-        left, right = np.divmod(np.union1d(left * n + right, band_left * n + band_right), n)
+        left, right = np.divmod(union_sorted(left * n + right, band_left * n + band_right), n)
     return MemoryJoin(cols, left, right, bands)
 
 
@@ -216,11 +217,11 @@ def _lsh_join_numpy(sigs: np.ndarray, bands: int, rows: int, max_bucket: int
                 break
             codes.append(members[left].astype(np.int64) * n + members[left + step].astype(np.int64))
         if len(codes) > 64:
-            codes = [np.unique(np.concatenate(codes))]
+            codes = [unique_sorted(np.concatenate(codes))]
     if not codes:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, crowded, capped
-    left, right = np.divmod(np.unique(np.concatenate(codes)), n)
+    left, right = np.divmod(unique_sorted(np.concatenate(codes)), n)
     return left, right, crowded, capped
 
 

@@ -45,6 +45,7 @@ from esdedup.match.thresholds import ThresholdOverrides, Thresholds, lookup_thre
 from esdedup.store.base import KeyBatch, ScannableStore, StoredDoc
 from esdedup.store.columns import copy_rows, reads_copy_columns
 from esdedup.store.partition import Partition, pair_share
+from esdedup.util.arrays import unique_sorted
 from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)
@@ -556,7 +557,7 @@ def probe_pairs(layout: BandLayout, simhashes: Sequence[int], *, max_bucket: int
                 keep = left < right
                 codes.append(left[keep].astype(np.int64) * n + right[keep].astype(np.int64))
         if codes:
-            codes = [np.unique(np.concatenate(codes))]
+            codes = [unique_sorted(np.concatenate(codes))]
     if capped:
         log.warning("%d probed band values matched more than %d documents; only %d were compared",
                     capped, max_bucket, max_bucket)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native, native_steps
 from esdedup.fingerprint import minhash as mh
+from esdedup.util.arrays import unique_sorted
 
 
 def _cfg(perm: int = 128, bands: int = 16, rows: int = 3, ngram: int = 2, **kw: object) -> FingerprintConfig:
@@ -56,7 +57,7 @@ BATCHES = st.lists(TEXTS, min_size=1, max_size=8)
 def _reference(text: str, cfg: FingerprintConfig) -> native_steps.MinHashPart:
     """The MinHash parts of one text from esdedup.fingerprint.minhash alone, one text at a time."""
     chars = "".join(filter(str.isalnum, text))
-    hashes = mh.unique_sorted(mh.ngram_hashes(chars, cfg.minhash_ngram))
+    hashes = unique_sorted(mh.ngram_hashes(chars, cfg.minhash_ngram))
     if not len(hashes):
         return [], None, 0
     sig = mh.signatures([hashes], cfg.minhash_perm)[0]
