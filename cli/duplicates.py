@@ -129,8 +129,10 @@ def dups(
     printer = Printer(json_out=json_out)
     with opened_store(index, conn) as store:
         refuse_inert_thresholds(store, thresholds.overrides())
+        # The clusters are counted in the table and the JSON object alone: grouped only for those.
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
-                           thresholds=thresholds.overrides(), lsh_join=lsh_join.value)
+                           thresholds=thresholds.overrides(), lsh_join=lsh_join.value,
+                           with_clusters=json_out or format == PairsFormat.table)
     printer.pairs(report, format.value)
 
 

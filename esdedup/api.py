@@ -221,8 +221,9 @@ def _explain(store: StoreCore, fper: Fingerprinter, fp: Fingerprint, m: Match) -
 class PairsReport:
     pairs: list[Pair]
     #: Each document in a pair -> the smallest id of its connected set of pairs (which names the set; the
-    #: representative that ``write_clusters`` keeps is the earliest-written member, `esdedup.store.base.Root`).
-    clusters: dict[str, str]
+    #: representative that ``write_clusters`` keeps is the earliest-written member, `esdedup.store.base.Root`);
+    #: None when not asked for (``with_clusters``).
+    clusters: dict[str, str] | None
     crowded: list[tuple[str, int]] = field(default_factory=list)
     #: Documents whose cluster labels ``write_clusters`` changed (None when it was not asked).
     labels_written: int | None = None
@@ -236,7 +237,7 @@ LSH_JOINS = ("auto", "memory", "store")
 
 @checked_args
 def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | None = None, max_bucket: int = 1000,
-              write_clusters: bool = False, lsh_join: str = "auto") -> PairsReport:
+              write_clusters: bool = False, lsh_join: str = "auto", with_clusters: bool = True) -> PairsReport:
     """Every near-duplicate pair and the clusters they form (``thresholds`` default to the index's);
     optionally (``write_clusters``) join the stored clusters of each connected set of pairs into one, so that
     searches can ``collapse`` on ``cluster_id``: its representative is the earliest-written root among them,
@@ -247,7 +248,9 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     a signature: `esdedup.match.joins.joins_bands`) after one scan of the signatures (about 512 bytes
     a document), ``store`` reads the store's key groups (`Store.key_batches`: on Elasticsearch a ``terms``
     aggregation of the keys held by two documents or more, a partition of the keys at a time), ``auto`` is memory up to `esdedup.match.pairs.LSH_IN_MEMORY_MAX` documents. The pairs are the
-    same either way; it is a choice of memory against time.
+    same either way; it is a choice of memory against time. ``with_clusters``: group the pairs into clusters
+    (`PairsReport.clusters`); False leaves them None, unless ``write_clusters`` needs them (a union of every
+    pair's two ids: on a million documents more time than printing their pairs).
 
     Raises:
         ConfigError: ``max_bucket`` below 2, or an ``lsh_join`` not in `LSH_JOINS`.
@@ -271,9 +274,10 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
         pairs = sorted(find_pairs(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
                                   in_memory=in_memory),
                        key=attrgetter("a", "b"))
-        groups = clusters(pairs)
+        groups = clusters(pairs) if with_clusters or write_clusters else None
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
     if write_clusters:
+        assert groups is not None  # grouped whenever they are written
         report.labels_written = _join_clusters(store, groups)
         # Documents an older esdedup stored with a record's dotted dedup keys carry two cluster ids, in a pair
         # or not (the labels just written may have added the second): mended, so that every document carries

@@ -326,6 +326,37 @@ def test_a_partition_groups_its_pairs_only_when_their_clusters_are_used(tmp_path
         assert [repr(p) for p in bare.pairs] == [repr(p) for p in full.pairs]
 
 
+def test_dups_groups_its_pairs_only_when_their_clusters_are_used(tmp_path, monkeypatch):
+    """The same for the whole index: `dups` in jsonl or csv never groups its pairs; the table, `--json` (both
+    count the clusters) and `--write-clusters` do. The library leaves `PairsReport.clusters` None when told
+    not to group, with the same pairs, and still writes the clusters when asked to."""
+    data = _ingested_news(tmp_path)
+    whole = run_cli("dups", "--index", "news", *data)
+    grouped: list[int] = []
+    real = api.clusters
+
+    def counted(pairs):
+        grouped.append(1)
+        return real(pairs)
+
+    monkeypatch.setattr(api, "clusters", counted)
+    for fmt in ("jsonl", "csv"):
+        r = run_cli("dups", "--index", "news", *data, "--format", fmt)
+        assert r.exit_code == 0, r.output
+    assert grouped == [] and r.stdout.count("\n") > 10
+    assert run_cli("dups", "--index", "news", *data).stdout_bytes == whole.stdout_bytes
+    counted_json = json.loads(run_cli("dups", "--index", "news", *data, "--json").stdout)
+    assert grouped == [1] and counted_json["clusters"] > 0
+    table = run_cli("dups", "--index", "news", *data, "--format", "table")
+    assert grouped == [1, 1] and f" pairs in {counted_json['clusters']} clusters" in table.stdout
+    store = open_store("news", data_dir=tmp_path / "data")
+    bare, full = api.all_pairs(store, with_clusters=False), api.all_pairs(store)
+    assert bare.clusters is None and full.clusters and len(grouped) == 3
+    assert [repr(p) for p in bare.pairs] == [repr(p) for p in full.pairs]
+    written = api.all_pairs(store, with_clusters=False, write_clusters=True)
+    assert written.labels_written is not None and written.clusters == full.clusters
+
+
 def run_cli(*args: str):
     return cli_runner().invoke(app, list(args))
 
