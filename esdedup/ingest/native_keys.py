@@ -1,6 +1,6 @@
 """The native steps of ingest (in the extension that `esdedup.fingerprint.native` loads), beside
 `esdedup.ingest.runindex`, whose Python tables stay the definition: the run index's key table (`run_keys`),
-the run keys' hashes (`key_hashes`) and the lookup of the frozen keys (`frozen_lookup`).
+the run keys' hashes (`key_hashes`), and the frozen keys' merge (`merge_frozen`) and lookup (`frozen_lookup`).
 """
 from __future__ import annotations
 
@@ -75,6 +75,16 @@ def bucket_starts(hashes: np.ndarray) -> np.ndarray:
     `frozen_lookup` reads a table through."""
     starts = native.loaded().bucket_starts(np.ascontiguousarray(hashes, dtype=np.uint64))
     return np.frombuffer(starts, dtype="<u8").astype(np.uint64)
+
+
+def merge_frozen(table_hashes: np.ndarray, table_ords: np.ndarray, old: int, hashes: np.ndarray,
+                 ords: np.ndarray) -> None:
+    """`esdedup.ingest.runindex.FrozenKeys._merge` in the extension: the window's entries (``hashes``,
+    ``ords``) merged into the table's arrays in place, which hold its ``old`` entries and room for them."""
+    if table_hashes.dtype != np.uint64 or table_ords.dtype != np.uint32:
+        raise TypeError("merge_frozen writes into the table's own uint64 and uint32 arrays")
+    native.loaded().merge_frozen(table_hashes, table_ords, old, np.ascontiguousarray(hashes, dtype=np.uint64),
+                                 np.ascontiguousarray(ords, dtype=np.uint32))
 
 
 def frozen_lookup(hashes: np.ndarray, ords: np.ndarray, starts: np.ndarray, queries: np.ndarray,

@@ -451,8 +451,13 @@ class FrozenKeys:
         table, in place: the table grows (a reallocation, which moves no pages of a large array), then its
         entries move up from the last, a chunk at a time, by the number of new entries of a smaller hash.
         Not ``np.insert`` at the same positions: it builds a second table (0.4 GB more near
-        `esdedup.ingest.window.FROZEN_MAX_DOCS`) at the roll, where a run's memory peaks."""
+        `esdedup.ingest.window.FROZEN_MAX_DOCS`) at the roll, where a run's memory peaks. The extension merges
+        in one pass from the last place down (`native_keys.merge_frozen`), the same entries in the same places."""
         n, m = len(self._hashes), len(hashes)
+        if native_keys.in_use():
+            self._hashes, self._ords = _grown(self._hashes, n + m), _grown(self._ords, n + m)
+            native_keys.merge_frozen(self._hashes, self._ords, n, hashes, ords)
+            return
         # A new entry goes after the table's entries of its hash (written earlier) and the new ones before it.
         at = np.searchsorted(self._hashes, hashes, side="right")
         for start in range(0, m, _MERGE_CHUNK):  # in place: no second array of m positions

@@ -47,7 +47,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 14;
+const API_VERSION: u32 = 15;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -364,6 +364,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runkeys::key_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(runkeys::frozen_lookup, m)?)?;
     m.add_function(wrap_pyfunction!(runkeys::bucket_starts, m)?)?;
+    m.add_function(wrap_pyfunction!(runkeys::merge_frozen, m)?)?;
     m.add_function(wrap_pyfunction!(runkeys::batch_peers, m)?)?;
     m.add_function(wrap_pyfunction!(sqlread::read_signature_columns, m)?)?;
     m.add_function(wrap_pyfunction!(spaced::spaced_texts, m)?)?;

@@ -346,6 +346,73 @@ pub fn bucket_starts<'py>(py: Python<'py>, hashes: PyBuffer<u64>) -> PyResult<Bo
     Ok(PyBytes::new(py, &starts))
 }
 
+/// `esdedup.ingest.runindex.FrozenKeys._merge`: one window's entries (`new_hashes`, `new_ords`: sorted by
+/// hash, a hash's in write order, every ordinal above the table's) merged into the frozen table in place.
+/// `hashes` and `ords` hold the table's `old` entries first and room for the window's after them. A window's
+/// entry goes after the table's entries of its hash (written earlier). Filled from the last place down: each
+/// destination is at or above every table entry not yet moved, so none is overwritten before it is read, and
+/// no second table is made (a roll is where a run's memory peaks). One pass of the table, where moving it
+/// a chunk at a time in numpy searched for every entry's place and scattered it there.
+#[pyfunction]
+pub fn merge_frozen(
+    hashes: PyBuffer<u64>,
+    ords: PyBuffer<u32>,
+    old: usize,
+    new_hashes: PyBuffer<u64>,
+    new_ords: PyBuffer<u32>,
+) -> PyResult<()> {
+    let add_h = values_of(&new_hashes, "new_hashes")?;
+    let add_o = values_of(&new_ords, "new_ords")?;
+    for (writable, what) in [
+        (!hashes.readonly() && hashes.is_c_contiguous(), "hashes"),
+        (!ords.readonly() && ords.is_c_contiguous(), "ords"),
+    ] {
+        if !writable {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "merge_frozen: {what} must be a writable C-contiguous array"
+            )));
+        }
+    }
+    // SAFETY: each buffer's memory and its length in items, alive while the buffer is; the table's own
+    // arrays, which nothing else reads or writes during the call (the GIL is held throughout), apart from the
+    // new entries' (checked below).
+    let table_h: &mut [u64] =
+        unsafe { std::slice::from_raw_parts_mut(hashes.buf_ptr().cast::<u64>(), hashes.item_count()) };
+    let table_o: &mut [u32] =
+        unsafe { std::slice::from_raw_parts_mut(ords.buf_ptr().cast::<u32>(), ords.item_count()) };
+    let m = add_h.len();
+    if add_o.len() != m
+        || table_h.len() != old + m
+        || table_o.len() != old + m
+        || !apart(table_h, add_h)
+        || !apart(table_o, add_o)
+    {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "merge_frozen: one ordinal an entry, the table's arrays `old` entries plus room for the new ones, \
+             and the new entries in arrays of their own",
+        ));
+    }
+    let (mut i, mut j) = (old, m);
+    while j > 0 {
+        let k = i + j - 1;
+        if i > 0 && table_h[i - 1] > add_h[j - 1] {
+            i -= 1;
+            table_h[k] = table_h[i];
+            table_o[k] = table_o[i];
+        } else {
+            j -= 1;
+            table_h[k] = add_h[j];
+            table_o[k] = add_o[j];
+        }
+    }
+    Ok(())
+}
+
+/// Whether two slices share no memory.
+fn apart<T>(a: &[T], b: &[T]) -> bool {
+    a.as_ptr_range().end <= b.as_ptr() || b.as_ptr_range().end <= a.as_ptr()
+}
+
 /// `esdedup.ingest.runindex.FrozenKeys.lookup` of a batch, without the ids: `hashes` is the frozen table
 /// (sorted; a hash's entries in write order), `ords` each entry's document ordinal and `starts` its
 /// `bucket_starts`; record r looks up the next `counts[r]` of `queries`. Of each query its first `per_key`

@@ -186,3 +186,50 @@ def test_the_extension_s_bucketed_lookup_finds_what_the_binary_search_finds(exte
     want = frozen.lookup(lists, per_key=40, per_record=10**6), frozen.lookup(lists, per_key=3, per_record=50)
     assert got == want
     assert sum(map(len, want[0])) > 3000 and len(want[1][0]) == 50
+
+
+@pytest.mark.parametrize("spread", ["even", "skewed"])
+def test_the_extension_s_merge_puts_every_entry_where_numpy_s_does(extension, monkeypatch, spread) -> None:
+    """Five windows merged one after the other, by the extension's one pass and by numpy's chunks: the same
+    table, entry for entry. The windows share hashes with the table (a new entry goes after the table's of its
+    hash), hold 0 and 2**64 - 1, and one hash held by hundreds of documents in each."""
+    rng = np.random.default_rng(11)
+    windows = []
+    for w in range(5):
+        n = 40_000 + 3_000 * w
+        hashes = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+        if spread == "skewed":
+            hashes >>= np.uint64(48)  # few distinct values: most new entries share a hash with the table
+        hashes[:2] = np.array([0, 2**64 - 1], dtype=np.uint64)
+        hashes[2:400] = hashes[2]
+        windows.append(([f"w{w}-{i}" for i in range(n)], hashes, np.arange(n, dtype=np.uint32) // 3))
+    tables = []
+    for switch in ("1", "0"):
+        monkeypatch.setenv(native.ENV_SWITCH, switch)
+        frozen = FrozenKeys()
+        for ids, hashes, positions in windows:
+            frozen._add_entries(ids, hashes.copy(), positions.copy())
+        tables.append((frozen._hashes.copy(), frozen._ords.copy()))
+    (got_h, got_o), (want_h, want_o) = tables
+    assert len(want_h) == sum(len(h) for _, h, _ in windows)
+    assert np.array_equal(got_h, want_h) and np.array_equal(got_o, want_o)
+    order = np.lexsort((want_o, want_h))  # sorted by hash, a hash's entries in write order
+    assert np.array_equal(order, np.arange(len(order)))
+
+
+def test_the_extension_s_merge_refuses_arrays_it_cannot_write_in_place(extension) -> None:
+    from esdedup.ingest import native_keys
+
+    table_h, table_o = np.array([1, 5, 0], dtype=np.uint64), np.array([0, 1, 0], dtype=np.uint32)
+    native_keys.merge_frozen(table_h, table_o, 2, np.array([3], dtype=np.uint64), np.array([2], dtype=np.uint32))
+    assert table_h.tolist() == [1, 3, 5] and table_o.tolist() == [0, 2, 1]
+    with pytest.raises(TypeError, match="own uint64 and uint32 arrays"):
+        native_keys.merge_frozen(table_h.astype(np.int64), table_o, 2, table_h[:1], table_o[:1])
+    frozen_h = table_h.copy()
+    frozen_h.flags.writeable = False
+    with pytest.raises(ValueError, match="hashes must be a writable"):
+        native_keys.merge_frozen(frozen_h, table_o, 2, np.array([4], dtype=np.uint64), np.array([3], dtype=np.uint32))
+    with pytest.raises(ValueError, match="room for the new ones"):
+        native_keys.merge_frozen(table_h, table_o, 3, np.array([4], dtype=np.uint64), np.array([3], dtype=np.uint32))
+    with pytest.raises(ValueError, match="arrays of their own"):
+        native_keys.merge_frozen(table_h, table_o, 2, table_h[2:], np.array([3], dtype=np.uint32))
