@@ -304,17 +304,8 @@ def test_a_partition_groups_its_pairs_only_when_their_clusters_are_used(tmp_path
     `PartitionReport.clusters` None when told not to group, with the same pairs."""
     data = _ingested_news(tmp_path)
     whole = run_cli("dups", "--index", "news", *data)
-    grouped: list[int] = []
-    real = api.clusters
-
-    def counted(pairs):
-        grouped.append(1)
-        return real(pairs)
-
-    monkeypatch.setattr(api, "clusters", counted)
-    for fmt in ("jsonl", "csv"):
-        part = run_cli("dups", "--index", "news", *data, "--format", fmt, "--partition", "0/1")
-        assert part.exit_code == 0, part.output
+    grouped = _counted_groupings(monkeypatch)
+    _print_without_clusters(data, "--partition", "0/1")
     assert grouped == []
     part = run_cli("dups", "--index", "news", *data, "--partition", "0/1")
     assert part.stdout_bytes == whole.stdout_bytes and len(whole.stdout.splitlines()) > 10
@@ -332,18 +323,9 @@ def test_dups_groups_its_pairs_only_when_their_clusters_are_used(tmp_path, monke
     not to group, with the same pairs, and still writes the clusters when asked to."""
     data = _ingested_news(tmp_path)
     whole = run_cli("dups", "--index", "news", *data)
-    grouped: list[int] = []
-    real = api.clusters
-
-    def counted(pairs):
-        grouped.append(1)
-        return real(pairs)
-
-    monkeypatch.setattr(api, "clusters", counted)
-    for fmt in ("jsonl", "csv"):
-        r = run_cli("dups", "--index", "news", *data, "--format", fmt)
-        assert r.exit_code == 0, r.output
-    assert grouped == [] and r.stdout.count("\n") > 10
+    grouped = _counted_groupings(monkeypatch)
+    _print_without_clusters(data)
+    assert grouped == []
     assert run_cli("dups", "--index", "news", *data).stdout_bytes == whole.stdout_bytes
     counted_json = json.loads(run_cli("dups", "--index", "news", *data, "--json").stdout)
     assert grouped == [1] and counted_json["clusters"] > 0
@@ -355,6 +337,26 @@ def test_dups_groups_its_pairs_only_when_their_clusters_are_used(tmp_path, monke
     assert [repr(p) for p in bare.pairs] == [repr(p) for p in full.pairs]
     written = api.all_pairs(store, with_clusters=False, write_clusters=True)
     assert written.labels_written is not None and written.clusters == full.clusters
+
+
+def _counted_groupings(monkeypatch) -> list[int]:
+    """One entry for each grouping of pairs into clusters `esdedup.api` makes from now on."""
+    grouped: list[int] = []
+    real = api.clusters
+
+    def counted(pairs):
+        grouped.append(1)
+        return real(pairs)
+
+    monkeypatch.setattr(api, "clusters", counted)
+    return grouped
+
+
+def _print_without_clusters(data: list[str], *args: str) -> None:
+    """`dups` in the two formats that print no cluster, each printing pairs."""
+    for fmt in ("jsonl", "csv"):
+        r = run_cli("dups", "--index", "news", *data, "--format", fmt, *args)
+        assert r.exit_code == 0 and r.stdout.count("\n") > 10, r.output
 
 
 def run_cli(*args: str):
