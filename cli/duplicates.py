@@ -129,10 +129,9 @@ def dups(
     printer = Printer(json_out=json_out)
     with opened_store(index, conn) as store:
         refuse_inert_thresholds(store, thresholds.overrides())
-        # The clusters are counted in the table and the JSON object alone: grouped only for those.
         report = all_pairs(store, max_bucket=max_bucket, write_clusters=write_clusters,
                            thresholds=thresholds.overrides(), lsh_join=lsh_join.value,
-                           with_clusters=json_out or format == PairsFormat.table)
+                           with_clusters=printer.prints_clusters(format.value))
     printer.pairs(report, format.value)
 
 
@@ -149,7 +148,7 @@ def _partition(conn: Connection, thresholds: ThresholdOptions, index: str, spec:
         # The clusters of its pairs hold an entry a document paired: grouped only when printed or written.
         report = pairs_of_partition(store, part, max_bucket=max_bucket, thresholds=thresholds.overrides(),
                                     progress=progress, write_clusters=write_clusters,
-                                    with_clusters=fmt == PairsFormat.table.value)
+                                    with_clusters=printer.prints_clusters(fmt))
     with report:  # its pairs' temporary file goes, printed or not (a closed pipe, an interrupt)
         printer.pairs(report, fmt)
     lines.line("summary", {**report.stats.to_dict(),

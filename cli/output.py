@@ -124,6 +124,11 @@ class Printer:
                        "value shared by very many documents?); a near-duplicate may be among those not compared",
                        err=True)
 
+    def prints_clusters(self, fmt: str) -> bool:
+        """Whether `pairs` prints the number of clusters (the JSON object and the table do): what a report
+        needs its pairs grouped for."""
+        return self.json_out or fmt == "table"
+
     def pairs(self, report: Any, fmt: str) -> None:
         if self.json_out:
             # `json_text` of the whole object, its pairs written as the JSON lines write them.
