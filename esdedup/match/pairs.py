@@ -66,12 +66,15 @@ SMALLEST_KEYS_MAX = 1 << 18
 LSH_IN_MEMORY_MAX = 2_000_000
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, and slotted (hashable all the same): a frozen dataclass's __init__ sets each field through
+# object.__setattr__, paid for every pair all-pairs search reports (it holds every pair of an index at once).
+# Read-only all the same: nothing assigns to its fields.
+@dataclass(slots=True, unsafe_hash=True)
 class Pair:
     """Two near-duplicate documents, ``a < b``, with the measures the rule read: the MinHash estimates
     ``jaccard`` and ``containment`` when both carry signatures, else None; ``cosine`` None when the index
     stores no vectors (nothing to compare); ``decided_by``: the measure that made them near-duplicates
-    (`esdedup.match.rule.decided_by`). Slotted: all-pairs search holds every pair of an index at once."""
+    (`esdedup.match.rule.decided_by`)."""
 
     a: str
     b: str

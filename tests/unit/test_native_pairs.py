@@ -216,6 +216,17 @@ def test_find_pairs_is_the_rule_over_each_candidate_on_both_paths(corpus_store, 
     assert all((p.cosine is not None) == corpus_store.config.stores_vector for p in found["1"] if p.jaccard is not None)
 
 
+def test_a_pair_is_a_value_that_sets_and_dicts_take(corpus_store):
+    """`Pair` is not frozen (its constructor is paid for every pair of a store), yet it stays a value: pairs with
+    the same fields are equal and hash alike, so a set of a search's pairs, found twice, holds each once."""
+    found = list(find_pairs(corpus_store))
+    again = [Pair(*dataclasses.astuple(p)) for p in found]
+    assert again == found and again is not found
+    assert len(set(found) | set(again)) == len(found) > 100
+    assert {p: p.decided_by for p in again}[found[0]] == found[0].decided_by
+    assert Pair("a", "b", 3, None) != Pair("a", "b", 4, None)
+
+
 def test_the_embedded_store_reads_the_columns_a_scan_gives(corpus_store):
     """`LocalStore.signature_columns` (one query, no document objects) and `SignatureColumns.of` a scan (every
     other store) give all-pairs search the same columns."""
