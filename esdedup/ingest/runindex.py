@@ -213,7 +213,7 @@ class RunIndex:
         self._carried = bool(self.crowded)
         #: The hashes of the keys of `crowded` (a key's string is made only when it is counted).
         self._crowded_hashes: set[int] = set(key_hashes(list(self.crowded)).tolist()) if self.crowded else set()
-        #: Documents added by `add_later`, held once the index is next read (`_hold_queued`): rows, their hashes
+        #: Documents added by `add_all_later`, held once the index is next read (`_hold_queued`): rows, their hashes
         #: flat, and how many hashes each.
         self._queued: list[tuple[list[tuple[Any, ...]], np.ndarray, Sequence[int]]] = []
 
@@ -259,20 +259,17 @@ class RunIndex:
         full = self._table.held_counts(hashes) >= MAX_PER_KEY
         return unique_sorted(hashes[full]) if self._table.fits(hashes[~full]) else None
 
-    def add_later(self, row: tuple[Any, ...], hashes: np.ndarray) -> None:
-        """`add_row` of a document of a batch that `takes_whole` let through with no key to crowd it out of (it
-        is held under every key, so there is nothing to return), done with the rest of its batch when the index
-        is next read: one call into the key table for a batch, not one for each document. ``row`` may also be a
-        `esdedup.ingest.doccolumns.BlockRow`: the document is then copied from its batch's arrays."""
-        self.add_all_later([row], hashes, [len(hashes)])
-
     def add_all_later(self, rows: list[tuple[Any, ...]], hashes: np.ndarray, counts: Sequence[int],
                       crowded_out: np.ndarray = _NO_HASHES, names: Callable[[int], Sequence[str]] | None = None
                       ) -> None:
-        """`add_later` of several documents in turn: ``hashes`` are theirs, flat, ``counts[d]`` of them each,
-        ``crowded_out`` the hashes `takes_whole` gave for them: those are counted in `crowded` and not held
-        (``names(d)``: document d's keys, in the order of its hashes, asked for only where a key is counted, as
-        `add_row` counts them)."""
+        """`add_row` of the documents of a batch that `takes_whole` let through, in turn (each is held under
+        every key but those of ``crowded_out``, so there is nothing to return), done when the index is next
+        read: one call into the key table for a batch, not one for each document. A row of ``rows`` may also be
+        a `esdedup.ingest.doccolumns.BlockRow`: the document is then copied from its batch's arrays.
+
+        ``hashes`` are the documents', flat, ``counts[d]`` of them each; ``crowded_out``: the hashes
+        `takes_whole` gave for them, counted in `crowded` and not held (``names(d)``: document d's keys, in the
+        order of its hashes, asked for only where a key is counted, as `add_row` counts them)."""
         out = member_of(hashes, crowded_out) if len(crowded_out) else None
         watched = self._counted(hashes, out)
         if watched is not None:
@@ -299,7 +296,7 @@ class RunIndex:
         return None if counted is None or not counted.any() else np.flatnonzero(counted)
 
     def _hold_queued(self) -> None:
-        """Add the documents `add_later` queued, in the order it queued them."""
+        """Add the documents `add_all_later` queued, in the order it queued them."""
         if not self._queued:
             return
         queued, self._queued = self._queued, []

@@ -111,7 +111,7 @@ class _Measured(RunIndex):
         _Measured.most = max(_Measured.most, len(self.docs))
         return out
 
-    def _hold_queued(self):  # a batch added at once (`add_later`)
+    def _hold_queued(self):  # a batch added at once (`add_all_later`)
         super()._hold_queued()
         _Measured.most = max(_Measured.most, len(self.docs))
 

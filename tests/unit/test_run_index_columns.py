@@ -80,9 +80,10 @@ def test_a_poem_costs_about_two_kb_in_the_run_index() -> None:
 
 
 def test_documents_added_together_are_the_documents_added_one_by_one() -> None:
-    """`add_later` (a batch's documents, whose arrays are copied a block at a time) keeps what `add_keys` keeps:
-    across blocks, with arrays of another shape or dtype, or none, among them, the first document's included;
-    and so does `add_all_later`, a batch's documents at once with their keys flat (one or two each)."""
+    """`add_all_later` (a batch's documents, whose arrays are copied a block at a time) keeps what `add_keys`
+    keeps: across blocks, with arrays of another shape or dtype, or none, among them, the first document's
+    included; whether it is given one document a call or a batch's at once with their keys flat (one or two
+    each)."""
     rng = np.random.default_rng(3)
     docs = [_doc(i, rng) for i in range(5000)]
     docs[0] = _doc(0, rng, perm=None)  # the first has no signature: the signatures' shape is the next one's
@@ -102,7 +103,7 @@ def test_documents_added_together_are_the_documents_added_one_by_one() -> None:
                                    [len(keys(i)) for i, _ in part])
         else:
             for i, d in part:
-                together.add_later(row(d), key_hashes(keys(i)))
+                together.add_all_later([row(d)], key_hashes(keys(i)), [len(keys(i))])
         assert together.lookup(["none"]) == []  # read: the batch goes in
     for i in range(len(docs)):
         for key in keys(i):
@@ -125,7 +126,7 @@ def test_the_shared_zero_vector_is_kept_by_reference_one_by_one_or_together() ->
     one_by_one, together = RunIndex(complete=True), RunIndex(complete=True)
     for i, d in enumerate(docs):
         one_by_one.add_keys(d, [f"0:{i:x}"])
-        together.add_later(row(d), key_hashes([f"0:{i:x}"]))
+        together.add_all_later([row(d)], key_hashes([f"0:{i:x}"]), [1])
     for index in (one_by_one, together):
         for i in (0, 4097, 4098, 4099):
             (found,) = index.lookup([f"0:{i:x}"])
@@ -188,11 +189,11 @@ def test_documents_copied_from_their_batch_arrays_are_those_added_by_their_field
             d = FingerprintedRecord(Record(doc_id, None, text, {}, "t", str(r), 0, "utf-8"), fps[r], sent.simhashes[r], sent.sha1s[r], doc_id,
                                     block=block, row=r)
             key = key_hashes([f"0:{start + r:x}"])  # one key each: the copies of one text would crowd theirs
-            by_fields.add_later(stored_row(d, seq, root), key)
+            by_fields.add_all_later([stored_row(d, seq, root)], key, [1])
             if start == 2000:  # a batch of rows between batches of arrays
-                by_block.add_later(stored_row(d, seq, root), key)
+                by_block.add_all_later([stored_row(d, seq, root)], key, [1])
             else:
-                by_block.add_later((block, r, doc_id, d.sha1, seq, root), key)
+                by_block.add_all_later([(block, r, doc_id, d.sha1, seq, root)], key, [1])
         assert by_fields.lookup(["none"]) == by_block.lookup(["none"]) == []  # read: the batch goes in
     a, b = by_fields.docs, by_block.docs
     everything = np.arange(len(texts))

@@ -130,7 +130,7 @@ def test_adding_a_batch_at_once_is_adding_its_documents_in_turn_on_both_paths(ex
 
 def test_a_batch_goes_in_at_once_unless_it_would_crowd_a_key_itself(monkeypatch) -> None:
     """`RunIndex.takes_whole`: a batch is let through only when no key of it can reach more than MAX_PER_KEY
-    documents with it, or holds MAX_PER_KEY already (every record is crowded out of it); what `add_later` queued is
+    documents with it, or holds MAX_PER_KEY already (every record is crowded out of it); what `add_all_later` queued is
     held once the index is read, as `add` would have held it."""
     for switch in ("0", "1"):
         monkeypatch.setenv(native.ENV_SWITCH, switch)
@@ -143,7 +143,7 @@ def test_a_batch_goes_in_at_once_unless_it_would_crowd_a_key_itself(monkeypatch)
         row = attrgetter(*(f.name for f in fields(StoredDoc)))
         later = [_doc(n) for n in range(MAX_PER_KEY - 2, MAX_PER_KEY)]
         for d in later:
-            index.add_later(row(d), key_hashes(["shared"]))
+            index.add_all_later([row(d)], key_hashes(["shared"]), [1])
         assert index.lookup(["shared"])[-2:] == later  # read: the queued documents are held first
         full = index.takes_whole(key_hashes(["shared", "shared", "shared", "other"]))
         assert full is not None and full.tolist() == key_hashes(["shared"]).tolist()  # the key is full now
