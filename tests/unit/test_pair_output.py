@@ -97,7 +97,7 @@ def _printed(pairs: list[Pair], fmt: str) -> str:
 def test_every_format_prints_what_the_per_pair_code_printed(fmt: str) -> None:
     pairs = _pairs()
     assert _printed(pairs, fmt) == _expected(pairs, fmt)
-    many = pairs * 400  # several chunks of lines
+    many = pairs * 30  # several chunks of lines (4,096 a chunk)
     assert _printed(many, fmt) == _expected(many, fmt)
 
 
