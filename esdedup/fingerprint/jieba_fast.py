@@ -20,6 +20,7 @@ by the Fingerprinter's term step) follows this module, which stays the definitio
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from itertools import chain
@@ -41,6 +42,21 @@ _FINALSEG_SKIP = re.compile(r"([a-zA-Z0-9]+(?:\.\d+)?%?)")
 _NOT_ALIKE = re.compile(r"[^\u4E00-\u9FD5 \t\n\r\u3000-\u303F!\"'(),/:;<=>?@\[\]^`{|}~\\*$·—…‘’“”]")
 
 
+@functools.lru_cache(maxsize=4)
+def rjieba_segmenter(user_words: tuple[tuple[str, int | None], ...]) -> Any:
+    """rjieba's segmenter with jieba's dictionary and ``user_words``, one per process for each set of user
+    words: loading the dictionary takes 0.15 s and 24 MB, which every Fingerprinter made (a service's, a
+    test's) paid again. Shared, it is never changed after it is made (its cuts only read it:
+    threads may cut at once), so user words of one config still never reach another's."""
+    import rjieba
+
+    segmenter = rjieba.Jieba()
+    for word, freq in user_words:
+        # jieba-rs needs a frequency; None lets it pick one that keeps the word whole.
+        segmenter.add_word(word, freq, None)
+    return segmenter
+
+
 class JiebaFast:
     """Segments like ``jieba.Tokenizer().lcut(text, HMM=True)`` with jieba's default dictionary.
 
@@ -49,8 +65,6 @@ class JiebaFast:
     """
 
     def __init__(self) -> None:
-        from esdedup.fingerprint.tokenize import rjieba_segmenter
-
         self._route = rjieba_segmenter(())  # the process's one, without user words: it is only read
         # "Is this a word of the dictionary" is asked of jieba-rs: the same dictionary, and the same answer
         # as ``bool(jieba's FREQ.get(s))`` for every key of FREQ (tested). jieba itself is loaded only for a

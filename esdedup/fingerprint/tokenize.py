@@ -1,8 +1,9 @@
 """Word segmentation backends: jieba (the reference, precise mode), rjieba (jieba-rs) and characters.
 
 User words added for one config never leak into another: jieba's dictionary is a `Tokenizer`'s own, and
-rjieba's segmenter is shared only by tokenizers with the same user words (`rjieba_segmenter`). Segmentation
-of very long text goes piece by piece (`iter_pieces`), which keeps memory bounded.
+rjieba's segmenter is shared only by tokenizers with the same user words
+(`esdedup.fingerprint.jieba_fast.rjieba_segmenter`). Segmentation of very long text goes piece by piece
+(`iter_pieces`), which keeps memory bounded.
 
 ``jieba`` gives jieba's tokens, computed by `esdedup.fingerprint.jieba_fast` (jieba-rs's dictionary route in
 native code and jieba's own HMM, so the route costs no Python step per character) unless user words are
@@ -50,21 +51,6 @@ def jieba_fast_applies(user_words: Sequence[tuple[str, int | None]]) -> bool:
     return not user_words and os.environ.get("ESDEDUP_JIEBA") != "reference"
 
 
-@functools.lru_cache(maxsize=4)
-def rjieba_segmenter(user_words: tuple[tuple[str, int | None], ...]) -> Any:
-    """rjieba's segmenter with jieba's dictionary and ``user_words``, one per process for each set of user
-    words: loading the dictionary takes 0.15 s and 24 MB, which every Fingerprinter made (a service's, a
-    test's) paid again. Shared, it is never changed after it is made (its cuts only read it:
-    threads may cut at once), so user words of one config still never reach another's."""
-    import rjieba
-
-    segmenter = rjieba.Jieba()
-    for word, freq in user_words:
-        # jieba-rs needs a frequency; None lets it pick one that keeps the word whole.
-        segmenter.add_word(word, freq, None)
-    return segmenter
-
-
 class Tokenizer:
     """Segments normalised text into words.
 
@@ -107,6 +93,8 @@ class Tokenizer:
     def _rjieba(self) -> Any:
         """rjieba's segmenter, its dictionary loaded on the first cut (a Fingerprinter whose native core
         segments by itself never loads it)."""
+        from esdedup.fingerprint.jieba_fast import rjieba_segmenter
+
         return rjieba_segmenter(tuple((word, freq) for word, freq in self._user_words))
 
     def cut(self, text: str) -> list[str]:
