@@ -64,6 +64,23 @@ pub(crate) fn values_of<'a, T: pyo3::buffer::Element>(
     Ok(unsafe { slice.as_ref() })
 }
 
+/// The values of a writable C-contiguous buffer, in place, to be written: valid as long as `buffer` is held
+/// (borrowed mutably, so the slice is the only way to it here). The caller's array is esdedup's own, made or
+/// held for the call, which nothing else reads or writes meanwhile (the GIL is held).
+pub(crate) fn values_of_mut<'a, T: pyo3::buffer::Element>(
+    buffer: &'a mut PyBuffer<T>,
+    what: &str,
+) -> PyResult<&'a mut [T]> {
+    if buffer.readonly() || !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a writable C-contiguous array"
+        )));
+    }
+    // SAFETY: the buffer's memory and its length in items, alive while `buffer` is borrowed; writable, and
+    // written by no one else during the call (see above).
+    Ok(unsafe { std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<T>(), buffer.item_count()) })
+}
+
 /// The (rows, perm) signatures of a 2-D uint32 buffer.
 fn signature_rows<'a>(buffer: &'a PyBuffer<u32>) -> PyResult<Rows<'a>> {
     if buffer.dimensions() != 2 {

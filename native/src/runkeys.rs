@@ -14,7 +14,7 @@ use pyo3::types::PyBytes;
 
 use crate::hashslots::{prefetch, Slots};
 use crate::kernels::mix64;
-use crate::pairs::values_of;
+use crate::pairs::{values_of, values_of_mut};
 
 const LENGTH_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -355,31 +355,17 @@ pub fn bucket_starts<'py>(py: Python<'py>, hashes: PyBuffer<u64>) -> PyResult<Bo
 /// a chunk at a time in numpy searched for every entry's place and scattered it there.
 #[pyfunction]
 pub fn merge_frozen(
-    hashes: PyBuffer<u64>,
-    ords: PyBuffer<u32>,
+    mut hashes: PyBuffer<u64>,
+    mut ords: PyBuffer<u32>,
     old: usize,
     new_hashes: PyBuffer<u64>,
     new_ords: PyBuffer<u32>,
 ) -> PyResult<()> {
     let add_h = values_of(&new_hashes, "new_hashes")?;
     let add_o = values_of(&new_ords, "new_ords")?;
-    for (writable, what) in [
-        (!hashes.readonly() && hashes.is_c_contiguous(), "hashes"),
-        (!ords.readonly() && ords.is_c_contiguous(), "ords"),
-    ] {
-        if !writable {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "merge_frozen: {what} must be a writable C-contiguous array"
-            )));
-        }
-    }
-    // SAFETY: each buffer's memory and its length in items, alive while the buffer is; the table's own
-    // arrays, which nothing else reads or writes during the call (the GIL is held throughout), apart from the
-    // new entries' (checked below).
-    let table_h: &mut [u64] =
-        unsafe { std::slice::from_raw_parts_mut(hashes.buf_ptr().cast::<u64>(), hashes.item_count()) };
-    let table_o: &mut [u32] =
-        unsafe { std::slice::from_raw_parts_mut(ords.buf_ptr().cast::<u32>(), ords.item_count()) };
+    // The table's own arrays, apart from the new entries' (checked below).
+    let table_h = values_of_mut(&mut hashes, "merge_frozen: hashes")?;
+    let table_o = values_of_mut(&mut ords, "merge_frozen: ords")?;
     let m = add_h.len();
     if add_o.len() != m
         || table_h.len() != old + m

@@ -12,6 +12,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
+use crate::pairs::values_of_mut;
 use crate::sqlrows::{Connection, Failure, Statement};
 
 const SQLITE_INTEGER: c_int = 1;
@@ -108,16 +109,9 @@ fn read_rows<'py>(
     let count = counted.int(0).max(0) as usize;
     drop(counted);
     let array = allocate.call1((count,))?;
-    let buffer = PyBuffer::<u32>::get(&array)?;
-    if buffer.readonly() || !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err(
-            "allocate must give a writable C-contiguous uint32 array",
-        ));
-    }
-    // SAFETY: the buffer's memory, its length in items, held while `buffer` is; the array is the one
-    // `allocate` just made for this call, which nothing else reads or writes meanwhile (the GIL is held).
-    let values: &mut [u32] =
-        unsafe { std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<u32>(), buffer.item_count()) };
+    let mut buffer = PyBuffer::<u32>::get(&array)?;
+    // The array `allocate` just made for this call.
+    let values = values_of_mut(&mut buffer, "allocate's uint32 array")?;
     if values.len() < count * perm {
         return Err(PyValueError::new_err(format!(
             "allocate gave {} values for {count} rows of {perm}",
