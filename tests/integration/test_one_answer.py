@@ -4,6 +4,7 @@ index of short and long texts, `diversify(hits)`, `search_diversified` and Elast
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -70,11 +71,13 @@ def test_diversify_keeps_one_of_every_pair_dups_reports(es_client, labelled):
 
 def test_search_diversified_keeps_one_of_every_pair_with_no_arguments(es_client, labelled):
     index, pairs = labelled
-    kept_both = []
-    for p in pairs:
-        resp = search_diversified(es_client, index, {"query": {"ids": {"values": [p.a, p.b]}}}, size=2)
-        if len(resp["hits"]["hits"]) != 1:
-            kept_both.append(p)
+
+    def hits(p):
+        return search_diversified(es_client, index, {"query": {"ids": {"values": [p.a, p.b]}}}, size=2)["hits"]["hits"]
+
+    # A search backend calls it from several threads at once; the pairs number in the thousands, one call each.
+    with ThreadPoolExecutor(4) as pool:
+        kept_both = [p for p, found in zip(pairs, pool.map(hits, pairs), strict=True) if len(found) != 1]
     assert kept_both == []
 
 
