@@ -23,6 +23,7 @@ from esdedup.store.local.rows import (
     KEY_COLUMNS,
     doc_rows,
     source_json,
+    stored_docs,
     stored_signature,
     stored_signatures,
     stored_vector,
@@ -111,6 +112,32 @@ def test_stored_vectors_and_signatures_of_mixed_lengths_one_by_one():
     for group in (sigs, [*sigs, sigs[0][:5]]):
         assert stored_signatures(group) == [stored_signature(s) for s in group]
     assert stored_vectors([np.zeros(0, np.float32)] * 3) == [b""] * 3
+
+
+@pytest.mark.parametrize("lengths", [[16] * 600, [16, None, 16, 0, 16], [16, 5, None, 16], [None, None], [0, 0], []],
+                         ids=["one-length", "none-and-empty", "two-lengths", "none", "empty", "no-rows"])
+def test_stored_docs_read_each_signature_as_its_own_values(lengths):
+    """`stored_docs` converts a chunk's signatures of one length in one array: each document still gets its
+    own values, as uint32, whatever lengths and gaps the chunk holds (600 rows: more than one chunk)."""
+    rng = np.random.default_rng(5)
+    sigs = [None if n is None else rng.integers(0, 2**16, n, dtype=np.uint16) for n in lengths]
+    rows = [(f"d{k}", "00ff", None, 3, 9, 0, None, None, None if s is None else s.astype("<u2").tobytes(), 4, k, 0,
+             "sha") for k, s in enumerate(sigs)]
+    docs = list(stored_docs(iter(rows), 4))
+    assert [d.id for d in docs] == [r[0] for r in rows]
+    for d, s in zip(docs, sigs, strict=True):
+        if s is None:
+            assert d.minhash is None
+        else:
+            assert d.minhash.dtype == np.uint32 and d.minhash.tolist() == s.tolist()
+    assert all(d.simhash == 255 and d.seq == k and d.content_sha1 == "sha" and d.version is None
+               for k, d in enumerate(docs))
+
+
+def test_stored_docs_refuse_a_signature_that_is_no_whole_number_of_values():
+    rows = [(f"d{k}", "0", None, 0, 0, 0, None, None, b"\x01\x02\x03", 0, 0, 0, None) for k in range(4)]
+    with pytest.raises(ValueError):
+        list(stored_docs(rows, 4))
 
 
 def _index(path) -> list[tuple]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 
 import numpy as np
 
@@ -77,13 +78,30 @@ def stored_docs(rows: Iterable[tuple], dims: int) -> Iterator[StoredDoc]:
     one zero vector (a whole scan of a store that keeps no vectors would otherwise make one a document)."""
     zero = np.zeros(dims, dtype=np.float32)
     zero.flags.writeable = False
-    for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, sig, shingles, seq, cluster_seq,
-         sha1) in rows:
-        vector = np.frombuffer(vec, dtype="<f4") if vec is not None else zero
-        minhash = np.frombuffer(sig, dtype=SIGNATURE_DTYPE).astype(np.uint32) if sig is not None else None
-        yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
-                        minhash=minhash, shingles=shingles or 0, seq=seq or 0, cluster_seq=cluster_seq or 0,
-                        content_sha1=sha1)
+    rows = iter(rows)
+    while chunk := list(islice(rows, _DOCS_AT_ONCE)):
+        for (doc_id, sh, vec, tokens, chars, empty, cluster_id, dup_of, _, shingles, seq, cluster_seq,
+             sha1), minhash in zip(chunk, _signatures([row[8] for row in chunk]), strict=True):
+            vector = np.frombuffer(vec, dtype="<f4") if vec is not None else zero
+            # By position, in StoredDoc's order (version: None): a call by keyword costs twice as much.
+            yield StoredDoc(doc_id, from_hex(sh), vector, bool(empty), tokens or 0, chars or 0, cluster_id, dup_of,
+                            minhash, shingles or 0, seq or 0, cluster_seq or 0, None, sha1)
+
+
+#: Rows `stored_docs` converts the signatures of at once.
+_DOCS_AT_ONCE = 256
+
+
+def _signatures(blobs: list[bytes | None]) -> list[np.ndarray | None]:
+    """Each stored signature's values as uint32 (None where there is none): when they are all of one length, as
+    the rows of one array converted at once (a conversion a signature cost about as much as the rest of its
+    document); else one at a time, which also refuses a blob that is no whole number of values."""
+    present = [b for b in blobs if b is not None]
+    width = len(present[0]) if present else 0
+    if not present or width % np.dtype(SIGNATURE_DTYPE).itemsize or any(len(b) != width for b in present):
+        return [None if b is None else np.frombuffer(b, dtype=SIGNATURE_DTYPE).astype(np.uint32) for b in blobs]
+    values = iter(np.frombuffer(b"".join(present), dtype=SIGNATURE_DTYPE).astype(np.uint32).reshape(len(present), -1))
+    return [None if b is None else next(values) for b in blobs]
 
 
 def stored_vector(vector: np.ndarray) -> bytes:
