@@ -94,8 +94,9 @@ _DOCS_AT_ONCE = 256
 
 def _signatures(blobs: list[bytes | None]) -> list[np.ndarray | None]:
     """Each stored signature's values as uint32 (None where there is none): when they are all of one length, as
-    the rows of one array converted at once (a conversion a signature cost about as much as the rest of its
-    document); else one at a time, which also refuses a blob that is no whole number of values."""
+    the rows of one array converted at once (one numpy conversion a signature would cost as much as making the
+    rest of its document; the array lives as long as any of its rows); else one at a time, which also refuses
+    a blob that is no whole number of values."""
     present = [b for b in blobs if b is not None]
     width = len(present[0]) if present else 0
     if not present or width % np.dtype(SIGNATURE_DTYPE).itemsize or any(len(b) != width for b in present):
