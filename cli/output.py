@@ -209,15 +209,20 @@ def pair_json_lines(pairs: Iterable[Any]) -> Iterator[str]:
     """``json_text(p.to_dict())`` of each `esdedup.match.pairs.Pair`, written straight from its fields: the
     keys and rounding of `esdedup.match.measures.measures_row`, and what the standard JSON encoder writes of
     each value (the C string encoder, ``repr`` of a float, an int's digits), without a dict and an encoder's
-    pass a pair (they were most of the time `dups` took to print 67,000 pairs). Only the escapes of the
-    characters a terminal acts on are left to the caller (`_joined` writes them a chunk of lines at a time). A
-    pair whose values are of any other type is written by `json_text` itself."""
+    pass a pair (they were most of the time `dups` took to print 67,000 pairs). The pairs a `PairList` holds as
+    columns are written from those (`_column_json_lines`). Only the escapes of the characters a terminal acts
+    on are left to the caller (`_joined` writes them a chunk of lines at a time). A pair whose values are of
+    any other type is written by `json_text` itself."""
     from esdedup.match.measures import COSINE_PLACES, ESTIMATE_PLACES, shown
+    from esdedup.match.pairtable import PairColumns, PairList
 
     cosine = _remembered(lambda value: _JSON.encode(shown(value, COSINE_PLACES)))
     estimate = _remembered(lambda value: _JSON.encode(shown(value, ESTIMATE_PLACES)))
     string = _JSON_STRING
-    for p in pairs:
+    for p in pairs.segments() if isinstance(pairs, PairList) else pairs:
+        if isinstance(p, PairColumns):
+            yield from _column_json_lines(p, cosine, estimate)
+            continue
         h, c, j, k, by = p.hamming, p.cosine, p.jaccard, p.containment, p.decided_by
         if not (type(p.a) is str and type(p.b) is str and type(by) is str and (h is None or type(h) is int)
                 and (c is None or type(c) is float) and (j is None or type(j) is float)
@@ -229,6 +234,47 @@ def pair_json_lines(pairs: Iterable[Any]) -> Iterator[str]:
         if j is not None:
             line += f', "jaccard": {estimate(j)}, "containment": {estimate(k or 0.0)}'
         yield f'{line}, "decided_by": {string(by)}}}' if by else line + "}"
+
+
+def _column_json_lines(pairs: Any, cosine: Callable[[float], str], estimate: Callable[[float], str]
+                       ) -> Iterator[str]:
+    """`pair_json_lines` of pairs held as columns (`esdedup.match.pairtable.PairColumns`): each id and each
+    distinct value of a measure written once, as the pair-by-pair path writes it (the same functions, given the
+    `Pair`'s value), then a line a pair from those texts. Columns naming an id that is not a string are written
+    pair by pair."""
+    import numpy as np
+
+    ids = pairs.ids
+    paired = np.zeros(len(ids), dtype=bool)
+    paired[pairs.a] = paired[pairs.b] = True
+    named = np.flatnonzero(paired).tolist()
+    if not all(type(ids[i]) is str for i in named):
+        yield from pair_json_lines(iter(pairs))
+        return
+    texts = np.empty(len(ids), dtype=object)
+    texts[named] = [_JSON_STRING(ids[i]) for i in named]
+    hamming = _distinct_texts(pairs.hamming, lambda v: "null" if v != v else int.__repr__(int(v)))
+    cosines = (["null"] * len(pairs) if pairs.cosine is None else
+               _distinct_texts(pairs.cosine, lambda v: "null" if v != v else cosine(v)).tolist())
+    jaccard = _distinct_texts(pairs.jaccard, lambda v: "" if v != v else f', "jaccard": {estimate(v)}')
+    containment = _distinct_texts(pairs.containment,
+                                  lambda v: f', "containment": {estimate(v if v == v and v else 0.0)}')
+    containment[np.isnan(pairs.jaccard)] = ""  # shown with the Jaccard estimate only
+    by = {name: f', "decided_by": {_JSON_STRING(name)}' if name else "" for name in set(pairs.decided_by.tolist())}
+    for a, b, h, c, j, k, d in zip(texts[pairs.a].tolist(), texts[pairs.b].tolist(), hamming.tolist(), cosines,
+                                   jaccard.tolist(), containment.tolist(), map(by.__getitem__,
+                                                                               pairs.decided_by.tolist()),
+                                   strict=True):
+        yield f'{{"a": {a}, "b": {b}, "hamming": {h}, "cosine": {c}{j}{k}{d}}}'
+
+
+def _distinct_texts(values: Any, show: Callable[[Any], str]) -> Any:
+    """``show`` of each value of the array ``values`` (a Python number, as the pair's `Pair` holds it), as an
+    object array, called once a distinct value: distinct by their bits, so that ``-0.0`` and ``0.0`` are two."""
+    import numpy as np
+
+    distinct, at = np.unique(values.view(f"i{values.itemsize}"), return_inverse=True)
+    return np.array([show(v) for v in distinct.view(values.dtype).tolist()], dtype=object)[at]
 
 
 def _remembered(show: Callable[[Any], str]) -> Callable[[Any], str]:

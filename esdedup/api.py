@@ -5,9 +5,8 @@ Each returns plain data (dataclasses, dicts); none prints.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,8 @@ from esdedup.match.clusters import clusters
 from esdedup.match.joins import JoinedCrowds
 from esdedup.match.lookup import Match, shared_bands, similar, similar_knn, similar_on_node
 from esdedup.match.measures import measures_row
-from esdedup.match.pairs import Pair, check_max_bucket, crowded_values, find_pairs, lsh_in_memory
+from esdedup.match.pairs import check_max_bucket, crowded_values, lsh_in_memory, pair_parts
+from esdedup.match.pairtable import Pair, PairList
 from esdedup.match.partitioned import PartitionStats, SortedPairs, partition_pairs
 from esdedup.match.similarity import cosine, novel_similarity, size_ratio_ok
 from esdedup.match.thresholds import (
@@ -219,7 +219,10 @@ def _explain(store: StoreCore, fper: Fingerprinter, fp: Fingerprint, m: Match) -
 
 @dataclass
 class PairsReport:
-    pairs: list[Pair]
+    """What `all_pairs` found. ``pairs`` are sorted by ``(a, b)`` and read as a list of `Pair`s (a `PairList`,
+    which holds most of them as columns and makes a `Pair` when one is read)."""
+
+    pairs: Sequence[Pair]
     #: Each document in a pair -> the smallest id of its connected set of pairs (which names the set; the
     #: representative that ``write_clusters`` keeps is the earliest-written member, `esdedup.store.base.Root`);
     #: None when not asked for (``with_clusters``).
@@ -271,10 +274,9 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     # Every pair, and the exact copies' rows before them, are held until the clusters are made: collected
     # less often meanwhile (the full collections alone were a tenth of `dups` on 100,000 short texts).
     with fewer_collections():
-        pairs = sorted(find_pairs(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
-                                  in_memory=in_memory),
-                       key=attrgetter("a", "b"))
-        groups = clusters(pairs) if with_clusters or write_clusters else None
+        pairs = PairList(pair_parts(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
+                                    in_memory=in_memory))
+        groups = clusters(pairs.id_pairs()) if with_clusters or write_clusters else None
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
     if write_clusters:
         assert groups is not None  # grouped whenever they are written

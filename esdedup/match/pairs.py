@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, repeat
 from typing import TypeVar
 
 import numpy as np
@@ -26,9 +26,9 @@ from esdedup.match.measures import (
     measure,
     measure_pairs,
     measured,
-    measures_row,
     row_cosines,
 )
+from esdedup.match.pairtable import Pair, PairColumns, hamming_list
 from esdedup.match.rule import (
     EXACT_COPY,
     CopyOf,
@@ -64,29 +64,6 @@ SMALLEST_KEYS_MAX = 1 << 18
 #: band), for stores of up to this many documents (512 bytes each); larger ones use the store's key groups
 #: (`KeyScans.key_batches`). Both give the same pairs.
 LSH_IN_MEMORY_MAX = 2_000_000
-
-
-# Not frozen, and slotted (hashable all the same): a frozen dataclass's __init__ sets each field through
-# object.__setattr__, paid for every pair all-pairs search reports (it holds every pair of an index at once).
-# Read-only all the same: nothing assigns to its fields.
-@dataclass(slots=True, unsafe_hash=True)
-class Pair:
-    """Two near-duplicate documents, ``a < b``, with the measures the rule read: the MinHash estimates
-    ``jaccard`` and ``containment`` when both carry signatures, else None; ``cosine`` None when the index
-    stores no vectors (nothing to compare); ``decided_by``: the measure that made them near-duplicates
-    (`esdedup.match.rule.decided_by`)."""
-
-    a: str
-    b: str
-    hamming: int | None
-    cosine: float | None
-    jaccard: float | None = None
-    containment: float | None = None
-    decided_by: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        return {"a": self.a, "b": self.b,
-                **measures_row(self.hamming, self.cosine, self.jaccard, self.containment, self.decided_by)}
 
 
 @dataclass(frozen=True)
@@ -141,6 +118,19 @@ def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverr
     (thresholds default to the index's), in the order `scored_pairs` gives the candidates, then the exact
     copies (`CopyGroups`): those without words, and those with words that no band value brought together
     (every key they share was crowded). ``crowded`` and ``in_memory``: see `scored_pairs`."""
+    for part in pair_parts(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
+                           in_memory=in_memory):
+        if isinstance(part, Pair):
+            yield part
+        else:
+            yield from part
+
+
+def pair_parts(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverrides | None = None,
+               max_bucket: int = 1000, crowded: JoinedCrowds | None = None, in_memory: bool | None = None
+               ) -> Iterator[PairColumns | Pair]:
+    """`find_pairs`' pairs, in its order, those the in-memory join keeps as columns (a chunk at a time), the
+    others one at a time: what `esdedup.match.pairtable.PairList` holds."""
     check_max_bucket(max_bucket)
     t = lookup_thresholds(thresholds, store.config)
     if in_memory is None:
@@ -168,7 +158,7 @@ def find_pairs(store: ScannableStore, *, thresholds: Thresholds | ThresholdOverr
     yield from copies.empty_pairs()
 
 
-_P = TypeVar("_P", Pair, ScoredPair)
+_P = TypeVar("_P", Pair, ScoredPair, PairColumns)
 
 
 class CopyGroups:
@@ -184,6 +174,9 @@ class CopyGroups:
         self.groups = groups  # (content SHA-1, without words, ids sorted)
         self.member = {i: g for g, (_, _, ids) in enumerate(groups) for i in ids}
         self.paired: set[tuple[str, str]] = set()
+        #: The group (-1: none) of each id of the last ids list `_note_columns` read, and that list.
+        self._group_ids: Sequence[str] | None = None
+        self._group_of = np.empty(0, dtype=np.int64)
 
     @classmethod
     def of(cls, store: ScannableStore, *, max_bucket: int = 1000) -> CopyGroups:
@@ -204,11 +197,29 @@ class CopyGroups:
 
     def noting(self, pairs: Iterable[_P]) -> Iterator[_P]:
         """``pairs`` as they come, noting those of copies with words (`unpaired` leaves them out)."""
+        member = self.member
         for p in pairs:
-            g = self.member.get(p.a)
-            if g is not None and self.member.get(p.b) == g:
-                self.paired.add((p.a, p.b))
+            if isinstance(p, PairColumns):
+                self._note_columns(p)
+            else:
+                g = member.get(p.a)
+                if g is not None and member.get(p.b) == g:
+                    self.paired.add((p.a, p.b))
             yield p
+
+    def _note_columns(self, pairs: PairColumns) -> None:
+        """`noting` of pairs held as columns: their documents' groups compared as arrays."""
+        if not self.member or not len(pairs):
+            return
+        ids = pairs.ids
+        if self._group_ids is not ids:
+            self._group_ids = ids
+            self._group_of = np.array(list(map(self.member.get, ids, repeat(-1))), dtype=np.int64)
+        group_of = self._group_of
+        a, b = pairs.a, pairs.b
+        ga = group_of[a]
+        same = np.flatnonzero((ga >= 0) & (ga == group_of[b]))
+        self.paired.update((ids[i], ids[j]) for i, j in zip(a[same].tolist(), b[same].tolist(), strict=True))
 
     def unpaired(self) -> list[tuple[str, str]]:
         """The pairs (``a < b``) of copies with words not seen by `noting`."""
@@ -473,25 +484,26 @@ def _lsh_pairs(joined: MemoryJoin, seen: SeenPairs, chunk: int = 1 << 16) -> Ite
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
         m = cols.sketches.measure(a, b)
         # Both sides carry signatures of the config's length: the n-gram rule decides, no Hamming cut applies.
-        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), _hamming_list(m.hamming), m.cosine.tolist(),
+        for i, j, h, c, jj, ct in zip(a.tolist(), b.tolist(), hamming_list(m.hamming), m.cosine.tolist(),
                                       m.jaccard.tolist(), m.containment.tolist(), strict=True):
             yield ScoredPair(ids[i], ids[j], h, c, True, jj, ct, (cols.chars[i], cols.chars[j]))
 
 
 def _lsh_duplicates(joined: MemoryJoin, shown: bool, seen: SeenPairs, t: Thresholds, chunk: int = 1 << 16
-                    ) -> Iterator[Pair]:
-    """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order: the rule
-    (`esdedup.match.rule.decide`) over each chunk's measures, a `Pair` made only for the pairs it keeps, with
-    what `ScoredPair.to_pair` reports. The cosines are measured only when the rule reads them or the pairs
-    show them. Every chunk is judged before the first pair is made, and the signatures are let go then: the
-    caller holds every pair (all-pairs search sorts them), and both at once were the peak of its memory."""
+                    ) -> Iterator[PairColumns]:
+    """The near-duplicate pairs among the candidates of `_lsh_pairs` (marked seen), in its order, as columns a
+    chunk at a time: the rule (`esdedup.match.rule.decide`) over each chunk's measures, with what
+    `ScoredPair.to_pair` reports of the pairs it keeps. The cosines are measured only when the rule reads them
+    or the pairs show them. Every chunk is judged before the first is given, and the signatures are let go
+    then: the caller holds every pair (all-pairs search sorts them), and both at once were the peak of its
+    memory."""
     cols, left, right = joined.cols, joined.left, joined.right
     del joined
     ids = cols.ids
     seen.add_rows(ids, left, right)
     # Every candidate carries two signatures of the config's length.
     read = reads_cosine(t, all_signed=True)
-    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, list[str]]] = []
+    kept: list[PairColumns] = []
     for lo in range(0, len(left), chunk):
         a, b = left[lo:lo + chunk], right[lo:lo + chunk]
         m = cols.sketches.measure(a, b, cosine=read)
@@ -504,24 +516,10 @@ def _lsh_duplicates(joined: MemoryJoin, shown: bool, seen: SeenPairs, t: Thresho
             cosine = m.cosine[keep] if read else row_cosines(vectors[a[keep]], vectors[b[keep]])
         hamming, jaccard = m.hamming[keep], m.jaccard[keep]
         by = decided_by_many(t, hamming=hamming, cosine=np.nan if cosine is None else cosine, jaccard=jaccard)
-        kept.append((a[keep], b[keep], hamming, cosine, jaccard, m.containment[keep], by))
+        kept.append(PairColumns(ids, a[keep], b[keep], hamming, cosine, jaccard, m.containment[keep],
+                                np.array(by, dtype=object)))
     del cols
-    for a, b, hamming, cosine, jaccard, containment, by in kept:
-        cosines = [None] * len(a) if cosine is None else [measured(c) for c in cosine]
-        for i, j, h, c, jj, ct, why in zip(a.tolist(), b.tolist(), _hamming_list(hamming), cosines,
-                                           jaccard.tolist(), containment.tolist(), by, strict=True):
-            yield Pair(ids[i], ids[j], h, c, jj, ct, why)
-
-
-def _hamming_list(hamming: np.ndarray) -> list[int | None]:
-    """Hamming distances of `Measures` as ints, None where a side carries no SimHash (`hamming_of`)."""
-    if hamming.dtype.kind in "iu":
-        return hamming.tolist()  # type: ignore[no-any-return]
-    missing = np.isnan(hamming)
-    if missing.all():  # texts too short for terms: every pair of a store of short texts
-        return [None] * len(hamming)
-    # One pass in numpy, not `hamming_of` a value (each a numpy call).
-    return [None if m else int(h) for h, m in zip(hamming.tolist(), missing.tolist(), strict=True)]
+    yield from kept
 
 
 def probe_pairs(layout: BandLayout, simhashes: Sequence[int], *, max_bucket: int = 1000

@@ -16,7 +16,7 @@ from esdedup_cli.output import PAIR_COLUMNS, Printer, for_people
 
 from esdedup.api import PairsReport
 from esdedup.match.measures import shown
-from esdedup.match.pairs import Pair
+from esdedup.match.pairtable import Pair, PairColumns, PairList
 
 _ACTIVE_IN_JSON = "\x7f\x85\x9f\u061c\u200e\u200f\u2028\u2029\u202a\u202e\u2066\u2069"
 IDS = ["p1", "台湾-1", "new\nline", "tab\tand,comma", 'quote"d', "esc\x1b]0;title\x07", "rtl\u202eabc",
@@ -118,3 +118,43 @@ def test_delete_is_escaped_in_an_ascii_output(fmt: str) -> None:
     """DEL is ASCII, and a terminal may act on it: escaped in an output of nothing but ASCII too."""
     pairs = [Pair("del\x7f", "plain", 1, None, 0.5, 0.5, "jaccard")]
     assert _printed(pairs, fmt) == _expected(pairs, fmt) and "\\u007f" in _printed(pairs, fmt)
+
+
+def _pair_list() -> PairList:
+    """Pairs as all-pairs search gives them: most as columns (every shape of value, every id above), a few
+    found otherwise between them."""
+    ids = sorted(IDS)
+    rows = [(a, b) for a in range(len(ids)) for b in range(a + 1, len(ids))]
+    values = [m for m in MEASURES if m[0] is None or m[0] < 2**63]  # a Hamming column holds int64 or NaN
+    hamming = np.array([np.nan if values[x % len(values)][0] is None else values[x % len(values)][0]
+                        for x in range(len(rows))])
+
+    def column(at: int) -> np.ndarray:
+        return np.array([np.nan if values[x % len(values)][at] is None else values[x % len(values)][at]
+                         for x in range(len(rows))], dtype=np.float64)
+
+    def made(hamming: np.ndarray, cosine: np.ndarray | None) -> PairColumns:
+        return PairColumns(ids, np.array([a for a, _ in rows]), np.array([b for _, b in rows]), hamming, cosine,
+                           column(2), column(3), np.array([values[x % len(values)][4] for x in range(len(rows))],
+                                                          dtype=object))
+
+    with_floats = made(hamming, column(1))
+    return PairList([with_floats.rows(slice(0, 40)), Pair(ids[0], ids[0] + "\x00", 1, None),
+                     with_floats.rows(slice(40, None)), Pair(ids[-1], ids[-1] + "z", None, 0.5, 0.25, None, "x")])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "table"])
+def test_pairs_held_as_columns_print_as_their_pairs_do(fmt: str) -> None:
+    """A `PairList`'s columns are written from their arrays, the same bytes as their `Pair`s one at a time."""
+    pairs = _pair_list()
+    assert _printed(pairs, fmt) == _expected(list(pairs), fmt)
+    ints = PairColumns(sorted(IDS), np.array([0, 1]), np.array([2, 3]), np.array([0, 64]), None,
+                       np.array([0.5, np.nan]), np.array([-0.0, 0.25]), np.array(["jaccard", ""], dtype=object))
+    assert _printed(PairList([ints]), fmt) == _expected(list(ints), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_columns_naming_ids_that_are_not_strings_print_as_their_pairs_do(fmt: str) -> None:
+    numbered = PairColumns([1, 2, 3], np.array([0, 1]), np.array([2, 2]), np.array([1, 2]), None,  # type: ignore[arg-type]
+                           np.array([0.5, 0.75]), np.array([0.5, 1.0]), np.array(["jaccard", "jaccard"], dtype=object))
+    assert _printed(PairList([numbered]), fmt) == _expected(list(numbered), fmt)

@@ -1,0 +1,217 @@
+"""All-pairs search's answer: its pairs, most of them held as columns.
+
+The in-memory join measures and judges its candidates as arrays (`esdedup.match.pairs`); the pairs it keeps
+stay arrays (`PairColumns`), and a `Pair` is made only when one is read. `PairList` holds every pair of a search,
+those columns and the pairs found otherwise, in one order by ``(a, b)``: a million pairs are sorted, counted and
+printed without a million objects.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from operator import attrgetter, ge
+from typing import overload
+
+import numpy as np
+
+from esdedup.match.measures import measures_row
+
+
+# Not frozen, and slotted (hashable all the same): a frozen dataclass's __init__ sets each field through
+# object.__setattr__, paid for every pair read. Read-only all the same: nothing assigns to its fields.
+@dataclass(slots=True, unsafe_hash=True)
+class Pair:
+    """Two near-duplicate documents, ``a < b``, with the measures the rule read: the MinHash estimates
+    ``jaccard`` and ``containment`` when both carry signatures, else None; ``cosine`` None when the index
+    stores no vectors (nothing to compare); ``decided_by``: the measure that made them near-duplicates
+    (`esdedup.match.rule.decided_by`)."""
+
+    a: str
+    b: str
+    hamming: int | None
+    cosine: float | None
+    jaccard: float | None = None
+    containment: float | None = None
+    decided_by: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"a": self.a, "b": self.b,
+                **measures_row(self.hamming, self.cosine, self.jaccard, self.containment, self.decided_by)}
+
+
+@dataclass(frozen=True)
+class PairColumns:
+    """Near-duplicate pairs as columns: pair ``x`` is documents ``ids[a[x]]`` and ``ids[b[x]]``, with ``a[x] <
+    b[x]`` and ``ids`` ascending (so the order of ``(a, b)`` is that of the ids), and the measures of `Pair`:
+    ``hamming`` integers, or floats with NaN where a side carries no SimHash; ``cosine`` None when no pair shows
+    one, else NaN where one is not measured; ``jaccard`` and ``containment`` NaN where a side carries no
+    signature; ``decided_by`` a name a pair (an object array)."""
+
+    ids: Sequence[str]
+    a: np.ndarray
+    b: np.ndarray
+    hamming: np.ndarray
+    cosine: np.ndarray | None
+    jaccard: np.ndarray
+    containment: np.ndarray
+    decided_by: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def __iter__(self) -> Iterator[Pair]:
+        """The pairs as `Pair`s, in their order (the values each pair's `Pair` was always made with)."""
+        ids = self.ids
+        cosines = [None] * len(self) if self.cosine is None else map(_measured, self.cosine.tolist())
+        for i, j, h, c, jj, ct, why in zip(self.a.tolist(), self.b.tolist(), hamming_list(self.hamming), cosines,
+                                           map(_measured, self.jaccard.tolist()),
+                                           map(_measured, self.containment.tolist()), self.decided_by.tolist(),
+                                           strict=True):
+            yield Pair(ids[i], ids[j], h, c, jj, ct, why)
+
+    def rows(self, at: np.ndarray | slice) -> PairColumns:
+        """The pairs at ``at`` (positions, or a slice), over the same ids."""
+        return PairColumns(self.ids, self.a[at], self.b[at], self.hamming[at],
+                           None if self.cosine is None else self.cosine[at], self.jaccard[at], self.containment[at],
+                           self.decided_by[at])
+
+    @staticmethod
+    def joined(parts: Sequence[PairColumns]) -> PairColumns:
+        """The pairs of ``parts`` (over one ids list, each showing a cosine or none) in one set of columns."""
+        ids = parts[0].ids
+        cosines = [p.cosine for p in parts]
+        shown = [c for c in cosines if c is not None]
+        assert all(p.ids is ids for p in parts) and len(shown) in (0, len(parts))
+        if len(parts) == 1:
+            return parts[0]
+        a, b, hamming, jaccard, containment, by = (np.concatenate([getattr(p, name) for p in parts]) for name in (
+            "a", "b", "hamming", "jaccard", "containment", "decided_by"))
+        return PairColumns(ids, a, b, hamming, np.concatenate(shown) if shown else None, jaccard, containment, by)
+
+
+def _measured(value: float) -> float | None:
+    return None if value != value else value
+
+
+def hamming_list(hamming: np.ndarray) -> list[int | None]:
+    """Hamming distances as ints, None where a side carries no SimHash (NaN in a float array)."""
+    if hamming.dtype.kind in "iu":
+        return hamming.tolist()  # type: ignore[no-any-return]
+    missing = np.isnan(hamming)
+    if missing.all():  # texts too short for terms: every pair of a store of short texts
+        return [None] * len(hamming)
+    # One pass in numpy, not a numpy call a value.
+    return [None if m else int(h) for h, m in zip(hamming.tolist(), missing.tolist(), strict=True)]
+
+
+class PairList(Sequence[Pair]):
+    """Every pair of an all-pairs search, sorted by ``(a, b)``: those found as columns (`PairColumns`, over one
+    ids list) and the others as `Pair`s, merged. It reads as a list of `Pair`s (each made when read, so two reads
+    give equal objects, not the same one) and equals any sequence of equal pairs; `segments` gives the columns
+    themselves, for what reads them as arrays."""
+
+    def __init__(self, parts: Iterable[PairColumns | Pair]) -> None:
+        tables: list[PairColumns] = []
+        others: list[Pair] = []
+        for part in parts:
+            if isinstance(part, Pair):
+                others.append(part)
+            elif len(part):
+                if tables and (part.ids is not tables[0].ids or (part.cosine is None) != (tables[0].cosine is None)):
+                    others.extend(part)  # columns of another kind than the first (no search makes two): as pairs
+                else:
+                    tables.append(part)
+        self._columns = _sorted(PairColumns.joined(tables)) if tables else None
+        others.sort(key=attrgetter("a", "b"))
+        self._others = others
+        #: Where each of ``others`` goes in the merged order (ascending).
+        self._other_at = (np.arange(len(others), dtype=np.int64) if self._columns is None else
+                          np.array([bisect_left(_Keys(self._columns), (p.a, p.b)) for p in others], dtype=np.int64)
+                          + np.arange(len(others), dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self._others) + (0 if self._columns is None else len(self._columns))
+
+    def segments(self) -> Iterator[PairColumns | Pair]:
+        """The pairs in order, as runs of columns between the pairs found otherwise."""
+        cols, done = self._columns, 0
+        for k, at in enumerate(self._other_at.tolist()):
+            if cols is not None and at - k > done:
+                yield cols.rows(slice(done, at - k))
+                done = at - k
+            yield self._others[k]
+        if cols is not None and done < len(cols):
+            yield cols.rows(slice(done, None)) if done else cols
+
+    def __iter__(self) -> Iterator[Pair]:
+        for part in self.segments():
+            if isinstance(part, Pair):
+                yield part
+            else:
+                yield from part
+
+    def id_pairs(self) -> Iterator[tuple[str, str]]:
+        """The two ids of each pair, in order, without a `Pair` each."""
+        for part in self.segments():
+            if isinstance(part, Pair):
+                yield part.a, part.b
+            else:
+                ids = part.ids
+                yield from ((ids[i], ids[j]) for i, j in zip(part.a.tolist(), part.b.tolist(), strict=True))
+
+    @overload
+    def __getitem__(self, i: int) -> Pair: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Pair]: ...
+
+    def __getitem__(self, i: int | slice) -> Pair | list[Pair]:
+        if isinstance(i, slice):
+            return [self[x] for x in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("pair index out of range")
+        i %= n
+        k = int(np.searchsorted(self._other_at, i))
+        if k < len(self._others) and self._other_at[k] == i:
+            return self._others[k]
+        assert self._columns is not None
+        return next(iter(self._columns.rows(slice(i - k, i - k + 1))))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(x == y for x, y in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PairList({len(self)} pairs)"
+
+
+def _sorted(cols: PairColumns) -> PairColumns:
+    """``cols`` in the order of ``(a, b)``: that of their ids' ``(a, b)`` when the ids ascend, as they do."""
+    ids = cols.ids
+    if any(map(ge, ids, islice(ids, 1, None))):
+        raise ValueError("PairColumns' ids must be distinct and ascending")
+    a, b = cols.a, cols.b
+    step = np.diff(a)
+    if bool(((step > 0) | ((step == 0) & (np.diff(b) > 0))).all()):  # as the join gives them
+        return cols
+    return cols.rows(np.lexsort((b, a)))
+
+
+class _Keys(Sequence[tuple[str, str]]):
+    """The ``(a, b)`` ids of each pair of some columns, read one at a time (for a binary search)."""
+
+    def __init__(self, cols: PairColumns) -> None:
+        self._cols = cols
+
+    def __len__(self) -> int:
+        return len(self._cols)
+
+    def __getitem__(self, x):  # type: ignore[no-untyped-def]
+        cols = self._cols
+        return cols.ids[int(cols.a[x])], cols.ids[int(cols.b[x])]
