@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from itertools import repeat
 from typing import Any
 
 import typer
@@ -135,10 +136,10 @@ class Printer:
             rest = json_text({"clusters": None if report.clusters is None else len(set(report.clusters.values())),
                               "crowded": [{"key": key, "documents": n} for key, n in report.crowded],
                               "labels_written": report.labels_written, "mended": report.mended})
-            _write_text(['{"pairs": [', *_joined(pair_json_lines(report.pairs), ", "), "], ", rest[1:], "\n"])
+            _write_text(['{"pairs": [', *_joined(pair_json_texts(report.pairs, ", "), ", "), "], ", rest[1:], "\n"])
             return
         if fmt == "jsonl":
-            _write_text(_joined(pair_json_lines(report.pairs), "\n", end="\n"))
+            _write_text(_joined(pair_json_texts(report.pairs, "\n"), "\n", end="\n"))
         elif fmt == "csv":
             _write_text(_csv_rows(report.pairs))
         else:
@@ -209,20 +210,12 @@ def pair_json_lines(pairs: Iterable[Any]) -> Iterator[str]:
     """``json_text(p.to_dict())`` of each `esdedup.match.pairs.Pair`, written straight from its fields: the
     keys and rounding of `esdedup.match.measures.measures_row`, and what the standard JSON encoder writes of
     each value (the C string encoder, ``repr`` of a float, an int's digits), without a dict and an encoder's
-    pass a pair (they were most of the time `dups` took to print 67,000 pairs). The pairs a `PairList` holds as
-    columns are written from those (`_column_json_lines`). Only the escapes of the characters a terminal acts
-    on are left to the caller (`_joined` writes them a chunk of lines at a time). A pair whose values are of
-    any other type is written by `json_text` itself."""
-    from esdedup.match.measures import COSINE_PLACES, ESTIMATE_PLACES, shown
-    from esdedup.match.pairtable import PairColumns, PairList
-
-    cosine = _remembered(lambda value: _JSON.encode(shown(value, COSINE_PLACES)))
-    estimate = _remembered(lambda value: _JSON.encode(shown(value, ESTIMATE_PLACES)))
+    pass a pair (they were most of the time `dups` took to print 67,000 pairs). Only the escapes of the
+    characters a terminal acts on are left to the caller (`_joined` writes them a chunk of lines at a time). A
+    pair whose values are of any other type is written by `json_text` itself."""
+    cosine, estimate = _measure_texts()
     string = _JSON_STRING
-    for p in pairs.segments() if isinstance(pairs, PairList) else pairs:
-        if isinstance(p, PairColumns):
-            yield from _column_json_lines(p, cosine, estimate)
-            continue
+    for p in pairs:
         h, c, j, k, by = p.hamming, p.cosine, p.jaccard, p.containment, p.decided_by
         if not (type(p.a) is str and type(p.b) is str and type(by) is str and (h is None or type(h) is int)
                 and (c is None or type(c) is float) and (j is None or type(j) is float)
@@ -236,45 +229,95 @@ def pair_json_lines(pairs: Iterable[Any]) -> Iterator[str]:
         yield f'{line}, "decided_by": {string(by)}}}' if by else line + "}"
 
 
-def _column_json_lines(pairs: Any, cosine: Callable[[float], str], estimate: Callable[[float], str]
-                       ) -> Iterator[str]:
-    """`pair_json_lines` of pairs held as columns (`esdedup.match.pairtable.PairColumns`): each id and each
-    distinct value of a measure written once, as the pair-by-pair path writes it (the same functions, given the
-    `Pair`'s value), then a line a pair from those texts. Columns naming an id that is not a string are written
-    pair by pair."""
+#: Pairs held as columns written as one text (`pair_json_texts`).
+RUN_ROWS = 4096
+
+
+def pair_json_texts(pairs: Iterable[Any], sep: str) -> Iterator[str]:
+    """`pair_json_lines` of ``pairs`` as texts that, joined by ``sep``, are their lines joined by ``sep``: the
+    pairs a `PairList` holds as columns in runs of at most `RUN_ROWS` (`_column_json_runs`), every other pair
+    alone."""
+    from esdedup.match.pairtable import PairList
+
+    if not isinstance(pairs, PairList) or pairs.columns is None:
+        yield from pair_json_lines(pairs)
+        return
+    cuts = pairs.cuts(RUN_ROWS)
+    yield from pairs.interleaved(cuts, _column_json_runs(pairs.columns, sep, cuts), pair_json_lines(pairs.others))
+
+
+def _column_json_runs(pairs: Any, sep: str, cuts: list[int]) -> list[str]:
+    """The lines of pairs held as columns (`esdedup.match.pairtable.PairColumns`) from each cut to the next
+    (``cuts``), joined by ``sep``: each id and each distinct value of a measure written once, as
+    `pair_json_lines` writes it (the same functions, given the `Pair`'s value), then the lines put together from
+    those texts (`esdedup.match.native_kernels.text_rows`). Columns over ids that are not all strings are
+    written pair by pair."""
     import numpy as np
 
     ids = pairs.ids
-    paired = np.zeros(len(ids), dtype=bool)
-    paired[pairs.a] = paired[pairs.b] = True
-    named = np.flatnonzero(paired).tolist()
-    if not all(type(ids[i]) is str for i in named):
-        yield from pair_json_lines(iter(pairs))
-        return
-    texts = np.empty(len(ids), dtype=object)
-    texts[named] = [_JSON_STRING(ids[i]) for i in named]
+    if not set(map(type, ids)) <= {str}:
+        return [sep.join(pair_json_lines(pairs.rows(slice(lo, hi)))) for lo, hi in zip(cuts, cuts[1:], strict=False)]
+    names = list(map(_JSON_STRING, ids))  # most ids are in a pair, and a map in C costs less than picking them
+    cosine, estimate = _measure_texts()
     hamming = _distinct_texts(pairs.hamming, lambda v: "null" if v != v else int.__repr__(int(v)))
-    cosines = (["null"] * len(pairs) if pairs.cosine is None else
-               _distinct_texts(pairs.cosine, lambda v: "null" if v != v else cosine(v)).tolist())
+    cosines = ((np.zeros(len(pairs), dtype=np.int64), ["null"]) if pairs.cosine is None else
+               _distinct_texts(pairs.cosine, lambda v: "null" if v != v else cosine(v)))
     jaccard = _distinct_texts(pairs.jaccard, lambda v: "" if v != v else f', "jaccard": {estimate(v)}')
-    containment = _distinct_texts(pairs.containment,
-                                  lambda v: f', "containment": {estimate(v if v == v and v else 0.0)}')
-    containment[np.isnan(pairs.jaccard)] = ""  # shown with the Jaccard estimate only
-    by = {name: f', "decided_by": {_JSON_STRING(name)}' if name else "" for name in set(pairs.decided_by.tolist())}
-    for a, b, h, c, j, k, d in zip(texts[pairs.a].tolist(), texts[pairs.b].tolist(), hamming.tolist(), cosines,
-                                   jaccard.tolist(), containment.tolist(), map(by.__getitem__,
-                                                                               pairs.decided_by.tolist()),
-                                   strict=True):
-        yield f'{{"a": {a}, "b": {b}, "hamming": {h}, "cosine": {c}{j}{k}{d}}}'
+    at, texts = _distinct_texts(pairs.containment, lambda v: f', "containment": {estimate(v if v == v and v else 0.0)}')
+    at[np.isnan(pairs.jaccard)] = len(texts)  # shown with the Jaccard estimate only
+    by_names = sorted(set(pairs.decided_by.tolist()))
+    by = np.zeros(len(pairs), dtype=np.int64)
+    for code, name in enumerate(by_names):
+        by[pairs.decided_by == name] = code
+    columns = [(pairs.a, names), (pairs.b, names), hamming, cosines, jaccard, (at, [*texts, ""]),
+               (by, [f', "decided_by": {_JSON_STRING(name)}' if name else "" for name in by_names])]
+    return _text_rows(['{"a": ', ', "b": ', ', "hamming": ', ', "cosine": ', "", "", "", "}"], columns, sep, cuts)
 
 
-def _distinct_texts(values: Any, show: Callable[[Any], str]) -> Any:
-    """``show`` of each value of the array ``values`` (a Python number, as the pair's `Pair` holds it), as an
-    object array, called once a distinct value: distinct by their bits, so that ``-0.0`` and ``0.0`` are two."""
+def _distinct_texts(values: Any, show: Callable[[Any], str]) -> tuple[Any, list[str]]:
+    """``show`` of each value of the array ``values`` (a Python number, as the pair's `Pair` holds it), once a
+    distinct value, as a table of texts and where each value's text is in it: distinct by their bits, so that
+    ``-0.0`` and ``0.0`` are two."""
     import numpy as np
 
     distinct, at = np.unique(values.view(f"i{values.itemsize}"), return_inverse=True)
-    return np.array([show(v) for v in distinct.view(values.dtype).tolist()], dtype=object)[at]
+    return at, [show(v) for v in distinct.view(values.dtype).tolist()]
+
+
+def _text_rows(literals: list[str], columns: list[tuple[Any, list[str]]], sep: str, cuts: list[int]) -> list[str]:
+    """The rows of ``columns`` (codes into a table of texts each) between ``literals``, those from each cut to the
+    next joined by ``sep`` (`esdedup.match.native_kernels.text_rows`): in the extension when it is in use, else
+    here."""
+    import numpy as np
+
+    from esdedup.match.native_kernels import text_rows
+
+    codes, tables = [c for c, _ in columns], [t for _, t in columns]
+    runs = text_rows(literals, codes, tables, sep, cuts)
+    if runs is not None:
+        return runs
+    texts = [np.array(t, dtype=object)[c].tolist() for c, t in zip(codes, tables, strict=True)]
+    parts = [part for column in zip(map(repeat, literals), texts, strict=False) for part in column]
+    rows = ["".join(row) for row in zip(*parts, repeat(literals[-1]))]
+    return [sep.join(rows[lo:hi]) for lo, hi in zip(cuts, cuts[1:], strict=False)]
+
+
+def _measure_texts() -> tuple[Callable[[Any], str], Callable[[Any], str]]:
+    """What a pair's cosine and its MinHash estimates are written as (`esdedup.match.measures.measures_row`'s
+    rounding, then `_JSON`'s text), each distinct value worked out once."""
+    from esdedup.match.measures import COSINE_PLACES, ESTIMATE_PLACES, shown
+
+    return (_remembered(lambda value: _json_number(shown(value, COSINE_PLACES))),
+            _remembered(lambda value: _json_number(shown(value, ESTIMATE_PLACES))))
+
+
+def _json_number(value: Any) -> str:
+    """``_JSON.encode(value)`` of a number: ``repr`` of a finite float, as its C encoder writes one, without the
+    encoder's pass (a few microseconds, paid by each of the tens of thousands of estimates a large `dups`
+    shows); the encoder itself for anything else."""
+    if type(value) is float and value - value == 0.0:  # not NaN or an infinity
+        return float.__repr__(value)
+    return _JSON.encode(value)
 
 
 def _remembered(show: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -298,17 +341,21 @@ def _remembered(show: Callable[[Any], str]) -> Callable[[Any], str]:
 _JSON_STRING: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
-def _joined(lines: Iterable[str], sep: str, *, end: str = "", chunk: int = 4096) -> Iterator[str]:
-    """``lines`` joined by ``sep`` (then ``end``, if there was a line), a chunk of lines at a time, with the
-    characters a terminal acts on written as ``\\u`` escapes as `json_text` writes them (the lines are JSON
-    text: only their strings can hold such characters, and the escape is the same whatever surrounds it)."""
+def _joined(lines: Iterable[str], sep: str, *, end: str = "", chunk: int = 4096,
+            size: int = 1 << 20) -> Iterator[str]:
+    """``lines`` joined by ``sep`` (then ``end``, if there was a line), a chunk of lines (or about ``size``
+    characters of them) at a time, with the characters a terminal acts on written as ``\\u`` escapes as
+    `json_text` writes them (the lines are JSON text: only their strings can hold such characters, and the
+    escape is the same whatever surrounds it)."""
     batch: list[str] = []
     first = True
+    held = 0
     for line in lines:
         batch.append(line)
-        if len(batch) >= chunk:
+        held += len(line)
+        if len(batch) >= chunk or held >= size:
             yield ("" if first else sep) + _json_escapes(sep.join(batch))
-            batch, first = [], False
+            batch, first, held = [], False, 0
     if batch:
         yield ("" if first else sep) + _json_escapes(sep.join(batch))
         first = False

@@ -1,8 +1,9 @@
 """The native steps of matching (in the extension that `esdedup.fingerprint.native` loads), each beside the
 Python step it replaces: the equal positions of MinHash signatures (`esdedup.match.measures.equal_positions`,
 `esdedup.match.measures.pair_equal_positions`) and the LSH join of all-pairs search
-(`esdedup.match.joins.lsh_pair_indices`), with the GIL released. Each gives None when the native core is not
-in use, and its caller then computes the same in numpy.
+(`esdedup.match.joins.lsh_pair_indices`), with the GIL released; and the lines `dups` prints of its pairs
+(`text_rows`). Each gives None when the native core is not in use, and its caller then computes the same in
+numpy or Python.
 """
 from __future__ import annotations
 
@@ -57,3 +58,20 @@ def pair_equal_positions(sigs: np.ndarray, left: np.ndarray, right: np.ndarray) 
         np.ascontiguousarray(sigs, dtype=np.uint32), np.ascontiguousarray(left, dtype=np.int64),
         np.ascontiguousarray(right, dtype=np.int64))
     return np.frombuffer(counted, dtype="<u4")
+
+
+def text_rows(literals: list[str], codes: list[np.ndarray], tables: list[list[str]], sep: str, cuts: list[int]
+              ) -> list[str] | None:
+    """Row ``x`` is ``literals[0] + tables[0][codes[0][x]] + literals[1] + ... + literals[-1]`` (the code arrays
+    of one length, each code within its table); the rows from ``cuts[i]`` to ``cuts[i + 1]`` (ascending, from 0
+    to the rows' count) joined by ``sep`` are text ``i``: what `dups` prints of its pairs, every distinct value
+    written once, put together by the extension. None when the native core is not in use, or a text holds a
+    lone surrogate (not UTF-8): the caller puts them together in Python."""
+    if not native.enabled():
+        return None
+    try:
+        texts: list[str] = native.loaded().text_rows(
+            literals, [np.ascontiguousarray(c, dtype=np.int64) for c in codes], tables, sep, cuts)
+    except UnicodeEncodeError:
+        return None
+    return texts

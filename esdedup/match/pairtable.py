@@ -12,11 +12,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from operator import attrgetter, ge
-from typing import overload
+from typing import TypeVar, overload
 
 import numpy as np
 
 from esdedup.match.measures import measures_row
+
+T = TypeVar("T")
 
 
 # Not frozen, and slotted (hashable all the same): a frozen dataclass's __init__ sets each field through
@@ -107,10 +109,10 @@ def hamming_list(hamming: np.ndarray) -> list[int | None]:
 
 
 class PairList(Sequence[Pair]):
-    """Every pair of an all-pairs search, sorted by ``(a, b)``: those found as columns (`PairColumns`, over one
-    ids list) and the others as `Pair`s, merged. It reads as a list of `Pair`s (each made when read, so two reads
-    give equal objects, not the same one) and equals any sequence of equal pairs; `segments` gives the columns
-    themselves, for what reads them as arrays."""
+    """Every pair of an all-pairs search, sorted by ``(a, b)``: those found as columns (`columns`, over one ids
+    list) and the others as `Pair`s (`others`), merged. It reads as a list of `Pair`s (each made when read, so two
+    reads give equal objects, not the same one) and equals any sequence of equal pairs; `segments`, `cuts` and
+    `interleaved` give the columns themselves, for what reads them as arrays."""
 
     def __init__(self, parts: Iterable[PairColumns | Pair]) -> None:
         tables: list[PairColumns] = []
@@ -123,27 +125,48 @@ class PairList(Sequence[Pair]):
                     others.extend(part)  # columns of another kind than the first (no search makes two): as pairs
                 else:
                     tables.append(part)
-        self._columns = _sorted(PairColumns.joined(tables)) if tables else None
+        self.columns = _sorted(PairColumns.joined(tables)) if tables else None
         others.sort(key=attrgetter("a", "b"))
-        self._others = others
-        #: Where each of ``others`` goes in the merged order (ascending).
-        self._other_at = (np.arange(len(others), dtype=np.int64) if self._columns is None else
-                          np.array([bisect_left(_Keys(self._columns), (p.a, p.b)) for p in others], dtype=np.int64)
-                          + np.arange(len(others), dtype=np.int64))
+        self.others = others
+        #: The row of `columns` each of `others` comes before (their count: after them all), ascending.
+        self.before = (np.zeros(len(others), dtype=np.int64) if self.columns is None else
+                       np.array([bisect_left(_Keys(self.columns), (p.a, p.b)) for p in others], dtype=np.int64))
+        #: Where each of `others` is in the merged order.
+        self._other_at = self.before + np.arange(len(others), dtype=np.int64)
 
     def __len__(self) -> int:
-        return len(self._others) + (0 if self._columns is None else len(self._columns))
+        return len(self.others) + self._rows
+
+    @property
+    def _rows(self) -> int:
+        return 0 if self.columns is None else len(self.columns)
+
+    def cuts(self, most: int) -> list[int]:
+        """Rows of `columns` where they are cut into runs for `interleaved`: from 0 to their count, each row one
+        of `others` comes before, and at least every ``most`` rows."""
+        return sorted({*range(0, self._rows, max(most, 1)), *self.before.tolist(), self._rows})
+
+    def interleaved(self, cuts: Sequence[int], runs: Iterable[T], others: Iterable[T]) -> Iterator[T]:
+        """``runs`` (one item a run of `columns`' rows between two consecutive ``cuts``, from `cuts`) and
+        ``others`` (one item a pair of `others`), in the order of the pairs."""
+        before, pending = self.before.tolist(), iter(others)
+        k = 0
+        for lo, run in zip(cuts, runs, strict=False):  # a run fewer than cuts
+            while k < len(before) and before[k] == lo:
+                yield next(pending)
+                k += 1
+            yield run
+        yield from pending
 
     def segments(self) -> Iterator[PairColumns | Pair]:
         """The pairs in order, as runs of columns between the pairs found otherwise."""
-        cols, done = self._columns, 0
-        for k, at in enumerate(self._other_at.tolist()):
-            if cols is not None and at - k > done:
-                yield cols.rows(slice(done, at - k))
-                done = at - k
-            yield self._others[k]
-        if cols is not None and done < len(cols):
-            yield cols.rows(slice(done, None)) if done else cols
+        cols = self.columns
+        cuts = self.cuts(self._rows)
+        runs: Iterator[PairColumns | Pair] = iter(())
+        if cols is not None:
+            runs = (cols.rows(slice(lo, hi)) for lo, hi in zip(cuts, cuts[1:], strict=False))
+        others: list[PairColumns | Pair] = list(self.others)
+        yield from self.interleaved(cuts, runs, others)
 
     def __iter__(self) -> Iterator[Pair]:
         for part in self.segments():
@@ -175,10 +198,10 @@ class PairList(Sequence[Pair]):
             raise IndexError("pair index out of range")
         i %= n
         k = int(np.searchsorted(self._other_at, i))
-        if k < len(self._others) and self._other_at[k] == i:
-            return self._others[k]
-        assert self._columns is not None
-        return next(iter(self._columns.rows(slice(i - k, i - k + 1))))
+        if k < len(self.others) and self._other_at[k] == i:
+            return self.others[k]
+        assert self.columns is not None
+        return next(iter(self.columns.rows(slice(i - k, i - k + 1))))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str):

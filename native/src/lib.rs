@@ -34,6 +34,7 @@ mod sqlrows;
 mod t2s;
 mod termrules;
 mod terms;
+mod textrows;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -47,7 +48,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 15;
+const API_VERSION: u32 = 16;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -377,5 +378,6 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bands::band_keys, m)?)?;
     m.add_function(wrap_pyfunction!(pairs::lsh_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(pairs::pair_equal_positions, m)?)?;
+    m.add_function(wrap_pyfunction!(textrows::text_rows, m)?)?;
     Ok(())
 }

@@ -351,3 +351,37 @@ def test_the_all_pairs_join_reads_the_store_with_fewer_collections(corpus_store,
     assert list(find_pairs(corpus_store, in_memory=True))
     assert seen == [max(before[0], YOUNG_COLLECTION_ALLOCATIONS)]
     assert gc.get_threshold() == before
+
+
+def test_text_rows_put_the_texts_between_the_literals(extension: None, switch_on: None) -> None:
+    """`dups`' lines of pairs held as columns (esdedup_native.text_rows): row x interleaves the literals with
+    each table's text at its code, the rows between two cuts joined by the separator; a code outside its table,
+    code arrays of two lengths, a count of literals that does not fit, cuts that do not cover the rows and a
+    table entry that is not a str are refused; a text that is no UTF-8 (a lone surrogate) is left to Python."""
+    from esdedup.match.native_kernels import text_rows
+
+    rng = np.random.default_rng(5)
+    tables = [["x", "台湾", "", 'q"\\'], ["\x00\x1b", "é" * 50]]
+    codes = [rng.integers(0, 4, 500), rng.integers(0, 2, 500)]
+    rows = [f"<{tables[0][a]}|{tables[1][b]}>" for a, b in zip(codes[0].tolist(), codes[1].tolist(), strict=True)]
+    for cuts in ([0, 500], [0, 1, 2, 499, 500], list(range(501))):
+        assert text_rows(["<", "|", ">"], codes, tables, ", ", cuts) == [
+            ", ".join(rows[lo:hi]) for lo, hi in zip(cuts, cuts[1:], strict=False)]
+    same = tables[0]  # one table given twice is read once, and reads the same
+    assert text_rows(["", "-", ""], [codes[0], codes[0][::-1]], [same, same], "\n", [0, 500]) == [
+        "\n".join(f"{same[a]}-{same[b]}" for a, b in zip(codes[0].tolist(), codes[0][::-1].tolist(), strict=True))]
+    assert text_rows(["only"], [], [], "", [0]) == [] and text_rows(["(", ")"], [np.zeros(0, dtype=np.int64)], [[]], "", [0]) == []
+    with pytest.raises(ValueError, match="code 4 is outside its table of 4 texts"):
+        text_rows(["", "", ""], [np.array([4]), np.array([0])], tables, "", [0, 1])
+    with pytest.raises(ValueError, match="code -1 is outside"):
+        text_rows(["", ""], [np.array([-1])], tables[:1], "", [0, 1])
+    with pytest.raises(ValueError, match="one length"):
+        text_rows(["", "", ""], [np.array([0, 1]), np.array([0])], tables, "", [0, 2])
+    with pytest.raises(ValueError, match="one more literal"):
+        text_rows(["", ""], [np.array([0]), np.array([0])], tables, "", [0, 1])
+    for cuts in ([0], [1, 2], [0, 2, 1, 2], [0, 3]):
+        with pytest.raises(ValueError, match="cuts must ascend from 0 to the 2 rows"):
+            text_rows(["", ""], [np.array([0, 1])], tables[:1], "", cuts)
+    with pytest.raises(TypeError):
+        text_rows(["", ""], [np.array([0])], [[1]], "", [0, 1])  # type: ignore[list-item]
+    assert text_rows(["", ""], [np.array([0])], [["\udc80"]], "", [0, 1]) is None
