@@ -276,7 +276,7 @@ def all_pairs(store: Store, *, thresholds: Thresholds | ThresholdOverrides | Non
     with fewer_collections():
         pairs = PairList(pair_parts(store, thresholds=thresholds, max_bucket=max_bucket, crowded=crowded,
                                     in_memory=in_memory))
-        groups = clusters(pairs.id_pairs()) if with_clusters or write_clusters else None
+        groups = clusters(pairs) if with_clusters or write_clusters else None
     report = PairsReport(pairs, groups, crowded_values(store, crowded, min_count=max_bucket, in_memory=in_memory))
     if write_clusters:
         assert groups is not None  # grouped whenever they are written

@@ -175,15 +175,6 @@ class PairList(Sequence[Pair]):
             else:
                 yield from part
 
-    def id_pairs(self) -> Iterator[tuple[str, str]]:
-        """The two ids of each pair, in order, without a `Pair` each."""
-        for part in self.segments():
-            if isinstance(part, Pair):
-                yield part.a, part.b
-            else:
-                ids = part.ids
-                yield from ((ids[i], ids[j]) for i, j in zip(part.a.tolist(), part.b.tolist(), strict=True))
-
     @overload
     def __getitem__(self, i: int) -> Pair: ...
 

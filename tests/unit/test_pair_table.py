@@ -8,7 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from esdedup.match.clusters import clusters
 from esdedup.match.pairtable import Pair, PairColumns, PairList
+from esdedup.util.unionfind import UnionFind, array_roots
 
 IDS = sorted(["d00", "d01", "d02", "d03", "d04", "d05", "d06", "d07", "d08", "d09", "d10", "台湾"])
 #: Every kind of value a measure takes: absent (NaN), zeros of both signs, the same value twice, an infinity.
@@ -66,7 +68,7 @@ def test_a_pair_list_is_sorted_by_ids_and_merges_the_pairs_found_otherwise() -> 
     assert pairs[2:6] == want[2:6] and pairs[::-3] == want[::-3]
     with pytest.raises(IndexError):
         pairs[len(want)]
-    assert list(pairs.id_pairs()) == [(p.a, p.b) for p in want]
+    assert clusters(pairs) == clusters(want)  # joined as arrays, then the other pairs
     segments = list(pairs.segments())
     assert [p for s in segments for p in ([s] if isinstance(s, Pair) else list(s))] == want
     assert sum(isinstance(s, PairColumns) for s in segments) >= 3  # columns between the other pairs, not objects
@@ -94,3 +96,26 @@ def test_ids_out_of_order_are_refused() -> None:
         PairList([columns([(0, 1)], ids=["b", "a", "c"])])
     with pytest.raises(ValueError, match="distinct and ascending"):
         PairList([columns([(0, 1)], ids=["a", "a", "c"])])
+
+
+def test_array_roots_name_each_set_by_its_smallest_item_as_the_union_find_does() -> None:
+    rng = np.random.default_rng(11)
+    chain = np.arange(2000)
+    cases = [(chain[1:], chain[:-1]), (chain[::-1][1:], chain[::-1][:-1]),  # one long chain, both ways round
+             (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))]
+    cases += [(rng.integers(0, 2000, k), rng.integers(0, 2000, k)) for k in (10, 500, 1500, 4000)]
+    for a, b in cases:
+        sets = UnionFind[int](range(2000))
+        for x, y in zip(a.tolist(), b.tolist(), strict=True):
+            sets.union(x, y)
+        assert array_roots(2000, a, b).tolist() == [sets.find(i) for i in range(2000)]
+
+
+def test_clusters_of_a_pair_list_join_the_columns_and_the_other_pairs() -> None:
+    cols = columns([(0, 1), (2, 3), (3, 4), (6, 7), (9, 10)])
+    others = [Pair(IDS[1], IDS[2], 0, None), Pair(IDS[7], "zz", 0, None), Pair("a0", IDS[10], 0, None),
+              Pair("q", "r", 0, None)]
+    for parts in ([cols], [cols, *others]):
+        pairs = PairList(parts)
+        assert clusters(pairs) == clusters([(p.a, p.b) for p in pairs])
+    assert clusters(PairList([cols, *others]))["zz"] == IDS[6] and clusters(PairList(others))["r"] == "q"
