@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from esdedup.errors import InputError
+from esdedup.fingerprint import native
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.values import zero_vector
 from esdedup.schema import (
@@ -122,3 +123,55 @@ def parse_minhash(raw: Any, hit: Mapping[str, Any], perm: int | None = None) -> 
         raise InputError(f"hit {hit.get('_id')!r}: {MINHASH} has {len(sig)} values, the index's config "
                          f"{perm}: fingerprints of different configs are not comparable")
     return sig.astype(np.uint32)
+
+
+def b64_form(perm: int) -> tuple[int, str]:
+    """The length and the padding of the base64 of a ``perm``-value signature (`esdedup.schema.encode_minhash`)."""
+    nbytes = perm * np.dtype(SIGNATURE_DTYPE).itemsize
+    return 4 * -(-nbytes // 3), "=" * (-nbytes % 3)
+
+
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+#: A `bytes.translate` table: each base64 digit to its six bits, every other byte (padding too) to 255.
+_B64_SIXES = bytes(_B64_ALPHABET.index(c) if c in _B64_ALPHABET else 255 for c in range(256))
+
+
+def decode_signatures(encoded: list[str], perm: int) -> np.ndarray | None:
+    """Signatures from their base64 strings, each of the length and padding `b64_form` gives: what
+    `parse_minhash` decodes, as a (len(encoded), perm) uint32 array, in one step over the
+    whole page instead of a call a hit (in the native core when it is in use, else in numpy). None when a
+    string holds a character outside the base64 alphabet before its padding (the general reader then says
+    which hit)."""
+    width, padding = b64_form(perm)
+    k = len(encoded)
+    if not k:
+        return np.zeros((0, perm), dtype=np.uint32)
+    try:
+        joined = "".join(encoded).encode("ascii")
+    except UnicodeEncodeError:
+        return None
+    nbytes = perm * np.dtype(SIGNATURE_DTYPE).itemsize
+    raw = decode_base64(joined, width, nbytes)
+    if raw is not False:
+        return None if raw is None else np.frombuffer(raw, dtype=SIGNATURE_DTYPE).reshape(k, perm).astype(np.uint32)
+    sixes = joined.translate(_B64_SIXES)
+    # Each string ends in its padding (checked as it was read), which maps to 255: any other 255 is a
+    # character outside the alphabet.
+    if sixes.count(255) != k * len(padding):
+        return None
+    q = np.frombuffer(sixes, dtype=np.uint8).reshape(k, width // 4, 4)
+    out = np.empty((k, width // 4, 3), dtype=np.uint8)
+    # Four digits make three bytes; where a digit is padding, the bytes it reaches are cut off below.
+    out[..., 0] = (q[..., 0] << 2) | (q[..., 1] >> 4)
+    out[..., 1] = (q[..., 1] << 4) | (q[..., 2] >> 2)
+    out[..., 2] = (q[..., 2] << 6) | q[..., 3]
+    return out.reshape(k, -1)[:, :nbytes].copy().view(SIGNATURE_DTYPE).astype(np.uint32)
+
+
+def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | Literal[False]:
+    """The bytes of base64 strings of ``width`` characters laid end to end, each holding ``nbytes`` bytes and
+    ending in its padding, decoded by the extension: what `base64.b64decode` gives each of them; None when a
+    character before the padding is not a base64 digit; False when the native core is not in use (then
+    `decode_signatures` decodes in numpy)."""
+    kernel = native.function("decode_base64")
+    return False if kernel is None else kernel(joined, width, nbytes)

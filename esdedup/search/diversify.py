@@ -62,7 +62,15 @@ from typing import Any
 import numpy as np
 
 from esdedup.errors import ConfigError, InputError
-from esdedup.es.hits import SKETCH_PARTS, first, hit_parts, parse_minhash, parse_simhash
+from esdedup.es.hits import (
+    SKETCH_PARTS,
+    b64_form,
+    decode_signatures,
+    first,
+    hit_parts,
+    parse_minhash,
+    parse_simhash,
+)
 from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
@@ -162,7 +170,7 @@ def _group_natively(hits: Sequence[Mapping], config: FingerprintConfig, t: Thres
         # `FingerprintConfig.gets_terms`), which the columns of the Python reader know.
         return None
     perm = config.minhash_perm
-    width, _ = _b64_form(perm)
+    width, _ = b64_form(perm)
     return native_page.diversify_page(hits if type(hits) is list else list(hits), perm=perm, width=width,
                                  nbytes=2 * perm, bits=config.bits, gets_signatures=config.gets_signatures,
                                  jaccard=t.jaccard, containment=t.containment, hamming_k=t.hamming_k,
@@ -244,12 +252,12 @@ class _Page:
         """The page `read` gives, read faster: a hit in the usual form (a ``_source`` dict with a ``dedup``
         dict, and doc values in a ``fields`` dict or none) has its parts read inline (with doc values, the
         general reader's `hit_parts` finds them), and the signatures of all hits are decoded at once
-        (`_decode_signatures`); any other hit goes through `read`'s reader. None where the result could differ from
+        (`esdedup.es.hits.decode_signatures`); any other hit goes through `read`'s reader. None where the result could differ from
         `read`'s: a signature string only the general reader can judge, or any error (`read` then raises
         the error of the first bad hit, as it would have)."""
         page = cls(config, t)
         perm, bits, gets_signatures = config.minhash_perm, config.bits, config.gets_signatures
-        width, padding = _b64_form(perm)
+        width, padding = b64_form(perm)
         encoded: list[str] = []  # signature strings of the usual form, decoded together at the end
         take, took, later = page.parts.append, page.compared.add, encoded.append  # bound once: a call a hit each
         try:
@@ -317,7 +325,7 @@ class _Page:
                     page._take_parts(i, simhash, vec, sig, shingles, chars, key)
         except (InputError, ValueError):
             return None
-        page.decoded = _decode_signatures(encoded, perm)
+        page.decoded = decode_signatures(encoded, perm)
         return page if page.decoded is not None else None
 
     def _add(self, i: int, hit: Mapping, text_field: str) -> None:
@@ -415,51 +423,8 @@ class _Page:
         return sigs, signed, full
 
 
-def _b64_form(perm: int) -> tuple[int, str]:
-    """The length and the padding of the base64 of a ``perm``-value signature (`esdedup.schema.encode_minhash`)."""
-    nbytes = perm * np.dtype(SIGNATURE_DTYPE).itemsize
-    return 4 * -(-nbytes // 3), "=" * (-nbytes % 3)
-
-
 #: The names of a participant's parts (`_Page.parts`).
 _PARTS = ("hit_index", "simhash", "vector", "minhash", "shingles", "chars", "cluster")
-
-_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-#: A `bytes.translate` table: each base64 digit to its six bits, every other byte (padding too) to 255.
-_B64_SIXES = bytes(_B64_ALPHABET.index(c) if c in _B64_ALPHABET else 255 for c in range(256))
-
-
-def _decode_signatures(encoded: list[str], perm: int) -> np.ndarray | None:
-    """Signatures from their base64 strings, each of the length and padding `_b64_form` gives: what
-    `esdedup.es.hits.parse_minhash` decodes, as a (len(encoded), perm) uint32 array, in one step over the
-    whole page instead of a call a hit (in the native core when it is in use, else in numpy). None when a
-    string holds a character outside the base64 alphabet before its padding (the general reader then says
-    which hit)."""
-    width, padding = _b64_form(perm)
-    k = len(encoded)
-    if not k:
-        return np.zeros((0, perm), dtype=np.uint32)
-    try:
-        joined = "".join(encoded).encode("ascii")
-    except UnicodeEncodeError:
-        return None
-    nbytes = perm * np.dtype(SIGNATURE_DTYPE).itemsize
-    raw = native_page.decode_base64(joined, width, nbytes)
-    if raw is not False:
-        return None if raw is None else np.frombuffer(raw, dtype=SIGNATURE_DTYPE).reshape(k, perm).astype(np.uint32)
-    sixes = joined.translate(_B64_SIXES)
-    # Each string ends in its padding (checked as it was read), which maps to 255: any other 255 is a
-    # character outside the alphabet.
-    if sixes.count(255) != k * len(padding):
-        return None
-    q = np.frombuffer(sixes, dtype=np.uint8).reshape(k, width // 4, 4)
-    out = np.empty((k, width // 4, 3), dtype=np.uint8)
-    # Four digits make three bytes; where a digit is padding, the bytes it reaches are cut off below.
-    out[..., 0] = (q[..., 0] << 2) | (q[..., 1] >> 4)
-    out[..., 1] = (q[..., 1] << 4) | (q[..., 2] >> 2)
-    out[..., 2] = (q[..., 2] << 6) | q[..., 3]
-    return out.reshape(k, -1)[:, :nbytes].copy().view(SIGNATURE_DTYPE).astype(np.uint32)
-
 
 @dataclass(frozen=True)
 class _Empty:

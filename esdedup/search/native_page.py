@@ -1,20 +1,10 @@
 """The native steps of diversifying search results (in the extension that `esdedup.fingerprint.native`
-loads), beside `esdedup.search.diversify`, whose Python reading stays the definition: base64 signatures of a
-page decoded at once (`decode_base64`) and a whole page of plain hits read and grouped (`diversify_page`).
+loads), beside `esdedup.search.diversify`, whose Python reading stays the definition: a whole page of plain
+hits read and grouped (`diversify_page`; a page's signatures are decoded by `esdedup.es.hits.decode_signatures`).
 """
 from __future__ import annotations
 
-from typing import Literal
-
 from esdedup.fingerprint import native
-
-
-def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | Literal[False]:
-    """The bytes of base64 strings of ``width`` characters laid end to end, each holding ``nbytes`` bytes and
-    ending in its padding, decoded by the extension: what `base64.b64decode` gives each of them; None when a
-    character before the padding is not a base64 digit; False when the native core is not in use (then `esdedup.search.diversify` decodes in numpy)."""
-    kernel = native.function("decode_base64")
-    return False if kernel is None else kernel(joined, width, nbytes)
 
 
 def diversify_page(hits: list, *, perm: int, width: int, nbytes: int, bits: int, gets_signatures: bool,

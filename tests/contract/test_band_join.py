@@ -123,3 +123,18 @@ def test_a_document_with_band_keys_and_no_signature_leaves_the_band_keys_to_the_
     found = JoinedCrowds()
     assert list(find_pairs(store, max_bucket=MAX_BUCKET, crowded=found, in_memory=True))
     assert not found.bands  # the band keys' crowds are the store's to count
+
+
+def test_signatures_of_another_length_are_read_as_a_scan_reads_them(store):
+    """A stored signature of another length than the config's (half of it here) is no signature to join: the
+    store's read of the columns (on Elasticsearch, a page's signatures decoded at once) leaves it out as a scan
+    does, and reads every other one as it was written."""
+    docs, _ = make_corpus(20, 5, seed=3)
+    _write(store, [{"id": f"half-{d['id']}", "text": d["text"]} for d in docs[:3]],
+           change=lambda fp: dataclasses.replace(fp, minhash=fp.minhash[:len(fp.minhash) // 2]))
+    read = cast(SignatureColumnsStore, store).signature_columns(CONFIG.minhash_perm)
+    scanned = SignatureColumns.of((d for batch in store.scan() for d in batch), CONFIG)
+    assert (read.ids, read.simhash, read.chars, read.shingles) == (scanned.ids, scanned.simhash, scanned.chars,
+                                                                   scanned.shingles)
+    assert np.array_equal(read.sigs, scanned.sigs) and read.sigs.dtype == np.uint32
+    assert not any(i.startswith("half-") for i in read.ids) and len(read.ids) > 100

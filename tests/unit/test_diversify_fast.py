@@ -1,7 +1,7 @@
 """The fast path of `esdedup.search.diversify` gives the answers of its reference, exactly.
 
 The fast path reads hits of the usual form inline (`_Page.read_fast`), decodes a page's signatures at once
-(`_decode_signatures`) and counts equal signature positions over the grid (`esdedup.match.measures.equal_positions`,
+(`esdedup.es.hits.decode_signatures`) and counts equal signature positions over the grid (`esdedup.match.measures.equal_positions`,
 in the native core when it is built, else in numpy). The reference reads every hit with the general reader
 (`_Page.read`) and counts each pair by a plain comparison. On random and adversarial pages (mixed indexes and
 forms, missing parts, empty and blank texts, texts to fingerprint, bad values, several configs and thresholds),
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from esdedup.errors import InputError
-from esdedup.es.hits import parse_minhash
+from esdedup.es.hits import b64_form, decode_base64, decode_signatures, parse_minhash
 from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
@@ -28,7 +28,6 @@ from esdedup.match.measures import SketchColumns, equal_positions, measured
 from esdedup.match.rule import decided_by
 from esdedup.match.thresholds import Thresholds, resolve_thresholds
 from esdedup.schema import encode_minhash
-from esdedup.search import native_page
 from esdedup.search.diversify import MODES, diversify
 
 div = importlib.import_module("esdedup.search.diversify")
@@ -245,20 +244,20 @@ def test_signatures_decode_as_the_general_reader_decodes_them(perm, switch, monk
     rng = np.random.default_rng(perm)
     sigs = rng.integers(0, 1 << 16, (20, perm)).astype(np.uint32)
     encoded = [encode_minhash(s) for s in sigs]
-    width, padding = div._b64_form(perm)
+    width, padding = b64_form(perm)
     assert all(len(e) == width and e.endswith(padding) for e in encoded)
-    got = div._decode_signatures(encoded, perm)
+    got = decode_signatures(encoded, perm)
     assert got.dtype == np.uint32
     assert (got == np.stack([parse_minhash(e, {}, perm) for e in encoded])).all()
     # Non-zero bits under the padding: the general reader ignores them, and so does this.
     if padding:
         tweaked = [e[:width - len(padding) - 1] + "/" + padding for e in encoded]
-        assert (div._decode_signatures(tweaked, perm) == np.stack([parse_minhash(e, {}, perm) for e in tweaked])).all()
+        assert (decode_signatures(tweaked, perm) == np.stack([parse_minhash(e, {}, perm) for e in tweaked])).all()
     for bad in ("=", "%", "-", "_", " ", "\n"):
         broken = list(encoded)
         broken[7] = bad + broken[7][1:]
-        assert div._decode_signatures(broken, perm) is None
-    assert div._decode_signatures([], perm).shape == (0, perm)
+        assert decode_signatures(broken, perm) is None
+    assert decode_signatures([], perm).shape == (0, perm)
 
 
 @pytest.mark.parametrize("perm", [1, 7, 8, 64, 128, 255, 256, 300])
@@ -287,10 +286,10 @@ def test_the_native_kernels_are_used_and_check_their_input(extension, switch_on)
         native._EXTENSION.equal_positions(b"123", b"", 4, 4)
     with pytest.raises(ValueError, match="the same rows twice"):
         native._EXTENSION.equal_positions(b"1234", b"1235", 1, 4, True)
-    assert native_page.decode_base64(b"AQID/w==", 8, 4) == bytes([1, 2, 3, 255])
-    assert native_page.decode_base64(b"AQ=D/w==", 8, 4) is None
+    assert decode_base64(b"AQID/w==", 8, 4) == bytes([1, 2, 3, 255])
+    assert decode_base64(b"AQ=D/w==", 8, 4) is None
     with pytest.raises(ValueError, match="strings of 8 characters"):
-        native_page.decode_base64(b"AQID/w=", 8, 4)
+        decode_base64(b"AQID/w=", 8, 4)
 
 
 def test_grid_measures_equal_the_pair_measures():
@@ -540,3 +539,26 @@ def test_the_native_page_is_read_and_checks_its_input(extension, switch_on):
     assert div._group_natively(page, config, t) is None
     with pytest.raises(ValueError, match="signature values"):
         native._EXTENSION.diversify_page([], 128, 344, 255, 64, True, 0.5, None, 3, False, 8.0, 4.0)
+
+
+def test_a_page_of_stored_signatures_is_decoded_at_once_where_each_has_the_configs_form() -> None:
+    """The Elasticsearch store's read of its signature columns (`scans._page_signatures`): the strings of the
+    config's base64 form decoded in one step, each hit pointed at its row; any other value left to
+    `parse_minhash` (-1); a page holding a string of that form that is no base64 read hit by hit."""
+    from esdedup.store.elastic.scans import _page_signatures
+
+    perm = 16
+    rng = np.random.default_rng(2)
+    sigs = rng.integers(0, 1 << 16, (4, perm)).astype(np.uint32)
+    good = [encode_minhash(s) for s in sigs]
+    parts = [{"minhash": good[0]}, {"minhash": None}, {"minhash": good[1]}, {"minhash": encode_minhash(sigs[2][:8])},
+             {"minhash": ""}, {"minhash": good[3]}]
+    decoded, at = _page_signatures(parts, perm)
+    assert at == [0, -1, 1, -1, -1, 2]
+    assert np.array_equal(decoded, sigs[[0, 1, 3]]) and decoded.dtype == np.uint32
+    width, padding = b64_form(perm)
+    broken = [*parts, {"minhash": "!" * (width - len(padding)) + padding}]
+    decoded, at = _page_signatures(broken, perm)
+    assert at == [-1] * len(broken) and decoded.shape == (0, perm)
+    with pytest.raises(InputError, match="not a base64 MinHash"):
+        parse_minhash(broken[-1]["minhash"], {})

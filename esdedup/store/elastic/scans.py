@@ -12,6 +12,8 @@ import numpy as np
 from esdedup.es.hits import (
     FINGERPRINT_FIELDS,
     VECTOR_SOURCE,
+    b64_form,
+    decode_signatures,
     hit_parts,
     parse_minhash,
     parse_simhash,
@@ -84,6 +86,27 @@ _SIGNATURE_DOCVALUES = (SIMHASH, EMPTY, CHARS, SHINGLES)
 _SIGNATURE_PARTS = ("simhash", "empty", "chars", "shingles", "minhash", "vector")
 
 
+def _page_signatures(parts: list[dict[str, Any]], perm: int) -> tuple[np.ndarray, list[int]]:
+    """The signatures of a page's hits (their `hit_parts`) of the form ``perm`` values take, decoded at once
+    (`decode_signatures`), and where each hit's is among them (-1: a hit without one, or of another form, which
+    `parse_minhash` reads alone, refusing what it refuses). A page holding a string of that form that is no
+    base64 is read hit by hit, so the refusal names its hit."""
+    width, padding = b64_form(perm)
+    at: list[int] = []
+    encoded: list[str] = []
+    for p in parts:
+        raw = p["minhash"]
+        if type(raw) is str and len(raw) == width and raw.endswith(padding):
+            at.append(len(encoded))
+            encoded.append(raw)
+        else:
+            at.append(-1)
+    decoded = decode_signatures(encoded, perm)
+    if decoded is None:
+        return np.zeros((0, perm), dtype=np.uint32), [-1] * len(parts)
+    return decoded, at
+
+
 def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
     """See `esdedup.store.columns.SignatureColumnsStore`: `SignatureColumns.of` a `scan`, each part read as
     `ElasticIndex.doc` reads it (the same values, the same refusals), without a `StoredDoc` a hit; the
@@ -93,11 +116,13 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
     pages: list[np.ndarray] = []
     elsewhere = 0  # documents with band keys left out
     for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
-        page: list[np.ndarray] = []
-        for h in hits:
-            p = hit_parts(h, _SIGNATURE_PARTS)
+        parts = [hit_parts(h, _SIGNATURE_PARTS) for h in hits]
+        decoded, at = _page_signatures(parts, perm)
+        kept: list[int] = []  # rows of ``decoded``, or -1 for a signature of another form, read alone
+        alone: list[np.ndarray] = []
+        for h, p, x in zip(hits, parts, at, strict=True):
             simhash = parse_simhash(p["simhash"] or "0", config.bits, h)
-            sig = parse_minhash(p["minhash"] or None, h)
+            sig = parse_minhash(p["minhash"] or None, h) if x < 0 else decoded[x]
             shingles, chars = int(p["shingles"] or 0), int(p["chars"] or 0)
             if p["empty"] or sig is None or shingles <= 0 or len(sig) != perm:
                 if holds_band_keys(bool(p["empty"]), chars, config):
@@ -105,9 +130,13 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
                 continue
             rows.append((h["_id"], simhash, chars, shingles, len(rows),
                          parse_vector(p["vector"], config.dims)))
-            page.append(sig)
-        if page:
-            pages.append(np.stack(page))
+            kept.append(x)
+            if x < 0:
+                alone.append(sig)
+        if kept:
+            read_alone = iter(alone)
+            pages.append(decoded[kept] if not alone else np.stack([decoded[x] if x >= 0 else next(read_alone)
+                                                                    for x in kept]))
     rows.sort(key=itemgetter(0))
     sigs = np.concatenate(pages)[[r[4] for r in rows]] if rows else np.zeros((0, perm), dtype=np.uint32)
     vectors = [r[5] for r in rows]
