@@ -118,8 +118,8 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
     for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
         parts = [hit_parts(h, _SIGNATURE_PARTS) for h in hits]
         decoded, at = _page_signatures(parts, perm)
-        kept: list[int] = []  # rows of ``decoded``, or -1 for a signature of another form, read alone
-        alone: list[np.ndarray] = []
+        page: list[np.ndarray] = []
+        kept: list[int] = []  # their rows of ``decoded`` (-1: read alone)
         for h, p, x in zip(hits, parts, at, strict=True):
             simhash = parse_simhash(p["simhash"] or "0", config.bits, h)
             sig = parse_minhash(p["minhash"] or None, h) if x < 0 else decoded[x]
@@ -130,13 +130,11 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
                 continue
             rows.append((h["_id"], simhash, chars, shingles, len(rows),
                          parse_vector(p["vector"], config.dims)))
+            page.append(sig)
             kept.append(x)
-            if x < 0:
-                alone.append(sig)
-        if kept:
-            read_alone = iter(alone)
-            pages.append(decoded[kept] if not alone else np.stack([decoded[x] if x >= 0 else next(read_alone)
-                                                                    for x in kept]))
+        if page:
+            # One copy of the decoded rows (most pages), or the rows stacked where some were read alone.
+            pages.append(decoded[kept] if min(kept) >= 0 else np.stack(page))
     rows.sort(key=itemgetter(0))
     sigs = np.concatenate(pages)[[r[4] for r in rows]] if rows else np.zeros((0, perm), dtype=np.uint32)
     vectors = [r[5] for r in rows]
