@@ -51,12 +51,12 @@ import numpy as np
 
 from esdedup._version import __version__
 from esdedup.errors import ConfigError
-from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.normalize import t2s_version
 from esdedup.fingerprint.simhash import to_hex
 from esdedup.fingerprint.values import Fingerprint, FingerprintColumns
+from esdedup.util import native
 from esdedup.util.fieldtypes import checked_args
 
 log = logging.getLogger(__name__)

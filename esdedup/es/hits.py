@@ -16,7 +16,6 @@ from typing import Any, Literal
 import numpy as np
 
 from esdedup.errors import InputError
-from esdedup.fingerprint import native
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
 from esdedup.fingerprint.values import zero_vector
 from esdedup.schema import (
@@ -34,6 +33,7 @@ from esdedup.schema import (
     TOKENS,
     VECTOR,
 )
+from esdedup.util import native
 
 #: Doc-value fields every lookup returns (cheap, columnar).
 FINGERPRINT_FIELDS = [SIMHASH, TOKENS, CHARS, EMPTY, CLUSTER_ID, DUPLICATE_OF, SHINGLES, SEQ, CLUSTER_SEQ, CONTENT_SHA1]

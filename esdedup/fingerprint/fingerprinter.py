@@ -151,7 +151,7 @@ class Fingerprinter:
         # stands for another term (a synonym, or spaces stripped), -1 when it is no term (punctuation, a
         # stopword). A plain dict of str -> int, which the garbage collector never has to scan.
         self._codes: dict[str, int] = {}
-        # The MinHash step in the native extension when it is in use (esdedup.fingerprint.native), else None.
+        # The MinHash step in the native extension when it is in use (esdedup.util.native), else None.
         self._native_minhash = native_steps.minhash_step(self.config, _SHINGLE_CHUNK)
         # The term step (token counts, weights, SimHash, vector sums) in the extension, else None.
         self._native_terms = native_steps.terms_step(self.config, self.resources.stopwords, self.resources.synonyms)

@@ -31,7 +31,7 @@ MAX_RUN = 500
 @lru_cache(maxsize=1)
 def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start scores (4,), transition scores (4, 4) as [from, to], emission scores (chars, 4)), states in
-    the order B, M, E, S: what the HMM decodes with here and in the native core (`esdedup.fingerprint.native`)."""
+    the order B, M, E, S: what the HMM decodes with here and in the native core (`esdedup.util.native`)."""
     emit, start, trans = (_jieba_table(name) for name in ("prob_emit", "prob_start", "prob_trans"))
     names = "BMES"
     start_ = np.array([start[s] for s in names], dtype=np.float64)

@@ -1,4 +1,4 @@
-"""The fingerprint's native steps (in the extension that `esdedup.fingerprint.native` loads): the MinHash step,
+"""The fingerprint's native steps (in the extension that `esdedup.util.native` loads): the MinHash step,
 the term step, the band keys and the steps of normalisation (cleaning, t2s, folding) of
 `Fingerprinter.fingerprint_many` for a whole batch, in Rust, with the GIL released.
 
@@ -33,7 +33,7 @@ The t2s step (`t2s_step`) is OpenCC's ``t2s`` conversion, with the dictionaries 
 read by `esdedup.fingerprint.opencc_tables` and checked on samples against OpenCC when it is made; an OpenCC,
 config or dictionary it does not recognise leaves the conversion to OpenCC.
 
-Used when the native core is in use (`esdedup.fingerprint.native.enabled`) when a `Fingerprinter` is made;
+Used when the native core is in use (`esdedup.util.native.enabled`) when a `Fingerprinter` is made;
 otherwise everything runs in Python, with the same results.
 """
 from __future__ import annotations
@@ -47,12 +47,12 @@ from typing import Any
 import numpy as np
 
 from esdedup.fingerprint import minhash as mh
-from esdedup.fingerprint import native
 from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.normalize import is_word_char
 from esdedup.fingerprint.tokenize import jieba_fast_applies
+from esdedup.util import native
 
 #: (LSH band keys, MinHash signature, number of distinct n-grams) of one text, as `Fingerprint` keeps them.
 MinHashPart = tuple[list[str], np.ndarray | None, int]

@@ -1,4 +1,4 @@
-"""The native steps of ingest (in the extension that `esdedup.fingerprint.native` loads), beside
+"""The native steps of ingest (in the extension that `esdedup.util.native` loads), beside
 `esdedup.ingest.runindex`, whose Python tables stay the definition: the run index's key table (`run_keys`),
 the run keys' hashes (`key_hashes`), and the frozen keys' merge (`merge_frozen`) and lookup (`frozen_lookup`).
 """
@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.fingerprint import native
+from esdedup.util import native
 
 
 def run_keys(per_key: int) -> RunKeysTable | None:

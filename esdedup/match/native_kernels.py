@@ -1,4 +1,4 @@
-"""The native steps of matching (in the extension that `esdedup.fingerprint.native` loads), each beside the
+"""The native steps of matching (in the extension that `esdedup.util.native` loads), each beside the
 Python step it replaces: the equal positions of MinHash signatures (`esdedup.match.measures.equal_positions`,
 `esdedup.match.measures.pair_equal_positions`) and the LSH join of all-pairs search
 (`esdedup.match.joins.lsh_pair_indices`), with the GIL released; and the lines `dups` prints of its pairs
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from esdedup.fingerprint import native
+from esdedup.util import native
 
 
 def equal_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:

@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from esdedup.errors import ConfigError, DecodeError
 from esdedup.readers.encodings import SAMPLE_BYTES, LineCodec, decode_bytes, detect_encoding, line_codec
@@ -41,7 +42,17 @@ from esdedup.readers.files import (
     too_long,
     walk,
 )
-from esdedup.readers.lines import HEAD_BYTES, Line, decode_line, decode_reason, excerpt, sniff, split_lines
+from esdedup.readers.lines import (
+    HEAD_BYTES,
+    Line,
+    block_line,
+    decode_line,
+    decode_reason,
+    excerpt,
+    sniff,
+    split_blocks,
+    split_lines,
+)
 from esdedup.readers.records import (
     DEFAULT_MAX_RECORD_BYTES,
     EXCERPT_CHARS,
@@ -57,6 +68,7 @@ from esdedup.readers.records import (
     plain_record,
     strict_json,
 )
+from esdedup.util import native
 from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["FORMATS", "read_records"]
@@ -163,18 +175,80 @@ def _read_jsonl(found: Found, opts: _Options) -> Iterator[Record | Rejected]:
             if not opts.skipped(source, 0):
                 yield enc
             return
-        names, skipped = opts.names, opts.skipped
+        names = opts.names
+        read_block = native.function("jsonl_records")
+        if read_block is not None and enc.codec == "utf-8" and len({names.id, names.text, names.title}) == 3:
+            yield from _jsonl_blocks(f, enc, found, opts, read_block)
+            return
         for lineno, line in enumerate(split_lines(f, enc.bom, enc.newline, limit), 1):
-            # Most lines of a UTF-8 file are read from their bytes; a resumed run skips a line after it is read.
-            if line.data is not None and enc.codec == "utf-8":
-                record = _plain_line(line.data, line.offset, lineno, enc, source, names)
-                if record is not None:
-                    if not skipped(source, line.offset):
-                        yield record
-                    continue
-            item = _decoded_line(line, lineno, enc, found, opts)
+            item = _jsonl_line(line, lineno, enc, found, opts)
             if item is not None:
                 yield item
+
+
+def _jsonl_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Options) -> Record | Rejected | None:
+    """One JSONL line as a record or a rejection; None for a blank line or one a resumed run skips. Most lines of
+    a UTF-8 file are read from their bytes; a resumed run skips a line after it is read."""
+    if line.data is not None and enc.codec == "utf-8":
+        record = _plain_line(line.data, line.offset, lineno, enc, found.source, opts.names)
+        if record is not None:
+            return None if opts.skipped(found.source, line.offset) else record
+    return _decoded_line(line, lineno, enc, found, opts)
+
+
+def _jsonl_blocks(f: BinaryIO, enc: LineCodec, found: Found, opts: _Options,
+                  read_block: Callable[..., tuple[list[Any], int | None]]) -> Iterator[Record | Rejected]:
+    """`_read_jsonl` of a UTF-8 file with the native core: each block of whole lines read at once
+    (``read_block``, the core's ``jsonl_records``), which makes the record of each line `plain_record` would
+    read and leaves the others to `_jsonl_line`, in their places. A line read the long way may find the file is
+    not UTF-8 after all (`decode_line`): the rest of its block is then read a line at a time too."""
+    source, names, limit, skipped = found.source, opts.names, opts.max_record_bytes, opts.skipped
+    lineno = 0
+    for block in split_blocks(f, enc.bom, limit):
+        if isinstance(block, Line):
+            lineno += 1
+            item = _jsonl_line(block, lineno, enc, found, opts)
+            if item is not None:
+                yield item
+            continue
+        offset, data = block
+        if enc.codec != "utf-8":  # re-decided by a line read the long way
+            yield from _rest_of_block(data, offset, 0, lineno, enc, found, opts)
+            lineno += data.count(b"\n")
+            continue
+        entries, first_not_ascii = read_block(data, offset, lineno + 1, names, source, enc.name, Record, limit)
+        for x, entry in enumerate(entries):
+            lineno += 1
+            if type(entry) is Record:
+                if not skipped(source, entry.offset):
+                    yield entry
+                continue
+            if first_not_ascii is not None and first_not_ascii < x:
+                enc.provisional = False  # a line before it was read as UTF-8, and was not ASCII (`read_line`)
+            start, length = entry
+            item = _jsonl_line(block_line(data, offset, start, length, limit), lineno, enc, found, opts)
+            if item is not None:
+                yield item
+            if enc.codec != "utf-8":
+                yield from _rest_of_block(data, offset, start + length + 1, lineno, enc, found, opts)
+                lineno += data.count(b"\n", start + length + 1)
+                break
+        else:
+            if first_not_ascii is not None:
+                enc.provisional = False
+
+
+def _rest_of_block(data: bytes, offset: int, start: int, lineno: int, enc: LineCodec, found: Found,
+                   opts: _Options) -> Iterator[Record | Rejected]:
+    """The lines of a block of `split_blocks` from ``start`` on (after line ``lineno``), a line at a time."""
+    while start < len(data):
+        end = data.index(b"\n", start)
+        lineno += 1
+        item = _jsonl_line(block_line(data, offset, start, end - start, opts.max_record_bytes), lineno, enc, found,
+                           opts)
+        if item is not None:
+            yield item
+        start = end + 1
 
 
 def _decoded_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Options

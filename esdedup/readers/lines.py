@@ -7,10 +7,10 @@ own, so one undecodable line costs one record.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from esdedup.errors import DecodeError
 from esdedup.readers.encodings import LEGACY_CODECS, SAMPLE_BYTES, LineCodec, detect_line_encoding, line_codec
@@ -108,6 +108,22 @@ class _Splitter:
         finally:
             self.pos = self.scan = pos
 
+    def blocks(self) -> Iterator[Line | tuple[int, bytes]]:
+        """`lines` of a file whose newline is one byte, as few objects as can be: the buffer's whole lines in one
+        block (the offset of its first, and its bytes, up to and with the last newline), after the rest of a
+        line that was over the limit (a `Line`, its bytes not kept)."""
+        buf, pos = self.buf, self.pos
+        if self.over:
+            i = buf.find(self.newline, max(pos, self.scan))
+            if i < 0:
+                return
+            yield self._line(i, True)
+            pos = self.pos = self.scan = i + 1
+        end = buf.rfind(self.newline, max(pos, self.scan))
+        if end >= 0:
+            yield self.base + pos, bytes(buf[pos:end + 1])
+            self.pos = self.scan = end + 1
+
     def drop_long(self) -> None:
         """Drop the searched whole code units of a line that is over the limit (keep a partial unit)."""
         rest = len(self.buf) - self.pos
@@ -143,8 +159,21 @@ def split_lines(f: BinaryIO, start: int, newline: bytes, limit: int, *, quotes: 
     ``limit`` plus one read chunk in memory: longer lines are counted and dropped, not kept.
     With ``quotes`` (CSV), the '"' bytes of each line are counted (single-byte units only)."""
     state = _Splitter(start, newline, limit, quotes)
+    return _split(f, state, state.lines)
+
+
+def split_blocks(f: BinaryIO, start: int, limit: int) -> Iterator[Line | tuple[int, bytes]]:
+    """`split_lines` of a stream whose newline is the byte ``\\n``, a buffer at a time (`_Splitter.blocks`): blocks
+    of whole lines, as ``(offset, bytes)``, and as a `Line` a line longer than a buffer and the last line when
+    no newline ends it. The lines of a block may be over the limit too (the caller measures them)."""
+    state = _Splitter(start, b"\n", limit, False)
+    return _split(f, state, state.blocks)
+
+
+def _split(f: BinaryIO, state: _Splitter, pieces: Callable[[], Iterator[Line | tuple[int, bytes]]]) -> Iterator[Any]:
+    """The ``pieces`` of the buffer read chunk by chunk, then the last line if no newline ends it."""
     while True:
-        yield from state.lines()
+        yield from pieces()
         state.drop_long()
         chunk = f.read(_CHUNK_BYTES)
         if not chunk:
@@ -153,6 +182,14 @@ def split_lines(f: BinaryIO, start: int, newline: bytes, limit: int, *, quotes: 
                 yield last
             return
         state.feed(chunk)
+
+
+def block_line(block: bytes, offset: int, start: int, length: int, limit: int) -> Line:
+    """The `Line` (newline-terminated) at ``start`` of a block of `split_blocks` at ``offset``, as
+    `split_lines` gives it: its bytes not kept when it is over ``limit``."""
+    if length > limit:
+        return Line(offset + start, length, None, True, 0, block[start:start + HEAD_BYTES])
+    return Line(offset + start, length, block[start:start + length], True, 0)
 
 
 def excerpt(raw: bytes, codec: str) -> str:

@@ -31,7 +31,7 @@ representative in turn), or in numpy, a block of hits at a time against the repr
 blocks and itself.
 
 A page is read fast (a call adds well under a millisecond to a search of 100 hits, BENCHMARKS.md). With
-the native core (`esdedup.fingerprint.native`), a page whose every hit carries what the rule needs in plain
+the native core (`esdedup.util.native`), a page whose every hit carries what the rule needs in plain
 form (any of the forms above; no vector, no text without words) is read and grouped there in one call, the
 rule's thresholds handed over from `esdedup.match.rule`. Any other page is read in Python: hits in the form
 an esdedup index returns (a ``dedup`` dict in ``_source``, doc values beside it or none) inline, their
@@ -71,7 +71,6 @@ from esdedup.es.hits import (
     parse_minhash,
     parse_simhash,
 )
-from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from esdedup.fingerprint.minhash import SIGNATURE_DTYPE
@@ -81,6 +80,7 @@ from esdedup.match.rule import MAX_CONTAINMENT_RATIO, MIN_CONTAINMENT_SHINGLES, 
 from esdedup.match.thresholds import ThresholdOverrides, Thresholds, resolve_thresholds
 from esdedup.schema import VECTOR, content_sha1
 from esdedup.search import native_page
+from esdedup.util import native
 from esdedup.util.fieldtypes import checked_args
 
 __all__ = ["MODES", "diversify"]

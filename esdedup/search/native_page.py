@@ -1,10 +1,10 @@
-"""The native steps of diversifying search results (in the extension that `esdedup.fingerprint.native`
+"""The native steps of diversifying search results (in the extension that `esdedup.util.native`
 loads), beside `esdedup.search.diversify`, whose Python reading stays the definition: a whole page of plain
 hits read and grouped (`diversify_page`; a page's signatures are decoded by `esdedup.es.hits.decode_signatures`).
 """
 from __future__ import annotations
 
-from esdedup.fingerprint import native
+from esdedup.util import native
 
 
 def diversify_page(hits: list, *, perm: int, width: int, nbytes: int, bits: int, gets_signatures: bool,

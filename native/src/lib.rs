@@ -23,6 +23,7 @@ mod esbulk;
 mod fold;
 mod hashslots;
 mod hmm;
+mod jsonl;
 mod kernels;
 mod pairs;
 mod runkeys;
@@ -46,9 +47,9 @@ use std::sync::{Arc, Mutex};
 
 use kernels::{mix64, Kernel, Permutations};
 
-/// Bumped whenever what this module computes, or how it is called, changes; `esdedup.fingerprint.native`
+/// Bumped whenever what this module computes, or how it is called, changes; `esdedup.util.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 16;
+const API_VERSION: u32 = 17;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;
@@ -379,5 +380,6 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pairs::lsh_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(pairs::pair_equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(textrows::text_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(jsonl::jsonl_records, m)?)?;
     Ok(())
 }

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from esdedup import FingerprintConfig
-from esdedup.fingerprint import native
 from esdedup.ingest import IngestOptions, clock, ingest
 from esdedup.ingest.runindex import MAX_PER_KEY
 from esdedup.store.elastic import writes
 from esdedup.store.elastic.store import ElasticStore
 from esdedup.store.elastic.writes import Bulk
+from esdedup.util import native
 from tests.corpus import SENTENCES, make_corpus, make_variant
 
 #: The SHA-256 of everything the two runs write and their summaries (`_written`), and how many bulk requests

@@ -231,7 +231,7 @@ def test_the_installed_package_uses_the_native_core_beside_it(installed: Install
     """The installed esdedup takes the extension installed beside it (CI installs the wheel it builds of native/
     into its fresh virtualenvs, and sets ESDEDUP_REQUIRE_NATIVE=1): the same answer as the development
     install here, and with the variable set, the core in use."""
-    from esdedup.fingerprint import native
+    from esdedup.util import native
 
     there = installed.py("from esdedup.fingerprint import native; print(native.enabled(), native.unavailable_reason())")
     assert there.split(" ", 1)[0] == str(native.enabled()), there

@@ -7,8 +7,8 @@ import os
 import jieba
 import pytest
 
-from esdedup.fingerprint import native
 from esdedup.fingerprint.jieba_fast import JiebaFast
+from esdedup.util import native
 
 #: Set to 1 (as CI does), a test that needs the built extension fails instead of skipping without it.
 REQUIRE_ENV = "ESDEDUP_REQUIRE_NATIVE"

@@ -19,7 +19,6 @@ import pytest
 
 from esdedup.errors import InputError
 from esdedup.es.hits import b64_form, decode_base64, decode_signatures, parse_minhash
-from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.fingerprint.simhash import to_hex
@@ -29,6 +28,7 @@ from esdedup.match.rule import decided_by
 from esdedup.match.thresholds import Thresholds, resolve_thresholds
 from esdedup.schema import encode_minhash
 from esdedup.search.diversify import MODES, diversify
+from esdedup.util import native
 
 div = importlib.import_module("esdedup.search.diversify")
 rule = importlib.import_module("esdedup.match.rule")

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import native
 from esdedup.ingest import runindex as runindex
 from esdedup.ingest.runindex import MAX_PER_KEY, FrozenKeys, KeyLists, RunIndex, key_hashes
 from esdedup.store.base import StoredDoc
+from esdedup.util import native
 
 KEYS = [f"{t}:{v:04x}" for t in range(3) for v in range(6)] + [str(10**11 + v) for v in range(6)]
 

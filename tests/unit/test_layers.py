@@ -133,7 +133,7 @@ def test_the_name_check_sees_an_upper_module() -> None:
     assert NAMED.findall("see `esdedup.match.rule`; esdedup_native is not a module of esdedup") == ["match"]
 
 
-NATIVE_BRIDGE = REPO / "esdedup" / "fingerprint" / "native.py"
+NATIVE_BRIDGE = REPO / "esdedup" / "util" / "native.py"
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=_rel)

@@ -17,7 +17,6 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.errors import StoreError
-from esdedup.fingerprint import native
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.ingest.workers import fingerprint_with
@@ -26,6 +25,7 @@ from esdedup.store.base import NewDoc, writes_in_background
 from esdedup.store.local import LocalStore
 from esdedup.store.local.rows import block_params
 from esdedup.store.local.store import PendingRows, Written
+from esdedup.util import native
 
 CONFIG = FingerprintConfig(tokenizer="char", shingle=2)
 TEXTS = ["今天北京的天气很好，适合出门散步。", "上海的地铁越来越挤，早高峰尤其如此。", "", "广州的早茶很有名。",

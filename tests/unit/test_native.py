@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native, native_steps
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native_steps
 from esdedup.fingerprint import minhash as mh
+from esdedup.util import native
 from esdedup.util.arrays import unique_sorted
 
 
@@ -239,7 +240,8 @@ import json, sys
 sys.modules["esdedup_native"] = None  # as on a machine without a Rust toolchain: the import fails
 from pathlib import Path
 from esdedup import FingerprintConfig
-from esdedup.fingerprint import Fingerprinter, native
+from esdedup.fingerprint import Fingerprinter
+from esdedup.util import native
 from esdedup.ingest import IngestOptions, ingest
 from esdedup.match.pairs import find_pairs
 from esdedup.store.local import LocalStore

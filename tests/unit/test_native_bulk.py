@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import DEDUP, content_sha1, dedup_members
 from esdedup.store.base import NewDoc
 from esdedup.store.elastic.writes import action_lines, bulk_actions
+from esdedup.util import native
 
 CONFIG = FingerprintConfig()
 HEADER = b'{"index":{"_index":"idx","_id":'

@@ -16,11 +16,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native, native_steps
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native_steps
 from esdedup.fingerprint.jieba_fast import JiebaFast
 from esdedup.fingerprint.jieba_hmm import MAX_RUN
 from esdedup.fingerprint.normalize import normalize
 from esdedup.fingerprint.tokenize import PIECE_CHARS
+from esdedup.util import native
 from tests.corpus import peoples_daily
 from tests.unit.test_jieba_fast import CHINESE, PALETTE
 from tests.unit.test_native_steps import SETTINGS, TEXTS, assert_same_bits, assert_same_term_parts

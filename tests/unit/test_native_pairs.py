@@ -19,7 +19,6 @@ import pytest
 
 from esdedup import FingerprintConfig
 from esdedup.errors import ConfigError
-from esdedup.fingerprint import native
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.match import joins, lookup
@@ -34,6 +33,7 @@ from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc
 from esdedup.store.columns import SignatureColumns, reads_signature_columns
 from esdedup.store.local import LocalStore
+from esdedup.util import native
 from tests.corpus import make_document, make_variant
 
 

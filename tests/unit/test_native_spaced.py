@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import native
 from esdedup.store.local import native_texts
 from esdedup.store.local.texts import CJK_RANGES, spaced, spaced_many
+from esdedup.util import native
 
 EDGES = "".join(chr(c) for lo, hi in CJK_RANGES for c in (lo - 1, lo, hi, hi + 1))
 texts_st = st.lists(st.text(alphabet=st.characters(codec=None) | st.sampled_from(EDGES + "中文 é\ud800"),

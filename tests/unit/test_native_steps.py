@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from esdedup.errors import InputError
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native, native_steps
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, fingerprinter, native_steps
 from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint.bands import BandLayout
 from esdedup.fingerprint.features import DocumentFrequency
+from esdedup.util import native
 from tests.unit.test_native import PIECES
 
 TEXTS = st.lists(PIECES, max_size=10).map("".join)

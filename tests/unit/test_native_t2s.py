@@ -22,9 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native, native_steps
+from esdedup.fingerprint import FingerprintConfig, Fingerprinter, native_steps
 from esdedup.fingerprint import normalize as nz
 from esdedup.fingerprint import opencc_tables as ot
+from esdedup.util import native
 from tests.corpus import peoples_daily
 from tests.unit.test_native_steps import assert_same_bits
 

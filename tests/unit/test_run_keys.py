@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from esdedup import FingerprintConfig
-from esdedup.fingerprint import native
 from esdedup.ingest import native_keys
 from esdedup.ingest.documents import FingerprintedRecord
 from esdedup.ingest.labels import (
@@ -41,6 +40,7 @@ from esdedup.ingest.runindex import (
 )
 from esdedup.ingest.window import MemoryWindow
 from esdedup.store.base import StoredDoc
+from esdedup.util import native
 
 KEYS = [f"{band}:{value}" for band in range(3) for value in range(4)]
 

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from esdedup import FingerprintConfig
-from esdedup.fingerprint import native
 from esdedup.fingerprint.fingerprinter import Fingerprinter
 from esdedup.schema import content_sha1
 from esdedup.store.base import NewDoc
 from esdedup.store.columns import SignatureColumns
 from esdedup.store.local import LocalStore, native_rows
 from esdedup.store.local import store as local_store
+from esdedup.util import native
 
 TEXTS = ["北京欢迎你，我们去公园散步，看看花。", "北京欢迎你，我们去公园散步，看看草。", "今天天气很好，适合出门。",
          "。。", "the quick brown fox jumps over the lazy dog", "春眠不觉晓，处处闻啼鸟。"]

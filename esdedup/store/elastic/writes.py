@@ -18,11 +18,11 @@ from typing import Any
 
 from esdedup.errors import StoreError, WriteRefused
 from esdedup.es.answers import api_reason, bulk_reason, refused_by_the_store
-from esdedup.fingerprint import native
 from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import DEDUP, dedup_source, json_bytes
 from esdedup.store.base import NewDoc, WriteResult
 from esdedup.store.elastic.index import ElasticIndex
+from esdedup.util import native
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The embedded store's batch write in the extension (`esdedup_native.RowWriter`, loaded by
-`esdedup.fingerprint.native`): the rows `esdedup.store.local.rows` makes, written through its statement on a
+`esdedup.util.native`): the rows `esdedup.store.local.rows` makes, written through its statement on a
 connection and a thread of the extension's own with the GIL released, so that a run reads its next batch
 meanwhile; and the signature columns all-pairs search reads (`read_signature_columns`), without a Python
 tuple a row. The library is the SQLite that Python's ``sqlite3`` module uses (never a second copy of it in
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from esdedup.fingerprint import native
+from esdedup.util import native
 
 #: SQLite's primary result codes whose errors ``sqlite3`` raises as other classes than OperationalError.
 _ERROR_CLASSES: dict[int, type[sqlite3.Error]] = {11: sqlite3.DatabaseError, 26: sqlite3.DatabaseError,  # corrupt

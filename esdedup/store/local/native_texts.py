@@ -1,4 +1,4 @@
-"""The native step of the embedded store (in the extension that `esdedup.fingerprint.native` loads), beside
+"""The native step of the embedded store (in the extension that `esdedup.util.native` loads), beside
 `esdedup.store.local.texts`, whose Python spacing stays the definition: the text index's spacing of CJK
 characters (`spaced_texts`).
 """
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from esdedup.fingerprint import native
+from esdedup.util import native
 
 
 def spaced_texts(texts: list[str], ranges: Sequence[tuple[int, int]]) -> list[str | None] | None:
