@@ -233,7 +233,7 @@ def test_the_installed_package_uses_the_native_core_beside_it(installed: Install
     install here, and with the variable set, the core in use."""
     from esdedup.util import native
 
-    there = installed.py("from esdedup.fingerprint import native; print(native.enabled(), native.unavailable_reason())")
+    there = installed.py("from esdedup.util import native; print(native.enabled(), native.unavailable_reason())")
     assert there.split(" ", 1)[0] == str(native.enabled()), there
     if os.environ.get("ESDEDUP_REQUIRE_NATIVE") == "1":
         assert there.startswith("True"), there
