@@ -47,8 +47,12 @@ class DocColumns:
     and clusters read (`seqs`, `roots`) without a `StoredDoc` made: 43 bytes a document, about 56 with the
     arrays' room to grow (2.05 KB a poem in all)."""
 
-    #: Rows a block of arrays holds (4 MB of 256-dimension vectors).
+    #: Rows a block of arrays holds at most, and documents appended before they are copied into the columns.
     BLOCK = 4096
+    #: The bytes a block of arrays stays under: numpy asks Linux for huge pages for an array of 4 MiB or more,
+    #: whose 2 MiB pages are zeroed and resident whole at the first write, and a block of vectors is mostly
+    #: never written (a text too short for terms has none): 100,706 poems held 30 MB more.
+    BLOCK_BYTES = 2**22
     _NAMES = tuple(f.name for f in fields(StoredDoc))
     _ARRAYS = (_NAMES.index("vector"), _NAMES.index("minhash"))
     _ID = _NAMES.index("id")
@@ -65,6 +69,8 @@ class DocColumns:
         self._rows: list[tuple[object, ...]] = []
         #: Per array field: its (shape, dtype) in the blocks, the blocks, and the arrays kept by position.
         self._spec: list[tuple[tuple[int, ...], np.dtype] | None] = [None, None]
+        #: Rows a block holds, per array field (`_set_spec`).
+        self._per_block = [self.BLOCK, self.BLOCK]
         self._blocks: list[list[np.ndarray]] = [[], []]
         self._own: list[dict[int, object]] = [{}, {}]
         #: Rows appended and not yet copied into the columns (`_copy_pending`).
@@ -121,7 +127,7 @@ class DocColumns:
             if spec is None:
                 first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
                 if first is not None:
-                    spec = self._spec[c] = (first.shape, first.dtype)
+                    spec = self._set_spec(c, first.shape, first.dtype)
             fit = [] if spec is None else [k for k, a in enumerate(arrays) if _fits(a, spec) and not is_zero_vector(a)]
             if len(fit) < len(arrays):
                 fitting = set(fit)
@@ -155,7 +161,7 @@ class DocColumns:
                                                        (block.sigs, block.sig_row[at], None))):
             spec = self._spec[c]
             if spec is None and stacked is not None and len(stacked):
-                spec = self._spec[c] = (stacked.shape[1:], stacked.dtype)
+                spec = self._set_spec(c, stacked.shape[1:], stacked.dtype)
             has = where >= 0
             if stacked is None or spec is None or stacked.shape[1:] != spec[0] or stacked.dtype != spec[1]:
                 has[:] = False  # none of the shape the blocks hold: each kept by position
@@ -183,26 +189,38 @@ class DocColumns:
         """Write ``values`` (stacked) into array field ``c``'s blocks at positions ``at_rows`` (ascending)."""
         spec = self._spec[c]
         assert spec is not None
-        blocks = self._blocks[c]
-        while len(blocks) <= int(at_rows[-1]) // self.BLOCK:
-            blocks.append(np.empty((self.BLOCK, *spec[0]), dtype=spec[1]))
+        blocks, per = self._blocks[c], self._per_block[c]
+        while len(blocks) <= int(at_rows[-1]) // per:
+            blocks.append(np.empty((per, *spec[0]), dtype=spec[1]))
         first, last = int(at_rows[0]), int(at_rows[-1])
         if last - first + 1 == len(at_rows):  # consecutive positions: copied a slice a block
-            for b in range(first // self.BLOCK, last // self.BLOCK + 1):
-                lo, hi = max(first, b * self.BLOCK), min(last + 1, (b + 1) * self.BLOCK)
-                blocks[b][lo - b * self.BLOCK:hi - b * self.BLOCK] = values[lo - first:hi - first]
+            for b in range(first // per, last // per + 1):
+                lo, hi = max(first, b * per), min(last + 1, (b + 1) * per)
+                blocks[b][lo - b * per:hi - b * per] = values[lo - first:hi - first]
             return
-        of_block = at_rows // self.BLOCK
+        of_block = at_rows // per
         for b in range(int(of_block[0]), int(of_block[-1]) + 1):
             these = of_block == b
-            blocks[b][at_rows[these] % self.BLOCK] = values[these]
+            blocks[b][at_rows[these] % per] = values[these]
+
+    def _set_spec(self, c: int, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
+        """Array field ``c``'s shape and dtype in the blocks, and so the rows a block holds: a power of two, the
+        block under `BLOCK_BYTES`."""
+        row_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        per = self.BLOCK
+        while per > 1 and per * row_bytes >= self.BLOCK_BYTES:
+            per //= 2
+        self._per_block[c] = per
+        spec = self._spec[c] = (shape, dtype)
+        return spec
 
     def __getitem__(self, p: int) -> StoredDoc:
         self._settle(p)
         row = list(self._rows[p])
         for c, at in enumerate(self._ARRAYS):
             own = self._own[c]
-            row[at] = own[p] if p in own else self._blocks[c][p // self.BLOCK][p % self.BLOCK]
+            per = self._per_block[c]
+            row[at] = own[p] if p in own else self._blocks[c][p // per][p % per]
         return StoredDoc(*row)  # type: ignore[arg-type]
 
     def ids(self) -> list[str]:
@@ -335,10 +353,11 @@ class DocColumns:
         spec = self._spec[c]
         assert spec is not None
         out = np.empty((len(positions), *spec[0]), dtype=spec[1])
-        block = positions // self.BLOCK
+        per = self._per_block[c]
+        block = positions // per
         for b in unique_sorted(block).tolist():
             these = block == b
-            out[these] = self._blocks[c][b][positions[these] % self.BLOCK]
+            out[these] = self._blocks[c][b][positions[these] % per]
         return out
 
     def _vector_rows(self, positions: np.ndarray, kept: np.ndarray) -> list[np.ndarray | None]:

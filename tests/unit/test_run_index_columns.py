@@ -211,3 +211,22 @@ def test_documents_copied_from_their_batch_arrays_are_those_added_by_their_field
         assert np.array_equal(getattr(sa, name), getattr(sb, name)), name
     assert all(x is y or np.array_equal(x, y) for x, y in zip(sa.vectors(), sb.vectors(), strict=True))
     assert sum(v is not zero_vector(256) for v in sa.vectors()) >= len(texts) // 9  # the long ones' vectors
+
+
+def test_a_block_of_arrays_stays_under_numpys_huge_pages_whatever_the_vectors_width() -> None:
+    """numpy asks for huge pages for an array of 4 MiB or more, whose pages are resident whole however few rows
+    are written: the blocks stay under that, a power of two of rows each, and give back every document."""
+    from esdedup.ingest.doccolumns import DocColumns
+
+    rng = np.random.default_rng(3)
+    for dim in (8, 256, 1024, 4096):
+        docs = [_doc(i, rng, dim=dim) for i in range(1200)]
+        index = RunIndex(complete=True)
+        for d in docs:
+            index.add_keys(d, [d.id])
+        for p in (0, 127, 128, 255, 256, 1023, 1024, 1199):
+            (found,) = index.lookup([docs[p].id])
+            assert _same(found, docs[p]), (dim, p)
+        blocks = [b for column in index.docs._blocks for b in column]
+        assert blocks and all(b.nbytes < DocColumns.BLOCK_BYTES for b in blocks), dim
+        assert all(len(b) & (len(b) - 1) == 0 for b in blocks), dim
