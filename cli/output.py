@@ -5,15 +5,14 @@ showing them (``ESC ] 0;...BEL`` retitles the window, ``ESC [2J`` clears it, U+2
 Text for people passes through `for_people`, which writes such characters as escapes; JSON for programs
 through `json_text`, which writes them as ``\\u`` escapes (the same values once parsed).
 """
-import csv
-import io
 import json
+import math
 import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import typer
@@ -141,10 +140,11 @@ class Printer:
         if fmt == "jsonl":
             _write_text(_joined(pair_json_texts(report.pairs, "\n"), "\n", end="\n"))
         elif fmt == "csv":
-            _write_text(_csv_rows(report.pairs))
+            rows = _pair_texts(report.pairs, "\n", _column_csv_runs, _csv_lines)
+            _write_text(chain([",".join(PAIR_COLUMNS) + "\n"], _joined(rows, "\n", end="\n", escape=False)))
         else:
             typer.echo(f"{'a':<24} {'b':<24} {'hamming':>7} {'vec_cos':>7} {'jaccard':>7} {'contain':>7}  decided")
-            _echo_lines(_table_rows(report.pairs))
+            _echo_lines(_pair_texts(report.pairs, "\n", _column_table_runs, _table_rows))
             clustered = "" if report.clusters is None else f" in {len(set(report.clusters.values()))} clusters"
             typer.echo(f"{len(report.pairs)} pairs{clustered}")
             typer.echo("hamming: SimHash bits apart (- where a text has none: a short text that is not segmented); "
@@ -234,16 +234,25 @@ RUN_ROWS = 4096
 
 
 def pair_json_texts(pairs: Iterable[Any], sep: str) -> Iterator[str]:
-    """`pair_json_lines` of ``pairs`` as texts that, joined by ``sep``, are their lines joined by ``sep``: the
-    pairs a `PairList` holds as columns in runs of at most `RUN_ROWS` (`_column_json_runs`), every other pair
-    alone."""
+    """`pair_json_lines` of ``pairs`` as texts that, joined by ``sep``, are their lines joined by ``sep``
+    (`_pair_texts`)."""
+    return _pair_texts(pairs, sep, _column_json_runs, pair_json_lines)
+
+
+def _pair_texts(pairs: Iterable[Any], sep: str, runs: Callable[[Any, str, list[int]], list[str]],
+                lines: Callable[[Iterable[Any]], Iterator[str]]) -> Iterator[str]:
+    """The ``lines`` of ``pairs`` (a line a pair) as texts that, joined by ``sep``, are those lines joined by
+    ``sep``: the pairs a `PairList` holds as columns over string ids in runs of at most `RUN_ROWS`, written from
+    the arrays (``runs``: the texts of the runs between the cuts), every other pair alone."""
     from esdedup.match.pairtable import PairList
 
     if not isinstance(pairs, PairList) or pairs.columns is None:
-        yield from pair_json_lines(pairs)
+        yield from lines(pairs)
         return
-    cuts = pairs.cuts(RUN_ROWS)
-    yield from pairs.interleaved(cuts, _column_json_runs(pairs.columns, sep, cuts), pair_json_lines(pairs.others))
+    columns, cuts = pairs.columns, pairs.cuts(RUN_ROWS)
+    texts = (runs(columns, sep, cuts) if set(map(type, columns.ids)) <= {str} else
+             [sep.join(lines(columns.rows(slice(lo, hi)))) for lo, hi in zip(cuts, cuts[1:], strict=False)])
+    yield from pairs.interleaved(cuts, texts, lines(pairs.others))
 
 
 def _column_json_runs(pairs: Any, sep: str, cuts: list[int]) -> list[str]:
@@ -254,10 +263,7 @@ def _column_json_runs(pairs: Any, sep: str, cuts: list[int]) -> list[str]:
     written pair by pair."""
     import numpy as np
 
-    ids = pairs.ids
-    if not set(map(type, ids)) <= {str}:
-        return [sep.join(pair_json_lines(pairs.rows(slice(lo, hi)))) for lo, hi in zip(cuts, cuts[1:], strict=False)]
-    names = list(map(_JSON_STRING, ids))  # most ids are in a pair, and a map in C costs less than picking them
+    names = list(map(_JSON_STRING, pairs.ids))  # most ids are in a pair, and a map in C costs less than picking them
     cosine, estimate = _measure_texts()
     hamming = _distinct_texts(pairs.hamming, lambda v: "null" if v != v else int.__repr__(int(v)))
     cosines = ((np.zeros(len(pairs), dtype=np.int64), ["null"]) if pairs.cosine is None else
@@ -265,13 +271,59 @@ def _column_json_runs(pairs: Any, sep: str, cuts: list[int]) -> list[str]:
     jaccard = _distinct_texts(pairs.jaccard, lambda v: "" if v != v else f', "jaccard": {estimate(v)}')
     at, texts = _distinct_texts(pairs.containment, lambda v: f', "containment": {estimate(v if v == v and v else 0.0)}')
     at[np.isnan(pairs.jaccard)] = len(texts)  # shown with the Jaccard estimate only
-    by_names = sorted(set(pairs.decided_by.tolist()))
-    by = np.zeros(len(pairs), dtype=np.int64)
-    for code, name in enumerate(by_names):
-        by[pairs.decided_by == name] = code
+    by, by_names = _names(pairs.decided_by)
     columns = [(pairs.a, names), (pairs.b, names), hamming, cosines, jaccard, (at, [*texts, ""]),
                (by, [f', "decided_by": {_JSON_STRING(name)}' if name else "" for name in by_names])]
     return _text_rows(['{"a": ', ', "b": ', ', "hamming": ', ', "cosine": ', "", "", "", "}"], columns, sep, cuts)
+
+
+def _column_csv_runs(pairs: Any, sep: str, cuts: list[int]) -> list[str]:
+    """`_csv_lines` of pairs held as columns, as `_column_json_runs` writes their JSON lines."""
+    import numpy as np
+
+    from esdedup.match.measures import COSINE_PLACES, ESTIMATE_PLACES, shown
+
+    names = list(map(_csv_cell, pairs.ids))
+    hamming = _distinct_texts(pairs.hamming, lambda v: "" if v != v else int.__repr__(int(v)))
+    cosines = ((np.zeros(len(pairs), dtype=np.int64), [""]) if pairs.cosine is None else
+               _distinct_texts(pairs.cosine, lambda v: "" if v != v else _csv_cell(shown(v, COSINE_PLACES))))
+    jaccard = _distinct_texts(pairs.jaccard, lambda v: "" if v != v else _csv_cell(shown(v, ESTIMATE_PLACES)))
+    at, texts = _distinct_texts(pairs.containment,
+                                lambda v: _csv_cell(shown(v if v == v and v else 0.0, ESTIMATE_PLACES)))
+    at[np.isnan(pairs.jaccard)] = len(texts)  # shown with the Jaccard estimate only
+    by, by_names = _names(pairs.decided_by)
+    columns = [(pairs.a, names), (pairs.b, names), hamming, cosines, jaccard, (at, [*texts, ""]),
+               (by, [_csv_cell(name) if name else "" for name in by_names])]
+    return _text_rows(["", ",", ",", ",", ",", ",", ",", ""], columns, sep, cuts)
+
+
+def _column_table_runs(pairs: Any, sep: str, cuts: list[int]) -> list[str]:
+    """`_table_rows` of pairs held as columns, as `_column_json_runs` writes their JSON lines."""
+    import numpy as np
+
+    names = [f"{i if i.isprintable() else for_people(i):<24}" for i in pairs.ids]
+    hamming = _distinct_texts(pairs.hamming, lambda v: f"{'-' if v != v else int(v):>7}")
+
+    def number(v: float) -> str:
+        return f"{'-' if v != v else format(v, '.4f'):>7}"
+
+    cosines = ((np.zeros(len(pairs), dtype=np.int64), [number(math.nan)]) if pairs.cosine is None else
+               _distinct_texts(pairs.cosine, number))
+    by, by_names = _names(pairs.decided_by)
+    columns = [(pairs.a, names), (pairs.b, names), hamming, cosines, _distinct_texts(pairs.jaccard, number),
+               _distinct_texts(pairs.containment, number), (by, by_names)]
+    return _text_rows(["", " ", " ", " ", " ", " ", "  ", ""], columns, sep, cuts)
+
+
+def _names(values: Any) -> tuple[Any, list[str]]:
+    """An object array of names as codes into the sorted distinct names."""
+    import numpy as np
+
+    names = sorted(set(values.tolist()))
+    codes = np.zeros(len(values), dtype=np.int64)
+    for code, name in enumerate(names):
+        codes[values == name] = code
+    return codes, names
 
 
 def _distinct_texts(values: Any, show: Callable[[Any], str]) -> tuple[Any, list[str]]:
@@ -341,12 +393,13 @@ def _remembered(show: Callable[[Any], str]) -> Callable[[Any], str]:
 _JSON_STRING: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
-def _joined(lines: Iterable[str], sep: str, *, end: str = "", chunk: int = 4096,
-            size: int = 1 << 20) -> Iterator[str]:
+def _joined(lines: Iterable[str], sep: str, *, end: str = "", chunk: int = 4096, size: int = 1 << 20,
+            escape: bool = True) -> Iterator[str]:
     """``lines`` joined by ``sep`` (then ``end``, if there was a line), a chunk of lines (or about ``size``
-    characters of them) at a time, with the characters a terminal acts on written as ``\\u`` escapes as
+    characters of them) at a time; ``escape``: with the characters a terminal acts on written as ``\\u`` escapes as
     `json_text` writes them (the lines are JSON text: only their strings can hold such characters, and the
     escape is the same whatever surrounds it)."""
+    escapes = _json_escapes if escape else str
     batch: list[str] = []
     first = True
     held = 0
@@ -354,10 +407,10 @@ def _joined(lines: Iterable[str], sep: str, *, end: str = "", chunk: int = 4096,
         batch.append(line)
         held += len(line)
         if len(batch) >= chunk or held >= size:
-            yield ("" if first else sep) + _json_escapes(sep.join(batch))
+            yield ("" if first else sep) + escapes(sep.join(batch))
             batch, first, held = [], False, 0
     if batch:
-        yield ("" if first else sep) + _json_escapes(sep.join(batch))
+        yield ("" if first else sep) + escapes(sep.join(batch))
         first = False
     if not first:
         yield end
@@ -392,33 +445,25 @@ def _echo_lines(lines: Iterable[str], chunk: int = 1000) -> None:
 PAIR_COLUMNS = ("a", "b", "hamming", "cosine", "jaccard", "containment", "decided_by")
 
 
-def _csv_rows(pairs: Iterable[Any], chunk: int = 4096) -> Iterator[str]:
-    """A header, then one row a pair, each line ending in a newline, a chunk of rows at a time; a measure not
-    computed is an empty cell. Ids pass through `for_people`, as in the table: a terminal the output reaches
-    acts on none of their characters."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(PAIR_COLUMNS)
-    rows: list[list[Any]] = []
+def _csv_lines(pairs: Iterable[Any]) -> Iterator[str]:
+    """The CSV row of each pair (`_csv_cell` of each of `PAIR_COLUMNS`), without its newline."""
     for p in pairs:
-        row = list(map(p.to_dict().get, PAIR_COLUMNS))
-        if not all(_printable(v) for v in row):
-            row = ["" if v is None else for_people(v) if isinstance(v, str) else v for v in row]
-        rows.append(row)
-        if len(rows) >= chunk:
-            writer.writerows(rows)
-            rows = []
-            yield buf.getvalue()
-            buf.seek(0)
-            buf.truncate()
-    writer.writerows(rows)
-    yield buf.getvalue()
+        yield ",".join(map(_csv_cell, map(p.to_dict().get, PAIR_COLUMNS)))
 
 
-def _printable(value: Any) -> bool:
-    """Whether `for_people` leaves ``value`` as it is, known without its pattern (a str no terminal acts on, a
-    number, None, which the CSV writer writes as the empty cell that `_csv_rows` writes for it)."""
-    return value.isprintable() if isinstance(value, str) else value is None or type(value) in (int, float)
+def _csv_cell(value: Any) -> str:
+    """A cell as `csv.writer` (the excel dialect) writes it among others: a measure not computed is empty, a
+    float its ``repr``; a str passes through `for_people`, as in the table (a terminal the output reaches acts
+    on none of its characters, and no line break is left in it), and is quoted when it holds a comma or a
+    quote."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return float.__repr__(value)
+    if not isinstance(value, str):
+        return str(value)
+    text = value if value.isprintable() else for_people(value)
+    return '"' + text.replace('"', '""') + '"' if "," in text or '"' in text else text
 
 
 def _table_rows(pairs: Iterable[Any]) -> Iterator[str]:

@@ -153,7 +153,7 @@ def test_pairs_held_as_columns_print_as_their_pairs_do(fmt: str) -> None:
     assert _printed(PairList([ints]), fmt) == _expected(list(ints), fmt)
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "table"])
 def test_columns_naming_ids_that_are_not_strings_print_as_their_pairs_do(fmt: str) -> None:
     numbered = PairColumns([1, 2, 3], np.array([0, 1]), np.array([2, 2]), np.array([1, 2]), None,  # type: ignore[arg-type]
                            np.array([0.5, 0.75]), np.array([0.5, 1.0]), np.array(["jaccard", "jaccard"], dtype=object))
