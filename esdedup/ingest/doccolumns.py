@@ -51,7 +51,7 @@ class DocColumns:
     BLOCK = 4096
     #: The bytes a block of arrays stays under: numpy asks Linux for huge pages for an array of 4 MiB or more,
     #: whose 2 MiB pages are zeroed and resident whole at the first write, and a block of vectors is mostly
-    #: never written (a text too short for terms has none): 100,706 poems held 30 MB more.
+    #: never written (a text too short for terms has none).
     BLOCK_BYTES = 2**22
     _NAMES = tuple(f.name for f in fields(StoredDoc))
     _ARRAYS = (_NAMES.index("vector"), _NAMES.index("minhash"))
