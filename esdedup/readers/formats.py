@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import logging
 import os
 import re
@@ -45,10 +46,10 @@ from esdedup.readers.files import (
 from esdedup.readers.lines import (
     HEAD_BYTES,
     Line,
-    block_line,
     decode_line,
     decode_reason,
     excerpt,
+    line_at,
     sniff,
     split_blocks,
     split_lines,
@@ -226,7 +227,7 @@ def _jsonl_blocks(f: BinaryIO, enc: LineCodec, found: Found, opts: _Options,
             if first_not_ascii is not None and first_not_ascii < x:
                 enc.provisional = False  # a line before it was read as UTF-8, and was not ASCII (`read_line`)
             start, length = entry
-            item = _jsonl_line(block_line(data, offset, start, length, limit), lineno, enc, found, opts)
+            item = _jsonl_line(line_at(data, offset, start, start + length, limit), lineno, enc, found, opts)
             if item is not None:
                 yield item
             if enc.codec != "utf-8":
@@ -241,14 +242,11 @@ def _jsonl_blocks(f: BinaryIO, enc: LineCodec, found: Found, opts: _Options,
 def _rest_of_block(data: bytes, offset: int, start: int, lineno: int, enc: LineCodec, found: Found,
                    opts: _Options) -> Iterator[Record | Rejected]:
     """The lines of a block of `split_blocks` from ``start`` on (after line ``lineno``), a line at a time."""
-    while start < len(data):
-        end = data.index(b"\n", start)
-        lineno += 1
-        item = _jsonl_line(block_line(data, offset, start, end - start, opts.max_record_bytes), lineno, enc, found,
-                           opts)
+    lines = split_lines(io.BytesIO(data[start:]), offset + start, b"\n", opts.max_record_bytes)
+    for n, line in enumerate(lines, lineno + 1):
+        item = _jsonl_line(line, n, enc, found, opts)
         if item is not None:
             yield item
-        start = end + 1
 
 
 def _decoded_line(line: Line, lineno: int, enc: LineCodec, found: Found, opts: _Options

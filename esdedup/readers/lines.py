@@ -73,9 +73,7 @@ class _Splitter:
             self.over = False
             return Line(self.over_start, self.over_length + end - pos, None, terminated, self.over_quotes + n_quotes,
                         self.over_head)
-        if end - pos > self.limit:
-            return Line(self.base + pos, end - pos, None, terminated, n_quotes, bytes(buf[pos:pos + HEAD_BYTES]))
-        return Line(self.base + pos, end - pos, bytes(buf[pos:end]), terminated, n_quotes)
+        return line_at(buf, self.base, pos, end, self.limit, terminated, n_quotes)
 
     def lines(self) -> Iterator[Line]:
         """Complete lines in the buffer."""
@@ -184,12 +182,13 @@ def _split(f: BinaryIO, state: _Splitter, pieces: Callable[[], Iterator[Line | t
         state.feed(chunk)
 
 
-def block_line(block: bytes, offset: int, start: int, length: int, limit: int) -> Line:
-    """The `Line` (newline-terminated) at ``start`` of a block of `split_blocks` at ``offset``, as
-    `split_lines` gives it: its bytes not kept when it is over ``limit``."""
-    if length > limit:
-        return Line(offset + start, length, None, True, 0, block[start:start + HEAD_BYTES])
-    return Line(offset + start, length, block[start:start + length], True, 0)
+def line_at(buf: bytes | bytearray, base: int, pos: int, end: int, limit: int, terminated: bool = True,
+            quotes: int = 0) -> Line:
+    """The `Line` from ``pos`` to ``end`` (exclusive) of ``buf``, whose first byte is at file offset ``base``: its
+    bytes not kept when it is over ``limit``, only its first bytes, for an excerpt."""
+    if end - pos > limit:
+        return Line(base + pos, end - pos, None, terminated, quotes, bytes(buf[pos:pos + HEAD_BYTES]))
+    return Line(base + pos, end - pos, bytes(buf[pos:end]), terminated, quotes)
 
 
 def excerpt(raw: bytes, codec: str) -> str:
