@@ -24,6 +24,7 @@ mod fold;
 mod hashslots;
 mod hmm;
 mod jsonl;
+mod jsonout;
 mod kernels;
 mod pairs;
 mod runkeys;
@@ -49,7 +50,7 @@ use kernels::{mix64, Kernel, Permutations};
 
 /// Bumped whenever what this module computes, or how it is called, changes; `esdedup.util.native`
 /// uses the extension only when it expects this version.
-const API_VERSION: u32 = 17;
+const API_VERSION: u32 = 18;
 
 const CODE_POINTS: usize = 0x11_0000;
 const SIGNATURE_MASK: u32 = (1 << 16) - 1;

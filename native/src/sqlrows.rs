@@ -21,7 +21,9 @@ use std::thread::JoinHandle;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
-use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
+
+use crate::jsonout::{object_text, read_members, Members};
 
 const SQLITE_OK: c_int = 0;
 const SQLITE_DONE: c_int = 101;
@@ -136,6 +138,9 @@ enum Value {
     Owned(String),
     /// A stretch of an array's bytes (`Param::Blob`): `len` bytes from `start`.
     Shared(Arc<[u8]>, usize, usize),
+    /// A dict's members (`esdedup.store.local.rows.source_json`'s text of it, made on the writer's thread
+    /// by `encode_objects`), bound as that text.
+    Object(Members, String),
 }
 
 /// Where one parameter of a block's rows (`RowWriter::start_block`) takes its value, for the document of
@@ -310,6 +315,7 @@ impl Connection {
                     Value::Blob(b) => bytes(api.bind_blob, b),
                     Value::Owned(s) => bytes(api.bind_text, s.as_bytes()),
                     Value::Shared(data, start, len) => bytes(api.bind_blob, &data[*start..*start + *len]),
+                    Value::Object(_, text) => bytes(api.bind_text, text.as_bytes()),
                 };
                 if rc != SQLITE_OK {
                     return Err(self.failure(rc));
@@ -446,8 +452,9 @@ impl RowWriter {
         let Some(connection) = self.connection.clone() else {
             return Err(PyRuntimeError::new_err("the writer is closed"));
         };
-        let values = read_rows(rows)?;
+        let mut values = read_rows(rows, None)?;
         self.pending = Some(std::thread::spawn(move || {
+            encode_objects(&mut values);
             let connection = connection.lock().unwrap_or_else(|e| e.into_inner());
             (connection.write(&sql, &values), values)
         }));
@@ -460,14 +467,18 @@ impl RowWriter {
     /// `("int", values)` (little-endian int64 bytes, one a block row), `("hex", values, width)` (little-endian
     /// uint64 bytes, bound as zero-padded lowercase hex text of `width` digits), or `("blob", matrix, width,
     /// at)` (row `at[r]` of a matrix of `width`-byte rows, NULL where it is negative; `at`: int64 bytes).
+    /// A dict among a document's values is bound as its JSON text, as orjson writes it: made on the
+    /// writer's thread where its values are plain (`jsonout.rs`), else by `encode(dict)` now (a str).
     /// The array values are made on the writer's thread. Raises ValueError as `start` does, and for arrays
     /// that do not fit the rows.
+    #[pyo3(signature = (sql, docs, rows, params, encode=None))]
     fn start_block(
         &mut self,
         sql: String,
         docs: &Bound<'_, PyList>,
         rows: Vec<usize>,
         params: &Bound<'_, PyList>,
+        encode: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         if self.pending.is_some() {
             return Err(PyRuntimeError::new_err(
@@ -480,7 +491,7 @@ impl RowWriter {
         if rows.len() != docs.len() {
             return Err(PyValueError::new_err("start_block: one block row a document"));
         }
-        let own = read_rows(docs)?;
+        let own = read_rows(docs, encode.as_ref())?;
         let params = read_params(params, rows.iter().copied().max())?;
         let taken: Vec<usize> = params
             .iter()
@@ -503,7 +514,8 @@ impl RowWriter {
             ));
         }
         self.pending = Some(std::thread::spawn(move || {
-            let values = block_rows(own, &rows, &params);
+            let mut values = block_rows(own, &rows, &params);
+            encode_objects(&mut values);
             let connection = connection.lock().unwrap_or_else(|e| e.into_inner());
             (connection.write(&sql, &values), values)
         }));
@@ -617,7 +629,18 @@ fn read_params(params: &Bound<'_, PyList>, last: Option<usize>) -> PyResult<Vec<
     Ok(out)
 }
 
-fn read_rows(rows: &Bound<'_, PyList>) -> PyResult<Vec<Vec<Value>>> {
+/// The text of each `Value::Object` of the rows.
+fn encode_objects(rows: &mut Rows) {
+    for value in rows.iter_mut().flatten() {
+        if let Value::Object(members, text) = value {
+            *text = object_text(members);
+        }
+    }
+}
+
+/// The rows' values; a dict is read as its members where they are plain (`jsonout.rs`), else given to
+/// `encode` (which gives its text), and is refused without one.
+fn read_rows(rows: &Bound<'_, PyList>, encode: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Vec<Value>>> {
     let mut out = Vec::with_capacity(rows.len());
     for row in rows.iter() {
         let row = row
@@ -625,11 +648,32 @@ fn read_rows(rows: &Bound<'_, PyList>) -> PyResult<Vec<Vec<Value>>> {
             .map_err(|_| PyValueError::new_err("a row is not a tuple"))?;
         let mut values = Vec::with_capacity(row.len());
         for value in row.iter() {
-            values.push(read_value(&value)?);
+            values.push(match value.cast::<PyDict>() {
+                Ok(object) => read_object(object, encode)?,
+                Err(_) => read_value(&value)?,
+            });
         }
         out.push(values);
     }
     Ok(out)
+}
+
+fn read_object(object: &Bound<'_, PyDict>, encode: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
+    if let Some(members) = read_members(object, None) {
+        return Ok(Value::Object(members, String::new()));
+    }
+    match encode {
+        Some(encode) => {
+            let text = encode.call1((object,))?;
+            match text.cast::<PyString>() {
+                Ok(_) => read_value(&text),
+                Err(_) => Err(PyValueError::new_err("the encoder of a dict gave no str")),
+            }
+        }
+        None => Err(PyValueError::new_err(
+            "a dict of values other than str, int, bool and None",
+        )),
+    }
 }
 
 fn read_value(value: &Bound<'_, PyAny>) -> PyResult<Value> {

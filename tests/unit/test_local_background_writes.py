@@ -112,6 +112,46 @@ def test_documents_of_one_block_are_written_from_its_arrays_as_write_writes_them
     at_once.close()
 
 
+#: Article fields of every kind a record can carry: the writer encodes those of plain values itself (strings,
+#: 64-bit integers, booleans, None), and has Python encode the others.
+SOURCES = [
+    {},
+    {"text": "引号\"、反斜杠\\、换行\n、制表\t、\b\f\r、\x00\x1f\x7f、é、😀、\u2028", "id": "x"},
+    {"n": 2**63 - 1, "m": -2**63, "u": 2**64 - 1, "t": True, "f": False, "none": None, "": ""},
+    {"big": 2**64, "text": "an integer orjson refuses: the standard library writes it"},
+    {"small": -2**63 - 1},
+    {"score": 0.1, "text": "a float"},
+    {"tags": ["a", 1, None], "nested": {"k": [True]}},
+    {"keys \" and \\": "v", "中文键": "值"},
+]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=range(len(SOURCES)))
+def test_a_block_s_article_fields_are_stored_as_write_stores_them(extension, switch_on, tmp_path, source):
+    """The ``source`` column of a batch written from its arrays (`RowWriter.start_block`, which encodes the
+    article fields itself where they are plain) holds the text ``write`` stores (`source_json`), byte for byte:
+    escapes, integers at the edges of 64 bits and past them, floats, lists, nested objects, odd keys."""
+    texts = ["今天北京的天气很好。", "上海的地铁越来越挤。"]
+    sent = pickle.loads(pickle.dumps(fingerprint_with(Fingerprinter(CONFIG), texts)))
+    block, fps = sent.block(), sent.fingerprints()
+
+    def docs() -> list[NewDoc]:
+        return [NewDoc(f"s{r}", fps[r], {**source, "row": r}, sent.sha1s[r], cluster_id=f"s{r}", seq=10 + r,
+                       cluster_seq=10 + r, block=block, row=r) for r in range(len(texts))]
+
+    background, at_once = (LocalStore(name, tmp_path / "data") for name in ("background", "at-once"))
+    for store in (background, at_once):
+        store.open(CONFIG)
+    pending = background.start_write(docs())
+    assert isinstance(pending, PendingRows) and pending.result()[1] is None
+    assert len(list(at_once.write(docs()))) == len(texts)
+    written = _rows(background)
+    assert written == _rows(at_once)
+    assert [json.loads(row[9]) for row in written] == [{**source, "row": r} for r in range(len(texts))]
+    background.close()
+    at_once.close()
+
+
 def test_block_parameters_that_do_not_fit_the_rows_are_refused_before_anything_is_written(extension, switch_on,
                                                                                           tmp_path):
     """`RowWriter.start_block` checks what it is given against the documents' rows and says what does not fit

@@ -43,12 +43,13 @@ def block_params(docs: Sequence[NewDoc], bits: int, stores_vector: bool) -> tupl
     extension's writer takes them (`RowWriter.start_block`): a short tuple a document (id, content SHA-1,
     cluster, duplicate of, source, write orders), each document's row in the block, and where each parameter
     of `INSERT_DOC` is (the block's arrays: SimHash, vector, counts, signature). The same values as
-    `doc_rows`; None when the documents did not come in one block."""
+    `doc_rows`, but the source: its dict, which the writer binds as `source_json` gives it (the extension
+    encodes one of plain values on its own thread, and has `source_json` encode the others); None when the
+    documents did not come in one block."""
     block = docs[0].block if docs else None
     if block is None or any(d.block is not block for d in docs):
         return None
-    own = [(d.id, d.content_sha1, d.cluster_id, d.duplicate_of, source_json(d.source), d.seq, d.cluster_seq)
-           for d in docs]
+    own = [(d.id, d.content_sha1, d.cluster_id, d.duplicate_of, d.source, d.seq, d.cluster_seq) for d in docs]
     n = len(block)
     if stores_vector and block.vectors is not None:
         # The rows without a vector of their own read the zero vector, put after the others; an empty text's

@@ -40,7 +40,7 @@ from esdedup.store.local import labels as cluster_labels
 from esdedup.store.local.browse import ClusterSizes, sample
 from esdedup.store.local.keys import KeyTables
 from esdedup.store.local.native_rows import read_signature_columns, sqlite_error
-from esdedup.store.local.rows import INSERT_DOC, block_params, doc_rows, stored_docs
+from esdedup.store.local.rows import INSERT_DOC, block_params, doc_rows, source_json, stored_docs
 from esdedup.store.local.sqlite import (
     BUSY_SECONDS,
     MAX_PARAMS,
@@ -260,7 +260,7 @@ class LocalStore:
                         config = self.config
                         block = block_params(docs, config.bits, config.stores_vector)
                         if block is not None:
-                            writer.start_block(INSERT_DOC, *block)
+                            writer.start_block(INSERT_DOC, *block, source_json)
                         else:
                             writer.start(INSERT_DOC, doc_rows(docs, config.bits, config.stores_vector))
                         return PendingRows(self._database, writer, AllCreated([d.id for d in docs]))
