@@ -111,14 +111,13 @@ pub(crate) fn push_members(out: &mut Vec<u8>, members: &Members) {
     }
 }
 
-/// The object as text.
-pub(crate) fn object_text(members: &Members) -> String {
+/// The object's JSON: UTF-8, made of valid strings and ASCII.
+pub(crate) fn object_json(members: &Members) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + members.len() * 24);
     out.push(b'{');
     push_members(&mut out, members);
     out.push(b'}');
-    // Made of valid UTF-8 strings and ASCII.
-    String::from_utf8(out).expect("JSON of valid strings")
+    out
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
-use crate::jsonout::{object_text, read_members, Members};
+use crate::jsonout::{object_json, read_members, Members};
 
 const SQLITE_OK: c_int = 0;
 const SQLITE_DONE: c_int = 101;
@@ -140,7 +140,7 @@ enum Value {
     Shared(Arc<[u8]>, usize, usize),
     /// A dict's members (`esdedup.store.local.rows.source_json`'s text of it, made on the writer's thread
     /// by `encode_objects`), bound as that text.
-    Object(Members, String),
+    Object(Members, Vec<u8>),
 }
 
 /// Where one parameter of a block's rows (`RowWriter::start_block`) takes its value, for the document of
@@ -279,54 +279,110 @@ impl Connection {
         done
     }
 
+    /// The rows through `sql`, `ROWS_PER_STATEMENT` of them at a time through one statement of that many
+    /// rows' values where `sql` ends in one row's group of parameters (`several_rows`): SQLite runs a
+    /// statement's program once for all of them, and an `AUTOINCREMENT` table's counter is read and written
+    /// once. The same rows, in the same order, with the same row ids.
     fn insert(&self, sql: &str, rows: &[Vec<Value>]) -> Result<(), Failure> {
-        let api = &self.api;
-        let statement = self.prepare(sql)?;
-        let stmt = statement.stmt;
-        // SAFETY: `stmt` is prepared, and finalized when `statement` is dropped, after its last use.
-        let params = unsafe { (api.bind_parameter_count)(stmt) } as usize;
-        for row in rows {
-            if row.len() != params {
-                return Err((
-                    25,
-                    format!("a row of {} values for {params} parameters", row.len()),
-                ));
-            }
-            for (i, value) in row.iter().enumerate() {
-                let at = i as c_int + 1;
-                let bytes = |bind: BindBytes, data: &[u8]| {
-                    // SAFETY: the value outlives the step that reads it (SQLITE_STATIC: null destructor);
-                    // the length was checked to fit an int when the rows were read.
-                    unsafe {
-                        bind(
-                            stmt,
-                            at,
-                            data.as_ptr().cast(),
-                            data.len() as c_int,
-                            std::ptr::null(),
-                        )
-                    }
-                };
-                // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor).
-                let rc = match value {
-                    Value::Null => unsafe { (api.bind_null)(stmt, at) },
-                    Value::Int(v) => unsafe { (api.bind_int64)(stmt, at, *v) },
-                    Value::Text(s) => bytes(api.bind_text, s.as_bytes()),
-                    Value::Blob(b) => bytes(api.bind_blob, b),
-                    Value::Owned(s) => bytes(api.bind_text, s.as_bytes()),
-                    Value::Shared(data, start, len) => bytes(api.bind_blob, &data[*start..*start + *len]),
-                    Value::Object(_, text) => bytes(api.bind_text, text.as_bytes()),
-                };
-                if rc != SQLITE_OK {
-                    return Err(self.failure(rc));
+        let one = self.prepare(sql)?;
+        // SAFETY: `stmt` is prepared, and finalized when `one` is dropped, after its last use.
+        let params = unsafe { (self.api.bind_parameter_count)(one.stmt) } as usize;
+        if let Some(row) = rows.iter().find(|row| row.len() != params) {
+            return Err((
+                25,
+                format!("a row of {} values for {params} parameters", row.len()),
+            ));
+        }
+        let mut rest = rows;
+        if let Some(several) =
+            several_rows(sql, params, ROWS_PER_STATEMENT).filter(|_| rows.len() >= ROWS_PER_STATEMENT)
+        {
+            let statement = self.prepare(&several)?;
+            let whole = rows.len() / ROWS_PER_STATEMENT * ROWS_PER_STATEMENT;
+            for group in rows[..whole].chunks_exact(ROWS_PER_STATEMENT) {
+                for (r, row) in group.iter().enumerate() {
+                    self.bind_row(&statement, r * params, row)?;
                 }
+                self.run(&statement)?;
             }
-            statement.step()?;
-            // SAFETY: as above; a failed step's code was taken before this reset.
-            unsafe { (api.reset)(stmt) };
+            rest = &rows[whole..];
+        }
+        for row in rest {
+            self.bind_row(&one, 0, row)?;
+            self.run(&one)?;
         }
         Ok(())
     }
+
+    /// Step a statement whose parameters are bound, and reset it for the next values.
+    fn run(&self, statement: &Statement<'_>) -> Result<(), Failure> {
+        statement.step()?;
+        // SAFETY: `stmt` is prepared; a failed step's code was taken before this reset.
+        unsafe { (self.api.reset)(statement.stmt) };
+        Ok(())
+    }
+
+    /// Bind a row's values to the parameters after the first `offset` of a statement.
+    fn bind_row(&self, statement: &Statement<'_>, offset: usize, row: &[Value]) -> Result<(), Failure> {
+        let (api, stmt) = (&self.api, statement.stmt);
+        for (i, value) in row.iter().enumerate() {
+            let at = (offset + i) as c_int + 1;
+            let bytes = |bind: BindBytes, data: &[u8]| {
+                // SAFETY: the value outlives the step that reads it (SQLITE_STATIC: null destructor);
+                // the length was checked to fit an int when the rows were read.
+                unsafe {
+                    bind(
+                        stmt,
+                        at,
+                        data.as_ptr().cast(),
+                        data.len() as c_int,
+                        std::ptr::null(),
+                    )
+                }
+            };
+            // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor).
+            let rc = match value {
+                Value::Null => unsafe { (api.bind_null)(stmt, at) },
+                Value::Int(v) => unsafe { (api.bind_int64)(stmt, at, *v) },
+                Value::Text(s) => bytes(api.bind_text, s.as_bytes()),
+                Value::Blob(b) => bytes(api.bind_blob, b),
+                Value::Owned(s) => bytes(api.bind_text, s.as_bytes()),
+                Value::Shared(data, start, len) => bytes(api.bind_blob, &data[*start..*start + *len]),
+                Value::Object(_, json) => bytes(api.bind_text, json),
+            };
+            if rc != SQLITE_OK {
+                return Err(self.failure(rc));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rows an insert statement takes at a time (`Connection::insert`): their parameters stay far below the
+/// 999 an SQLite before 3.32 allows a statement.
+const ROWS_PER_STATEMENT: usize = 32;
+
+/// `sql` for `rows` rows of values: its `VALUES` group, `(?,...,?)` with one `?` for each of its `params`
+/// parameters, repeated; None when `sql` does not end in such a group (it is then run a row at a time).
+fn several_rows(sql: &str, params: usize, rows: usize) -> Option<String> {
+    let sql = sql.trim_end();
+    let at = sql.rfind('(')?;
+    if !sql[..at].trim_end().to_ascii_uppercase().ends_with(" VALUES") {
+        return None;
+    }
+    let group = &sql[at..];
+    let inner = group.strip_prefix('(')?.strip_suffix(')')?;
+    let marks: Vec<&str> = inner.split(',').map(str::trim).collect();
+    if params == 0 || marks.len() != params || marks.iter().any(|m| *m != "?") || params * rows > 999 {
+        return None;
+    }
+    let mut out = String::with_capacity(sql.len() + (group.len() + 1) * rows);
+    out.push_str(sql);
+    for _ in 1..rows {
+        out.push(',');
+        out.push_str(group);
+    }
+    Some(out)
 }
 
 /// A prepared statement of a `Connection`, read a row at a time (`step`, then the `column_*` of `Api`).
@@ -629,11 +685,11 @@ fn read_params(params: &Bound<'_, PyList>, last: Option<usize>) -> PyResult<Vec<
     Ok(out)
 }
 
-/// The text of each `Value::Object` of the rows.
+/// The JSON of each `Value::Object` of the rows.
 fn encode_objects(rows: &mut Rows) {
     for value in rows.iter_mut().flatten() {
-        if let Value::Object(members, text) = value {
-            *text = object_text(members);
+        if let Value::Object(members, json) = value {
+            *json = object_json(members);
         }
     }
 }
@@ -660,7 +716,7 @@ fn read_rows(rows: &Bound<'_, PyList>, encode: Option<&Bound<'_, PyAny>>) -> PyR
 
 fn read_object(object: &Bound<'_, PyDict>, encode: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
     if let Some(members) = read_members(object, None) {
-        return Ok(Value::Object(members, String::new()));
+        return Ok(Value::Object(members, Vec::new()));
     }
     match encode {
         Some(encode) => {
@@ -703,5 +759,31 @@ fn read_value(value: &Bound<'_, PyAny>) -> PyResult<Value> {
             "a value of type {}",
             value.get_type().name()?
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::several_rows;
+
+    #[test]
+    fn a_values_group_is_repeated_for_several_rows() {
+        let sql = "INSERT OR REPLACE INTO t (a, b) VALUES (?, ?) ";
+        assert_eq!(
+            several_rows(sql, 2, 3).as_deref(),
+            Some("INSERT OR REPLACE INTO t (a, b) VALUES (?, ?),(?, ?),(?, ?)")
+        );
+    }
+
+    #[test]
+    fn other_statements_run_a_row_at_a_time() {
+        assert_eq!(several_rows("DELETE FROM t WHERE id IN (?,?)", 2, 4), None);
+        assert_eq!(several_rows("INSERT INTO t VALUES (?, 1)", 1, 4), None);
+        assert_eq!(
+            several_rows("INSERT INTO t VALUES (?,?) ON CONFLICT DO NOTHING", 2, 4),
+            None
+        );
+        assert_eq!(several_rows("INSERT INTO t VALUES (?,?)", 3, 4), None);
+        assert_eq!(several_rows("INSERT INTO t VALUES (?,?)", 2, 500), None);
     }
 }
