@@ -42,10 +42,11 @@ def _docs(prefix: str = "d") -> list[NewDoc]:
                    cluster_seq=1_700_000_000_000_000_000) for i, (t, fp) in enumerate(zip(TEXTS, fps, strict=True))]
 
 
-def _rows(store: LocalStore) -> list[tuple]:
+def _rows(store: LocalStore, also: str = "") -> list[tuple]:
+    """Every row of the store's documents (``also``: columns read before them)."""
     db = sqlite3.connect(store.path)
     try:
-        return db.execute(f"SELECT {COLUMNS} FROM docs ORDER BY seq").fetchall()
+        return db.execute(f"SELECT {also}{COLUMNS} FROM docs ORDER BY seq").fetchall()
     finally:
         db.close()
 
@@ -108,6 +109,26 @@ def test_documents_of_one_block_are_written_from_its_arrays_as_write_writes_them
     written = _rows(background)
     assert written == _rows(at_once) and len(written) == len(texts) - 1
     assert any(row[2] is not None for row in written) == config.stores_vector
+    background.close()
+    at_once.close()
+
+
+def test_a_batch_of_many_rows_is_written_several_rows_a_statement_as_write_writes_it(extension, switch_on, tmp_path):
+    """A batch larger than the rows the writer inserts a statement at a time (and not a multiple of it) is
+    written as ``write`` writes it row by row: the same rows, in the same order, with the same row ids."""
+    texts = [f"第{i}首：春眠不觉晓，处处闻啼鸟。{'夜来风雨声' * (i % 3)}" for i in range(70)]
+    fps = Fingerprinter(CONFIG).fingerprint_many(texts)
+
+    def docs() -> list[NewDoc]:
+        return [NewDoc(f"m{i}", fp, {"text": t, "i": i}, content_sha1(t), cluster_id=f"m{i}", seq=100 + i,
+                       cluster_seq=100 + i) for i, (t, fp) in enumerate(zip(texts, fps, strict=True))]
+
+    background, at_once = _store(tmp_path, "background"), _store(tmp_path, "at-once")
+    pending = background.start_write(docs())
+    assert isinstance(pending, PendingRows) and pending.result()[1] is None
+    assert len(list(at_once.write(docs()))) == len(texts)
+    rows = [_rows(s, "seq, ") for s in (background, at_once)]
+    assert rows[0] == rows[1] and [r[1] for r in rows[0]] == [f"m{i}" for i in range(70)]
     background.close()
     at_once.close()
 
