@@ -27,6 +27,7 @@ use crate::jsonout::{object_json, read_members, Members};
 
 const SQLITE_OK: c_int = 0;
 const SQLITE_DONE: c_int = 101;
+const SQLITE_TOOBIG: c_int = 18;
 const SQLITE_ROW: c_int = 100;
 const SQLITE_OPEN_READWRITE: c_int = 0x0000_0002;
 
@@ -329,7 +330,7 @@ impl Connection {
             let at = (offset + i) as c_int + 1;
             let bytes = |bind: BindBytes, data: &[u8]| {
                 // SAFETY: the value outlives the step that reads it (SQLITE_STATIC: null destructor);
-                // the length was checked to fit an int when the rows were read.
+                // the length was checked to fit an int when the rows were read (a JSON made here, above).
                 unsafe {
                     bind(
                         stmt,
@@ -340,6 +341,11 @@ impl Connection {
                     )
                 }
             };
+            if let Value::Object(_, json) = value {
+                if json.len() > c_int::MAX as usize {
+                    return Err((SQLITE_TOOBIG, "a value of 2 GB or more".to_string()));
+                }
+            }
             // SAFETY: the values outlive the step that reads them (SQLITE_STATIC: null destructor).
             let rc = match value {
                 Value::Null => unsafe { (api.bind_null)(stmt, at) },
