@@ -720,6 +720,7 @@ fn read_rows(rows: &Bound<'_, PyList>, encode: Option<&Bound<'_, PyAny>>) -> PyR
     Ok(out)
 }
 
+/// A dict as `read_rows` reads it: its members, or the str `encode` gives of it.
 fn read_object(object: &Bound<'_, PyDict>, encode: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
     if let Some(members) = read_members(object, None) {
         return Ok(Value::Object(members, Vec::new()));
