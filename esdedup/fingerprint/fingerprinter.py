@@ -258,40 +258,43 @@ class Fingerprinter:
         return out
 
     def _fingerprint_chunk(self, norms: list[str]) -> FingerprintColumns:
-        cfg = self.config
-        termed = [i for i, yes in enumerate(cfg.gets_terms_many(list(map(len, norms)))) if yes]
-        if len(termed) == len(norms):
-            simhashes, rows, weights, kept, lengths, vectors = self._term_step(norms)
+        cfg, n = self.config, len(norms)
+        chars = list(map(len, norms))
+        termed = [i for i, yes in enumerate(cfg.gets_terms_many(chars)) if yes]
+        if len(termed) == n:
+            simhashes, rows, weights, kept, lengths, raw = self._term_step(norms)
+            vectors = _unit_rows(raw)
         else:
             # The texts that get no terms (`FingerprintConfig.gets_terms`) are never segmented: SimHash 0, no
             # term, a zero vector; the others go through the term step together.
-            simhashes, lengths = [0] * len(norms), [0] * len(norms)
-            kept = np.zeros(len(norms), dtype=np.int64)
-            vectors = np.zeros((len(norms), cfg.dims), dtype=np.float64)
+            simhashes, lengths = [0] * n, [0] * n
+            kept = np.zeros(n, dtype=np.int64)
+            vectors = np.zeros((n, cfg.dims), dtype=np.float32)
             rows, weights = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
             if termed:
-                sims, rows, weights, some_kept, some_lengths, some_vectors = self._term_step([norms[i] for i in termed])
-                for i, h, n in zip(termed, sims, some_lengths, strict=True):
-                    simhashes[i], lengths[i] = h, n
+                sims, rows, weights, some_kept, some_lengths, raw = self._term_step([norms[i] for i in termed])
+                for i, h, count in zip(termed, sims, some_lengths, strict=True):
+                    simhashes[i], lengths[i] = h, count
                 kept[termed] = some_kept
-                vectors[termed] = some_vectors
-        norms_ = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = np.divide(vectors, norms_, out=np.zeros_like(vectors), where=norms_ > 0).astype(np.float32)
+                vectors[termed] = _unit_rows(raw)
         ends = np.cumsum(kept).tolist()
         empties = (kept == 0).tolist()
-        lean = set(range(len(norms))).difference(termed)
+        lean = set(range(n)).difference(termed)
         minhash_parts = self._minhash_parts(["" if empty and i not in lean else norm
                                              for i, (norm, empty) in enumerate(zip(norms, empties, strict=True))])
         for i in lean:  # a text without terms is empty when it has no n-gram (no letter or digit)
             empties[i] = minhash_parts[i][2] == 0
-        banded = [i for i, norm in enumerate(norms) if not empties[i] and cfg.gets_simhash_bands(len(norm))]
-        bands = dict(zip(banded, self._band_keys_many([simhashes[i] for i in banded]), strict=True))
+        banded = [i for i, (yes, empty) in enumerate(zip(cfg.gets_simhash_bands_many(chars), empties, strict=True))
+                  if yes and not empty]
+        bands: list[list[str]] = [[] for _ in range(n)]
+        for i, keys in zip(banded, self._band_keys_many([simhashes[i] for i in banded]), strict=True):
+            bands[i] = keys
         return FingerprintColumns(
             simhashes=[0 if empty else h for h, empty in zip(simhashes, empties, strict=True)],
-            bands=[bands.pop(i, []) for i in range(len(norms))], vectors=vectors,
-            lengths=[0 if empty else n for n, empty in zip(lengths, empties, strict=True)], empties=empties,
+            bands=bands, vectors=vectors,
+            lengths=[0 if empty else count for count, empty in zip(lengths, empties, strict=True)], empties=empties,
             lsh=[part[0] for part in minhash_parts], minhash=[part[1] for part in minhash_parts],
-            chars=list(map(len, norms)), shingles=[part[2] for part in minhash_parts], bits=cfg.bits,
+            chars=chars, shingles=[part[2] for part in minhash_parts], bits=cfg.bits,
             terms=self._table.terms, rows=rows, weights=weights, ends=ends,
             complete_terms=self._take_learned if self._native_terms is not None else None)
 
@@ -440,6 +443,15 @@ _DOCS_PER_PASS = 256
 _ROWS_PER_PASS = 1 << 16
 # _BYTE_BITS[v, k] = bit k of the byte value v (little-endian bit order, as in hashing.py).
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Each row of some unnormalised term vectors scaled to length 1 (a zero row stays zero), as float32. Only
+    the texts with terms are scaled: a row is scaled by its own length alone, so the bits are those of scaling
+    the whole chunk."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    lengths = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, lengths, out=np.zeros_like(vectors), where=lengths > 0).astype(np.float32)
 
 
 def _vote_sums(table: _TermTable, rows: np.ndarray, weights: np.ndarray, owner: np.ndarray,

@@ -130,7 +130,7 @@ class PairList(Sequence[Pair]):
         self.others = others
         #: The row of `columns` each of `others` comes before (their count: after them all), ascending.
         self.before = (np.zeros(len(others), dtype=np.int64) if self.columns is None else
-                       np.array([bisect_left(_Keys(self.columns), (p.a, p.b)) for p in others], dtype=np.int64))
+                       _rows_before(self.columns, others))
         #: Where each of `others` is in the merged order.
         self._other_at = self.before + np.arange(len(others), dtype=np.int64)
 
@@ -217,15 +217,16 @@ def _sorted(cols: PairColumns) -> PairColumns:
     return cols.rows(np.lexsort((b, a)))
 
 
-class _Keys(Sequence[tuple[str, str]]):
-    """The ``(a, b)`` ids of each pair of some columns, read one at a time (for a binary search)."""
-
-    def __init__(self, cols: PairColumns) -> None:
-        self._cols = cols
-
-    def __len__(self) -> int:
-        return len(self._cols)
-
-    def __getitem__(self, x):  # type: ignore[no-untyped-def]
-        cols = self._cols
-        return cols.ids[int(cols.a[x])], cols.ids[int(cols.b[x])]
+def _rows_before(cols: PairColumns, pairs: Sequence[Pair]) -> np.ndarray:
+    """For each pair, how many rows of ``cols`` (in the order of ``(a, b)``, `_sorted`) come before it in the
+    order of the ids' ``(a, b)``: a row's ids are smaller than a pair's ``(a, b)`` exactly when its positions in
+    the ascending ids are smaller than where the pair's ids would go (``b`` counts only for a row of the pair's
+    own ``a``, which the ids hold at that place), so one search of the rows' positions answers for all."""
+    ids = cols.ids
+    width = len(ids) + 1  # a row's (a, b) as one integer a * width + b, in the same order
+    keys = cols.a.astype(np.int64) * width + cols.b.astype(np.int64)
+    wanted = np.empty(len(pairs), dtype=np.int64)
+    for x, p in enumerate(pairs):
+        at = bisect_left(ids, p.a)
+        wanted[x] = at * width + (bisect_left(ids, p.b) if at < len(ids) and ids[at] == p.a else 0)
+    return np.searchsorted(keys, wanted, side="left").astype(np.int64)

@@ -4,6 +4,7 @@ them as it reads any list of pairs."""
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
@@ -72,6 +73,24 @@ def test_a_pair_list_is_sorted_by_ids_and_merges_the_pairs_found_otherwise() -> 
     segments = list(pairs.segments())
     assert [p for s in segments for p in ([s] if isinstance(s, Pair) else list(s))] == want
     assert sum(isinstance(s, PairColumns) for s in segments) >= 3  # columns between the other pairs, not objects
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_pairs_found_otherwise_go_where_sorting_puts_them_whatever_ids_they_name(seed: int) -> None:
+    """A pair found otherwise goes before the columns' pairs of larger ids, and before an equal one, whether its
+    ids are among the columns' ids or between them, one of them or neither."""
+    rng = random.Random(seed)
+    ids = sorted(rng.sample(IDS, rng.randint(2, len(IDS))))
+    rows = sorted({(a, b) for a, b in (sorted(rng.sample(range(len(ids)), 2)) for _ in range(rng.randint(1, 30)))})
+    cols = columns(rows, ids=ids)
+    near = [*IDS, "a", "d005", "d10x", "台", "台湾\x00", "zz"]
+    others = [Pair(*sorted(rng.sample(near, 2)), 0, None, decided_by="content_sha1") for _ in range(rng.randint(1, 12))]
+    others += [Pair(ids[a], ids[b], 1, None) for a, b in rng.sample(rows, min(2, len(rows)))]  # equal to a column's
+    tagged = sorted([(p.a, p.b, 1, x) for x, p in enumerate(as_pairs(cols))] +
+                    [(p.a, p.b, 0, x) for x, p in enumerate(others)])
+    want = [others[x] if found_otherwise == 0 else as_pairs(cols)[x] for _, _, found_otherwise, x in tagged]
+    got = PairList([cols, *others])
+    assert list(got) == want and [got[i] for i in range(len(want))] == want
 
 
 def test_a_pair_list_of_nothing_or_of_pairs_alone() -> None:
