@@ -20,7 +20,9 @@ node cannot be started the requesting tests error out with the node's log tail.
 default the version CI runs with the installed ``elasticsearch`` client's major: 8.19.21 with the 8.x
 client, 9.2.0 with the 9.x client. Client and server majors must match (the session fails at once, naming
 the pip command, when they do not).
-Set ``ESDEDUP_TEST_KEEP_ES_LOGS=1`` to keep the local nodes' logs after the session.
+Set ``ESDEDUP_TEST_KEEP_ES_LOGS=1`` to keep the local nodes' logs after the session. What a run keeps by default
+(``ESDEDUP_DATA_DIR``: a `label` run's checkpoint, a store opened without a data folder) goes to a folder of the
+test run, removed at its end: a test never writes to the data folder of the user running it.
 
 OpenSearch (``os_url`` / ``os_client``, the tests marked ``opensearch``): ``ESDEDUP_TEST_OS_URL``, else a local
 OpenSearch node started the same way (``scripts/es-local start --engine opensearch``, version
@@ -31,7 +33,9 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -98,6 +102,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every node a test starts (tests/es_node.py, scripts/es-local) gets the same version.
     os.environ["ESDEDUP_ES_VERSION"] = es_version()
     os.environ.setdefault("ESDEDUP_ES_JAVA_OPTS", TEST_NODE_JAVA_OPTS)
+    # What a test's run keeps by default (a `label` run's checkpoint, a store without --data-dir) goes to a
+    # folder of the test run, never to the user's own data folder; a test that needs its own sets it.
+    _SESSION_DATA_DIR.append(tempfile.mkdtemp(prefix="esdedup-tests-data-"))
+    os.environ["ESDEDUP_DATA_DIR"] = _SESSION_DATA_DIR[-1]
+
+
+#: The data folder `pytest_configure` made (removed with what the tests left in it at the end).
+_SESSION_DATA_DIR: list[str] = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _SESSION_DATA_DIR:
+        shutil.rmtree(folder, ignore_errors=True)
+
 
 _ES_FIXTURES = {"es_url", "es_client", "fresh_index"}
 _OS_FIXTURES = {"os_url", "os_client"}

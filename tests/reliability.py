@@ -65,9 +65,10 @@ def write_corpus(path: Path, n: int, *, seed: int = 1, prefix: str = "d", start:
 
 
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a CLI subprocess: no ESDEDUP_* settings leaking in from the caller, no config
-    file from the home directory, the repository importable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ESDEDUP_")}
+    """The environment of a CLI subprocess: no ESDEDUP_* settings leaking in from the caller but its data
+    folder (the test run's, tests/conftest.py, or the test's own: never the user's), no config file from
+    the home directory, the repository importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESDEDUP_") or k == "ESDEDUP_DATA_DIR"}
     env["ESDEDUP_CONFIG"] = str(REPO_ROOT / ".no-esdedup-config.json")  # never exists
     env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONUNBUFFERED"] = "1"

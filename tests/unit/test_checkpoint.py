@@ -1,9 +1,15 @@
-"""Checkpoint.save: any source name can be saved, and a failed save leaves no temporary file behind."""
+"""Checkpoint.save: any source name can be saved, and a failed save leaves no temporary file behind; where runs
+keep their checkpoints while the tests run."""
 from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from esdedup.ingest.checkpoint import Checkpoint
+from esdedup.store.local import default_data_dir
 
 
 def test_checkpoint_saves_any_name_and_reads_it_back(tmp_path):
@@ -83,3 +89,12 @@ def test_a_checkpoint_with_a_bad_hash_is_refused(tmp_path):
     ck.write_text('{"files": {"/a": {"offset": 3, "hashed": 3, "sha1": "nothex"}}}')
     with pytest.raises(ConfigError, match="'sha1'"):
         Checkpoint(ck)
+
+
+def test_the_tests_keep_default_checkpoints_out_of_the_users_own_data_folder():
+    """A run a test starts without naming a checkpoint keeps it in the data folder (`default_checkpoint`): during
+    the tests that is the test run's own folder (tests/conftest.py), not the data folder of the user running them."""
+    users = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "esdedup"
+    folder = default_data_dir()
+    assert folder != users and folder.name.startswith("esdedup-tests-data-")
+    assert Path(tempfile.gettempdir()).resolve() in folder.resolve().parents and folder.is_dir()
