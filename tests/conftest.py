@@ -98,6 +98,10 @@ def es_version() -> str:
 TEST_NODE_JAVA_OPTS = "-XX:TieredStopAtLevel=1"
 
 
+#: The data folder `pytest_configure` made (removed with what the tests left in it at the end).
+_SESSION_DATA_DIR: list[str] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Every node a test starts (tests/es_node.py, scripts/es-local) gets the same version.
     os.environ["ESDEDUP_ES_VERSION"] = es_version()
@@ -106,10 +110,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # folder of the test run, never to the user's own data folder; a test that needs its own sets it.
     _SESSION_DATA_DIR.append(tempfile.mkdtemp(prefix="esdedup-tests-data-"))
     os.environ["ESDEDUP_DATA_DIR"] = _SESSION_DATA_DIR[-1]
-
-
-#: The data folder `pytest_configure` made (removed with what the tests left in it at the end).
-_SESSION_DATA_DIR: list[str] = []
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
