@@ -1,7 +1,8 @@
 //! The embedded store's signature columns read in the extension (`esdedup.store.local.store.LocalStore
 //! .signature_columns`, what all-pairs search reads of every document): through a connection of its own to
 //! the file, on the SQLite library Python's `sqlite3` uses (`sqlrows.rs` finds it), each row's values read
-//! in place, with no Python tuple a row, and each signature widened straight into the caller's array.
+//! in place, with no Python tuple a row, and each signature widened straight into the caller's array; the
+//! rows sorted by id here, once read in the file's order.
 //!
 //! The statements come from Python, which stays the definition: this steps them and reads the columns.
 
@@ -49,7 +50,8 @@ fn failed(what: &str, (code, message): Failure) -> PyErr {
 /// `RowWriter::open`): `count_sql` gives a number of rows, `allocate(count)` a C-contiguous uint32 array of
 /// at least that many rows of `perm` values, and `rows_sql` (its one parameter bound to `size`) the rows
 /// (id TEXT, SimHash TEXT of hex digits, chars INTEGER or NULL, shingles INTEGER, signature BLOB of `perm`
-/// little-endian uint16 values), which fill the array's first rows. None when the library cannot be used
+/// little-endian uint16 values) in any order, which fill the array's first rows sorted by id (`id_order`):
+/// the file's own order reads it from start to end. None when the library cannot be used
 /// so, or a row is not of those types (`of_types`; a SimHash of more than 16 hex digits, an id that is not
 /// UTF-8): the caller reads the rows itself then. SQLite's failures raise RuntimeError.
 #[pyfunction]
@@ -120,8 +122,17 @@ fn read_rows<'py>(
     }
     let rows = connection.prepare(rows_sql).map_err(|f| failed(rows_sql, f))?;
     rows.bind_int(1, size).map_err(|f| failed(rows_sql, f))?;
-    let ids = PyList::empty(py);
-    let (mut simhash, mut chars, mut shingles) = (Vec::new(), Vec::new(), Vec::new());
+    // Each of a size known at once: a column grown by doubling leaves freed blocks that the process keeps
+    // through the join that follows, where its memory peaks.
+    let mut ids: Vec<Bound<'py, PyString>> = Vec::with_capacity(count);
+    let (mut simhash, mut chars, mut shingles) = (
+        Vec::with_capacity(count),
+        Vec::with_capacity(count),
+        Vec::with_capacity(count),
+    );
+    // Whether the ids came in their order, and the last one read (the file's order is the order they were
+    // written in, which is theirs for ids such as a counter's).
+    let (mut in_order, mut last) = (true, Vec::new());
     let mut n = 0;
     while rows.step().map_err(|f| failed(rows_sql, f))? {
         if n == count {
@@ -142,11 +153,16 @@ fn read_rows<'py>(
         if signature.len() != 2 * perm {
             return Ok(None);
         }
-        ids.append(PyString::new(py, id))?;
-        simhash.extend_from_slice(&hash.to_le_bytes());
+        if in_order {
+            in_order = last.as_slice() <= id.as_bytes();
+            last.clear();
+            last.extend_from_slice(id.as_bytes());
+        }
+        ids.push(PyString::new(py, id));
+        simhash.push(hash);
         // chars NULL reads 0, as `sqlite3`'s `r[2] or 0` gives it.
-        chars.extend_from_slice(&rows.int(2).to_le_bytes());
-        shingles.extend_from_slice(&rows.int(3).to_le_bytes());
+        chars.push(rows.int(2));
+        shingles.push(rows.int(3));
         for (out, value) in values[n * perm..(n + 1) * perm]
             .iter_mut()
             .zip(signature.chunks_exact(2))
@@ -155,15 +171,73 @@ fn read_rows<'py>(
         }
         n += 1;
     }
+    let order = if in_order {
+        None
+    } else {
+        let keys = ids
+            .iter()
+            .map(|id| id.to_str())
+            .collect::<PyResult<Vec<&str>>>()?;
+        Some(id_order(&keys))
+    };
+    if let Some(order) = &order {
+        permute_rows(&mut values[..n * perm], perm, order);
+    }
     drop(buffer);
+    let at = |i: usize| order.as_ref().map_or(i, |order| order[i] as usize);
+    let list = PyList::new(py, (0..n).map(|i| &ids[at(i)]))?;
+    drop(ids);
+    // Each column's little-endian bytes written straight into its Python bytes, in id order.
+    let column = |word: &dyn Fn(usize) -> [u8; 8]| {
+        PyBytes::new_with(py, 8 * n, |out| {
+            for (i, slot) in out.chunks_exact_mut(8).enumerate() {
+                slot.copy_from_slice(&word(at(i)));
+            }
+            Ok(())
+        })
+    };
     Ok(Some((
         array,
-        ids,
-        PyBytes::new(py, &simhash),
-        PyBytes::new(py, &chars),
-        PyBytes::new(py, &shingles),
+        list,
+        column(&|i| simhash[i].to_le_bytes())?,
+        column(&|i| chars[i].to_le_bytes())?,
+        column(&|i| shingles[i].to_le_bytes())?,
         n,
     )))
+}
+
+/// The positions of `ids` in the order of their bytes (SQLite's `ORDER BY` of UTF-8 text, which is the order
+/// of the code points, Python's order of `str`).
+fn id_order(ids: &[&str]) -> Vec<u32> {
+    // A file holds fewer rows than 2^32 with a signature each (16 TiB of them).
+    let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| ids[a as usize].cmp(ids[b as usize]));
+    order
+}
+
+/// Put the rows of `width` values of `values` in `order` (row k becomes the row that was at `order[k]`) in
+/// place, a cycle of the permutation at a time through one spare row: a million signatures take half a
+/// gigabyte, which a sorted copy would take again.
+fn permute_rows(values: &mut [u32], width: usize, order: &[u32]) {
+    let mut placed = vec![false; order.len()];
+    let mut spare = vec![0u32; width];
+    for start in 0..order.len() {
+        if placed[start] || order[start] as usize == start {
+            continue;
+        }
+        spare.copy_from_slice(&values[start * width..(start + 1) * width]);
+        let mut to = start;
+        loop {
+            placed[to] = true;
+            let from = order[to] as usize;
+            if from == start {
+                values[to * width..(to + 1) * width].copy_from_slice(&spare);
+                break;
+            }
+            values.copy_within(from * width..(from + 1) * width, to * width);
+            to = from;
+        }
+    }
 }
 
 /// The value of 1 to 16 hex digits, as Python's `int(text, 16)` reads them (None for anything else).
@@ -175,4 +249,26 @@ fn hex(text: &[u8]) -> Option<u64> {
         let digit = (c as char).to_digit(16)?;
         Some(value << 4 | u64::from(digit))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_put_in_the_order_given() {
+        // Two cycles (0 -> 2 -> 3 -> 0, 1 <-> 4) and a row left in place (5).
+        let order = [2, 4, 3, 0, 1, 5];
+        let mut values: Vec<u32> = (0..6).flat_map(|r| [r * 10, r * 10 + 1]).collect();
+        permute_rows(&mut values, 2, &order);
+        let expected: Vec<u32> = order.iter().flat_map(|&r| [r * 10, r * 10 + 1]).collect();
+        assert_eq!(values, expected);
+    }
+
+    #[test]
+    fn ids_are_ordered_by_their_bytes() {
+        // U+FF5E and U+1D11E: UTF-16 would put the second first, UTF-8 bytes (and code points) after.
+        let ids = ["b", "\u{1d11e}", "a", "\u{ff5e}", "ab"];
+        assert_eq!(id_order(&ids), vec![2, 4, 0, 3, 1]);
+    }
 }

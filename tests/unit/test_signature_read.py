@@ -4,6 +4,7 @@ rows the extension does not read as ``sqlite3`` would (a SimHash of 128 bits, a 
 read through ``sqlite3`` instead. Skipped without the extension unless ESDEDUP_REQUIRE_NATIVE=1."""
 from __future__ import annotations
 
+import random
 import sqlite3
 
 import numpy as np
@@ -81,3 +82,27 @@ def test_a_row_the_extension_would_read_otherwise_is_read_through_sqlite3(extens
     store.refresh()
     columns, read = _columns(store, "1", monkeypatch)
     assert not read and columns.chars[columns.ids.index("d2")] == 5.5
+
+
+def test_ids_in_no_order_come_back_sorted_with_their_own_rows(extension, tmp_path, monkeypatch) -> None:
+    """The extension reads the rows in the file's order and sorts them by id itself: 300 ids written in a
+    shuffled order, some of them beyond ASCII (U+FF5E sorts before U+1D11E by code point, after it in UTF-16),
+    each keep their own signature, SimHash and counts, as ``ORDER BY id`` through ``sqlite3`` gives them."""
+    rng = random.Random(7)
+    prefixes = ["", "é", "\uff5e", "\U0001d11e", "中"]
+    ids = [f"{rng.choice(prefixes)}{rng.randrange(10**6):06d}-{i}" for i in range(300)]
+    texts = [f"{TEXTS[i % 3]}第{i}回，{'甲乙丙丁戊己庚辛'[i % 8]}{i * 7919 % 1000}" for i in range(300)]
+    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
+    store = LocalStore("shuffled", tmp_path)
+    store.open(fper.config)
+    list(store.write(NewDoc(i, fp, {"text": t}, content_sha1(fper.normalize(t)))
+                     for i, t, fp in zip(ids, texts, fper.fingerprint_many(texts), strict=True)))
+    by_extension, read = _columns(store, "1", monkeypatch)
+    assert read
+    by_sqlite3, _ = _columns(store, "0", monkeypatch)
+    _same(by_extension, by_sqlite3)
+    assert by_extension.ids == sorted(ids)
+    written = dict(zip(ids, fper.fingerprint_many(texts), strict=True))
+    for row, doc_id in enumerate(by_extension.ids):
+        assert by_extension.simhash[row] == written[doc_id].simhash
+        assert np.array_equal(by_extension.sigs[row], np.asarray(written[doc_id].minhash, dtype=np.uint32))

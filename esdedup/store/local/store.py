@@ -409,17 +409,20 @@ class LocalStore:
         # same pass, as rows of shingles -1 (a signature of zeros): counted, not kept (`banded_elsewhere`).
         rows = (f"SELECT id, simhash, chars, CASE WHEN {signed} THEN shingles ELSE -1 END, CASE WHEN {signed} THEN "
                 f"minhash ELSE zeroblob(?1) END{', vector' if vectors else ''} FROM docs WHERE empty = 0 AND "
-                f"({signed} OR banded != 0) ORDER BY id")
+                f"({signed} OR banded != 0)")
         size = perm * np.dtype(SIGNATURE_DTYPE).itemsize
         # The extension reads the rows without a tuple each, on a connection of its own: not inside this
-        # connection's transaction, whose writes that one would not see, nor the vectors.
+        # connection's transaction, whose writes that one would not see, nor the vectors. It reads them in the
+        # file's order and sorts them by id itself: ids not written in their order (most are not: URLs,
+        # hashes) made a walk of the id index a random read of the file for each row.
         read = (None if vectors or db.in_transaction or self._database.read_only else
                 read_signature_columns(self._database.path, BUSY_SECONDS, count, rows, size, perm))
         blobs: list[bytes | None] = []
         if read is not None:
             sigs, ids, simhash, chars, shingles = read
         else:
-            sigs, ids, simhash, chars, shingles, blobs = _signature_rows(db, count, rows, size, perm, vectors)
+            sigs, ids, simhash, chars, shingles, blobs = _signature_rows(db, count, f"{rows} ORDER BY id", size,
+                                                                         perm, vectors)
         elsewhere = sum(1 for k in shingles if k < 0)
         unsorted = any(a > b for a, b in zip(ids, itertools.islice(ids, 1, None), strict=False))
         if elsewhere or unsorted:
