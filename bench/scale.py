@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -98,6 +99,8 @@ PHASES = ("synth", "ingest", "dups", "store-dups", "rensa", "lookups", "disk")
 #: Ids per page when reading an existing index's ids.
 PAGE_IDS = 10_000
 _VARIANT = re.compile(r"v\d+$")
+#: What `shuffled_ids` puts before an id (`family` drops it).
+_SHUFFLED = re.compile(r"^[0-9a-f]{10}:")
 
 
 def log(msg: str) -> None:
@@ -124,7 +127,7 @@ def heartbeat(what: str, extra: Callable[[], str] = lambda: "") -> Iterator[None
 
 
 def family(doc_id: str) -> str:
-    return _VARIANT.sub("", doc_id)
+    return _VARIANT.sub("", _SHUFFLED.sub("", doc_id))
 
 
 # -- 1. documents ------------------------------------------------------------------------------------------
@@ -243,6 +246,21 @@ def read_docs(path: Path) -> Docs:
     with open(path, encoding="utf-8") as fh:
         ids = [json.loads(line)["id"] for line in fh if line.strip()]
     return Docs(path, len(ids), len({family(i) for i in ids}), path.stat().st_size / 1e6, 0.0, 0.0, ids)
+
+
+def shuffled_ids(docs: Docs, path: Path) -> Docs:
+    """``docs`` written to ``path`` in the same order, each id after 10 hex digits of its own hash and a colon
+    (``--shuffled-ids``): ids in no relation to the order they come in, as URLs and content hashes are. The
+    synthetic ids follow the file's order, which suits the stores' id indexes more than real ids do."""
+    ids: list[str] = []
+    with open(docs.path, encoding="utf-8") as src, open(path, "w", encoding="utf-8") as out:
+        for line in src:
+            if line.strip():
+                doc = json.loads(line)
+                doc["id"] = f"{hashlib.blake2b(doc['id'].encode(), digest_size=5).hexdigest()}:{doc['id']}"
+                ids.append(doc["id"])
+                out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    return Docs(path, len(ids), docs.sources, path.stat().st_size / 1e6, docs.wall, docs.cpu, ids)
 
 
 # -- child processes (the CLI) -----------------------------------------------------------------------------
@@ -446,6 +464,8 @@ def parse_args() -> argparse.Namespace:
                     "store-dups)")
     ap.add_argument("--keep", action="store_true", help="keep the index (and the node started here)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shuffled-ids", action="store_true",
+                    help="each id after a hash of itself, so that ids are in no relation to the order written")
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
     ap.add_argument("--docs-file", help="the documents of an earlier run (JSONL) instead of making them: "
@@ -498,12 +518,14 @@ def main() -> None:
             es.options(ignore_status=404).indices.delete(index=args.index)
         if fresh and args.docs_file:
             docs = read_docs(Path(args.docs_file))
-            res["docs"], ids = docs, docs.ids
         elif fresh:
             docs = make_docs(args.docs, args.variants, args.workers or os.cpu_count() or 2, args.seed,
                              tmp / "docs.jsonl")
-            res["docs"], ids = docs, docs.ids
             log(f"documents: {docs.count:,} ({docs.mb:.1f} MB) in {docs.wall:.1f} s")
+        if fresh:
+            if args.shuffled_ids:
+                docs = shuffled_ids(docs, tmp / "docs-shuffled-ids.jsonl")
+            res["docs"], ids = docs, docs.ids
         else:
             assert es is not None
             ids = index_ids(es, args.index)
@@ -645,6 +667,8 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
         s = r["summary"]
         made = (f"| documents (synth, not part of ingest) | {docs.wall:.1f} | {docs.cpu:.1f} | - | {n:,} documents |"
                 if not args.docs_file else f"| documents (an earlier run's, `--docs-file`) | - | - | - | {n:,} documents |")
+        if args.shuffled_ids:
+            made = made[:-2] + ", ids shuffled (`--shuffled-ids`) |"
         lines += [
             made,
             f"| `esdedup ingest` | {ing.wall:.1f} | {ing.cpu:.1f} | {node_s(ing)} | {n / ing.wall:,.0f} docs/s; "

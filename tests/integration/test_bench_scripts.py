@@ -39,8 +39,8 @@ LOCAL = [
      r"--mb 1 --near 40` (.|\n)*\| one 1 MB Chinese document \| [\d:.]+ \| [\d.]+ GB \| exit 0 \|(.|\n)*\| 40 \| [\d.]+ \| [\d.]+ \|"),
     (["local_phases.py", "--docs", "300"],
      r"300 texts, wall .* main thread [\d.]+, (.|\n)*\| labels record by record \(clusters joined\) \| [\d.]+ \|"),
-    (["scale.py", "--docs", "1000", "--local", "--no-append", "--lookups", "50"],
-     r"`esdedup dups` .*\| [1-9][\d,]* pairs \([1-9][\d,]* of the [\d,]+ planted family pairs, 0 across"),
+    (["scale.py", "--docs", "1000", "--local", "--no-append", "--lookups", "50", "--shuffled-ids"],
+     r"ids shuffled (.|\n)*`esdedup dups` .*\| [1-9][\d,]* pairs \([1-9][\d,]* of the [\d,]+ planted family pairs, 0 across"),
 ]
 
 #: The same, against a running node (``{es}``: its URL).
