@@ -208,8 +208,8 @@ fn read_rows<'py>(
 
 /// The positions of `ids` in the order of their bytes (SQLite's `ORDER BY` of UTF-8 text, which is the order
 /// of the code points, Python's order of `str`). Sorted by the eight bytes that follow the prefix every id
-/// shares (a URL's scheme and host, say), the whole ids read only where those are equal: a comparison of two
-/// ids reads two strings from all over the heap, which made the sort of a million cost seconds.
+/// shares (a URL's scheme and host, say), the whole ids read only where those are equal: each whole id read
+/// is a string somewhere else in the heap, the eight bytes sit beside each other.
 fn id_order(ids: &[&str]) -> Vec<u32> {
     let first = ids.first().map_or(&b""[..], |id| id.as_bytes());
     let shared = ids.iter().fold(first.len(), |n, id| {

@@ -15,8 +15,9 @@ def test_jieba_announces_nothing_on_the_command_line(tmp_path):
     user_dict = tmp_path / "user.dict"
     user_dict.write_text("明月光 5\n", "utf-8")  # a user dictionary: jieba itself cuts the texts
     for workers in ("1", "2"):
+        # Run in the test's folder: the default dead-letter file goes beside the working directory.
         r = run_cli("ingest", path, "--index", f"quiet{workers}", "--data-dir", tmp_path / "data", "--workers",
-                    workers, "--tokenizer", "jieba", "--user-dict", user_dict)
+                    workers, "--tokenizer", "jieba", "--user-dict", user_dict, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert "read 3 = indexed 3" in r.stdout
         assert "prefix dict" not in r.stderr and "Loading model" not in r.stderr and "jieba" not in r.stderr, r.stderr

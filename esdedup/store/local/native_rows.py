@@ -47,8 +47,9 @@ def read_signature_columns(path: Path, busy_seconds: float, count_sql: str, rows
     ``rows_sql`` (its parameter bound to ``size``) gives them as (id, SimHash hex, chars, shingles,
     signature of ``perm`` uint16 values) in any order; returns them sorted by id (as ``ORDER BY id`` sorts
     text): the signatures (uint32, a row each, in an array of a row for each row counted: the pages of the
-    rows never written take no memory), the ids, SimHashes, chars and shingles. None when the extension is not in use, cannot use the SQLite library of ``sqlite3``, or
-    reads a row otherwise than ``sqlite3`` would (the caller reads the rows itself).
+    rows never written take no memory), the ids, SimHashes, chars and shingles. None when the extension is
+    not in use, cannot use the SQLite library of ``sqlite3``, or reads a row otherwise than ``sqlite3`` would
+    (the caller reads the rows itself).
 
     Raises:
         sqlite3.OperationalError: SQLite failed.
