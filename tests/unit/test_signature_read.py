@@ -23,12 +23,12 @@ TEXTS = ["北京欢迎你，我们去公园散步，看看花。", "北京欢迎
          "。。", "the quick brown fox jumps over the lazy dog", "春眠不觉晓，处处闻啼鸟。"]
 
 
-def _store(tmp_path, config: FingerprintConfig, ids: list[str]) -> LocalStore:
+def _store(tmp_path, config: FingerprintConfig, ids: list[str], texts: list[str] = TEXTS) -> LocalStore:
     fper = Fingerprinter(config)
     store = LocalStore("read", tmp_path)
     store.open(fper.config)
     list(store.write(NewDoc(i, fp, {"text": t}, content_sha1(fper.normalize(t)))
-                     for i, t, fp in zip(ids, TEXTS, fper.fingerprint_many(TEXTS), strict=True)))
+                     for i, t, fp in zip(ids, texts, fper.fingerprint_many(texts), strict=True)))
     return store
 
 
@@ -92,17 +92,13 @@ def test_ids_in_no_order_come_back_sorted_with_their_own_rows(extension, tmp_pat
     prefixes = ["", "é", "\uff5e", "\U0001d11e", "中"]
     ids = [f"{rng.choice(prefixes)}{rng.randrange(10**6):06d}-{i}" for i in range(300)]
     texts = [f"{TEXTS[i % 3]}第{i}回，{'甲乙丙丁戊己庚辛'[i % 8]}{i * 7919 % 1000}" for i in range(300)]
-    fper = Fingerprinter(FingerprintConfig(tokenizer="rjieba"))
-    store = LocalStore("shuffled", tmp_path)
-    store.open(fper.config)
-    list(store.write(NewDoc(i, fp, {"text": t}, content_sha1(fper.normalize(t)))
-                     for i, t, fp in zip(ids, texts, fper.fingerprint_many(texts), strict=True)))
+    store = _store(tmp_path, FingerprintConfig(tokenizer="rjieba"), ids, texts)
     by_extension, read = _columns(store, "1", monkeypatch)
     assert read
     by_sqlite3, _ = _columns(store, "0", monkeypatch)
     _same(by_extension, by_sqlite3)
     assert by_extension.ids == sorted(ids)
-    written = dict(zip(ids, fper.fingerprint_many(texts), strict=True))
+    written = dict(zip(ids, Fingerprinter(store.config).fingerprint_many(texts), strict=True))
     for row, doc_id in enumerate(by_extension.ids):
         assert by_extension.simhash[row] == written[doc_id].simhash
         assert np.array_equal(by_extension.sigs[row], np.asarray(written[doc_id].minhash, dtype=np.uint32))
