@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -175,3 +176,41 @@ def decode_base64(joined: bytes, width: int, nbytes: int) -> bytes | None | Lite
     `decode_signatures` decodes in numpy)."""
     kernel = native.function("decode_base64")
     return False if kernel is None else kernel(joined, width, nbytes)
+
+
+class PlainHits(NamedTuple):
+    """What the native core read of a page's hits (`signature_hits`): whether it read each hit, and a row for
+    each hit read: its id, SimHash, chars, n-grams, `empty`, whether it has a signature, the signature
+    (its uint16 values as stored; zeros for none), whether it has a vector; and the vectors there are, in
+    their order."""
+
+    read: np.ndarray
+    ids: list[str]
+    simhash: np.ndarray
+    chars: np.ndarray
+    shingles: np.ndarray
+    empty: np.ndarray
+    signed: np.ndarray
+    sigs: np.ndarray
+    has_vector: np.ndarray
+    vectors: np.ndarray
+
+
+def plain_signature_hits(hits: list[dict[str, Any]], perm: int, bits: int, dims: int) -> PlainHits | None:
+    """What all-pairs search reads of a scan page's hits of the plain form (`PlainHits`), read by the native
+    core's ``signature_hits`` without a Python step a hit, as `hit_parts` and the ``parse_*`` functions read
+    them; the rest are left to those. None when the core is not in use or does not read pages of a config
+    of ``perm`` signature values and ``bits``-bit SimHashes."""
+    kernel = native.function("signature_hits")
+    if kernel is None or np.dtype(SIGNATURE_DTYPE).itemsize != 2:
+        return None
+    width, _ = b64_form(perm)
+    out = kernel(hits, perm, width, 2 * perm, bits, dims)
+    if out is None:
+        return None
+    ids, (read, simhash, chars, shingles, empty, signed, sigs, has_vector, vectors) = out
+    flags = functools.partial(np.frombuffer, dtype=np.bool_)
+    return PlainHits(flags(read), ids, np.frombuffer(simhash, dtype="<u8"), np.frombuffer(chars, dtype="<i8"),
+                     np.frombuffer(shingles, dtype="<i8"), flags(empty), flags(signed),
+                     np.frombuffer(sigs, dtype="<u2").reshape(-1, perm), flags(has_vector),
+                     np.frombuffer(vectors, dtype="<f4").reshape(-1, dims))

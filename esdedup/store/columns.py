@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -36,7 +36,7 @@ class SignatureColumns:
         perm, elsewhere = config.minhash_perm, 0
         kept: list[StoredDoc] = []
         for d in docs:
-            if not d.empty and d.minhash is not None and d.shingles > 0 and len(d.minhash) == perm:
+            if in_signature_columns(d.empty, d.minhash is not None and len(d.minhash) == perm, d.shingles):
                 kept.append(d)
             elif holds_band_keys(d.empty, d.chars, config):
                 elsewhere += 1
@@ -48,6 +48,12 @@ class SignatureColumns:
                    [d.shingles for d in kept], sigs, elsewhere,
                    lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
                             else np.zeros((0, config.dims), dtype=np.float32)))
+
+
+def in_signature_columns(empty: Any, signed: Any, shingles: Any) -> Any:
+    """Whether a document is among the `SignatureColumns`: a text with words (not ``empty``), a signature of
+    the config's length (``signed``) and n-grams; of one document's values, or element by element of arrays."""
+    return np.logical_not(empty) & signed & (shingles > 0)
 
 
 class SignatureColumnsStore(Protocol):

@@ -17,8 +17,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyInt, PyList, PyString};
 use rustc_hash::FxHashMap;
+
+use crate::hits::{check_signature_form, hex_simhash, part_names, Hit};
 
 /// The n x m counts (row-major, into `out`, zeroed) of positions where row x of `a` and row y of `b` agree,
 /// both row-major with `perm` columns; with `symmetric` (`b` is `a`), each pair below the diagonal is counted
@@ -160,7 +162,7 @@ const SIXES: [u8; 256] = {
 /// a character before the padding is not a base64 digit or the padding is not '='. Bits under the padding
 /// are dropped, as Python's decoder does.
 #[inline]
-fn decode_into(text: &[u8], out: &mut [u8]) -> Option<()> {
+pub(crate) fn decode_into(text: &[u8], out: &mut [u8]) -> Option<()> {
     let pad = (3 - out.len() % 3) % 3;
     let (digits, padding) = text.split_at(text.len() - pad);
     if padding.iter().any(|&c| c != b'=') {
@@ -329,64 +331,6 @@ fn group(page: &Page, rule: &Rule) -> Vec<i64> {
     group_portable(page, rule)
 }
 
-/// A part's raw value as `esdedup.es.hits.hit_parts` reads it (Python None as None): from the hit's
-/// ``_source["dedup"]`` dict, else its dotted ``_source`` key, else the first element of
-/// ``fields["dedup.<name>"]``.
-fn part<'py>(
-    dedup: Option<&Bound<'py, PyDict>>,
-    src: Option<&Bound<'py, PyDict>>,
-    fields: Option<&Bound<'py, PyDict>>,
-    name: &Bound<'py, PyString>,
-    dotted: &Bound<'py, PyString>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let found = match (dedup, src) {
-        (Some(d), _) => d.get_item(name)?,
-        (None, Some(s)) => s.get_item(dotted)?,
-        (None, None) => None,
-    };
-    if let Some(v) = found.filter(|v| !v.is_none()) {
-        return Ok(Some(v));
-    }
-    let Some(f) = fields else { return Ok(None) };
-    let Some(value) = f.get_item(dotted)? else {
-        return Ok(None);
-    };
-    if let Ok(list) = value.cast::<PyList>() {
-        return Ok(if list.is_empty() {
-            None
-        } else {
-            Some(list.get_item(0)?)
-        }
-        .filter(|v| !v.is_none()));
-    }
-    Ok(Some(value).filter(|v| !v.is_none()))
-}
-
-/// A dict that the general reader reads as a Mapping: an exact dict (Some), absent or None (Ok(None)), or
-/// anything else (Err: not read here).
-fn dict_or_none<'py>(value: Option<Bound<'py, PyAny>>) -> Result<Option<Bound<'py, PyDict>>, ()> {
-    match value {
-        None => Ok(None),
-        Some(v) if v.is_none() => Ok(None),
-        Some(v) => v.cast_into_exact::<PyDict>().map(Some).map_err(|_| ()),
-    }
-}
-
-/// A SimHash of plain hex digits below 2^bits (what `int(raw, 16)` reads of such a string); None for any
-/// other string (a prefix, a sign, spaces, too wide: the general reader judges it).
-fn hex_simhash(raw: &str, bits: u32) -> Option<u128> {
-    let digits = raw.trim_start_matches('0');
-    if raw.is_empty() || digits.len() > 32 || !raw.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    let value = if digits.is_empty() {
-        0
-    } else {
-        u128::from_str_radix(digits, 16).ok()?
-    };
-    (bits >= 128 || value >> bits == 0).then_some(value)
-}
-
 /// The plain form of a page's hits (see `diversify_page`): signatures of `perm` values in `nbytes` bytes and
 /// `width` base64 characters, SimHashes below 2^`bits`, and what the config's rule needs.
 struct Form {
@@ -399,11 +343,7 @@ struct Form {
 
 impl Form {
     fn new(perm: usize, width: usize, nbytes: usize, bits: u32, gets_signatures: bool) -> PyResult<Form> {
-        if perm == 0 || nbytes != 2 * perm || width != 4 * nbytes.div_ceil(3) || perm >= 1 << 16 {
-            return Err(PyValueError::new_err(format!(
-                "diversify_page: {perm} signature values in {nbytes} bytes and {width} base64 characters"
-            )));
-        }
+        check_signature_form("diversify_page", perm, width, nbytes)?;
         Ok(Form {
             perm,
             width,
@@ -424,24 +364,18 @@ fn read_page(py: Python<'_>, hits: &Bound<'_, PyList>, form: &Form) -> PyResult<
         gets_signatures,
     } = form;
     let n = hits.len();
-    let names = [
-        "minhash",
-        "shingles",
-        "simhash",
-        "chars",
-        "empty",
-        "vector",
-        "cluster_id",
-    ];
-    let keys: Vec<(Bound<'_, PyString>, Bound<'_, PyString>)> = names
-        .iter()
-        .map(|name| {
-            (
-                PyString::new(py, name),
-                PyString::new(py, &format!("dedup.{name}")),
-            )
-        })
-        .collect();
+    let keys = part_names(
+        py,
+        &[
+            "minhash",
+            "shingles",
+            "simhash",
+            "chars",
+            "empty",
+            "vector",
+            "cluster_id",
+        ],
+    );
     let mut page = Page {
         perm,
         sigs: vec![0u16; n * perm],
@@ -453,31 +387,10 @@ fn read_page(py: Python<'_>, hits: &Bound<'_, PyList>, form: &Form) -> PyResult<
     let mut codes: FxHashMap<(Option<String>, String), i64> = FxHashMap::default();
     let mut bytes = vec![0u8; nbytes];
     for (i, hit) in hits.iter().enumerate() {
-        let Ok(hit) = hit.cast_into_exact::<PyDict>() else {
+        let Some(hit) = Hit::of(hit)? else {
             return Ok(None);
         };
-        let (Ok(src), Ok(fields)) = (
-            dict_or_none(hit.get_item(intern!(py, "_source"))?),
-            dict_or_none(hit.get_item(intern!(py, "fields"))?),
-        ) else {
-            return Ok(None);
-        };
-        let dedup = match &src {
-            Some(s) => match dict_or_none(s.get_item(intern!(py, "dedup"))?) {
-                Ok(d) => d,
-                Err(()) => return Ok(None), // a Mapping of another type, or the dotted keys beside a value
-            },
-            None => None,
-        };
-        let get = |k: usize| {
-            part(
-                dedup.as_ref(),
-                src.as_ref(),
-                fields.as_ref(),
-                &keys[k].0,
-                &keys[k].1,
-            )
-        };
+        let get = |k: usize| hit.part(&keys[k]);
         let mut sig = false;
         if let Some(mh) = get(0)? {
             let Ok(text) = mh.cast_exact::<PyString>() else {
@@ -530,7 +443,7 @@ fn read_page(py: Python<'_>, hits: &Bound<'_, PyList>, form: &Form) -> PyResult<
             } else {
                 return Ok(None);
             };
-            let index = match hit.get_item(intern!(py, "_index"))? {
+            let index = match hit.hit.get_item(intern!(py, "_index"))? {
                 None => None,
                 Some(x) if x.is_none() => None,
                 Some(x) => match x.cast_exact::<PyString>() {
@@ -626,22 +539,6 @@ mod tests {
         let square = counts(&bytes16(&a), &bytes16(&a), 5, 2, false);
         assert_eq!(counts(&bytes16(&a), &bytes16(&a), 5, 2, true), square);
         assert_eq!(counts(&bytes32(&a), &bytes32(&a), 5, 4, true), square);
-    }
-
-    #[test]
-    fn reads_plain_hex_simhashes_only() {
-        assert_eq!(hex_simhash("00ff", 64), Some(255));
-        assert_eq!(hex_simhash("FF", 8), Some(255));
-        assert_eq!(hex_simhash("000", 64), Some(0));
-        assert_eq!(hex_simhash(&"f".repeat(32), 128), Some(u128::MAX));
-        assert_eq!(
-            hex_simhash(&format!("0000{}", "f".repeat(16)), 64),
-            Some(u128::from(u64::MAX))
-        );
-        for other in ["", "0x1", "+1", " 1", "1_0", "g", "1ffffffffffffffff"] {
-            assert_eq!(hex_simhash(other, 64), None, "{other}");
-        }
-        assert_eq!(hex_simhash(&"1".repeat(33), 128), None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod documents;
 mod esbulk;
 mod fold;
 mod hashslots;
+mod hits;
 mod hmm;
 mod jsonl;
 mod jsonout;
@@ -377,6 +378,7 @@ fn esdedup_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(diversify::equal_positions, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::decode_base64, m)?)?;
     m.add_function(wrap_pyfunction!(diversify::diversify_page, m)?)?;
+    m.add_function(wrap_pyfunction!(hits::signature_hits, m)?)?;
     m.add_function(wrap_pyfunction!(bands::band_keys, m)?)?;
     m.add_function(wrap_pyfunction!(pairs::lsh_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(pairs::pair_equal_positions, m)?)?;

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -18,10 +17,12 @@ from esdedup.es.hits import (
     parse_minhash,
     parse_simhash,
     parse_vector,
+    plain_signature_hits,
 )
+from esdedup.fingerprint.config import FingerprintConfig
 from esdedup.schema import CHARS, EMPTY, SHINGLES, SIMHASH
 from esdedup.store.base import StoredDoc, holds_band_keys
-from esdedup.store.columns import SignatureColumns
+from esdedup.store.columns import SignatureColumns, in_signature_columns
 from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.util.prefetch import ahead
 
@@ -107,37 +108,99 @@ def _page_signatures(parts: list[dict[str, Any]], perm: int) -> tuple[np.ndarray
     return decoded, at
 
 
-def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
-    """See `esdedup.store.columns.SignatureColumnsStore`: `SignatureColumns.of` a `scan`, each part read as
-    `ElasticIndex.doc` reads it (the same values, the same refusals), without a `StoredDoc` a hit; the
-    signatures stacked a page at a time."""
-    config = index.config
-    rows: list[tuple[str, int, int, int, int, np.ndarray]] = []  # id, SimHash, length, n-grams, row, vector
-    pages: list[np.ndarray] = []
-    elsewhere = 0  # documents with band keys left out
-    for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
+class _SignatureRows:
+    """The documents all-pairs search reads, gathered a page at a time: a column each, in the order read."""
+
+    def __init__(self, config: FingerprintConfig, perm: int) -> None:
+        self.config, self.perm = config, perm
+        self.ids: list[str] = []
+        self.simhash: list[int] = []
+        self.chars: list[int] = []
+        self.shingles: list[int] = []
+        self.sigs: list[np.ndarray] = []  # a block of rows a page (uint16 as stored, or uint32)
+        self.vectors: dict[int, np.ndarray] = {}  # by row: the documents stored with one
+        self.elsewhere = 0  # documents with band keys left out
+
+    def read(self, hits: list[dict[str, Any]]) -> None:
+        """A page's hits: those of the plain form in the native core (`signature_hits`), the rest here."""
+        plain = plain_signature_hits(hits, self.perm, self.config.bits, self.config.dims)
+        if plain is None:
+            self._read_in_python(hits)
+            return
+        keep = in_signature_columns(plain.empty, plain.signed, plain.shingles)
+        for empty, chars in zip(plain.empty[~keep].tolist(), plain.chars[~keep].tolist(), strict=True):
+            self.elsewhere += holds_band_keys(empty, chars, self.config)
+        at = np.flatnonzero(keep)
+        first = len(self.ids)
+        self.ids += [plain.ids[x] for x in at.tolist()]
+        self.simhash += plain.simhash[at].tolist()
+        self.chars += plain.chars[at].tolist()
+        self.shingles += plain.shingles[at].tolist()
+        self.sigs.append(plain.sigs[at])
+        vector_at = np.cumsum(plain.has_vector) - 1  # each hit's row of ``plain.vectors``
+        for row, x in enumerate(at.tolist(), first):
+            if plain.has_vector[x]:
+                self.vectors[row] = plain.vectors[vector_at[x]]
+        if not plain.read.all():
+            self._read_in_python([h for h, r in zip(hits, plain.read.tolist(), strict=True) if not r])
+
+    def _read_in_python(self, hits: list[dict[str, Any]]) -> None:
+        """Hits read as `ElasticIndex.doc` reads them (the same values, the same refusals)."""
+        config, perm = self.config, self.perm
         parts = [hit_parts(h, _SIGNATURE_PARTS) for h in hits]
         decoded, at = _page_signatures(parts, perm)
         page: list[np.ndarray] = []
-        kept: list[int] = []  # their rows of ``decoded`` (-1: read alone)
         for h, p, x in zip(hits, parts, at, strict=True):
             simhash = parse_simhash(p["simhash"] or "0", config.bits, h)
             sig = parse_minhash(p["minhash"] or None, h) if x < 0 else decoded[x]
             shingles, chars = int(p["shingles"] or 0), int(p["chars"] or 0)
-            if p["empty"] or sig is None or shingles <= 0 or len(sig) != perm:
-                if holds_band_keys(bool(p["empty"]), chars, config):
-                    elsewhere += 1
+            empty = bool(p["empty"])
+            if sig is None or not in_signature_columns(empty, len(sig) == perm, shingles):
+                self.elsewhere += holds_band_keys(empty, chars, config)
                 continue
-            rows.append((h["_id"], simhash, chars, shingles, len(rows),
-                         parse_vector(p["vector"], config.dims)))
+            if p["vector"] is not None:
+                self.vectors[len(self.ids)] = parse_vector(p["vector"], config.dims)
+            self.ids.append(h["_id"])
+            self.simhash.append(simhash)
+            self.chars.append(chars)
+            self.shingles.append(shingles)
             page.append(sig)
-            kept.append(x)
         if page:
-            # One copy of the decoded rows (most pages), or the rows stacked where some were read alone.
-            pages.append(decoded[kept] if min(kept) >= 0 else np.stack(page))
-    rows.sort(key=itemgetter(0))
-    sigs = np.concatenate(pages)[[r[4] for r in rows]] if rows else np.zeros((0, perm), dtype=np.uint32)
-    vectors = [r[5] for r in rows]
-    return SignatureColumns([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-                            sigs, elsewhere, lambda: (np.stack(vectors).astype(np.float32, copy=False) if vectors
-                                           else np.zeros((0, config.dims), dtype=np.float32)))
+            self.sigs.append(np.stack(page))
+
+    def columns(self) -> SignatureColumns:
+        """The documents read, sorted by id."""
+        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        sorted_at = np.empty(len(order), dtype=np.int64)
+        sorted_at[order] = np.arange(len(order))
+        # Each page's rows go straight to their places, the page let go of at once: the pages and a sorted
+        # copy of them all never sit in memory together (half a gigabyte each at a million documents).
+        sigs = np.empty((len(order), self.perm), dtype=np.uint32)
+        start = 0
+        self.sigs.reverse()
+        while self.sigs:
+            block = self.sigs.pop()
+            sigs[sorted_at[start:start + len(block)]] = block
+            start += len(block)
+        where = {row: x for x, row in enumerate(order) if row in self.vectors} if self.vectors else {}
+        dims, vectors = self.config.dims, self.vectors
+
+        def read_vectors() -> np.ndarray:
+            out = np.zeros((len(order), dims), dtype=np.float32)
+            for row, x in where.items():
+                out[x] = vectors[row]
+            return out
+
+        return SignatureColumns([self.ids[i] for i in order], [self.simhash[i] for i in order],
+                                [self.chars[i] for i in order], [self.shingles[i] for i in order], sigs,
+                                self.elsewhere, read_vectors)
+
+
+def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
+    """See `esdedup.store.columns.SignatureColumnsStore`: `SignatureColumns.of` a `scan`, each part read as
+    `ElasticIndex.doc` reads it (the same values, the same refusals), without a `StoredDoc` a hit: the hits of
+    the plain form in the native core (`plain_signature_hits`), the others in Python."""
+    rows = _SignatureRows(index.config, perm)
+    for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
+        rows.read(hits)
+    return rows.columns()
