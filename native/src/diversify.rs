@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyInt, PyList, PyString};
 use rustc_hash::FxHashMap;
 
-use crate::hits::{check_signature_form, hex_simhash, part_names, Hit};
+use crate::hits::{check_signature_form, decode_into, hex_simhash, part_names, Hit};
 
 /// The n x m counts (row-major, into `out`, zeroed) of positions where row x of `a` and row y of `b` agree,
 /// both row-major with `perm` columns; with `symmetric` (`b` is `a`), each pair below the diagonal is counted
@@ -142,60 +142,6 @@ pub fn equal_positions<'py>(
         chunk.copy_from_slice(&c.to_le_bytes());
     }
     Ok(PyBytes::new(py, &raw))
-}
-
-/// The six bits of a base64 digit (RFC 4648's standard alphabet), or `INVALID`.
-const INVALID: u8 = 0xFF;
-const SIXES: [u8; 256] = {
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut table = [INVALID; 256];
-    let mut i = 0;
-    while i < 64 {
-        table[alphabet[i] as usize] = i as u8;
-        i += 1;
-    }
-    table
-};
-
-/// The bytes of one base64 string (RFC 4648's standard alphabet) into `out`, whose length is the bytes it
-/// holds (the string has 4 * ceil(len / 3) characters), ending in the padding of that many bytes; None when
-/// a character before the padding is not a base64 digit or the padding is not '='. Bits under the padding
-/// are dropped, as Python's decoder does.
-#[inline]
-pub(crate) fn decode_into(text: &[u8], out: &mut [u8]) -> Option<()> {
-    let pad = (3 - out.len() % 3) % 3;
-    let (digits, padding) = text.split_at(text.len() - pad);
-    if padding.iter().any(|&c| c != b'=') {
-        return None;
-    }
-    // Any INVALID digit sets the high bit, which no digit's six bits reach: checked once at the end.
-    let mut seen = 0u8;
-    let whole = digits.len() / 4;
-    for (quad, three) in digits.chunks_exact(4).zip(out.chunks_exact_mut(3)) {
-        let six = [quad[0], quad[1], quad[2], quad[3]].map(|c| SIXES[c as usize]);
-        seen |= six[0] | six[1] | six[2] | six[3];
-        let v = six.iter().fold(0u32, |v, &x| (v << 6) | u32::from(x));
-        three.copy_from_slice(&v.to_be_bytes()[1..]);
-    }
-    // The two or three digits before the padding hold the last one or two bytes.
-    let tail = &mut out[whole * 3..];
-    let mut bits: u32 = 0;
-    let mut held = 0;
-    let mut at = 0;
-    for &c in &digits[whole * 4..] {
-        let v = SIXES[c as usize];
-        seen |= v;
-        bits = (bits << 6) | u32::from(v & 0x3F);
-        held += 6;
-        if held >= 8 {
-            held -= 8;
-            if at < tail.len() {
-                tail[at] = (bits >> held) as u8;
-            }
-            at += 1;
-        }
-    }
-    (seen & 0x80 == 0).then_some(())
 }
 
 /// The bytes of `count` base64 strings of `width` characters laid end to end, each holding `nbytes` bytes

@@ -1,15 +1,13 @@
 //! Search hits as the client decoded them (dicts), read without a Python step a hit: the parts of a hit's
-//! `dedup` fields as `esdedup.es.hits.hit_parts` reads them (`Hit::part`), for `diversify_page`, and
-//! `signature_hits`: what all-pairs search reads of each hit of a scan page
-//! (`esdedup.store.elastic.scans.signature_columns`). A hit of a form read here with any doubt is left to the
-//! Python reader, whose reading, and refusals, stay the definition.
+//! `dedup` fields as `esdedup.es.hits.hit_parts` reads them (`Hit::part`) and its stored signature's base64
+//! (`decode_into`), for `diversify_page`, and `signature_hits`: what all-pairs search reads of each hit of a
+//! scan page (`esdedup.store.elastic.scans.signature_columns`). A hit of a form read here with any doubt is
+//! left to the Python reader, whose reading, and refusals, stay the definition.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
-
-use crate::diversify::decode_into;
 
 /// A part's name inside `_source["dedup"]`, and its dotted name (a flattened `_source`'s key, and the
 /// name of its doc values in `fields`).
@@ -132,6 +130,60 @@ pub(crate) fn hex_simhash(raw: &str, bits: u32) -> Option<u128> {
         u128::from_str_radix(digits, 16).ok()?
     };
     (bits >= 128 || value >> bits == 0).then_some(value)
+}
+
+/// The six bits of a base64 digit (RFC 4648's standard alphabet), or `INVALID`.
+const INVALID: u8 = 0xFF;
+const SIXES: [u8; 256] = {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut table = [INVALID; 256];
+    let mut i = 0;
+    while i < 64 {
+        table[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// The bytes of one base64 string (RFC 4648's standard alphabet) into `out`, whose length is the bytes it
+/// holds (the string has 4 * ceil(len / 3) characters), ending in the padding of that many bytes; None when
+/// a character before the padding is not a base64 digit or the padding is not '='. Bits under the padding
+/// are dropped, as Python's decoder does.
+#[inline]
+pub(crate) fn decode_into(text: &[u8], out: &mut [u8]) -> Option<()> {
+    let pad = (3 - out.len() % 3) % 3;
+    let (digits, padding) = text.split_at(text.len() - pad);
+    if padding.iter().any(|&c| c != b'=') {
+        return None;
+    }
+    // Any INVALID digit sets the high bit, which no digit's six bits reach: checked once at the end.
+    let mut seen = 0u8;
+    let whole = digits.len() / 4;
+    for (quad, three) in digits.chunks_exact(4).zip(out.chunks_exact_mut(3)) {
+        let six = [quad[0], quad[1], quad[2], quad[3]].map(|c| SIXES[c as usize]);
+        seen |= six[0] | six[1] | six[2] | six[3];
+        let v = six.iter().fold(0u32, |v, &x| (v << 6) | u32::from(x));
+        three.copy_from_slice(&v.to_be_bytes()[1..]);
+    }
+    // The two or three digits before the padding hold the last one or two bytes.
+    let tail = &mut out[whole * 3..];
+    let mut bits: u32 = 0;
+    let mut held = 0;
+    let mut at = 0;
+    for &c in &digits[whole * 4..] {
+        let v = SIXES[c as usize];
+        seen |= v;
+        bits = (bits << 6) | u32::from(v & 0x3F);
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            if at < tail.len() {
+                tail[at] = (bits >> held) as u8;
+            }
+            at += 1;
+        }
+    }
+    (seen & 0x80 == 0).then_some(())
 }
 
 /// Refuses a form of stored signature that no config makes: `perm` u16 values (fewer than 2^16 of them) in
