@@ -10,11 +10,13 @@ Both loaders are deterministic; nothing here is generated text.
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -131,3 +133,11 @@ def _archive_poems() -> Iterator[dict[str, str]]:
                 yield {"id": p.get("id") or f"{m.name}-{n}", "title": p.get("title", ""),
                        "author": p.get("author", ""), "text": text}
                 n += 1
+
+
+def scratch_folder(prefix: str) -> Path:
+    """A temporary folder for one run of a benchmark script, deleted when the script exits, however it exits
+    but killed: a run leaves nothing in the temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

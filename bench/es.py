@@ -29,7 +29,6 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -181,7 +180,7 @@ def main() -> None:
     if args.pin:
         pin(es)
     server, heap = node_description(es)
-    tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-"))
+    tmp = corpora.scratch_folder("esdedup-bench-")
     try:
         docs = list(corpora.poems(args.docs))
         path = tmp / "poems.jsonl"

@@ -16,7 +16,6 @@ import argparse
 import json
 import resource
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -69,7 +68,7 @@ def main() -> None:
         writes._native_lines = lambda: None  # type: ignore[assignment]
     install(STEPS)
     cluster, url = node(args.es)
-    tmp = Path(tempfile.mkdtemp(prefix="esdedup-phases-"))
+    tmp = corpora.scratch_folder("esdedup-phases-")
     try:
         path = tmp / "poems.jsonl"
         with open(path, "w", encoding="utf-8") as fh:

@@ -20,11 +20,13 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "bench")]
+
+import corpora  # noqa: E402  (bench/corpora.py: the scratch folder)
 
 _NEAR = textwrap.dedent("""
     import json, shutil, sys, time
@@ -97,7 +99,7 @@ def main() -> None:
     ap.add_argument("--near", default="1500,3000,6000")
     ap.add_argument("--timeout", type=float, default=1200)
     args = ap.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="esdedup-limits-"))
+    folder = corpora.scratch_folder("esdedup-limits-")
     rev = subprocess.run(["git", "-C", str(args.esdedup), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
     sizes = f" --mb {args.mb} --near {args.near}"  # the defaults too: the numbers below depend on them

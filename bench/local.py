@@ -22,7 +22,6 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +137,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
-    work = Path(args.work or tempfile.mkdtemp(prefix="esdedup-local-"))
+    work = Path(args.work) if args.work else corpora.scratch_folder("esdedup-local-")
     env = {**os.environ, "ESDEDUP_DATA_DIR": str(work / "store")}
     env.pop("ESDEDUP_ES_URL", None)
     rows = short(args, work, env) if args.what == "short" else novels(args, work, env)

@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -62,7 +61,7 @@ def main() -> None:
 
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=300)
-    tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-"))
+    tmp = corpora.scratch_folder("esdedup-bench-")
     store = ElasticStore(es, "bench-lookup-batch", replicas=0)
     try:
         first, second = parts(args.docs)

@@ -35,7 +35,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -180,7 +179,7 @@ def main() -> None:
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=300)
     server, heap = node_description(es)
-    tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-plugin-"))
+    tmp = corpora.scratch_folder("esdedup-bench-plugin-")
     rows = []
     latency: list[tuple[str, ...]] = []
     try:

@@ -597,7 +597,7 @@ def synth(args) -> list[str]:
             store = ElasticStore(Elasticsearch(url, request_timeout=120), f"esdedup-quality-{os.getpid()}",
                                  replicas=0)
         else:
-            store = LocalStore(f"synth-{os.getpid()}", Path(tempfile.mkdtemp(prefix="esdedup-synth-")))
+            store = LocalStore(f"synth-{os.getpid()}", corpora.scratch_folder("esdedup-synth-"))
         try:
             rep = run(store, labels, docs=[docs_path], config=config, workers=args.workers)
         finally:

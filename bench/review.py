@@ -21,14 +21,14 @@ import datetime
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import corpora  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from esdedup.api import open_store  # noqa: E402
@@ -66,7 +66,7 @@ def main() -> None:
     if bool(args.es) == bool(args.data_dir):
         raise SystemExit("give --data-dir or --es")
     store = open_store(args.index, es_url=args.es, data_dir=args.data_dir)
-    work = Path(tempfile.mkdtemp(prefix="review-bench-"))
+    work = corpora.scratch_folder("review-bench-")
     t = time.perf_counter()
     review = Review(store, work / "labels.jsonl").prepare()
     start = time.perf_counter() - t

@@ -17,7 +17,6 @@ import json
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +42,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--tokenizers", default="jieba,rjieba")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="esdedup-tok-"))
+    tmp = corpora.scratch_folder("esdedup-tok-")
     path = tmp / "poems.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
         for d in corpora.poems(args.docs):

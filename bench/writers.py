@@ -26,7 +26,6 @@ import json
 import multiprocessing as mp
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -103,7 +102,7 @@ def main() -> None:
     args = ap.parse_args()
     cluster, url = node(args.es)
     es = Elasticsearch(url, request_timeout=120)
-    tmp = Path(tempfile.mkdtemp(prefix="esdedup-bench-writers-"))
+    tmp = corpora.scratch_folder("esdedup-bench-writers-")
     config = FingerprintConfig(tokenizer=args.tokenizer)
     rows = []
     try:
