@@ -84,8 +84,11 @@ def test_a_run_collects_young_objects_less_often_while_it_feeds_and_restores_the
         gc.set_threshold(*before)
 
 
-def test_the_examples_in_the_docstrings_run():
+def test_the_examples_in_the_docstrings_run(tmp_path, monkeypatch):
     import doctest
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' folders: the test's own
 
     import esdedup.api
     import esdedup.ingest.service
