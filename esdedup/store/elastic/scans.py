@@ -182,13 +182,12 @@ class _SignatureRows:
             block = self.sigs.pop()
             sigs[sorted_at[start:start + len(block)]] = block
             start += len(block)
-        where = {row: x for x, row in enumerate(order) if row in self.vectors} if self.vectors else {}
         dims, vectors = self.config.dims, self.vectors
 
         def read_vectors() -> np.ndarray:
             out = np.zeros((len(order), dims), dtype=np.float32)
-            for row, x in where.items():
-                out[x] = vectors[row]
+            for row, vector in vectors.items():
+                out[sorted_at[row]] = vector
             return out
 
         return SignatureColumns([self.ids[i] for i in order], [self.simhash[i] for i in order],
