@@ -35,6 +35,10 @@ SUPPORTED_MAJORS = (2, 3)
 #: a server that does not answer is left to the Elasticsearch path to report, as it did before the probe.
 DETECT_TIMEOUT = 5.0
 
+#: Connections opensearch-py keeps to a node: a sliced point-in-time read asks at once, and an ingest writes
+#: while it looks up (urllib3 keeps one by default, and warns of every other it opens and drops).
+POOL_MAXSIZE = 10
+
 #: Search arguments of the Elasticsearch client that are URL parameters (everything else goes in the body).
 _SEARCH_PARAMS = frozenset({
     "filter_path", "ignore_unavailable", "allow_no_indices", "allow_partial_search_results", "preference",
@@ -344,7 +348,8 @@ def client_kwargs(settings: Any) -> dict[str, Any]:
     if settings.api_key:
         raise ConfigError("OpenSearch takes no API key: give a user and password (or a client certificate)")
     kw: dict[str, Any] = {"timeout": settings.request_timeout, "retry_on_status": (502, 503, 504),
-                          "retry_on_timeout": True, "max_retries": 3, "http_compress": False}
+                          "retry_on_timeout": True, "max_retries": 3, "http_compress": False,
+                          "pool_maxsize": POOL_MAXSIZE}
     if settings.username is not None:
         kw["http_auth"] = (settings.username, settings.password or "")
     if settings.url.startswith("https"):

@@ -1,4 +1,4 @@
-"""Running an iterator ahead of its consumer, in a thread: `ahead`.
+"""Running an iterator ahead of its consumer, in a thread: `ahead`; several at once: `ahead_of_all`.
 
 An iterator that waits on a server (the Elasticsearch store's key batches: an aggregation, then a search for
 the members of each page of keys) and a consumer that spends CPU on every item (all-pairs search: pair ownership,
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -40,6 +40,19 @@ def ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
     >>> list(ahead(iter(range(5)), depth=2))
     [0, 1, 2, 3, 4]
     """
+    return ahead_of_all([items], depth)
+
+
+def ahead_of_all(sources: Sequence[Iterable[T]], depth: int = 1) -> Iterator[T]:
+    """The items of every source, each source read in a thread of its own, in the order they arrive (a
+    source's own items in its order): the sources wait on their servers at once. At most ``depth`` items
+    wait for the consumer. The first exception of any source is raised to the consumer, after the items that
+    arrived before it, and stops the others; closing this generator stops every thread and closes every
+    source.
+
+    >>> sorted(ahead_of_all([iter(range(3)), iter(range(10, 12))]))
+    [0, 1, 2, 10, 11]
+    """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, not {depth}")
     handoff: queue.Queue[object] = queue.Queue(maxsize=depth)
@@ -55,7 +68,7 @@ def ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
                 continue
         return False
 
-    def produce() -> None:
+    def produce(items: Iterable[T]) -> None:
         source = iter(items)
         try:
             for item in source:
@@ -70,16 +83,21 @@ def ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
                 close()
         offer(_End())
 
-    thread = threading.Thread(target=produce, name="esdedup-ahead", daemon=True)
-    thread.start()
+    threads = [threading.Thread(target=produce, args=(items,), name="esdedup-ahead", daemon=True)
+               for items in sources]
+    for thread in threads:
+        thread.start()
     try:
-        while True:
+        running = len(threads)
+        while running:
             got = handoff.get()
             if isinstance(got, _End):
                 if got.error is not None:
                     raise got.error
-                return
+                running -= 1
+                continue
             yield got  # type: ignore[misc]
     finally:
         stop.set()
-        thread.join()
+        for thread in threads:
+            thread.join()

@@ -86,6 +86,30 @@ def test_the_server_says_which_engine_it_is(es_url: str, os_url: str) -> None:
     assert opensearch.detect_engine(Elasticsearch(es_url), "here") == "elasticsearch"
 
 
+def test_requests_at_once_reuse_the_client_s_connections_without_a_warning(os_url: str, caplog: Any) -> None:
+    """A point-in-time read asks in slices at once and an ingest writes while it looks up: opensearch-py's
+    client keeps one connection a node unless told more, and warns of each other one it opens and drops."""
+    import logging
+    import threading
+
+    client = open_store("nope", es_url=os_url).client.chosen()
+    assert isinstance(client, opensearch.OpenSearchClient)
+    barrier = threading.Barrier(4)
+
+    def ask() -> None:
+        for _ in range(10):
+            barrier.wait(timeout=30)
+            client.search(size=0)
+
+    with caplog.at_level(logging.WARNING, logger="urllib3"):
+        threads = [threading.Thread(target=ask) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not [r for r in caplog.records if r.name.startswith("urllib3")], caplog.text
+
+
 def test_the_same_corpus_gives_the_same_answers_on_both_engines(es_url: str, os_url: str, es_client: Any,
                                                                  os_client: Any, index_name: str,
                                                                  corpus_file: Path, tmp_path: Path) -> None:

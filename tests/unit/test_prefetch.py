@@ -1,5 +1,6 @@
 """`ahead`: the same items in the same order, fetched while the consumer works, errors where they happened,
-bounded read-ahead, and a clean stop when the consumer stops early."""
+bounded read-ahead, and a clean stop when the consumer stops early; `ahead_of_all`: the same of several sources
+read at once, each in its own order."""
 from __future__ import annotations
 
 import threading
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdedup.util.prefetch import ahead
+from esdedup.util.prefetch import ahead, ahead_of_all
 
 
 @settings(max_examples=50, deadline=None)
@@ -84,3 +85,63 @@ def test_stopping_early_closes_the_source_and_ends_the_thread() -> None:
 def test_depth_is_at_least_one() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         next(ahead(iter([1]), depth=0))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.integers(), max_size=30), min_size=1, max_size=5), st.integers(min_value=1, max_value=4))
+def test_every_source_s_items_arrive_each_in_its_own_order(sources: list[list[int]], depth: int) -> None:
+    tagged = [[(k, x) for x in items] for k, items in enumerate(sources)]
+    got = list(ahead_of_all([iter(items) for items in tagged], depth))
+    assert sorted(got) == sorted(item for items in tagged for item in items)
+    for k, items in enumerate(tagged):
+        assert [item for item in got if item[0] == k] == items
+
+
+def test_the_sources_are_read_at_once() -> None:
+    # Each source's first item waits until the other has started: read one after the other, they would never
+    # both start.
+    started = [threading.Event(), threading.Event()]
+
+    def source(k: int) -> Iterator[int]:
+        started[k].set()
+        assert started[1 - k].wait(5), "the other source was not read meanwhile"
+        yield k
+
+    assert sorted(ahead_of_all([source(0), source(1)])) == [0, 1]
+
+
+def test_an_error_of_one_source_stops_the_others_and_is_raised() -> None:
+    closed = threading.Event()
+
+    def endless() -> Iterator[int]:
+        try:
+            while True:
+                yield 0
+        finally:
+            closed.set()
+
+    def failing() -> Iterator[int]:
+        yield 1
+        raise ConnectionError("node gone")
+
+    with pytest.raises(ConnectionError, match="node gone"):
+        for _ in ahead_of_all([endless(), failing()], depth=2):
+            pass
+    assert closed.wait(5)
+    assert not [t for t in threading.enumerate() if t.name == "esdedup-ahead"]
+
+
+def test_stopping_early_closes_every_source() -> None:
+    closed = [threading.Event() for _ in range(3)]
+
+    def source(k: int) -> Iterator[int]:
+        try:
+            yield from range(1000)
+        finally:
+            closed[k].set()
+
+    for i, _ in enumerate(ahead_of_all([source(k) for k in range(3)])):
+        if i == 5:
+            break
+    assert all(c.wait(5) for c in closed)
+    assert not [t for t in threading.enumerate() if t.name == "esdedup-ahead"]

@@ -24,49 +24,88 @@ from esdedup.schema import CHARS, EMPTY, SHINGLES, SIMHASH
 from esdedup.store.base import StoredDoc, holds_band_keys
 from esdedup.store.columns import SignatureColumns, in_signature_columns
 from esdedup.store.elastic.index import PAGE, ElasticIndex
-from esdedup.util.prefetch import ahead
+from esdedup.util.prefetch import ahead, ahead_of_all
+
+#: Slices of one point in time the read of every signature takes at once (`hit_pages`). Each page of a chain needs
+#: the page before it, so one chain leaves the node and the client taking turns; two keep both busy. Both engines
+#: slice a point in time, each its own way. A million documents' `dups`, node and client on one 2-core machine:
+#: Elasticsearch 8.19.21 read them in 24-26 s instead of 33-35, OpenSearch 2.19.6 in 42-43 s instead of 92-95;
+#: on Elasticsearch, three or four slices were no faster (23.8-25.3 s) and held more pages.
+SCAN_SLICES = 2
 
 
 def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None = None, batch: int = 5000,
               docvalue_fields: Sequence[str] = FINGERPRINT_FIELDS, versions: bool = False,
-              keep_alive: str = "2m", source: bool = True) -> Iterator[list[dict[str, Any]]]:
+              keep_alive: str = "2m", source: bool = True, slices: int = 1) -> Iterator[list[dict[str, Any]]]:
     """The raw hits of ``query`` (default: every document) as the index held them when the call started (a
     point in time, sorted by ``_shard_doc``, search_after paging), with the fingerprint's doc values and the
     signature/vector ``_source`` (``source`` False: doc values only); ``versions`` adds each hit's
     ``_seq_no``/``_primary_term``. The next page is asked for while the caller reads this one (`ahead`): the
-    nodes' search and the caller's work overlap instead of taking turns (a scan's wall time their sum)."""
-    return ahead(_pages(index, what, query, min(batch, PAGE), docvalue_fields, versions, keep_alive, source))
+    nodes' search and the caller's work overlap instead of taking turns (a scan's wall time their sum).
+
+    ``slices``: the point in time read in that many slices at once, each a chain of pages of its own (see
+    `SCAN_SLICES`); the pages then come in the order they arrive, not in ``_shard_doc`` order."""
+    pages = _Pages(index, what, query, min(batch, PAGE), docvalue_fields, versions, keep_alive, source)
+    if slices == 1:
+        return ahead(pages.chain(None))
+    return pages.sliced(slices)
 
 
-def _pages(index: ElasticIndex, what: str, query: Mapping[str, Any] | None, batch: int,
-           docvalue_fields: Sequence[str], versions: bool, keep_alive: str,
-           source: bool) -> Iterator[list[dict[str, Any]]]:
-    with index.errors("opening a point in time"):
-        pit = index.client.open_point_in_time(index=index.name, keep_alive=keep_alive)["id"]
-    try:
-        after = None
+class _Pages:
+    """The chains of pages of one point-in-time read (`hit_pages`)."""
+
+    def __init__(self, index: ElasticIndex, what: str, query: Mapping[str, Any] | None, batch: int,
+                 docvalue_fields: Sequence[str], versions: bool, keep_alive: str, source: bool) -> None:
+        self.index, self.what, self.keep_alive = index, what, keep_alive
+        self.body: dict[str, Any] = {"size": batch, "sort": [{"_shard_doc": "asc"}],
+                                     "_source": VECTOR_SOURCE if source else False,
+                                     "docvalue_fields": list(docvalue_fields), "track_total_hits": False}
+        if query is not None:
+            self.body["query"] = query
+        if versions:
+            self.body["seq_no_primary_term"] = True
+        self.pit: str | None = None  # the newest id a chain was given (each answer may give a new one)
+
+    def chain(self, part: tuple[int, int] | None) -> Iterator[list[dict[str, Any]]]:
+        """The pages of the whole point in time (``part`` None: it is opened and closed here), or of slice
+        ``part`` (id, max) of the one `sliced` holds."""
+        index = self.index
+        if part is None:
+            with self._held():
+                yield from self.chain((0, 1))
+            return
+        assert self.pit is not None
+        pit, after = self.pit, None
         while True:
-            body: dict[str, Any] = {"size": batch, "pit": {"id": pit, "keep_alive": keep_alive},
-                                    "sort": [{"_shard_doc": "asc"}], "_source": VECTOR_SOURCE if source else False,
-                                    "docvalue_fields": list(docvalue_fields), "track_total_hits": False}
-            if query is not None:
-                body["query"] = query
-            if versions:
-                body["seq_no_primary_term"] = True
+            body = {**self.body, "pit": {"id": pit, "keep_alive": self.keep_alive}}
+            if part[1] > 1:
+                body["slice"] = {"id": part[0], "max": part[1]}
             if after is not None:
                 body["search_after"] = after
-            with index.errors(what):
+            with index.errors(self.what):
                 resp = index.client.search(**body)  # a point in time names its index itself
-            index.complete(resp, what)
+            index.complete(resp, self.what)
             hits = resp["hits"]["hits"]
             if not hits:
                 return
-            pit = resp.get("pit_id", pit)
+            pit = self.pit = resp.get("pit_id", pit)
             after = hits[-1]["sort"]
             yield hits
-    finally:
-        with contextlib.suppress(Exception):  # the point in time expires by itself
-            index.client.close_point_in_time(id=pit)
+
+    def sliced(self, slices: int) -> Iterator[list[dict[str, Any]]]:
+        """The pages of ``slices`` chains read at once (`ahead_of_all`), the point in time closed after."""
+        with self._held():
+            yield from ahead_of_all([self.chain((i, slices)) for i in range(slices)])
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        with self.index.errors("opening a point in time"):
+            self.pit = self.index.client.open_point_in_time(index=self.index.name, keep_alive=self.keep_alive)["id"]
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):  # the point in time expires by itself
+                self.index.client.close_point_in_time(id=self.pit)
 
 
 def scan(index: ElasticIndex, *, batch: int = 5000) -> Iterator[list[StoredDoc]]:
@@ -200,6 +239,6 @@ def signature_columns(index: ElasticIndex, perm: int) -> SignatureColumns:
     `ElasticIndex.doc` reads it (the same values, the same refusals), without a `StoredDoc` a hit: the hits of
     the plain form in the native core (`plain_signature_hits`), the others in Python."""
     rows = _SignatureRows(index.config, perm)
-    for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES):
+    for hits in hit_pages(index, "reading signatures", docvalue_fields=_SIGNATURE_DOCVALUES, slices=SCAN_SLICES):
         rows.read(hits)
     return rows.columns()
