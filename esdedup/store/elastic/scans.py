@@ -27,10 +27,9 @@ from esdedup.store.elastic.index import PAGE, ElasticIndex
 from esdedup.util.prefetch import ahead, ahead_of_all
 
 #: Slices of one point in time the read of every signature takes at once (`hit_pages`). Each page of a chain needs
-#: the page before it, so one chain leaves the node and the client taking turns; two keep both busy. Both engines
-#: slice a point in time, each its own way. A million documents' `dups`, node and client on one 2-core machine:
-#: Elasticsearch 8.19.21 read them in 24-26 s instead of 33-35, OpenSearch 2.19.6 in 42-43 s instead of 92-95;
-#: on Elasticsearch, three or four slices were no faster (23.8-25.3 s) and held more pages.
+#: the page before it, so one chain leaves the node and the client taking turns; two keep both busy (both engines
+#: slice a point in time, each its own way; BENCHMARKS.md, All pairs). Three or four were no faster on Elasticsearch
+#: with node and client on two cores, and held more pages in memory.
 SCAN_SLICES = 2
 
 
