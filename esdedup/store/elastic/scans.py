@@ -24,7 +24,7 @@ from esdedup.schema import CHARS, EMPTY, SHINGLES, SIMHASH
 from esdedup.store.base import StoredDoc, holds_band_keys
 from esdedup.store.columns import SignatureColumns, in_signature_columns
 from esdedup.store.elastic.index import PAGE, ElasticIndex
-from esdedup.util.prefetch import ahead, ahead_of_all
+from esdedup.util.prefetch import ahead_of_all
 
 #: Slices of one point in time the read of every signature takes at once (`hit_pages`). Each page of a chain needs
 #: the page before it, so one chain leaves the node and the client taking turns; two keep both busy (both engines
@@ -44,10 +44,7 @@ def hit_pages(index: ElasticIndex, what: str, *, query: Mapping[str, Any] | None
 
     ``slices``: the point in time read in that many slices at once, each a chain of pages of its own (see
     `SCAN_SLICES`); the pages then come in the order they arrive, not in ``_shard_doc`` order."""
-    pages = _Pages(index, what, query, min(batch, PAGE), docvalue_fields, versions, keep_alive, source)
-    if slices == 1:
-        return ahead(pages.chain(None))
-    return pages.sliced(slices)
+    return _Pages(index, what, query, min(batch, PAGE), docvalue_fields, versions, keep_alive, source).read(slices)
 
 
 class _Pages:
@@ -65,20 +62,21 @@ class _Pages:
             self.body["seq_no_primary_term"] = True
         self.pit: str | None = None  # the newest id a chain was given (each answer may give a new one)
 
-    def chain(self, part: tuple[int, int] | None) -> Iterator[list[dict[str, Any]]]:
-        """The pages of the whole point in time (``part`` None: it is opened and closed here), or of slice
-        ``part`` (id, max) of the one `sliced` holds."""
+    def read(self, slices: int) -> Iterator[list[dict[str, Any]]]:
+        """The pages of ``slices`` chains, each read ahead in a thread of its own (`ahead_of_all`), the point in time
+        closed after."""
+        with self._held():
+            yield from ahead_of_all([self._chain(i, slices) for i in range(slices)])
+
+    def _chain(self, slice_id: int, slices: int) -> Iterator[list[dict[str, Any]]]:
+        """The pages of slice ``slice_id`` of ``slices`` (the whole point in time when there is one)."""
         index = self.index
-        if part is None:
-            with self._held():
-                yield from self.chain((0, 1))
-            return
         assert self.pit is not None
         pit, after = self.pit, None
         while True:
             body = {**self.body, "pit": {"id": pit, "keep_alive": self.keep_alive}}
-            if part[1] > 1:
-                body["slice"] = {"id": part[0], "max": part[1]}
+            if slices > 1:
+                body["slice"] = {"id": slice_id, "max": slices}
             if after is not None:
                 body["search_after"] = after
             with index.errors(self.what):
@@ -90,11 +88,6 @@ class _Pages:
             pit = self.pit = resp.get("pit_id", pit)
             after = hits[-1]["sort"]
             yield hits
-
-    def sliced(self, slices: int) -> Iterator[list[dict[str, Any]]]:
-        """The pages of ``slices`` chains read at once (`ahead_of_all`), the point in time closed after."""
-        with self._held():
-            yield from ahead_of_all([self.chain((i, slices)) for i in range(slices)])
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[None]:
